@@ -1,0 +1,57 @@
+#include "cli.h"
+
+#include <argtable2.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+int mps_cli_exit_code(enum mps_status s)
+{
+    switch (s) {
+    case MPS_OK: return MPS_EXIT_OK;
+    case MPS_ERR_RUNTIME: return MPS_EXIT_RUNTIME;
+    case MPS_ERR_USAGE: return MPS_EXIT_USAGE;
+    case MPS_ERR_MODEL: return MPS_EXIT_MODEL;
+    case MPS_ERR_INPUT: return MPS_EXIT_INPUT;
+    case MPS_ERR_CHECK: return MPS_EXIT_CHECK;
+    }
+    return MPS_EXIT_RUNTIME;
+}
+
+void mps_cli_error(const char *subject, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("mpsrun: error: ", stderr);
+    if (subject)
+        fprintf(stderr, "%s: ", subject);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int mps_cli_parse(int argc, char **argv, void **argtable, struct arg_lit *help, struct arg_end *end,
+                  const char *summary, bool *done)
+{
+    *done = true;
+    if (arg_nullcheck(argtable) != 0) {
+        mps_cli_error(argv[0], "out of memory");
+        return MPS_EXIT_RUNTIME;
+    }
+    int errors = arg_parse(argc, argv, argtable);
+    if (help && help->count > 0) {
+        printf("usage: mpsrun %s", argv[0]);
+        arg_print_syntax(stdout, argtable, "\n");
+        printf("%s\n\n", summary);
+        arg_print_glossary(stdout, argtable, "  %-24s %s\n");
+        return MPS_EXIT_OK;
+    }
+    if (errors > 0) {
+        fputs("mpsrun: error: ", stderr);
+        arg_print_errors(stderr, end, argv[0]);
+        fprintf(stderr, "usage: mpsrun %s", argv[0]);
+        arg_print_syntax(stderr, argtable, "\n");
+        return MPS_EXIT_USAGE;
+    }
+    *done = false;
+    return MPS_EXIT_OK;
+}

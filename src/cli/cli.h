@@ -1,0 +1,46 @@
+/* cli.h: what the subcommands of the mpsrun command line share: exit codes,
+   error printing, argtable2 helpers. Only src/cli calls exit(). */
+#ifndef MPS_CLI_H
+#define MPS_CLI_H
+
+#include <argtable2.h>
+#include <stdbool.h>
+
+#include "status.h"
+
+/* Exit codes; scripts depend on them (DESIGN.md, "Errors and exit codes"). */
+enum mps_exit {
+    MPS_EXIT_OK = 0,
+    MPS_EXIT_RUNTIME = 1, /* runtime or device failure */
+    MPS_EXIT_USAGE = 2,   /* bad flags */
+    MPS_EXIT_MODEL = 3,   /* model invalid or unsupported */
+    MPS_EXIT_INPUT = 4,   /* input file invalid */
+    MPS_EXIT_CHECK = 5,   /* a check failed */
+};
+
+struct mps_cli_command {
+    const char *name;
+    const char *summary;
+    int (*main)(int argc, char **argv); /* argv[0] is the subcommand's name; returns an exit code */
+};
+
+/* The exit code for a library status. */
+int mps_cli_exit_code(enum mps_status s);
+/* Prints "mpsrun: error: <subject>: <message>" to stderr; subject may be NULL. */
+void mps_cli_error(const char *subject, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Parses argv with the argtable2 table argtable, whose --help flag is help
+   and whose terminator is end. On --help prints the usage of `mpsrun <cmd>` with
+   summary and returns 0 with *done set; on a parse error prints the errors
+   and returns MPS_EXIT_USAGE with *done set. Otherwise *done is false. */
+int mps_cli_parse(int argc, char **argv, void **argtable, struct arg_lit *help, struct arg_end *end,
+                  const char *summary, bool *done);
+
+/* The subcommands (one file each). */
+int mps_cli_info(int argc, char **argv);
+
+#endif

@@ -1,0 +1,153 @@
+#include "backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The only place where build options choose backends (STYLE.md 8). */
+static const struct mps_backend *const mps_backend_table[] = {
+#ifdef MPSRUN_WITH_CUDA
+    &mps_backend_cuda,
+#endif
+#ifdef MPSRUN_WITH_METAL
+    &mps_backend_metal,
+#endif
+    &mps_backend_cpu,
+};
+
+const struct mps_backend *const *mps_backend_list(int *count)
+{
+    *count = (int)(sizeof mps_backend_table / sizeof mps_backend_table[0]);
+    return mps_backend_table;
+}
+
+const struct mps_backend *mps_backend_find(const char *name)
+{
+    int n;
+    const struct mps_backend *const *list = mps_backend_list(&n);
+    for (int i = 0; i < n; i++)
+        if (strcmp(list[i]->name, name) == 0)
+            return list[i];
+    return NULL;
+}
+
+int mps_backend_unsupported(const struct mps_backend *be, const struct mps_graph *g, char *buf, size_t size)
+{
+    int count = 0;
+    size_t used = 0;
+    if (size)
+        buf[0] = '\0';
+    for (int k = 0; be->supports && k < g->n_nodes; k++) {
+        const struct mps_node *n = &g->nodes[k];
+        if (be->supports(g, n))
+            continue;
+        if (used < size)
+            used += (size_t)snprintf(buf + used, size - used, "%snode '%s' (%s)", count ? ", " : "", n->name,
+                                     mps_op_name(n->op));
+        count++;
+    }
+    return count;
+}
+
+enum mps_status mps_backend_choose(const struct mps_graph *g, const char *name, const struct mps_backend **be,
+                                   char *why, size_t why_size, struct mps_error *err)
+{
+    struct mps_backend_info info;
+    struct mps_error probe_err = {{0}};
+    char list[384];
+    if (strcmp(name, "auto") != 0) {
+        const struct mps_backend *b = mps_backend_find(name);
+        if (!b)
+            return mps_fail(err, MPS_ERR_USAGE, "backend '%s' is not compiled into this mpsrun (see mpsrun info)",
+                            name);
+        if (b->probe(&info, &probe_err) != MPS_OK)
+            return mps_fail(err, MPS_ERR_RUNTIME, "backend '%s' is not available: %s", name, probe_err.msg);
+        int bad = mps_backend_unsupported(b, g, list, sizeof list);
+        if (bad)
+            return mps_fail(err, MPS_ERR_MODEL, "backend '%s' cannot run %d node%s: %s", name, bad,
+                            bad == 1 ? "" : "s", list);
+        *be = b;
+        snprintf(why, why_size, "%s: requested", name);
+        return MPS_OK;
+    }
+    int n;
+    const struct mps_backend *const *all = mps_backend_list(&n);
+    size_t used = (size_t)snprintf(why, why_size, "cpu:");
+    for (int i = 0; i < n; i++) {
+        const struct mps_backend *b = all[i];
+        if (b == &mps_backend_cpu)
+            continue;
+        const char *reason = NULL;
+        if (b->probe(&info, &probe_err) != MPS_OK)
+            reason = probe_err.msg;
+        else if (mps_backend_unsupported(b, g, list, sizeof list))
+            reason = list;
+        if (!reason) {
+            *be = b;
+            snprintf(why, why_size, "%s: the first GPU backend available that runs every node", b->name);
+            return MPS_OK;
+        }
+        if (used < why_size)
+            used += (size_t)snprintf(why + used, why_size - used, " %s unavailable (%s);", b->name, reason);
+    }
+    if (n == 1 && used < why_size)
+        snprintf(why + used, why_size - used, " no GPU backend is compiled in");
+    *be = &mps_backend_cpu;
+    return MPS_OK;
+}
+
+enum mps_status mps_plan_compile(const struct mps_backend *be, const struct mps_graph *g,
+                                 const struct mps_compile_opts *opts, struct mps_plan **plan, struct mps_error *err)
+{
+    *plan = NULL;
+    struct mps_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    p->backend = be;
+    p->graph = g;
+    enum mps_status st = be->compile(g, opts, &p->state, err);
+    if (st) {
+        free(p);
+        return st;
+    }
+    *plan = p;
+    return MPS_OK;
+}
+
+static enum mps_status mps_plan_check(const struct mps_graph *g, int value, const struct mps_tensor *t,
+                                      const char *what, struct mps_error *err)
+{
+    const struct mps_value *v = &g->values[value];
+    if (t->dtype != v->dtype || !mps_shape_eq(&t->shape, &v->shape) || (!t->data && mps_shape_numel(&v->shape))) {
+        char a[160], b[160];
+        return mps_fail(err, MPS_ERR_INPUT, "%s '%s' must be %s %s, got %s %s", what, v->name,
+                        mps_dtype_name(v->dtype), mps_shape_str(&v->shape, a, sizeof a), mps_dtype_name(t->dtype),
+                        mps_shape_str(&t->shape, b, sizeof b));
+    }
+    return MPS_OK;
+}
+
+enum mps_status mps_plan_run(struct mps_plan *plan, const struct mps_tensor *in, struct mps_tensor *out,
+                             struct mps_error *err)
+{
+    const struct mps_graph *g = plan->graph;
+    for (int i = 0; i < g->n_inputs; i++) {
+        enum mps_status st = mps_plan_check(g, g->inputs[i], &in[i], "input", err);
+        if (st)
+            return st;
+    }
+    for (int i = 0; i < g->n_outputs; i++) {
+        enum mps_status st = mps_plan_check(g, g->outputs[i], &out[i], "output", err);
+        if (st)
+            return st;
+    }
+    return plan->backend->run(plan->state, in, out, err);
+}
+
+void mps_plan_free(struct mps_plan *plan)
+{
+    if (!plan)
+        return;
+    plan->backend->free(plan->state);
+    free(plan);
+}

@@ -1,0 +1,96 @@
+/* backend.h: the backend interface, the registry, and compiled plans.
+
+   A backend is a const table of function pointers (entries marked optional
+   may be NULL). It compiles a whole graph once into a plan and runs the plan
+   as one unit:
+
+       const struct mps_backend *be;
+       char why[256];
+       mps_backend_choose(g, "auto", &be, why, sizeof why, &err);   // "cpu: no GPU backend is available"
+       struct mps_plan *plan;
+       mps_plan_compile(be, g, &(struct mps_compile_opts){.threads = 0}, &plan, &err);
+       mps_plan_run(plan, inputs, outputs, &err);   // as often as wanted; allocates nothing
+       mps_plan_free(plan);
+
+   The registry is the only place where build options (MPSRUN_WITH_*) decide
+   which backends exist; GPU backends come first so that "auto" prefers them. */
+#ifndef MPS_BACKEND_H
+#define MPS_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "graph.h"
+#include "status.h"
+#include "tensor.h"
+
+enum mps_precision { MPS_PRECISION_FP32, MPS_PRECISION_TF32, MPS_PRECISION_FP16 };
+
+struct mps_compile_opts {
+    int threads;                  /* CPU threads; 0: one per core */
+    enum mps_precision precision; /* backends without it refuse to compile */
+};
+
+struct mps_backend_info {
+    char device[128];      /* "Intel Xeon ... (2 cores)", "NVIDIA H100 80GB HBM3" */
+    uint64_t memory_bytes; /* device (or system) memory; 0 when unknown */
+    int threads;           /* CPU threads a run uses by default (BLAS threads for cpu); 0 for GPUs */
+    char detail[256];      /* backend specifics: BLAS, driver version, ... */
+};
+
+struct mps_backend {
+    const char *name;        /* "cpu", "cuda", "mps": what --backend takes */
+    const char *description; /* one line for `mpsrun info` */
+    /* MPS_OK when the backend can run on this machine, with info filled;
+       otherwise a status and the reason in err (no device, driver too old). */
+    enum mps_status (*probe)(struct mps_backend_info *info, struct mps_error *err);
+    /* Optional: whether node n of the inferred graph g can run here; NULL: every node. */
+    bool (*supports)(const struct mps_graph *g, const struct mps_node *n);
+    /* Compiles the inferred graph g into *state (owned by the backend until
+       free). g must outlive the state. */
+    enum mps_status (*compile)(const struct mps_graph *g, const struct mps_compile_opts *opts, void **state,
+                               struct mps_error *err);
+    /* Runs: in[] in graph input order, out[] in graph output order, contiguous
+       host tensors of the graph's dtypes and shapes, owned by the caller. */
+    enum mps_status (*run)(void *state, const struct mps_tensor *in, struct mps_tensor *out, struct mps_error *err);
+    /* Frees state; NULL is a no-op. */
+    void (*free)(void *state);
+};
+
+/* The backends compiled in, GPU ones first; *count gets their number. */
+const struct mps_backend *const *mps_backend_list(int *count);
+/* The backend compiled in under name, or NULL. */
+const struct mps_backend *mps_backend_find(const char *name);
+
+/* Picks the backend for g. name "auto": the first available GPU backend that
+   supports every node, else cpu; why says which was chosen and why.
+   An explicit name that is not compiled in, not available, or cannot run
+   every node is an error: the message lists the unsupported nodes. */
+enum mps_status mps_backend_choose(const struct mps_graph *g, const char *name, const struct mps_backend **be,
+                                   char *why, size_t why_size, struct mps_error *err);
+
+/* Writes "node 'a' (Op), node 'b' (Op)" for the nodes be cannot run into buf;
+   returns how many there are. */
+int mps_backend_unsupported(const struct mps_backend *be, const struct mps_graph *g, char *buf, size_t size);
+
+struct mps_plan {
+    const struct mps_backend *backend;
+    const struct mps_graph *graph; /* not owned; must outlive the plan */
+    void *state;                   /* the backend's */
+};
+
+/* Compiles g with be into *plan (free with mps_plan_free). */
+enum mps_status mps_plan_compile(const struct mps_backend *be, const struct mps_graph *g,
+                                 const struct mps_compile_opts *opts, struct mps_plan **plan, struct mps_error *err);
+/* Checks in[] and out[] against the graph's inputs and outputs (dtype and
+   shape, MPS_ERR_INPUT when they differ), then runs the backend. */
+enum mps_status mps_plan_run(struct mps_plan *plan, const struct mps_tensor *in, struct mps_tensor *out,
+                             struct mps_error *err);
+void mps_plan_free(struct mps_plan *plan);
+
+/* The backends' tables (backend.c lists those compiled in). */
+extern const struct mps_backend mps_backend_cpu;
+extern const struct mps_backend mps_backend_cuda;
+extern const struct mps_backend mps_backend_metal;
+
+#endif

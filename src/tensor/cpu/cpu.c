@@ -1,0 +1,267 @@
+/* cpu.c: the CPU backend: the reference and the fallback, runs every op.
+
+   compile: plans one arena for all activations plus the largest scratch any
+   node needs, starts the thread pool, and lays out each node's tensors.
+   run: points the graph inputs at the caller's buffers, calls each node's
+   kernel in order, copies the outputs out. Nothing is allocated per run. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
+
+#include "../backend.h"
+#include "../memplan.h"
+#include "blas.h"
+#include "kernels.h"
+
+static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
+    [MPS_OP_MATMUL] = mps_cpu_matmul,
+    [MPS_OP_GEMM] = mps_cpu_gemm,
+    [MPS_OP_CONV] = mps_cpu_conv,
+    [MPS_OP_CONV_TRANSPOSE] = mps_cpu_conv_transpose,
+    [MPS_OP_MAX_POOL] = mps_cpu_pool,
+    [MPS_OP_AVERAGE_POOL] = mps_cpu_pool,
+    [MPS_OP_GLOBAL_AVERAGE_POOL] = mps_cpu_global_pool,
+    [MPS_OP_GLOBAL_MAX_POOL] = mps_cpu_global_pool,
+    [MPS_OP_BATCH_NORM] = mps_cpu_batch_norm,
+    [MPS_OP_LAYER_NORM] = mps_cpu_layer_norm,
+    [MPS_OP_SOFTMAX] = mps_cpu_softmax,
+    [MPS_OP_LOG_SOFTMAX] = mps_cpu_softmax,
+    [MPS_OP_RELU] = mps_cpu_unary,
+    [MPS_OP_LEAKY_RELU] = mps_cpu_unary,
+    [MPS_OP_ELU] = mps_cpu_unary,
+    [MPS_OP_SELU] = mps_cpu_unary,
+    [MPS_OP_SIGMOID] = mps_cpu_unary,
+    [MPS_OP_HARD_SIGMOID] = mps_cpu_unary,
+    [MPS_OP_HARD_SWISH] = mps_cpu_unary,
+    [MPS_OP_TANH] = mps_cpu_unary,
+    [MPS_OP_SOFTPLUS] = mps_cpu_unary,
+    [MPS_OP_SOFTSIGN] = mps_cpu_unary,
+    [MPS_OP_GELU] = mps_cpu_unary,
+    [MPS_OP_ERF] = mps_cpu_unary,
+    [MPS_OP_EXP] = mps_cpu_unary,
+    [MPS_OP_LOG] = mps_cpu_unary,
+    [MPS_OP_SQRT] = mps_cpu_unary,
+    [MPS_OP_ABS] = mps_cpu_unary,
+    [MPS_OP_NEG] = mps_cpu_unary,
+    [MPS_OP_RECIPROCAL] = mps_cpu_unary,
+    [MPS_OP_FLOOR] = mps_cpu_unary,
+    [MPS_OP_CEIL] = mps_cpu_unary,
+    [MPS_OP_CLIP] = mps_cpu_unary,
+    [MPS_OP_IDENTITY] = mps_cpu_copy,
+    [MPS_OP_DROPOUT] = mps_cpu_copy,
+    [MPS_OP_CAST] = mps_cpu_cast,
+    [MPS_OP_PRELU] = mps_cpu_prelu,
+    [MPS_OP_ADD] = mps_cpu_binary,
+    [MPS_OP_SUB] = mps_cpu_binary,
+    [MPS_OP_MUL] = mps_cpu_binary,
+    [MPS_OP_DIV] = mps_cpu_binary,
+    [MPS_OP_POW] = mps_cpu_binary,
+    [MPS_OP_MAX] = mps_cpu_binary,
+    [MPS_OP_MIN] = mps_cpu_binary,
+    [MPS_OP_SUM] = mps_cpu_binary,
+    [MPS_OP_MEAN] = mps_cpu_binary,
+    [MPS_OP_REDUCE_MEAN] = mps_cpu_reduce,
+    [MPS_OP_REDUCE_SUM] = mps_cpu_reduce,
+    [MPS_OP_REDUCE_MAX] = mps_cpu_reduce,
+    [MPS_OP_REDUCE_MIN] = mps_cpu_reduce,
+    [MPS_OP_RESHAPE] = mps_cpu_copy,
+    [MPS_OP_FLATTEN] = mps_cpu_copy,
+    [MPS_OP_TRANSPOSE] = mps_cpu_transpose,
+    [MPS_OP_SQUEEZE] = mps_cpu_copy,
+    [MPS_OP_UNSQUEEZE] = mps_cpu_copy,
+    [MPS_OP_CONCAT] = mps_cpu_concat,
+    [MPS_OP_SPLIT] = mps_cpu_split,
+    [MPS_OP_SLICE] = mps_cpu_slice,
+    [MPS_OP_GATHER] = mps_cpu_gather,
+    [MPS_OP_SHAPE] = mps_cpu_shape,
+    [MPS_OP_CONSTANT] = mps_cpu_copy,
+    [MPS_OP_CONSTANT_OF_SHAPE] = mps_cpu_fill,
+    [MPS_OP_EXPAND] = mps_cpu_expand,
+    [MPS_OP_PAD] = mps_cpu_pad,
+};
+
+static const mps_cpu_scratch mps_cpu_scratch_fns[MPS_OP_COUNT] = {
+    [MPS_OP_CONV] = mps_cpu_conv_scratch,
+    [MPS_OP_CONV_TRANSPOSE] = mps_cpu_conv_scratch,
+};
+
+struct mps_cpu_state {
+    const struct mps_graph *g;
+    struct mps_pool *pool;
+    void *arena;             /* activations, then scratch */
+    void *scratch;
+    struct mps_tensor *vt;   /* per value: its tensor (inputs point at the caller's data during a run) */
+    struct mps_tensor *slots; /* per node: its input slots then its output slots */
+    int *first_slot;         /* per node: index of its first slot; n_nodes + 1 entries */
+};
+
+/* Slots a node's kernel may read: optional inputs and outputs up to the op's maximum. */
+static void mps_cpu_slot_counts(const struct mps_node *n, int *ins, int *outs)
+{
+    const struct mps_op_info *info = mps_op_info(n->op);
+    *ins = info->in_max > n->n_in ? info->in_max : n->n_in;
+    *outs = info->out_max > n->n_out ? info->out_max : n->n_out;
+}
+
+static void mps_cpu_free(void *state)
+{
+    struct mps_cpu_state *s = state;
+    if (!s)
+        return;
+    mps_pool_free(s->pool);
+    free(s->arena);
+    free(s->vt);
+    free(s->slots);
+    free(s->first_slot);
+    free(s);
+}
+
+static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct mps_compile_opts *opts, void **state,
+                                       struct mps_error *err)
+{
+    if (opts->precision != MPS_PRECISION_FP32)
+        return mps_fail(err, MPS_ERR_USAGE, "the cpu backend computes in fp32 only");
+    struct mps_cpu_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    s->g = g;
+    struct mps_memplan mp;
+    enum mps_status st = mps_memplan_build(g, 64, &mp, err);
+    if (st) {
+        free(s);
+        return st;
+    }
+    size_t scratch = 0;
+    int n_slots = 0;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const struct mps_node *n = &g->nodes[k];
+        if (mps_cpu_scratch_fns[n->op]) {
+            size_t b = mps_cpu_scratch_fns[n->op](g, n);
+            scratch = b > scratch ? b : scratch;
+        }
+        int ins, outs;
+        mps_cpu_slot_counts(n, &ins, &outs);
+        n_slots += ins + outs;
+    }
+    size_t bytes = (mp.size + scratch + 63) / 64 * 64;
+    s->arena = bytes ? aligned_alloc(64, bytes) : NULL;
+    s->vt = calloc((size_t)g->n_values + 1, sizeof *s->vt);
+    s->slots = calloc((size_t)n_slots + 1, sizeof *s->slots);
+    s->first_slot = calloc((size_t)g->n_nodes + 1, sizeof *s->first_slot);
+    if ((bytes && !s->arena) || !s->vt || !s->slots || !s->first_slot) {
+        mps_memplan_free(&mp);
+        mps_cpu_free(s);
+        return mps_fail(err, MPS_ERR_RUNTIME, "cannot allocate %zu bytes for the activations", bytes);
+    }
+    s->scratch = (unsigned char *)s->arena + mp.size;
+    for (int v = 0; v < g->n_values; v++) {
+        const struct mps_value *val = &g->values[v];
+        void *data = mp.offset[v] >= 0 ? (unsigned char *)s->arena + mp.offset[v] : (void *)val->data;
+        s->vt[v] = mps_tensor_make(val->dtype, &val->shape, data);
+    }
+    mps_memplan_free(&mp);
+    int slot = 0;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const struct mps_node *n = &g->nodes[k];
+        int ins, outs;
+        mps_cpu_slot_counts(n, &ins, &outs);
+        s->first_slot[k] = slot;
+        for (int i = 0; i < n->n_in; i++)
+            if (n->in[i] >= 0)
+                s->slots[slot + i] = s->vt[n->in[i]];
+        for (int i = 0; i < n->n_out; i++)
+            s->slots[slot + ins + i] = s->vt[n->out[i]];
+        slot += ins + outs;
+    }
+    s->first_slot[g->n_nodes] = slot;
+    int threads = opts->threads > 0 ? opts->threads : mps_pool_cores();
+    if ((st = mps_pool_new(threads, &s->pool, err))) {
+        mps_cpu_free(s);
+        return st;
+    }
+    mps_blas_set_threads(threads);
+    *state = s;
+    return MPS_OK;
+}
+
+static enum mps_status mps_cpu_run(void *state, const struct mps_tensor *in, struct mps_tensor *out,
+                                   struct mps_error *err)
+{
+    struct mps_cpu_state *s = state;
+    const struct mps_graph *g = s->g;
+    for (int i = 0; i < g->n_inputs; i++)
+        s->vt[g->inputs[i]].data = in[i].data;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const struct mps_node *n = &g->nodes[k];
+        struct mps_tensor *t = s->slots + s->first_slot[k];
+        int ins, outs;
+        mps_cpu_slot_counts(n, &ins, &outs);
+        for (int i = 0; i < n->n_in; i++)
+            if (n->in[i] >= 0)
+                t[i].data = s->vt[n->in[i]].data; /* graph inputs move between runs */
+        struct mps_cpu_args args = {.node = n, .in = t, .out = t + ins, .pool = s->pool, .scratch = s->scratch};
+        enum mps_status st = mps_cpu_kernels[n->op](&args, err);
+        if (st)
+            return st;
+    }
+    for (int i = 0; i < g->n_outputs; i++) {
+        const struct mps_tensor *src = &s->vt[g->outputs[i]];
+        size_t bytes = mps_tensor_bytes(src);
+        if (bytes && out[i].data != src->data)
+            memcpy(out[i].data, src->data, bytes);
+    }
+    return MPS_OK;
+}
+
+/* "Intel(R) Xeon(R) ..." from the OS, or "unknown CPU". */
+static void mps_cpu_model(char *buf, size_t size)
+{
+    snprintf(buf, size, "unknown CPU");
+#if defined(__APPLE__)
+    size_t len = size;
+    if (sysctlbyname("machdep.cpu.brand_string", buf, &len, NULL, 0) != 0)
+        snprintf(buf, size, "unknown CPU");
+#else
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (colon && strncmp(line, "model name", 10) == 0) {
+            colon += 2;
+            colon[strcspn(colon, "\n")] = '\0';
+            snprintf(buf, size, "%s", colon);
+            break;
+        }
+    }
+    fclose(f);
+#endif
+}
+
+static enum mps_status mps_cpu_probe(struct mps_backend_info *info, struct mps_error *err)
+{
+    char model[96];
+    (void)err;
+    mps_cpu_model(model, sizeof model);
+    snprintf(info->device, sizeof info->device, "%s (%d cores)", model, mps_pool_cores());
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    info->memory_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    info->threads = mps_blas_threads() > 0 ? mps_blas_threads() : mps_pool_cores();
+    snprintf(info->detail, sizeof info->detail, "BLAS %s, %d threads", mps_blas_name(), info->threads);
+    return MPS_OK;
+}
+
+const struct mps_backend mps_backend_cpu = {
+    .name = "cpu",
+    .description = "CPU: cblas_sgemm for matrix products, a pthread pool for the other kernels",
+    .probe = mps_cpu_probe,
+    .supports = NULL, /* every op: the reference and the fallback */
+    .compile = mps_cpu_compile,
+    .run = mps_cpu_run,
+    .free = mps_cpu_free,
+};

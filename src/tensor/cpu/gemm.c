@@ -1,0 +1,90 @@
+/* gemm.c: MatMul (batched, numpy broadcasting of the batch dims) and Gemm,
+   both through cblas_sgemm. */
+#include "blas.h"
+#include "kernels.h"
+
+static int mps_cpu_ld(int64_t v)
+{
+    return v > 0 ? (int)v : 1;
+}
+
+/* C[m,n] = A[m,k] B[k,n] (+ C when accumulate), row-major and contiguous. */
+static void mps_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                          const float *b, float beta, float *c)
+{
+    if (m == 0 || n == 0)
+        return;
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+                (int)k, alpha, a, mps_cpu_ld(ta ? m : k), b, mps_cpu_ld(tb ? k : n), beta, c, mps_cpu_ld(n));
+}
+
+enum mps_status mps_cpu_matmul(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_tensor *ta = &a->in[0], *tb = &a->in[1];
+    struct mps_tensor *out = &a->out[0];
+    (void)err;
+    /* promote 1-D operands to matrices as numpy does */
+    struct mps_shape sa = ta->shape, sb = tb->shape;
+    if (sa.ndim == 1)
+        sa = (struct mps_shape){2, {1, sa.dim[0]}};
+    if (sb.ndim == 1)
+        sb = (struct mps_shape){2, {sb.dim[0], 1}};
+    int64_t m = sa.dim[sa.ndim - 2], k = sa.dim[sa.ndim - 1], n = sb.dim[sb.ndim - 1];
+    struct mps_shape ba = {sa.ndim - 2, {0}}, bb = {sb.ndim - 2, {0}}, bo;
+    for (int i = 0; i < ba.ndim; i++)
+        ba.dim[i] = sa.dim[i];
+    for (int i = 0; i < bb.ndim; i++)
+        bb.dim[i] = sb.dim[i];
+    mps_shape_broadcast(&ba, &bb, &bo, NULL);
+    int64_t batches = mps_shape_numel(&bo);
+    const float *pa = ta->data, *pb = tb->data;
+    float *pc = out->data;
+    if (mps_shape_numel(&bb) == 1 && mps_shape_numel(&ba) == batches) {
+        /* B is one matrix: fold A's batch into its rows, one call */
+        mps_cpu_sgemm(false, false, m * batches, n, k, 1.0f, pa, pb, 0.0f, pc);
+        return MPS_OK;
+    }
+    int64_t sta[MPS_MAX_DIMS], stb[MPS_MAX_DIMS];
+    mps_shape_broadcast_strides(&ba, &bo, sta);
+    mps_shape_broadcast_strides(&bb, &bo, stb);
+    for (int64_t i = 0; i < batches; i++) {
+        int64_t rem = i, oa = 0, ob = 0;
+        for (int d = bo.ndim - 1; d >= 0; d--) {
+            int64_t idx = rem % bo.dim[d];
+            rem /= bo.dim[d];
+            oa += idx * sta[d];
+            ob += idx * stb[d];
+        }
+        mps_cpu_sgemm(false, false, m, n, k, 1.0f, pa + oa * m * k, pb + ob * k * n, 0.0f, pc + i * m * n);
+    }
+    return MPS_OK;
+}
+
+enum mps_status mps_cpu_gemm(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_gemm_params *p = &a->node->p.gemm;
+    const struct mps_tensor *ta = &a->in[0], *tb = &a->in[1], *tc = &a->in[2];
+    struct mps_tensor *out = &a->out[0];
+    int64_t m = out->shape.dim[0], n = out->shape.dim[1];
+    int64_t k = ta->shape.dim[p->trans_a ? 0 : 1];
+    float *y = out->data;
+    float beta = 0.0f;
+    (void)err;
+    if (tc->data && p->beta != 0.0f) {
+        /* Y = beta * C broadcast, then accumulate the product into it */
+        int64_t st[MPS_MAX_DIMS];
+        mps_shape_broadcast_strides(&tc->shape, &out->shape, st);
+        const float *c = tc->data;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++)
+                y[i * n + j] = p->beta * c[i * st[0] + j * st[1]];
+        beta = 1.0f;
+    }
+    if (k == 0 && beta == 0.0f) {
+        for (int64_t i = 0; i < m * n; i++)
+            y[i] = 0.0f;
+        return MPS_OK;
+    }
+    mps_cpu_sgemm(p->trans_a, p->trans_b, m, n, k, p->alpha, ta->data, tb->data, beta, y);
+    return MPS_OK;
+}

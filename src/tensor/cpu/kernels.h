@@ -1,0 +1,71 @@
+/* kernels.h: the CPU kernels' calling convention. Internal to the CPU backend.
+
+   A kernel gets one node's tensors, already validated by shape inference:
+   contiguous, with the dtypes and shapes the graph says, in[i].data NULL for
+   an omitted optional input. It writes its outputs and may use scratch
+   (scratch_bytes() of its family, planned at compile time). It fails only on
+   data it could not check before the run (a Gather index out of range). */
+#ifndef MPS_CPU_KERNELS_H
+#define MPS_CPU_KERNELS_H
+
+#include <stddef.h>
+
+#include "../graph.h"
+#include "pool.h"
+
+struct mps_cpu_args {
+    const struct mps_node *node;
+    const struct mps_tensor *in;
+    struct mps_tensor *out;
+    struct mps_pool *pool;
+    void *scratch;
+};
+
+typedef enum mps_status (*mps_cpu_kernel)(const struct mps_cpu_args *a, struct mps_error *err);
+/* Scratch bytes a node needs, from its inferred graph. */
+typedef size_t (*mps_cpu_scratch)(const struct mps_graph *g, const struct mps_node *n);
+
+/* gemm.c */
+enum mps_status mps_cpu_matmul(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_gemm(const struct mps_cpu_args *a, struct mps_error *err);
+/* conv.c */
+enum mps_status mps_cpu_conv(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_conv_transpose(const struct mps_cpu_args *a, struct mps_error *err);
+size_t mps_cpu_conv_scratch(const struct mps_graph *g, const struct mps_node *n);
+/* pooling.c */
+enum mps_status mps_cpu_pool(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_global_pool(const struct mps_cpu_args *a, struct mps_error *err);
+/* norm.c */
+enum mps_status mps_cpu_batch_norm(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_layer_norm(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_softmax(const struct mps_cpu_args *a, struct mps_error *err);
+/* unary.c */
+enum mps_status mps_cpu_unary(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_copy(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_cast(const struct mps_cpu_args *a, struct mps_error *err);
+/* binary.c */
+enum mps_status mps_cpu_binary(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_prelu(const struct mps_cpu_args *a, struct mps_error *err);
+/* reduce.c */
+enum mps_status mps_cpu_reduce(const struct mps_cpu_args *a, struct mps_error *err);
+/* layout.c */
+enum mps_status mps_cpu_transpose(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_concat(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_split(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_slice(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_gather(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_shape(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_fill(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_expand(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_pad(const struct mps_cpu_args *a, struct mps_error *err);
+
+/* Writes v converted to dtype t at element i of p (floats round, integers
+   truncate and saturate, bool is v != 0). */
+void mps_cpu_store(void *p, enum mps_dtype t, int64_t i, double v);
+
+/* Copies a strided view: dst[i] = src[i] over shape, strides in elements of
+   elem bytes. The workhorse of transpose, slice, expand, concat and split. */
+void mps_cpu_copy_strided(void *dst, const int64_t *dst_stride, const void *src, const int64_t *src_stride,
+                          const struct mps_shape *shape, size_t elem);
+
+#endif

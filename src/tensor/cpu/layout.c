@@ -1,0 +1,208 @@
+/* layout.c: Transpose, Concat, Split, Slice, Expand (all strided copies),
+   Gather, Shape, ConstantOfShape and Pad, for every dtype. Reshape, Flatten,
+   Squeeze and Unsqueeze keep the bytes and are plain copies (unary.c). */
+#include <string.h>
+
+#include "kernels.h"
+
+void mps_cpu_copy_strided(void *dst, const int64_t *dst_stride, const void *src, const int64_t *src_stride,
+                          const struct mps_shape *shape, size_t elem)
+{
+    int nd = shape->ndim, last = nd - 1;
+    if (mps_shape_numel(shape) == 0)
+        return;
+    if (nd == 0) {
+        memcpy(dst, src, elem);
+        return;
+    }
+    int64_t n = shape->dim[last], ds = dst_stride[last], ss = src_stride[last];
+    int64_t idx[MPS_MAX_DIMS] = {0};
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    for (;;) {
+        int64_t od = 0, os = 0;
+        for (int i = 0; i < last; i++) {
+            od += idx[i] * dst_stride[i];
+            os += idx[i] * src_stride[i];
+        }
+        if (ds == 1 && ss == 1) {
+            memcpy(d + od * (int64_t)elem, s + os * (int64_t)elem, (size_t)n * elem);
+        } else {
+#define MPS_COPY_ROW(T)                                                   \
+    for (int64_t i = 0; i < n; i++)                                       \
+        ((T *)d)[od + i * ds] = ((const T *)s)[os + i * ss];              \
+    break
+            switch (elem) {
+            case 1: MPS_COPY_ROW(uint8_t);
+            case 2: MPS_COPY_ROW(uint16_t);
+            case 4: MPS_COPY_ROW(uint32_t);
+            default: MPS_COPY_ROW(uint64_t);
+            }
+#undef MPS_COPY_ROW
+        }
+        int i = last - 1;
+        while (i >= 0 && ++idx[i] == shape->dim[i])
+            idx[i--] = 0;
+        if (i < 0)
+            return;
+    }
+}
+
+enum mps_status mps_cpu_transpose(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_tensor *x = &a->in[0];
+    struct mps_tensor *y = &a->out[0];
+    int64_t src[MPS_MAX_DIMS];
+    for (int i = 0; i < y->shape.ndim; i++)
+        src[i] = x->stride[a->node->p.transpose.perm[i]];
+    (void)err;
+    mps_cpu_copy_strided(y->data, y->stride, x->data, src, &y->shape, mps_dtype_size(y->dtype));
+    return MPS_OK;
+}
+
+enum mps_status mps_cpu_slice(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_tensor *x = &a->in[0];
+    struct mps_tensor *y = &a->out[0];
+    const struct mps_slice_params *p = &a->node->p.slice;
+    int64_t src[MPS_MAX_DIMS], base = 0;
+    for (int i = 0; i < y->shape.ndim; i++) {
+        src[i] = x->stride[i] * p->step[i];
+        if (y->shape.dim[i])
+            base += p->start[i] * x->stride[i];
+    }
+    size_t elem = mps_dtype_size(y->dtype);
+    (void)err;
+    mps_cpu_copy_strided(y->data, y->stride, (const unsigned char *)x->data + base * (int64_t)elem, src, &y->shape,
+                         elem);
+    return MPS_OK;
+}
+
+enum mps_status mps_cpu_expand(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_tensor *x = &a->in[0];
+    struct mps_tensor *y = &a->out[0];
+    int64_t src[MPS_MAX_DIMS];
+    mps_shape_broadcast_strides(&x->shape, &y->shape, src);
+    (void)err;
+    mps_cpu_copy_strided(y->data, y->stride, x->data, src, &y->shape, mps_dtype_size(y->dtype));
+    return MPS_OK;
+}
+
+/* Concat and Split move blocks along axis between one big and several small tensors. */
+static void mps_cpu_blocks(struct mps_tensor *big, const struct mps_tensor *parts, int n_parts, int axis,
+                           bool into_big)
+{
+    size_t elem = mps_dtype_size(big->dtype);
+    int64_t off = 0;
+    for (int i = 0; i < n_parts; i++) {
+        const struct mps_tensor *t = &parts[i];
+        unsigned char *b = (unsigned char *)big->data + off * big->stride[axis] * (int64_t)elem;
+        if (into_big)
+            mps_cpu_copy_strided(b, big->stride, t->data, t->stride, &t->shape, elem);
+        else
+            mps_cpu_copy_strided(t->data, t->stride, b, big->stride, &t->shape, elem);
+        off += t->shape.dim[axis];
+    }
+}
+
+enum mps_status mps_cpu_concat(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    (void)err;
+    mps_cpu_blocks(&a->out[0], a->in, a->node->n_in, (int)a->node->p.axis.axis, true);
+    return MPS_OK;
+}
+
+enum mps_status mps_cpu_split(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    (void)err;
+    mps_cpu_blocks((struct mps_tensor *)&a->in[0], a->out, a->node->n_out, (int)a->node->p.axis.axis, false);
+    return MPS_OK;
+}
+
+enum mps_status mps_cpu_gather(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_tensor *x = &a->in[0], *ix = &a->in[1];
+    int axis = (int)a->node->p.axis.axis;
+    int64_t outer = 1, inner = 1, len = x->shape.dim[axis], count = mps_shape_numel(&ix->shape);
+    for (int i = 0; i < axis; i++)
+        outer *= x->shape.dim[i];
+    for (int i = axis + 1; i < x->shape.ndim; i++)
+        inner *= x->shape.dim[i];
+    for (int64_t j = 0; j < count; j++) {
+        int64_t v = ix->dtype == MPS_I64 ? ((const int64_t *)ix->data)[j] : ((const int32_t *)ix->data)[j];
+        if (v < -len || v >= len)
+            return mps_fail(err, MPS_ERR_INPUT, "node '%s' (Gather): index %lld is out of range for an axis of %lld",
+                            a->node->name, (long long)v, (long long)len);
+    }
+    size_t row = (size_t)inner * mps_dtype_size(x->dtype);
+    const unsigned char *src = x->data;
+    unsigned char *dst = a->out[0].data;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < count; j++) {
+            int64_t v = ix->dtype == MPS_I64 ? ((const int64_t *)ix->data)[j] : ((const int32_t *)ix->data)[j];
+            if (v < 0)
+                v += len;
+            memcpy(dst + (o * count + j) * (int64_t)row, src + (o * len + v) * (int64_t)row, row);
+        }
+    return MPS_OK;
+}
+
+enum mps_status mps_cpu_shape(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_shape_params *p = &a->node->p.shape;
+    int64_t *y = a->out[0].data;
+    (void)err;
+    for (int64_t i = p->start; i < p->end; i++)
+        y[i - p->start] = a->in[0].shape.dim[i];
+    return MPS_OK;
+}
+
+enum mps_status mps_cpu_fill(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    struct mps_tensor *y = &a->out[0];
+    int64_t n = mps_shape_numel(&y->shape);
+    (void)err;
+    for (int64_t i = 0; i < n; i++)
+        mps_cpu_store(y->data, y->dtype, i, a->node->p.fill.value);
+    return MPS_OK;
+}
+
+/* Index into an axis of size d for output position o with begin pad b, or -1 for the constant. */
+static int64_t mps_pad_source(enum mps_pad_mode mode, int64_t o, int64_t b, int64_t d)
+{
+    int64_t i = o - b;
+    if (i >= 0 && i < d)
+        return i;
+    if (mode == MPS_PAD_CONSTANT)
+        return -1;
+    if (mode == MPS_PAD_EDGE)
+        return i < 0 ? 0 : d - 1;
+    /* reflect: pads are smaller than d, so one reflection lands inside */
+    return i < 0 ? -i : 2 * (d - 1) - i;
+}
+
+enum mps_status mps_cpu_pad(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_tensor *x = &a->in[0];
+    struct mps_tensor *y = &a->out[0];
+    const struct mps_pad_params *p = &a->node->p.pad;
+    int nd = y->shape.ndim;
+    int64_t n = mps_shape_numel(&y->shape), idx[MPS_MAX_DIMS] = {0};
+    size_t elem = mps_dtype_size(y->dtype);
+    unsigned char fill[8];
+    mps_cpu_store(fill, y->dtype, 0, p->value);
+    (void)err;
+    for (int64_t o = 0; o < n; o++) {
+        int64_t src = 0;
+        for (int d = 0; d < nd && src >= 0; d++) {
+            int64_t i = mps_pad_source(p->mode, idx[d], p->pads[d], x->shape.dim[d]);
+            src = i < 0 ? -1 : src + i * x->stride[d];
+        }
+        memcpy((unsigned char *)y->data + o * (int64_t)elem,
+               src < 0 ? fill : (const unsigned char *)x->data + src * (int64_t)elem, elem);
+        for (int d = nd - 1; d >= 0 && ++idx[d] == y->shape.dim[d]; d--)
+            idx[d] = 0;
+    }
+    return MPS_OK;
+}

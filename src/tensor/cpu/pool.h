@@ -1,0 +1,33 @@
+/* pool.h: a small pthread pool for the CPU kernels (Apple's compiler has no
+   OpenMP). Threads are created once, when a plan is compiled, and wait on a
+   condition variable between jobs; a job is a parallel for:
+
+       static void body(void *ctx, int64_t begin, int64_t end) { ... }
+       mps_pool_for(pool, n, 1024, body, &ctx);   // returns when every chunk is done
+
+   The calling thread takes chunks too. One job at a time per pool: a pool
+   belongs to one plan, and a plan is run by one thread at a time. */
+#ifndef MPS_POOL_H
+#define MPS_POOL_H
+
+#include <stdint.h>
+
+#include "../status.h"
+
+struct mps_pool;
+
+typedef void (*mps_pool_fn)(void *ctx, int64_t begin, int64_t end);
+
+/* A pool of threads workers in all (the caller counts as one); threads <= 0:
+   one per online core. */
+enum mps_status mps_pool_new(int threads, struct mps_pool **pool, struct mps_error *err);
+/* Joins the workers and frees the pool; NULL is a no-op. */
+void mps_pool_free(struct mps_pool *pool);
+int mps_pool_threads(const struct mps_pool *pool);
+/* Calls fn over [0, n) in chunks of at least min_chunk items, spread over the
+   pool. Runs inline when pool is NULL, has one thread, or n is small. */
+void mps_pool_for(struct mps_pool *pool, int64_t n, int64_t min_chunk, mps_pool_fn fn, void *ctx);
+/* Online cores of this machine (at least 1). */
+int mps_pool_cores(void);
+
+#endif

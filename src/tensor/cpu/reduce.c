@@ -1,0 +1,70 @@
+/* reduce.c: ReduceMean, ReduceSum, ReduceMax, ReduceMin over any set of axes.
+   Each output element walks its box of reduced input elements; sums in double. */
+#include <math.h>
+
+#include "kernels.h"
+
+struct mps_reduce_job {
+    const struct mps_cpu_args *a;
+    int n_keep, n_red;
+    int64_t keep_dim[MPS_MAX_DIMS], keep_st[MPS_MAX_DIMS]; /* kept axes: size, input stride */
+    int64_t red_dim[MPS_MAX_DIMS], red_st[MPS_MAX_DIMS];   /* reduced axes */
+    int64_t red_count;
+};
+
+static void mps_reduce_outputs(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_reduce_job *q = ctx;
+    enum mps_op op = q->a->node->op;
+    const float *x = q->a->in[0].data;
+    float *y = q->a->out[0].data;
+    for (int64_t o = begin; o < end; o++) {
+        int64_t base = 0, rem = o;
+        for (int d = q->n_keep - 1; d >= 0; d--) {
+            base += rem % q->keep_dim[d] * q->keep_st[d];
+            rem /= q->keep_dim[d];
+        }
+        double acc = op == MPS_OP_REDUCE_MAX ? -INFINITY : op == MPS_OP_REDUCE_MIN ? INFINITY : 0.0;
+        for (int64_t r = 0; r < q->red_count; r++) {
+            int64_t off = base, rr = r;
+            for (int d = q->n_red - 1; d >= 0; d--) {
+                off += rr % q->red_dim[d] * q->red_st[d];
+                rr /= q->red_dim[d];
+            }
+            double v = x[off];
+            if (op == MPS_OP_REDUCE_MAX)
+                acc = v > acc || v != v ? v : acc;
+            else if (op == MPS_OP_REDUCE_MIN)
+                acc = v < acc || v != v ? v : acc;
+            else
+                acc += v;
+        }
+        if (op == MPS_OP_REDUCE_MEAN)
+            acc /= (double)q->red_count;
+        y[o] = (float)acc;
+    }
+}
+
+enum mps_status mps_cpu_reduce(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_shape *s = &a->in[0].shape;
+    uint32_t mask = a->node->p.reduce.axes;
+    struct mps_reduce_job q = {.a = a, .red_count = 1};
+    int64_t st[MPS_MAX_DIMS];
+    mps_shape_strides(s, st);
+    (void)err;
+    for (int d = 0; d < s->ndim; d++) {
+        if (mask & (1u << d)) {
+            q.red_dim[q.n_red] = s->dim[d];
+            q.red_st[q.n_red++] = st[d];
+            q.red_count *= s->dim[d];
+        } else {
+            q.keep_dim[q.n_keep] = s->dim[d];
+            q.keep_st[q.n_keep++] = st[d];
+        }
+    }
+    int64_t outputs = mps_shape_numel(&a->out[0].shape);
+    mps_pool_for(a->pool, outputs, q.red_count > 1024 ? 1 : 1 + 1024 / (q.red_count ? q.red_count : 1),
+                 mps_reduce_outputs, &q);
+    return MPS_OK;
+}

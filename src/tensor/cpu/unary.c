@@ -1,0 +1,152 @@
+/* unary.c: elementwise f32 activations and math functions, Cast, and the ops
+   that copy their input unchanged (Identity, Dropout, Constant, and the
+   reshaping ops, whose output has the input's bytes in a new shape). */
+#include <math.h>
+#include <string.h>
+
+#include "kernels.h"
+
+/* Elements per parallel chunk: small enough to spread, large enough to amortize. */
+#define MPS_UNARY_CHUNK 16384
+
+struct mps_unary_job {
+    const struct mps_cpu_args *a;
+};
+
+static float mps_sigmoid(float x)
+{
+    if (x >= 0)
+        return 1.0f / (1.0f + expf(-x));
+    float e = expf(x);
+    return e / (1.0f + e);
+}
+
+static void mps_unary_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_cpu_args *a = ((const struct mps_unary_job *)ctx)->a;
+    const float *x = (const float *)a->in[0].data + begin;
+    float *y = (float *)a->out[0].data + begin;
+    int64_t n = end - begin;
+    float alpha = a->node->p.act.alpha, beta = a->node->p.act.beta;
+#define MPS_MAP(expr)                      \
+    for (int64_t i = 0; i < n; i++) {      \
+        float v = x[i];                    \
+        y[i] = (expr);                     \
+    }                                      \
+    break
+    switch (a->node->op) {
+    case MPS_OP_RELU: MPS_MAP(v > 0 ? v : (v == v ? 0.0f : v));
+    case MPS_OP_LEAKY_RELU: MPS_MAP(v >= 0 ? v : alpha * v);
+    case MPS_OP_ELU: MPS_MAP(v >= 0 ? v : alpha * expm1f(v));
+    case MPS_OP_SELU: MPS_MAP(v > 0 ? beta * v : beta * alpha * expm1f(v));
+    case MPS_OP_SIGMOID: MPS_MAP(mps_sigmoid(v));
+    case MPS_OP_HARD_SIGMOID: MPS_MAP(fmaxf(0.0f, fminf(1.0f, alpha * v + beta)));
+    case MPS_OP_HARD_SWISH: MPS_MAP(v * fmaxf(0.0f, fminf(1.0f, v / 6.0f + 0.5f)));
+    case MPS_OP_TANH: MPS_MAP(tanhf(v));
+    case MPS_OP_SOFTPLUS: MPS_MAP(v > 0 ? v + log1pf(expf(-v)) : log1pf(expf(v)));
+    case MPS_OP_SOFTSIGN: MPS_MAP(v / (1.0f + fabsf(v)));
+    case MPS_OP_GELU:
+        if (beta != 0.0f) {
+            MPS_MAP(0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v))));
+        }
+        MPS_MAP(0.5f * v * (1.0f + erff(v * 0.70710678118654752f)));
+    case MPS_OP_ERF: MPS_MAP(erff(v));
+    case MPS_OP_EXP: MPS_MAP(expf(v));
+    case MPS_OP_LOG: MPS_MAP(logf(v));
+    case MPS_OP_SQRT: MPS_MAP(sqrtf(v));
+    case MPS_OP_ABS: MPS_MAP(fabsf(v));
+    case MPS_OP_NEG: MPS_MAP(-v);
+    case MPS_OP_RECIPROCAL: MPS_MAP(1.0f / v);
+    case MPS_OP_FLOOR: MPS_MAP(floorf(v));
+    case MPS_OP_CEIL: MPS_MAP(ceilf(v));
+    case MPS_OP_CLIP: MPS_MAP(v != v ? v : v < alpha ? alpha : v > beta ? beta : v);
+    default: break;
+    }
+#undef MPS_MAP
+}
+
+enum mps_status mps_cpu_unary(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    struct mps_unary_job job = {a};
+    (void)err;
+    mps_pool_for(a->pool, mps_shape_numel(&a->out[0].shape), MPS_UNARY_CHUNK, mps_unary_chunk, &job);
+    return MPS_OK;
+}
+
+enum mps_status mps_cpu_copy(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    size_t bytes = mps_tensor_bytes(&a->out[0]);
+    (void)err;
+    if (bytes && a->out[0].data != a->in[0].data)
+        memcpy(a->out[0].data, a->in[0].data, bytes);
+    return MPS_OK;
+}
+
+static double mps_cast_read(const void *p, enum mps_dtype t, int64_t i)
+{
+    switch (t) {
+    case MPS_F32: return ((const float *)p)[i];
+    case MPS_F16: return mps_f16_to_f32(((const uint16_t *)p)[i]);
+    case MPS_I64: return (double)((const int64_t *)p)[i];
+    case MPS_I32: return ((const int32_t *)p)[i];
+    case MPS_U8:
+    case MPS_BOOL: return ((const uint8_t *)p)[i];
+    default: return 0;
+    }
+}
+
+/* Float to integer: truncates toward zero, NaN gives 0, out of range saturates
+   (C leaves those undefined; ONNX does too, so we pick the safe answer). */
+static int64_t mps_cast_int(double v, double lo, double hi)
+{
+    if (v != v)
+        return 0;
+    v = trunc(v);
+    return (int64_t)(v < lo ? lo : v > hi ? hi : v);
+}
+
+void mps_cpu_store(void *p, enum mps_dtype t, int64_t i, double v)
+{
+    switch (t) {
+    case MPS_F32: ((float *)p)[i] = (float)v; break;
+    case MPS_F16: ((uint16_t *)p)[i] = mps_f32_to_f16((float)v); break;
+    case MPS_I64: ((int64_t *)p)[i] = mps_cast_int(v, -9223372036854775808.0, 9223372036854774784.0); break;
+    case MPS_I32: ((int32_t *)p)[i] = (int32_t)mps_cast_int(v, -2147483648.0, 2147483647.0); break;
+    case MPS_U8: ((uint8_t *)p)[i] = (uint8_t)mps_cast_int(v, 0, 255); break;
+    case MPS_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    default: break;
+    }
+}
+
+static bool mps_cast_is_int(enum mps_dtype t)
+{
+    return t == MPS_I64 || t == MPS_I32 || t == MPS_U8;
+}
+
+enum mps_status mps_cpu_cast(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_tensor *x = &a->in[0];
+    struct mps_tensor *y = &a->out[0];
+    int64_t n = mps_shape_numel(&x->shape);
+    (void)err;
+    if (x->dtype == y->dtype)
+        return mps_cpu_copy(a, err);
+    if (mps_cast_is_int(x->dtype) && mps_cast_is_int(y->dtype)) {
+        /* through int64, so that large i64 values stay exact; narrowing wraps as ONNX does */
+        for (int64_t i = 0; i < n; i++) {
+            int64_t v = x->dtype == MPS_I64 ? ((const int64_t *)x->data)[i]
+                        : x->dtype == MPS_I32 ? ((const int32_t *)x->data)[i]
+                                              : ((const uint8_t *)x->data)[i];
+            if (y->dtype == MPS_I64)
+                ((int64_t *)y->data)[i] = v;
+            else if (y->dtype == MPS_I32)
+                ((int32_t *)y->data)[i] = (int32_t)(uint32_t)v;
+            else
+                ((uint8_t *)y->data)[i] = (uint8_t)v;
+        }
+        return MPS_OK;
+    }
+    for (int64_t i = 0; i < n; i++)
+        mps_cpu_store(y->data, y->dtype, i, mps_cast_read(x->data, x->dtype, i));
+    return MPS_OK;
+}

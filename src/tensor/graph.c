@@ -1,0 +1,297 @@
+#include "graph.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Bump allocator in chunks; everything is released with the graph. */
+struct mps_graph_arena {
+    struct mps_graph_arena *next;
+    size_t used, size;
+    _Alignas(64) unsigned char mem[];
+};
+
+#define MPS_GRAPH_CHUNK ((size_t)1 << 20)
+
+struct mps_graph *mps_graph_new(void)
+{
+    return calloc(1, sizeof(struct mps_graph));
+}
+
+void mps_graph_free(struct mps_graph *g)
+{
+    if (!g)
+        return;
+    for (struct mps_graph_arena *a = g->arena, *next; a; a = next) {
+        next = a->next;
+        free(a);
+    }
+    free(g->values);
+    free(g->nodes);
+    free(g->inputs);
+    free(g->outputs);
+    free(g);
+}
+
+void *mps_graph_alloc(struct mps_graph *g, size_t size)
+{
+    size = (size + 63) & ~(size_t)63;
+    if (size == 0)
+        size = 64;
+    struct mps_graph_arena *a = g->arena;
+    if (!a || a->size - a->used < size) {
+        size_t cap = size > MPS_GRAPH_CHUNK ? size : MPS_GRAPH_CHUNK;
+        if (cap > SIZE_MAX - sizeof *a)
+            return NULL;
+        a = malloc(sizeof *a + cap);
+        if (!a)
+            return NULL;
+        a->used = 0;
+        a->size = cap;
+        /* a big block goes behind the current chunk so the chunk keeps filling */
+        if (g->arena && cap > MPS_GRAPH_CHUNK) {
+            a->next = g->arena->next;
+            g->arena->next = a;
+        } else {
+            a->next = g->arena;
+            g->arena = a;
+        }
+    }
+    void *p = a->mem + a->used;
+    a->used += size;
+    memset(p, 0, size);
+    return p;
+}
+
+const char *mps_graph_strdup(struct mps_graph *g, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = mps_graph_alloc(g, n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* Grows *arr (of elem-size items) so that it holds at least n + 1. */
+static bool mps_graph_grow(void **arr, int *cap, int n, size_t elem)
+{
+    if (n < *cap)
+        return true;
+    int nc = *cap ? *cap * 2 : 16;
+    void *p = realloc(*arr, (size_t)nc * elem);
+    if (!p)
+        return false;
+    *arr = p;
+    *cap = nc;
+    return true;
+}
+
+int mps_graph_find(const struct mps_graph *g, const char *name)
+{
+    for (int i = 0; i < g->n_values; i++)
+        if (strcmp(g->values[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int mps_graph_add_value(struct mps_graph *g, const char *name, enum mps_dtype dtype,
+                        const struct mps_shape *shape)
+{
+    if ((unsigned)dtype >= MPS_DTYPE_COUNT || (shape && mps_shape_numel(shape) < 0))
+        return -1;
+    if (!mps_graph_grow((void **)&g->values, &g->cap_values, g->n_values, sizeof *g->values))
+        return -1;
+    const char *nm = mps_graph_strdup(g, name);
+    if (!nm)
+        return -1;
+    struct mps_value *v = &g->values[g->n_values];
+    *v = (struct mps_value){.name = nm, .dtype = dtype, .producer = -1};
+    if (shape) {
+        v->shape = *shape;
+        v->shape_known = true;
+    }
+    return g->n_values++;
+}
+
+int mps_graph_add_const(struct mps_graph *g, const char *name, enum mps_dtype dtype,
+                        const struct mps_shape *shape, const void *data)
+{
+    int64_t n = mps_shape_numel(shape);
+    if (n < 0 || (unsigned)dtype >= MPS_DTYPE_COUNT)
+        return -1;
+    size_t bytes = (size_t)n * mps_dtype_size(dtype);
+    void *copy = mps_graph_alloc(g, bytes);
+    if (!copy)
+        return -1;
+    if (bytes)
+        memcpy(copy, data, bytes);
+    int id = mps_graph_add_value(g, name, dtype, shape);
+    if (id >= 0)
+        g->values[id].data = copy;
+    return id;
+}
+
+enum mps_status mps_graph_add_node(struct mps_graph *g, enum mps_op op, const char *name,
+                                   const int *in, int n_in, const int *out, int n_out,
+                                   const union mps_op_params *params, struct mps_error *err)
+{
+    const struct mps_op_info *info = mps_op_info(op);
+    if (!info)
+        return mps_fail(err, MPS_ERR_MODEL, "node '%s': unknown op %d", name, (int)op);
+    if (n_in < info->in_min || (info->in_max >= 0 && n_in > info->in_max) || n_out < info->out_min ||
+        (info->out_max >= 0 && n_out > info->out_max))
+        return mps_fail(err, MPS_ERR_MODEL, "node '%s' (%s): %d inputs and %d outputs, which %s does not take",
+                        name, info->name, n_in, n_out, info->name);
+    for (int i = 0; i < n_in; i++)
+        if (in[i] < -1 || in[i] >= g->n_values || (in[i] == -1 && i < info->in_min))
+            return mps_fail(err, MPS_ERR_MODEL, "node '%s' (%s): input %d is missing", name, info->name, i);
+    for (int i = 0; i < n_out; i++) {
+        if (out[i] < 0 || out[i] >= g->n_values)
+            return mps_fail(err, MPS_ERR_MODEL, "node '%s' (%s): output %d is missing", name, info->name, i);
+        const struct mps_value *v = &g->values[out[i]];
+        if (v->producer >= 0 || v->data)
+            return mps_fail(err, MPS_ERR_MODEL, "node '%s' (%s): output '%s' is already defined", name,
+                            info->name, v->name);
+        for (int j = 0; j < i; j++)
+            if (out[j] == out[i])
+                return mps_fail(err, MPS_ERR_MODEL, "node '%s' (%s): output '%s' written twice", name,
+                                info->name, v->name);
+    }
+    if (!mps_graph_grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes, sizeof *g->nodes))
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    struct mps_node *n = &g->nodes[g->n_nodes];
+    *n = (struct mps_node){.op = op, .n_in = n_in, .n_out = n_out};
+    n->name = mps_graph_strdup(g, name);
+    n->in = mps_graph_alloc(g, sizeof(int) * (size_t)(n_in ? n_in : 1));
+    n->out = mps_graph_alloc(g, sizeof(int) * (size_t)n_out);
+    if (!n->name || !n->in || !n->out)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    if (n_in)
+        memcpy(n->in, in, sizeof(int) * (size_t)n_in);
+    memcpy(n->out, out, sizeof(int) * (size_t)n_out);
+    if (params)
+        n->p = *params;
+    else
+        mps_op_params_default(op, &n->p);
+    for (int i = 0; i < n_out; i++)
+        g->values[out[i]].producer = g->n_nodes;
+    g->n_nodes++;
+    return MPS_OK;
+}
+
+static enum mps_status mps_graph_add_io(int **arr, int *n, int *cap, const struct mps_graph *g, int value,
+                                        struct mps_error *err)
+{
+    if (value < 0 || value >= g->n_values)
+        return mps_fail(err, MPS_ERR_MODEL, "graph input/output %d does not exist", value);
+    if (!mps_graph_grow((void **)arr, cap, *n, sizeof(int)))
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    (*arr)[(*n)++] = value;
+    return MPS_OK;
+}
+
+enum mps_status mps_graph_add_input(struct mps_graph *g, int value, struct mps_error *err)
+{
+    if (value >= 0 && value < g->n_values && (g->values[value].producer >= 0 || g->values[value].data))
+        return mps_fail(err, MPS_ERR_MODEL, "graph input '%s' is also computed or constant",
+                        g->values[value].name);
+    return mps_graph_add_io(&g->inputs, &g->n_inputs, &g->cap_inputs, g, value, err);
+}
+
+enum mps_status mps_graph_add_output(struct mps_graph *g, int value, struct mps_error *err)
+{
+    return mps_graph_add_io(&g->outputs, &g->n_outputs, &g->cap_outputs, g, value, err);
+}
+
+const struct mps_value *mps_node_input(const struct mps_graph *g, const struct mps_node *n, int i)
+{
+    return i < n->n_in && n->in[i] >= 0 ? &g->values[n->in[i]] : NULL;
+}
+
+/* Kahn's algorithm over nodes, taking the lowest ready index first so that
+   an already sorted graph keeps its order. */
+enum mps_status mps_graph_sort(struct mps_graph *g, struct mps_error *err)
+{
+    enum mps_status st = MPS_OK;
+    int nn = g->n_nodes;
+    bool *is_input = calloc((size_t)g->n_values + 1, sizeof *is_input);
+    int *pending = calloc((size_t)nn + 1, sizeof *pending);  /* unmet inputs per node */
+    int *order = malloc(sizeof *order * ((size_t)nn + 1));
+    bool *done = calloc((size_t)nn + 1, sizeof *done);
+    struct mps_node *sorted = malloc(sizeof *sorted * ((size_t)nn + 1));
+    if (!is_input || !pending || !order || !done || !sorted) {
+        st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < g->n_inputs; i++)
+        is_input[g->inputs[i]] = true;
+    for (int k = 0; k < nn; k++) {
+        const struct mps_node *n = &g->nodes[k];
+        for (int i = 0; i < n->n_in; i++) {
+            int v = n->in[i];
+            if (v < 0)
+                continue;
+            const struct mps_value *val = &g->values[v];
+            if (val->producer >= 0)
+                pending[k]++;
+            else if (!val->data && !is_input[v]) {
+                st = mps_fail(err, MPS_ERR_MODEL, "node '%s' (%s): input '%s' is not a graph input, an initializer "
+                              "or any node's output", n->name, mps_op_name(n->op), val->name);
+                goto out;
+            }
+        }
+    }
+    /* Repeatedly take the lowest-index node with no pending input: O(n^2) in the
+       worst case, which is nothing next to running the model. */
+    int count = 0;
+    while (count < nn) {
+        int pick = -1;
+        for (int k = 0; k < nn && pick < 0; k++)
+            if (!done[k] && pending[k] == 0)
+                pick = k;
+        if (pick < 0)
+            break;
+        done[pick] = true;
+        order[count++] = pick;
+        const struct mps_node *p = &g->nodes[pick];
+        for (int k = 0; k < nn; k++) {
+            if (done[k])
+                continue;
+            const struct mps_node *n = &g->nodes[k];
+            for (int i = 0; i < n->n_in; i++)
+                for (int o = 0; o < p->n_out; o++)
+                    if (n->in[i] == p->out[o])
+                        pending[k]--;
+        }
+    }
+    if (count < nn) {
+        int k = 0;
+        while (done[k])
+            k++;
+        st = mps_fail(err, MPS_ERR_MODEL, "the graph has a cycle through node '%s' (%s)", g->nodes[k].name,
+                      mps_op_name(g->nodes[k].op));
+        goto out;
+    }
+    for (int i = 0; i < g->n_values; i++)
+        g->values[i].producer = -1;
+    for (int i = 0; i < nn; i++) {
+        sorted[i] = g->nodes[order[i]];
+        for (int o = 0; o < sorted[i].n_out; o++)
+            g->values[sorted[i].out[o]].producer = i;
+    }
+    if (nn)
+        memcpy(g->nodes, sorted, sizeof *sorted * (size_t)nn);
+    for (int i = 0; i < g->n_outputs; i++) {
+        const struct mps_value *v = &g->values[g->outputs[i]];
+        if (v->producer < 0 && !v->data && !is_input[g->outputs[i]]) {
+            st = mps_fail(err, MPS_ERR_MODEL, "graph output '%s' is never computed", v->name);
+            goto out;
+        }
+    }
+out:
+    free(is_input);
+    free(pending);
+    free(order);
+    free(done);
+    free(sorted);
+    return st;
+}

@@ -1,0 +1,104 @@
+/* graph.h: the graph IR every backend compiles.
+
+   A graph is a list of values (named tensors: inputs, initializers and node
+   outputs) and a list of nodes, each reading and writing values by index.
+   It owns all of its memory (names, index arrays, initializer data) in one
+   arena that mps_graph_free releases at once, so a loader that fails half
+   way leaks nothing.
+
+       struct mps_graph *g = mps_graph_new();
+       int x = mps_graph_add_value(g, "x", MPS_F32, &(struct mps_shape){2, {1, 784}});
+       int w = mps_graph_add_const(g, "w", MPS_F32, &wshape, weights);  // copied
+       int y = mps_graph_add_value(g, "y", MPS_F32, NULL);             // shape inferred
+       mps_graph_add_node(g, MPS_OP_GEMM, "fc", (int[]){x, w}, 2, &y, 1, &params, &err);
+       mps_graph_add_input(g, x);  mps_graph_add_output(g, y);
+       mps_graph_sort(g, &err);   // topological order; rejects cycles, undefined inputs
+       mps_graph_infer(g, &err);  // shapes, dtypes, resolved params (shape*.c)
+
+   After mps_graph_infer every value has a known dtype and shape, and every
+   node has been validated: backends may trust what they read. */
+#ifndef MPS_GRAPH_H
+#define MPS_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "op.h"
+#include "status.h"
+#include "tensor.h"
+
+struct mps_value {
+    const char *name;       /* unique in the graph; arena-owned */
+    enum mps_dtype dtype;
+    struct mps_shape shape; /* meaningful when shape_known */
+    bool shape_known;
+    const void *data;       /* initializer: contiguous, arena-owned; NULL otherwise */
+    int producer;           /* index of the node writing it, -1 for inputs and initializers */
+};
+
+struct mps_node {
+    enum mps_op op;
+    const char *name;       /* arena-owned; may be "" in a file, the loader names it */
+    int n_in, n_out;
+    int *in;                /* value indices (n_in); -1 for an omitted optional input */
+    int *out;               /* value indices (n_out) */
+    union mps_op_params p;
+};
+
+struct mps_graph_arena;
+
+struct mps_graph {
+    struct mps_value *values;
+    int n_values, cap_values;
+    struct mps_node *nodes; /* topological order after mps_graph_sort */
+    int n_nodes, cap_nodes;
+    int *inputs;            /* value indices of the runtime inputs */
+    int n_inputs, cap_inputs;
+    int *outputs;           /* value indices of the outputs */
+    int n_outputs, cap_outputs;
+    struct mps_graph_arena *arena;
+};
+
+/* A new empty graph, or NULL when out of memory. Free with mps_graph_free. */
+struct mps_graph *mps_graph_new(void);
+/* Frees g and everything it owns; NULL is a no-op. */
+void mps_graph_free(struct mps_graph *g);
+
+/* size bytes from the graph's arena, 64-byte aligned, zeroed; NULL when out of memory. */
+void *mps_graph_alloc(struct mps_graph *g, size_t size);
+/* A copy of s in the arena. */
+const char *mps_graph_strdup(struct mps_graph *g, const char *s);
+
+/* Adds a value; shape may be NULL (unknown until inference). Returns its index,
+   or -1 when out of memory or the name is taken (see mps_graph_find). */
+int mps_graph_add_value(struct mps_graph *g, const char *name, enum mps_dtype dtype,
+                        const struct mps_shape *shape);
+/* Adds an initializer, copying numel(shape) elements from data. Returns its index or -1. */
+int mps_graph_add_const(struct mps_graph *g, const char *name, enum mps_dtype dtype,
+                        const struct mps_shape *shape, const void *data);
+/* Index of the value named name, or -1. Linear: loaders should keep their own map. */
+int mps_graph_find(const struct mps_graph *g, const char *name);
+
+/* Adds a node reading in[n_in] and writing out[n_out] (value indices, copied).
+   params may be NULL for the op's defaults. Fails with MPS_ERR_MODEL when the
+   arity is wrong for the op, an index is out of range, or an output already
+   has a producer. */
+enum mps_status mps_graph_add_node(struct mps_graph *g, enum mps_op op, const char *name,
+                                   const int *in, int n_in, const int *out, int n_out,
+                                   const union mps_op_params *params, struct mps_error *err);
+enum mps_status mps_graph_add_input(struct mps_graph *g, int value, struct mps_error *err);
+enum mps_status mps_graph_add_output(struct mps_graph *g, int value, struct mps_error *err);
+
+/* Puts the nodes in topological order (stable: independent nodes keep their
+   order). MPS_ERR_MODEL when a node reads a value nothing defines, or when
+   the nodes form a cycle (the message names a node on it). */
+enum mps_status mps_graph_sort(struct mps_graph *g, struct mps_error *err);
+
+/* Shape and dtype inference over the sorted graph, with full validation of
+   each node (shape.c). Graph inputs must have known shapes. */
+enum mps_status mps_graph_infer(struct mps_graph *g, struct mps_error *err);
+
+/* The input of node n at slot i as a value, or NULL when omitted. */
+const struct mps_value *mps_node_input(const struct mps_graph *g, const struct mps_node *n, int i);
+
+#endif

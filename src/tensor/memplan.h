@@ -1,0 +1,37 @@
+/* memplan.h: places every intermediate tensor of a graph in one arena by
+   liveness, so that running a compiled model allocates nothing. Shared by the
+   backends: the CPU backend applies it to host memory, the GPU backends to a
+   device arena.
+
+       struct mps_memplan mp;
+       if (mps_memplan_build(g, 64, &mp, &err) == MPS_OK) {
+           void *arena = aligned_alloc(64, mp.size);
+           // value v lives at arena + mp.offset[v] when mp.offset[v] >= 0
+           mps_memplan_free(&mp);
+       }
+
+   A value is live from the node that writes it to the last node that reads
+   it (graph outputs: to the end). Two values whose lifetimes overlap never
+   share bytes; a value whose lifetime has ended gives its bytes to later ones. */
+#ifndef MPS_MEMPLAN_H
+#define MPS_MEMPLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph.h"
+
+struct mps_memplan {
+    int64_t *offset; /* per value: byte offset in the arena, -1 when not in it
+                        (inputs, initializers); owned, freed by mps_memplan_free */
+    int *first, *last; /* per value: node index range of its lifetime (-1 if not placed) */
+    size_t size;     /* arena bytes */
+    size_t total;    /* bytes of all placed values laid end to end, for comparison */
+};
+
+/* Plans the node outputs of the sorted, inferred graph g; offsets are multiples of align. */
+enum mps_status mps_memplan_build(const struct mps_graph *g, size_t align, struct mps_memplan *mp,
+                                  struct mps_error *err);
+void mps_memplan_free(struct mps_memplan *mp);
+
+#endif

@@ -1,0 +1,101 @@
+#include "op.h"
+
+#include <math.h>
+#include <string.h>
+
+static const struct mps_op_info mps_op_table[MPS_OP_COUNT] = {
+#define MPS_OP(e, nm, imin, imax, omin, omax) \
+    [MPS_OP_##e] = {.name = nm, .in_min = imin, .in_max = imax, .out_min = omin, .out_max = omax},
+#include "ops.def"
+#undef MPS_OP
+};
+
+const struct mps_op_info *mps_op_info(enum mps_op op)
+{
+    return (unsigned)op < MPS_OP_COUNT ? &mps_op_table[op] : NULL;
+}
+
+const char *mps_op_name(enum mps_op op)
+{
+    return (unsigned)op < MPS_OP_COUNT ? mps_op_table[op].name : "?";
+}
+
+enum mps_op mps_op_from_name(const char *name)
+{
+    for (int i = 0; i < MPS_OP_COUNT; i++)
+        if (strcmp(mps_op_table[i].name, name) == 0)
+            return (enum mps_op)i;
+    return MPS_OP_COUNT;
+}
+
+static void mps_op_window_default(struct mps_window *w)
+{
+    for (int i = 0; i < MPS_MAX_SPATIAL; i++)
+        w->stride[i] = w->dilation[i] = 1;
+}
+
+void mps_op_params_default(enum mps_op op, union mps_op_params *p)
+{
+    memset(p, 0, sizeof *p);
+    switch (op) {
+    case MPS_OP_GEMM:
+        p->gemm.alpha = p->gemm.beta = 1.0f;
+        break;
+    case MPS_OP_CONV:
+    case MPS_OP_CONV_TRANSPOSE:
+        mps_op_window_default(&p->conv.win);
+        p->conv.group = 1;
+        break;
+    case MPS_OP_MAX_POOL:
+    case MPS_OP_AVERAGE_POOL:
+        mps_op_window_default(&p->pool.win);
+        break;
+    case MPS_OP_BATCH_NORM:
+        p->norm.epsilon = 1e-5f;
+        break;
+    case MPS_OP_LAYER_NORM:
+    case MPS_OP_SOFTMAX:
+    case MPS_OP_LOG_SOFTMAX:
+        p->norm.axis = -1;
+        p->norm.epsilon = 1e-5f;
+        break;
+    case MPS_OP_LEAKY_RELU:
+        p->act.alpha = 0.01f;
+        break;
+    case MPS_OP_ELU:
+        p->act.alpha = 1.0f;
+        break;
+    case MPS_OP_SELU:
+        p->act.alpha = 1.67326319217681884765625f;
+        p->act.beta = 1.05070102214813232421875f;
+        break;
+    case MPS_OP_HARD_SIGMOID:
+        p->act.alpha = 0.2f;
+        p->act.beta = 0.5f;
+        break;
+    case MPS_OP_CLIP:
+        p->act.alpha = -INFINITY;
+        p->act.beta = INFINITY;
+        break;
+    case MPS_OP_CAST:
+        p->cast.to = MPS_F32;
+        break;
+    case MPS_OP_REDUCE_MEAN:
+    case MPS_OP_REDUCE_SUM:
+    case MPS_OP_REDUCE_MAX:
+    case MPS_OP_REDUCE_MIN:
+        p->reduce.keepdims = true;
+        break;
+    case MPS_OP_FLATTEN:
+        p->axis.axis = 1;
+        break;
+    case MPS_OP_SHAPE:
+        p->shape.end = INT64_MAX;
+        break;
+    case MPS_OP_CONSTANT_OF_SHAPE:
+        p->fill.dtype = MPS_F32;
+        break;
+    default:
+        break;
+    }
+}

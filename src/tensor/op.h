@@ -1,0 +1,157 @@
+/* op.h: the op enum (from ops.def), op names and arities, and the small
+   parameter struct of each op family.
+
+       union mps_op_params p;
+       mps_op_params_default(MPS_OP_CONV, &p);   // ONNX defaults: stride 1, group 1, ...
+       p.conv.win.stride[0] = p.conv.win.stride[1] = 2;
+
+   Fields marked "resolved" are filled by shape inference (mps_graph_infer)
+   from the node's constant inputs and its input shapes; a backend reads them
+   and never re-derives them. Spatial arrays are indexed by spatial axis
+   (H then W; index 0 only for 1-D ops). */
+#ifndef MPS_OP_H
+#define MPS_OP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tensor.h"
+
+enum mps_op {
+#define MPS_OP(e, name, in_min, in_max, out_min, out_max) MPS_OP_##e,
+#include "ops.def"
+#undef MPS_OP
+    MPS_OP_COUNT
+};
+
+#define MPS_MAX_SPATIAL 2 /* 1-D and 2-D convolution and pooling */
+
+struct mps_op_info {
+    const char *name; /* ONNX op type */
+    int in_min, in_max, out_min, out_max; /* max -1: variadic */
+};
+
+const struct mps_op_info *mps_op_info(enum mps_op op);
+const char *mps_op_name(enum mps_op op);
+/* The op whose ONNX name is name, or MPS_OP_COUNT when there is none. */
+enum mps_op mps_op_from_name(const char *name);
+
+/* Gemm: Y = alpha * op(A) op(B) + beta * C, C broadcast to Y. */
+struct mps_gemm_params {
+    bool trans_a, trans_b;
+    float alpha, beta;
+};
+
+enum mps_auto_pad { MPS_AUTO_PAD_NOTSET, MPS_AUTO_PAD_SAME_UPPER, MPS_AUTO_PAD_SAME_LOWER, MPS_AUTO_PAD_VALID };
+
+/* The sliding window shared by convolution and pooling. */
+struct mps_window {
+    int64_t kernel[MPS_MAX_SPATIAL];   /* Conv: from the weight shape when 0 (resolved) */
+    int64_t stride[MPS_MAX_SPATIAL];
+    int64_t dilation[MPS_MAX_SPATIAL];
+    int64_t pad[2 * MPS_MAX_SPATIAL];  /* ONNX order: begin of each axis, then end (resolved for auto_pad) */
+    enum mps_auto_pad auto_pad;
+};
+
+/* Conv and ConvTranspose. */
+struct mps_conv_params {
+    struct mps_window win;
+    int64_t group;
+    int64_t output_padding[MPS_MAX_SPATIAL]; /* ConvTranspose */
+    int64_t output_shape[MPS_MAX_SPATIAL];   /* ConvTranspose, used when has_output_shape */
+    bool has_output_shape;
+};
+
+/* MaxPool and AveragePool. */
+struct mps_pool_params {
+    struct mps_window win;
+    bool ceil_mode;
+    bool count_include_pad; /* AveragePool */
+};
+
+/* BatchNormalization (epsilon), LayerNormalization (axis, epsilon),
+   Softmax and LogSoftmax (axis, opset-13 semantics: one axis). */
+struct mps_norm_params {
+    int64_t axis; /* resolved to >= 0 */
+    float epsilon;
+};
+
+/* Scalar parameters of elementwise ops:
+   LeakyRelu alpha; Elu alpha; Selu alpha, gamma in beta; HardSigmoid alpha, beta;
+   Clip min in alpha, max in beta (resolved from its inputs; +-inf when absent);
+   Gelu: tanh approximation when beta != 0. */
+struct mps_act_params {
+    float alpha, beta;
+};
+
+struct mps_cast_params {
+    enum mps_dtype to;
+};
+
+/* ReduceMean/Sum/Max/Min. */
+struct mps_reduce_params {
+    uint32_t axes;             /* resolved: bit i set when input axis i is reduced */
+    bool keepdims;
+    bool noop_with_empty_axes;
+};
+
+/* Flatten, Concat, Split, Gather (axis, resolved to >= 0); Squeeze and
+   Unsqueeze (axes bitmask, resolved: of the input for Squeeze, of the output
+   for Unsqueeze); Reshape (allowzero). */
+struct mps_axis_params {
+    int64_t axis;
+    uint32_t axes;
+    bool allowzero;
+};
+
+struct mps_transpose_params {
+    int n_perm;                /* 0: reverse the dims (resolved) */
+    int perm[MPS_MAX_DIMS];
+};
+
+/* Slice: output element i reads input start + i * step on each axis (resolved). */
+struct mps_slice_params {
+    int64_t start[MPS_MAX_DIMS];
+    int64_t step[MPS_MAX_DIMS];
+};
+
+/* Shape: dims [start, end) of the input (resolved). */
+struct mps_shape_params {
+    int64_t start, end;
+};
+
+enum mps_pad_mode { MPS_PAD_CONSTANT, MPS_PAD_REFLECT, MPS_PAD_EDGE };
+
+/* Pad: begin pads of each axis then end pads (resolved; negative crops). */
+struct mps_pad_params {
+    enum mps_pad_mode mode;
+    int64_t pads[2 * MPS_MAX_DIMS];
+    double value; /* constant mode (resolved from the optional input) */
+};
+
+/* ConstantOfShape: every element is value, converted to dtype. */
+struct mps_fill_params {
+    enum mps_dtype dtype;
+    double value;
+};
+
+union mps_op_params {
+    struct mps_gemm_params gemm;
+    struct mps_conv_params conv;
+    struct mps_pool_params pool;
+    struct mps_norm_params norm;
+    struct mps_act_params act;
+    struct mps_cast_params cast;
+    struct mps_reduce_params reduce;
+    struct mps_axis_params axis;
+    struct mps_transpose_params transpose;
+    struct mps_slice_params slice;
+    struct mps_shape_params shape;
+    struct mps_pad_params pad;
+    struct mps_fill_params fill;
+};
+
+/* Fills p with the ONNX defaults of op (everything else zero). */
+void mps_op_params_default(enum mps_op op, union mps_op_params *p);
+
+#endif

@@ -1,0 +1,400 @@
+/* shape_layout.c: shape rules of the layout and shape ops. Constant inputs
+   (shape, axes, starts, pads, ...) are resolved here into the node's params. */
+#include <string.h>
+
+#include "shape_rules.h"
+
+static enum mps_status mps_shape_reshape(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    int64_t v[MPS_MAX_DIMS];
+    int count;
+    enum mps_status st = mps_shape_const_ints(g, n, 1, v, MPS_MAX_DIMS, &count, err);
+    if (st)
+        return st;
+    struct mps_shape out = {count, {0}};
+    int infer = -1;
+    int64_t known = 1;
+    for (int i = 0; i < count; i++) {
+        int64_t d = v[i];
+        if (d == 0 && !n->p.axis.allowzero) {
+            if (i >= x->shape.ndim)
+                return mps_shape_fail(n, err, "shape entry %d is 0 but the input has rank %d", i, x->shape.ndim);
+            d = x->shape.dim[i];
+        }
+        if (d == -1) {
+            if (infer >= 0)
+                return mps_shape_fail(n, err, "shape has more than one -1");
+            infer = i;
+            d = 1;
+        } else if (d < 0) {
+            return mps_shape_fail(n, err, "shape entry %lld is negative", (long long)d);
+        }
+        out.dim[i] = d;
+        if (d && known > MPS_MAX_NUMEL / d)
+            return mps_shape_fail(n, err, "shape is too large");
+        known *= d;
+    }
+    int64_t numel = mps_shape_numel(&x->shape);
+    if (infer >= 0) {
+        if (known == 0 || numel % known)
+            return mps_shape_fail(n, err, "cannot infer the -1 dim: %lld elements do not split by %lld",
+                                  (long long)numel, (long long)known);
+        out.dim[infer] = numel / known;
+    } else if (known != numel) {
+        return mps_shape_fail(n, err, "shape has %lld elements, the input %lld", (long long)known, (long long)numel);
+    }
+    mps_shape_set(g, n, 0, x->dtype, &out);
+    return MPS_OK;
+}
+
+static enum mps_status mps_shape_flatten(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    int r = x->shape.ndim;
+    int64_t axis = n->p.axis.axis < 0 ? n->p.axis.axis + r : n->p.axis.axis;
+    if (axis < 0 || axis > r)
+        return mps_shape_fail(n, err, "axis %lld is out of range for rank %d", (long long)n->p.axis.axis, r);
+    n->p.axis.axis = axis;
+    struct mps_shape out = {2, {1, 1}};
+    for (int i = 0; i < r; i++)
+        out.dim[i < axis ? 0 : 1] *= x->shape.dim[i];
+    mps_shape_set(g, n, 0, x->dtype, &out);
+    return MPS_OK;
+}
+
+static enum mps_status mps_shape_transpose(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    struct mps_transpose_params *p = &n->p.transpose;
+    int r = x->shape.ndim;
+    if (p->n_perm == 0) {
+        p->n_perm = r;
+        for (int i = 0; i < r; i++)
+            p->perm[i] = r - 1 - i;
+    }
+    if (p->n_perm != r)
+        return mps_shape_fail(n, err, "perm has %d entries for rank %d", p->n_perm, r);
+    unsigned seen = 0;
+    struct mps_shape out = {r, {0}};
+    for (int i = 0; i < r; i++) {
+        if (p->perm[i] < 0 || p->perm[i] >= r || (seen & (1u << p->perm[i])))
+            return mps_shape_fail(n, err, "perm is not a permutation of 0..%d", r - 1);
+        seen |= 1u << p->perm[i];
+        out.dim[i] = x->shape.dim[p->perm[i]];
+    }
+    mps_shape_set(g, n, 0, x->dtype, &out);
+    return MPS_OK;
+}
+
+static enum mps_status mps_shape_squeeze(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    int64_t v[MPS_MAX_DIMS];
+    int count = 0;
+    enum mps_status st;
+    if (mps_shape_in(g, n, 1) && (st = mps_shape_const_ints(g, n, 1, v, MPS_MAX_DIMS, &count, err)))
+        return st;
+    uint32_t mask = 0;
+    if (count) {
+        if ((st = mps_shape_axes_mask(n, v, count, x->shape.ndim, &mask, err)))
+            return st;
+    } else {
+        for (int i = 0; i < x->shape.ndim; i++)
+            if (x->shape.dim[i] == 1)
+                mask |= 1u << i;
+    }
+    struct mps_shape out = {0, {0}};
+    for (int i = 0; i < x->shape.ndim; i++) {
+        if (!(mask & (1u << i)))
+            out.dim[out.ndim++] = x->shape.dim[i];
+        else if (x->shape.dim[i] != 1)
+            return mps_shape_fail(n, err, "cannot squeeze axis %d of size %lld", i, (long long)x->shape.dim[i]);
+    }
+    n->p.axis.axes = mask;
+    mps_shape_set(g, n, 0, x->dtype, &out);
+    return MPS_OK;
+}
+
+static enum mps_status mps_shape_unsqueeze(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    int64_t v[MPS_MAX_DIMS];
+    int count;
+    enum mps_status st = mps_shape_const_ints(g, n, 1, v, MPS_MAX_DIMS, &count, err);
+    if (st)
+        return st;
+    int r = x->shape.ndim + count;
+    if (r > MPS_MAX_DIMS)
+        return mps_shape_fail(n, err, "the output would have rank %d; at most %d is supported", r, MPS_MAX_DIMS);
+    uint32_t mask;
+    if ((st = mps_shape_axes_mask(n, v, count, r, &mask, err)))
+        return st;
+    struct mps_shape out = {r, {0}};
+    for (int i = 0, j = 0; i < r; i++)
+        out.dim[i] = (mask & (1u << i)) ? 1 : x->shape.dim[j++];
+    n->p.axis.axes = mask;
+    mps_shape_set(g, n, 0, x->dtype, &out);
+    return MPS_OK;
+}
+
+static enum mps_status mps_shape_concat(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    int axis = mps_axis(n->p.axis.axis, x->shape.ndim);
+    if (axis < 0)
+        return mps_shape_fail(n, err, "axis %lld is out of range for rank %d", (long long)n->p.axis.axis,
+                              x->shape.ndim);
+    n->p.axis.axis = axis;
+    struct mps_shape out = x->shape;
+    out.dim[axis] = 0;
+    for (int i = 0; i < n->n_in; i++) {
+        const struct mps_value *v = mps_shape_in(g, n, i);
+        if (!v || v->dtype != x->dtype || v->shape.ndim != x->shape.ndim)
+            return mps_shape_fail(n, err, "input %d differs in dtype or rank from input 0", i);
+        for (int d = 0; d < out.ndim; d++)
+            if (d != axis && v->shape.dim[d] != x->shape.dim[d])
+                return mps_shape_fail(n, err, "input %d differs from input 0 on axis %d", i, d);
+        out.dim[axis] += v->shape.dim[axis];
+    }
+    mps_shape_set(g, n, 0, x->dtype, &out);
+    return MPS_OK;
+}
+
+static enum mps_status mps_shape_split(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    int axis = mps_axis(n->p.axis.axis, x->shape.ndim);
+    if (axis < 0)
+        return mps_shape_fail(n, err, "axis %lld is out of range for rank %d", (long long)n->p.axis.axis,
+                              x->shape.ndim);
+    n->p.axis.axis = axis;
+    int64_t dim = x->shape.dim[axis], total = 0;
+    struct mps_shape s = x->shape;
+    const struct mps_value *sizes = mps_shape_in(g, n, 1);
+    if (sizes && (!sizes->data || sizes->shape.ndim != 1 || sizes->shape.dim[0] != n->n_out ||
+                  (sizes->dtype != MPS_I64 && sizes->dtype != MPS_I32)))
+        return mps_shape_fail(n, err, "split must be a constant list of %d integers", n->n_out);
+    /* without sizes: equal parts, the last one smaller when dim does not divide (opset 18) */
+    int64_t part = (dim + n->n_out - 1) / n->n_out;
+    for (int i = 0; i < n->n_out; i++) {
+        int64_t len = sizes ? (sizes->dtype == MPS_I64 ? ((const int64_t *)sizes->data)[i]
+                                                        : ((const int32_t *)sizes->data)[i])
+                            : (dim - total < part ? dim - total : part);
+        if (len < 0)
+            return mps_shape_fail(n, err, "split size %lld is negative", (long long)len);
+        s.dim[axis] = len;
+        total += len;
+        mps_shape_set(g, n, i, x->dtype, &s);
+    }
+    if (total != dim)
+        return mps_shape_fail(n, err, "split sizes add up to %lld, axis %d has %lld", (long long)total, axis,
+                              (long long)dim);
+    return MPS_OK;
+}
+
+/* Clamps a Slice start or end index as the ONNX spec does. */
+static int64_t mps_shape_slice_clamp(int64_t v, int64_t dim, int64_t step, bool is_end)
+{
+    if (v < 0)
+        v += dim;
+    int64_t lo = step > 0 ? 0 : (is_end ? -1 : 0), hi = step > 0 ? dim : dim - 1;
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+static enum mps_status mps_shape_slice(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    int r = x->shape.ndim;
+    int64_t starts[MPS_MAX_DIMS], ends[MPS_MAX_DIMS], axes[MPS_MAX_DIMS], steps[MPS_MAX_DIMS];
+    int ns, ne, na = 0, nst = 0;
+    enum mps_status st = mps_shape_const_ints(g, n, 1, starts, MPS_MAX_DIMS, &ns, err);
+    if (!st)
+        st = mps_shape_const_ints(g, n, 2, ends, MPS_MAX_DIMS, &ne, err);
+    if (!st && mps_shape_in(g, n, 3))
+        st = mps_shape_const_ints(g, n, 3, axes, MPS_MAX_DIMS, &na, err);
+    if (!st && mps_shape_in(g, n, 4))
+        st = mps_shape_const_ints(g, n, 4, steps, MPS_MAX_DIMS, &nst, err);
+    if (st)
+        return st;
+    if (ne != ns || (na && na != ns) || (nst && nst != ns))
+        return mps_shape_fail(n, err, "starts, ends, axes and steps differ in length");
+    struct mps_slice_params *p = &n->p.slice;
+    struct mps_shape out = x->shape;
+    for (int i = 0; i < r; i++) {
+        p->start[i] = 0;
+        p->step[i] = 1;
+    }
+    uint32_t seen = 0;
+    for (int i = 0; i < ns; i++) {
+        int a = mps_axis(na ? axes[i] : i, r);
+        if (a < 0 || (seen & (1u << a)))
+            return mps_shape_fail(n, err, "axis %lld is out of range or repeated", (long long)(na ? axes[i] : i));
+        seen |= 1u << a;
+        int64_t step = nst ? steps[i] : 1, dim = x->shape.dim[a];
+        if (step == 0)
+            return mps_shape_fail(n, err, "step must not be 0");
+        int64_t b = mps_shape_slice_clamp(starts[i], dim, step, false);
+        int64_t e = mps_shape_slice_clamp(ends[i], dim, step, true);
+        int64_t len = step > 0 ? (e - b + step - 1) / step : (b - e + (-step) - 1) / (-step);
+        out.dim[a] = len > 0 ? len : 0;
+        p->start[a] = b;
+        p->step[a] = step;
+    }
+    mps_shape_set(g, n, 0, x->dtype, &out);
+    return MPS_OK;
+}
+
+static enum mps_status mps_shape_gather(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0), *idx = mps_shape_in(g, n, 1);
+    enum mps_status st = mps_shape_need_dtype(g, n, 1, MPS_DT_INT, err);
+    if (st)
+        return st;
+    int axis = mps_axis(n->p.axis.axis, x->shape.ndim);
+    if (axis < 0)
+        return mps_shape_fail(n, err, "axis %lld is out of range for rank %d", (long long)n->p.axis.axis,
+                              x->shape.ndim);
+    n->p.axis.axis = axis;
+    int r = x->shape.ndim - 1 + idx->shape.ndim;
+    if (r > MPS_MAX_DIMS)
+        return mps_shape_fail(n, err, "the output would have rank %d", r);
+    struct mps_shape out = {0, {0}};
+    for (int i = 0; i < axis; i++)
+        out.dim[out.ndim++] = x->shape.dim[i];
+    for (int i = 0; i < idx->shape.ndim; i++)
+        out.dim[out.ndim++] = idx->shape.dim[i];
+    for (int i = axis + 1; i < x->shape.ndim; i++)
+        out.dim[out.ndim++] = x->shape.dim[i];
+    mps_shape_set(g, n, 0, x->dtype, &out);
+    return MPS_OK;
+}
+
+static enum mps_status mps_shape_shape(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    int64_t r = x->shape.ndim, b = n->p.shape.start, e = n->p.shape.end;
+    b = b < 0 ? b + r : b;
+    e = e < 0 ? e + r : e;
+    b = b < 0 ? 0 : b > r ? r : b;
+    e = e < 0 ? 0 : e > r ? r : e;
+    n->p.shape.start = b;
+    n->p.shape.end = e > b ? e : b;
+    struct mps_shape out = {1, {n->p.shape.end - b}};
+    (void)err;
+    mps_shape_set(g, n, 0, MPS_I64, &out);
+    return MPS_OK;
+}
+
+static enum mps_status mps_shape_constant(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    if (!x->data)
+        return mps_shape_fail(n, err, "its value must be a constant");
+    mps_shape_set(g, n, 0, x->dtype, &x->shape);
+    return MPS_OK;
+}
+
+static enum mps_status mps_shape_constant_of_shape(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    int64_t v[MPS_MAX_DIMS];
+    int count;
+    enum mps_status st = mps_shape_const_ints(g, n, 0, v, MPS_MAX_DIMS, &count, err);
+    if (st)
+        return st;
+    struct mps_shape out = {count, {0}};
+    for (int i = 0; i < count; i++) {
+        if (v[i] < 0)
+            return mps_shape_fail(n, err, "shape entry %lld is negative", (long long)v[i]);
+        out.dim[i] = v[i];
+    }
+    if ((unsigned)n->p.fill.dtype >= MPS_DTYPE_COUNT)
+        return mps_shape_fail(n, err, "unknown dtype");
+    if (mps_shape_numel(&out) < 0)
+        return mps_shape_fail(n, err, "shape is too large");
+    mps_shape_set(g, n, 0, n->p.fill.dtype, &out);
+    return MPS_OK;
+}
+
+static enum mps_status mps_shape_expand(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    int64_t v[MPS_MAX_DIMS];
+    int count;
+    enum mps_status st = mps_shape_const_ints(g, n, 1, v, MPS_MAX_DIMS, &count, err);
+    if (st)
+        return st;
+    struct mps_shape want = {count, {0}}, out;
+    for (int i = 0; i < count; i++) {
+        if (v[i] < 0)
+            return mps_shape_fail(n, err, "shape entry %lld is negative", (long long)v[i]);
+        want.dim[i] = v[i];
+    }
+    struct mps_error why;
+    if (mps_shape_broadcast(&x->shape, &want, &out, &why))
+        return mps_shape_fail(n, err, "%s", why.msg);
+    mps_shape_set(g, n, 0, x->dtype, &out);
+    return MPS_OK;
+}
+
+static enum mps_status mps_shape_pad(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    struct mps_pad_params *p = &n->p.pad;
+    int r = x->shape.ndim;
+    int64_t pads[2 * MPS_MAX_DIMS], axes[MPS_MAX_DIMS];
+    int np = 0, na = 0;
+    enum mps_status st = MPS_OK;
+    if (mps_shape_in(g, n, 1))
+        st = mps_shape_const_ints(g, n, 1, pads, 2 * MPS_MAX_DIMS, &np, err);
+    if (!st && mps_shape_in(g, n, 2))
+        st = mps_shape_const_scalar(g, n, 2, &p->value, err);
+    if (!st && mps_shape_in(g, n, 3))
+        st = mps_shape_const_ints(g, n, 3, axes, MPS_MAX_DIMS, &na, err);
+    if (st)
+        return st;
+    if (!mps_shape_in(g, n, 3)) {
+        na = r;
+        for (int i = 0; i < r; i++)
+            axes[i] = i;
+    }
+    if (np != 2 * na)
+        return mps_shape_fail(n, err, "pads has %d entries; %d are needed", np, 2 * na);
+    memset(p->pads, 0, sizeof p->pads);
+    uint32_t mask;
+    if ((st = mps_shape_axes_mask(n, axes, na, r, &mask, err)))
+        return st;
+    struct mps_shape out = x->shape;
+    for (int i = 0; i < na; i++) {
+        int a = mps_axis(axes[i], r);
+        int64_t b = pads[i], e = pads[i + na], d = x->shape.dim[a];
+        p->pads[a] = b;
+        p->pads[a + r] = e;
+        out.dim[a] = d + b + e;
+        if (out.dim[a] < 0)
+            return mps_shape_fail(n, err, "pads crop more than axis %d holds", a);
+        if (p->mode == MPS_PAD_REFLECT && (b >= d || e >= d) && (b > 0 || e > 0))
+            return mps_shape_fail(n, err, "reflect pads must be smaller than axis %d (size %lld)", a, (long long)d);
+        if (p->mode == MPS_PAD_EDGE && d == 0 && (b > 0 || e > 0))
+            return mps_shape_fail(n, err, "edge padding of the empty axis %d", a);
+    }
+    mps_shape_set(g, n, 0, x->dtype, &out);
+    return MPS_OK;
+}
+
+const mps_shape_rule mps_shape_layout_rules[MPS_OP_COUNT] = {
+    [MPS_OP_RESHAPE] = mps_shape_reshape,
+    [MPS_OP_FLATTEN] = mps_shape_flatten,
+    [MPS_OP_TRANSPOSE] = mps_shape_transpose,
+    [MPS_OP_SQUEEZE] = mps_shape_squeeze,
+    [MPS_OP_UNSQUEEZE] = mps_shape_unsqueeze,
+    [MPS_OP_CONCAT] = mps_shape_concat,
+    [MPS_OP_SPLIT] = mps_shape_split,
+    [MPS_OP_SLICE] = mps_shape_slice,
+    [MPS_OP_GATHER] = mps_shape_gather,
+    [MPS_OP_SHAPE] = mps_shape_shape,
+    [MPS_OP_CONSTANT] = mps_shape_constant,
+    [MPS_OP_CONSTANT_OF_SHAPE] = mps_shape_constant_of_shape,
+    [MPS_OP_EXPAND] = mps_shape_expand,
+    [MPS_OP_PAD] = mps_shape_pad,
+};

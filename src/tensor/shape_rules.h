@@ -1,0 +1,46 @@
+/* shape_rules.h: helpers shared by the shape rules of shape.c (math ops) and
+   shape_layout.c (layout ops). Internal to src/tensor. */
+#ifndef MPS_SHAPE_RULES_H
+#define MPS_SHAPE_RULES_H
+
+#include "graph.h"
+
+/* A shape rule validates node n of g (inputs already inferred), fills its
+   resolved params and sets the dtype and shape of each of its outputs. */
+typedef enum mps_status (*mps_shape_rule)(struct mps_graph *g, struct mps_node *n, struct mps_error *err);
+
+/* Fails with MPS_ERR_MODEL and "node 'name' (Op): <reason>". */
+enum mps_status mps_shape_fail(const struct mps_node *n, struct mps_error *err, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Input i of n (NULL when omitted). */
+const struct mps_value *mps_shape_in(const struct mps_graph *g, const struct mps_node *n, int i);
+/* Sets output i of n. */
+void mps_shape_set(struct mps_graph *g, const struct mps_node *n, int i, enum mps_dtype dt,
+                   const struct mps_shape *s);
+/* Fails unless input i has one of the dtypes in mask (bit per enum mps_dtype). */
+enum mps_status mps_shape_need_dtype(const struct mps_graph *g, const struct mps_node *n, int i, unsigned mask,
+                                     struct mps_error *err);
+/* Reads constant integer input i (i64 or i32, at most max elements) into v;
+   *count gets the element count. Fails when it is not a constant. */
+enum mps_status mps_shape_const_ints(const struct mps_graph *g, const struct mps_node *n, int i, int64_t *v,
+                                     int max, int *count, struct mps_error *err);
+/* Reads constant scalar input i (any numeric dtype, one element) into *v. */
+enum mps_status mps_shape_const_scalar(const struct mps_graph *g, const struct mps_node *n, int i, double *v,
+                                       struct mps_error *err);
+/* A bitmask of axes from v[count], each in [-ndim, ndim); rejects repeats. */
+enum mps_status mps_shape_axes_mask(const struct mps_node *n, const int64_t *v, int count, int ndim,
+                                    uint32_t *mask, struct mps_error *err);
+
+#define MPS_DT(t) (1u << (t))
+#define MPS_DT_FLOAT MPS_DT(MPS_F32)
+#define MPS_DT_INT (MPS_DT(MPS_I64) | MPS_DT(MPS_I32))
+#define MPS_DT_ANY ((1u << MPS_DTYPE_COUNT) - 1)
+
+/* The layout rules, indexed by op (shape_layout.c); NULL for other ops. */
+extern const mps_shape_rule mps_shape_layout_rules[MPS_OP_COUNT];
+
+#endif

@@ -1,0 +1,168 @@
+#include "tensor.h"
+
+#include <stdio.h>
+#include <string.h>
+
+size_t mps_dtype_size(enum mps_dtype t)
+{
+    static const size_t size[MPS_DTYPE_COUNT] = {
+        [MPS_F32] = 4, [MPS_F16] = 2, [MPS_I64] = 8, [MPS_I32] = 4, [MPS_U8] = 1, [MPS_BOOL] = 1,
+    };
+    return (unsigned)t < MPS_DTYPE_COUNT ? size[t] : 0;
+}
+
+const char *mps_dtype_name(enum mps_dtype t)
+{
+    static const char *const name[MPS_DTYPE_COUNT] = {
+        [MPS_F32] = "f32", [MPS_F16] = "f16", [MPS_I64] = "i64",
+        [MPS_I32] = "i32", [MPS_U8] = "u8",   [MPS_BOOL] = "bool",
+    };
+    return (unsigned)t < MPS_DTYPE_COUNT ? name[t] : "?";
+}
+
+int64_t mps_shape_numel(const struct mps_shape *s)
+{
+    if (s->ndim < 0 || s->ndim > MPS_MAX_DIMS)
+        return -1;
+    int64_t n = 1;
+    for (int i = 0; i < s->ndim; i++) {
+        int64_t d = s->dim[i];
+        if (d < 0 || d > MPS_MAX_NUMEL)
+            return -1;
+        if (d == 0)
+            n = 0;
+        else if (n > MPS_MAX_NUMEL / d)
+            return -1;
+        else
+            n *= d;
+    }
+    return n;
+}
+
+bool mps_shape_eq(const struct mps_shape *a, const struct mps_shape *b)
+{
+    if (a->ndim != b->ndim)
+        return false;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->dim[i] != b->dim[i])
+            return false;
+    return true;
+}
+
+char *mps_shape_str(const struct mps_shape *s, char *buf, size_t size)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    n += (size_t)snprintf(buf + n, n < size ? size - n : 0, "[");
+    for (int i = 0; i < s->ndim && n < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, i ? ",%lld" : "%lld", (long long)s->dim[i]);
+    if (n < size)
+        snprintf(buf + n, size - n, "]");
+    return buf;
+}
+
+enum mps_status mps_shape_broadcast(const struct mps_shape *a, const struct mps_shape *b,
+                                    struct mps_shape *out, struct mps_error *err)
+{
+    int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+    struct mps_shape r = {.ndim = nd};
+    for (int i = 0; i < nd; i++) {
+        int ia = i - (nd - a->ndim), ib = i - (nd - b->ndim);
+        int64_t da = ia >= 0 ? a->dim[ia] : 1, db = ib >= 0 ? b->dim[ib] : 1;
+        if (da != db && da != 1 && db != 1) {
+            char sa[128], sb[128];
+            return mps_fail(err, MPS_ERR_MODEL, "shapes %s and %s do not broadcast",
+                            mps_shape_str(a, sa, sizeof sa), mps_shape_str(b, sb, sizeof sb));
+        }
+        r.dim[i] = da == 1 ? db : da;
+    }
+    *out = r;
+    return MPS_OK;
+}
+
+void mps_shape_strides(const struct mps_shape *s, int64_t stride[MPS_MAX_DIMS])
+{
+    int64_t st = 1;
+    for (int i = s->ndim - 1; i >= 0; i--) {
+        stride[i] = st;
+        st *= s->dim[i];
+    }
+}
+
+void mps_shape_broadcast_strides(const struct mps_shape *src, const struct mps_shape *out,
+                                 int64_t stride[MPS_MAX_DIMS])
+{
+    int64_t own[MPS_MAX_DIMS];
+    mps_shape_strides(src, own);
+    int off = out->ndim - src->ndim;
+    for (int i = 0; i < out->ndim; i++) {
+        int j = i - off;
+        stride[i] = (j < 0 || src->dim[j] == 1) ? 0 : own[j];
+    }
+}
+
+int mps_axis(int64_t axis, int ndim)
+{
+    if (axis < -ndim || axis >= ndim)
+        return -1;
+    return (int)(axis < 0 ? axis + ndim : axis);
+}
+
+struct mps_tensor mps_tensor_make(enum mps_dtype t, const struct mps_shape *s, void *data)
+{
+    struct mps_tensor r = {.dtype = t, .shape = *s, .data = data};
+    mps_shape_strides(s, r.stride);
+    return r;
+}
+
+size_t mps_tensor_bytes(const struct mps_tensor *t)
+{
+    return (size_t)mps_shape_numel(&t->shape) * mps_dtype_size(t->dtype);
+}
+
+float mps_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13); /* inf or nan */
+    } else if (exp != 0) {
+        bits = sign | ((exp + 112) << 23) | (man << 13);
+    } else if (man == 0) {
+        bits = sign;
+    } else { /* subnormal: normalize */
+        exp = 113;
+        while (!(man & 0x400)) {
+            man <<= 1;
+            exp--;
+        }
+        bits = sign | (exp << 23) | ((man & 0x3ff) << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t mps_f32_to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000, absx = x & 0x7fffffffu;
+    if (absx >= 0x7f800000u) /* inf or nan (keep nan quiet) */
+        return (uint16_t)(sign | 0x7c00 | (absx > 0x7f800000u ? 0x200 : 0));
+    if (absx >= 0x477ff000u) /* rounds to >= 65520: overflow to inf */
+        return (uint16_t)(sign | 0x7c00);
+    if (absx < 0x38800000u) { /* below the smallest normal half: subnormal or zero */
+        if (absx < 0x33000000u)
+            return (uint16_t)sign;
+        uint32_t man = (absx & 0x7fffff) | 0x800000;
+        int shift = 126 - (int)(absx >> 23); /* 14..24 */
+        uint32_t half = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1)))
+            half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t half = ((absx >> 13) - (112u << 10)), rem = absx & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
+        half++; /* round to nearest even; a carry into the exponent is correct */
+    return (uint16_t)(sign | half);
+}

@@ -1,0 +1,76 @@
+/* tensor.h: dtypes, shapes and tensors of the mpsrun tensor core.
+
+   A tensor is a dtype, a shape of up to MPS_MAX_DIMS dims, strides in
+   elements, and a pointer into memory that somebody else owns (the graph for
+   initializers, a backend's arena for activations, the caller for inputs):
+
+       struct mps_tensor t = mps_tensor_make(MPS_F32, &shape, buf);
+       float *x = t.data;  // contiguous: t.stride[t.shape.ndim - 1] == 1
+
+   Shapes are validated when they enter the core (mps_shape_numel checks for
+   negative dims and overflow), so code past the loader can trust them. */
+#ifndef MPS_TENSOR_H
+#define MPS_TENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+#define MPS_MAX_DIMS 8
+
+/* Largest element count one tensor may have: keeps byte sizes far from
+   overflow and rejects absurd dims in a model before anything is allocated. */
+#define MPS_MAX_NUMEL ((int64_t)1 << 40)
+
+enum mps_dtype {
+    MPS_F32,  /* compute type */
+    MPS_F16,  /* storage and GPU compute; IEEE binary16 bit patterns */
+    MPS_I64,  /* shapes and indices, as ONNX writes them */
+    MPS_I32,
+    MPS_U8,
+    MPS_BOOL, /* one byte, 0 or 1 */
+    MPS_DTYPE_COUNT
+};
+
+struct mps_shape {
+    int ndim;                   /* 0 for a scalar */
+    int64_t dim[MPS_MAX_DIMS];  /* each >= 0 */
+};
+
+struct mps_tensor {
+    enum mps_dtype dtype;
+    struct mps_shape shape;
+    int64_t stride[MPS_MAX_DIMS]; /* in elements */
+    void *data;                   /* not owned */
+};
+
+size_t mps_dtype_size(enum mps_dtype t);
+const char *mps_dtype_name(enum mps_dtype t);
+
+/* Number of elements, or -1 when a dim is negative or the count exceeds MPS_MAX_NUMEL. */
+int64_t mps_shape_numel(const struct mps_shape *s);
+bool mps_shape_eq(const struct mps_shape *a, const struct mps_shape *b);
+/* Writes "[1,3,224,224]" into buf; returns buf. */
+char *mps_shape_str(const struct mps_shape *s, char *buf, size_t size);
+/* numpy broadcasting of a and b into out; MPS_ERR_MODEL with a reason if incompatible. */
+enum mps_status mps_shape_broadcast(const struct mps_shape *a, const struct mps_shape *b,
+                                    struct mps_shape *out, struct mps_error *err);
+/* Strides (in elements) of src broadcast to the shape out: 0 on broadcast dims,
+   right-aligned as numpy does. src must broadcast to out. */
+void mps_shape_broadcast_strides(const struct mps_shape *src, const struct mps_shape *out,
+                                 int64_t stride[MPS_MAX_DIMS]);
+/* Row-major strides of s. */
+void mps_shape_strides(const struct mps_shape *s, int64_t stride[MPS_MAX_DIMS]);
+/* Resolves a possibly negative axis against ndim; -1 when out of range. */
+int mps_axis(int64_t axis, int ndim);
+
+/* A contiguous tensor over data. */
+struct mps_tensor mps_tensor_make(enum mps_dtype t, const struct mps_shape *s, void *data);
+size_t mps_tensor_bytes(const struct mps_tensor *t);
+
+float mps_f16_to_f32(uint16_t h);
+uint16_t mps_f32_to_f16(float f);
+
+#endif

@@ -1,0 +1,581 @@
+#include "ref.h"
+
+#include <math.h>
+#include <string.h>
+
+int64_t ref_numel(const struct mps_shape *s)
+{
+    int64_t n = 1;
+    for (int i = 0; i < s->ndim; i++)
+        n *= s->dim[i];
+    return n;
+}
+
+static void ref_unravel(const struct mps_shape *s, int64_t flat, int64_t *idx)
+{
+    for (int i = s->ndim - 1; i >= 0; i--) {
+        idx[i] = s->dim[i] ? flat % s->dim[i] : 0;
+        flat = s->dim[i] ? flat / s->dim[i] : 0;
+    }
+}
+
+static int64_t ref_ravel(const struct mps_shape *s, const int64_t *idx)
+{
+    int64_t off = 0;
+    for (int i = 0; i < s->ndim; i++)
+        off = off * s->dim[i] + idx[i];
+    return off;
+}
+
+/* t read at the output index idx (rank r), numpy broadcasting (right-aligned). */
+static double ref_bget(const struct ref_tensor *t, const int64_t *idx, int r)
+{
+    int64_t off = 0;
+    for (int j = 0; j < t->shape.ndim; j++) {
+        int64_t i = t->shape.dim[j] == 1 ? 0 : idx[r - t->shape.ndim + j];
+        off = off * t->shape.dim[j] + i;
+    }
+    return t->d[off];
+}
+
+static int ref_axis(int64_t a, int r)
+{
+    return (int)(a < 0 ? a + r : a);
+}
+
+static void ref_matmul(const struct ref_tensor *in, struct ref_tensor *out)
+{
+    struct mps_shape sa = in[0].shape, sb = in[1].shape;
+    if (sa.ndim == 1)
+        sa = (struct mps_shape){2, {1, sa.dim[0]}};
+    if (sb.ndim == 1)
+        sb = (struct mps_shape){2, {sb.dim[0], 1}};
+    int64_t m = sa.dim[sa.ndim - 2], k = sa.dim[sa.ndim - 1], n = sb.dim[sb.ndim - 1];
+    int rb = (sa.ndim > sb.ndim ? sa.ndim : sb.ndim) - 2;
+    struct mps_shape full = {rb + 2, {0}};
+    for (int i = 0; i < rb; i++) {
+        int ia = i - (rb - (sa.ndim - 2)), ib = i - (rb - (sb.ndim - 2));
+        int64_t da = ia >= 0 ? sa.dim[ia] : 1, db = ib >= 0 ? sb.dim[ib] : 1;
+        full.dim[i] = da > db ? da : db;
+    }
+    full.dim[rb] = m;
+    full.dim[rb + 1] = n;
+    struct ref_tensor a = {sa, in[0].d, false}, b = {sb, in[1].d, false};
+    int64_t idx[MPS_MAX_DIMS];
+    for (int64_t o = 0; o < ref_numel(&full); o++) {
+        ref_unravel(&full, o, idx);
+        int64_t i = idx[rb], j = idx[rb + 1];
+        double s = 0;
+        for (int64_t q = 0; q < k; q++) {
+            idx[rb] = i, idx[rb + 1] = q;
+            double x = ref_bget(&a, idx, rb + 2);
+            idx[rb] = q, idx[rb + 1] = j;
+            s += x * ref_bget(&b, idx, rb + 2);
+        }
+        out[0].d[o] = s;
+    }
+}
+
+static void ref_gemm(const struct mps_gemm_params *p, const struct ref_tensor *in, int n_in, struct ref_tensor *out)
+{
+    int64_t m = out[0].shape.dim[0], n = out[0].shape.dim[1];
+    int64_t k = in[0].shape.dim[p->trans_a ? 0 : 1];
+    int64_t lda = in[0].shape.dim[1], ldb = in[1].shape.dim[1];
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = 0;
+            for (int64_t q = 0; q < k; q++)
+                s += in[0].d[p->trans_a ? q * lda + i : i * lda + q] * in[1].d[p->trans_b ? j * ldb + q : q * ldb + j];
+            double c = 0;
+            if (n_in > 2 && in[2].d) {
+                int64_t idx[2] = {i, j};
+                c = ref_bget(&in[2], idx, 2);
+            }
+            out[0].d[i * n + j] = p->alpha * s + p->beta * c;
+        }
+}
+
+/* Begin and end pads of a window as ONNX defines them, computed here afresh. */
+static void ref_window_pads(const struct mps_window *w, int sp, const int64_t *in, const int64_t *k, int64_t *pb,
+                            int64_t *pe)
+{
+    for (int i = 0; i < sp; i++) {
+        if (w->auto_pad == MPS_AUTO_PAD_NOTSET) {
+            pb[i] = w->pad[i], pe[i] = w->pad[i + sp];
+        } else if (w->auto_pad == MPS_AUTO_PAD_VALID) {
+            pb[i] = pe[i] = 0;
+        } else {
+            int64_t out = (int64_t)ceil((double)in[i] / (double)w->stride[i]);
+            int64_t total = (out - 1) * w->stride[i] + (k[i] - 1) * w->dilation[i] + 1 - in[i];
+            if (total < 0)
+                total = 0;
+            pb[i] = w->auto_pad == MPS_AUTO_PAD_SAME_UPPER ? total / 2 : total - total / 2;
+            pe[i] = total - pb[i];
+        }
+    }
+}
+
+static void ref_conv(const struct mps_conv_params *p, const struct ref_tensor *in, int n_in, struct ref_tensor *out)
+{
+    const struct mps_shape *xs = &in[0].shape, *ws = &in[1].shape, *ys = &out[0].shape;
+    int sp = xs->ndim - 2;
+    int64_t k[2], pb[2], pe[2];
+    for (int i = 0; i < sp; i++)
+        k[i] = ws->dim[2 + i];
+    ref_window_pads(&p->win, sp, xs->dim + 2, k, pb, pe);
+    int64_t cg = xs->dim[1] / p->group, mg = ys->dim[1] / p->group;
+    int64_t idx[MPS_MAX_DIMS], xi[MPS_MAX_DIMS], wi[MPS_MAX_DIMS];
+    for (int64_t o = 0; o < ref_numel(ys); o++) {
+        ref_unravel(ys, o, idx);
+        int64_t m = idx[1], g = m / mg;
+        double s = n_in > 2 && in[2].d ? in[2].d[m] : 0;
+        int64_t kn = sp == 1 ? k[0] : k[0] * k[1];
+        for (int64_t c = 0; c < cg; c++)
+            for (int64_t t = 0; t < kn; t++) {
+                int64_t kk[2] = {sp == 1 ? t : t / k[1], sp == 1 ? 0 : t % k[1]};
+                bool inside = true;
+                xi[0] = idx[0], xi[1] = g * cg + c;
+                wi[0] = m, wi[1] = c;
+                for (int i = 0; i < sp; i++) {
+                    xi[2 + i] = idx[2 + i] * p->win.stride[i] - pb[i] + kk[i] * p->win.dilation[i];
+                    wi[2 + i] = kk[i];
+                    inside = inside && xi[2 + i] >= 0 && xi[2 + i] < xs->dim[2 + i];
+                }
+                if (inside)
+                    s += in[0].d[ref_ravel(xs, xi)] * in[1].d[ref_ravel(ws, wi)];
+            }
+        out[0].d[o] = s;
+    }
+}
+
+static void ref_conv_transpose(const struct mps_conv_params *p, const struct ref_tensor *in, int n_in,
+                               struct ref_tensor *out)
+{
+    const struct mps_shape *xs = &in[0].shape, *ws = &in[1].shape, *ys = &out[0].shape;
+    int sp = xs->ndim - 2;
+    int64_t pb[2];
+    const struct mps_window *w = &p->win;
+    for (int i = 0; i < sp; i++) {
+        int64_t full = w->stride[i] * (xs->dim[2 + i] - 1) + p->output_padding[i] +
+                       (ws->dim[2 + i] - 1) * w->dilation[i] + 1;
+        bool same = w->auto_pad == MPS_AUTO_PAD_SAME_UPPER || w->auto_pad == MPS_AUTO_PAD_SAME_LOWER;
+        if (p->has_output_shape || same) {
+            int64_t want = p->has_output_shape ? p->output_shape[i] : xs->dim[2 + i] * w->stride[i];
+            int64_t total = full - want;
+            pb[i] = w->auto_pad == MPS_AUTO_PAD_SAME_UPPER ? total / 2 : total - total / 2;
+        } else {
+            pb[i] = w->auto_pad == MPS_AUTO_PAD_VALID ? 0 : w->pad[i];
+        }
+    }
+    int64_t cg = xs->dim[1] / p->group, mg = ws->dim[1];
+    int64_t xi[MPS_MAX_DIMS], wi[MPS_MAX_DIMS] = {0}, yi[MPS_MAX_DIMS];
+    for (int64_t o = 0; o < ref_numel(ys); o++) {
+        ref_unravel(ys, o, yi);
+        out[0].d[o] = n_in > 2 && in[2].d ? in[2].d[yi[1]] : 0;
+    }
+    for (int64_t f = 0; f < ref_numel(xs); f++) {
+        ref_unravel(xs, f, xi);
+        int64_t c = xi[1], g = c / cg;
+        for (int64_t wf = 0; wf < ref_numel(ws) / ws->dim[0]; wf++) {
+            struct mps_shape wsub = *ws;
+            wsub.dim[0] = 1;
+            ref_unravel(&wsub, wf, wi);
+            wi[0] = c;
+            bool inside = true;
+            yi[0] = xi[0], yi[1] = g * mg + wi[1];
+            for (int i = 0; i < sp; i++) {
+                yi[2 + i] = xi[2 + i] * w->stride[i] - pb[i] + wi[2 + i] * w->dilation[i];
+                inside = inside && yi[2 + i] >= 0 && yi[2 + i] < ys->dim[2 + i];
+            }
+            if (inside)
+                out[0].d[ref_ravel(ys, yi)] += in[0].d[f] * in[1].d[ref_ravel(ws, wi)];
+        }
+    }
+}
+
+static void ref_pool(enum mps_op op, const struct mps_pool_params *p, const struct ref_tensor *in,
+                     struct ref_tensor *out)
+{
+    const struct mps_shape *xs = &in[0].shape, *ys = &out[0].shape;
+    int sp = xs->ndim - 2;
+    int64_t pb[2], pe[2];
+    ref_window_pads(&p->win, sp, xs->dim + 2, p->win.kernel, pb, pe);
+    int64_t idx[MPS_MAX_DIMS], xi[MPS_MAX_DIMS];
+    for (int64_t o = 0; o < ref_numel(ys); o++) {
+        ref_unravel(ys, o, idx);
+        double best = -INFINITY, sum = 0;
+        int64_t count = 0, padded = 0;
+        int64_t kn = sp == 1 ? p->win.kernel[0] : p->win.kernel[0] * p->win.kernel[1];
+        for (int64_t t = 0; t < kn; t++) {
+            int64_t kk[2] = {sp == 1 ? t : t / p->win.kernel[1], sp == 1 ? 0 : t % p->win.kernel[1]};
+            bool inside = true, in_pad = true;
+            xi[0] = idx[0], xi[1] = idx[1];
+            for (int i = 0; i < sp; i++) {
+                int64_t v = idx[2 + i] * p->win.stride[i] - pb[i] + kk[i] * p->win.dilation[i];
+                xi[2 + i] = v;
+                inside = inside && v >= 0 && v < xs->dim[2 + i];
+                in_pad = in_pad && v >= -pb[i] && v < xs->dim[2 + i] + pe[i];
+            }
+            padded += in_pad;
+            if (!inside)
+                continue;
+            double v = in[0].d[ref_ravel(xs, xi)];
+            best = v > best ? v : best;
+            sum += v;
+            count++;
+        }
+        out[0].d[o] = op == MPS_OP_MAX_POOL ? best : sum / (double)(p->count_include_pad ? padded : count);
+    }
+}
+
+static void ref_global_pool(enum mps_op op, const struct ref_tensor *in, struct ref_tensor *out)
+{
+    int64_t planes = in[0].shape.dim[0] * in[0].shape.dim[1], size = ref_numel(&in[0].shape) / planes;
+    for (int64_t p = 0; p < planes; p++) {
+        double best = -INFINITY, sum = 0;
+        for (int64_t i = 0; i < size; i++) {
+            double v = in[0].d[p * size + i];
+            best = v > best ? v : best;
+            sum += v;
+        }
+        out[0].d[p] = op == MPS_OP_GLOBAL_MAX_POOL ? best : sum / (double)size;
+    }
+}
+
+static void ref_norm(enum mps_op op, const struct mps_norm_params *p, const struct ref_tensor *in, int n_in,
+                     struct ref_tensor *out, int n_out)
+{
+    const struct mps_shape *xs = &in[0].shape;
+    int64_t idx[MPS_MAX_DIMS];
+    if (op == MPS_OP_BATCH_NORM) {
+        for (int64_t o = 0; o < ref_numel(xs); o++) {
+            ref_unravel(xs, o, idx);
+            int64_t c = idx[1];
+            out[0].d[o] = (in[0].d[o] - in[3].d[c]) / sqrt(in[4].d[c] + p->epsilon) * in[1].d[c] + in[2].d[c];
+        }
+        return;
+    }
+    int axis = ref_axis(p->axis, xs->ndim);
+    if (op == MPS_OP_LAYER_NORM) {
+        int64_t row = 1;
+        for (int i = axis; i < xs->ndim; i++)
+            row *= xs->dim[i];
+        struct mps_shape tail = {xs->ndim - axis, {0}};
+        memcpy(tail.dim, xs->dim + axis, sizeof(int64_t) * (size_t)tail.ndim);
+        for (int64_t r = 0; r < ref_numel(xs) / row; r++) {
+            double mean = 0, var = 0;
+            for (int64_t i = 0; i < row; i++)
+                mean += in[0].d[r * row + i] / (double)row;
+            for (int64_t i = 0; i < row; i++)
+                var += pow(in[0].d[r * row + i] - mean, 2) / (double)row;
+            double inv = 1 / sqrt(var + p->epsilon);
+            for (int64_t i = 0; i < row; i++) {
+                ref_unravel(&tail, i, idx);
+                double b = n_in > 2 && in[2].d ? ref_bget(&in[2], idx, tail.ndim) : 0;
+                out[0].d[r * row + i] = (in[0].d[r * row + i] - mean) * inv * ref_bget(&in[1], idx, tail.ndim) + b;
+            }
+            if (n_out > 1)
+                out[1].d[r] = mean;
+            if (n_out > 2)
+                out[2].d[r] = inv;
+        }
+        return;
+    }
+    /* Softmax, LogSoftmax */
+    for (int64_t o = 0; o < ref_numel(xs); o++) {
+        ref_unravel(xs, o, idx);
+        int64_t self = idx[axis];
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < xs->dim[axis]; j++) {
+            idx[axis] = j;
+            mx = fmax(mx, in[0].d[ref_ravel(xs, idx)]);
+        }
+        for (int64_t j = 0; j < xs->dim[axis]; j++) {
+            idx[axis] = j;
+            sum += exp(in[0].d[ref_ravel(xs, idx)] - mx);
+        }
+        idx[axis] = self;
+        double v = in[0].d[o] - mx;
+        out[0].d[o] = op == MPS_OP_SOFTMAX ? exp(v) / sum : v - log(sum);
+    }
+}
+
+static double ref_unary1(enum mps_op op, const struct mps_act_params *p, double x)
+{
+    switch (op) {
+    case MPS_OP_RELU: return x > 0 ? x : 0;
+    case MPS_OP_LEAKY_RELU: return x >= 0 ? x : p->alpha * x;
+    case MPS_OP_ELU: return x >= 0 ? x : p->alpha * (exp(x) - 1);
+    case MPS_OP_SELU: return x > 0 ? p->beta * x : p->beta * p->alpha * (exp(x) - 1);
+    case MPS_OP_SIGMOID: return 1 / (1 + exp(-x));
+    case MPS_OP_HARD_SIGMOID: return fmax(0, fmin(1, p->alpha * x + p->beta));
+    case MPS_OP_HARD_SWISH: return x * fmax(0, fmin(1, x / 6 + 0.5));
+    case MPS_OP_TANH: return tanh(x);
+    case MPS_OP_SOFTPLUS: return log(1 + exp(x));
+    case MPS_OP_SOFTSIGN: return x / (1 + fabs(x));
+    case MPS_OP_GELU:
+        return p->beta != 0 ? 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)))
+                            : 0.5 * x * (1 + erf(x / sqrt(2)));
+    case MPS_OP_ERF: return erf(x);
+    case MPS_OP_EXP: return exp(x);
+    case MPS_OP_LOG: return log(x);
+    case MPS_OP_SQRT: return sqrt(x);
+    case MPS_OP_ABS: return fabs(x);
+    case MPS_OP_NEG: return -x;
+    case MPS_OP_RECIPROCAL: return 1 / x;
+    case MPS_OP_FLOOR: return floor(x);
+    case MPS_OP_CEIL: return ceil(x);
+    default: return x;
+    }
+}
+
+static double ref_binary1(enum mps_op op, double a, double b, bool integer)
+{
+    switch (op) {
+    case MPS_OP_ADD:
+    case MPS_OP_SUM:
+    case MPS_OP_MEAN: return a + b;
+    case MPS_OP_SUB: return a - b;
+    case MPS_OP_MUL: return a * b;
+    case MPS_OP_DIV: return integer ? trunc(a / b) : a / b;
+    case MPS_OP_POW: return pow(a, b);
+    case MPS_OP_MAX: return a > b ? a : b;
+    case MPS_OP_MIN: return a < b ? a : b;
+    case MPS_OP_PRELU: return a < 0 ? a * b : a;
+    default: return a;
+    }
+}
+
+static void ref_broadcast_op(enum mps_op op, const struct ref_tensor *in, int n_in, struct ref_tensor *out,
+                             bool integer)
+{
+    const struct mps_shape *ys = &out[0].shape;
+    int64_t idx[MPS_MAX_DIMS];
+    for (int64_t o = 0; o < ref_numel(ys); o++) {
+        ref_unravel(ys, o, idx);
+        double acc = ref_bget(&in[0], idx, ys->ndim);
+        for (int i = 1; i < n_in; i++)
+            acc = ref_binary1(op, acc, ref_bget(&in[i], idx, ys->ndim), integer);
+        out[0].d[o] = op == MPS_OP_MEAN ? acc / n_in : acc;
+    }
+}
+
+static void ref_reduce(enum mps_op op, const struct mps_reduce_params *p, const struct ref_tensor *in, int n_in,
+                       struct ref_tensor *out)
+{
+    const struct mps_shape *xs = &in[0].shape;
+    bool red[MPS_MAX_DIMS] = {false};
+    int64_t n_axes = n_in > 1 && in[1].d ? ref_numel(&in[1].shape) : 0;
+    for (int64_t i = 0; i < n_axes; i++)
+        red[ref_axis((int64_t)in[1].d[i], xs->ndim)] = true;
+    if (n_axes == 0 && !p->noop_with_empty_axes)
+        for (int i = 0; i < xs->ndim; i++)
+            red[i] = true;
+    /* the kept-dims view of the output */
+    struct mps_shape ks = *xs;
+    for (int i = 0; i < xs->ndim; i++)
+        if (red[i])
+            ks.dim[i] = 1;
+    double *acc = out[0].d;
+    for (int64_t o = 0; o < ref_numel(&ks); o++)
+        acc[o] = op == MPS_OP_REDUCE_MAX ? -INFINITY : op == MPS_OP_REDUCE_MIN ? INFINITY : 0;
+    int64_t idx[MPS_MAX_DIMS];
+    for (int64_t f = 0; f < ref_numel(xs); f++) {
+        ref_unravel(xs, f, idx);
+        for (int i = 0; i < xs->ndim; i++)
+            if (red[i])
+                idx[i] = 0;
+        int64_t o = ref_ravel(&ks, idx);
+        double v = in[0].d[f];
+        acc[o] = op == MPS_OP_REDUCE_MAX ? fmax(acc[o], v) : op == MPS_OP_REDUCE_MIN ? fmin(acc[o], v) : acc[o] + v;
+    }
+    if (op == MPS_OP_REDUCE_MEAN)
+        for (int64_t o = 0; o < ref_numel(&ks); o++)
+            acc[o] /= (double)(ref_numel(xs) / ref_numel(&ks));
+}
+
+static void ref_transpose(const struct mps_transpose_params *p, const struct ref_tensor *in, struct ref_tensor *out)
+{
+    const struct mps_shape *xs = &in[0].shape, *ys = &out[0].shape;
+    int perm[MPS_MAX_DIMS];
+    for (int i = 0; i < ys->ndim; i++)
+        perm[i] = p->n_perm ? p->perm[i] : ys->ndim - 1 - i;
+    int64_t yi[MPS_MAX_DIMS], xi[MPS_MAX_DIMS];
+    for (int64_t o = 0; o < ref_numel(ys); o++) {
+        ref_unravel(ys, o, yi);
+        for (int i = 0; i < ys->ndim; i++)
+            xi[perm[i]] = yi[i];
+        out[0].d[o] = in[0].d[ref_ravel(xs, xi)];
+    }
+}
+
+/* Concat (parts are the inputs) and Split (parts are the outputs). */
+static void ref_parts(int64_t axis, struct ref_tensor *big, struct ref_tensor *parts, bool concat)
+{
+    int a = ref_axis(axis, big->shape.ndim);
+    int64_t idx[MPS_MAX_DIMS];
+    for (int64_t f = 0; f < ref_numel(&big->shape); f++) {
+        ref_unravel(&big->shape, f, idx);
+        int p = 0;
+        while (idx[a] >= parts[p].shape.dim[a])
+            idx[a] -= parts[p++].shape.dim[a];
+        int64_t o = ref_ravel(&parts[p].shape, idx);
+        if (concat)
+            big->d[f] = parts[p].d[o];
+        else
+            parts[p].d[o] = big->d[f];
+    }
+}
+
+static void ref_slice(const struct ref_tensor *in, int n_in, struct ref_tensor *out)
+{
+    const struct mps_shape *xs = &in[0].shape;
+    int64_t start[MPS_MAX_DIMS] = {0}, step[MPS_MAX_DIMS];
+    for (int i = 0; i < xs->ndim; i++)
+        step[i] = 1;
+    int64_t n = ref_numel(&in[1].shape);
+    for (int64_t i = 0; i < n; i++) {
+        int a = ref_axis(n_in > 3 && in[3].d ? (int64_t)in[3].d[i] : i, xs->ndim);
+        int64_t s = n_in > 4 && in[4].d ? (int64_t)in[4].d[i] : 1, d = xs->dim[a];
+        double b = in[1].d[i];
+        if (b < 0)
+            b += (double)d;
+        /* positive steps start in [0, d], negative ones in [0, d-1] */
+        b = s > 0 ? fmin(fmax(b, 0), (double)d) : fmin(fmax(b, 0), (double)d - 1);
+        start[a] = (int64_t)b;
+        step[a] = s;
+    }
+    int64_t yi[MPS_MAX_DIMS];
+    for (int64_t o = 0; o < ref_numel(&out[0].shape); o++) {
+        ref_unravel(&out[0].shape, o, yi);
+        for (int i = 0; i < xs->ndim; i++)
+            yi[i] = start[i] + yi[i] * step[i];
+        out[0].d[o] = in[0].d[ref_ravel(xs, yi)];
+    }
+}
+
+static void ref_gather(int64_t axis, const struct ref_tensor *in, struct ref_tensor *out)
+{
+    const struct mps_shape *xs = &in[0].shape, *is = &in[1].shape;
+    int a = ref_axis(axis, xs->ndim);
+    int64_t yi[MPS_MAX_DIMS], xi[MPS_MAX_DIMS], ii[MPS_MAX_DIMS];
+    for (int64_t o = 0; o < ref_numel(&out[0].shape); o++) {
+        ref_unravel(&out[0].shape, o, yi);
+        for (int i = 0; i < is->ndim; i++)
+            ii[i] = yi[a + i];
+        int64_t k = (int64_t)in[1].d[ref_ravel(is, ii)];
+        for (int i = 0; i < xs->ndim; i++)
+            xi[i] = i < a ? yi[i] : i == a ? (k < 0 ? k + xs->dim[a] : k) : yi[i - 1 + is->ndim];
+        out[0].d[o] = in[0].d[ref_ravel(xs, xi)];
+    }
+}
+
+static void ref_pad(const struct mps_pad_params *p, const struct ref_tensor *in, int n_in, struct ref_tensor *out)
+{
+    const struct mps_shape *xs = &in[0].shape;
+    int r = xs->ndim;
+    int64_t pb[MPS_MAX_DIMS] = {0};
+    int64_t n_axes = n_in > 3 && in[3].d ? ref_numel(&in[3].shape) : r;
+    for (int64_t i = 0; i < n_axes; i++)
+        pb[ref_axis(n_in > 3 && in[3].d ? (int64_t)in[3].d[i] : i, r)] = (int64_t)in[1].d[i];
+    double value = n_in > 2 && in[2].d ? in[2].d[0] : 0;
+    int64_t yi[MPS_MAX_DIMS];
+    for (int64_t o = 0; o < ref_numel(&out[0].shape); o++) {
+        ref_unravel(&out[0].shape, o, yi);
+        bool constant = false;
+        for (int i = 0; i < r; i++) {
+            int64_t v = yi[i] - pb[i], d = xs->dim[i];
+            if (v < 0 || v >= d) {
+                if (p->mode == MPS_PAD_CONSTANT)
+                    constant = true;
+                else if (p->mode == MPS_PAD_EDGE)
+                    v = v < 0 ? 0 : d - 1;
+                else
+                    v = v < 0 ? -v : 2 * d - 2 - v;
+            }
+            yi[i] = v;
+        }
+        out[0].d[o] = constant ? value : in[0].d[ref_ravel(xs, yi)];
+    }
+}
+
+void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tensor *in, int n_in,
+            struct ref_tensor *out, int n_out)
+{
+    int64_t ny = ref_numel(&out[0].shape), idx[MPS_MAX_DIMS];
+    switch (op) {
+    case MPS_OP_MATMUL: ref_matmul(in, out); break;
+    case MPS_OP_GEMM: ref_gemm(&p->gemm, in, n_in, out); break;
+    case MPS_OP_CONV: ref_conv(&p->conv, in, n_in, out); break;
+    case MPS_OP_CONV_TRANSPOSE: ref_conv_transpose(&p->conv, in, n_in, out); break;
+    case MPS_OP_MAX_POOL:
+    case MPS_OP_AVERAGE_POOL: ref_pool(op, &p->pool, in, out); break;
+    case MPS_OP_GLOBAL_AVERAGE_POOL:
+    case MPS_OP_GLOBAL_MAX_POOL: ref_global_pool(op, in, out); break;
+    case MPS_OP_BATCH_NORM:
+    case MPS_OP_LAYER_NORM:
+    case MPS_OP_SOFTMAX:
+    case MPS_OP_LOG_SOFTMAX: ref_norm(op, &p->norm, in, n_in, out, n_out); break;
+    case MPS_OP_CLIP: {
+        double lo = n_in > 1 && in[1].d ? in[1].d[0] : -INFINITY, hi = n_in > 2 && in[2].d ? in[2].d[0] : INFINITY;
+        for (int64_t i = 0; i < ny; i++)
+            out[0].d[i] = fmin(fmax(in[0].d[i], lo), hi);
+        break;
+    }
+    case MPS_OP_CAST:
+        for (int64_t i = 0; i < ny; i++) {
+            double v = in[0].d[i];
+            enum mps_dtype t = p->cast.to;
+            out[0].d[i] = t == MPS_F32 || t == MPS_F16 ? (double)(float)v : t == MPS_BOOL ? (v != 0) : trunc(v);
+        }
+        break;
+    case MPS_OP_PRELU:
+    case MPS_OP_ADD:
+    case MPS_OP_SUB:
+    case MPS_OP_MUL:
+    case MPS_OP_DIV:
+    case MPS_OP_POW:
+    case MPS_OP_MAX:
+    case MPS_OP_MIN:
+    case MPS_OP_SUM:
+    case MPS_OP_MEAN: ref_broadcast_op(op, in, n_in, out, in[0].integer); break;
+    case MPS_OP_REDUCE_MEAN:
+    case MPS_OP_REDUCE_SUM:
+    case MPS_OP_REDUCE_MAX:
+    case MPS_OP_REDUCE_MIN: ref_reduce(op, &p->reduce, in, n_in, out); break;
+    case MPS_OP_IDENTITY:
+    case MPS_OP_DROPOUT:
+    case MPS_OP_CONSTANT:
+    case MPS_OP_RESHAPE:
+    case MPS_OP_FLATTEN:
+    case MPS_OP_SQUEEZE:
+    case MPS_OP_UNSQUEEZE: memcpy(out[0].d, in[0].d, sizeof(double) * (size_t)ny); break;
+    case MPS_OP_TRANSPOSE: ref_transpose(&p->transpose, in, out); break;
+    case MPS_OP_CONCAT: ref_parts(p->axis.axis, &out[0], (struct ref_tensor *)in, true); break;
+    case MPS_OP_SPLIT: ref_parts(p->axis.axis, (struct ref_tensor *)&in[0], out, false); break;
+    case MPS_OP_SLICE: ref_slice(in, n_in, out); break;
+    case MPS_OP_GATHER: ref_gather(p->axis.axis, in, out); break;
+    case MPS_OP_SHAPE: {
+        int64_t r = in[0].shape.ndim, s = p->shape.start < 0 ? p->shape.start + r : p->shape.start;
+        s = s < 0 ? 0 : s > r ? r : s;
+        for (int64_t i = 0; i < ny; i++)
+            out[0].d[i] = (double)in[0].shape.dim[s + i];
+        break;
+    }
+    case MPS_OP_CONSTANT_OF_SHAPE:
+        for (int64_t i = 0; i < ny; i++)
+            out[0].d[i] = p->fill.value;
+        break;
+    case MPS_OP_EXPAND:
+        for (int64_t o = 0; o < ny; o++) {
+            ref_unravel(&out[0].shape, o, idx);
+            out[0].d[o] = ref_bget(&in[0], idx, out[0].shape.ndim);
+        }
+        break;
+    case MPS_OP_PAD: ref_pad(&p->pad, in, n_in, out); break;
+    default: /* the elementwise unary ops */
+        for (int64_t i = 0; i < ny; i++)
+            out[0].d[i] = ref_unary1(op, &p->act, in[0].d[i]);
+        break;
+    }
+}

@@ -1,0 +1,214 @@
+/* test_graph.c: the tensor core's own functions: f16 conversion, shapes and
+   broadcasting, the graph IR (topological order, cycles and undefined
+   inputs rejected), shape inference errors that name the node, backend
+   selection, and input checks of a compiled plan. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+static void test_f16(void)
+{
+    int bad = 0;
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        float f = mps_f16_to_f32((uint16_t)h);
+        if (f == f && mps_f32_to_f16(f) != h)
+            bad++;
+    }
+    th_check(bad == 0, "f16 -> f32 -> f16 round-trips every non-NaN pattern (%d differ)", bad);
+    static const struct {
+        float f;
+        uint16_t h;
+    } rows[] = {
+        {0.1f, 0x2e66}, {65504.0f, 0x7bff}, {65520.0f, 0x7c00}, {-2.0f, 0xc000},
+        {5.9604645e-8f, 0x0001}, {1e-8f, 0x0000}, {1.0009766f, 0x3c01}, {1.00048828125f, 0x3c00} /* tie: even */,
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        th_check(mps_f32_to_f16(rows[i].f) == rows[i].h, "f32 %g -> f16 0x%04x (got 0x%04x)", (double)rows[i].f,
+                 rows[i].h, mps_f32_to_f16(rows[i].f));
+    th_check(isnan(mps_f16_to_f32(mps_f32_to_f16(NAN))), "NaN stays NaN through f16");
+}
+
+static void test_shapes(void)
+{
+    struct mps_shape big = {2, {(int64_t)1 << 30, (int64_t)1 << 30}}, neg = {2, {3, -1}}, ok = {3, {2, 3, 4}};
+    th_check(mps_shape_numel(&big) == -1, "numel rejects more than 2^40 elements");
+    th_check(mps_shape_numel(&neg) == -1, "numel rejects a negative dim");
+    th_check(mps_shape_numel(&ok) == 24, "numel of [2,3,4] is 24");
+    struct mps_shape a = {2, {2, 3}}, b = {1, {4}}, c = {3, {5, 1, 3}}, out;
+    struct mps_error err = {{0}};
+    th_check(mps_shape_broadcast(&a, &b, &out, &err) == MPS_ERR_MODEL && strstr(err.msg, "[2,3]"),
+             "[2,3] and [4] do not broadcast: %s", err.msg);
+    th_check(mps_shape_broadcast(&a, &c, &out, &err) == MPS_OK && out.ndim == 3 && out.dim[0] == 5 &&
+                 out.dim[1] == 2 && out.dim[2] == 3,
+             "[2,3] and [5,1,3] broadcast to [5,2,3]");
+    th_check(mps_axis(-1, 3) == 2 && mps_axis(3, 3) == -1 && mps_axis(-4, 3) == -1, "axis normalization");
+}
+
+/* x -> Relu a -> Relu b, with the nodes added in reverse order. */
+static void test_sort(void)
+{
+    struct mps_graph *g = mps_graph_new();
+    struct mps_error err = {{0}};
+    struct mps_shape s = {1, {4}};
+    int x = mps_graph_add_value(g, "x", MPS_F32, &s), a = mps_graph_add_value(g, "a", MPS_F32, NULL),
+        b = mps_graph_add_value(g, "b", MPS_F32, NULL);
+    mps_graph_add_input(g, x, &err);
+    mps_graph_add_node(g, MPS_OP_RELU, "second", &a, 1, &b, 1, NULL, &err);
+    mps_graph_add_node(g, MPS_OP_RELU, "first", &x, 1, &a, 1, NULL, &err);
+    mps_graph_add_output(g, b, &err);
+    enum mps_status st = mps_graph_sort(g, &err);
+    th_check(st == MPS_OK && strcmp(g->nodes[0].name, "first") == 0 && g->values[b].producer == 1,
+             "topological sort puts the producer first");
+    th_check(mps_graph_infer(g, &err) == MPS_OK && g->values[b].shape_known && g->values[b].shape.dim[0] == 4,
+             "shapes flow through the sorted graph");
+    th_check(mps_graph_add_node(g, MPS_OP_RELU, "again", &x, 1, &b, 1, NULL, &err) == MPS_ERR_MODEL &&
+                 strstr(err.msg, "already defined"),
+             "a value written by two nodes is rejected: %s", err.msg);
+    th_check(mps_graph_add_node(g, MPS_OP_ADD, "arity", &x, 1, &b, 1, NULL, &err) == MPS_ERR_MODEL &&
+                 strstr(err.msg, "(Add)"),
+             "wrong input count is rejected: %s", err.msg);
+    mps_graph_free(g);
+}
+
+static void test_cycle(void)
+{
+    struct mps_graph *g = mps_graph_new();
+    struct mps_error err = {{0}};
+    struct mps_shape s = {1, {4}};
+    int x = mps_graph_add_value(g, "x", MPS_F32, &s), b = mps_graph_add_value(g, "b", MPS_F32, NULL),
+        c = mps_graph_add_value(g, "c", MPS_F32, NULL);
+    mps_graph_add_input(g, x, &err);
+    mps_graph_add_node(g, MPS_OP_ADD, "add", (int[]){x, c}, 2, &b, 1, NULL, &err);
+    mps_graph_add_node(g, MPS_OP_RELU, "relu", &b, 1, &c, 1, NULL, &err);
+    mps_graph_add_output(g, c, &err);
+    th_check(mps_graph_sort(g, &err) == MPS_ERR_MODEL && strstr(err.msg, "cycle") && strstr(err.msg, "add"),
+             "a cycle is rejected and named: %s", err.msg);
+    mps_graph_free(g);
+
+    g = mps_graph_new();
+    x = mps_graph_add_value(g, "x", MPS_F32, &s);
+    int ghost = mps_graph_add_value(g, "ghost", MPS_F32, &s), y = mps_graph_add_value(g, "y", MPS_F32, NULL);
+    mps_graph_add_input(g, x, &err);
+    mps_graph_add_node(g, MPS_OP_ADD, "add", (int[]){x, ghost}, 2, &y, 1, NULL, &err);
+    mps_graph_add_output(g, y, &err);
+    th_check(mps_graph_sort(g, &err) == MPS_ERR_MODEL && strstr(err.msg, "'ghost'"),
+             "an input nothing defines is rejected: %s", err.msg);
+    mps_graph_free(g);
+}
+
+/* Shape inference errors: each names the node and op, and says why. */
+struct th_bad {
+    const char *name;
+    enum mps_op op;
+    int n_in;
+    struct mps_shape in[3];
+    enum mps_dtype dt0;
+    const int64_t *ints; /* constant i64 second input when set */
+    int n_ints;
+    const char *expect;
+};
+
+static const int64_t th_shape_7[] = {7}, th_shape_bad2[] = {-1, -1}, th_axes_1[] = {1};
+
+static const struct th_bad th_bad_rows[] = {
+    {"mm", MPS_OP_MATMUL, 2, {{2, {3, 4}}, {2, {5, 6}}}, MPS_F32, NULL, 0, "inner dims"},
+    {"add", MPS_OP_ADD, 2, {{2, {2, 3}}, {1, {4}}}, MPS_F32, NULL, 0, "broadcast"},
+    {"reshape", MPS_OP_RESHAPE, 1, {{2, {2, 3}}}, MPS_F32, th_shape_7, 1, "elements"},
+    {"reshape2", MPS_OP_RESHAPE, 1, {{2, {2, 3}}}, MPS_F32, th_shape_bad2, 2, "more than one -1"},
+    {"reshape3", MPS_OP_RESHAPE, 2, {{2, {2, 3}}, {1, {2}}}, MPS_F32, NULL, 0, "constant"},
+    {"conv", MPS_OP_CONV, 2, {{4, {1, 3, 8, 8}}, {4, {4, 2, 3, 3}}}, MPS_F32, NULL, 0, "weight"},
+    {"conv_big", MPS_OP_CONV, 2, {{4, {1, 3, 2, 2}}, {4, {4, 3, 3, 3}}}, MPS_F32, NULL, 0, "empty"},
+    {"conv3d", MPS_OP_CONV, 2, {{5, {1, 3, 2, 2, 2}}, {5, {4, 3, 1, 1, 1}}}, MPS_F32, NULL, 0, "3-D or 4-D"},
+    {"relu", MPS_OP_RELU, 1, {{1, {4}}}, MPS_I64, NULL, 0, "dtype i64"},
+    {"concat", MPS_OP_CONCAT, 2, {{2, {2, 3}}, {1, {3}}}, MPS_F32, NULL, 0, "rank"},
+    {"squeeze", MPS_OP_SQUEEZE, 1, {{2, {2, 3}}}, MPS_F32, th_axes_1, 1, "cannot squeeze"},
+    {"gemm", MPS_OP_GEMM, 2, {{2, {2, 3}}, {2, {4, 5}}}, MPS_F32, NULL, 0, "inner dims"},
+    {"pool", MPS_OP_MAX_POOL, 1, {{4, {1, 1, 4, 4}}}, MPS_F32, NULL, 0, "positive"},
+};
+
+static void test_infer_errors(void)
+{
+    for (size_t r = 0; r < sizeof th_bad_rows / sizeof th_bad_rows[0]; r++) {
+        const struct th_bad *row = &th_bad_rows[r];
+        struct mps_graph *g = mps_graph_new();
+        struct mps_error err = {{0}};
+        int in[3], y = -1;
+        for (int i = 0; i < row->n_in; i++) {
+            char name[8];
+            snprintf(name, sizeof name, "x%d", i);
+            in[i] = mps_graph_add_value(g, name, i == 0 ? row->dt0 : MPS_F32, &row->in[i]);
+            mps_graph_add_input(g, in[i], &err);
+        }
+        int n_in = row->n_in;
+        if (row->ints) {
+            struct mps_shape s = {1, {row->n_ints}};
+            in[n_in++] = mps_graph_add_const(g, "c", MPS_I64, &s, row->ints);
+        }
+        y = mps_graph_add_value(g, "y", MPS_F32, NULL);
+        enum mps_status st = mps_graph_add_node(g, row->op, row->name, in, n_in, &y, 1, NULL, &err);
+        if (!st)
+            st = mps_graph_add_output(g, y, &err);
+        if (!st)
+            st = mps_graph_sort(g, &err);
+        if (!st)
+            st = mps_graph_infer(g, &err);
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "node '%s' (%s): ", row->name, mps_op_name(row->op));
+        th_check(st == MPS_ERR_MODEL && strncmp(err.msg, prefix, strlen(prefix)) == 0 && strstr(err.msg, row->expect),
+                 "%s is rejected with its name and '%s': %s", row->name, row->expect, err.msg);
+        mps_graph_free(g);
+    }
+}
+
+static void test_backends(void)
+{
+    struct mps_graph *g = mps_graph_new();
+    struct mps_error err = {{0}};
+    struct mps_shape s = {2, {2, 3}};
+    int x = mps_graph_add_value(g, "x", MPS_F32, &s), y = mps_graph_add_value(g, "y", MPS_F32, NULL);
+    mps_graph_add_input(g, x, &err);
+    mps_graph_add_node(g, MPS_OP_RELU, "relu", &x, 1, &y, 1, NULL, &err);
+    mps_graph_add_output(g, y, &err);
+    mps_graph_sort(g, &err);
+    mps_graph_infer(g, &err);
+    const struct mps_backend *be = NULL;
+    char why[256];
+    enum mps_status st = mps_backend_choose(g, "auto", &be, why, sizeof why, &err);
+    th_check(st == MPS_OK && be && why[0], "auto chooses %s and says why: %s", be ? be->name : "nothing", why);
+    th_check(mps_backend_choose(g, "tpu", &be, why, sizeof why, &err) == MPS_ERR_USAGE && strstr(err.msg, "tpu"),
+             "an unknown backend is a usage error: %s", err.msg);
+    th_check(mps_backend_choose(g, "cpu", &be, why, sizeof why, &err) == MPS_OK && be == &mps_backend_cpu,
+             "cpu can be chosen by name");
+    struct mps_plan *plan;
+    th_check(mps_plan_compile(&mps_backend_cpu, g, &(struct mps_compile_opts){.precision = MPS_PRECISION_FP16},
+                              &plan, &err) == MPS_ERR_USAGE,
+             "cpu refuses fp16: %s", err.msg);
+    if (mps_plan_compile(&mps_backend_cpu, g, &(struct mps_compile_opts){0}, &plan, &err) == MPS_OK) {
+        float in[6] = {-1, 2, -3, 4, -5, 6}, out[6];
+        struct mps_shape wrong = {2, {3, 2}};
+        struct mps_tensor ti = mps_tensor_make(MPS_F32, &wrong, in), to = mps_tensor_make(MPS_F32, &s, out);
+        th_check(mps_plan_run(plan, &ti, &to, &err) == MPS_ERR_INPUT && strstr(err.msg, "[2,3]"),
+                 "an input of the wrong shape is refused: %s", err.msg);
+        ti = mps_tensor_make(MPS_F32, &s, in);
+        th_check(mps_plan_run(plan, &ti, &to, &err) == MPS_OK && out[0] == 0 && out[1] == 2 && out[5] == 6,
+                 "the plan runs");
+        mps_plan_free(plan);
+    } else {
+        th_fail("cpu compiles a Relu: %s", err.msg);
+    }
+    mps_graph_free(g);
+}
+
+int main(void)
+{
+    test_f16();
+    test_shapes();
+    test_sort();
+    test_cycle();
+    test_infer_errors();
+    test_backends();
+    return th_summary();
+}

@@ -1,0 +1,157 @@
+/* test_memplan.c: the arena plan. On random graphs no two values whose
+   lifetimes meet share a byte, the arena is never larger than all values
+   laid end to end, a chain reuses memory, and the CPU backend running from
+   the plan matches the reference. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "harness.h"
+#include "memplan.h"
+
+/* Every pair of placed values that are live at the same time must not overlap. */
+static bool th_plan_valid(const struct mps_graph *g, const struct mps_memplan *mp, char *why, size_t size)
+{
+    for (int u = 0; u < g->n_values; u++)
+        for (int v = u + 1; v < g->n_values; v++) {
+            if (mp->offset[u] < 0 || mp->offset[v] < 0)
+                continue;
+            if (mp->last[u] < mp->first[v] || mp->last[v] < mp->first[u])
+                continue;
+            int64_t bu = (int64_t)(mps_shape_numel(&g->values[u].shape) * 4);
+            int64_t bv = (int64_t)(mps_shape_numel(&g->values[v].shape) * 4);
+            if (mp->offset[u] < mp->offset[v] + bv && mp->offset[v] < mp->offset[u] + bu) {
+                snprintf(why, size, "'%s' and '%s' overlap while both live", g->values[u].name, g->values[v].name);
+                return false;
+            }
+            if (mp->offset[u] % 64 || (size_t)mp->offset[u] + (size_t)bu > mp->size) {
+                snprintf(why, size, "'%s' is misaligned or outside the arena", g->values[u].name);
+                return false;
+            }
+        }
+    return true;
+}
+
+/* A random DAG of 1-D f32 values: Relu, Concat of two earlier values, Slice. */
+static struct mps_graph *th_random_dag(int nodes, struct mps_error *err)
+{
+    struct mps_graph *g = mps_graph_new();
+    struct mps_shape s = {1, {(int64_t)th_uniform(8, 64)}};
+    int x = mps_graph_add_value(g, "x", MPS_F32, &s);
+    mps_graph_add_input(g, x, err);
+    int vals[256] = {x}, n_vals = 1;
+    int64_t len[256] = {s.dim[0]};
+    for (int k = 0; k < nodes; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "v%d", k);
+        int y = mps_graph_add_value(g, name, MPS_F32, NULL);
+        int a = (int)th_uniform(0, n_vals), b = (int)th_uniform(0, n_vals), kind = (int)th_uniform(0, 3);
+        snprintf(name, sizeof name, "n%d", k);
+        if (kind == 1 && len[a] + len[b] < 4096) {
+            mps_graph_add_node(g, MPS_OP_CONCAT, name, (int[]){vals[a], vals[b]}, 2, &y, 1, NULL, err);
+            len[n_vals] = len[a] + len[b];
+        } else if (kind == 2 && len[a] > 2) {
+            int64_t st[1] = {1}, en[1] = {len[a] - 1};
+            struct mps_shape one = {1, {1}};
+            snprintf(name, sizeof name, "s%d", k);
+            int cs = mps_graph_add_const(g, name, MPS_I64, &one, st);
+            snprintf(name, sizeof name, "e%d", k);
+            int ce = mps_graph_add_const(g, name, MPS_I64, &one, en);
+            snprintf(name, sizeof name, "n%d", k);
+            mps_graph_add_node(g, MPS_OP_SLICE, name, (int[]){vals[a], cs, ce}, 3, &y, 1, NULL, err);
+            len[n_vals] = len[a] - 2;
+        } else {
+            mps_graph_add_node(g, MPS_OP_RELU, name, &vals[a], 1, &y, 1, NULL, err);
+            len[n_vals] = len[a];
+        }
+        vals[n_vals++] = y;
+    }
+    mps_graph_add_output(g, vals[n_vals - 1], err);
+    mps_graph_add_output(g, vals[n_vals / 2], err);
+    return g;
+}
+
+static void test_random_dags(void)
+{
+    char why[256];
+    for (int trial = 0; trial < 20; trial++) {
+        char seed[32];
+        snprintf(seed, sizeof seed, "dag %d", trial);
+        th_seed(seed);
+        struct mps_error err = {{0}};
+        struct mps_graph *g = th_random_dag(60 + trial * 5, &err);
+        if (mps_graph_sort(g, &err) || mps_graph_infer(g, &err)) {
+            th_fail("%s builds: %s", seed, err.msg);
+            mps_graph_free(g);
+            continue;
+        }
+        struct mps_memplan mp;
+        if (mps_memplan_build(g, 64, &mp, &err)) {
+            th_fail("%s plans: %s", seed, err.msg);
+            mps_graph_free(g);
+            continue;
+        }
+        bool ok = th_plan_valid(g, &mp, why, sizeof why);
+        th_check(ok, "%s: no two live values overlap%s%s", seed, ok ? "" : ": ", ok ? "" : why);
+        th_check(mp.size <= mp.total, "%s: arena %zu bytes <= %zu laid end to end", seed, mp.size, mp.total);
+        mps_memplan_free(&mp);
+
+        /* the CPU backend runs from this plan: its answer must be the reference's */
+        int64_t n = mps_shape_numel(&g->values[g->inputs[0]].shape);
+        float *x = th_alloc(MPS_F32, n);
+        for (int64_t i = 0; i < n; i++)
+            x[i] = (float)th_uniform(-1, 1);
+        struct mps_tensor in = mps_tensor_make(MPS_F32, &g->values[g->inputs[0]].shape, x), out[2];
+        struct ref_tensor want[2];
+        th_ref_graph(g, &in, want);
+        if (th_run(&mps_backend_cpu, g, &in, out, &err) == MPS_OK) {
+            for (int o = 0; o < 2; o++) {
+                int64_t m = mps_shape_numel(&out[o].shape);
+                double *got = calloc((size_t)m + 1, sizeof *got);
+                th_to_double(MPS_F32, out[o].data, m, got);
+                th_check(th_nmse(got, want[o].d, m) == 0, "%s: cpu output %d equals the reference", seed, o);
+                free(got);
+            }
+        } else {
+            th_fail("%s: cpu run: %s", seed, err.msg);
+        }
+        th_free_tensors(out, 2);
+        free(want[0].d);
+        free(want[1].d);
+        free(x);
+        mps_graph_free(g);
+    }
+}
+
+/* x -> Relu -> Relu -> ... : two buffers suffice whatever the length. */
+static void test_chain(void)
+{
+    struct mps_graph *g = mps_graph_new();
+    struct mps_error err = {{0}};
+    struct mps_shape s = {1, {1000}};
+    int prev = mps_graph_add_value(g, "x", MPS_F32, &s);
+    mps_graph_add_input(g, prev, &err);
+    for (int k = 0; k < 10; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "r%d", k);
+        int y = mps_graph_add_value(g, name, MPS_F32, NULL);
+        mps_graph_add_node(g, MPS_OP_RELU, name, &prev, 1, &y, 1, NULL, &err);
+        prev = y;
+    }
+    mps_graph_add_output(g, prev, &err);
+    struct mps_memplan mp;
+    if (mps_graph_sort(g, &err) || mps_graph_infer(g, &err) || mps_memplan_build(g, 64, &mp, &err)) {
+        th_fail("chain plans: %s", err.msg);
+    } else {
+        size_t one = (4000 + 63) / 64 * 64;
+        th_check(mp.size == 2 * one, "a chain of 10 Relus uses two buffers: %zu bytes (of %zu)", mp.size, mp.total);
+        mps_memplan_free(&mp);
+    }
+    mps_graph_free(g);
+}
+
+int main(void)
+{
+    test_chain();
+    test_random_dags();
+    return th_summary();
+}

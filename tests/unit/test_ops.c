@@ -1,0 +1,444 @@
+/* test_ops.c: every op on every available backend against the double
+   reference (ref.c), one row per case: a one-node graph with random inputs,
+   its expected output shapes (checking shape inference), compared by
+   normalized error (floats) or exactly (integers). Adding a case is adding
+   a row. Backends not compiled in or unavailable are reported skipped. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+struct th_input {
+    enum mps_dtype dt;
+    struct mps_shape shape;
+    bool is_const, omitted;
+    const double *vals; /* constant values; NULL: random */
+    int n_vals;
+    double lo, hi;      /* random range; [-1, 1) when both are 0 */
+};
+
+struct th_case {
+    const char *name;
+    enum mps_op op;
+    bool has_p; /* else the op's defaults */
+    union mps_op_params p;
+    int n_in;
+    struct th_input in[5];
+    int n_out;
+    struct mps_shape out[3]; /* expected shapes */
+    double tol;              /* NMSE bound for float outputs; 0: 1e-9 */
+};
+
+#define N_OF(T, ...) ((int)(sizeof((T[]){__VA_ARGS__}) / sizeof(T)))
+#define S(...) {N_OF(int64_t, __VA_ARGS__), {__VA_ARGS__}}
+#define SCALAR {0, {0}}
+#define F(...) {.dt = MPS_F32, .shape = S(__VA_ARGS__)}
+#define FR(l, h, ...) {.dt = MPS_F32, .shape = S(__VA_ARGS__), .lo = l, .hi = h}
+#define FS {.dt = MPS_F32, .shape = SCALAR}
+#define IR(t, l, h, ...) {.dt = t, .shape = S(__VA_ARGS__), .lo = l, .hi = h}
+#define CI(...) {.dt = MPS_I64, .shape = {1, {N_OF(double, __VA_ARGS__)}}, .is_const = true, \
+                 .vals = (const double[]){__VA_ARGS__}, .n_vals = N_OF(double, __VA_ARGS__)}
+#define CI_EMPTY {.dt = MPS_I64, .shape = {1, {0}}, .is_const = true}
+#define CI_SCALAR(v) {.dt = MPS_I64, .shape = SCALAR, .is_const = true, .vals = (const double[]){v}, .n_vals = 1}
+#define CF_SCALAR(v) {.dt = MPS_F32, .shape = SCALAR, .is_const = true, .vals = (const double[]){v}, .n_vals = 1}
+#define CF(...) {.dt = MPS_F32, .shape = S(__VA_ARGS__), .is_const = true}
+#define OMIT {.omitted = true}
+#define IN(...) .n_in = N_OF(struct th_input, __VA_ARGS__), .in = {__VA_ARGS__}
+#define OUT(...) .n_out = N_OF(struct mps_shape, __VA_ARGS__), .out = {__VA_ARGS__}
+#define P(member, ...) .has_p = true, .p.member = {__VA_ARGS__}
+#define WIN2(kh, kw, sh, sw, dh, dw, pt, pl, pb, pr) \
+    {.kernel = {kh, kw}, .stride = {sh, sw}, .dilation = {dh, dw}, .pad = {pt, pl, pb, pr}}
+#define WIN1(k, s, d, pb, pe) {.kernel = {k}, .stride = {s}, .dilation = {d}, .pad = {pb, pe}}
+#define AUTO(w, mode) {.kernel = w.kernel, .stride = w.stride, .dilation = w.dilation, .auto_pad = mode}
+
+static const struct th_case th_cases[] = {
+    /* MatMul: batched, broadcasting, 1-D promotion */
+    {"MatMul 2-D", MPS_OP_MATMUL, IN(F(3, 4), F(4, 5)), OUT(S(3, 5))},
+    {"MatMul batch broadcast", MPS_OP_MATMUL, IN(F(2, 1, 3, 4), F(5, 4, 2)), OUT(S(2, 5, 3, 2))},
+    {"MatMul 1-D x 2-D", MPS_OP_MATMUL, IN(F(4), F(4, 3)), OUT(S(3))},
+    {"MatMul 2-D x 1-D", MPS_OP_MATMUL, IN(F(3, 4), F(4)), OUT(S(3))},
+    {"MatMul batch x matrix", MPS_OP_MATMUL, IN(F(2, 3, 4), F(4, 5)), OUT(S(2, 3, 5))},
+    {"MatMul matrix x batch", MPS_OP_MATMUL, IN(F(3, 4), F(2, 4, 5)), OUT(S(2, 3, 5))},
+    {"MatMul k=1", MPS_OP_MATMUL, IN(F(5, 1), F(1, 6)), OUT(S(5, 6))},
+    {"MatMul 64x96x80", MPS_OP_MATMUL, IN(F(64, 96), F(96, 80)), OUT(S(64, 80))},
+    /* Gemm */
+    {"Gemm C row", MPS_OP_GEMM, P(gemm, .alpha = 1, .beta = 1), IN(F(3, 4), F(4, 5), F(5)), OUT(S(3, 5))},
+    {"Gemm transA transB alpha beta C column", MPS_OP_GEMM,
+     P(gemm, .trans_a = true, .trans_b = true, .alpha = 0.5f, .beta = 2), IN(F(4, 3), F(5, 4), F(3, 1)),
+     OUT(S(3, 5))},
+    {"Gemm no C", MPS_OP_GEMM, P(gemm, .alpha = 1, .beta = 1), IN(F(2, 3), F(3, 4)), OUT(S(2, 4))},
+    {"Gemm C scalar", MPS_OP_GEMM, P(gemm, .trans_b = true, .alpha = 1, .beta = 1), IN(F(2, 3), F(4, 3), FS),
+     OUT(S(2, 4))},
+    {"Gemm C full beta 0", MPS_OP_GEMM, P(gemm, .alpha = 2, .beta = 0), IN(F(3, 4), F(4, 5), F(3, 5)),
+     OUT(S(3, 5))},
+    /* Conv */
+    {"Conv 3x3 pad 1 bias", MPS_OP_CONV, P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 1, 1, 1, 1), .group = 1),
+     IN(F(1, 3, 8, 8), F(4, 3, 3, 3), F(4)), OUT(S(1, 4, 8, 8))},
+    {"Conv stride 2 odd sizes", MPS_OP_CONV, P(conv, .win = WIN2(3, 3, 2, 2, 1, 1, 0, 0, 0, 0), .group = 1),
+     IN(F(2, 3, 9, 7), F(5, 3, 3, 3)), OUT(S(2, 5, 4, 3))},
+    {"Conv asymmetric pads and kernel", MPS_OP_CONV, P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 1, 0, 2, 1), .group = 1),
+     IN(F(1, 2, 6, 6), F(3, 2, 3, 2)), OUT(S(1, 3, 7, 6))},
+    {"Conv dilation 2", MPS_OP_CONV, P(conv, .win = WIN2(0, 0, 1, 1, 2, 2, 0, 0, 0, 0), .group = 1),
+     IN(F(1, 2, 9, 9), F(2, 2, 3, 3)), OUT(S(1, 2, 5, 5))},
+    {"Conv groups 2", MPS_OP_CONV, P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 1, 1, 1, 1), .group = 2),
+     IN(F(1, 4, 6, 6), F(6, 2, 3, 3), F(6)), OUT(S(1, 6, 6, 6))},
+    {"Conv depthwise stride 2", MPS_OP_CONV, P(conv, .win = WIN2(0, 0, 2, 2, 1, 1, 1, 1, 1, 1), .group = 4),
+     IN(F(2, 4, 7, 7), F(4, 1, 3, 3), F(4)), OUT(S(2, 4, 4, 4))},
+    {"Conv depthwise multiplier 2", MPS_OP_CONV, P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 0, 0, 0, 0), .group = 3),
+     IN(F(1, 3, 5, 5), F(6, 1, 3, 3)), OUT(S(1, 6, 3, 3))},
+    {"Conv pointwise 1x1", MPS_OP_CONV, P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 0, 0, 0, 0), .group = 1),
+     IN(F(2, 8, 5, 5), F(4, 8, 1, 1), F(4)), OUT(S(2, 4, 5, 5))},
+    {"Conv 1x1 stride 2", MPS_OP_CONV, P(conv, .win = WIN2(0, 0, 2, 2, 1, 1, 0, 0, 0, 0), .group = 1),
+     IN(F(1, 4, 5, 5), F(3, 4, 1, 1)), OUT(S(1, 3, 3, 3))},
+    {"Conv 1-D pad 1", MPS_OP_CONV, P(conv, .win = WIN1(0, 1, 1, 1, 1), .group = 1),
+     IN(F(2, 3, 10), F(4, 3, 3), F(4)), OUT(S(2, 4, 10))},
+    {"Conv 1-D stride 2 dilation 2", MPS_OP_CONV, P(conv, .win = WIN1(0, 2, 2, 0, 0), .group = 1),
+     IN(F(1, 2, 11), F(3, 2, 3)), OUT(S(1, 3, 4))},
+    {"Conv auto_pad SAME_UPPER", MPS_OP_CONV,
+     P(conv, .win = {.stride = {2, 2}, .dilation = {1, 1}, .auto_pad = MPS_AUTO_PAD_SAME_UPPER}, .group = 1),
+     IN(F(1, 2, 7, 7), F(3, 2, 4, 4)), OUT(S(1, 3, 4, 4))},
+    {"Conv auto_pad SAME_LOWER", MPS_OP_CONV,
+     P(conv, .win = {.stride = {2, 2}, .dilation = {1, 1}, .auto_pad = MPS_AUTO_PAD_SAME_LOWER}, .group = 1),
+     IN(F(1, 2, 7, 7), F(3, 2, 4, 4)), OUT(S(1, 3, 4, 4))},
+    {"Conv auto_pad VALID", MPS_OP_CONV,
+     P(conv, .win = {.stride = {2, 2}, .dilation = {1, 1}, .pad = {1, 1, 1, 1}, .auto_pad = MPS_AUTO_PAD_VALID},
+       .group = 1),
+     IN(F(1, 2, 7, 7), F(2, 2, 3, 3)), OUT(S(1, 2, 3, 3))},
+    {"Conv 1x1 spatial", MPS_OP_CONV, P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 0, 0, 0, 0), .group = 1),
+     IN(F(1, 3, 1, 1), F(2, 3, 1, 1)), OUT(S(1, 2, 1, 1))},
+    /* ConvTranspose */
+    {"ConvTranspose basic bias", MPS_OP_CONV_TRANSPOSE, P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 0, 0, 0, 0), .group = 1),
+     IN(F(1, 3, 4, 4), F(3, 2, 3, 3), F(2)), OUT(S(1, 2, 6, 6))},
+    {"ConvTranspose stride 2 pads output_padding", MPS_OP_CONV_TRANSPOSE,
+     P(conv, .win = WIN2(0, 0, 2, 2, 1, 1, 1, 1, 1, 1), .group = 1, .output_padding = {1, 1}),
+     IN(F(1, 2, 3, 3), F(2, 3, 3, 3)), OUT(S(1, 3, 6, 6))},
+    {"ConvTranspose groups 2", MPS_OP_CONV_TRANSPOSE, P(conv, .win = WIN2(0, 0, 2, 2, 1, 1, 0, 0, 0, 0), .group = 2),
+     IN(F(1, 4, 3, 3), F(4, 1, 2, 2)), OUT(S(1, 2, 6, 6))},
+    {"ConvTranspose dilation 2", MPS_OP_CONV_TRANSPOSE,
+     P(conv, .win = WIN2(0, 0, 1, 1, 2, 2, 0, 0, 0, 0), .group = 1), IN(F(1, 2, 3, 3), F(2, 2, 3, 3)),
+     OUT(S(1, 2, 7, 7))},
+    {"ConvTranspose output_shape", MPS_OP_CONV_TRANSPOSE,
+     P(conv, .win = WIN2(0, 0, 2, 2, 1, 1, 0, 0, 0, 0), .group = 1, .output_shape = {6, 6},
+       .has_output_shape = true),
+     IN(F(1, 2, 3, 3), F(2, 2, 3, 3)), OUT(S(1, 2, 6, 6))},
+    {"ConvTranspose 1-D stride 2", MPS_OP_CONV_TRANSPOSE, P(conv, .win = WIN1(0, 2, 1, 0, 0), .group = 1),
+     IN(F(1, 2, 5), F(2, 3, 3)), OUT(S(1, 3, 11))},
+    {"ConvTranspose auto_pad SAME_UPPER", MPS_OP_CONV_TRANSPOSE,
+     P(conv, .win = {.stride = {2, 2}, .dilation = {1, 1}, .auto_pad = MPS_AUTO_PAD_SAME_UPPER}, .group = 1),
+     IN(F(1, 1, 3, 3), F(1, 1, 3, 3)), OUT(S(1, 1, 6, 6))},
+    /* MaxPool */
+    {"MaxPool 2x2 stride 2", MPS_OP_MAX_POOL, P(pool, .win = WIN2(2, 2, 2, 2, 1, 1, 0, 0, 0, 0)), IN(F(1, 3, 8, 8)),
+     OUT(S(1, 3, 4, 4))},
+    {"MaxPool 3x3 stride 2 pad 1", MPS_OP_MAX_POOL, P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1)),
+     IN(F(2, 2, 7, 7)), OUT(S(2, 2, 4, 4))},
+    {"MaxPool ceil_mode", MPS_OP_MAX_POOL, P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 0, 0, 0, 0), .ceil_mode = true),
+     IN(F(1, 1, 6, 6)), OUT(S(1, 1, 3, 3))},
+    {"MaxPool ceil_mode pad, last window kept", MPS_OP_MAX_POOL,
+     P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1), .ceil_mode = true), IN(F(1, 1, 4, 4)), OUT(S(1, 1, 3, 3))},
+    {"MaxPool ceil_mode, window in padding dropped", MPS_OP_MAX_POOL,
+     P(pool, .win = WIN2(2, 2, 2, 2, 1, 1, 1, 1, 1, 1), .ceil_mode = true), IN(F(1, 1, 5, 5)), OUT(S(1, 1, 3, 3))},
+    {"MaxPool dilation 2", MPS_OP_MAX_POOL, P(pool, .win = WIN2(2, 2, 1, 1, 2, 2, 0, 0, 0, 0)), IN(F(1, 2, 8, 8)),
+     OUT(S(1, 2, 6, 6))},
+    {"MaxPool 1-D", MPS_OP_MAX_POOL, P(pool, .win = WIN1(3, 2, 1, 0, 0)), IN(F(2, 3, 9)), OUT(S(2, 3, 4))},
+    {"MaxPool auto_pad SAME_UPPER", MPS_OP_MAX_POOL,
+     P(pool, .win = {.kernel = {3, 3}, .stride = {2, 2}, .dilation = {1, 1}, .auto_pad = MPS_AUTO_PAD_SAME_UPPER}),
+     IN(F(1, 1, 5, 5)), OUT(S(1, 1, 3, 3))},
+    {"MaxPool 2x3 kernel strides 1x2", MPS_OP_MAX_POOL, P(pool, .win = WIN2(2, 3, 1, 2, 1, 1, 0, 0, 0, 0)),
+     IN(F(1, 1, 5, 7)), OUT(S(1, 1, 4, 3))},
+    /* AveragePool */
+    {"AveragePool 2x2 stride 2", MPS_OP_AVERAGE_POOL, P(pool, .win = WIN2(2, 2, 2, 2, 1, 1, 0, 0, 0, 0)),
+     IN(F(1, 2, 6, 6)), OUT(S(1, 2, 3, 3))},
+    {"AveragePool pad, padding excluded", MPS_OP_AVERAGE_POOL, P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1)),
+     IN(F(1, 2, 5, 5)), OUT(S(1, 2, 3, 3))},
+    {"AveragePool pad, count_include_pad", MPS_OP_AVERAGE_POOL,
+     P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1), .count_include_pad = true), IN(F(1, 2, 5, 5)),
+     OUT(S(1, 2, 3, 3))},
+    {"AveragePool ceil_mode count_include_pad", MPS_OP_AVERAGE_POOL,
+     P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1), .ceil_mode = true, .count_include_pad = true),
+     IN(F(1, 1, 6, 6)), OUT(S(1, 1, 4, 4))},
+    {"AveragePool 1-D", MPS_OP_AVERAGE_POOL, P(pool, .win = WIN1(2, 2, 1, 0, 0)), IN(F(1, 2, 7)), OUT(S(1, 2, 3))},
+    {"GlobalAveragePool", MPS_OP_GLOBAL_AVERAGE_POOL, IN(F(2, 3, 5, 4)), OUT(S(2, 3, 1, 1))},
+    {"GlobalAveragePool 1-D", MPS_OP_GLOBAL_AVERAGE_POOL, IN(F(2, 3, 7)), OUT(S(2, 3, 1))},
+    {"GlobalMaxPool", MPS_OP_GLOBAL_MAX_POOL, IN(F(2, 3, 5, 4)), OUT(S(2, 3, 1, 1))},
+    /* normalization */
+    {"BatchNormalization 4-D", MPS_OP_BATCH_NORM, IN(F(2, 3, 4, 4), F(3), F(3), F(3), FR(0.5, 2, 3)),
+     OUT(S(2, 3, 4, 4))},
+    {"BatchNormalization 2-D eps 1e-3", MPS_OP_BATCH_NORM, P(norm, .epsilon = 1e-3f),
+     IN(F(4, 3), F(3), F(3), F(3), FR(0.5, 2, 3)), OUT(S(4, 3))},
+    {"LayerNormalization last axis", MPS_OP_LAYER_NORM, P(norm, .axis = -1, .epsilon = 1e-5f),
+     IN(F(2, 3, 8), F(8), F(8)), OUT(S(2, 3, 8))},
+    {"LayerNormalization axis 1, mean and inv std", MPS_OP_LAYER_NORM, P(norm, .axis = 1, .epsilon = 1e-5f),
+     IN(F(2, 3, 4), F(3, 4)), OUT(S(2, 3, 4), S(2, 1, 1), S(2, 1, 1))},
+    {"Softmax last axis", MPS_OP_SOFTMAX, P(norm, .axis = -1), IN(FR(-5, 5, 3, 10)), OUT(S(3, 10))},
+    {"Softmax middle axis", MPS_OP_SOFTMAX, P(norm, .axis = 1), IN(FR(-5, 5, 2, 5, 3)), OUT(S(2, 5, 3))},
+    {"Softmax axis 0", MPS_OP_SOFTMAX, P(norm, .axis = 0), IN(F(4, 3)), OUT(S(4, 3))},
+    {"LogSoftmax last axis", MPS_OP_LOG_SOFTMAX, P(norm, .axis = -1), IN(FR(-5, 5, 3, 10)), OUT(S(3, 10))},
+    {"LogSoftmax middle axis", MPS_OP_LOG_SOFTMAX, P(norm, .axis = 1), IN(F(2, 4, 3)), OUT(S(2, 4, 3))},
+    /* elementwise unary */
+    {"Relu", MPS_OP_RELU, IN(F(3, 7)), OUT(S(3, 7))},
+    {"LeakyRelu alpha 0.1", MPS_OP_LEAKY_RELU, P(act, .alpha = 0.1f), IN(F(2, 3, 4)), OUT(S(2, 3, 4))},
+    {"Elu", MPS_OP_ELU, IN(FR(-3, 3, 2, 9)), OUT(S(2, 9))},
+    {"Selu", MPS_OP_SELU, IN(FR(-3, 3, 2, 9)), OUT(S(2, 9))},
+    {"Sigmoid", MPS_OP_SIGMOID, IN(FR(-8, 8, 4, 5)), OUT(S(4, 5))},
+    {"HardSigmoid", MPS_OP_HARD_SIGMOID, IN(FR(-5, 5, 4, 5)), OUT(S(4, 5))},
+    {"HardSwish", MPS_OP_HARD_SWISH, IN(FR(-5, 5, 4, 5)), OUT(S(4, 5))},
+    {"Tanh", MPS_OP_TANH, IN(FR(-3, 3, 4, 5)), OUT(S(4, 5))},
+    {"Softplus", MPS_OP_SOFTPLUS, IN(FR(-10, 10, 4, 5)), OUT(S(4, 5))},
+    {"Softsign", MPS_OP_SOFTSIGN, IN(FR(-5, 5, 4, 5)), OUT(S(4, 5))},
+    {"Gelu", MPS_OP_GELU, IN(FR(-4, 4, 4, 5)), OUT(S(4, 5))},
+    {"Gelu tanh", MPS_OP_GELU, P(act, .beta = 1), IN(FR(-4, 4, 4, 5)), OUT(S(4, 5))},
+    {"Erf", MPS_OP_ERF, IN(FR(-2, 2, 4, 5)), OUT(S(4, 5))},
+    {"Exp", MPS_OP_EXP, IN(FR(-3, 3, 4, 5)), OUT(S(4, 5))},
+    {"Log", MPS_OP_LOG, IN(FR(0.1, 3, 4, 5)), OUT(S(4, 5))},
+    {"Sqrt", MPS_OP_SQRT, IN(FR(0.1, 3, 4, 5)), OUT(S(4, 5))},
+    {"Abs", MPS_OP_ABS, IN(F(4, 5)), OUT(S(4, 5))},
+    {"Neg", MPS_OP_NEG, IN(F(4, 5)), OUT(S(4, 5))},
+    {"Reciprocal", MPS_OP_RECIPROCAL, IN(FR(0.5, 2, 4, 5)), OUT(S(4, 5))},
+    {"Floor", MPS_OP_FLOOR, IN(FR(-3, 3, 4, 5)), OUT(S(4, 5))},
+    {"Ceil", MPS_OP_CEIL, IN(FR(-3, 3, 4, 5)), OUT(S(4, 5))},
+    {"Clip min and max", MPS_OP_CLIP, IN(F(4, 5), CF_SCALAR(-0.5), CF_SCALAR(0.3)), OUT(S(4, 5))},
+    {"Clip max only", MPS_OP_CLIP, IN(F(4, 5), OMIT, CF_SCALAR(0.2)), OUT(S(4, 5))},
+    {"Clip no bounds", MPS_OP_CLIP, IN(F(4, 5)), OUT(S(4, 5))},
+    {"Identity i64", MPS_OP_IDENTITY, IN(IR(MPS_I64, -9, 9, 3, 4)), OUT(S(3, 4))},
+    {"Dropout (inference)", MPS_OP_DROPOUT, IN(F(3, 4)), OUT(S(3, 4))},
+    {"Cast f32 to i64 truncates", MPS_OP_CAST, P(cast, .to = MPS_I64), IN(FR(-5, 5, 3, 4)), OUT(S(3, 4))},
+    {"Cast i64 to f32", MPS_OP_CAST, P(cast, .to = MPS_F32), IN(IR(MPS_I64, -100, 100, 3, 4)), OUT(S(3, 4))},
+    {"Cast f32 to f16", MPS_OP_CAST, P(cast, .to = MPS_F16), IN(FR(-100, 100, 3, 4)), OUT(S(3, 4)), .tol = 1e-6},
+    {"Cast f32 to bool", MPS_OP_CAST, P(cast, .to = MPS_BOOL), IN(FR(-1, 1, 3, 4)), OUT(S(3, 4))},
+    {"Cast i64 to i32", MPS_OP_CAST, P(cast, .to = MPS_I32), IN(IR(MPS_I64, -1000, 1000, 5)), OUT(S(5))},
+    /* elementwise with broadcasting */
+    {"Add same shape", MPS_OP_ADD, IN(F(2, 3, 4), F(2, 3, 4)), OUT(S(2, 3, 4))},
+    {"Add broadcast last axis", MPS_OP_ADD, IN(F(2, 3, 4), F(4)), OUT(S(2, 3, 4))},
+    {"Add scalar", MPS_OP_ADD, IN(F(2, 3), FS), OUT(S(2, 3))},
+    {"Sub broadcast both ways", MPS_OP_SUB, IN(F(2, 1, 4), F(3, 1)), OUT(S(2, 3, 4))},
+    {"Mul size-1 dims", MPS_OP_MUL, IN(F(1), F(2, 3)), OUT(S(2, 3))},
+    {"Div", MPS_OP_DIV, IN(F(3, 4), FR(0.5, 2, 3, 1)), OUT(S(3, 4))},
+    {"Pow", MPS_OP_POW, IN(FR(0.5, 2, 3, 4), FR(-2, 2, 4)), OUT(S(3, 4))},
+    {"Max of three", MPS_OP_MAX, IN(F(2, 3), F(3), F(2, 1)), OUT(S(2, 3))},
+    {"Min of two", MPS_OP_MIN, IN(F(4, 1, 3), F(2, 1)), OUT(S(4, 2, 3))},
+    {"Sum of three", MPS_OP_SUM, IN(F(2, 3), F(2, 3), F(3)), OUT(S(2, 3))},
+    {"Sum of one", MPS_OP_SUM, IN(F(2, 3)), OUT(S(2, 3))},
+    {"Mean of two", MPS_OP_MEAN, IN(F(2, 3), F(1, 3)), OUT(S(2, 3))},
+    {"Add i64", MPS_OP_ADD, IN(IR(MPS_I64, -50, 50, 3, 4), IR(MPS_I64, -50, 50, 4)), OUT(S(3, 4))},
+    {"Mul i64 broadcast", MPS_OP_MUL, IN(IR(MPS_I64, -50, 50, 3, 1), IR(MPS_I64, -50, 50, 1, 4)), OUT(S(3, 4))},
+    {"Div i64 truncates", MPS_OP_DIV, IN(IR(MPS_I64, -20, 20, 8), IR(MPS_I64, 1, 5, 8)), OUT(S(8))},
+    {"Sub i32", MPS_OP_SUB, IN(IR(MPS_I32, -50, 50, 6), IR(MPS_I32, -50, 50, 6)), OUT(S(6))},
+    {"PRelu channel slope", MPS_OP_PRELU, IN(F(2, 3, 4, 4), F(3, 1, 1)), OUT(S(2, 3, 4, 4))},
+    {"PRelu scalar slope", MPS_OP_PRELU, IN(F(2, 5), F(1)), OUT(S(2, 5))},
+    /* reductions */
+    {"ReduceMean axis 1 keepdims", MPS_OP_REDUCE_MEAN, P(reduce, .keepdims = true), IN(F(2, 3, 4), CI(1)),
+     OUT(S(2, 1, 4))},
+    {"ReduceSum axes 0 2", MPS_OP_REDUCE_SUM, P(reduce, .keepdims = false), IN(F(2, 3, 4), CI(0, 2)), OUT(S(3))},
+    {"ReduceMax all axes", MPS_OP_REDUCE_MAX, P(reduce, .keepdims = true), IN(F(2, 3, 4)), OUT(S(1, 1, 1))},
+    {"ReduceMin axis -1", MPS_OP_REDUCE_MIN, P(reduce, .keepdims = false), IN(F(2, 3, 4), CI(-1)), OUT(S(2, 3))},
+    {"ReduceSum noop_with_empty_axes", MPS_OP_REDUCE_SUM, P(reduce, .keepdims = true, .noop_with_empty_axes = true),
+     IN(F(2, 3), CI_EMPTY), OUT(S(2, 3))},
+    /* layout and shape */
+    {"Reshape with -1", MPS_OP_RESHAPE, IN(F(2, 3, 4), CI(4, -1)), OUT(S(4, 6))},
+    {"Reshape with 0", MPS_OP_RESHAPE, IN(F(2, 3, 4), CI(0, 12)), OUT(S(2, 12))},
+    {"Flatten axis 1", MPS_OP_FLATTEN, P(axis, .axis = 1), IN(F(2, 3, 4)), OUT(S(2, 12))},
+    {"Flatten axis 0", MPS_OP_FLATTEN, P(axis, .axis = 0), IN(F(2, 3, 4)), OUT(S(1, 24))},
+    {"Flatten axis -1", MPS_OP_FLATTEN, P(axis, .axis = -1), IN(F(2, 3, 4)), OUT(S(6, 4))},
+    {"Flatten axis rank", MPS_OP_FLATTEN, P(axis, .axis = 3), IN(F(2, 3, 4)), OUT(S(24, 1))},
+    {"Transpose default reverses", MPS_OP_TRANSPOSE, IN(F(2, 3, 4)), OUT(S(4, 3, 2))},
+    {"Transpose perm 0 2 3 1", MPS_OP_TRANSPOSE, P(transpose, .n_perm = 4, .perm = {0, 2, 3, 1}),
+     IN(F(2, 3, 4, 5)), OUT(S(2, 4, 5, 3))},
+    {"Transpose i64", MPS_OP_TRANSPOSE, P(transpose, .n_perm = 2, .perm = {1, 0}), IN(IR(MPS_I64, 0, 99, 3, 5)),
+     OUT(S(5, 3))},
+    {"Squeeze axis 1", MPS_OP_SQUEEZE, IN(F(2, 1, 3), CI(1)), OUT(S(2, 3))},
+    {"Squeeze all size-1", MPS_OP_SQUEEZE, IN(F(1, 2, 1, 3)), OUT(S(2, 3))},
+    {"Squeeze axis -1", MPS_OP_SQUEEZE, IN(F(2, 3, 1), CI(-1)), OUT(S(2, 3))},
+    {"Unsqueeze axis 0", MPS_OP_UNSQUEEZE, IN(F(3, 4), CI(0)), OUT(S(1, 3, 4))},
+    {"Unsqueeze axes 1 -1", MPS_OP_UNSQUEEZE, IN(F(3, 4), CI(1, -1)), OUT(S(3, 1, 4, 1))},
+    {"Concat axis 1 three inputs", MPS_OP_CONCAT, P(axis, .axis = 1), IN(F(2, 1, 3), F(2, 4, 3), F(2, 2, 3)),
+     OUT(S(2, 7, 3))},
+    {"Concat axis -1 i64", MPS_OP_CONCAT, P(axis, .axis = -1), IN(IR(MPS_I64, 0, 9, 2), IR(MPS_I64, 0, 9, 1)),
+     OUT(S(3))},
+    {"Concat axis 0", MPS_OP_CONCAT, P(axis, .axis = 0), IN(F(1, 4), F(3, 4)), OUT(S(4, 4))},
+    {"Split sizes", MPS_OP_SPLIT, P(axis, .axis = 1), IN(F(2, 5), CI(2, 3)), OUT(S(2, 2), S(2, 3))},
+    {"Split equal", MPS_OP_SPLIT, P(axis, .axis = 0), IN(F(6, 2)), OUT(S(2, 2), S(2, 2), S(2, 2))},
+    {"Split uneven last part", MPS_OP_SPLIT, P(axis, .axis = 0), IN(F(7)), OUT(S(3), S(3), S(1))},
+    {"Slice rows", MPS_OP_SLICE, IN(F(5, 6), CI(1, 0), CI(4, 6)), OUT(S(3, 6))},
+    {"Slice reverse", MPS_OP_SLICE, IN(F(5), CI(-1), CI(-100), CI(0), CI(-1)), OUT(S(5))},
+    {"Slice step 2 axis -1", MPS_OP_SLICE, IN(F(4, 7), CI(1), CI(100), CI(-1), CI(2)), OUT(S(4, 3))},
+    {"Slice step -2 from the end", MPS_OP_SLICE, IN(F(3, 8), CI(7), CI(0), CI(1), CI(-2)), OUT(S(3, 4))},
+    {"Slice empty", MPS_OP_SLICE, IN(F(3, 5), CI(10), CI(20), CI(1)), OUT(S(3, 0))},
+    {"Gather axis 0 negative indices", MPS_OP_GATHER, IN(F(5, 4), IR(MPS_I64, -5, 4, 3)), OUT(S(3, 4))},
+    {"Gather axis 1 2-D indices", MPS_OP_GATHER, P(axis, .axis = 1), IN(F(3, 6, 2), IR(MPS_I64, 0, 5, 2, 2)),
+     OUT(S(3, 2, 2, 2))},
+    {"Gather scalar index", MPS_OP_GATHER, IN(F(4, 3), CI_SCALAR(-1)), OUT(S(3))},
+    {"Gather i64 data, i32 indices", MPS_OP_GATHER, IN(IR(MPS_I64, 0, 99, 4), IR(MPS_I32, 0, 3, 2)), OUT(S(2))},
+    {"Shape", MPS_OP_SHAPE, IN(F(2, 3, 4)), OUT(S(3))},
+    {"Shape start 1", MPS_OP_SHAPE, P(shape, .start = 1, .end = INT64_MAX), IN(F(2, 3, 4)), OUT(S(2))},
+    {"Shape end -1", MPS_OP_SHAPE, P(shape, .start = 0, .end = -1), IN(F(2, 3, 4)), OUT(S(2))},
+    {"Constant", MPS_OP_CONSTANT, IN(CF(2, 3)), OUT(S(2, 3))},
+    {"ConstantOfShape f32", MPS_OP_CONSTANT_OF_SHAPE, P(fill, .dtype = MPS_F32, .value = 1.5), IN(CI(2, 3)),
+     OUT(S(2, 3))},
+    {"ConstantOfShape i64", MPS_OP_CONSTANT_OF_SHAPE, P(fill, .dtype = MPS_I64, .value = 7), IN(CI(4)), OUT(S(4))},
+    {"Expand", MPS_OP_EXPAND, IN(F(3, 1), CI(2, 3, 4)), OUT(S(2, 3, 4))},
+    {"Expand both ways", MPS_OP_EXPAND, IN(F(1, 4), CI(3, 1)), OUT(S(3, 4))},
+    {"Pad constant value", MPS_OP_PAD, P(pad, .mode = MPS_PAD_CONSTANT), IN(F(2, 3), CI(1, 0, 2, 1), CF_SCALAR(0.5)),
+     OUT(S(5, 4))},
+    {"Pad reflect", MPS_OP_PAD, P(pad, .mode = MPS_PAD_REFLECT), IN(F(1, 2, 4, 5), CI(0, 0, 1, 2, 0, 0, 2, 1)),
+     OUT(S(1, 2, 7, 8))},
+    {"Pad edge", MPS_OP_PAD, P(pad, .mode = MPS_PAD_EDGE), IN(F(3, 4), CI(2, 1, 0, 3)), OUT(S(5, 8))},
+    {"Pad negative crops", MPS_OP_PAD, P(pad, .mode = MPS_PAD_CONSTANT), IN(F(4, 5), CI(-1, 1, 0, -2)),
+     OUT(S(3, 4))},
+    {"Pad with axes", MPS_OP_PAD, P(pad, .mode = MPS_PAD_CONSTANT), IN(F(2, 3, 4), CI(1, 1), OMIT, CI(-1)),
+     OUT(S(2, 3, 6))},
+};
+
+#define TH_N_CASES (int)(sizeof th_cases / sizeof th_cases[0])
+
+static bool th_is_int(enum mps_dtype t)
+{
+    return t != MPS_F32 && t != MPS_F16;
+}
+
+/* Data for one case: graph, runtime inputs and their reference copies. */
+struct th_data {
+    struct mps_graph *g;
+    struct mps_tensor rt[5]; /* runtime inputs, in graph input order */
+    int n_rt;
+    struct ref_tensor ref_in[5];
+};
+
+static enum mps_status th_build(const struct th_case *c, const union mps_op_params *p, struct th_data *d,
+                                struct mps_error *err)
+{
+    struct mps_graph *g = d->g = mps_graph_new();
+    int in[5], out[3];
+    for (int i = 0; i < c->n_in; i++) {
+        const struct th_input *x = &c->in[i];
+        char name[16];
+        snprintf(name, sizeof name, "x%d", i);
+        if (x->omitted) {
+            in[i] = -1;
+            continue;
+        }
+        int64_t n = mps_shape_numel(&x->shape);
+        double *v = calloc((size_t)n + 1, sizeof *v);
+        double lo = x->lo, hi = x->hi;
+        if (lo == 0 && hi == 0)
+            lo = -1, hi = 1;
+        for (int64_t k = 0; k < n; k++)
+            v[k] = x->vals ? x->vals[k] : th_is_int(x->dt) ? floor(th_uniform(lo, hi + 1)) : th_uniform(lo, hi);
+        void *raw = th_alloc(x->dt, n);
+        th_from_double(x->dt, v, n, raw);
+        th_to_double(x->dt, raw, n, v); /* the reference sees exactly what the backend sees */
+        d->ref_in[i] = (struct ref_tensor){x->shape, v, th_is_int(x->dt)};
+        if (x->is_const) {
+            in[i] = mps_graph_add_const(g, name, x->dt, &x->shape, raw);
+            free(raw);
+        } else {
+            in[i] = mps_graph_add_value(g, name, x->dt, &x->shape);
+            d->rt[d->n_rt++] = mps_tensor_make(x->dt, &x->shape, raw);
+            if (mps_graph_add_input(g, in[i], err))
+                return MPS_ERR_MODEL;
+        }
+    }
+    for (int i = 0; i < c->n_out; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "y%d", i);
+        out[i] = mps_graph_add_value(g, name, MPS_F32, NULL);
+    }
+    enum mps_status st = mps_graph_add_node(g, c->op, c->name, in, c->n_in, out, c->n_out, p, err);
+    for (int i = 0; !st && i < c->n_out; i++)
+        st = mps_graph_add_output(g, out[i], err);
+    if (!st)
+        st = mps_graph_sort(g, err);
+    if (!st)
+        st = mps_graph_infer(g, err);
+    return st;
+}
+
+static void th_run_case(const struct th_case *c, const struct mps_backend *const *backends, int n_backends)
+{
+    union mps_op_params p;
+    if (c->has_p)
+        p = c->p;
+    else
+        mps_op_params_default(c->op, &p);
+    th_seed(c->name);
+    struct th_data d = {0};
+    struct mps_error err = {{0}};
+    char a[96], b[96];
+    if (th_build(c, &p, &d, &err) != MPS_OK) {
+        th_fail("%s: graph: %s", c->name, err.msg);
+        goto out;
+    }
+    bool shapes_ok = true;
+    for (int i = 0; i < c->n_out; i++) {
+        const struct mps_value *v = &d.g->values[d.g->outputs[i]];
+        if (!mps_shape_eq(&v->shape, &c->out[i])) {
+            th_fail("%s: output %d has shape %s, expected %s", c->name, i, mps_shape_str(&v->shape, a, sizeof a),
+                    mps_shape_str(&c->out[i], b, sizeof b));
+            shapes_ok = false;
+        }
+    }
+    if (!shapes_ok)
+        goto out;
+    struct ref_tensor want[3];
+    for (int i = 0; i < c->n_out; i++)
+        want[i] = (struct ref_tensor){c->out[i], calloc((size_t)ref_numel(&c->out[i]) + 1, sizeof(double)), false};
+    ref_op(c->op, &p, d.ref_in, c->n_in, want, c->n_out);
+    double tol = c->tol > 0 ? c->tol : 1e-9;
+    for (int k = 0; k < n_backends; k++) {
+        const struct mps_backend *be = backends[k];
+        if (be->supports && !be->supports(d.g, &d.g->nodes[0])) {
+            th_skip("%s [%s]: the backend does not support this node", c->name, be->name);
+            continue;
+        }
+        struct mps_tensor got[3];
+        if (th_run(be, d.g, d.rt, got, &err) != MPS_OK) {
+            th_fail("%s [%s]: %s", c->name, be->name, err.msg);
+            th_free_tensors(got, c->n_out);
+            continue;
+        }
+        for (int i = 0; i < c->n_out; i++) {
+            int64_t n = ref_numel(&c->out[i]);
+            double *g = calloc((size_t)n + 1, sizeof *g);
+            th_to_double(got[i].dtype, got[i].data, n, g);
+            if (th_is_int(got[i].dtype)) {
+                int64_t bad = -1;
+                for (int64_t j = 0; j < n && bad < 0; j++)
+                    if (g[j] != want[i].d[j])
+                        bad = j;
+                th_check(bad < 0, "%s [%s] output %d: %s%s", c->name, be->name, i,
+                         bad < 0 ? "exact" : "differs at element ", bad < 0 ? "" : (snprintf(a, sizeof a,
+                         "%lld: %g, expected %g", (long long)bad, g[bad], want[i].d[bad]), a));
+            } else {
+                double e = th_nmse(g, want[i].d, n);
+                th_check(e <= tol, "%s [%s] output %d: nmse %.2e (bound %.0e)", c->name, be->name, i, e, tol);
+            }
+            free(g);
+        }
+        th_free_tensors(got, c->n_out);
+    }
+    for (int i = 0; i < c->n_out; i++)
+        free(want[i].d);
+out:
+    for (int i = 0; i < d.n_rt; i++)
+        free(d.rt[i].data);
+    for (int i = 0; i < c->n_in; i++)
+        free(d.ref_in[i].d);
+    mps_graph_free(d.g);
+}
+
+int main(int argc, char **argv)
+{
+    const struct mps_backend *backends[4];
+    int n_backends = th_backends(backends, 4);
+    bool covered[MPS_OP_COUNT] = {false};
+    for (int i = 0; i < TH_N_CASES; i++) {
+        covered[th_cases[i].op] = true;
+        if (argc > 1 && !strstr(th_cases[i].name, argv[1]))
+            continue; /* `test_ops Conv` runs the Conv rows */
+        th_run_case(&th_cases[i], backends, n_backends);
+    }
+    for (int op = 0; op < MPS_OP_COUNT; op++)
+        th_check(covered[op], "op %s has rows in the op test", mps_op_name((enum mps_op)op));
+    return th_summary();
+}
