@@ -80,9 +80,9 @@ static int mps_info_text(const struct mps_info_row *rows)
     for (int i = 0; i < MPS_INFO_N_KNOWN; i++) {
         const struct mps_info_row *r = &rows[i];
         if (r->be && r->status == MPS_OK) {
-            printf("  %-5s available      %s, %.1f GiB\n", r->name, r->info.device,
+            printf("  %-5s %-16s %s, %.1f GiB\n", r->name, "available", r->info.device,
                    (double)r->info.memory_bytes / (1024.0 * 1024.0 * 1024.0));
-            printf("  %-5s                %s\n", "", r->info.detail);
+            printf("  %-5s %-16s %s\n", "", "", r->info.detail);
         } else {
             printf("  %-5s %-16s %s\n", r->name, r->be ? "unavailable" : "not compiled in", r->why.msg);
         }

@@ -124,7 +124,7 @@ static void ref_conv(const struct mps_conv_params *p, const struct ref_tensor *i
         k[i] = ws->dim[2 + i];
     ref_window_pads(&p->win, sp, xs->dim + 2, k, pb, pe);
     int64_t cg = xs->dim[1] / p->group, mg = ys->dim[1] / p->group;
-    int64_t idx[MPS_MAX_DIMS], xi[MPS_MAX_DIMS], wi[MPS_MAX_DIMS];
+    int64_t idx[MPS_MAX_DIMS], xi[MPS_MAX_DIMS], wi[MPS_MAX_DIMS] = {0};
     for (int64_t o = 0; o < ref_numel(ys); o++) {
         ref_unravel(ys, o, idx);
         int64_t m = idx[1], g = m / mg;
