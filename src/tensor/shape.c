@@ -80,6 +80,15 @@ enum mps_status mps_shape_const_scalar(const struct mps_graph *g, const struct m
     return MPS_OK;
 }
 
+enum mps_status mps_shape_resolve_axis(const struct mps_node *n, int64_t *axis, int ndim, struct mps_error *err)
+{
+    int a = mps_axis(*axis, ndim);
+    if (a < 0)
+        return mps_shape_fail(n, err, "axis %lld is out of range for rank %d", (long long)*axis, ndim);
+    *axis = a;
+    return MPS_OK;
+}
+
 enum mps_status mps_shape_axes_mask(const struct mps_node *n, const int64_t *v, int count, int ndim,
                                     uint32_t *mask, struct mps_error *err)
 {
@@ -421,16 +430,15 @@ static enum mps_status mps_shape_batch_norm(struct mps_graph *g, struct mps_node
 static enum mps_status mps_shape_layer_norm(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
     const struct mps_value *x = mps_shape_in(g, n, 0);
-    int axis = mps_axis(n->p.norm.axis, x->shape.ndim);
-    if (axis < 0)
-        return mps_shape_fail(n, err, "axis %lld is out of range", (long long)n->p.norm.axis);
-    n->p.norm.axis = axis;
+    enum mps_status st = mps_shape_resolve_axis(n, &n->p.norm.axis, x->shape.ndim, err);
+    if (st)
+        return st;
+    int axis = (int)n->p.norm.axis;
     struct mps_shape tail = {x->shape.ndim - axis, {0}}, stat = x->shape;
     memcpy(tail.dim, x->shape.dim + axis, sizeof(int64_t) * (size_t)tail.ndim);
     for (int i = 0; i < n->n_in; i++) {
         const struct mps_value *v = mps_shape_in(g, n, i);
-        enum mps_status st = mps_shape_need_dtype(g, n, i, MPS_DT_FLOAT, err);
-        if (st)
+        if ((st = mps_shape_need_dtype(g, n, i, MPS_DT_FLOAT, err)))
             return st;
         struct mps_shape s;
         struct mps_error why;
@@ -451,11 +459,8 @@ static enum mps_status mps_shape_softmax(struct mps_graph *g, struct mps_node *n
     enum mps_status st = mps_shape_need_dtype(g, n, 0, MPS_DT_FLOAT, err);
     if (st)
         return st;
-    int axis = mps_axis(n->p.norm.axis, x->shape.ndim);
-    if (axis < 0)
-        return mps_shape_fail(n, err, "axis %lld is out of range for rank %d", (long long)n->p.norm.axis,
-                              x->shape.ndim);
-    n->p.norm.axis = axis;
+    if ((st = mps_shape_resolve_axis(n, &n->p.norm.axis, x->shape.ndim, err)))
+        return st;
     return mps_shape_same(g, n, err);
 }
 

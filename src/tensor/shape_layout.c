@@ -141,11 +141,10 @@ static enum mps_status mps_shape_unsqueeze(struct mps_graph *g, struct mps_node 
 static enum mps_status mps_shape_concat(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
     const struct mps_value *x = mps_shape_in(g, n, 0);
-    int axis = mps_axis(n->p.axis.axis, x->shape.ndim);
-    if (axis < 0)
-        return mps_shape_fail(n, err, "axis %lld is out of range for rank %d", (long long)n->p.axis.axis,
-                              x->shape.ndim);
-    n->p.axis.axis = axis;
+    enum mps_status st = mps_shape_resolve_axis(n, &n->p.axis.axis, x->shape.ndim, err);
+    if (st)
+        return st;
+    int axis = (int)n->p.axis.axis;
     struct mps_shape out = x->shape;
     out.dim[axis] = 0;
     for (int i = 0; i < n->n_in; i++) {
@@ -164,11 +163,10 @@ static enum mps_status mps_shape_concat(struct mps_graph *g, struct mps_node *n,
 static enum mps_status mps_shape_split(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
     const struct mps_value *x = mps_shape_in(g, n, 0);
-    int axis = mps_axis(n->p.axis.axis, x->shape.ndim);
-    if (axis < 0)
-        return mps_shape_fail(n, err, "axis %lld is out of range for rank %d", (long long)n->p.axis.axis,
-                              x->shape.ndim);
-    n->p.axis.axis = axis;
+    enum mps_status st = mps_shape_resolve_axis(n, &n->p.axis.axis, x->shape.ndim, err);
+    if (st)
+        return st;
+    int axis = (int)n->p.axis.axis;
     int64_t dim = x->shape.dim[axis], total = 0;
     struct mps_shape s = x->shape;
     const struct mps_value *sizes = mps_shape_in(g, n, 1);
@@ -249,13 +247,11 @@ static enum mps_status mps_shape_gather(struct mps_graph *g, struct mps_node *n,
 {
     const struct mps_value *x = mps_shape_in(g, n, 0), *idx = mps_shape_in(g, n, 1);
     enum mps_status st = mps_shape_need_dtype(g, n, 1, MPS_DT_INT, err);
+    if (!st)
+        st = mps_shape_resolve_axis(n, &n->p.axis.axis, x->shape.ndim, err);
     if (st)
         return st;
-    int axis = mps_axis(n->p.axis.axis, x->shape.ndim);
-    if (axis < 0)
-        return mps_shape_fail(n, err, "axis %lld is out of range for rank %d", (long long)n->p.axis.axis,
-                              x->shape.ndim);
-    n->p.axis.axis = axis;
+    int axis = (int)n->p.axis.axis;
     int r = x->shape.ndim - 1 + idx->shape.ndim;
     if (r > MPS_MAX_DIMS)
         return mps_shape_fail(n, err, "the output would have rank %d", r);

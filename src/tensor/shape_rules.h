@@ -31,6 +31,8 @@ enum mps_status mps_shape_const_ints(const struct mps_graph *g, const struct mps
 /* Reads constant scalar input i (any numeric dtype, one element) into *v. */
 enum mps_status mps_shape_const_scalar(const struct mps_graph *g, const struct mps_node *n, int i, double *v,
                                        struct mps_error *err);
+/* Resolves *axis (negative counts from the end) against rank ndim, in place. */
+enum mps_status mps_shape_resolve_axis(const struct mps_node *n, int64_t *axis, int ndim, struct mps_error *err);
 /* A bitmask of axes from v[count], each in [-ndim, ndim); rejects repeats. */
 enum mps_status mps_shape_axes_mask(const struct mps_node *n, const int64_t *v, int count, int ndim,
                                     uint32_t *mask, struct mps_error *err);
