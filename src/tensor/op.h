@@ -24,7 +24,7 @@ enum mps_op {
     MPS_OP_COUNT
 };
 
-#define MPS_MAX_SPATIAL 2 /* 1-D and 2-D convolution and pooling */
+#define MPS_MAX_SPATIAL 3 /* 1-D, 2-D and 3-D convolution and pooling */
 
 struct mps_op_info {
     const char *name; /* ONNX op type */
@@ -36,10 +36,27 @@ const char *mps_op_name(enum mps_op op);
 /* The op whose ONNX name is name, or MPS_OP_COUNT when there is none. */
 enum mps_op mps_op_from_name(const char *name);
 
-/* Gemm: Y = alpha * op(A) op(B) + beta * C, C broadcast to Y. */
+/* Scalar parameters of elementwise ops:
+   LeakyRelu alpha; Elu alpha; Selu alpha, gamma in beta; HardSigmoid alpha, beta;
+   Clip min in alpha, max in beta (resolved from its inputs; +-inf when absent);
+   Gelu: tanh approximation when beta != 0. */
+struct mps_act_params {
+    float alpha, beta;
+};
+
+/* An elementwise activation that the graph passes fused into the op before
+   it (Conv, ConvTranspose, Gemm), applied to its output in place. */
+struct mps_fused_act {
+    bool on;
+    enum mps_op op; /* Relu, LeakyRelu, Clip, Sigmoid, ... */
+    struct mps_act_params p;
+};
+
+/* Gemm: Y = act(alpha * op(A) op(B) + beta * C), C broadcast to Y. */
 struct mps_gemm_params {
     bool trans_a, trans_b;
     float alpha, beta;
+    struct mps_fused_act act;
 };
 
 enum mps_auto_pad { MPS_AUTO_PAD_NOTSET, MPS_AUTO_PAD_SAME_UPPER, MPS_AUTO_PAD_SAME_LOWER, MPS_AUTO_PAD_VALID };
@@ -60,6 +77,7 @@ struct mps_conv_params {
     int64_t output_padding[MPS_MAX_SPATIAL]; /* ConvTranspose */
     int64_t output_shape[MPS_MAX_SPATIAL];   /* ConvTranspose, used when has_output_shape */
     bool has_output_shape;
+    struct mps_fused_act act;
 };
 
 /* MaxPool and AveragePool. */
@@ -74,14 +92,6 @@ struct mps_pool_params {
 struct mps_norm_params {
     int64_t axis; /* resolved to >= 0 */
     float epsilon;
-};
-
-/* Scalar parameters of elementwise ops:
-   LeakyRelu alpha; Elu alpha; Selu alpha, gamma in beta; HardSigmoid alpha, beta;
-   Clip min in alpha, max in beta (resolved from its inputs; +-inf when absent);
-   Gelu: tanh approximation when beta != 0. */
-struct mps_act_params {
-    float alpha, beta;
 };
 
 struct mps_cast_params {

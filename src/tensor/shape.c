@@ -300,7 +300,7 @@ static enum mps_status mps_shape_spatial_input(const struct mps_graph *g, const 
         return st;
     *sp = x->shape.ndim - 2;
     if (*sp < 1 || *sp > MPS_MAX_SPATIAL)
-        return mps_shape_fail(n, err, "input must be 3-D or 4-D (N, C, spatial...), got rank %d", x->shape.ndim);
+        return mps_shape_fail(n, err, "input must have rank 3 to 5 (N, C, 1 to 3 spatial dims), got rank %d", x->shape.ndim);
     return MPS_OK;
 }
 

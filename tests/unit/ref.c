@@ -119,7 +119,7 @@ static void ref_conv(const struct mps_conv_params *p, const struct ref_tensor *i
 {
     const struct mps_shape *xs = &in[0].shape, *ws = &in[1].shape, *ys = &out[0].shape;
     int sp = xs->ndim - 2;
-    int64_t k[2], pb[2], pe[2];
+    int64_t k[3], pb[3], pe[3];
     for (int i = 0; i < sp; i++)
         k[i] = ws->dim[2 + i];
     ref_window_pads(&p->win, sp, xs->dim + 2, k, pb, pe);
@@ -129,10 +129,12 @@ static void ref_conv(const struct mps_conv_params *p, const struct ref_tensor *i
         ref_unravel(ys, o, idx);
         int64_t m = idx[1], g = m / mg;
         double s = n_in > 2 && in[2].d ? in[2].d[m] : 0;
-        int64_t kn = sp == 1 ? k[0] : k[0] * k[1];
+        struct mps_shape ks = {sp, {0}};
+        memcpy(ks.dim, k, sizeof(int64_t) * (size_t)sp);
         for (int64_t c = 0; c < cg; c++)
-            for (int64_t t = 0; t < kn; t++) {
-                int64_t kk[2] = {sp == 1 ? t : t / k[1], sp == 1 ? 0 : t % k[1]};
+            for (int64_t t = 0; t < ref_numel(&ks); t++) {
+                int64_t kk[3];
+                ref_unravel(&ks, t, kk);
                 bool inside = true;
                 xi[0] = idx[0], xi[1] = g * cg + c;
                 wi[0] = m, wi[1] = c;
@@ -153,7 +155,7 @@ static void ref_conv_transpose(const struct mps_conv_params *p, const struct ref
 {
     const struct mps_shape *xs = &in[0].shape, *ws = &in[1].shape, *ys = &out[0].shape;
     int sp = xs->ndim - 2;
-    int64_t pb[2];
+    int64_t pb[3];
     const struct mps_window *w = &p->win;
     for (int i = 0; i < sp; i++) {
         int64_t full = w->stride[i] * (xs->dim[2 + i] - 1) + p->output_padding[i] +
@@ -198,16 +200,18 @@ static void ref_pool(enum mps_op op, const struct mps_pool_params *p, const stru
 {
     const struct mps_shape *xs = &in[0].shape, *ys = &out[0].shape;
     int sp = xs->ndim - 2;
-    int64_t pb[2], pe[2];
+    int64_t pb[3], pe[3];
     ref_window_pads(&p->win, sp, xs->dim + 2, p->win.kernel, pb, pe);
+    struct mps_shape ks = {sp, {0}};
+    memcpy(ks.dim, p->win.kernel, sizeof(int64_t) * (size_t)sp);
     int64_t idx[MPS_MAX_DIMS], xi[MPS_MAX_DIMS];
     for (int64_t o = 0; o < ref_numel(ys); o++) {
         ref_unravel(ys, o, idx);
         double best = -INFINITY, sum = 0;
         int64_t count = 0, padded = 0;
-        int64_t kn = sp == 1 ? p->win.kernel[0] : p->win.kernel[0] * p->win.kernel[1];
-        for (int64_t t = 0; t < kn; t++) {
-            int64_t kk[2] = {sp == 1 ? t : t / p->win.kernel[1], sp == 1 ? 0 : t % p->win.kernel[1]};
+        for (int64_t t = 0; t < ref_numel(&ks); t++) {
+            int64_t kk[3];
+            ref_unravel(&ks, t, kk);
             bool inside = true, in_pad = true;
             xi[0] = idx[0], xi[1] = idx[1];
             for (int i = 0; i < sp; i++) {
@@ -499,15 +503,31 @@ static void ref_pad(const struct mps_pad_params *p, const struct ref_tensor *in,
     }
 }
 
+static void ref_fused_act(const struct mps_fused_act *act, struct ref_tensor *y)
+{
+    for (int64_t i = 0; act->on && i < ref_numel(&y->shape); i++)
+        y->d[i] = act->op == MPS_OP_CLIP ? fmin(fmax(y->d[i], act->p.alpha), act->p.beta)
+                                         : ref_unary1(act->op, &act->p, y->d[i]);
+}
+
 void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tensor *in, int n_in,
             struct ref_tensor *out, int n_out)
 {
     int64_t ny = ref_numel(&out[0].shape), idx[MPS_MAX_DIMS];
     switch (op) {
     case MPS_OP_MATMUL: ref_matmul(in, out); break;
-    case MPS_OP_GEMM: ref_gemm(&p->gemm, in, n_in, out); break;
-    case MPS_OP_CONV: ref_conv(&p->conv, in, n_in, out); break;
-    case MPS_OP_CONV_TRANSPOSE: ref_conv_transpose(&p->conv, in, n_in, out); break;
+    case MPS_OP_GEMM:
+        ref_gemm(&p->gemm, in, n_in, out);
+        ref_fused_act(&p->gemm.act, &out[0]);
+        break;
+    case MPS_OP_CONV:
+        ref_conv(&p->conv, in, n_in, out);
+        ref_fused_act(&p->conv.act, &out[0]);
+        break;
+    case MPS_OP_CONV_TRANSPOSE:
+        ref_conv_transpose(&p->conv, in, n_in, out);
+        ref_fused_act(&p->conv.act, &out[0]);
+        break;
     case MPS_OP_MAX_POOL:
     case MPS_OP_AVERAGE_POOL: ref_pool(op, &p->pool, in, out); break;
     case MPS_OP_GLOBAL_AVERAGE_POOL:

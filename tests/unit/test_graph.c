@@ -121,7 +121,7 @@ static const struct th_bad th_bad_rows[] = {
     {"reshape3", MPS_OP_RESHAPE, 2, {{2, {2, 3}}, {1, {2}}}, MPS_F32, NULL, 0, "constant"},
     {"conv", MPS_OP_CONV, 2, {{4, {1, 3, 8, 8}}, {4, {4, 2, 3, 3}}}, MPS_F32, NULL, 0, "weight"},
     {"conv_big", MPS_OP_CONV, 2, {{4, {1, 3, 2, 2}}, {4, {4, 3, 3, 3}}}, MPS_F32, NULL, 0, "empty"},
-    {"conv3d", MPS_OP_CONV, 2, {{5, {1, 3, 2, 2, 2}}, {5, {4, 3, 1, 1, 1}}}, MPS_F32, NULL, 0, "3-D or 4-D"},
+    {"conv4d", MPS_OP_CONV, 2, {{6, {1, 3, 2, 2, 2, 2}}, {6, {4, 3, 1, 1, 1, 1}}}, MPS_F32, NULL, 0, "rank 3 to 5"},
     {"relu", MPS_OP_RELU, 1, {{1, {4}}}, MPS_I64, NULL, 0, "dtype i64"},
     {"concat", MPS_OP_CONCAT, 2, {{2, {2, 3}}, {1, {3}}}, MPS_F32, NULL, 0, "rank"},
     {"squeeze", MPS_OP_SQUEEZE, 1, {{2, {2, 3}}}, MPS_F32, th_axes_1, 1, "cannot squeeze"},

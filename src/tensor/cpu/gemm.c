@@ -69,7 +69,6 @@ enum mps_status mps_cpu_gemm(const struct mps_cpu_args *a, struct mps_error *err
     int64_t k = ta->shape.dim[p->trans_a ? 0 : 1];
     float *y = out->data;
     float beta = 0.0f;
-    (void)err;
     if (tc->data && p->beta != 0.0f) {
         /* Y = beta * C broadcast, then accumulate the product into it */
         int64_t st[MPS_MAX_DIMS];
@@ -83,8 +82,8 @@ enum mps_status mps_cpu_gemm(const struct mps_cpu_args *a, struct mps_error *err
     if (k == 0 && beta == 0.0f) {
         for (int64_t i = 0; i < m * n; i++)
             y[i] = 0.0f;
-        return MPS_OK;
+        return mps_cpu_fused_act(a, err);
     }
     mps_cpu_sgemm(p->trans_a, p->trans_b, m, n, k, p->alpha, ta->data, tb->data, beta, y);
-    return MPS_OK;
+    return mps_cpu_fused_act(a, err);
 }

@@ -5,10 +5,10 @@
 
 #include "kernels.h"
 
+/* A pooling window in 3-D terms (depth, height, width); 1-D and 2-D pool as 3-D with size-1 axes. */
 struct mps_pool_job {
     const struct mps_cpu_args *a;
-    int64_t h, w, oh, ow;
-    int64_t kh, kw, sh, sw, dh, dw, ph, pw, ph_end, pw_end;
+    int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
 };
 
 static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)
@@ -16,23 +16,37 @@ static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)
     const struct mps_pool_job *q = ctx;
     const struct mps_node *n = q->a->node;
     bool is_max = n->op == MPS_OP_MAX_POOL, include_pad = n->p.pool.count_include_pad;
+    int64_t in_plane = q->in[0] * q->in[1] * q->in[2], out_plane = q->out[0] * q->out[1] * q->out[2];
     for (int64_t p = begin; p < end; p++) {
-        const float *x = (const float *)q->a->in[0].data + p * q->h * q->w;
-        float *y = (float *)q->a->out[0].data + p * q->oh * q->ow;
-        for (int64_t oy = 0; oy < q->oh; oy++)
-            for (int64_t ox = 0; ox < q->ow; ox++) {
-                float acc = is_max ? -FLT_MAX : 0.0f;
-                int64_t count = 0, padded = 0;
-                for (int64_t i = 0; i < q->kh; i++) {
-                    int64_t iy = oy * q->sh - q->ph + i * q->dh;
-                    bool in_y = iy >= 0 && iy < q->h, pad_y = iy >= -q->ph && iy < q->h + q->ph_end;
-                    for (int64_t j = 0; j < q->kw; j++) {
-                        int64_t ix = ox * q->sw - q->pw + j * q->dw;
-                        if (pad_y && ix >= -q->pw && ix < q->w + q->pw_end)
-                            padded++;
-                        if (!in_y || ix < 0 || ix >= q->w)
-                            continue;
-                        float v = x[iy * q->w + ix];
+        const float *x = (const float *)q->a->in[0].data + p * in_plane;
+        float *y = (float *)q->a->out[0].data + p * out_plane;
+        for (int64_t o = 0; o < out_plane; o++) {
+            int64_t pos[3] = {o / (q->out[1] * q->out[2]), o / q->out[2] % q->out[1], o % q->out[2]};
+            float acc = is_max ? -FLT_MAX : 0.0f;
+            int64_t count = 0, padded = 1;
+            /* taps along each axis that land in the input [lo, hi) and in the padded input */
+            int64_t lo[3], hi[3];
+            for (int j = 0; j < 3; j++) {
+                int64_t start = pos[j] * q->s[j] - q->pb[j], in_pad = 0;
+                lo[j] = q->k[j];
+                hi[j] = 0;
+                for (int64_t t = 0; t < q->k[j]; t++) {
+                    int64_t i = start + t * q->d[j];
+                    if (i >= 0 && i < q->in[j]) {
+                        lo[j] = t < lo[j] ? t : lo[j];
+                        hi[j] = t + 1;
+                    }
+                    in_pad += i >= -q->pb[j] && i < q->in[j] + q->pe[j];
+                }
+                padded *= in_pad;
+            }
+            for (int64_t td = lo[0]; td < hi[0]; td++) {
+                int64_t id = pos[0] * q->s[0] - q->pb[0] + td * q->d[0];
+                for (int64_t th = lo[1]; th < hi[1]; th++) {
+                    int64_t ih = pos[1] * q->s[1] - q->pb[1] + th * q->d[1];
+                    for (int64_t tw = lo[2]; tw < hi[2]; tw++) {
+                        int64_t iw = pos[2] * q->s[2] - q->pb[2] + tw * q->d[2];
+                        float v = x[(id * q->in[1] + ih) * q->in[2] + iw];
                         if (is_max)
                             acc = v > acc || v != v ? v : acc; /* NaN propagates */
                         else
@@ -40,10 +54,11 @@ static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)
                         count++;
                     }
                 }
-                if (!is_max)
-                    acc /= (float)(include_pad ? padded : count);
-                y[oy * q->ow + ox] = acc;
             }
+            if (!is_max)
+                acc /= (float)(include_pad ? padded : count);
+            y[o] = acc;
+        }
     }
 }
 
@@ -52,16 +67,17 @@ enum mps_status mps_cpu_pool(const struct mps_cpu_args *a, struct mps_error *err
     const struct mps_shape *x = &a->in[0].shape, *y = &a->out[0].shape;
     const struct mps_window *w = &a->node->p.pool.win;
     struct mps_pool_job q = {.a = a};
+    int sp = x->ndim - 2;
     (void)err;
-    if (x->ndim == 3) {
-        q.h = q.oh = q.kh = q.sh = q.dh = 1;
-        q.w = x->dim[2], q.ow = y->dim[2], q.kw = w->kernel[0], q.sw = w->stride[0], q.dw = w->dilation[0];
-        q.pw = w->pad[0], q.pw_end = w->pad[1];
-    } else {
-        q.h = x->dim[2], q.w = x->dim[3], q.oh = y->dim[2], q.ow = y->dim[3];
-        q.kh = w->kernel[0], q.kw = w->kernel[1], q.sh = w->stride[0], q.sw = w->stride[1];
-        q.dh = w->dilation[0], q.dw = w->dilation[1];
-        q.ph = w->pad[0], q.pw = w->pad[1], q.ph_end = w->pad[2], q.pw_end = w->pad[3];
+    for (int j = 0; j < 3; j++) {
+        int i = j - (3 - sp);
+        q.in[j] = i < 0 ? 1 : x->dim[2 + i];
+        q.out[j] = i < 0 ? 1 : y->dim[2 + i];
+        q.k[j] = i < 0 ? 1 : w->kernel[i];
+        q.s[j] = i < 0 ? 1 : w->stride[i];
+        q.d[j] = i < 0 ? 1 : w->dilation[i];
+        q.pb[j] = i < 0 ? 0 : w->pad[i];
+        q.pe[j] = i < 0 ? 0 : w->pad[i + sp];
     }
     mps_pool_for(a->pool, x->dim[0] * x->dim[1], 1, mps_pool_planes, &q);
     return MPS_OK;

@@ -10,7 +10,10 @@
 #define MPS_UNARY_CHUNK 16384
 
 struct mps_unary_job {
-    const struct mps_cpu_args *a;
+    enum mps_op op;
+    const struct mps_act_params *p;
+    const float *x;
+    float *y;
 };
 
 static float mps_sigmoid(float x)
@@ -23,18 +26,18 @@ static float mps_sigmoid(float x)
 
 static void mps_unary_chunk(void *ctx, int64_t begin, int64_t end)
 {
-    const struct mps_cpu_args *a = ((const struct mps_unary_job *)ctx)->a;
-    const float *x = (const float *)a->in[0].data + begin;
-    float *y = (float *)a->out[0].data + begin;
+    const struct mps_unary_job *jb = ctx;
+    const float *x = jb->x + begin;
+    float *y = jb->y + begin;
     int64_t n = end - begin;
-    float alpha = a->node->p.act.alpha, beta = a->node->p.act.beta;
+    float alpha = jb->p->alpha, beta = jb->p->beta;
 #define MPS_MAP(expr)                      \
     for (int64_t i = 0; i < n; i++) {      \
         float v = x[i];                    \
         y[i] = (expr);                     \
     }                                      \
     break
-    switch (a->node->op) {
+    switch (jb->op) {
     case MPS_OP_RELU: MPS_MAP(v > 0 ? v : (v == v ? 0.0f : v));
     case MPS_OP_LEAKY_RELU: MPS_MAP(v >= 0 ? v : alpha * v);
     case MPS_OP_ELU: MPS_MAP(v >= 0 ? v : alpha * expm1f(v));
@@ -65,11 +68,48 @@ static void mps_unary_chunk(void *ctx, int64_t begin, int64_t end)
 #undef MPS_MAP
 }
 
+static void mps_unary_apply(struct mps_pool *pool, enum mps_op op, const struct mps_act_params *p, const float *x,
+                            float *y, int64_t n)
+{
+    struct mps_unary_job job = {op, p, x, y};
+    mps_pool_for(pool, n, MPS_UNARY_CHUNK, mps_unary_chunk, &job);
+}
+
 enum mps_status mps_cpu_unary(const struct mps_cpu_args *a, struct mps_error *err)
 {
-    struct mps_unary_job job = {a};
     (void)err;
-    mps_pool_for(a->pool, mps_shape_numel(&a->out[0].shape), MPS_UNARY_CHUNK, mps_unary_chunk, &job);
+    mps_unary_apply(a->pool, a->node->op, &a->node->p.act, a->in[0].data, a->out[0].data,
+                    mps_shape_numel(&a->out[0].shape));
+    return MPS_OK;
+}
+
+bool mps_cpu_act_supported(enum mps_op op)
+{
+    switch (op) {
+    case MPS_OP_RELU:
+    case MPS_OP_LEAKY_RELU:
+    case MPS_OP_ELU:
+    case MPS_OP_SELU:
+    case MPS_OP_SIGMOID:
+    case MPS_OP_HARD_SIGMOID:
+    case MPS_OP_HARD_SWISH:
+    case MPS_OP_TANH:
+    case MPS_OP_SOFTPLUS:
+    case MPS_OP_SOFTSIGN:
+    case MPS_OP_GELU:
+    case MPS_OP_CLIP: return true;
+    default: return false;
+    }
+}
+
+enum mps_status mps_cpu_fused_act(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_node *n = a->node;
+    const struct mps_fused_act *act = n->op == MPS_OP_GEMM ? &n->p.gemm.act : &n->p.conv.act;
+    (void)err;
+    if (act->on)
+        mps_unary_apply(a->pool, act->op, &act->p, a->out[0].data, a->out[0].data,
+                        mps_shape_numel(&a->out[0].shape));
     return MPS_OK;
 }
 
