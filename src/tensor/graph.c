@@ -202,6 +202,31 @@ enum mps_status mps_graph_add_output(struct mps_graph *g, int value, struct mps_
     return mps_graph_add_io(&g->outputs, &g->n_outputs, &g->cap_outputs, g, value, err);
 }
 
+void mps_graph_remove_nodes(struct mps_graph *g, const bool *dead)
+{
+    int kept = 0;
+    for (int k = 0; k < g->n_nodes; k++) {
+        struct mps_node *n = &g->nodes[k];
+        for (int o = 0; o < n->n_out; o++)
+            g->values[n->out[o]].producer = -1;
+        if (dead[k])
+            continue;
+        g->nodes[kept] = *n;
+        for (int o = 0; o < n->n_out; o++)
+            g->values[n->out[o]].producer = kept;
+        kept++;
+    }
+    g->n_nodes = kept;
+}
+
+void mps_graph_replace_uses(struct mps_graph *g, int from, int to)
+{
+    for (int k = 0; k < g->n_nodes; k++)
+        for (int i = 0; i < g->nodes[k].n_in; i++)
+            if (g->nodes[k].in[i] == from)
+                g->nodes[k].in[i] = to;
+}
+
 const struct mps_value *mps_node_input(const struct mps_graph *g, const struct mps_node *n, int i)
 {
     return i < n->n_in && n->in[i] >= 0 ? &g->values[n->in[i]] : NULL;

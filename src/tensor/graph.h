@@ -98,6 +98,16 @@ enum mps_status mps_graph_sort(struct mps_graph *g, struct mps_error *err);
    each node (shape.c). Graph inputs must have known shapes. */
 enum mps_status mps_graph_infer(struct mps_graph *g, struct mps_error *err);
 
+/* Infers one node whose inputs are known (the step mps_graph_infer takes per node). */
+enum mps_status mps_graph_infer_node(struct mps_graph *g, struct mps_node *n, struct mps_error *err);
+
+/* Removes the nodes k with dead[k], keeping the order of the others. Values
+   that dead nodes wrote lose their producer: they must be constants by then,
+   or unused. */
+void mps_graph_remove_nodes(struct mps_graph *g, const bool *dead);
+/* Makes every node that reads value from read value to instead. */
+void mps_graph_replace_uses(struct mps_graph *g, int from, int to);
+
 /* The input of node n at slot i as a value, or NULL when omitted. */
 const struct mps_value *mps_node_input(const struct mps_graph *g, const struct mps_node *n, int i);
 

@@ -85,6 +85,7 @@ struct mps_pool_params {
     struct mps_window win;
     bool ceil_mode;
     bool count_include_pad; /* AveragePool */
+    bool column_major;      /* MaxPool Indices: spatial dims counted last-first (storage_order 1) */
 };
 
 /* BatchNormalization (epsilon), LayerNormalization (axis, epsilon),

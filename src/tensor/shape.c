@@ -75,6 +75,7 @@ enum mps_status mps_shape_const_scalar(const struct mps_graph *g, const struct m
     case MPS_I32: *v = *(const int32_t *)c->data; break;
     case MPS_U8:
     case MPS_BOOL: *v = *(const uint8_t *)c->data; break;
+    case MPS_F64: *v = *(const double *)c->data; break;
     default: return mps_shape_fail(n, err, "input %d has an unknown dtype", i);
     }
     return MPS_OK;
@@ -349,12 +350,9 @@ static enum mps_status mps_shape_conv(struct mps_graph *g, struct mps_node *n, s
             int64_t full = wn->stride[i] * (in - 1) + p->output_padding[i] + span;
             bool same = wn->auto_pad == MPS_AUTO_PAD_SAME_UPPER || wn->auto_pad == MPS_AUTO_PAD_SAME_LOWER;
             if (p->has_output_shape || same) {
+                /* a negative total grows the output at its end, as output_padding would */
                 int64_t want = p->has_output_shape ? p->output_shape[i] : in * wn->stride[i];
-                int64_t total = full - want;
-                if (total < 0)
-                    return mps_shape_fail(n, err, "output_shape %lld is larger than the convolution can produce",
-                                          (long long)want);
-                int64_t half = total / 2;
+                int64_t total = full - want, half = total >= 0 ? total / 2 : -((1 - total) / 2);
                 wn->pad[i] = wn->auto_pad == MPS_AUTO_PAD_SAME_UPPER ? half : total - half;
                 wn->pad[i + sp] = total - wn->pad[i];
             } else if (wn->auto_pad == MPS_AUTO_PAD_VALID) {
@@ -392,6 +390,8 @@ static enum mps_status mps_shape_pool(struct mps_graph *g, struct mps_node *n, s
             return mps_shape_fail(n, err, "the output would be empty along spatial axis %d", i);
     }
     mps_shape_set(g, n, 0, MPS_F32, &out);
+    if (n->n_out > 1) /* MaxPool's Indices */
+        mps_shape_set(g, n, 1, MPS_I64, &out);
     return MPS_OK;
 }
 
@@ -546,6 +546,27 @@ static const mps_shape_rule mps_shape_math_rules[MPS_OP_COUNT] = {
     [MPS_OP_REDUCE_MIN] = mps_shape_reduce,
 };
 
+enum mps_status mps_graph_infer_node(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    for (int i = 0; i < n->n_in; i++) {
+        const struct mps_value *v = mps_shape_in(g, n, i);
+        if (v && !v->shape_known)
+            return mps_shape_fail(n, err, "input '%s' has no known shape (is the graph sorted?)", v->name);
+    }
+    mps_shape_rule rule = mps_shape_math_rules[n->op] ? mps_shape_math_rules[n->op] : mps_shape_layout_rules[n->op];
+    if (!rule)
+        return mps_shape_fail(n, err, "no shape rule for this op");
+    enum mps_status st = rule(g, n, err);
+    if (st)
+        return st;
+    for (int i = 0; i < n->n_out; i++) {
+        const struct mps_value *v = &g->values[n->out[i]];
+        if (mps_shape_numel(&v->shape) < 0)
+            return mps_shape_fail(n, err, "output '%s' would have more than 2^40 elements", v->name);
+    }
+    return MPS_OK;
+}
+
 enum mps_status mps_graph_infer(struct mps_graph *g, struct mps_error *err)
 {
     for (int i = 0; i < g->n_inputs; i++) {
@@ -554,24 +575,9 @@ enum mps_status mps_graph_infer(struct mps_graph *g, struct mps_error *err)
             return mps_fail(err, MPS_ERR_MODEL, "graph input '%s' has no shape", v->name);
     }
     for (int k = 0; k < g->n_nodes; k++) {
-        struct mps_node *n = &g->nodes[k];
-        for (int i = 0; i < n->n_in; i++) {
-            const struct mps_value *v = mps_shape_in(g, n, i);
-            if (v && !v->shape_known)
-                return mps_shape_fail(n, err, "input '%s' has no known shape (is the graph sorted?)", v->name);
-        }
-        mps_shape_rule rule = mps_shape_math_rules[n->op] ? mps_shape_math_rules[n->op]
-                                                          : mps_shape_layout_rules[n->op];
-        if (!rule)
-            return mps_shape_fail(n, err, "no shape rule for this op");
-        enum mps_status st = rule(g, n, err);
+        enum mps_status st = mps_graph_infer_node(g, &g->nodes[k], err);
         if (st)
             return st;
-        for (int i = 0; i < n->n_out; i++) {
-            const struct mps_value *v = &g->values[n->out[i]];
-            if (mps_shape_numel(&v->shape) < 0)
-                return mps_shape_fail(n, err, "output '%s' would have more than 2^40 elements", v->name);
-        }
     }
     return MPS_OK;
 }

@@ -6,7 +6,7 @@
 size_t mps_dtype_size(enum mps_dtype t)
 {
     static const size_t size[MPS_DTYPE_COUNT] = {
-        [MPS_F32] = 4, [MPS_F16] = 2, [MPS_I64] = 8, [MPS_I32] = 4, [MPS_U8] = 1, [MPS_BOOL] = 1,
+        [MPS_F32] = 4, [MPS_F16] = 2, [MPS_I64] = 8, [MPS_I32] = 4, [MPS_U8] = 1, [MPS_BOOL] = 1, [MPS_F64] = 8,
     };
     return (unsigned)t < MPS_DTYPE_COUNT ? size[t] : 0;
 }
@@ -15,7 +15,7 @@ const char *mps_dtype_name(enum mps_dtype t)
 {
     static const char *const name[MPS_DTYPE_COUNT] = {
         [MPS_F32] = "f32", [MPS_F16] = "f16", [MPS_I64] = "i64",
-        [MPS_I32] = "i32", [MPS_U8] = "u8",   [MPS_BOOL] = "bool",
+        [MPS_I32] = "i32", [MPS_U8] = "u8",   [MPS_BOOL] = "bool", [MPS_F64] = "f64",
     };
     return (unsigned)t < MPS_DTYPE_COUNT ? name[t] : "?";
 }

@@ -31,6 +31,7 @@ enum mps_dtype {
     MPS_I32,
     MPS_U8,
     MPS_BOOL, /* one byte, 0 or 1 */
+    MPS_F64,  /* storage only: ONNX files may hold doubles; Cast converts them */
     MPS_DTYPE_COUNT
 };
 

@@ -98,6 +98,7 @@ void th_to_double(enum mps_dtype t, const void *p, int64_t n, double *out)
         case MPS_F16: out[i] = mps_f16_to_f32(((const uint16_t *)p)[i]); break;
         case MPS_I64: out[i] = (double)((const int64_t *)p)[i]; break;
         case MPS_I32: out[i] = ((const int32_t *)p)[i]; break;
+        case MPS_F64: out[i] = ((const double *)p)[i]; break;
         default: out[i] = ((const uint8_t *)p)[i]; break;
         }
 }
@@ -110,6 +111,7 @@ void th_from_double(enum mps_dtype t, const double *v, int64_t n, void *p)
         case MPS_F16: ((uint16_t *)p)[i] = mps_f32_to_f16((float)v[i]); break;
         case MPS_I64: ((int64_t *)p)[i] = (int64_t)v[i]; break;
         case MPS_I32: ((int32_t *)p)[i] = (int32_t)v[i]; break;
+        case MPS_F64: ((double *)p)[i] = v[i]; break;
         default: ((uint8_t *)p)[i] = (uint8_t)v[i]; break;
         }
 }

@@ -163,8 +163,8 @@ static void ref_conv_transpose(const struct mps_conv_params *p, const struct ref
         bool same = w->auto_pad == MPS_AUTO_PAD_SAME_UPPER || w->auto_pad == MPS_AUTO_PAD_SAME_LOWER;
         if (p->has_output_shape || same) {
             int64_t want = p->has_output_shape ? p->output_shape[i] : xs->dim[2 + i] * w->stride[i];
-            int64_t total = full - want;
-            pb[i] = w->auto_pad == MPS_AUTO_PAD_SAME_UPPER ? total / 2 : total - total / 2;
+            int64_t total = full - want, half = (int64_t)floor((double)total / 2);
+            pb[i] = w->auto_pad == MPS_AUTO_PAD_SAME_UPPER ? half : total - half;
         } else {
             pb[i] = w->auto_pad == MPS_AUTO_PAD_VALID ? 0 : w->pad[i];
         }
@@ -196,7 +196,7 @@ static void ref_conv_transpose(const struct mps_conv_params *p, const struct ref
 }
 
 static void ref_pool(enum mps_op op, const struct mps_pool_params *p, const struct ref_tensor *in,
-                     struct ref_tensor *out)
+                     struct ref_tensor *out, int n_out)
 {
     const struct mps_shape *xs = &in[0].shape, *ys = &out[0].shape;
     int sp = xs->ndim - 2;
@@ -208,7 +208,7 @@ static void ref_pool(enum mps_op op, const struct mps_pool_params *p, const stru
     for (int64_t o = 0; o < ref_numel(ys); o++) {
         ref_unravel(ys, o, idx);
         double best = -INFINITY, sum = 0;
-        int64_t count = 0, padded = 0;
+        int64_t count = 0, padded = 0, arg = -1;
         for (int64_t t = 0; t < ref_numel(&ks); t++) {
             int64_t kk[3];
             ref_unravel(&ks, t, kk);
@@ -224,11 +224,24 @@ static void ref_pool(enum mps_op op, const struct mps_pool_params *p, const stru
             if (!inside)
                 continue;
             double v = in[0].d[ref_ravel(xs, xi)];
-            best = v > best ? v : best;
+            if (v > best || arg < 0) {
+                best = v;
+                arg = ref_ravel(xs, xi);
+                if (p->column_major) { /* spatial index with the first spatial dim fastest */
+                    int64_t plane = 1, at = 0;
+                    for (int i = 0; i < sp; i++) {
+                        at += xi[2 + i] * plane;
+                        plane *= xs->dim[2 + i];
+                    }
+                    arg = (xi[0] * xs->dim[1] + xi[1]) * plane + at;
+                }
+            }
             sum += v;
             count++;
         }
         out[0].d[o] = op == MPS_OP_MAX_POOL ? best : sum / (double)(p->count_include_pad ? padded : count);
+        if (n_out > 1)
+            out[1].d[o] = (double)arg;
     }
 }
 
@@ -529,7 +542,7 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
         ref_fused_act(&p->conv.act, &out[0]);
         break;
     case MPS_OP_MAX_POOL:
-    case MPS_OP_AVERAGE_POOL: ref_pool(op, &p->pool, in, out); break;
+    case MPS_OP_AVERAGE_POOL: ref_pool(op, &p->pool, in, out, n_out); break;
     case MPS_OP_GLOBAL_AVERAGE_POOL:
     case MPS_OP_GLOBAL_MAX_POOL: ref_global_pool(op, in, out); break;
     case MPS_OP_BATCH_NORM:
@@ -546,7 +559,10 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
         for (int64_t i = 0; i < ny; i++) {
             double v = in[0].d[i];
             enum mps_dtype t = p->cast.to;
-            out[0].d[i] = t == MPS_F32 || t == MPS_F16 ? (double)(float)v : t == MPS_BOOL ? (v != 0) : trunc(v);
+            out[0].d[i] = t == MPS_F64   ? v
+                          : t == MPS_F32 || t == MPS_F16 ? (double)(float)v
+                          : t == MPS_BOOL                ? (v != 0)
+                                                         : trunc(v);
         }
         break;
     case MPS_OP_PRELU:

@@ -137,7 +137,7 @@ static void test_infer_errors(void)
         struct mps_error err = {{0}};
         int in[3], y = -1;
         for (int i = 0; i < row->n_in; i++) {
-            char name[8];
+            char name[16];
             snprintf(name, sizeof name, "x%d", i);
             in[i] = mps_graph_add_value(g, name, i == 0 ? row->dt0 : MPS_F32, &row->in[i]);
             mps_graph_add_input(g, in[i], &err);

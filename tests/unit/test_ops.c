@@ -153,6 +153,11 @@ static const struct th_case th_cases[] = {
      P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1), .ceil_mode = true), IN(F(1, 1, 4, 4)), OUT(S(1, 1, 3, 3))},
     {"MaxPool ceil_mode, window in padding dropped", MPS_OP_MAX_POOL,
      P(pool, .win = WIN2(2, 2, 2, 2, 1, 1, 1, 1, 1, 1), .ceil_mode = true), IN(F(1, 1, 5, 5)), OUT(S(1, 1, 3, 3))},
+    {"MaxPool with Indices, pads", MPS_OP_MAX_POOL, P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1)),
+     IN(F(2, 2, 5, 5)), OUT(S(2, 2, 3, 3), S(2, 2, 3, 3))},
+    {"MaxPool with Indices, column major", MPS_OP_MAX_POOL,
+     P(pool, .win = WIN2(2, 3, 2, 1, 1, 1, 0, 0, 0, 0), .column_major = true), IN(F(1, 2, 6, 5)),
+     OUT(S(1, 2, 3, 3), S(1, 2, 3, 3))},
     {"MaxPool dilation 2", MPS_OP_MAX_POOL, P(pool, .win = WIN2(2, 2, 1, 1, 2, 2, 0, 0, 0, 0)), IN(F(1, 2, 8, 8)),
      OUT(S(1, 2, 6, 6))},
     {"MaxPool 1-D", MPS_OP_MAX_POOL, P(pool, .win = WIN1(3, 2, 1, 0, 0)), IN(F(2, 3, 9)), OUT(S(2, 3, 4))},
@@ -226,6 +231,7 @@ static const struct th_case th_cases[] = {
     {"Cast f32 to i64 truncates", MPS_OP_CAST, P(cast, .to = MPS_I64), IN(FR(-5, 5, 3, 4)), OUT(S(3, 4))},
     {"Cast i64 to f32", MPS_OP_CAST, P(cast, .to = MPS_F32), IN(IR(MPS_I64, -100, 100, 3, 4)), OUT(S(3, 4))},
     {"Cast f32 to f16", MPS_OP_CAST, P(cast, .to = MPS_F16), IN(FR(-100, 100, 3, 4)), OUT(S(3, 4)), .tol = 1e-6},
+    {"Cast f32 to f64", MPS_OP_CAST, P(cast, .to = MPS_F64), IN(FR(-9, 9, 3, 4)), OUT(S(3, 4))},
     {"Cast f32 to bool", MPS_OP_CAST, P(cast, .to = MPS_BOOL), IN(FR(-1, 1, 3, 4)), OUT(S(3, 4))},
     {"Cast i64 to i32", MPS_OP_CAST, P(cast, .to = MPS_I32), IN(IR(MPS_I64, -1000, 1000, 5)), OUT(S(5))},
     /* elementwise with broadcasting */
@@ -314,7 +320,7 @@ static const struct th_case th_cases[] = {
 
 static bool th_is_int(enum mps_dtype t)
 {
-    return t != MPS_F32 && t != MPS_F16;
+    return t != MPS_F32 && t != MPS_F16 && t != MPS_F64;
 }
 
 /* Data for one case: graph, runtime inputs and their reference copies. */

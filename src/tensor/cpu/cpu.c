@@ -15,6 +15,7 @@
 #include "../backend.h"
 #include "../memplan.h"
 #include "blas.h"
+#include "cpu.h"
 #include "kernels.h"
 
 static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
@@ -215,6 +216,35 @@ static enum mps_status mps_cpu_run(void *state, const struct mps_tensor *in, str
             memcpy(out[i].data, src->data, bytes);
     }
     return MPS_OK;
+}
+
+enum mps_status mps_cpu_eval_node(const struct mps_graph *g, const struct mps_node *n, void *const *out,
+                                  struct mps_error *err)
+{
+    int ins, outs;
+    mps_cpu_slot_counts(n, &ins, &outs);
+    struct mps_tensor *t = calloc((size_t)(ins + outs), sizeof *t);
+    size_t scratch = mps_cpu_scratch_fns[n->op] ? mps_cpu_scratch_fns[n->op](g, n) : 0;
+    void *buf = scratch ? malloc(scratch) : NULL;
+    if (!t || (scratch && !buf)) {
+        free(t);
+        free(buf);
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    }
+    for (int i = 0; i < n->n_in; i++)
+        if (n->in[i] >= 0) {
+            const struct mps_value *v = &g->values[n->in[i]];
+            t[i] = mps_tensor_make(v->dtype, &v->shape, (void *)v->data);
+        }
+    for (int i = 0; i < n->n_out; i++) {
+        const struct mps_value *v = &g->values[n->out[i]];
+        t[ins + i] = mps_tensor_make(v->dtype, &v->shape, out[i]);
+    }
+    struct mps_cpu_args args = {.node = n, .in = t, .out = t + ins, .pool = NULL, .scratch = buf};
+    enum mps_status st = mps_cpu_kernels[n->op](&args, err);
+    free(t);
+    free(buf);
+    return st;
 }
 
 /* "Intel(R) Xeon(R) ..." from the OS, or "unknown CPU". */

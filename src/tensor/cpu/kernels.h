@@ -45,8 +45,6 @@ enum mps_status mps_cpu_copy(const struct mps_cpu_args *a, struct mps_error *err
 enum mps_status mps_cpu_cast(const struct mps_cpu_args *a, struct mps_error *err);
 /* Applies the activation fused into a Conv, ConvTranspose or Gemm node to its output. */
 enum mps_status mps_cpu_fused_act(const struct mps_cpu_args *a, struct mps_error *err);
-/* Whether mps_cpu_fused_act can apply op. */
-bool mps_cpu_act_supported(enum mps_op op);
 /* binary.c */
 enum mps_status mps_cpu_binary(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_prelu(const struct mps_cpu_args *a, struct mps_error *err);

@@ -17,13 +17,15 @@ static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)
     const struct mps_node *n = q->a->node;
     bool is_max = n->op == MPS_OP_MAX_POOL, include_pad = n->p.pool.count_include_pad;
     int64_t in_plane = q->in[0] * q->in[1] * q->in[2], out_plane = q->out[0] * q->out[1] * q->out[2];
+    /* MaxPool's optional flat argmax; only a node with two outputs has that slot */
+    int64_t *indices = is_max && n->n_out > 1 ? q->a->out[1].data : NULL;
     for (int64_t p = begin; p < end; p++) {
         const float *x = (const float *)q->a->in[0].data + p * in_plane;
         float *y = (float *)q->a->out[0].data + p * out_plane;
         for (int64_t o = 0; o < out_plane; o++) {
             int64_t pos[3] = {o / (q->out[1] * q->out[2]), o / q->out[2] % q->out[1], o % q->out[2]};
             float acc = is_max ? -FLT_MAX : 0.0f;
-            int64_t count = 0, padded = 1;
+            int64_t count = 0, padded = 1, arg = 0;
             /* taps along each axis that land in the input [lo, hi) and in the padded input */
             int64_t lo[3], hi[3];
             for (int j = 0; j < 3; j++) {
@@ -46,10 +48,12 @@ static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)
                     int64_t ih = pos[1] * q->s[1] - q->pb[1] + th * q->d[1];
                     for (int64_t tw = lo[2]; tw < hi[2]; tw++) {
                         int64_t iw = pos[2] * q->s[2] - q->pb[2] + tw * q->d[2];
-                        float v = x[(id * q->in[1] + ih) * q->in[2] + iw];
-                        if (is_max)
-                            acc = v > acc || v != v ? v : acc; /* NaN propagates */
-                        else
+                        int64_t at = (id * q->in[1] + ih) * q->in[2] + iw;
+                        float v = x[at];
+                        if (is_max && (v > acc || (v != v && acc == acc) || count == 0)) {
+                            acc = v; /* the first maximum wins; NaN propagates */
+                            arg = n->p.pool.column_major ? id + (ih + iw * q->in[1]) * q->in[0] : at;
+                        } else if (!is_max)
                             acc += v;
                         count++;
                     }
@@ -58,6 +62,8 @@ static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)
             if (!is_max)
                 acc /= (float)(include_pad ? padded : count);
             y[o] = acc;
+            if (indices)
+                indices[p * out_plane + o] = p * in_plane + arg;
         }
     }
 }

@@ -83,25 +83,6 @@ enum mps_status mps_cpu_unary(const struct mps_cpu_args *a, struct mps_error *er
     return MPS_OK;
 }
 
-bool mps_cpu_act_supported(enum mps_op op)
-{
-    switch (op) {
-    case MPS_OP_RELU:
-    case MPS_OP_LEAKY_RELU:
-    case MPS_OP_ELU:
-    case MPS_OP_SELU:
-    case MPS_OP_SIGMOID:
-    case MPS_OP_HARD_SIGMOID:
-    case MPS_OP_HARD_SWISH:
-    case MPS_OP_TANH:
-    case MPS_OP_SOFTPLUS:
-    case MPS_OP_SOFTSIGN:
-    case MPS_OP_GELU:
-    case MPS_OP_CLIP: return true;
-    default: return false;
-    }
-}
-
 enum mps_status mps_cpu_fused_act(const struct mps_cpu_args *a, struct mps_error *err)
 {
     const struct mps_node *n = a->node;
@@ -131,6 +112,7 @@ static double mps_cast_read(const void *p, enum mps_dtype t, int64_t i)
     case MPS_I32: return ((const int32_t *)p)[i];
     case MPS_U8:
     case MPS_BOOL: return ((const uint8_t *)p)[i];
+    case MPS_F64: return ((const double *)p)[i];
     default: return 0;
     }
 }
@@ -154,6 +136,7 @@ void mps_cpu_store(void *p, enum mps_dtype t, int64_t i, double v)
     case MPS_I32: ((int32_t *)p)[i] = (int32_t)mps_cast_int(v, -2147483648.0, 2147483647.0); break;
     case MPS_U8: ((uint8_t *)p)[i] = (uint8_t)mps_cast_int(v, 0, 255); break;
     case MPS_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case MPS_F64: ((double *)p)[i] = v; break;
     default: break;
     }
 }

@@ -1,0 +1,81 @@
+/* model.h: loading ONNX files into the graph IR, and the graph passes.
+
+       struct mps_model *m;
+       struct mps_error err = {{0}};
+       struct mps_onnx_opts opts = {.n_shapes = 1, .shapes = &input_shape};  // or {0}: batch 1
+       if (mps_onnx_load("net.onnx", &opts, &m, &err) != MPS_OK)   // MPS_ERR_MODEL: the message
+           ...                                                     // names the node, op and reason
+       // m->graph is sorted, folded, inferred and optimized, ready for a backend:
+       mps_passes_fuse(m->graph, backend);                         // activations, where it can run them
+       ...
+       mps_model_free(m);
+
+   A model is loaded for concrete input shapes: symbolic dims (a free batch)
+   take their size from opts.shapes, or 1. Load again for other shapes. Inputs
+   that steer shapes (a Reshape's shape fed as an input) must be given as
+   opts.values: the model is then specialized for them.
+   External data (model.onnx.data) is read relative to the model's folder. */
+#ifndef MPS_MODEL_H
+#define MPS_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "graph.h"
+
+struct mps_onnx_opts {
+    int n_shapes;                   /* 0, or the number of graph inputs */
+    const struct mps_shape *shapes; /* actual input shapes, in graph input order */
+    const struct mps_tensor *values; /* optional, n_shapes entries: an input whose .data is set becomes that
+                                        constant (shape tensors, axes, bounds given at run time in a file) */
+    bool no_optimize;               /* skip Identity removal and BatchNormalization folding */
+};
+
+struct mps_model_meta {
+    const char *key, *value; /* graph-owned */
+};
+
+struct mps_model_input {
+    bool symbolic[MPS_MAX_DIMS]; /* dim i was symbolic (or missing) in the file */
+    const char *dim_name[MPS_MAX_DIMS]; /* its name ("batch", "N"), or NULL */
+};
+
+struct mps_model {
+    struct mps_graph *graph;     /* owns every string below */
+    int64_t ir_version;
+    int64_t opset;               /* of the default ("ai.onnx") domain */
+    const char *producer;        /* "pytorch 1.13.1" */
+    const char *path;            /* as given to the loader */
+    struct mps_model_meta *meta; /* metadata_props */
+    int n_meta;
+    struct mps_model_input *inputs; /* per graph input */
+};
+
+/* Loads the ONNX file path. On failure *model is NULL and err says why:
+   MPS_ERR_MODEL for a bad or unsupported file (node, op, reason),
+   MPS_ERR_INPUT when opts.shapes do not fit the model's inputs,
+   MPS_ERR_RUNTIME when out of memory. */
+enum mps_status mps_onnx_load(const char *path, const struct mps_onnx_opts *opts, struct mps_model **model,
+                              struct mps_error *err);
+/* Frees the model and its graph; NULL is a no-op. */
+void mps_model_free(struct mps_model *m);
+/* The metadata value stored under key, or NULL. */
+const char *mps_model_meta(const struct mps_model *m, const char *key);
+
+/* Reads a serialized TensorProto file (the ONNX test suite's input_0.pb) into
+   a new buffer (*data, free with free()) of dtype and shape *t. */
+enum mps_status mps_onnx_read_tensor_file(const char *path, struct mps_tensor *t, struct mps_error *err);
+
+/* Graph passes (passes.c). mps_onnx_load runs the first two. */
+/* Shape inference over the whole graph, folding every node whose inputs are
+   constants (and every Shape node) into a constant as it goes. */
+enum mps_status mps_passes_fold(struct mps_graph *g, struct mps_error *err);
+/* Removes Identity and Dropout, folds BatchNormalization into the Conv or
+   Gemm before it. Results change by float rounding at most. */
+enum mps_status mps_passes_optimize(struct mps_graph *g, struct mps_error *err);
+/* Fuses activations into the Conv, ConvTranspose or Gemm before them where
+   be can run the fused node. */
+enum mps_status mps_passes_fuse(struct mps_graph *g, const struct mps_backend *be, struct mps_error *err);
+
+#endif

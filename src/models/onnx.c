@@ -1,0 +1,620 @@
+/* onnx.c: reads an ONNX file: decodes the ModelProto (protobuf-c), checks
+   opsets, reads initializers (raw_data, the typed fields, external data),
+   builds the graph IR through the op mapping (onnx_ops.c), resolves the
+   input shapes, then runs the passes. Nothing in a file is trusted: sizes
+   are checked against what is really there before anything is copied. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_internal.h"
+
+/* Largest model file read into memory: far above a "small network". */
+#define MPS_ONNX_MAX_FILE ((long)1 << 31)
+
+enum mps_status mps_onnx_fail(const struct mps_onnx_node *n, struct mps_error *err, const char *fmt, ...)
+{
+    if (err) {
+        int k = snprintf(err->msg, sizeof err->msg, "node '%s' (%s): ", n->name,
+                         n->np->op_type ? n->np->op_type : "?");
+        if (k < 0 || (size_t)k >= sizeof err->msg)
+            k = 0;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg + k, sizeof err->msg - (size_t)k, fmt, ap);
+        va_end(ap);
+    }
+    return MPS_ERR_MODEL;
+}
+
+/* ---- names -------------------------------------------------------------- */
+
+static size_t mps_onnx_hash(const char *s)
+{
+    size_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static bool mps_onnx_map_grow(struct mps_onnx_ctx *c)
+{
+    size_t n = c->n_slots ? c->n_slots * 2 : 256;
+    int *slots = malloc(n * sizeof *slots);
+    if (!slots)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        slots[i] = -1;
+    for (int v = 0; v < c->g->n_values; v++) {
+        size_t i = mps_onnx_hash(c->g->values[v].name) & (n - 1);
+        while (slots[i] >= 0)
+            i = (i + 1) & (n - 1);
+        slots[i] = v;
+    }
+    free(c->slots);
+    c->slots = slots;
+    c->n_slots = n;
+    return true;
+}
+
+int mps_onnx_lookup(const struct mps_onnx_ctx *c, const char *name)
+{
+    if (!c->n_slots)
+        return -1;
+    for (size_t i = mps_onnx_hash(name) & (c->n_slots - 1);; i = (i + 1) & (c->n_slots - 1)) {
+        int v = c->slots[i];
+        if (v < 0)
+            return -1;
+        if (strcmp(c->g->values[v].name, name) == 0)
+            return v;
+    }
+}
+
+int mps_onnx_define(struct mps_onnx_ctx *c, const char *name, enum mps_dtype dt, const struct mps_shape *s)
+{
+    if (mps_onnx_lookup(c, name) >= 0)
+        return -1;
+    if ((size_t)(c->g->n_values + 1) * 2 > c->n_slots && !mps_onnx_map_grow(c))
+        return -1;
+    int v = mps_graph_add_value(c->g, name, dt, s);
+    if (v < 0)
+        return -1;
+    size_t i = mps_onnx_hash(name) & (c->n_slots - 1);
+    while (c->slots[i] >= 0)
+        i = (i + 1) & (c->n_slots - 1);
+    c->slots[i] = v;
+    return v;
+}
+
+int mps_onnx_temp(struct mps_onnx_ctx *c, const char *hint)
+{
+    char name[300];
+    do
+        snprintf(name, sizeof name, "%.200s:%d", hint, c->n_generated++);
+    while (mps_onnx_lookup(c, name) >= 0);
+    return mps_onnx_define(c, name, MPS_F32, NULL);
+}
+
+int mps_onnx_const(struct mps_onnx_ctx *c, const char *hint, enum mps_dtype dt, const struct mps_shape *s,
+                   const void *data)
+{
+    int v = mps_onnx_temp(c, hint);
+    if (v < 0)
+        return -1;
+    int64_t n = mps_shape_numel(s);
+    if (n < 0)
+        return -1;
+    size_t bytes = (size_t)n * mps_dtype_size(dt);
+    void *copy = mps_graph_alloc(c->g, bytes);
+    if (!copy)
+        return -1;
+    if (bytes)
+        memcpy(copy, data, bytes);
+    struct mps_value *val = &c->g->values[v];
+    val->dtype = dt;
+    val->shape = *s;
+    val->shape_known = true;
+    val->data = copy;
+    return v;
+}
+
+/* ---- tensors -------------------------------------------------------------- */
+
+static const char *const mps_onnx_dtype_names[] = {
+    "UNDEFINED", "FLOAT", "UINT8",  "INT8",   "UINT16",    "INT16",      "INT32",    "INT64",
+    "STRING",    "BOOL",  "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16",
+};
+
+const char *mps_onnx_dtype_name(int32_t v)
+{
+    if (v >= 0 && (size_t)v < sizeof mps_onnx_dtype_names / sizeof mps_onnx_dtype_names[0])
+        return mps_onnx_dtype_names[v];
+    return "an unknown type";
+}
+
+bool mps_onnx_dtype(int32_t v, enum mps_dtype *dt)
+{
+    switch (v) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: *dt = MPS_F32; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: *dt = MPS_F16; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: *dt = MPS_F64; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: *dt = MPS_I64; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: *dt = MPS_I32; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: *dt = MPS_U8; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: *dt = MPS_BOOL; return true;
+    default: return false;
+    }
+}
+
+/* Rejects a location that could leave the model's folder. */
+static bool mps_onnx_safe_location(const char *loc)
+{
+    if (!loc[0] || loc[0] == '/' || strchr(loc, '\\') || strchr(loc, ':'))
+        return false;
+    for (const char *p = loc; *p;) {
+        const char *slash = strchr(p, '/');
+        size_t len = slash ? (size_t)(slash - p) : strlen(p);
+        if (len == 2 && p[0] == '.' && p[1] == '.')
+            return false;
+        p += len + (slash ? 1 : 0);
+    }
+    return true;
+}
+
+/* Reads length bytes at offset of the external file named by t into dst. */
+static enum mps_status mps_onnx_external(struct mps_onnx_ctx *c, const Onnx__TensorProto *t, const char *what,
+                                         void *dst, size_t bytes, struct mps_error *err)
+{
+    const char *loc = NULL;
+    long long offset = 0, length = -1;
+    for (size_t i = 0; i < t->n_external_data; i++) {
+        const char *k = t->external_data[i]->key, *v = t->external_data[i]->value;
+        if (!k || !v)
+            continue;
+        char *end;
+        errno = 0;
+        if (strcmp(k, "location") == 0) {
+            loc = v;
+        } else if (strcmp(k, "offset") == 0 || strcmp(k, "length") == 0) {
+            long long x = strtoll(v, &end, 10);
+            if (errno || *end || x < 0)
+                return mps_fail(err, MPS_ERR_MODEL, "tensor '%s': external data %s '%s' is not a size", what, k, v);
+            *(strcmp(k, "offset") == 0 ? &offset : &length) = x;
+        }
+    }
+    if (!loc)
+        return mps_fail(err, MPS_ERR_MODEL, "tensor '%s': external data without a location", what);
+    if (!mps_onnx_safe_location(loc))
+        return mps_fail(err, MPS_ERR_MODEL, "tensor '%s': external data location '%s' is not a relative path "
+                        "inside the model's folder", what, loc);
+    if (length >= 0 && (unsigned long long)length != bytes)
+        return mps_fail(err, MPS_ERR_MODEL, "tensor '%s': external data length %lld, but its shape needs %zu bytes",
+                        what, length, bytes);
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s", c->dir, loc) >= (int)sizeof path)
+        return mps_fail(err, MPS_ERR_MODEL, "tensor '%s': external data path too long", what);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return mps_fail(err, MPS_ERR_MODEL, "tensor '%s': cannot open external data file '%s': %s", what, path,
+                        strerror(errno));
+    enum mps_status st = MPS_OK;
+    long size = -1;
+    if (fseek(f, 0, SEEK_END) == 0)
+        size = ftell(f);
+    if (size < 0 || offset > size || (unsigned long long)(size - offset) < bytes)
+        st = mps_fail(err, MPS_ERR_MODEL, "tensor '%s': external data '%s' holds %ld bytes, fewer than offset %lld "
+                      "+ %zu", what, loc, size, offset, bytes);
+    else if (fseek(f, (long)offset, SEEK_SET) != 0 || fread(dst, 1, bytes, f) != bytes)
+        st = mps_fail(err, MPS_ERR_MODEL, "tensor '%s': cannot read external data '%s'", what, loc);
+    fclose(f);
+    return st;
+}
+
+/* The count of values held in the typed field of t matching its dtype. */
+static size_t mps_onnx_typed_count(const Onnx__TensorProto *t, enum mps_dtype dt)
+{
+    switch (dt) {
+    case MPS_F32: return t->n_float_data;
+    case MPS_F64: return t->n_double_data;
+    case MPS_I64: return t->n_int64_data;
+    default: return t->n_int32_data; /* i32, u8, bool and f16 bit patterns */
+    }
+}
+
+enum mps_status mps_onnx_tensor(struct mps_onnx_ctx *c, const Onnx__TensorProto *t, const char *what,
+                                enum mps_dtype *dt, struct mps_shape *s, const void **data, struct mps_error *err)
+{
+    if (!mps_onnx_dtype(t->data_type, dt))
+        return mps_fail(err, MPS_ERR_MODEL, "tensor '%s' has data type %s, which mpsrun does not support", what,
+                        mps_onnx_dtype_name(t->data_type));
+    if (t->n_dims > MPS_MAX_DIMS)
+        return mps_fail(err, MPS_ERR_MODEL, "tensor '%s' has %zu dims; at most %d are supported", what, t->n_dims,
+                        MPS_MAX_DIMS);
+    *s = (struct mps_shape){.ndim = (int)t->n_dims};
+    for (size_t i = 0; i < t->n_dims; i++)
+        s->dim[i] = t->dims[i];
+    int64_t n = mps_shape_numel(s);
+    if (n < 0)
+        return mps_fail(err, MPS_ERR_MODEL, "tensor '%s' has a negative dim or more than 2^40 elements", what);
+    size_t elem = mps_dtype_size(*dt), bytes = (size_t)n * elem;
+    bool external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    size_t typed = mps_onnx_typed_count(t, *dt);
+    /* check what is there before allocating what the shape asks for */
+    if (!external && t->has_raw_data && t->raw_data.len != bytes)
+        return mps_fail(err, MPS_ERR_MODEL, "tensor '%s': raw_data holds %zu bytes, its shape needs %zu", what,
+                        t->raw_data.len, bytes);
+    if (!external && !t->has_raw_data && typed != (size_t)n)
+        return mps_fail(err, MPS_ERR_MODEL, "tensor '%s': holds %zu values, its shape needs %lld", what, typed,
+                        (long long)n);
+    unsigned char *d = mps_graph_alloc(c->g, bytes);
+    if (!d)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory for tensor '%s' (%zu bytes)", what, bytes);
+    *data = d;
+    if (external)
+        return mps_onnx_external(c, t, what, d, bytes, err);
+    if (t->has_raw_data) { /* little-endian, as the machines mpsrun runs on */
+        if (bytes)
+            memcpy(d, t->raw_data.data, bytes);
+        return MPS_OK;
+    }
+    for (int64_t i = 0; i < n; i++)
+        switch (*dt) {
+        case MPS_F32: ((float *)d)[i] = t->float_data[i]; break;
+        case MPS_F64: ((double *)d)[i] = t->double_data[i]; break;
+        case MPS_I64: ((int64_t *)d)[i] = t->int64_data[i]; break;
+        case MPS_I32: ((int32_t *)d)[i] = t->int32_data[i]; break;
+        case MPS_F16: ((uint16_t *)d)[i] = (uint16_t)t->int32_data[i]; break;
+        default: d[i] = (unsigned char)t->int32_data[i]; break; /* u8, bool */
+        }
+    return MPS_OK;
+}
+
+/* ---- files -------------------------------------------------------------------- */
+
+static enum mps_status mps_onnx_read_file(const char *path, unsigned char **buf, size_t *len, struct mps_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return mps_fail(err, MPS_ERR_MODEL, "cannot open: %s", strerror(errno));
+    long size = -1;
+    if (fseek(f, 0, SEEK_END) == 0)
+        size = ftell(f);
+    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return mps_fail(err, MPS_ERR_MODEL, "cannot read: not a regular file");
+    }
+    if (size > MPS_ONNX_MAX_FILE) {
+        fclose(f);
+        return mps_fail(err, MPS_ERR_MODEL, "file of %ld bytes is larger than mpsrun reads (2 GiB); keep the weights "
+                        "in external data", size);
+    }
+    *buf = malloc((size_t)size + 1);
+    if (!*buf) {
+        fclose(f);
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory reading %ld bytes", size);
+    }
+    *len = fread(*buf, 1, (size_t)size, f);
+    fclose(f);
+    if (*len != (size_t)size) {
+        free(*buf);
+        return mps_fail(err, MPS_ERR_MODEL, "cannot read the whole file");
+    }
+    return MPS_OK;
+}
+
+enum mps_status mps_onnx_read_tensor_file(const char *path, struct mps_tensor *t, struct mps_error *err)
+{
+    unsigned char *buf;
+    size_t len;
+    enum mps_status st = mps_onnx_read_file(path, &buf, &len, err);
+    if (st)
+        return st == MPS_ERR_MODEL ? MPS_ERR_INPUT : st;
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
+    free(buf);
+    if (!tp)
+        return mps_fail(err, MPS_ERR_INPUT, "not a serialized ONNX TensorProto");
+    struct mps_graph *g = mps_graph_new();
+    struct mps_onnx_ctx c = {.g = g, .dir = "."};
+    const void *data = NULL;
+    enum mps_dtype dt;
+    struct mps_shape s;
+    if (!g)
+        st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    else if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        st = mps_fail(err, MPS_ERR_INPUT, "tensor file with external data");
+    else
+        st = mps_onnx_tensor(&c, tp, tp->name ? tp->name : path, &dt, &s, &data, err);
+    if (st == MPS_OK) {
+        size_t bytes = (size_t)mps_shape_numel(&s) * mps_dtype_size(dt);
+        void *copy = malloc(bytes ? bytes : 1);
+        if (!copy) {
+            st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+        } else {
+            memcpy(copy, data, bytes);
+            *t = mps_tensor_make(dt, &s, copy);
+        }
+    } else if (st == MPS_ERR_MODEL) {
+        st = MPS_ERR_INPUT;
+    }
+    onnx__tensor_proto__free_unpacked(tp, NULL);
+    mps_graph_free(g);
+    return st;
+}
+
+/* ---- the model ----------------------------------------------------------------- */
+
+void mps_model_free(struct mps_model *m)
+{
+    if (!m)
+        return;
+    mps_graph_free(m->graph);
+    free(m);
+}
+
+const char *mps_model_meta(const struct mps_model *m, const char *key)
+{
+    for (int i = 0; i < m->n_meta; i++)
+        if (strcmp(m->meta[i].key, key) == 0)
+            return m->meta[i].value;
+    return NULL;
+}
+
+static enum mps_status mps_onnx_opsets(struct mps_model *m, const Onnx__ModelProto *mp, struct mps_error *err)
+{
+    m->opset = -1;
+    for (size_t i = 0; i < mp->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+        const char *d = o->domain ? o->domain : "";
+        if (d[0] == '\0' || strcmp(d, "ai.onnx") == 0)
+            m->opset = o->version;
+    }
+    if (m->opset < 0 && mp->ir_version < 3)
+        m->opset = 1; /* before opset imports: opset 1 */
+    if (m->opset < 0)
+        return MPS_OK; /* no default-domain ops then: any node is refused by its domain */
+    if (m->opset < MPS_ONNX_OPSET_MIN || m->opset > MPS_ONNX_OPSET_MAX)
+        return mps_fail(err, MPS_ERR_MODEL, "opset %lld of the default domain is outside what mpsrun supports "
+                        "(%d to %d)", (long long)m->opset, MPS_ONNX_OPSET_MIN, MPS_ONNX_OPSET_MAX);
+    return MPS_OK;
+}
+
+/* Declares graph input vi with the shape in the file, symbolic dims taken
+   from the caller's shape (or 1). */
+static enum mps_status mps_onnx_input(struct mps_onnx_ctx *c, struct mps_model *m, const Onnx__ValueInfoProto *vi,
+                                      int k, const struct mps_onnx_opts *opts, struct mps_error *err)
+{
+    const char *name = vi->name ? vi->name : "";
+    const Onnx__TypeProto *tp = vi->type;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+        return mps_fail(err, MPS_ERR_MODEL, "graph input '%s' is not a tensor (sequences, maps and optionals are "
+                        "not supported)", name);
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    enum mps_dtype dt;
+    if (!mps_onnx_dtype(tt->elem_type, &dt))
+        return mps_fail(err, MPS_ERR_MODEL, "graph input '%s' has data type %s, which mpsrun does not support", name,
+                        mps_onnx_dtype_name(tt->elem_type));
+    const struct mps_shape *given = opts && k < opts->n_shapes ? &opts->shapes[k] : NULL;
+    const struct mps_tensor *value = opts && opts->values && k < opts->n_shapes && opts->values[k].data
+                                         ? &opts->values[k] : NULL;
+    struct mps_shape s = {0, {0}};
+    struct mps_model_input info;
+    memset(&info, 0, sizeof info);
+    if (tt->shape) {
+        if (tt->shape->n_dim > MPS_MAX_DIMS)
+            return mps_fail(err, MPS_ERR_MODEL, "graph input '%s' has %zu dims; at most %d are supported", name,
+                            tt->shape->n_dim, MPS_MAX_DIMS);
+        s.ndim = (int)tt->shape->n_dim;
+        for (int i = 0; i < s.ndim; i++) {
+            const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+            if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value >= 0) {
+                s.dim[i] = d->dim_value;
+            } else {
+                info.symbolic[i] = true;
+                s.dim[i] = 1;
+                if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param)
+                    info.dim_name[i] = mps_graph_strdup(c->g, d->dim_param);
+            }
+        }
+    } else if (!given) {
+        return mps_fail(err, MPS_ERR_MODEL, "graph input '%s' has no shape; give one", name);
+    }
+    if (given) {
+        char a[160], b[160];
+        bool fits = !tt->shape || given->ndim == s.ndim;
+        for (int i = 0; fits && tt->shape && i < s.ndim; i++)
+            fits = info.symbolic[i] || given->dim[i] == s.dim[i];
+        if (!fits)
+            return mps_fail(err, MPS_ERR_INPUT, "input '%s' of the model has shape %s, the input given is %s", name,
+                            mps_shape_str(&s, a, sizeof a), mps_shape_str(given, b, sizeof b));
+        s = *given;
+    }
+    if (mps_shape_numel(&s) < 0)
+        return mps_fail(err, MPS_ERR_MODEL, "graph input '%s' is too large", name);
+    int v = mps_onnx_define(c, name, dt, &s);
+    if (v < 0)
+        return mps_fail(err, MPS_ERR_MODEL, "graph input '%s' is declared twice", name);
+    if (value) {
+        if (value->dtype != dt)
+            return mps_fail(err, MPS_ERR_INPUT, "input '%s' must be %s, the value given is %s", name,
+                            mps_dtype_name(dt), mps_dtype_name(value->dtype));
+        size_t bytes = mps_tensor_bytes(value);
+        void *copy = mps_graph_alloc(c->g, bytes);
+        if (!copy)
+            return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+        memcpy(copy, value->data, bytes);
+        c->g->values[v].data = copy;
+        return MPS_OK;
+    }
+    enum mps_status st = mps_graph_add_input(c->g, v, err);
+    if (st)
+        return st;
+    m->inputs[c->g->n_inputs - 1] = info;
+    return MPS_OK;
+}
+
+static enum mps_status mps_onnx_nodes(struct mps_onnx_ctx *c, const Onnx__GraphProto *gp, struct mps_error *err)
+{
+    for (size_t k = 0; k < gp->n_node; k++) {
+        const Onnx__NodeProto *np = gp->node[k];
+        char name[160];
+        if (np->name && np->name[0])
+            snprintf(name, sizeof name, "%s", np->name);
+        else
+            snprintf(name, sizeof name, "%s_%zu", np->op_type ? np->op_type : "node", k);
+        struct mps_onnx_node n = {.np = np, .name = name};
+        if (!np->op_type)
+            return mps_onnx_fail(&n, err, "no op_type");
+        const char *domain = np->domain ? np->domain : "";
+        if (domain[0] && strcmp(domain, "ai.onnx") != 0)
+            return mps_onnx_fail(&n, err, "op %s of domain '%s' is not supported (only the default ONNX domain is)",
+                                 np->op_type, domain);
+        if (np->n_input > sizeof n.in / sizeof n.in[0] || np->n_output > sizeof n.out / sizeof n.out[0])
+            return mps_onnx_fail(&n, err, "%zu inputs and %zu outputs are more than mpsrun takes", np->n_input,
+                                 np->n_output);
+        n.n_in = (int)np->n_input;
+        for (int i = 0; i < n.n_in; i++) {
+            const char *in = np->input[i];
+            n.in[i] = in && in[0] ? mps_onnx_lookup(c, in) : -1;
+            if (in && in[0] && n.in[i] < 0) /* defined later (unsorted file) or never: add it, sort decides */
+                n.in[i] = mps_onnx_define(c, in, MPS_F32, NULL);
+            if (in && in[0] && n.in[i] < 0)
+                return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+        }
+        n.n_out = (int)np->n_output;
+        for (int i = 0; i < n.n_out; i++) {
+            const char *out = np->output[i];
+            n.out[i] = -1;
+            if (!out || !out[0])
+                continue;
+            int v = mps_onnx_lookup(c, out);
+            if (v >= 0 && (c->g->values[v].producer >= 0 || c->g->values[v].data ||
+                           c->g->values[v].shape_known))
+                return mps_onnx_fail(&n, err, "output '%s' is already defined elsewhere", out);
+            n.out[i] = v >= 0 ? v : mps_onnx_define(c, out, MPS_F32, NULL);
+            if (n.out[i] < 0)
+                return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+        }
+        enum mps_status st = mps_onnx_map_node(c, &n, err);
+        if (st)
+            return st;
+    }
+    return MPS_OK;
+}
+
+static enum mps_status mps_onnx_build(struct mps_onnx_ctx *c, struct mps_model *m, const Onnx__ModelProto *mp,
+                                      const struct mps_onnx_opts *opts, struct mps_error *err)
+{
+    const Onnx__GraphProto *gp = mp->graph;
+    if (!gp)
+        return mps_fail(err, MPS_ERR_MODEL, "the model has no graph");
+    m->ir_version = mp->ir_version;
+    enum mps_status st = mps_onnx_opsets(m, mp, err);
+    if (st)
+        return st;
+    c->opset = m->opset;
+    char producer[160];
+    snprintf(producer, sizeof producer, "%s%s%s", mp->producer_name ? mp->producer_name : "",
+             mp->producer_version && mp->producer_version[0] ? " " : "",
+             mp->producer_version ? mp->producer_version : "");
+    m->producer = mps_graph_strdup(c->g, producer);
+    m->meta = mps_graph_alloc(c->g, sizeof *m->meta * (mp->n_metadata_props + 1));
+    m->inputs = mps_graph_alloc(c->g, sizeof *m->inputs * (gp->n_input + 1));
+    if (!m->producer || !m->meta || !m->inputs)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    for (size_t i = 0; i < mp->n_metadata_props; i++) {
+        const Onnx__StringStringEntryProto *e = mp->metadata_props[i];
+        m->meta[m->n_meta].key = mps_graph_strdup(c->g, e->key ? e->key : "");
+        m->meta[m->n_meta].value = mps_graph_strdup(c->g, e->value ? e->value : "");
+        if (!m->meta[m->n_meta].key || !m->meta[m->n_meta].value)
+            return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+        m->n_meta++;
+    }
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *t = gp->initializer[i];
+        const char *name = t->name ? t->name : "";
+        enum mps_dtype dt;
+        struct mps_shape s;
+        const void *data;
+        if ((st = mps_onnx_tensor(c, t, name, &dt, &s, &data, err)))
+            return st;
+        int v = mps_onnx_define(c, name, dt, &s);
+        if (v < 0)
+            return mps_fail(err, MPS_ERR_MODEL, "initializer '%s' is defined twice", name);
+        c->g->values[v].data = data;
+    }
+    /* Graph inputs that name an initializer (IR < 4 lists every weight) are
+       constants, not runtime inputs. */
+    int k = 0;
+    for (size_t i = 0; i < gp->n_input; i++) {
+        int v = gp->input[i]->name ? mps_onnx_lookup(c, gp->input[i]->name) : -1;
+        if (v >= 0 && c->g->values[v].data)
+            continue;
+        if ((st = mps_onnx_input(c, m, gp->input[i], k++, opts, err)))
+            return st;
+    }
+    if (opts && opts->n_shapes && opts->n_shapes != k)
+        return mps_fail(err, MPS_ERR_INPUT, "the model takes %d inputs, %d were given", k, opts->n_shapes);
+    if ((st = mps_onnx_nodes(c, gp, err)))
+        return st;
+    if (gp->n_output == 0)
+        return mps_fail(err, MPS_ERR_MODEL, "the graph has no outputs");
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const char *name = gp->output[i]->name ? gp->output[i]->name : "";
+        int v = mps_onnx_lookup(c, name);
+        if (v < 0)
+            return mps_fail(err, MPS_ERR_MODEL, "graph output '%s' is not computed by any node", name);
+        if ((st = mps_graph_add_output(c->g, v, err)))
+            return st;
+    }
+    if ((st = mps_graph_sort(c->g, err)) || (st = mps_passes_fold(c->g, err)))
+        return st;
+    if (!(opts && opts->no_optimize))
+        st = mps_passes_optimize(c->g, err);
+    return st;
+}
+
+enum mps_status mps_onnx_load(const char *path, const struct mps_onnx_opts *opts, struct mps_model **model,
+                              struct mps_error *err)
+{
+    *model = NULL;
+    unsigned char *buf;
+    size_t len;
+    enum mps_status st = mps_onnx_read_file(path, &buf, &len, err);
+    if (st)
+        return st;
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
+    free(buf);
+    if (!mp)
+        return mps_fail(err, MPS_ERR_MODEL, "not an ONNX model: the protobuf does not decode (truncated or another "
+                        "format?)");
+    struct mps_model *m = calloc(1, sizeof *m);
+    struct mps_graph *g = mps_graph_new();
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (slash)
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    else
+        snprintf(dir, sizeof dir, ".");
+    struct mps_onnx_ctx c = {.g = g, .dir = dir};
+    if (!m || !g) {
+        st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    } else {
+        m->graph = g;
+        st = mps_onnx_build(&c, m, mp, opts, err);
+        m->path = mps_graph_strdup(g, path);
+    }
+    free(c.slots);
+    onnx__model_proto__free_unpacked(mp, NULL);
+    if (st) {
+        if (m)
+            mps_model_free(m);
+        else
+            mps_graph_free(g);
+        return st;
+    }
+    *model = m;
+    return MPS_OK;
+}

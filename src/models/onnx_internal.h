@@ -1,0 +1,64 @@
+/* onnx_internal.h: shared by the ONNX loader (onnx.c) and its op mapping
+   (onnx_ops.c). Internal to src/models. */
+#ifndef MPS_ONNX_INTERNAL_H
+#define MPS_ONNX_INTERNAL_H
+
+#include "model.h"
+#include "onnx.pb-c.h"
+
+/* Opsets of the default domain the mapping follows. Before opset 7 some ops had
+   attributes that the rows do not list (consumed_inputs, string Cast 'to', ...):
+   such files fail on those attributes, never run with other semantics. */
+#define MPS_ONNX_OPSET_MIN 1
+#define MPS_ONNX_OPSET_MAX 21
+
+struct mps_onnx_ctx {
+    struct mps_graph *g;
+    int64_t opset;
+    const char *dir;  /* the model's folder, for external data */
+    int *slots;       /* name -> value index, open addressing; -1 empty */
+    size_t n_slots;   /* a power of two */
+    int n_generated;  /* counter for the names of values the loader adds */
+};
+
+/* The value named name, or -1. */
+int mps_onnx_lookup(const struct mps_onnx_ctx *c, const char *name);
+/* Adds a value named name (unique) to the graph and the map; -1 on failure. */
+int mps_onnx_define(struct mps_onnx_ctx *c, const char *name, enum mps_dtype dt, const struct mps_shape *s);
+/* Adds an initializer under a generated name derived from hint; -1 on failure. */
+int mps_onnx_const(struct mps_onnx_ctx *c, const char *hint, enum mps_dtype dt, const struct mps_shape *s,
+                   const void *data);
+/* Adds a value under a generated name derived from hint (no data); -1 on failure. */
+int mps_onnx_temp(struct mps_onnx_ctx *c, const char *hint);
+
+/* Decodes t (inline or external data) into dtype, shape and data copied into
+   the graph arena. what names the tensor in messages. */
+enum mps_status mps_onnx_tensor(struct mps_onnx_ctx *c, const Onnx__TensorProto *t, const char *what,
+                                enum mps_dtype *dt, struct mps_shape *s, const void **data, struct mps_error *err);
+/* The mpsrun dtype of ONNX TensorProto.DataType v; false when unsupported. */
+bool mps_onnx_dtype(int32_t v, enum mps_dtype *dt);
+/* "FLOAT", "INT64", ... for messages. */
+const char *mps_onnx_dtype_name(int32_t v);
+
+/* A node being mapped: its ONNX form, a name for messages, and the values of
+   its inputs (-1: omitted) and outputs (-1: omitted optional output). */
+struct mps_onnx_node {
+    const Onnx__NodeProto *np;
+    const char *name;
+    int in[32];
+    int n_in;
+    int out[8];
+    int n_out;
+};
+
+/* Maps one ONNX node to IR nodes (onnx_ops.c). */
+enum mps_status mps_onnx_map_node(struct mps_onnx_ctx *c, struct mps_onnx_node *n, struct mps_error *err);
+
+/* "node 'name' (op_type): <reason>" with MPS_ERR_MODEL. */
+enum mps_status mps_onnx_fail(const struct mps_onnx_node *n, struct mps_error *err, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+#endif

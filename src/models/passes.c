@@ -1,0 +1,269 @@
+/* passes.c: the graph passes between loading and compiling.
+
+   fold:     shape inference node by node; a node whose inputs are all
+             constants (and every Shape node: shapes are static) is run once
+             on the CPU and its outputs become constants. This is what turns
+             the Shape -> Gather -> Unsqueeze -> Concat -> Reshape chains of
+             exporters into one constant shape. Then unused nodes go.
+   optimize: Identity and Dropout removed; BatchNormalization folded into the
+             Conv or Gemm before it (new weights; shared ones are untouched).
+   fuse:     an activation after Conv, ConvTranspose or Gemm is fused into
+             it when the backend can run the fused node.
+   Each changes results by float rounding at most; the conformance runner
+   and test_passes compare with and without them. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/cpu.h"
+#include "model.h"
+
+/* Outputs larger than this stay nodes: folding must not blow up the file. */
+#define MPS_FOLD_MAX_BYTES ((size_t)64 << 20)
+
+static bool mps_pass_is_output(const struct mps_graph *g, int v)
+{
+    for (int i = 0; i < g->n_outputs; i++)
+        if (g->outputs[i] == v)
+            return true;
+    return false;
+}
+
+/* Readers of value v among the nodes, counting a graph output as one. */
+static int mps_pass_uses(const struct mps_graph *g, int v, int *only)
+{
+    int uses = mps_pass_is_output(g, v);
+    for (int k = 0; k < g->n_nodes; k++)
+        for (int i = 0; i < g->nodes[k].n_in; i++)
+            if (g->nodes[k].in[i] == v) {
+                uses++;
+                *only = k;
+            }
+    return uses;
+}
+
+static bool mps_pass_foldable(const struct mps_graph *g, const struct mps_node *n)
+{
+    size_t bytes = 0;
+    for (int i = 0; i < n->n_out; i++) {
+        const struct mps_value *v = &g->values[n->out[i]];
+        bytes += (size_t)mps_shape_numel(&v->shape) * mps_dtype_size(v->dtype);
+    }
+    if (bytes > MPS_FOLD_MAX_BYTES)
+        return false;
+    if (n->op == MPS_OP_SHAPE)
+        return true;
+    for (int i = 0; i < n->n_in; i++)
+        if (n->in[i] >= 0 && !g->values[n->in[i]].data)
+            return false;
+    return true;
+}
+
+/* Drops nodes that no graph output depends on. */
+static void mps_pass_dead_code(struct mps_graph *g, bool *dead)
+{
+    bool *live = calloc((size_t)g->n_values + 1, sizeof *live);
+    if (!live)
+        return; /* keeping dead nodes is correct, only slower */
+    for (int i = 0; i < g->n_outputs; i++)
+        live[g->outputs[i]] = true;
+    for (int k = g->n_nodes - 1; k >= 0; k--) {
+        const struct mps_node *n = &g->nodes[k];
+        bool needed = false;
+        for (int o = 0; o < n->n_out; o++)
+            needed = needed || live[n->out[o]];
+        dead[k] = dead[k] || !needed;
+        for (int i = 0; !dead[k] && i < n->n_in; i++)
+            if (n->in[i] >= 0)
+                live[n->in[i]] = true;
+    }
+    free(live);
+    mps_graph_remove_nodes(g, dead);
+}
+
+enum mps_status mps_passes_fold(struct mps_graph *g, struct mps_error *err)
+{
+    for (int i = 0; i < g->n_inputs; i++)
+        if (!g->values[g->inputs[i]].shape_known)
+            return mps_fail(err, MPS_ERR_MODEL, "graph input '%s' has no shape", g->values[g->inputs[i]].name);
+    bool *dead = calloc((size_t)g->n_nodes + 1, sizeof *dead);
+    if (!dead)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    enum mps_status st = MPS_OK;
+    for (int k = 0; k < g->n_nodes && !st; k++) {
+        struct mps_node *n = &g->nodes[k];
+        if ((st = mps_graph_infer_node(g, n, err)) || !mps_pass_foldable(g, n))
+            continue;
+        void *out[8] = {NULL};
+        for (int o = 0; o < n->n_out && !st; o++) {
+            const struct mps_value *v = &g->values[n->out[o]];
+            out[o] = mps_graph_alloc(g, (size_t)mps_shape_numel(&v->shape) * mps_dtype_size(v->dtype));
+            if (!out[o])
+                st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory folding node '%s'", n->name);
+        }
+        if (!st)
+            st = mps_cpu_eval_node(g, n, out, err);
+        for (int o = 0; o < n->n_out && !st; o++)
+            g->values[n->out[o]].data = out[o];
+        dead[k] = true;
+    }
+    if (!st)
+        mps_pass_dead_code(g, dead);
+    free(dead);
+    return st;
+}
+
+/* A new constant holding a copy of value v's data, converted nowhere: f32 only. */
+static int mps_pass_copy_const(struct mps_graph *g, int v, const char *suffix)
+{
+    const struct mps_value *val = &g->values[v];
+    char name[512];
+    int id = -1;
+    for (int k = 0; id < 0 && k < 1000; k++) {
+        snprintf(name, sizeof name, "%.400s:%s%d", val->name, suffix, k);
+        if (mps_graph_find(g, name) < 0)
+            id = mps_graph_add_const(g, name, MPS_F32, &val->shape, val->data);
+    }
+    return id;
+}
+
+static bool mps_pass_const_f32(const struct mps_graph *g, int v)
+{
+    return v >= 0 && g->values[v].data && g->values[v].dtype == MPS_F32;
+}
+
+/* Folds BatchNormalization node bn into Conv or Gemm node prev. */
+static bool mps_pass_fold_bn(struct mps_graph *g, struct mps_node *prev, const struct mps_node *bn)
+{
+    for (int i = 1; i < 5; i++)
+        if (!mps_pass_const_f32(g, bn->in[i]))
+            return false;
+    const float *scale = g->values[bn->in[1]].data, *beta = g->values[bn->in[2]].data,
+                *mean = g->values[bn->in[3]].data, *var = g->values[bn->in[4]].data;
+    int64_t channels = g->values[bn->in[1]].shape.dim[0];
+    int b = prev->n_in > 2 ? prev->in[2] : -1;
+    bool gemm = prev->op == MPS_OP_GEMM;
+    if (!mps_pass_const_f32(g, prev->in[1]) || (b >= 0 && !mps_pass_const_f32(g, b)))
+        return false;
+    if (gemm && (g->values[bn->in[0]].shape.ndim != 2 ||
+                 (b >= 0 && mps_shape_numel(&g->values[b].shape) != 1 && (g->values[b].shape.ndim == 2
+                                                                            ? g->values[b].shape.dim[0] != 1
+                                                                            : g->values[b].shape.ndim != 1))))
+        return false; /* C varies along the batch: no per-channel fold */
+    if (!gemm && prev->p.conv.act.on)
+        return false;
+    int w = mps_pass_copy_const(g, prev->in[1], "bn_folded");
+    struct mps_shape bs = {1, {channels}};
+    float *bias = calloc((size_t)channels, sizeof *bias);
+    if (w < 0 || !bias) {
+        free(bias);
+        return false;
+    }
+    float *wd = (float *)g->values[w].data;
+    const struct mps_shape *ws = &g->values[w].shape;
+    int64_t per = mps_shape_numel(ws) / channels;
+    const float *old_b = b >= 0 ? g->values[b].data : NULL;
+    bool b_scalar = b >= 0 && mps_shape_numel(&g->values[b].shape) == 1;
+    for (int64_t m = 0; m < channels; m++) {
+        double k = scale[m] / sqrt((double)var[m] + bn->p.norm.epsilon);
+        if (!gemm || prev->p.gemm.trans_b) /* rows of W are output channels */
+            for (int64_t i = 0; i < per; i++)
+                wd[m * per + i] = (float)(wd[m * per + i] * k);
+        else /* Gemm without transB: B is [K, M], columns are channels */
+            for (int64_t i = 0; i < per; i++)
+                wd[i * channels + m] = (float)(wd[i * channels + m] * k);
+        double c = old_b ? old_b[b_scalar ? 0 : m] * (gemm ? prev->p.gemm.beta : 1.0f) : 0.0;
+        bias[m] = (float)((c - mean[m]) * k + beta[m]);
+    }
+    char name[512];
+    snprintf(name, sizeof name, "%.400s:bn_bias", g->values[w].name);
+    int nb = mps_graph_add_const(g, name, MPS_F32, &bs, bias);
+    free(bias);
+    int *in = mps_graph_alloc(g, 3 * sizeof *in);
+    if (nb < 0 || !in)
+        return false;
+    in[0] = prev->in[0];
+    in[1] = w;
+    in[2] = nb;
+    prev->in = in;
+    prev->n_in = 3;
+    if (gemm)
+        prev->p.gemm.beta = 1.0f;
+    prev->out[0] = bn->out[0];
+    return true;
+}
+
+enum mps_status mps_passes_optimize(struct mps_graph *g, struct mps_error *err)
+{
+    bool *dead = calloc((size_t)g->n_nodes + 1, sizeof *dead);
+    if (!dead)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    for (int k = 0; k < g->n_nodes; k++) {
+        struct mps_node *n = &g->nodes[k];
+        int only = -1;
+        if ((n->op == MPS_OP_IDENTITY || n->op == MPS_OP_DROPOUT) && n->n_out == 1 &&
+            !mps_pass_is_output(g, n->out[0])) {
+            mps_graph_replace_uses(g, n->out[0], n->in[0]);
+            dead[k] = true;
+        } else if (n->op == MPS_OP_BATCH_NORM && g->values[n->in[0]].producer >= 0 &&
+                   mps_pass_uses(g, n->in[0], &only) == 1) {
+            struct mps_node *prev = &g->nodes[g->values[n->in[0]].producer];
+            if ((prev->op == MPS_OP_CONV || prev->op == MPS_OP_GEMM) && mps_pass_fold_bn(g, prev, n))
+                dead[k] = true;
+        }
+    }
+    mps_pass_dead_code(g, dead);
+    free(dead);
+    return MPS_OK;
+}
+
+static bool mps_pass_fusable(enum mps_op op)
+{
+    switch (op) {
+    case MPS_OP_RELU:
+    case MPS_OP_LEAKY_RELU:
+    case MPS_OP_ELU:
+    case MPS_OP_SELU:
+    case MPS_OP_SIGMOID:
+    case MPS_OP_HARD_SIGMOID:
+    case MPS_OP_HARD_SWISH:
+    case MPS_OP_TANH:
+    case MPS_OP_SOFTPLUS:
+    case MPS_OP_SOFTSIGN:
+    case MPS_OP_GELU:
+    case MPS_OP_CLIP: return true;
+    default: return false;
+    }
+}
+
+enum mps_status mps_passes_fuse(struct mps_graph *g, const struct mps_backend *be, struct mps_error *err)
+{
+    bool *dead = calloc((size_t)g->n_nodes + 1, sizeof *dead);
+    if (!dead)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    for (int k = 0; k < g->n_nodes; k++) {
+        struct mps_node *n = &g->nodes[k];
+        if (n->op != MPS_OP_CONV && n->op != MPS_OP_CONV_TRANSPOSE && n->op != MPS_OP_GEMM)
+            continue;
+        struct mps_fused_act *act = n->op == MPS_OP_GEMM ? &n->p.gemm.act : &n->p.conv.act;
+        int only = -1;
+        if (act->on || mps_pass_uses(g, n->out[0], &only) != 1 || only < 0)
+            continue;
+        const struct mps_node *a = &g->nodes[only];
+        if (!mps_pass_fusable(a->op) || a->in[0] != n->out[0] || g->values[a->out[0]].dtype != MPS_F32)
+            continue;
+        *act = (struct mps_fused_act){.on = true, .op = a->op, .p = a->p.act};
+        if (be->supports && !be->supports(g, n)) {
+            act->on = false;
+            continue;
+        }
+        g->values[n->out[0]].producer = -1;
+        n->out[0] = a->out[0];
+        g->values[n->out[0]].producer = k;
+        dead[only] = true;
+    }
+    mps_graph_remove_nodes(g, dead);
+    free(dead);
+    return MPS_OK;
+}

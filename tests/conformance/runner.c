@@ -1,0 +1,385 @@
+/* runner.c: the official ONNX backend test suite on every available backend.
+
+   conformance DATA_DIR EXPECTED [FILTER]
+
+   For each DATA_DIR/{node,pytorch-converted,pytorch-operator,simple}/test_*:
+   loads model.onnx for the shapes of test_data_set_0's inputs, runs every
+   test_data_set_N, and compares each output_N.pb with the suite's default
+   tolerance (|got - want| <= 1e-7 + 1e-3 |want|; integers exactly). Each model
+   also runs without the optimizing passes, and both runs must agree.
+   Integer and one-element inputs (shapes, axes, bounds the suite feeds at
+   run time) are given to the loader as values: mpsrun compiles a model for
+   them, as it does for input shapes.
+   A test is skipped, with its reason, when it uses an op outside mpsrun's
+   set, a data type mpsrun does not support, or training mode; anything else
+   that goes wrong is a failure. EXPECTED lists the tests that must pass (one
+   "folder/test" a line): the exit code is 1 when any of them does not. */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "model.h"
+
+static const char *const mps_conf_folders[] = {"node", "pytorch-converted", "pytorch-operator", "simple"};
+#define MPS_CONF_N_FOLDERS 4
+#define MPS_CONF_MAX_IO 16
+
+enum mps_conf_result { MPS_CONF_PASS, MPS_CONF_FAIL, MPS_CONF_SKIP };
+
+struct mps_conf_set {
+    struct mps_tensor in[MPS_CONF_MAX_IO], out[MPS_CONF_MAX_IO];
+    int n_in, n_out;
+    struct mps_tensor rt[MPS_CONF_MAX_IO]; /* the inputs that stay runtime inputs */
+    int n_rt;
+};
+
+/* Whether the suite's input t is a parameter the model is specialized for. */
+static bool mps_conf_is_param(const struct mps_tensor *t)
+{
+    return t->dtype == MPS_I64 || t->dtype == MPS_I32 || mps_shape_numel(&t->shape) <= 1;
+}
+
+static int mps_conf_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted names of the entries of dir starting with prefix; free each and the array. */
+static char **mps_conf_list(const char *dir, const char *prefix, int *count)
+{
+    DIR *d = opendir(dir);
+    char **names = NULL;
+    *count = 0;
+    if (!d)
+        return NULL;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        char **grown = realloc(names, sizeof *names * (size_t)(*count + 1));
+        if (!grown)
+            break;
+        names = grown;
+        names[(*count)++] = strdup(e->d_name);
+    }
+    closedir(d);
+    if (names)
+        qsort(names, (size_t)*count, sizeof *names, mps_conf_cmp);
+    return names;
+}
+
+static void mps_conf_free_list(char **names, int count)
+{
+    for (int i = 0; i < count; i++)
+        free(names[i]);
+    free(names);
+}
+
+static void mps_conf_free_set(struct mps_conf_set *s)
+{
+    for (int i = 0; i < s->n_in; i++)
+        free(s->in[i].data);
+    for (int i = 0; i < s->n_out; i++)
+        free(s->out[i].data);
+    memset(s, 0, sizeof *s);
+}
+
+/* Reads dir/<prefix>_0.pb, _1.pb, ... while they exist. */
+static enum mps_status mps_conf_read_pbs(const char *dir, const char *prefix, struct mps_tensor *t, int *n,
+                                         struct mps_error *err)
+{
+    char path[1024];
+    struct stat st;
+    for (*n = 0; *n < MPS_CONF_MAX_IO; (*n)++) {
+        snprintf(path, sizeof path, "%s/%s_%d.pb", dir, prefix, *n);
+        if (stat(path, &st) != 0)
+            return MPS_OK;
+        enum mps_status s = mps_onnx_read_tensor_file(path, &t[*n], err);
+        if (s)
+            return s;
+    }
+    return MPS_OK;
+}
+
+static double mps_conf_get(const struct mps_tensor *t, int64_t i)
+{
+    switch (t->dtype) {
+    case MPS_F32: return ((const float *)t->data)[i];
+    case MPS_F16: return mps_f16_to_f32(((const uint16_t *)t->data)[i]);
+    case MPS_F64: return ((const double *)t->data)[i];
+    case MPS_I64: return (double)((const int64_t *)t->data)[i];
+    case MPS_I32: return ((const int32_t *)t->data)[i];
+    default: return ((const uint8_t *)t->data)[i];
+    }
+}
+
+/* Compares got with want; writes why they differ into why. */
+static bool mps_conf_close(const struct mps_tensor *got, const struct mps_tensor *want, double rtol, double atol,
+                           char *why, size_t size)
+{
+    char a[128], b[128];
+    if (got->dtype != want->dtype || !mps_shape_eq(&got->shape, &want->shape)) {
+        snprintf(why, size, "got %s %s, expected %s %s", mps_dtype_name(got->dtype),
+                 mps_shape_str(&got->shape, a, sizeof a), mps_dtype_name(want->dtype),
+                 mps_shape_str(&want->shape, b, sizeof b));
+        return false;
+    }
+    bool exact = want->dtype != MPS_F32 && want->dtype != MPS_F16 && want->dtype != MPS_F64;
+    int64_t n = mps_shape_numel(&want->shape);
+    for (int64_t i = 0; i < n; i++) {
+        double g = mps_conf_get(got, i), w = mps_conf_get(want, i);
+        bool ok = exact ? g == w : (isnan(w) ? isnan(g) : fabs(g - w) <= atol + rtol * fabs(w));
+        if (!ok && !(isinf(w) && g == w)) {
+            snprintf(why, size, "element %lld is %.9g, expected %.9g", (long long)i, g, w);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A load error that puts the test outside mpsrun's scope, or NULL. */
+static const char *mps_conf_out_of_scope(const char *msg)
+{
+    if (strstr(msg, ": op ") && strstr(msg, "is not supported"))
+        return "op outside the supported set";
+    if (strstr(msg, "data type") || strstr(msg, "dtype") || strstr(msg, "is not a tensor") ||
+        strstr(msg, "(Cast): cast to"))
+        return "data type";
+    if (strstr(msg, "training"))
+        return "training mode";
+    return NULL;
+}
+
+/* Runs model m on backend be over every data set; the results go into got[set][output]. */
+static enum mps_status mps_conf_run(struct mps_model *m, const struct mps_backend *be, struct mps_conf_set *sets,
+                                    int n_sets, struct mps_tensor (*got)[MPS_CONF_MAX_IO], struct mps_error *err)
+{
+    const struct mps_graph *g = m->graph;
+    enum mps_status st = mps_passes_fuse(m->graph, be, err);
+    struct mps_plan *plan = NULL;
+    if (!st)
+        st = mps_plan_compile(be, g, &(struct mps_compile_opts){0}, &plan, err);
+    for (int s = 0; !st && s < n_sets; s++) {
+        if (sets[s].n_out != g->n_outputs || sets[s].n_rt != g->n_inputs) {
+            st = mps_fail(err, MPS_ERR_MODEL, "data set %d has %d inputs and %d outputs, the model %d and %d", s,
+                          sets[s].n_rt, sets[s].n_out, g->n_inputs, g->n_outputs);
+            break;
+        }
+        for (int o = 0; o < g->n_outputs; o++) {
+            const struct mps_value *v = &g->values[g->outputs[o]];
+            size_t bytes = (size_t)mps_shape_numel(&v->shape) * mps_dtype_size(v->dtype);
+            got[s][o] = mps_tensor_make(v->dtype, &v->shape, calloc(1, bytes ? bytes : 1));
+        }
+        st = mps_plan_run(plan, sets[s].rt, got[s], err);
+    }
+    mps_plan_free(plan);
+    return st;
+}
+
+static enum mps_conf_result mps_conf_test(const char *dir, const struct mps_backend *const *bes, int n_bes,
+                                          char *why, size_t size)
+{
+    char path[1024];
+    int n_sets;
+    char **set_names = mps_conf_list(dir, "test_data_set_", &n_sets);
+    struct mps_conf_set *sets = calloc((size_t)n_sets + 1, sizeof *sets);
+    struct mps_tensor (*got)[MPS_CONF_MAX_IO] = calloc((size_t)n_sets + 1, sizeof *got);
+    struct mps_tensor (*plain)[MPS_CONF_MAX_IO] = calloc((size_t)n_sets + 1, sizeof *plain);
+    struct mps_error err = {{0}};
+    enum mps_conf_result r = MPS_CONF_PASS;
+    struct mps_model *opt = NULL, *raw = NULL;
+    snprintf(why, size, "ok");
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    for (int s = 0; s < n_sets && r == MPS_CONF_PASS; s++) {
+        char set_dir[1024];
+        snprintf(set_dir, sizeof set_dir, "%s/%s", dir, set_names[s]);
+        if (mps_conf_read_pbs(set_dir, "input", sets[s].in, &sets[s].n_in, &err) ||
+            mps_conf_read_pbs(set_dir, "output", sets[s].out, &sets[s].n_out, &err)) {
+            /* sequences and optionals are stored in other protos: the model says whether it is in scope */
+            struct mps_model *m = NULL;
+            struct mps_error why_model = {{0}};
+            const char *scope = mps_onnx_load(path, NULL, &m, &why_model) ? mps_conf_out_of_scope(why_model.msg)
+                                                                            : NULL;
+            snprintf(why, size, "%s: %s", scope ? scope : "data type", scope ? why_model.msg : err.msg);
+            mps_model_free(m);
+            r = MPS_CONF_SKIP;
+        }
+        for (int i = 0; i < sets[s].n_in; i++)
+            if (!mps_conf_is_param(&sets[s].in[i]))
+                sets[s].rt[sets[s].n_rt++] = sets[s].in[i];
+        for (int i = 0; s > 0 && i < sets[s].n_in; i++)
+            if (mps_conf_is_param(&sets[s].in[i]) &&
+                memcmp(sets[s].in[i].data, sets[0].in[i].data, mps_tensor_bytes(&sets[s].in[i])) != 0) {
+                snprintf(why, size, "data set %d gives other parameter values than data set 0", s);
+                r = MPS_CONF_FAIL;
+            }
+    }
+    if (r == MPS_CONF_PASS && n_sets == 0) {
+        snprintf(why, size, "no test data sets");
+        r = MPS_CONF_FAIL;
+    }
+    struct mps_shape shapes[MPS_CONF_MAX_IO];
+    struct mps_tensor values[MPS_CONF_MAX_IO];
+    for (int i = 0; r == MPS_CONF_PASS && i < sets[0].n_in; i++) {
+        shapes[i] = sets[0].in[i].shape;
+        values[i] = sets[0].in[i];
+        if (!mps_conf_is_param(&values[i]))
+            values[i].data = NULL;
+    }
+    struct mps_onnx_opts o = {.n_shapes = sets[0].n_in, .shapes = shapes, .values = values};
+    if (r == MPS_CONF_PASS && mps_onnx_load(path, &o, &opt, &err)) {
+        const char *scope = mps_conf_out_of_scope(err.msg);
+        snprintf(why, size, "%s%s%s", scope ? scope : "", scope ? ": " : "", err.msg);
+        r = scope ? MPS_CONF_SKIP : MPS_CONF_FAIL;
+    }
+    o.no_optimize = true;
+    if (r == MPS_CONF_PASS && mps_onnx_load(path, &o, &raw, &err)) {
+        snprintf(why, size, "without the passes: %s", err.msg);
+        r = MPS_CONF_FAIL;
+    }
+    for (int b = 0; r == MPS_CONF_PASS && b < n_bes; b++) {
+        if (mps_backend_unsupported(bes[b], opt->graph, why, size)) {
+            continue; /* a GPU backend without this op: covered by its own tests */
+        }
+        if (mps_conf_run(opt, bes[b], sets, n_sets, got, &err) || mps_conf_run(raw, bes[b], sets, n_sets, plain, &err)) {
+            snprintf(why, size, "[%s] %s", bes[b]->name, err.msg);
+            r = MPS_CONF_FAIL;
+            break;
+        }
+        for (int s = 0; r == MPS_CONF_PASS && s < n_sets; s++)
+            for (int i = 0; r == MPS_CONF_PASS && i < sets[s].n_out; i++) {
+                char detail[256];
+                if (!mps_conf_close(&got[s][i], &sets[s].out[i], 1e-3, 1e-7, detail, sizeof detail)) {
+                    snprintf(why, size, "[%s] data set %d output %d: %s", bes[b]->name, s, i, detail);
+                    r = MPS_CONF_FAIL;
+                } else if (!mps_conf_close(&plain[s][i], &got[s][i], 1e-5, 1e-6, detail, sizeof detail)) {
+                    snprintf(why, size, "[%s] data set %d output %d: the passes changed the result: %s",
+                             bes[b]->name, s, i, detail);
+                    r = MPS_CONF_FAIL;
+                }
+            }
+        for (int s = 0; s < n_sets; s++)
+            for (int i = 0; i < MPS_CONF_MAX_IO; i++) {
+                free(got[s][i].data);
+                free(plain[s][i].data);
+                got[s][i].data = plain[s][i].data = NULL;
+            }
+    }
+    mps_model_free(opt);
+    mps_model_free(raw);
+    for (int s = 0; s < n_sets; s++)
+        mps_conf_free_set(&sets[s]);
+    free(sets);
+    free(got);
+    free(plain);
+    mps_conf_free_list(set_names, n_sets);
+    return r;
+}
+
+static bool mps_conf_expected(char **list, int n, const char *name)
+{
+    return bsearch(&name, list, (size_t)n, sizeof *list, mps_conf_cmp) != NULL;
+}
+
+static char **mps_conf_read_expected(const char *path, int *count)
+{
+    FILE *f = fopen(path, "r");
+    char **list = malloc(sizeof *list), line[512];
+    *count = 0;
+    if (!f || !list) {
+        free(list);
+        if (f)
+            fclose(f);
+        return NULL;
+    }
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (!line[0] || line[0] == '#')
+            continue;
+        char **grown = realloc(list, sizeof *list * (size_t)(*count + 1));
+        if (!grown)
+            break;
+        list = grown;
+        list[(*count)++] = strdup(line);
+    }
+    fclose(f);
+    if (list)
+        qsort(list, (size_t)*count, sizeof *list, mps_conf_cmp);
+    return list;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: conformance DATA_DIR EXPECTED [FILTER]\n");
+        return 2;
+    }
+    const char *data = argv[1], *filter = argc > 3 ? argv[3] : NULL;
+    int n_expected;
+    char **expected = mps_conf_read_expected(argv[2], &n_expected);
+    if (!expected) {
+        fprintf(stderr, "conformance: cannot read the expected list %s\n", argv[2]);
+        return 2;
+    }
+    struct stat st;
+    if (stat(data, &st) != 0) {
+        fprintf(stderr, "conformance: no test data at %s (Debian: apt-get install libonnx-testdata)\n", data);
+        return 2;
+    }
+    const struct mps_backend *bes[4];
+    int n_bes = 0, n_all;
+    const struct mps_backend *const *all = mps_backend_list(&n_all);
+    for (int i = 0; i < n_all; i++) {
+        struct mps_backend_info info;
+        struct mps_error err = {{0}};
+        if (all[i]->probe(&info, &err) == MPS_OK)
+            bes[n_bes++] = all[i];
+        else
+            printf("skip backend %s: %s\n", all[i]->name, err.msg);
+    }
+    int passed = 0, failed = 0, skipped = 0, regressions = 0;
+    char summary[MPS_CONF_N_FOLDERS][160];
+    for (int f = 0; f < MPS_CONF_N_FOLDERS; f++) {
+        char dir[1024];
+        snprintf(dir, sizeof dir, "%s/%s", data, mps_conf_folders[f]);
+        int n_tests, fp = 0, ff = 0, fs = 0;
+        char **tests = mps_conf_list(dir, "test_", &n_tests);
+        for (int t = 0; t < n_tests; t++) {
+            char name[512], tdir[1024], why[512];
+            snprintf(name, sizeof name, "%s/%s", mps_conf_folders[f], tests[t]);
+            if (filter && !strstr(name, filter))
+                continue;
+            snprintf(tdir, sizeof tdir, "%s/%s", dir, tests[t]);
+            enum mps_conf_result r = mps_conf_test(tdir, bes, n_bes, why, sizeof why);
+            bool want = mps_conf_expected(expected, n_expected, name);
+            if (r == MPS_CONF_PASS) {
+                printf("ok   %s\n", name);
+                fp++;
+            } else if (r == MPS_CONF_SKIP) {
+                printf("skip %s: %s\n", name, why);
+                fs++;
+            } else {
+                printf("FAIL %s: %s\n", name, why);
+                ff++;
+            }
+            if (want && r != MPS_CONF_PASS) {
+                printf("     ^ regression: %s is in the expected list\n", name);
+                regressions++;
+            }
+        }
+        snprintf(summary[f], sizeof summary[f], "%-18s %4d passed / %4d in scope / %4d total", mps_conf_folders[f],
+                 fp, fp + ff, fp + ff + fs);
+        passed += fp, failed += ff, skipped += fs;
+        mps_conf_free_list(tests, n_tests);
+    }
+    printf("\n");
+    for (int f = 0; f < MPS_CONF_N_FOLDERS; f++)
+        printf("%s\n", summary[f]);
+    if (regressions)
+        printf("%d test%s of the expected list did not pass\n", regressions, regressions == 1 ? "" : "s");
+    mps_conf_free_list(expected, n_expected);
+    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    return regressions ? 1 : 0;
+}
