@@ -1,11 +1,14 @@
-/* runner.c: the official ONNX backend test suite on every available backend.
+/* runner.c: tests in the layout of the official ONNX backend test suite, on
+   every available backend.
 
-   conformance DATA_DIR EXPECTED [FILTER]
+   conformance [--rtol R] [--atol A] [--filter TEXT] EXPECTED DIR...
 
-   For each DATA_DIR/{node,pytorch-converted,pytorch-operator,simple}/test_*:
+   For each DIR/test_* (the suite's folders node, pytorch-converted, ...; or
+   PyTorch exports written the same way by tests/models/export_torch.py):
    loads model.onnx for the shapes of test_data_set_0's inputs, runs every
-   test_data_set_N, and compares each output_N.pb with the suite's default
-   tolerance (|got - want| <= 1e-7 + 1e-3 |want|; integers exactly). Each model
+   test_data_set_N, and compares each output_N.pb within the tolerance
+   (|got - want| <= atol + rtol |want|, by default the suite's 1e-7 and 1e-3;
+   integers exactly). Each model
    also runs without the optimizing passes, and both runs must agree.
    Integer and one-element inputs (shapes, axes, bounds the suite feeds at
    run time) are given to the loader as values: mpsrun compiles a model for
@@ -23,8 +26,6 @@
 
 #include "model.h"
 
-static const char *const mps_conf_folders[] = {"node", "pytorch-converted", "pytorch-operator", "simple"};
-#define MPS_CONF_N_FOLDERS 4
 #define MPS_CONF_MAX_IO 16
 
 enum mps_conf_result { MPS_CONF_PASS, MPS_CONF_FAIL, MPS_CONF_SKIP };
@@ -178,6 +179,8 @@ static enum mps_status mps_conf_run(struct mps_model *m, const struct mps_backen
     return st;
 }
 
+static double mps_conf_rtol = 1e-3, mps_conf_atol = 1e-7;
+
 static enum mps_conf_result mps_conf_test(const char *dir, const struct mps_backend *const *bes, int n_bes,
                                           char *why, size_t size)
 {
@@ -251,7 +254,8 @@ static enum mps_conf_result mps_conf_test(const char *dir, const struct mps_back
         for (int s = 0; r == MPS_CONF_PASS && s < n_sets; s++)
             for (int i = 0; r == MPS_CONF_PASS && i < sets[s].n_out; i++) {
                 char detail[256];
-                if (!mps_conf_close(&got[s][i], &sets[s].out[i], 1e-3, 1e-7, detail, sizeof detail)) {
+                if (!mps_conf_close(&got[s][i], &sets[s].out[i], mps_conf_rtol, mps_conf_atol, detail,
+                                    sizeof detail)) {
                     snprintf(why, size, "[%s] data set %d output %d: %s", bes[b]->name, s, i, detail);
                     r = MPS_CONF_FAIL;
                 } else if (!mps_conf_close(&plain[s][i], &got[s][i], 1e-5, 1e-6, detail, sizeof detail)) {
@@ -278,9 +282,13 @@ static enum mps_conf_result mps_conf_test(const char *dir, const struct mps_back
     return r;
 }
 
-static bool mps_conf_expected(char **list, int n, const char *name)
+/* Whether name is in the sorted list; marks it seen. */
+static bool mps_conf_expected(char **list, bool *seen, int n, const char *name)
 {
-    return bsearch(&name, list, (size_t)n, sizeof *list, mps_conf_cmp) != NULL;
+    char **hit = bsearch(&name, list, (size_t)n, sizeof *list, mps_conf_cmp);
+    if (hit)
+        seen[hit - list] = true;
+    return hit != NULL;
 }
 
 static char **mps_conf_read_expected(const char *path, int *count)
@@ -312,22 +320,29 @@ static char **mps_conf_read_expected(const char *path, int *count)
 
 int main(int argc, char **argv)
 {
-    if (argc < 3) {
-        fprintf(stderr, "usage: conformance DATA_DIR EXPECTED [FILTER]\n");
+    const char *filter = NULL;
+    int arg = 1;
+    for (; arg + 1 < argc && strncmp(argv[arg], "--", 2) == 0; arg += 2) {
+        if (strcmp(argv[arg], "--rtol") == 0)
+            mps_conf_rtol = atof(argv[arg + 1]);
+        else if (strcmp(argv[arg], "--atol") == 0)
+            mps_conf_atol = atof(argv[arg + 1]);
+        else if (strcmp(argv[arg], "--filter") == 0)
+            filter = argv[arg + 1];
+        else
+            break;
+    }
+    if (argc - arg < 2) {
+        fprintf(stderr, "usage: conformance [--rtol R] [--atol A] [--filter TEXT] EXPECTED DIR...\n");
         return 2;
     }
-    const char *data = argv[1], *filter = argc > 3 ? argv[3] : NULL;
     int n_expected;
-    char **expected = mps_conf_read_expected(argv[2], &n_expected);
+    char **expected = mps_conf_read_expected(argv[arg], &n_expected);
     if (!expected) {
-        fprintf(stderr, "conformance: cannot read the expected list %s\n", argv[2]);
+        fprintf(stderr, "conformance: cannot read the expected list %s\n", argv[arg]);
         return 2;
     }
-    struct stat st;
-    if (stat(data, &st) != 0) {
-        fprintf(stderr, "conformance: no test data at %s (Debian: apt-get install libonnx-testdata)\n", data);
-        return 2;
-    }
+    bool *seen = calloc((size_t)n_expected + 1, sizeof *seen);
     const struct mps_backend *bes[4];
     int n_bes = 0, n_all;
     const struct mps_backend *const *all = mps_backend_list(&n_all);
@@ -339,21 +354,27 @@ int main(int argc, char **argv)
         else
             printf("skip backend %s: %s\n", all[i]->name, err.msg);
     }
-    int passed = 0, failed = 0, skipped = 0, regressions = 0;
-    char summary[MPS_CONF_N_FOLDERS][160];
-    for (int f = 0; f < MPS_CONF_N_FOLDERS; f++) {
-        char dir[1024];
-        snprintf(dir, sizeof dir, "%s/%s", data, mps_conf_folders[f]);
+    int passed = 0, failed = 0, skipped = 0, regressions = 0, n_dirs = argc - arg - 1;
+    char (*summary)[200] = calloc((size_t)n_dirs, sizeof *summary);
+    for (int f = 0; f < n_dirs; f++) {
+        const char *dir = argv[arg + 1 + f], *slash = strrchr(dir, '/');
+        const char *folder = slash && slash[1] ? slash + 1 : dir;
+        struct stat st;
+        if (stat(dir, &st) != 0) {
+            printf("FAIL %s: no such folder (Debian: apt-get install libonnx-testdata)\n", dir);
+            failed++, regressions++;
+            continue;
+        }
         int n_tests, fp = 0, ff = 0, fs = 0;
         char **tests = mps_conf_list(dir, "test_", &n_tests);
         for (int t = 0; t < n_tests; t++) {
             char name[512], tdir[1024], why[512];
-            snprintf(name, sizeof name, "%s/%s", mps_conf_folders[f], tests[t]);
+            snprintf(name, sizeof name, "%s/%s", folder, tests[t]);
             if (filter && !strstr(name, filter))
                 continue;
             snprintf(tdir, sizeof tdir, "%s/%s", dir, tests[t]);
             enum mps_conf_result r = mps_conf_test(tdir, bes, n_bes, why, sizeof why);
-            bool want = mps_conf_expected(expected, n_expected, name);
+            bool want = mps_conf_expected(expected, seen, n_expected, name);
             if (r == MPS_CONF_PASS) {
                 printf("ok   %s\n", name);
                 fp++;
@@ -369,16 +390,24 @@ int main(int argc, char **argv)
                 regressions++;
             }
         }
-        snprintf(summary[f], sizeof summary[f], "%-18s %4d passed / %4d in scope / %4d total", mps_conf_folders[f],
-                 fp, fp + ff, fp + ff + fs);
+        snprintf(summary[f], sizeof summary[f], "%-18s %4d passed / %4d in scope / %4d total", folder, fp, fp + ff,
+                 fp + ff + fs);
         passed += fp, failed += ff, skipped += fs;
         mps_conf_free_list(tests, n_tests);
     }
+    for (int i = 0; i < n_expected && !filter; i++)
+        if (!seen[i]) {
+            printf("FAIL %s: in the expected list but not found\n", expected[i]);
+            regressions++;
+        }
+    free(seen);
     printf("\n");
-    for (int f = 0; f < MPS_CONF_N_FOLDERS; f++)
-        printf("%s\n", summary[f]);
+    for (int f = 0; f < n_dirs; f++)
+        if (summary[f][0])
+            printf("%s\n", summary[f]);
     if (regressions)
         printf("%d test%s of the expected list did not pass\n", regressions, regressions == 1 ? "" : "s");
+    free(summary);
     mps_conf_free_list(expected, n_expected);
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     return regressions ? 1 : 0;

@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""Exports MLPs, CNNs and torchvision classification models with PyTorch and
+writes each as an ONNX test case in the layout of the ONNX backend test suite:
+
+    OUT/test_<name>/model.onnx
+    OUT/test_<name>/test_data_set_0/input_0.pb    (serialized TensorProto)
+    OUT/test_<name>/test_data_set_0/output_0.pb   (what PyTorch computed)
+
+tests/conformance/runner.c then runs them through mpsrun and compares.
+Weights are random (torchvision's initialization, seeded), models are in
+eval mode. Each model is exported at its own opset so that 11 to 17 are all
+covered. Two more cases are rewritten into the form PyTorch's newer
+exporter writes (opset 18: Reduce axes as inputs, weights in external data
+model.onnx.data), because only PyTorch 1.13 is available here.
+
+usage: export_torch.py OUT [NAME...]     (Debian: python3-torch python3-torchvision python3-onnx)
+"""
+import os
+import sys
+
+import onnx
+import onnx.external_data_helper
+import onnx.numpy_helper
+import torch
+import torchvision
+
+
+class MLP(torch.nn.Module):
+    """784-512-512-10, as in the issue's benchmarks."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(
+            torch.nn.Flatten(), torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Dropout(0.2),
+            torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
+
+    def forward(self, x):
+        return torch.softmax(self.net(x), dim=1)
+
+
+class SmallCNN(torch.nn.Module):
+    """Conv-BN-ReLU blocks, pooling both ways, a classifier: the shipped models' shape."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = torch.nn.Sequential(
+            torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.BatchNorm2d(32), torch.nn.ReLU6(),
+            torch.nn.AvgPool2d(2), torch.nn.Conv2d(32, 32, 3, groups=4, padding=1), torch.nn.Hardswish())
+        self.head = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(32 * 7 * 7, 64),
+                                        torch.nn.BatchNorm1d(64), torch.nn.LeakyReLU(0.1), torch.nn.Linear(64, 10))
+
+    def forward(self, x):
+        return torch.log_softmax(self.head(self.features(x)), dim=-1)
+
+
+def vision(name, **kw):
+    return lambda: getattr(torchvision.models, name)(weights=None, **kw)
+
+
+# name: (constructor, input shape, opset, dynamic batch exported as a symbolic dim)
+CASES = {
+    "mlp_784_512_512_10": (MLP, (4, 1, 28, 28), 11, True),
+    "small_cnn": (SmallCNN, (2, 1, 28, 28), 12, False),
+    "resnet18": (vision("resnet18"), (1, 3, 224, 224), 13, False),
+    "mobilenet_v2": (vision("mobilenet_v2"), (1, 3, 224, 224), 14, True),
+    "squeezenet1_1": (vision("squeezenet1_1"), (1, 3, 224, 224), 15, False),
+    "shufflenet_v2_x0_5": (vision("shufflenet_v2_x0_5"), (1, 3, 224, 224), 16, False),
+    "efficientnet_b0": (vision("efficientnet_b0"), (1, 3, 224, 224), 17, False),
+    "mnasnet0_5": (vision("mnasnet0_5"), (2, 3, 160, 160), 11, False),
+    "googlenet": (vision("googlenet", aux_logits=False, init_weights=True), (1, 3, 224, 224), 12, False),
+    "regnet_x_400mf": (vision("regnet_x_400mf"), (1, 3, 224, 224), 14, False),
+    "densenet121": (vision("densenet121"), (1, 3, 224, 224), 13, False),
+    "convnext_tiny": (vision("convnext_tiny"), (1, 3, 224, 224), 17, False),
+}
+
+# Rewritten into the opset 18 form with external data (see the module doc).
+OPSET18 = {"mlp_opset18_external": "mlp_784_512_512_10", "small_cnn_opset18_external": "small_cnn"}
+
+
+def write_tensor(path, array, name):
+    tensor = onnx.numpy_helper.from_array(array, name)
+    with open(path, "wb") as f:
+        f.write(tensor.SerializeToString())
+
+
+def export(out, name):
+    make, shape, opset, dynamic = CASES[name]
+    torch.manual_seed(len(name))
+    model = make().eval()
+    x = torch.randn(*shape)
+    with torch.no_grad():
+        # BatchNorm statistics other than 0/1, so that folding them is really tested
+        for m in model.modules():
+            if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2.0)
+        y = model(x)
+    case = os.path.join(out, "test_" + name)
+    os.makedirs(os.path.join(case, "test_data_set_0"), exist_ok=True)
+    axes = {"input": {0: "batch"}, "output": {0: "batch"}} if dynamic else None
+    torch.onnx.export(model, x, os.path.join(case, "model.onnx"), opset_version=opset, input_names=["input"],
+                      output_names=["output"], dynamic_axes=axes)
+    if dynamic:  # the data has another batch than the trace: the symbolic dim must be resolved
+        x = torch.randn(shape[0] + 3, *shape[1:])
+        with torch.no_grad():
+            y = model(x)
+    write_tensor(os.path.join(case, "test_data_set_0", "input_0.pb"), x.numpy(), "input")
+    write_tensor(os.path.join(case, "test_data_set_0", "output_0.pb"), y.numpy(), "output")
+    return case
+
+
+def to_opset18(src_case, out, name):
+    """ReduceMean/ReduceSum axes attribute -> input, opset 18, weights external."""
+    model = onnx.load(os.path.join(src_case, "model.onnx"))
+    for node in model.graph.node:
+        if node.op_type in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"):
+            axes = [a for a in node.attribute if a.name == "axes"]
+            if axes:
+                const = node.name + "_axes"
+                model.graph.initializer.append(onnx.numpy_helper.from_array(
+                    torch.tensor(list(axes[0].ints), dtype=torch.int64).numpy(), const))
+                node.input.append(const)
+                node.attribute.remove(axes[0])
+    for opset in model.opset_import:
+        if opset.domain in ("", "ai.onnx"):
+            opset.version = 18
+    model.ir_version = 8
+    case = os.path.join(out, "test_" + name)
+    os.makedirs(os.path.join(case, "test_data_set_0"), exist_ok=True)
+    onnx.external_data_helper.convert_model_to_external_data(model, all_tensors_to_one_file=True,
+                                                             location="model.onnx.data", size_threshold=0)
+    onnx.save(model, os.path.join(case, "model.onnx"))
+    for f in ("input_0.pb", "output_0.pb"):
+        with open(os.path.join(src_case, "test_data_set_0", f), "rb") as a, \
+                open(os.path.join(case, "test_data_set_0", f), "wb") as b:
+            b.write(a.read())
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    out, names = sys.argv[1], sys.argv[2:] or list(CASES) + list(OPSET18)
+    os.makedirs(out, exist_ok=True)
+    for name in names:
+        if name in OPSET18:
+            src = os.path.join(out, "test_" + OPSET18[name])
+            if not os.path.exists(os.path.join(src, "model.onnx")):
+                export(out, OPSET18[name])
+            to_opset18(src, out, name)
+        else:
+            export(out, name)
+        print("exported", name, flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# test_exports.sh CONFORMANCE SRC OUT: exports MLPs, CNNs and torchvision models
+# with PyTorch into OUT (once; again when the export script changes), then runs
+# them through mpsrun and compares with PyTorch to 1e-4 relative.
+set -euo pipefail
+runner=$1 src=$2 out=$3
+script=$src/tests/models/export_torch.py
+if ! /usr/bin/python3 -c 'import torch, torchvision, onnx' 2>/dev/null; then
+  echo "FAIL: PyTorch is missing (Debian: python3-torch python3-torchvision python3-onnx; ./scripts/setup installs them)"
+  exit 1
+fi
+stamp=$out/.exported
+if [ ! -f "$stamp" ] || [ "$script" -nt "$stamp" ]; then
+  rm -rf "$out"
+  echo "exporting with PyTorch into $out"
+  /usr/bin/python3 "$script" "$out" 2> >(grep -v -i warning >&2)
+  touch "$stamp"
+fi
+exec "$runner" --rtol 1e-4 --atol 1e-5 "$src/tests/models/expected_exports.txt" "$out"
