@@ -1,0 +1,146 @@
+/* test_passes.c: the graph passes change the graph as they claim and the
+   results by float rounding at most. Each row builds a small graph twice,
+   runs it with and without the passes on the CPU, and counts what is left. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "model.h"
+
+#define SH(...) (&(struct mps_shape){(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}})
+
+static int th_node(struct mps_graph *g, enum mps_op op, const char *out, const int *in, int n_in,
+                   const union mps_op_params *p)
+{
+    struct mps_error err = {{0}};
+    int y = mps_graph_add_value(g, out, MPS_F32, NULL);
+    return mps_graph_add_node(g, op, out, in, n_in, &y, 1, p, &err) == MPS_OK ? y : -1;
+}
+
+static int th_bn(struct mps_graph *g, const char *name, int x, int64_t c)
+{
+    char n[64];
+    int in[5] = {x};
+    static const double lo[4] = {0.5, -0.3, -0.3, 0.5}, hi[4] = {1.5, 0.3, 0.3, 2.0};
+    for (int i = 0; i < 4; i++) {
+        snprintf(n, sizeof n, "%s.p%d", name, i);
+        in[1 + i] = th_add_random_const(g, n, SH(c), lo[i], hi[i]);
+    }
+    return th_node(g, MPS_OP_BATCH_NORM, name, in, 5, NULL);
+}
+
+/* x[2,3,8,8] -> Conv 4 -> BN -> Relu -> Identity -> Conv 4 (same weights as a second user) -> Clip */
+static struct mps_graph *th_conv_graph(void)
+{
+    struct mps_graph *g = mps_graph_new();
+    struct mps_error err = {{0}};
+    int x = mps_graph_add_value(g, "x", MPS_F32, SH(2, 3, 8, 8));
+    mps_graph_add_input(g, x, &err);
+    union mps_op_params conv, clip;
+    mps_op_params_default(MPS_OP_CONV, &conv);
+    conv.conv.win.pad[0] = conv.conv.win.pad[1] = conv.conv.win.pad[2] = conv.conv.win.pad[3] = 1;
+    mps_op_params_default(MPS_OP_CLIP, &clip);
+    int w = th_add_random_const(g, "w", SH(4, 3, 3, 3), -0.5, 0.5), b = th_add_random_const(g, "b", SH(4), -0.1, 0.1);
+    int w2 = th_add_random_const(g, "w2", SH(4, 4, 3, 3), -0.5, 0.5);
+    struct mps_shape scalar = {0, {0}};
+    int lo = mps_graph_add_const(g, "lo", MPS_F32, &scalar, &(float){0.0f});
+    int hi = mps_graph_add_const(g, "hi", MPS_F32, &scalar, &(float){0.4f});
+    int h = th_node(g, MPS_OP_CONV, "conv1", (int[]){x, w, b}, 3, &conv);
+    h = th_bn(g, "bn1", h, 4);
+    h = th_node(g, MPS_OP_RELU, "relu1", &h, 1, NULL);
+    h = th_node(g, MPS_OP_IDENTITY, "id", &h, 1, NULL);
+    int side = th_node(g, MPS_OP_CONV, "conv_side", (int[]){h, w2}, 2, &conv); /* shares w2 with conv2 */
+    h = th_node(g, MPS_OP_CONV, "conv2", (int[]){h, w2}, 2, &conv);
+    h = th_bn(g, "bn2", h, 4);
+    h = th_node(g, MPS_OP_CLIP, "clip", (int[]){h, lo, hi}, 3, &clip);
+    mps_graph_add_output(g, h, &err);
+    mps_graph_add_output(g, side, &err);
+    return g;
+}
+
+/* x[5,6] -> Gemm (B [6,7], C [7]) -> BN -> Sigmoid ; Gemm transB (B [7,6], no C) -> BN */
+static struct mps_graph *th_gemm_graph(void)
+{
+    struct mps_graph *g = mps_graph_new();
+    struct mps_error err = {{0}};
+    int x = mps_graph_add_value(g, "x", MPS_F32, SH(5, 6));
+    mps_graph_add_input(g, x, &err);
+    union mps_op_params gemm;
+    mps_op_params_default(MPS_OP_GEMM, &gemm);
+    gemm.gemm.alpha = 0.7f;
+    gemm.gemm.beta = 1.3f;
+    int b1 = th_add_random_const(g, "b1", SH(6, 7), -0.5, 0.5), c1 = th_add_random_const(g, "c1", SH(7), -0.2, 0.2);
+    int h = th_node(g, MPS_OP_GEMM, "fc1", (int[]){x, b1, c1}, 3, &gemm);
+    h = th_bn(g, "bn1", h, 7);
+    h = th_node(g, MPS_OP_SIGMOID, "sig", &h, 1, NULL);
+    gemm.gemm.trans_b = true;
+    int b2 = th_add_random_const(g, "b2", SH(7, 6), -0.5, 0.5);
+    int k = th_node(g, MPS_OP_GEMM, "fc2", (int[]){x, b2}, 2, &gemm);
+    k = th_bn(g, "bn2", k, 7);
+    mps_graph_add_output(g, h, &err);
+    mps_graph_add_output(g, k, &err);
+    return g;
+}
+
+static int th_count(const struct mps_graph *g, enum mps_op op)
+{
+    int n = 0;
+    for (int k = 0; k < g->n_nodes; k++)
+        n += g->nodes[k].op == op;
+    return n;
+}
+
+static void th_case(const char *name, struct mps_graph *(*build)(void), int bn_left, int acts_left, int id_left)
+{
+    struct mps_error err = {{0}};
+    th_seed(name);
+    struct mps_graph *plain = build();
+    th_seed(name);
+    struct mps_graph *opt = build();
+    if (mps_graph_sort(plain, &err) || mps_passes_fold(plain, &err) || mps_graph_sort(opt, &err) ||
+        mps_passes_fold(opt, &err) || mps_passes_optimize(opt, &err) || mps_passes_fuse(opt, &mps_backend_cpu, &err)) {
+        th_fail("%s: passes: %s", name, err.msg);
+        goto out;
+    }
+    th_check(th_count(opt, MPS_OP_BATCH_NORM) == bn_left, "%s: %d BatchNormalization left (expected %d)", name,
+             th_count(opt, MPS_OP_BATCH_NORM), bn_left);
+    int acts = th_count(opt, MPS_OP_RELU) + th_count(opt, MPS_OP_CLIP) + th_count(opt, MPS_OP_SIGMOID);
+    th_check(acts == acts_left, "%s: %d activation nodes left after fusion (expected %d)", name, acts, acts_left);
+    th_check(th_count(opt, MPS_OP_IDENTITY) == id_left, "%s: %d Identity left", name, th_count(opt, MPS_OP_IDENTITY));
+    const struct mps_value *xv = &plain->values[plain->inputs[0]];
+    int64_t n = mps_shape_numel(&xv->shape);
+    float *x = th_alloc(MPS_F32, n);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (float)th_uniform(-1, 1);
+    struct mps_tensor in = mps_tensor_make(MPS_F32, &xv->shape, x), a[2], b[2];
+    if (th_run(&mps_backend_cpu, plain, &in, a, &err) || th_run(&mps_backend_cpu, opt, &in, b, &err)) {
+        th_fail("%s: run: %s", name, err.msg);
+    } else {
+        for (int o = 0; o < plain->n_outputs; o++) {
+            int64_t m = mps_shape_numel(&a[o].shape);
+            double *da = calloc((size_t)m, sizeof *da), *db = calloc((size_t)m, sizeof *db);
+            th_to_double(MPS_F32, a[o].data, m, da);
+            th_to_double(MPS_F32, b[o].data, m, db);
+            double e = th_nmse(db, da, m);
+            th_check(e < 1e-10, "%s output %d: with and without the passes nmse %.2e", name, o, e);
+            free(da);
+            free(db);
+        }
+    }
+    th_free_tensors(a, plain->n_outputs);
+    th_free_tensors(b, plain->n_outputs);
+    free(x);
+out:
+    mps_graph_free(plain);
+    mps_graph_free(opt);
+}
+
+int main(void)
+{
+    /* relu1 fuses into conv1 (whose only reader it is) though two convs read relu1; clip fuses
+       into conv2 once bn2 is folded; the Identity goes */
+    th_case("Conv BN Relu Identity Conv BN Clip", th_conv_graph, 0, 0, 0);
+    th_case("Gemm BN Sigmoid, Gemm transB BN", th_gemm_graph, 0, 0, 0);
+    return th_summary();
+}
