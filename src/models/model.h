@@ -58,6 +58,10 @@ struct mps_model {
    MPS_ERR_RUNTIME when out of memory. */
 enum mps_status mps_onnx_load(const char *path, const struct mps_onnx_opts *opts, struct mps_model **model,
                               struct mps_error *err);
+/* The same from the bytes of a model file in memory; external data is read
+   relative to dir. (The fuzz target's entry point.) */
+enum mps_status mps_onnx_load_buffer(const void *buf, size_t len, const char *dir, const struct mps_onnx_opts *opts,
+                                     struct mps_model **model, struct mps_error *err);
 /* Frees the model and its graph; NULL is a no-op. */
 void mps_model_free(struct mps_model *m);
 /* The metadata value stored under key, or NULL. */

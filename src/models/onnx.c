@@ -576,35 +576,23 @@ static enum mps_status mps_onnx_build(struct mps_onnx_ctx *c, struct mps_model *
     return st;
 }
 
-enum mps_status mps_onnx_load(const char *path, const struct mps_onnx_opts *opts, struct mps_model **model,
-                              struct mps_error *err)
+enum mps_status mps_onnx_load_buffer(const void *buf, size_t len, const char *dir, const struct mps_onnx_opts *opts,
+                                     struct mps_model **model, struct mps_error *err)
 {
     *model = NULL;
-    unsigned char *buf;
-    size_t len;
-    enum mps_status st = mps_onnx_read_file(path, &buf, &len, err);
-    if (st)
-        return st;
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
-    free(buf);
     if (!mp)
         return mps_fail(err, MPS_ERR_MODEL, "not an ONNX model: the protobuf does not decode (truncated or another "
                         "format?)");
     struct mps_model *m = calloc(1, sizeof *m);
     struct mps_graph *g = mps_graph_new();
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (slash)
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    else
-        snprintf(dir, sizeof dir, ".");
     struct mps_onnx_ctx c = {.g = g, .dir = dir};
+    enum mps_status st;
     if (!m || !g) {
         st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     } else {
         m->graph = g;
         st = mps_onnx_build(&c, m, mp, opts, err);
-        m->path = mps_graph_strdup(g, path);
     }
     free(c.slots);
     onnx__model_proto__free_unpacked(mp, NULL);
@@ -617,4 +605,26 @@ enum mps_status mps_onnx_load(const char *path, const struct mps_onnx_opts *opts
     }
     *model = m;
     return MPS_OK;
+}
+
+enum mps_status mps_onnx_load(const char *path, const struct mps_onnx_opts *opts, struct mps_model **model,
+                              struct mps_error *err)
+{
+    *model = NULL;
+    unsigned char *buf;
+    size_t len;
+    enum mps_status st = mps_onnx_read_file(path, &buf, &len, err);
+    if (st)
+        return st;
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (slash)
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    else
+        snprintf(dir, sizeof dir, ".");
+    st = mps_onnx_load_buffer(buf, len, dir, opts, model, err);
+    free(buf);
+    if (st == MPS_OK)
+        (*model)->path = mps_graph_strdup((*model)->graph, path);
+    return st;
 }

@@ -683,6 +683,8 @@ static const struct mps_onnx_rule mps_onnx_rules[] = {
 static bool mps_onnx_listed(const char *list, const char *name)
 {
     size_t len = strlen(name);
+    if (len == 0)
+        return false; /* and strstr would find "" everywhere, forever */
     for (const char *p = list; (p = strstr(p, name)) != NULL; p += len)
         if ((p == list || p[-1] == ' ') && (p[len] == ' ' || p[len] == '\0'))
             return true;

@@ -1,0 +1,147 @@
+#!/usr/bin/python3
+"""Writes malformed and unsupported ONNX files, and a few valid ones that use
+rare legal forms, into OUT, with OUT/manifest.txt listing for each file:
+
+    file <TAB> expected status (ok | model) <TAB> text the error must contain
+
+tests/unit/test_onnx_files.c loads each and checks. The files also seed the
+loader's fuzz corpus (tests/fuzz). Built with the onnx package (Debian
+python3-onnx), mostly by hand so that the files can be as wrong as needed.
+
+usage: make_bad_models.py OUT
+"""
+import os
+import random
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OUT = sys.argv[1] if len(sys.argv) > 1 else sys.exit(__doc__)
+os.makedirs(OUT, exist_ok=True)
+manifest = []
+
+
+def save(name, model_or_bytes, status, text=""):
+    path = os.path.join(OUT, name)
+    data = model_or_bytes if isinstance(model_or_bytes, bytes) else model_or_bytes.SerializeToString()
+    with open(path, "wb") as f:
+        f.write(data)
+    manifest.append(f"{name}\t{status}\t{text}")
+
+
+def model(nodes, inputs, outputs, inits=(), opset=13, ir=8):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="mpsrun-tests")
+    m.ir_version = ir
+    return m
+
+
+def vi(name, shape, dtype=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+rng = np.random.default_rng(7)
+w = numpy_helper.from_array(rng.standard_normal((4, 3)).astype(np.float32), "w")
+good = model([helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"), helper.make_node("Relu", ["h"], ["y"], name="relu")],
+             [vi("x", ["batch", 4])], [vi("y", ["batch", 3])], [w])
+save("good_mlp.onnx", good, "ok")
+
+raw = good.SerializeToString()
+for cut in (1, 7, len(raw) // 3, len(raw) // 2, len(raw) - 5):
+    save(f"truncated_{cut}.onnx", raw[:cut], "model", "")
+random.seed(3)
+for i in range(3):
+    save(f"random_{i}.onnx", bytes(random.randrange(256) for _ in range(200 + 100 * i)), "model", "")
+save("png_magic.onnx", b"\x89PNG\r\n\x1a\n" + bytes(64), "model", "")
+save("empty.onnx", b"", "model", "no graph")
+save("text.onnx", b"this is not a model\n", "model", "")
+
+# dims: huge, negative, shorter data than shape
+huge = onnx.TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1 << 40, 1 << 40])
+save("huge_dims.onnx", model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [vi("x", [1, 4])],
+                             [vi("y", [1, 3])], [huge]), "model", "2^40")
+neg = onnx.TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4, -3])
+save("negative_dims.onnx", model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [vi("x", [1, 4])],
+                                 [vi("y", [1, 3])], [neg]), "model", "negative")
+short = onnx.TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4, 3], raw_data=bytes(20))
+save("short_raw_data.onnx", model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [vi("x", [1, 4])],
+                                  [vi("y", [1, 3])], [short]), "model", "raw_data holds 20 bytes")
+few = onnx.TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4, 3], float_data=[1.0] * 5)
+save("short_float_data.onnx", model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [vi("x", [1, 4])],
+                                    [vi("y", [1, 3])], [few]), "model", "holds 5 values")
+save("huge_input.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", [1 << 30, 1 << 30])],
+                              [vi("y", [1 << 30, 1 << 30])]), "model", "too large")
+
+# graph structure
+save("cycle.onnx", model([helper.make_node("Add", ["x", "c"], ["b"], name="add"),
+                          helper.make_node("Relu", ["b"], ["c"], name="relu")], [vi("x", [2])], [vi("c", [2])]),
+     "model", "cycle")
+save("undefined_input.onnx", model([helper.make_node("Add", ["x", "ghost"], ["y"], name="add")], [vi("x", [2])],
+                                   [vi("y", [2])]), "model", "'ghost'")
+save("twice_defined.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="a"),
+                                  helper.make_node("Relu", ["x"], ["y"], name="b")], [vi("x", [2])], [vi("y", [2])]),
+     "model", "already defined")
+save("no_outputs.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", [2])], []),
+     "model", "no outputs")
+save("shape_mismatch.onnx", model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [vi("x", [2, 5])],
+                                  [vi("y", [2, 3])], [w]), "model", "node 'mm' (MatMul): inner dims")
+
+# unsupported things are named
+save("unsupported_op.onnx", model([helper.make_node("Resize", ["x"], ["y"], name="up")], [vi("x", [1, 1, 2, 2])],
+                                  [vi("y", [1, 1, 4, 4])]), "model", "node 'up' (Resize): op Resize is not supported")
+save("unsupported_attr.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu", alpha=2.0)], [vi("x", [2])],
+                                    [vi("y", [2])]), "model", "node 'relu' (Relu): attribute 'alpha' is not supported")
+save("unsupported_dtype.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                                     [vi("x", [2], TensorProto.COMPLEX64)], [vi("y", [2])]), "model", "COMPLEX64")
+nameless = helper.make_node("Relu", ["x"], ["y"], name="relu")
+nameless.attribute.add().name = "\0hidden"  # found by fuzz_onnx: an empty name once hung the loader
+save("nameless_attr.onnx", model([nameless], [vi("x", [2])], [vi("y", [2])]), "model", "attribute '' is not supported")
+save("unsupported_domain.onnx", model([helper.make_node("FusedConv", ["x"], ["y"], name="f", domain="com.microsoft")],
+                                      [vi("x", [2])], [vi("y", [2])]), "model", "domain 'com.microsoft'")
+save("unsupported_pad_mode.onnx", model([helper.make_node("Pad", ["x", "p"], ["y"], name="pad", mode="wrap")],
+                                        [vi("x", [2])], [vi("y", [4])],
+                                        [numpy_helper.from_array(np.array([1, 1], np.int64), "p")]),
+     "model", "mode 'wrap'")
+save("opset_too_new.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", [2])],
+                                 [vi("y", [2])], opset=99), "model", "opset 99")
+
+# external data: missing file, offset past the end, a location outside the folder
+def external(name, location, offset, length, extra=None):
+    t = onnx.TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4, 3],
+                         data_location=TensorProto.EXTERNAL)
+    for k, v in (("location", location), ("offset", str(offset)), ("length", str(length))):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    m = model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [vi("x", [1, 4])], [vi("y", [1, 3])], [t])
+    if extra is not None:
+        with open(os.path.join(OUT, location), "wb") as f:
+            f.write(extra)
+    return m
+
+
+weights = rng.standard_normal((4, 3)).astype(np.float32).tobytes()
+save("external_ok.onnx", external("w", "external_ok.onnx.data", 16, 48, bytes(16) + weights), "ok")
+save("external_missing.onnx", external("w", "nowhere.data", 0, 48), "model", "cannot open external data file")
+save("external_past_end.onnx", external("w", "external_short.data", 40, 48, weights), "model", "fewer than offset")
+save("external_escape.onnx", external("w", "../outside.data", 0, 48), "model", "not a relative path")
+save("external_length.onnx", external("w", "external_ok.onnx.data", 0, 44), "model", "length 44")
+
+# legal but rare forms must load and run (test_onnx_files runs the "ok" ones)
+save("legacy_axis_broadcast.onnx", model([helper.make_node("Add", ["x", "b"], ["y"], name="add", broadcast=1, axis=0)],
+                                         [vi("x", [2, 3])], [vi("y", [2, 3])],
+                                         [numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "b")], opset=6, ir=3),
+     "ok")
+save("constant_node.onnx", model([helper.make_node("Constant", [], ["c"], name="c",
+                                                   value=numpy_helper.from_array(np.ones((2,), np.float32))),
+                                  helper.make_node("Add", ["x", "c"], ["y"], name="add")], [vi("x", [2])],
+                                 [vi("y", [2])]), "ok")
+f16 = onnx.TensorProto(name="h", data_type=TensorProto.FLOAT16, dims=[2], int32_data=[0x3c00, 0xc000])
+save("float16_typed.onnx", model([helper.make_node("Cast", ["h"], ["hf"], name="cast", to=TensorProto.FLOAT),
+                                  helper.make_node("Add", ["x", "hf"], ["y"], name="add")], [vi("x", [2])],
+                                 [vi("y", [2])], [f16]), "ok")
+
+with open(os.path.join(OUT, "manifest.txt"), "w") as f:
+    f.write("\n".join(manifest) + "\n")
+print(f"wrote {len(manifest)} files to {OUT}")
