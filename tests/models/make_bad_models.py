@@ -142,6 +142,24 @@ save("float16_typed.onnx", model([helper.make_node("Cast", ["h"], ["hf"], name="
                                   helper.make_node("Add", ["x", "hf"], ["y"], name="add")], [vi("x", [2])],
                                  [vi("y", [2])], [f16]), "ok")
 
+# typed fields instead of raw_data: float_data, int64_data (a Reshape shape), int32_data, double_data
+typed = [onnx.TensorProto(name="a", data_type=TensorProto.FLOAT, dims=[2, 3], float_data=[1, 1, 1, 2, 2, 2]),
+         onnx.TensorProto(name="shape", data_type=TensorProto.INT64, dims=[1], int64_data=[6]),
+         onnx.TensorProto(name="k", data_type=TensorProto.INT32, dims=[1], int32_data=[3]),
+         onnx.TensorProto(name="d", data_type=TensorProto.DOUBLE, dims=[1], double_data=[0.5])]
+save("typed_fields.onnx", model([helper.make_node("Reshape", ["a", "shape"], ["a6"], name="reshape"),
+                                 helper.make_node("Cast", ["k"], ["kf"], name="castk", to=TensorProto.FLOAT),
+                                 helper.make_node("Cast", ["d"], ["df"], name="castd", to=TensorProto.FLOAT),
+                                 helper.make_node("Mul", ["x", "a6"], ["xa"], name="mul"),
+                                 helper.make_node("Mul", ["kf", "df"], ["kd"], name="kd"),
+                                 helper.make_node("Add", ["xa", "kd"], ["y"], name="add")],
+                                [vi("x", [6])], [vi("y", [6])], typed), "ok")
+meta = model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", [2])], [vi("y", [2])])
+for k, v in (("labels", "cat,dog"), ("mean", "0.5")):
+    e = meta.metadata_props.add()
+    e.key, e.value = k, v
+save("metadata.onnx", meta, "ok")
+
 with open(os.path.join(OUT, "manifest.txt"), "w") as f:
     f.write("\n".join(manifest) + "\n")
 print(f"wrote {len(manifest)} files to {OUT}")

@@ -19,6 +19,7 @@ static const struct {
     {"legacy_axis_broadcast.onnx", 6, {2, 3, 4, 6, 7, 8}}, /* b = {1, 2} aligned at axis 0 of [2,3] */
     {"constant_node.onnx", 2, {2, 3}},                     /* x + 1 */
     {"float16_typed.onnx", 2, {2, 0}},                     /* x + {1, -2} from FLOAT16 bit patterns */
+    {"typed_fields.onnx", 6, {2.5f, 3.5f, 4.5f, 9.5f, 11.5f, 13.5f}}, /* x * a + 3 * 0.5 */
 };
 
 static void th_check_numbers(const char *file, struct mps_model *m)
@@ -68,6 +69,12 @@ int main(int argc, char **argv)
         if (want_ok) {
             if (th_check(st == MPS_OK, "%s loads%s%s", file, st ? ": " : "", st ? err.msg : ""))
                 th_check_numbers(file, m);
+            if (st == MPS_OK && strcmp(file, "metadata.onnx") == 0) {
+                const char *labels = mps_model_meta(m, "labels"), *mean = mps_model_meta(m, "mean");
+                th_check(labels && mean && !strcmp(labels, "cat,dog") && !strcmp(mean, "0.5") &&
+                             !mps_model_meta(m, "std") && !strcmp(m->producer, "mpsrun-tests") && m->opset == 13,
+                         "metadata.onnx: metadata_props, producer and opset are read");
+            }
         } else {
             th_check(st == MPS_ERR_MODEL && (!text || strstr(err.msg, text)), "%s is refused (%s): %s", file,
                      text ? text : "any reason", err.msg);
