@@ -5,6 +5,7 @@
 #include "cli.h"
 
 static const struct mps_cli_command mps_cli_commands[] = {
+    {"infer", "run a model on PNG or .npy inputs: top classes, outputs, timings, checks", mps_cli_infer},
     {"info", "backends compiled in and available, devices, memory, BLAS configuration", mps_cli_info},
 };
 

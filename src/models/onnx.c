@@ -10,10 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "file.h"
 #include "onnx_internal.h"
 
 /* Largest model file read into memory: far above a "small network". */
-#define MPS_ONNX_MAX_FILE ((long)1 << 31)
+#define MPS_ONNX_MAX_FILE ((size_t)1 << 31)
 
 enum mps_status mps_onnx_fail(const struct mps_onnx_node *n, struct mps_error *err, const char *fmt, ...)
 {
@@ -276,33 +277,7 @@ enum mps_status mps_onnx_tensor(struct mps_onnx_ctx *c, const Onnx__TensorProto 
 
 static enum mps_status mps_onnx_read_file(const char *path, unsigned char **buf, size_t *len, struct mps_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return mps_fail(err, MPS_ERR_MODEL, "cannot open: %s", strerror(errno));
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0)
-        size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return mps_fail(err, MPS_ERR_MODEL, "cannot read: not a regular file");
-    }
-    if (size > MPS_ONNX_MAX_FILE) {
-        fclose(f);
-        return mps_fail(err, MPS_ERR_MODEL, "file of %ld bytes is larger than mpsrun reads (2 GiB); keep the weights "
-                        "in external data", size);
-    }
-    *buf = malloc((size_t)size + 1);
-    if (!*buf) {
-        fclose(f);
-        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory reading %ld bytes", size);
-    }
-    *len = fread(*buf, 1, (size_t)size, f);
-    fclose(f);
-    if (*len != (size_t)size) {
-        free(*buf);
-        return mps_fail(err, MPS_ERR_MODEL, "cannot read the whole file");
-    }
-    return MPS_OK;
+    return mps_file_read(path, MPS_ONNX_MAX_FILE, MPS_ERR_MODEL, buf, len, err);
 }
 
 enum mps_status mps_onnx_read_tensor_file(const char *path, struct mps_tensor *t, struct mps_error *err)

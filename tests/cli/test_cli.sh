@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# test_cli.sh MPSRUN: every subcommand, --help and --version, exit codes, and
-# the JSON of `mpsrun info --json` (parsed by jq). Prints one line per check
-# and "N passed, N failed" last.
+# test_cli.sh MPSRUN SRC: every subcommand, --help and --version, every exit
+# code, every infer option, batches, malformed inputs and models, and the JSON
+# of info and infer (parsed by jq). Prints one line per check and
+# "N passed, N failed" last.
 set -u
-mpsrun=${1:?usage: test_cli.sh path/to/mpsrun}
+mpsrun=${1:?usage: test_cli.sh path/to/mpsrun SRC}
+src=${2:?usage: test_cli.sh path/to/mpsrun SRC}
 passed=0 failed=0
-out=$(mktemp) err=$(mktemp)
-trap 'rm -f "$out" "$err"' EXIT
+out=$(mktemp) err=$(mktemp) tmp=$(mktemp -d)
+trap 'rm -rf "$out" "$err" "$tmp"' EXIT
 
 # expect NAME CODE ARGS...: runs mpsrun ARGS, checks the exit code
 expect() {
@@ -35,7 +37,7 @@ check() {
 expect "--version" 0 --version
 check "--version prints the version" grep -Eq '^mpsrun [0-9]+\.[0-9]+\.[0-9]+$' "$out"
 expect "--help" 0 --help
-check "--help lists info" grep -q 'info' "$out"
+check "--help lists info and infer" grep -q 'infer' "$out"
 check "--help lists the exit codes" grep -q 'exit codes' "$out"
 expect "no arguments is a usage error" 2
 expect "unknown command" 2 frobnicate
@@ -63,6 +65,93 @@ check "info --json: every known backend is listed" \
   jq -e '[.backends[].name] | contains(["cpu", "cuda", "mps"])' "$out" >/dev/null
 check "info --json: an unavailable backend says why" \
   jq -e '[.backends[] | select(.available | not) | .reason | length > 0] | all' "$out" >/dev/null
+
+# ---- infer ---------------------------------------------------------------------
+/usr/bin/python3 "$src/tests/cli/make_inputs.py" "$src/models/samples/mnist/7_seven_0.png" "$tmp/in" >/dev/null
+/usr/bin/python3 "$src/tests/models/make_bad_models.py" "$tmp/bad" >/dev/null
+cnn=$src/models/mnist_cnn.onnx mlp=$src/models/mnist_mlp.onnx in=$tmp/in ref=$src/models/refs/mnist_cnn/7_seven_0.npy
+q=(--repeat 0 --warmup 0)
+
+expect "infer --help" 0 infer --help
+check "infer --help documents every option" bash -c "for o in backend precision threads top-k labels mean std size \
+  repeat warmup json output expect check rtol atol quiet; do grep -q -- \"--\$o\" $out || exit 1; done"
+expect "infer a PNG" 0 infer "$cnn" "$in/gray8.png"
+check "infer names the class and its label" grep -Eq '^  top-k +7  seven' "$out"
+check "infer says softmax was applied to logits" grep -q 'logits, softmax applied' "$out"
+check "infer prints the timings" grep -Eq 'load .* ms, compile .* ms, preprocess .* ms, first run' "$out"
+check "infer prints median, p10 and p90 of 10 runs" grep -Eq '10 runs: median .* p10 .* p90' "$out"
+check "infer takes normalization from the model's metadata" grep -q 'mean 0.1307 std 0.3081 (model metadata)' "$out"
+expect "a model whose output is a distribution" 0 infer "$mlp" "$in/gray8.png"
+check "softmax is not applied to probabilities" grep -q 'probabilities (the model says so)' "$out"
+for f in gray8 gray16 gray_alpha rgb rgba palette interlaced big56; do
+  expect "PNG $f reaches the model exactly (--check 1e-5)" 0 infer "$cnn" "$in/$f.png" --check "$ref" "${q[@]}"
+done
+expect "a smaller PNG is resized (bilinear)" 0 infer "$cnn" "$in/small14.png" "${q[@]}"
+check "the source size is reported" grep -q 'PNG gray 8-bit 14x14 -> \[1,1,28,28\]' "$out"
+expect "a color PNG on a gray model" 0 infer "$cnn" "$in/color.png" "${q[@]}"
+expect "a .npy input" 0 infer "$cnn" "$in/digit.npy" --check "$ref" "${q[@]}"
+expect "a .npy without the batch dim" 0 infer "$cnn" "$in/digit_nobatch.npy" --check "$ref" "${q[@]}"
+expect "--quiet prints the top class only" 0 infer "$cnn" "$in/gray8.png" --quiet
+check "--quiet output is one line" bash -c "[ \"\$(cat $out)\" = '7 seven 0.9999' ]"
+expect "several PNGs run as one batch" 0 infer "$cnn" "$in/gray8.png" "$in/rgb.png" "$in/palette.png" --quiet
+check "one line per input" bash -c "[ \$(grep -c ': 7 seven' $out) = 3 ]"
+expect "a .npy batch of 3 and a PNG" 0 infer "$cnn" "$in/batch3.npy" "$in/gray8.png" --json "${q[@]}"
+check "JSON has 4 results with items" jq -e '.results | length == 4 and .[2].item == 2 and .[3].item == 0' "$out" >/dev/null
+expect "--json" 0 infer "$cnn" "$in/gray8.png" --json --top-k 3
+check "infer --json is valid JSON" jq -e . "$out" >/dev/null
+check "infer --json fields" jq -e '.schema_version == 1 and .backend.name == "cpu" and .output_kind == "logits"
+  and (.results[0].top | length) == 3 and .results[0].top[0].index == 7 and .results[0].top[0].label == "seven"
+  and .timings_ms.runs == 10 and .timings_ms.median > 0 and .outputs[0].shape == [1, 10]' "$out" >/dev/null
+expect "--labels FILE" 0 infer "$cnn" "$in/gray8.png" --labels "$in/labels.txt" --quiet
+check "labels come from the file" grep -q '7 digit-7' "$out"
+expect "--mean and --std" 0 infer "$cnn" "$in/gray8.png" --mean 0.5 --std 0.5 "${q[@]}"
+check "flags override the metadata" grep -q 'mean 0.5 std 0.5 (flags)' "$out"
+expect "--size on a fixed-size model resizes nothing" 0 infer "$cnn" "$in/big56.png" --size 28x28 "${q[@]}"
+expect "--threads 1 --backend cpu --precision fp32" 0 infer "$cnn" "$in/gray8.png" --threads 1 --backend cpu \
+  --precision fp32 --check "$ref" "${q[@]}"
+expect "--output writes the raw output" 0 infer "$cnn" "$in/gray8.png" --output "$tmp/out.npy" "${q[@]}"
+check "--output is a .npy the reference equals" "$mpsrun" infer "$cnn" "$in/gray8.png" --check "$tmp/out.npy" \
+  --rtol 0 --atol 0 --quiet "${q[@]}"
+expect "--expect by index" 0 infer "$cnn" "$in/gray8.png" --expect 7 --quiet
+expect "--expect by label" 0 infer "$cnn" "$in/gray8.png" --expect seven --quiet
+expect "--expect a wrong class: exit 5" 5 infer "$cnn" "$in/gray8.png" --expect 3 --quiet
+check "the failed expectation says what was seen" grep -q "expect 3: .*gray8.png has top class 7 'seven'" "$err"
+expect "--check a wrong reference: exit 5" 5 infer "$cnn" "$in/gray8.png" --check "$in/wrong_ref.npy" "${q[@]}"
+check "the failed check says what differed" grep -q 'element 0 is .*expected 0' "$err"
+expect "a fixed-batch model runs each input on its own" 0 infer "$tmp/bad/external_ok.onnx" "$in/vec4.npy" \
+  "$in/vec4.npy" --quiet
+check "one result per input" bash -c "[ \$(grep -c 'vec4.npy: ' $out) = 2 ]"
+expect "a model that is not a classifier" 0 infer "$tmp/bad/raw_output.onnx" "$in/vec4.npy"
+check "its raw output is printed" grep -q '^output 0   f32 \[1,2,2\]: 0 1 2 3' "$out"
+
+# usage errors: exit 2
+expect "--top-k 0" 2 infer "$cnn" "$in/gray8.png" --top-k 0
+expect "--precision fp64" 2 infer "$cnn" "$in/gray8.png" --precision fp64
+expect "--backend nope" 2 infer "$cnn" "$in/gray8.png" --backend nope
+expect "--precision fp16 on cpu" 2 infer "$cnn" "$in/gray8.png" --backend cpu --precision fp16
+check "the cpu backend says it is fp32 only" grep -q 'fp32 only' "$err"
+expect "--size junk" 2 infer "$cnn" "$in/gray8.png" --size 28by28
+expect "--expect an unknown label" 2 infer "$cnn" "$in/gray8.png" --expect giraffe
+expect "no INPUT" 2 infer "$cnn"
+
+# bad models: exit 3, naming the file, the node and the reason
+expect "missing model file" 3 infer "$tmp/none.onnx" "$in/gray8.png"
+check "the missing model is named" grep -q "mpsrun: error: $tmp/none.onnx: cannot open" "$err"
+for f in truncated_61 random_0 png_magic cycle huge_dims short_raw_data external_missing; do
+  expect "bad model $f: exit 3" 3 infer "$tmp/bad/$f.onnx" "$in/vec4.npy"
+done
+expect "unsupported op: exit 3" 3 infer "$tmp/bad/unsupported_op.onnx" "$in/vec4.npy"
+check "the unsupported op is named with its node" grep -q "node 'up' (Resize): op Resize is not supported" "$err"
+expect "unsupported attribute: exit 3" 3 infer "$tmp/bad/unsupported_attr.onnx" "$in/vec4.npy"
+check "the attribute is named" grep -q "node 'relu' (Relu): attribute 'alpha' is not supported" "$err"
+
+# bad inputs: exit 4, naming the file and the problem
+for f in truncated.png bad_crc.png not_an_image.png empty.png f64.npy wrong_shape.npy fortran.npy truncated.npy; do
+  expect "bad input $f: exit 4" 4 infer "$cnn" "$in/$f"
+  check "$f is named in the error" grep -q "mpsrun: error: $in/$f: " "$err"
+done
+check "a float64 .npy says its dtype" bash -c "'$mpsrun' infer '$cnn' '$in/f64.npy' 2>&1 | grep -q \"dtype is '<f8'\""
+expect "missing input file: exit 4" 4 infer "$cnn" "$tmp/none.png"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -154,6 +154,9 @@ save("typed_fields.onnx", model([helper.make_node("Reshape", ["a", "shape"], ["a
                                  helper.make_node("Mul", ["kf", "df"], ["kd"], name="kd"),
                                  helper.make_node("Add", ["xa", "kd"], ["y"], name="add")],
                                 [vi("x", [6])], [vi("y", [6])], typed), "ok")
+save("raw_output.onnx", model([helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape")], [vi("x", [1, 4])],
+                               [vi("y", [1, 2, 2])], [numpy_helper.from_array(np.array([1, 2, 2], np.int64), "s")]),
+     "ok")
 meta = model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", [2])], [vi("y", [2])])
 for k, v in (("labels", "cat,dog"), ("mean", "0.5")):
     e = meta.metadata_props.add()

@@ -1,0 +1,45 @@
+/* image.h: PNG files to model input: decode (libpng: 8- and 16-bit, gray,
+   gray+alpha, RGB, RGBA, palette, interlaced), convert to the model's channel
+   count, resize to its height and width (bilinear when enlarging, area
+   averaging when shrinking), scale to [0,1], normalize by mean and std, and
+   lay out as CHW floats.
+
+       struct mps_image_opts o = {.channels = 1, .height = 28, .width = 28,
+                                  .mean = {0.1307f}, .std = {0.3081f}};
+       float chw[28 * 28];
+       struct mps_image_info info;
+       mps_image_load("digit.png", &o, chw, &info, &err);   // MPS_ERR_INPUT: corrupt, truncated, not a PNG
+
+   Alpha is composited over black. Gray from color is ITU-R BT.601 luma. */
+#ifndef MPS_IMAGE_H
+#define MPS_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+struct mps_image_opts {
+    int channels;          /* 1 (gray) or 3 (RGB) */
+    int64_t height, width; /* of the model's input */
+    float mean[3], std[3]; /* per channel, applied after scaling to [0,1] */
+};
+
+struct mps_image_info {
+    uint32_t width, height; /* of the file */
+    char format[32];        /* "gray 8-bit", "RGBA 16-bit", "palette 8-bit", ... */
+};
+
+/* Largest image decoded, in pixels: a bound on memory, not on the use. */
+#define MPS_IMAGE_MAX_PIXELS ((uint64_t)1 << 26)
+
+/* Decodes the PNG in buf[len] into out (channels * height * width floats). */
+enum mps_status mps_image_decode(const void *buf, size_t len, const struct mps_image_opts *o, float *out,
+                                 struct mps_image_info *info, struct mps_error *err);
+/* The same for the file at path. */
+enum mps_status mps_image_load(const char *path, const struct mps_image_opts *o, float *out,
+                               struct mps_image_info *info, struct mps_error *err);
+/* Whether buf starts with the PNG signature. */
+int mps_image_is_png(const void *buf, size_t len);
+
+#endif

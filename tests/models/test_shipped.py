@@ -1,0 +1,65 @@
+#!/usr/bin/python3
+"""The shipped models, through `mpsrun infer` and the PNG path:
+
+1. each sample in models/samples/ gives the output PyTorch saved for it at
+   export time (models/refs/<model>/<sample>.npy), to 1e-5 relative;
+2. every held-out image (2,004 MNIST digits, the 10,000 Fashion-MNIST test
+   images), written as a PNG file, gets the class PyTorch predicted for it
+   (models/refs/<model>/heldout.txt); mpsrun's accuracy is printed.
+
+usage: test_shipped.py MPSRUN SRC OUT      (OUT caches the held-out PNGs)
+"""
+import os
+import subprocess
+import sys
+
+mpsrun, src, out = sys.argv[1:4]
+MODELS = {"mnist_mlp": "mnist", "mnist_cnn": "mnist", "fashion_cnn": "fashion"}
+CHUNK = 400
+passed = failed = 0
+
+
+def check(ok, text):
+    global passed, failed
+    print(("ok   " if ok else "FAIL ") + text, flush=True)
+    passed, failed = passed + ok, failed + (not ok)
+
+
+def infer(model, files, *flags):
+    return subprocess.run([mpsrun, "infer", model, *files, *flags], capture_output=True, text=True)
+
+
+for model, dataset in MODELS.items():
+    onnx = os.path.join(src, "models", model + ".onnx")
+    samples = os.path.join(src, "models", "samples", dataset)
+    for png in sorted(os.listdir(samples)):
+        ref = os.path.join(src, "models", "refs", model, png[:-4] + ".npy")
+        run = infer(onnx, [os.path.join(samples, png)], "--check", ref, "--rtol", "1e-5", "--atol", "1e-6",
+                    "--quiet", "--repeat", "0", "--warmup", "0")
+        check(run.returncode == 0, f"{model} {png}: matches PyTorch's output to 1e-5 ({run.stderr.strip()})")
+
+    heldout = os.path.join(out, dataset)
+    if not os.path.exists(os.path.join(heldout, "truth.txt")):
+        subprocess.run([sys.executable, os.path.join(src, "tests", "models", "heldout.py"), dataset, heldout],
+                       check=True)
+    with open(os.path.join(heldout, "truth.txt")) as f:
+        truth = [int(line) for line in f]
+    with open(os.path.join(src, "models", "refs", model, "heldout.txt")) as f:
+        torch_pred = [int(line) for line in f if not line.startswith("#")]
+    files = [os.path.join(heldout, f"{i:05d}.png") for i in range(len(truth))]
+    ours = []
+    for i in range(0, len(files), CHUNK):
+        run = infer(onnx, files[i:i + CHUNK], "--quiet", "--repeat", "0", "--warmup", "0")
+        if run.returncode != 0:
+            check(False, f"{model}: mpsrun failed on images {i}..: {run.stderr.strip()}")
+            break
+        ours += [int(line.split(": ")[1].split()[0]) for line in run.stdout.splitlines()]
+    agree = sum(a == b for a, b in zip(ours, torch_pred))
+    acc = sum(a == b for a, b in zip(ours, truth)) / len(truth)
+    torch_acc = sum(a == b for a, b in zip(torch_pred, truth)) / len(truth)
+    check(len(ours) == len(truth) and agree == len(truth),
+          f"{model}: mpsrun's class equals PyTorch's for {agree} of {len(truth)} held-out PNGs; "
+          f"accuracy mpsrun {acc:.4f}, PyTorch {torch_acc:.4f}")
+
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
