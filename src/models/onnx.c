@@ -18,17 +18,11 @@
 
 enum mps_status mps_onnx_fail(const struct mps_onnx_node *n, struct mps_error *err, const char *fmt, ...)
 {
-    if (err) {
-        int k = snprintf(err->msg, sizeof err->msg, "node '%s' (%s): ", n->name,
-                         n->np->op_type ? n->np->op_type : "?");
-        if (k < 0 || (size_t)k >= sizeof err->msg)
-            k = 0;
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg + k, sizeof err->msg - (size_t)k, fmt, ap);
-        va_end(ap);
-    }
-    return MPS_ERR_MODEL;
+    va_list ap;
+    va_start(ap, fmt);
+    enum mps_status st = mps_vfail_node(err, n->name, n->np->op_type ? n->np->op_type : "?", fmt, ap);
+    va_end(ap);
+    return st;
 }
 
 /* ---- names -------------------------------------------------------------- */

@@ -9,16 +9,11 @@
 
 enum mps_status mps_shape_fail(const struct mps_node *n, struct mps_error *err, const char *fmt, ...)
 {
-    if (err) {
-        int k = snprintf(err->msg, sizeof err->msg, "node '%s' (%s): ", n->name, mps_op_name(n->op));
-        if (k < 0 || (size_t)k >= sizeof err->msg)
-            k = 0;
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg + k, sizeof err->msg - (size_t)k, fmt, ap);
-        va_end(ap);
-    }
-    return MPS_ERR_MODEL;
+    va_list ap;
+    va_start(ap, fmt);
+    enum mps_status st = mps_vfail_node(err, n->name, mps_op_name(n->op), fmt, ap);
+    va_end(ap);
+    return st;
 }
 
 const struct mps_value *mps_shape_in(const struct mps_graph *g, const struct mps_node *n, int i)
@@ -59,6 +54,25 @@ enum mps_status mps_shape_const_ints(const struct mps_graph *g, const struct mps
     for (int64_t k = 0; k < numel; k++)
         v[k] = c->dtype == MPS_I64 ? ((const int64_t *)c->data)[k] : ((const int32_t *)c->data)[k];
     *count = (int)numel;
+    return MPS_OK;
+}
+
+enum mps_status mps_shape_const_shape(const struct mps_graph *g, const struct mps_node *n, int i, struct mps_shape *s,
+                                      struct mps_error *err)
+{
+    int64_t v[MPS_MAX_DIMS];
+    int count;
+    enum mps_status st = mps_shape_const_ints(g, n, i, v, MPS_MAX_DIMS, &count, err);
+    if (st)
+        return st;
+    *s = (struct mps_shape){count, {0}};
+    for (int k = 0; k < count; k++) {
+        if (v[k] < 0)
+            return mps_shape_fail(n, err, "shape entry %lld is negative", (long long)v[k]);
+        s->dim[k] = v[k];
+    }
+    if (mps_shape_numel(s) < 0)
+        return mps_shape_fail(n, err, "shape is too large");
     return MPS_OK;
 }
 

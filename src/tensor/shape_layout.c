@@ -293,21 +293,12 @@ static enum mps_status mps_shape_constant(struct mps_graph *g, struct mps_node *
 
 static enum mps_status mps_shape_constant_of_shape(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
-    int64_t v[MPS_MAX_DIMS];
-    int count;
-    enum mps_status st = mps_shape_const_ints(g, n, 0, v, MPS_MAX_DIMS, &count, err);
+    struct mps_shape out;
+    enum mps_status st = mps_shape_const_shape(g, n, 0, &out, err);
     if (st)
         return st;
-    struct mps_shape out = {count, {0}};
-    for (int i = 0; i < count; i++) {
-        if (v[i] < 0)
-            return mps_shape_fail(n, err, "shape entry %lld is negative", (long long)v[i]);
-        out.dim[i] = v[i];
-    }
     if ((unsigned)n->p.fill.dtype >= MPS_DTYPE_COUNT)
         return mps_shape_fail(n, err, "unknown dtype");
-    if (mps_shape_numel(&out) < 0)
-        return mps_shape_fail(n, err, "shape is too large");
     mps_shape_set(g, n, 0, n->p.fill.dtype, &out);
     return MPS_OK;
 }
@@ -315,17 +306,10 @@ static enum mps_status mps_shape_constant_of_shape(struct mps_graph *g, struct m
 static enum mps_status mps_shape_expand(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
     const struct mps_value *x = mps_shape_in(g, n, 0);
-    int64_t v[MPS_MAX_DIMS];
-    int count;
-    enum mps_status st = mps_shape_const_ints(g, n, 1, v, MPS_MAX_DIMS, &count, err);
+    struct mps_shape want, out;
+    enum mps_status st = mps_shape_const_shape(g, n, 1, &want, err);
     if (st)
         return st;
-    struct mps_shape want = {count, {0}}, out;
-    for (int i = 0; i < count; i++) {
-        if (v[i] < 0)
-            return mps_shape_fail(n, err, "shape entry %lld is negative", (long long)v[i]);
-        want.dim[i] = v[i];
-    }
     struct mps_error why;
     if (mps_shape_broadcast(&x->shape, &want, &out, &why))
         return mps_shape_fail(n, err, "%s", why.msg);

@@ -28,6 +28,9 @@ enum mps_status mps_shape_need_dtype(const struct mps_graph *g, const struct mps
    *count gets the element count. Fails when it is not a constant. */
 enum mps_status mps_shape_const_ints(const struct mps_graph *g, const struct mps_node *n, int i, int64_t *v,
                                      int max, int *count, struct mps_error *err);
+/* Reads constant integer input i as a shape: every entry >= 0, within the size limit. */
+enum mps_status mps_shape_const_shape(const struct mps_graph *g, const struct mps_node *n, int i, struct mps_shape *s,
+                                      struct mps_error *err);
 /* Reads constant scalar input i (any numeric dtype, one element) into *v. */
 enum mps_status mps_shape_const_scalar(const struct mps_graph *g, const struct mps_node *n, int i, double *v,
                                        struct mps_error *err);

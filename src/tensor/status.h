@@ -12,6 +12,8 @@
 #ifndef MPS_STATUS_H
 #define MPS_STATUS_H
 
+#include <stdarg.h>
+
 enum mps_status {
     MPS_OK = 0,
     MPS_ERR_RUNTIME, /* device or runtime failure, out of memory (exit 1) */
@@ -32,6 +34,9 @@ enum mps_status mps_fail(struct mps_error *err, enum mps_status s, const char *f
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+
+/* The same with "node '<name>' (<op>): " before the reason, for model errors. */
+enum mps_status mps_vfail_node(struct mps_error *err, const char *name, const char *op, const char *fmt, va_list ap);
 
 /* Short lowercase name of a status ("model", "input", ...). */
 const char *mps_status_name(enum mps_status s);

@@ -11,36 +11,25 @@
    ConvTranspose uses it the other way round: in is the col2im target's source. */
 struct mps_conv_geom {
     int64_t n, c, m, g;
-    int64_t in[3], out[3];       /* spatial sizes */
-    int64_t k[3], s[3], d[3], p[3]; /* kernel, stride, dilation, begin pad */
+    struct mps_cpu_window3 w;
     int64_t in_plane, out_plane, taps;
 };
 
 static struct mps_conv_geom mps_conv_geom_of(const struct mps_node *node, const struct mps_shape *x,
                                              const struct mps_shape *y)
 {
-    const struct mps_window *w = &node->p.conv.win;
-    struct mps_conv_geom q = {.n = x->dim[0], .c = x->dim[1], .m = y->dim[1], .g = node->p.conv.group};
-    int sp = x->ndim - 2;
-    for (int j = 0; j < 3; j++) {
-        int i = j - (3 - sp); /* the op's spatial axis, or < 0 for a padding dim */
-        q.in[j] = i < 0 ? 1 : x->dim[2 + i];
-        q.out[j] = i < 0 ? 1 : y->dim[2 + i];
-        q.k[j] = i < 0 ? 1 : w->kernel[i];
-        q.s[j] = i < 0 ? 1 : w->stride[i];
-        q.d[j] = i < 0 ? 1 : w->dilation[i];
-        q.p[j] = i < 0 ? 0 : w->pad[i];
-    }
-    q.in_plane = q.in[0] * q.in[1] * q.in[2];
-    q.out_plane = q.out[0] * q.out[1] * q.out[2];
-    q.taps = q.k[0] * q.k[1] * q.k[2];
+    struct mps_conv_geom q = {.n = x->dim[0], .c = x->dim[1], .m = y->dim[1], .g = node->p.conv.group,
+                              .w = mps_cpu_window3(&node->p.conv.win, x, y)};
+    q.in_plane = q.w.in[0] * q.w.in[1] * q.w.in[2];
+    q.out_plane = q.w.out[0] * q.w.out[1] * q.w.out[2];
+    q.taps = q.w.k[0] * q.w.k[1] * q.w.k[2];
     return q;
 }
 
 static bool mps_conv_is_pointwise(const struct mps_conv_geom *q)
 {
     for (int j = 0; j < 3; j++)
-        if (q->k[j] != 1 || q->s[j] != 1 || q->p[j] != 0 || q->in[j] != q->out[j])
+        if (q->w.k[j] != 1 || q->w.s[j] != 1 || q->w.pb[j] != 0 || q->w.in[j] != q->w.out[j])
             return false;
     return true;
 }
@@ -67,8 +56,8 @@ struct mps_conv_job {
 /* Input coordinate of output position o along axis j for kernel tap t, or -1 outside. */
 static inline int64_t mps_conv_src(const struct mps_conv_geom *q, int j, int64_t o, int64_t t)
 {
-    int64_t i = o * q->s[j] - q->p[j] + t * q->d[j];
-    return i >= 0 && i < q->in[j] ? i : -1;
+    int64_t i = o * q->w.s[j] - q->w.pb[j] + t * q->w.d[j];
+    return i >= 0 && i < q->w.in[j] ? i : -1;
 }
 
 /* col[(c*taps + tap)][out position] = x[c][input position of that tap], or 0 in the padding. */
@@ -78,20 +67,20 @@ static void mps_conv_im2col_rows(void *ctx, int64_t begin, int64_t end)
     const struct mps_conv_geom *q = jb->q;
     for (int64_t r = begin; r < end; r++) {
         int64_t c = r / q->taps, t = r % q->taps;
-        int64_t tw = t % q->k[2], th = t / q->k[2] % q->k[1], td = t / (q->k[1] * q->k[2]);
+        int64_t tw = t % q->w.k[2], th = t / q->w.k[2] % q->w.k[1], td = t / (q->w.k[1] * q->w.k[2]);
         const float *xc = jb->x + c * q->in_plane;
         float *dst = jb->col + r * q->out_plane;
-        for (int64_t od = 0; od < q->out[0]; od++) {
+        for (int64_t od = 0; od < q->w.out[0]; od++) {
             int64_t id = mps_conv_src(q, 0, od, td);
-            for (int64_t oh = 0; oh < q->out[1]; oh++) {
+            for (int64_t oh = 0; oh < q->w.out[1]; oh++) {
                 int64_t ih = id < 0 ? -1 : mps_conv_src(q, 1, oh, th);
-                float *d = dst + (od * q->out[1] + oh) * q->out[2];
+                float *d = dst + (od * q->w.out[1] + oh) * q->w.out[2];
                 if (ih < 0) {
-                    memset(d, 0, sizeof(float) * (size_t)q->out[2]);
+                    memset(d, 0, sizeof(float) * (size_t)q->w.out[2]);
                     continue;
                 }
-                const float *xr = xc + (id * q->in[1] + ih) * q->in[2];
-                for (int64_t ow = 0; ow < q->out[2]; ow++) {
+                const float *xr = xc + (id * q->w.in[1] + ih) * q->w.in[2];
+                for (int64_t ow = 0; ow < q->w.out[2]; ow++) {
                     int64_t iw = mps_conv_src(q, 2, ow, tw);
                     d[ow] = iw >= 0 ? xr[iw] : 0.0f;
                 }
@@ -111,16 +100,16 @@ static void mps_conv_depthwise_planes(void *ctx, int64_t begin, int64_t end)
         const float *xc = jb->x + (b * q->c + c) * q->in_plane, *wk = jb->w + m * q->taps;
         float *y = jb->y + p * q->out_plane, bias = jb->bias ? jb->bias[m] : 0.0f;
         for (int64_t o = 0; o < q->out_plane; o++) {
-            int64_t ow = o % q->out[2], oh = o / q->out[2] % q->out[1], od = o / (q->out[1] * q->out[2]);
+            int64_t ow = o % q->w.out[2], oh = o / q->w.out[2] % q->w.out[1], od = o / (q->w.out[1] * q->w.out[2]);
             float acc = bias;
-            for (int64_t td = 0; td < q->k[0]; td++) {
+            for (int64_t td = 0; td < q->w.k[0]; td++) {
                 int64_t id = mps_conv_src(q, 0, od, td);
-                for (int64_t th = 0; id >= 0 && th < q->k[1]; th++) {
+                for (int64_t th = 0; id >= 0 && th < q->w.k[1]; th++) {
                     int64_t ih = mps_conv_src(q, 1, oh, th);
-                    for (int64_t tw = 0; ih >= 0 && tw < q->k[2]; tw++) {
+                    for (int64_t tw = 0; ih >= 0 && tw < q->w.k[2]; tw++) {
                         int64_t iw = mps_conv_src(q, 2, ow, tw);
                         if (iw >= 0)
-                            acc += wk[(td * q->k[1] + th) * q->k[2] + tw] * xc[(id * q->in[1] + ih) * q->in[2] + iw];
+                            acc += wk[(td * q->w.k[1] + th) * q->w.k[2] + tw] * xc[(id * q->w.in[1] + ih) * q->w.in[2] + iw];
                     }
                 }
             }
@@ -172,14 +161,14 @@ static void mps_conv_col2im_channels(void *ctx, int64_t begin, int64_t end)
     for (int64_t m = begin; m < end; m++) {
         float *out = jb->y + m * q->out_plane;
         for (int64_t t = 0; t < q->taps; t++) {
-            int64_t tw = t % q->k[2], th = t / q->k[2] % q->k[1], td = t / (q->k[1] * q->k[2]);
+            int64_t tw = t % q->w.k[2], th = t / q->w.k[2] % q->w.k[1], td = t / (q->w.k[1] * q->w.k[2]);
             const float *src = jb->col + (m * q->taps + t) * q->in_plane;
             for (int64_t i = 0; i < q->in_plane; i++) {
-                int64_t iw = i % q->in[2], ih = i / q->in[2] % q->in[1], id = i / (q->in[1] * q->in[2]);
-                int64_t od = id * q->s[0] - q->p[0] + td * q->d[0], oh = ih * q->s[1] - q->p[1] + th * q->d[1],
-                        ow = iw * q->s[2] - q->p[2] + tw * q->d[2];
-                if (od >= 0 && od < q->out[0] && oh >= 0 && oh < q->out[1] && ow >= 0 && ow < q->out[2])
-                    out[(od * q->out[1] + oh) * q->out[2] + ow] += src[i];
+                int64_t iw = i % q->w.in[2], ih = i / q->w.in[2] % q->w.in[1], id = i / (q->w.in[1] * q->w.in[2]);
+                int64_t od = id * q->w.s[0] - q->w.pb[0] + td * q->w.d[0], oh = ih * q->w.s[1] - q->w.pb[1] + th * q->w.d[1],
+                        ow = iw * q->w.s[2] - q->w.pb[2] + tw * q->w.d[2];
+                if (od >= 0 && od < q->w.out[0] && oh >= 0 && oh < q->w.out[1] && ow >= 0 && ow < q->w.out[2])
+                    out[(od * q->w.out[1] + oh) * q->w.out[2] + ow] += src[i];
             }
         }
     }

@@ -61,6 +61,16 @@ enum mps_status mps_cpu_fill(const struct mps_cpu_args *a, struct mps_error *err
 enum mps_status mps_cpu_expand(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_pad(const struct mps_cpu_args *a, struct mps_error *err);
 
+/* A convolution or pooling window in 3-D terms (depth, height, width): 1-D
+   and 2-D ops run as 3-D ones whose leading spatial dims have size 1. */
+struct mps_cpu_window3 {
+    int64_t in[3], out[3]; /* spatial sizes of input and output */
+    int64_t k[3], s[3], d[3], pb[3], pe[3]; /* kernel, stride, dilation, begin and end pads */
+};
+/* The 3-D form of window w between input shape x and output shape y (N, C, spatial...). */
+struct mps_cpu_window3 mps_cpu_window3(const struct mps_window *w, const struct mps_shape *x,
+                                       const struct mps_shape *y);
+
 /* Writes v converted to dtype t at element i of p (floats round, integers
    truncate and saturate, bool is v != 0). */
 void mps_cpu_store(void *p, enum mps_dtype t, int64_t i, double v);
