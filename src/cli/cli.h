@@ -43,5 +43,7 @@ int mps_cli_parse(int argc, char **argv, void **argtable, struct arg_lit *help, 
 /* The subcommands (one file each). */
 int mps_cli_info(int argc, char **argv);
 int mps_cli_infer(int argc, char **argv);
+int mps_cli_bench(int argc, char **argv);
+int mps_cli_inspect(int argc, char **argv);
 
 #endif

@@ -55,6 +55,15 @@ struct mps_backend {
     enum mps_status (*run)(void *state, const struct mps_tensor *in, struct mps_tensor *out, struct mps_error *err);
     /* Frees state; NULL is a no-op. */
     void (*free)(void *state);
+    /* Optional: runs like run and writes each node's time, in milliseconds, into
+       node_ms (one per node of the graph, in its order). `bench model --profile`. */
+    enum mps_status (*profile)(void *state, const struct mps_tensor *in, struct mps_tensor *out, double *node_ms,
+                               struct mps_error *err);
+    /* Optional: times C[m,n] = A[m,k] B[k,n] through the vendor library called
+       directly on the backend's own buffers (cblas_sgemm, cuBLAS, MPS), warmup
+       then repeat calls into times_ms: `bench matmul`'s baseline. */
+    enum mps_status (*bench_baseline)(int64_t m, int64_t n, int64_t k, enum mps_precision precision, int threads,
+                                      int warmup, int repeat, double *times_ms, struct mps_error *err);
 };
 
 /* The backends compiled in, GPU ones first; *count gets their number. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #if defined(__APPLE__)
 #include <sys/sysctl.h>
@@ -189,13 +190,25 @@ static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct m
     return MPS_OK;
 }
 
-static enum mps_status mps_cpu_run(void *state, const struct mps_tensor *in, struct mps_tensor *out,
-                                   struct mps_error *err)
+static double mps_cpu_now_ms(void)
 {
-    struct mps_cpu_state *s = state;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Runs every node; with node_ms, times each. Graph inputs are read where the
+   caller keeps them and outputs computed by a node are written straight into
+   the caller's buffers: nothing is copied but outputs that are inputs or constants. */
+static enum mps_status mps_cpu_run_nodes(struct mps_cpu_state *s, const struct mps_tensor *in, struct mps_tensor *out,
+                                         double *node_ms, struct mps_error *err)
+{
     const struct mps_graph *g = s->g;
     for (int i = 0; i < g->n_inputs; i++)
         s->vt[g->inputs[i]].data = in[i].data;
+    for (int i = 0; i < g->n_outputs; i++)
+        if (g->values[g->outputs[i]].producer >= 0)
+            s->vt[g->outputs[i]].data = out[i].data;
     for (int k = 0; k < g->n_nodes; k++) {
         const struct mps_node *n = &g->nodes[k];
         struct mps_tensor *t = s->slots + s->first_slot[k];
@@ -203,9 +216,14 @@ static enum mps_status mps_cpu_run(void *state, const struct mps_tensor *in, str
         mps_cpu_slot_counts(n, &ins, &outs);
         for (int i = 0; i < n->n_in; i++)
             if (n->in[i] >= 0)
-                t[i].data = s->vt[n->in[i]].data; /* graph inputs move between runs */
+                t[i].data = s->vt[n->in[i]].data;
+        for (int i = 0; i < n->n_out; i++)
+            t[ins + i].data = s->vt[n->out[i]].data;
         struct mps_cpu_args args = {.node = n, .in = t, .out = t + ins, .pool = s->pool, .scratch = s->scratch};
+        double t0 = node_ms ? mps_cpu_now_ms() : 0;
         enum mps_status st = mps_cpu_kernels[n->op](&args, err);
+        if (node_ms)
+            node_ms[k] = mps_cpu_now_ms() - t0;
         if (st)
             return st;
     }
@@ -215,6 +233,51 @@ static enum mps_status mps_cpu_run(void *state, const struct mps_tensor *in, str
         if (bytes && out[i].data != src->data)
             memcpy(out[i].data, src->data, bytes);
     }
+    return MPS_OK;
+}
+
+static enum mps_status mps_cpu_run(void *state, const struct mps_tensor *in, struct mps_tensor *out,
+                                   struct mps_error *err)
+{
+    return mps_cpu_run_nodes(state, in, out, NULL, err);
+}
+
+static enum mps_status mps_cpu_profile(void *state, const struct mps_tensor *in, struct mps_tensor *out,
+                                       double *node_ms, struct mps_error *err)
+{
+    return mps_cpu_run_nodes(state, in, out, node_ms, err);
+}
+
+/* cblas_sgemm called directly on buffers of its own: what mpsrun's MatMul adds is the difference. */
+static enum mps_status mps_cpu_bench_baseline(int64_t m, int64_t n, int64_t k, enum mps_precision precision,
+                                              int threads, int warmup, int repeat, double *times_ms,
+                                              struct mps_error *err)
+{
+    if (precision != MPS_PRECISION_FP32)
+        return mps_fail(err, MPS_ERR_USAGE, "the cpu backend computes in fp32 only");
+    float *a = malloc(sizeof(float) * (size_t)(m * k + 1)), *b = malloc(sizeof(float) * (size_t)(k * n + 1)),
+          *c = malloc(sizeof(float) * (size_t)(m * n + 1));
+    if (!a || !b || !c) {
+        free(a);
+        free(b);
+        free(c);
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    }
+    for (int64_t i = 0; i < m * k; i++)
+        a[i] = (float)(i % 7) * 0.25f;
+    for (int64_t i = 0; i < k * n; i++)
+        b[i] = (float)(i % 5) * 0.5f;
+    mps_blas_set_threads(threads > 0 ? threads : mps_pool_cores());
+    for (int r = 0; r < warmup + repeat; r++) {
+        double t0 = mps_cpu_now_ms();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)k, b, (int)n,
+                    0.0f, c, (int)n);
+        if (r >= warmup)
+            times_ms[r - warmup] = mps_cpu_now_ms() - t0;
+    }
+    free(a);
+    free(b);
+    free(c);
     return MPS_OK;
 }
 
@@ -294,4 +357,6 @@ const struct mps_backend mps_backend_cpu = {
     .compile = mps_cpu_compile,
     .run = mps_cpu_run,
     .free = mps_cpu_free,
+    .profile = mps_cpu_profile,
+    .bench_baseline = mps_cpu_bench_baseline,
 };

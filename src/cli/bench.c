@@ -1,0 +1,626 @@
+/* bench.c: `mpsrun bench matmul` and `mpsrun bench model MODEL`.
+
+   matmul: a one-node MatMul graph (A an input, B a weight) through each
+   backend's normal compile and run path, so it measures what inference pays;
+   beside it, in the same run, the backend's vendor GEMM called directly
+   (cblas_sgemm for cpu), so mpsrun's own cost shows. Every result is checked
+   against a double-precision reference on a sample of entries.
+   model: latency and throughput per batch size; --profile gives each node's
+   share on a backend that can time nodes (cpu). */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "model.h"
+
+static double mps_bench_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int mps_bench_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+struct mps_bench_stats {
+    double median, p10, p90;
+};
+
+static struct mps_bench_stats mps_bench_stats(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, mps_bench_cmp);
+    return (struct mps_bench_stats){t[n / 2], t[n / 10], t[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1]};
+}
+
+/* Splits a comma list into items (copied into buf); returns the count. */
+static int mps_bench_split(const char *list, char *buf, size_t size, char **items, int max)
+{
+    snprintf(buf, size, "%s", list);
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok && n < max; tok = strtok_r(NULL, ",", &save))
+        items[n++] = tok;
+    return n;
+}
+
+static bool mps_bench_precision(const char *s, enum mps_precision *p)
+{
+    *p = !strcmp(s, "fp32") ? MPS_PRECISION_FP32 : !strcmp(s, "tf32") ? MPS_PRECISION_TF32 : MPS_PRECISION_FP16;
+    return !strcmp(s, "fp32") || !strcmp(s, "tf32") || !strcmp(s, "fp16");
+}
+
+/* The backends named in list ("all": every available one); unavailable ones are reported and dropped. */
+static enum mps_status mps_bench_backends(const char *list, const struct mps_backend **out, int *n,
+                                          struct mps_error *err)
+{
+    char buf[256], *items[8];
+    int count, n_all;
+    const struct mps_backend *const *all = mps_backend_list(&n_all);
+    *n = 0;
+    if (!strcmp(list, "all")) {
+        for (int i = 0; i < n_all; i++) {
+            struct mps_backend_info info;
+            struct mps_error why = {{0}};
+            if (all[i]->probe(&info, &why) == MPS_OK)
+                out[(*n)++] = all[i];
+        }
+        return MPS_OK;
+    }
+    count = mps_bench_split(list, buf, sizeof buf, items, 8);
+    for (int i = 0; i < count; i++) {
+        const struct mps_backend *be = mps_backend_find(items[i]);
+        struct mps_backend_info info;
+        if (!be)
+            return mps_fail(err, MPS_ERR_USAGE, "backend '%s' is not compiled into this mpsrun", items[i]);
+        if (be->probe(&info, err) != MPS_OK) {
+            char why[sizeof err->msg];
+            memcpy(why, err->msg, sizeof why);
+            return mps_fail(err, MPS_ERR_RUNTIME, "backend '%s' is not available: %s", items[i], why);
+        }
+        out[(*n)++] = be;
+    }
+    return MPS_OK;
+}
+
+/* The header: CPU model and cores, BLAS and threads, GPUs. */
+static void mps_bench_machine(cJSON *json, bool print)
+{
+    int n;
+    const struct mps_backend *const *all = mps_backend_list(&n);
+    cJSON *gpus = json ? cJSON_AddArrayToObject(json, "gpus") : NULL;
+    for (int i = 0; i < n; i++) {
+        struct mps_backend_info info;
+        struct mps_error err = {{0}};
+        bool ok = all[i]->probe(&info, &err) == MPS_OK;
+        if (all[i] == &mps_backend_cpu && ok) {
+            if (print)
+                printf("machine  %s, %.1f GiB; %s\n", info.device, (double)info.memory_bytes / (1 << 30), info.detail);
+            if (json) {
+                cJSON_AddStringToObject(json, "cpu", info.device);
+                cJSON_AddStringToObject(json, "blas", info.detail);
+                cJSON_AddNumberToObject(json, "threads", info.threads);
+            }
+        } else if (ok) {
+            if (print)
+                printf("gpu      %s: %s, %.1f GiB\n", all[i]->name, info.device, (double)info.memory_bytes / (1 << 30));
+            if (gpus)
+                cJSON_AddItemToArray(gpus, cJSON_CreateString(info.device));
+        }
+    }
+}
+
+static void mps_bench_progress(const char *fmt, ...)
+{
+    if (!isatty(2))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("\r\033[K", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+}
+
+static void mps_bench_progress_done(void)
+{
+    if (isatty(2))
+        fputs("\r\033[K", stderr);
+}
+
+/* ---- matmul ------------------------------------------------------------------ */
+
+struct mps_bench_row {
+    const char *backend, *precision;
+    int64_t m, n, k;
+    struct mps_bench_stats t;
+    double gflops, max_err;
+    bool has_base;
+    struct mps_bench_stats base;
+    double base_gflops;
+};
+
+static uint64_t mps_bench_rng;
+
+static float mps_bench_rand(void)
+{
+    mps_bench_rng ^= mps_bench_rng << 13;
+    mps_bench_rng ^= mps_bench_rng >> 7;
+    mps_bench_rng ^= mps_bench_rng << 17;
+    return (float)((double)(mps_bench_rng >> 11) / 9007199254740992.0 * 2 - 1);
+}
+
+/* C = A B through be; checks 64 sampled entries in double. */
+static enum mps_status mps_bench_matmul_one(const struct mps_backend *be, enum mps_precision prec, int threads,
+                                            struct mps_bench_row *row, int warmup, int repeat, struct mps_error *err)
+{
+    int64_t m = row->m, n = row->n, k = row->k;
+    struct mps_graph *g = mps_graph_new();
+    float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(k * n)),
+          *c = malloc(sizeof(float) * (size_t)(m * n));
+    double *times = malloc(sizeof(double) * (size_t)(repeat + 1));
+    enum mps_status st = MPS_OK;
+    struct mps_plan *plan = NULL;
+    if (!g || !a || !b || !c || !times) {
+        st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory for a %lldx%lldx%lld matmul", (long long)m,
+                      (long long)n, (long long)k);
+        goto out;
+    }
+    for (int64_t i = 0; i < m * k; i++)
+        a[i] = mps_bench_rand();
+    for (int64_t i = 0; i < k * n; i++)
+        b[i] = mps_bench_rand();
+    struct mps_shape sa = {2, {m, k}}, sb = {2, {k, n}}, sc = {2, {m, n}};
+    int va = mps_graph_add_value(g, "A", MPS_F32, &sa), vb = mps_graph_add_const(g, "B", MPS_F32, &sb, b),
+        vc = mps_graph_add_value(g, "C", MPS_F32, NULL);
+    if ((st = mps_graph_add_input(g, va, err)) ||
+        (st = mps_graph_add_node(g, MPS_OP_MATMUL, "matmul", (int[]){va, vb}, 2, &vc, 1, NULL, err)) ||
+        (st = mps_graph_add_output(g, vc, err)) || (st = mps_graph_sort(g, err)) || (st = mps_graph_infer(g, err)) ||
+        (st = mps_plan_compile(be, g, &(struct mps_compile_opts){.threads = threads, .precision = prec}, &plan,
+                               err)))
+        goto out;
+    struct mps_tensor ta = mps_tensor_make(MPS_F32, &sa, a), tc = mps_tensor_make(MPS_F32, &sc, c);
+    for (int r = 0; r < warmup + repeat && !st; r++) {
+        double t0 = mps_bench_now_ms();
+        st = mps_plan_run(plan, &ta, &tc, err);
+        if (r >= warmup)
+            times[r - warmup] = mps_bench_now_ms() - t0;
+    }
+    if (st)
+        goto out;
+    row->t = mps_bench_stats(times, repeat);
+    row->gflops = 2.0 * (double)m * (double)n * (double)k / (row->t.median * 1e6);
+    /* error against a double reference, relative to sum |a_ik b_kj| (the scale rounding works at) */
+    row->max_err = 0;
+    for (int s = 0; s < 64; s++) {
+        int64_t i = (int64_t)((mps_bench_rand() + 1) / 2 * (float)m) % m, j = (int64_t)((mps_bench_rand() + 1) / 2 * (float)n) % n;
+        double ref = 0, scale = 0;
+        for (int64_t q = 0; q < k; q++) {
+            ref += (double)a[i * k + q] * b[q * n + j];
+            scale += fabs((double)a[i * k + q] * b[q * n + j]);
+        }
+        double e = fabs(c[i * n + j] - ref) / (scale > 0 ? scale : 1);
+        row->max_err = e > row->max_err ? e : row->max_err;
+    }
+    if (be->bench_baseline &&
+        be->bench_baseline(m, n, k, prec, threads, warmup, repeat, times, err) == MPS_OK) {
+        row->has_base = true;
+        row->base = mps_bench_stats(times, repeat);
+        row->base_gflops = 2.0 * (double)m * (double)n * (double)k / (row->base.median * 1e6);
+    }
+out:
+    mps_plan_free(plan);
+    mps_graph_free(g);
+    free(a);
+    free(b);
+    free(c);
+    free(times);
+    return st;
+}
+
+static bool mps_bench_size(const char *s, int64_t *m, int64_t *n, int64_t *k)
+{
+    long long a, b, c;
+    char tail;
+    if (sscanf(s, "%lldx%lldx%lld%c", &a, &b, &c, &tail) == 3) {
+        *m = a, *n = b, *k = c;
+    } else if (sscanf(s, "%lld%c", &a, &tail) == 1) {
+        *m = *n = *k = a;
+    } else {
+        return false;
+    }
+    return *m > 0 && *n > 0 && *k > 0 && *m <= 32768 && *n <= 32768 && *k <= 32768;
+}
+
+static int mps_bench_matmul(int argc, char **argv)
+{
+    struct arg_rex *cmd = arg_rex1(NULL, NULL, "^matmul$", "matmul", 0, "what to measure");
+    struct arg_str *sizes = arg_str0(NULL, "sizes", "LIST", "n or MxNxK, comma separated (default 64,256,1024)");
+    struct arg_str *backends = arg_str0(NULL, "backend", "LIST", "backends, comma separated (default all available)");
+    struct arg_str *precs = arg_str0(NULL, "precision", "LIST", "fp32 (default), tf32, fp16, comma separated");
+    struct arg_int *threads = arg_int0(NULL, "threads", "N", "CPU threads (default: one per core)");
+    struct arg_int *repeat = arg_int0(NULL, "repeat", "N", "timed runs (default 20)");
+    struct arg_int *warmup = arg_int0(NULL, "warmup", "N", "untimed runs first (default 3)");
+    struct arg_int *seed = arg_int0(NULL, "seed", "S", "random data seed (default 1)");
+    struct arg_lit *json = arg_lit0(NULL, "json", "print one JSON object (schema_version 1)");
+    struct arg_lit *csv = arg_lit0(NULL, "csv", "print CSV rows");
+    struct arg_lit *help = arg_lit0("h", "help", "print this help");
+    struct arg_end *end = arg_end(20);
+    void *argtable[] = {cmd, sizes, backends, precs, threads, repeat, warmup, seed, json, csv, help, end};
+    bool done;
+    int rc = mps_cli_parse(argc, argv, argtable, help, end,
+                           "Times C = A B through each backend's compile and run path (A an input, B a weight),\n"
+                           "beside the backend's vendor GEMM called directly, and checks the results.",
+                           &done);
+    struct mps_error err = {{0}};
+    enum mps_status st = MPS_OK;
+    struct mps_bench_row *rows = NULL;
+    int n_rows = 0;
+    if (done)
+        goto out;
+    char sbuf[512], bbuf[256], pbuf[64], *size_list[32], *prec_list[3];
+    int n_sizes = mps_bench_split(sizes->count ? sizes->sval[0] : "64,256,1024", sbuf, sizeof sbuf, size_list, 32);
+    int n_precs = mps_bench_split(precs->count ? precs->sval[0] : "fp32", pbuf, sizeof pbuf, prec_list, 3);
+    int n_rep = repeat->count ? repeat->ival[0] : 20, n_warm = warmup->count ? warmup->ival[0] : 3;
+    const struct mps_backend *bes[8];
+    int n_bes;
+    if (n_rep < 1 || n_warm < 0 || json->count + csv->count > 1)
+        st = mps_fail(&err, MPS_ERR_USAGE, "--repeat must be at least 1, --warmup not negative; --json or --csv");
+    else
+        st = mps_bench_backends(backends->count ? backends->sval[0] : "all", bes, &n_bes, &err);
+    (void)bbuf;
+    rows = calloc((size_t)(n_sizes * n_bes * n_precs + 1), sizeof *rows);
+    for (int s = 0; !st && s < n_sizes; s++) {
+        int64_t m, n, k;
+        if (!mps_bench_size(size_list[s], &m, &n, &k)) {
+            st = mps_fail(&err, MPS_ERR_USAGE, "size '%s' is not n or MxNxK (1 to 32768)", size_list[s]);
+            break;
+        }
+        for (int b = 0; !st && b < n_bes; b++)
+            for (int p = 0; !st && p < n_precs; p++) {
+                enum mps_precision prec;
+                if (!mps_bench_precision(prec_list[p], &prec)) {
+                    st = mps_fail(&err, MPS_ERR_USAGE, "precision '%s' is not fp32, tf32 or fp16", prec_list[p]);
+                    break;
+                }
+                struct mps_bench_row *row = &rows[n_rows];
+                *row = (struct mps_bench_row){.backend = bes[b]->name, .precision = prec_list[p], .m = m, .n = n,
+                                              .k = k};
+                mps_bench_progress("bench matmul: %d/%d  %s %s %lldx%lldx%lld", n_rows + 1,
+                                   n_sizes * n_bes * n_precs, row->backend, row->precision, (long long)m,
+                                   (long long)n, (long long)k);
+                mps_bench_rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(seed->count ? seed->ival[0] : 1);
+                st = mps_bench_matmul_one(bes[b], prec, threads->count ? threads->ival[0] : 0, row, n_warm, n_rep,
+                                          &err);
+                if (st == MPS_ERR_USAGE && n_precs > 1) { /* this backend lacks this precision: say so, go on */
+                    fprintf(stderr, "mpsrun: bench: %s %s skipped: %s\n", row->backend, row->precision, err.msg);
+                    st = MPS_OK;
+                    continue;
+                }
+                n_rows++;
+            }
+    }
+    mps_bench_progress_done();
+    if (st)
+        goto out;
+    if (json->count) {
+        cJSON *root = cJSON_CreateObject(), *machine, *res;
+        cJSON_AddNumberToObject(root, "schema_version", 1);
+        machine = cJSON_AddObjectToObject(root, "machine");
+        mps_bench_machine(machine, false);
+        res = cJSON_AddArrayToObject(root, "results");
+        for (int i = 0; i < n_rows; i++) {
+            const struct mps_bench_row *r = &rows[i];
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "backend", r->backend);
+            cJSON_AddStringToObject(o, "precision", r->precision);
+            cJSON_AddNumberToObject(o, "m", (double)r->m);
+            cJSON_AddNumberToObject(o, "n", (double)r->n);
+            cJSON_AddNumberToObject(o, "k", (double)r->k);
+            cJSON_AddNumberToObject(o, "median_ms", r->t.median);
+            cJSON_AddNumberToObject(o, "p10_ms", r->t.p10);
+            cJSON_AddNumberToObject(o, "p90_ms", r->t.p90);
+            cJSON_AddNumberToObject(o, "gflops", r->gflops);
+            cJSON_AddNumberToObject(o, "max_rel_err", r->max_err);
+            if (r->has_base) {
+                cJSON *d = cJSON_AddObjectToObject(o, "direct");
+                cJSON_AddNumberToObject(d, "median_ms", r->base.median);
+                cJSON_AddNumberToObject(d, "gflops", r->base_gflops);
+                cJSON_AddNumberToObject(d, "ratio", r->gflops / r->base_gflops);
+                cJSON_AddNumberToObject(d, "overhead_us", (r->t.median - r->base.median) * 1e3);
+            }
+            cJSON_AddItemToArray(res, o);
+        }
+        char *text = cJSON_Print(root);
+        puts(text ? text : "{}");
+        free(text);
+        cJSON_Delete(root);
+    } else if (csv->count) {
+        printf("backend,precision,m,n,k,median_ms,p10_ms,p90_ms,gflops,max_rel_err,direct_median_ms,direct_gflops\n");
+        for (int i = 0; i < n_rows; i++) {
+            const struct mps_bench_row *r = &rows[i];
+            printf("%s,%s,%lld,%lld,%lld,%.6f,%.6f,%.6f,%.3f,%.3g,%.6f,%.3f\n", r->backend, r->precision,
+                   (long long)r->m, (long long)r->n, (long long)r->k, r->t.median, r->t.p10, r->t.p90, r->gflops,
+                   r->max_err, r->has_base ? r->base.median : 0, r->has_base ? r->base_gflops : 0);
+        }
+    } else {
+        mps_bench_machine(NULL, true);
+        printf("\n%-7s %-5s %17s %10s %9s %9s %8s %9s  %s\n", "backend", "prec", "MxNxK", "median ms", "p10 ms",
+               "p90 ms", "GFLOP/s", "max err", "direct (vendor GEMM): GFLOP/s, ratio, overhead");
+        for (int i = 0; i < n_rows; i++) {
+            const struct mps_bench_row *r = &rows[i];
+            char mnk[48];
+            snprintf(mnk, sizeof mnk, "%lldx%lldx%lld", (long long)r->m, (long long)r->n, (long long)r->k);
+            printf("%-7s %-5s %17s %10.4f %9.4f %9.4f %8.1f %9.1e", r->backend, r->precision, mnk, r->t.median,
+                   r->t.p10, r->t.p90, r->gflops, r->max_err);
+            if (r->has_base)
+                printf("  %8.1f  %5.1f%%  %+.2f us", r->base_gflops, 100.0 * r->gflops / r->base_gflops,
+                       (r->t.median - r->base.median) * 1e3);
+            printf("\n");
+        }
+    }
+out:
+    if (st) {
+        mps_cli_error("bench matmul", "%s", err.msg);
+        rc = mps_cli_exit_code(st);
+    }
+    free(rows);
+    arg_freetable(argtable, sizeof argtable / sizeof argtable[0]);
+    return rc;
+}
+
+/* ---- model -------------------------------------------------------------------- */
+
+struct mps_bench_node {
+    int index;
+    double ms;
+};
+
+static int mps_bench_node_cmp(const void *a, const void *b)
+{
+    double x = ((const struct mps_bench_node *)a)->ms, y = ((const struct mps_bench_node *)b)->ms;
+    return x > y ? -1 : x < y;
+}
+
+/* Prints each node's median share of a run, biggest first. */
+static void mps_bench_profile(const struct mps_graph *g, double *node_ms, int runs)
+{
+    int n = g->n_nodes;
+    struct mps_bench_node *nodes = calloc((size_t)n + 1, sizeof *nodes);
+    double total = 0, *col = malloc(sizeof(double) * (size_t)runs);
+    for (int k = 0; nodes && col && k < n; k++) {
+        for (int r = 0; r < runs; r++)
+            col[r] = node_ms[r * n + k];
+        nodes[k] = (struct mps_bench_node){k, mps_bench_stats(col, runs).median};
+        total += nodes[k].ms;
+    }
+    if (nodes && col) {
+        qsort(nodes, (size_t)n, sizeof *nodes, mps_bench_node_cmp);
+        printf("  %-10s %7s  %-24s %-28s %s\n", "median ms", "share", "op", "node", "output");
+        for (int i = 0; i < n; i++) {
+            const struct mps_node *nd = &g->nodes[nodes[i].index];
+            const struct mps_fused_act *act = nd->op == MPS_OP_GEMM ? &nd->p.gemm.act
+                                              : nd->op == MPS_OP_CONV || nd->op == MPS_OP_CONV_TRANSPOSE
+                                                  ? &nd->p.conv.act
+                                                  : NULL;
+            char op[48], shape[96];
+            snprintf(op, sizeof op, "%s%s%s", mps_op_name(nd->op), act && act->on ? "+" : "",
+                     act && act->on ? mps_op_name(act->op) : "");
+            printf("  %10.4f %6.1f%%  %-24s %-28.28s %s\n", nodes[i].ms, total > 0 ? 100 * nodes[i].ms / total : 0,
+                   op, nd->name, mps_shape_str(&g->values[nd->out[0]].shape, shape, sizeof shape));
+        }
+        printf("  %10.4f 100.0%%  (sum of the nodes' medians)\n", total);
+    }
+    free(nodes);
+    free(col);
+}
+
+/* Loads path with every input's free batch dim set to batch; random inputs. */
+static enum mps_status mps_bench_model_load(const char *path, int64_t batch, struct mps_model **m,
+                                            struct mps_tensor *in, int *n_in, struct mps_error *err)
+{
+    struct mps_model *decl;
+    enum mps_status st = mps_onnx_load(path, NULL, &decl, err);
+    if (st)
+        return st;
+    struct mps_shape shapes[8];
+    *n_in = decl->graph->n_inputs;
+    if (*n_in > 8) {
+        mps_model_free(decl);
+        return mps_fail(err, MPS_ERR_MODEL, "more than 8 inputs");
+    }
+    for (int i = 0; i < *n_in; i++) {
+        shapes[i] = decl->graph->values[decl->graph->inputs[i]].shape;
+        if (shapes[i].ndim > 0 && decl->inputs[i].symbolic[0])
+            shapes[i].dim[0] = batch;
+        else if (batch != 1 && (shapes[i].ndim == 0 || shapes[i].dim[0] != batch)) {
+            mps_model_free(decl);
+            return mps_fail(err, MPS_ERR_USAGE, "the model fixes its batch; --batch %lld does not fit",
+                            (long long)batch);
+        }
+    }
+    mps_model_free(decl);
+    if ((st = mps_onnx_load(path, &(struct mps_onnx_opts){.n_shapes = *n_in, .shapes = shapes}, m, err)))
+        return st;
+    for (int i = 0; i < *n_in; i++) {
+        const struct mps_value *v = &(*m)->graph->values[(*m)->graph->inputs[i]];
+        int64_t n = mps_shape_numel(&v->shape);
+        float *d = calloc((size_t)n + 1, mps_dtype_size(v->dtype));
+        for (int64_t j = 0; d && v->dtype == MPS_F32 && j < n; j++)
+            d[j] = mps_bench_rand();
+        in[i] = mps_tensor_make(v->dtype, &v->shape, d);
+    }
+    return MPS_OK;
+}
+
+static int mps_bench_model(int argc, char **argv)
+{
+    struct arg_rex *cmd = arg_rex1(NULL, NULL, "^model$", "model", 0, "what to measure");
+    struct arg_file *model = arg_file1(NULL, NULL, "MODEL", "an ONNX model");
+    struct arg_str *batches = arg_str0(NULL, "batch", "LIST", "batch sizes, comma separated (default 1)");
+    struct arg_str *backends = arg_str0(NULL, "backend", "LIST", "backends, comma separated (default all available)");
+    struct arg_str *precs = arg_str0(NULL, "precision", "LIST", "fp32 (default), tf32, fp16, comma separated");
+    struct arg_int *threads = arg_int0(NULL, "threads", "N", "CPU threads (default: one per core)");
+    struct arg_int *repeat = arg_int0(NULL, "repeat", "N", "timed runs (default 20)");
+    struct arg_int *warmup = arg_int0(NULL, "warmup", "N", "untimed runs first (default 3)");
+    struct arg_lit *profile = arg_lit0(NULL, "profile", "time every node too (backends that can: cpu)");
+    struct arg_lit *json = arg_lit0(NULL, "json", "print one JSON object (schema_version 1)");
+    struct arg_lit *csv = arg_lit0(NULL, "csv", "print CSV rows");
+    struct arg_lit *help = arg_lit0("h", "help", "print this help");
+    struct arg_end *end = arg_end(20);
+    void *argtable[] = {cmd, model, batches, backends, precs, threads, repeat, warmup, profile, json, csv, help, end};
+    bool done;
+    int rc = mps_cli_parse(argc, argv, argtable, help, end,
+                           "Times MODEL on random inputs per batch size, backend and precision: latency\n"
+                           "(median, p10, p90) and throughput; --profile adds each node's share.",
+                           &done);
+    struct mps_error err = {{0}};
+    enum mps_status st = MPS_OK;
+    const char *subject = "bench model";
+    cJSON *root = NULL, *res = NULL;
+    if (done)
+        goto out;
+    char bbuf[256], pbuf[64], *batch_list[16], *prec_list[3];
+    int n_batch = mps_bench_split(batches->count ? batches->sval[0] : "1", bbuf, sizeof bbuf, batch_list, 16);
+    int n_precs = mps_bench_split(precs->count ? precs->sval[0] : "fp32", pbuf, sizeof pbuf, prec_list, 3);
+    int n_rep = repeat->count ? repeat->ival[0] : 20, n_warm = warmup->count ? warmup->ival[0] : 3;
+    const struct mps_backend *bes[8];
+    int n_bes = 0;
+    if (n_rep < 1 || n_warm < 0 || json->count + csv->count > 1)
+        st = mps_fail(&err, MPS_ERR_USAGE, "--repeat must be at least 1, --warmup not negative; --json or --csv");
+    else
+        st = mps_bench_backends(backends->count ? backends->sval[0] : "all", bes, &n_bes, &err);
+    if (json->count) {
+        root = cJSON_CreateObject();
+        cJSON_AddNumberToObject(root, "schema_version", 1);
+        cJSON_AddStringToObject(root, "model", model->filename[0]);
+        mps_bench_machine(cJSON_AddObjectToObject(root, "machine"), false);
+        res = cJSON_AddArrayToObject(root, "results");
+    } else if (csv->count) {
+        printf("model,backend,precision,batch,median_ms,p10_ms,p90_ms,inferences_per_s\n");
+    } else if (!st) {
+        mps_bench_machine(NULL, true);
+        printf("model    %s\n\n%-7s %-5s %6s %10s %9s %9s %14s\n", model->filename[0], "backend", "prec", "batch",
+               "median ms", "p10 ms", "p90 ms", "inferences/s");
+    }
+    mps_bench_rng = 0x9e3779b97f4a7c15ull;
+    for (int bi = 0; !st && bi < n_batch; bi++) {
+        char *endp;
+        long long batch = strtoll(batch_list[bi], &endp, 10);
+        if (endp == batch_list[bi] || *endp || batch < 1 || batch > 65536) {
+            st = mps_fail(&err, MPS_ERR_USAGE, "batch '%s' is not a size from 1 to 65536", batch_list[bi]);
+            break;
+        }
+        for (int b = 0; !st && b < n_bes; b++)
+            for (int p = 0; !st && p < n_precs; p++) {
+                enum mps_precision prec;
+                if (!mps_bench_precision(prec_list[p], &prec)) {
+                    st = mps_fail(&err, MPS_ERR_USAGE, "precision '%s' is not fp32, tf32 or fp16", prec_list[p]);
+                    break;
+                }
+                mps_bench_progress("bench model: batch %lld, %s %s", batch, bes[b]->name, prec_list[p]);
+                struct mps_model *m = NULL;
+                struct mps_tensor in[8] = {{0}}, *out = NULL;
+                int n_in = 0;
+                struct mps_plan *plan = NULL;
+                double *times = malloc(sizeof(double) * (size_t)n_rep), *node_ms = NULL;
+                subject = model->filename[0];
+                st = mps_bench_model_load(model->filename[0], batch, &m, in, &n_in, &err);
+                if (!st && (st = mps_passes_fuse(m->graph, bes[b], &err)) == MPS_OK) {
+                    int bad = mps_backend_unsupported(bes[b], m->graph, err.msg, sizeof err.msg);
+                    if (bad)
+                        st = mps_fail(&err, MPS_ERR_MODEL, "backend %s cannot run %d nodes", bes[b]->name, bad);
+                }
+                if (!st)
+                    st = mps_plan_compile(bes[b], m->graph,
+                                          &(struct mps_compile_opts){threads->count ? threads->ival[0] : 0, prec},
+                                          &plan, &err);
+                const struct mps_graph *g = m ? m->graph : NULL;
+                if (!st) {
+                    out = calloc((size_t)g->n_outputs, sizeof *out);
+                    for (int o = 0; out && o < g->n_outputs; o++) {
+                        const struct mps_value *v = &g->values[g->outputs[o]];
+                        out[o] = mps_tensor_make(v->dtype, &v->shape,
+                                                 calloc((size_t)mps_shape_numel(&v->shape) + 1, mps_dtype_size(v->dtype)));
+                    }
+                    bool prof = profile->count && bes[b]->profile;
+                    node_ms = prof ? calloc((size_t)n_rep * (size_t)g->n_nodes + 1, sizeof *node_ms) : NULL;
+                    for (int r = 0; r < n_warm + n_rep && !st; r++) {
+                        double t0 = mps_bench_now_ms();
+                        st = node_ms && r >= n_warm
+                                 ? bes[b]->profile(plan->state, in, out, node_ms + (size_t)(r - n_warm) * g->n_nodes, &err)
+                                 : mps_plan_run(plan, in, out, &err);
+                        if (r >= n_warm)
+                            times[r - n_warm] = mps_bench_now_ms() - t0;
+                    }
+                }
+                if (!st) {
+                    struct mps_bench_stats t = mps_bench_stats(times, n_rep);
+                    double ips = (double)batch * 1e3 / t.median;
+                    mps_bench_progress_done();
+                    if (res) {
+                        cJSON *o = cJSON_CreateObject();
+                        cJSON_AddStringToObject(o, "backend", bes[b]->name);
+                        cJSON_AddStringToObject(o, "precision", prec_list[p]);
+                        cJSON_AddNumberToObject(o, "batch", (double)batch);
+                        cJSON_AddNumberToObject(o, "median_ms", t.median);
+                        cJSON_AddNumberToObject(o, "p10_ms", t.p10);
+                        cJSON_AddNumberToObject(o, "p90_ms", t.p90);
+                        cJSON_AddNumberToObject(o, "inferences_per_s", ips);
+                        cJSON_AddItemToArray(res, o);
+                    } else if (csv->count) {
+                        printf("%s,%s,%s,%lld,%.6f,%.6f,%.6f,%.2f\n", model->filename[0], bes[b]->name, prec_list[p],
+                               batch, t.median, t.p10, t.p90, ips);
+                    } else {
+                        printf("%-7s %-5s %6lld %10.4f %9.4f %9.4f %14.1f\n", bes[b]->name, prec_list[p], batch,
+                               t.median, t.p10, t.p90, ips);
+                        if (node_ms)
+                            mps_bench_profile(g, node_ms, n_rep);
+                        else if (profile->count)
+                            printf("  (the %s backend cannot time its nodes)\n", bes[b]->name);
+                    }
+                }
+                mps_plan_free(plan);
+                for (int i = 0; i < n_in; i++)
+                    free(in[i].data);
+                for (int o = 0; out && g && o < g->n_outputs; o++)
+                    free(out[o].data);
+                free(out);
+                free(times);
+                free(node_ms);
+                mps_model_free(m);
+            }
+    }
+    mps_bench_progress_done();
+    if (!st && root) {
+        char *text = cJSON_Print(root);
+        puts(text ? text : "{}");
+        free(text);
+    }
+out:
+    cJSON_Delete(root);
+    if (st) {
+        mps_cli_error(subject, "%s", err.msg);
+        rc = mps_cli_exit_code(st);
+    }
+    arg_freetable(argtable, sizeof argtable / sizeof argtable[0]);
+    return rc;
+}
+
+int mps_cli_bench(int argc, char **argv)
+{
+    if (argc >= 2 && !strcmp(argv[1], "matmul"))
+        return mps_bench_matmul(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "model"))
+        return mps_bench_model(argc, argv);
+    bool help = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+    fprintf(help ? stdout : stderr, "usage: mpsrun bench matmul [options]   (mpsrun bench matmul --help)\n"
+                                    "       mpsrun bench model MODEL [options]   (mpsrun bench model --help)\n");
+    return help ? MPS_EXIT_OK : MPS_EXIT_USAGE;
+}

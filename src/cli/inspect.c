@@ -1,0 +1,270 @@
+/* inspect.c: `mpsrun inspect MODEL [--json]`: what a model is and costs, as
+   mpsrun will run it (after constant folding and BatchNormalization folding,
+   before backend-specific fusion): inputs and outputs, opset, producer,
+   metadata, one row per node (op, output shape, parameters, FLOPs), totals,
+   the activation arena, and which backends can run every node.
+
+   FLOPs: 2 per multiply-accumulate of Conv, ConvTranspose, Gemm and MatMul,
+   one per output element of the other computing ops, none for ops that only
+   move data. Parameters: elements of the floating-point initializers a node
+   reads; each initializer counts once in the totals. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "memplan.h"
+#include "model.h"
+
+struct mps_inspect_node {
+    int64_t params, macs, flops;
+};
+
+static bool mps_inspect_moves_only(enum mps_op op)
+{
+    switch (op) {
+    case MPS_OP_RESHAPE:
+    case MPS_OP_FLATTEN:
+    case MPS_OP_SQUEEZE:
+    case MPS_OP_UNSQUEEZE:
+    case MPS_OP_IDENTITY:
+    case MPS_OP_DROPOUT:
+    case MPS_OP_SHAPE:
+    case MPS_OP_CONSTANT:
+    case MPS_OP_TRANSPOSE:
+    case MPS_OP_CONCAT:
+    case MPS_OP_SPLIT:
+    case MPS_OP_SLICE:
+    case MPS_OP_GATHER:
+    case MPS_OP_EXPAND:
+    case MPS_OP_PAD:
+    case MPS_OP_CAST: return true;
+    default: return false;
+    }
+}
+
+static bool mps_inspect_is_weight(const struct mps_value *v)
+{
+    return v && v->data && (v->dtype == MPS_F32 || v->dtype == MPS_F16 || v->dtype == MPS_F64);
+}
+
+static struct mps_inspect_node mps_inspect_cost(const struct mps_graph *g, const struct mps_node *n)
+{
+    struct mps_inspect_node c = {0};
+    for (int i = 0; i < n->n_in; i++) {
+        const struct mps_value *v = mps_node_input(g, n, i);
+        if (mps_inspect_is_weight(v))
+            c.params += mps_shape_numel(&v->shape);
+    }
+    const struct mps_shape *y = &g->values[n->out[0]].shape, *x = &g->values[n->in[0]].shape;
+    int64_t out = mps_shape_numel(y);
+    switch (n->op) {
+    case MPS_OP_CONV: { /* per output element: C/group x kernel taps */
+        const struct mps_shape *w = &g->values[n->in[1]].shape;
+        c.macs = out * (mps_shape_numel(w) / w->dim[0]);
+        break;
+    }
+    case MPS_OP_CONV_TRANSPOSE: { /* per input element: M/group x kernel taps */
+        const struct mps_shape *w = &g->values[n->in[1]].shape;
+        c.macs = mps_shape_numel(x) * (mps_shape_numel(w) / w->dim[0]);
+        break;
+    }
+    case MPS_OP_GEMM:
+        c.macs = out * x->dim[n->p.gemm.trans_a ? 0 : 1];
+        break;
+    case MPS_OP_MATMUL:
+        c.macs = out * x->dim[x->ndim - 1];
+        break;
+    default:
+        break;
+    }
+    c.flops = c.macs ? 2 * c.macs : mps_inspect_moves_only(n->op) ? 0 : out;
+    return c;
+}
+
+/* "Conv" or "Conv+Relu". */
+static void mps_inspect_op(const struct mps_node *n, char *buf, size_t size)
+{
+    const struct mps_fused_act *act = n->op == MPS_OP_GEMM ? &n->p.gemm.act
+                                      : n->op == MPS_OP_CONV || n->op == MPS_OP_CONV_TRANSPOSE ? &n->p.conv.act
+                                                                                               : NULL;
+    snprintf(buf, size, "%s%s%s", mps_op_name(n->op), act && act->on ? "+" : "",
+             act && act->on ? mps_op_name(act->op) : "");
+}
+
+/* "[batch=1,1,28,28]": symbolic dims with their names. */
+static void mps_inspect_dims(const struct mps_model *m, int input, const struct mps_shape *s, char *buf, size_t size)
+{
+    size_t n = (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < s->ndim && n < size; i++) {
+        const struct mps_model_input *d = input >= 0 ? &m->inputs[input] : NULL;
+        if (d && d->symbolic[i])
+            n += (size_t)snprintf(buf + n, size - n, "%s%s=%lld", i ? "," : "", d->dim_name[i] ? d->dim_name[i] : "?",
+                                  (long long)s->dim[i]);
+        else
+            n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? "," : "", (long long)s->dim[i]);
+    }
+    if (n < size)
+        snprintf(buf + n, size - n, "]");
+}
+
+static const char *const mps_inspect_known[] = {"cpu", "cuda", "mps"};
+
+int mps_cli_inspect(int argc, char **argv)
+{
+    struct arg_file *model = arg_file1(NULL, NULL, "MODEL", "an ONNX model");
+    struct arg_lit *json = arg_lit0(NULL, "json", "print one JSON object (schema_version 1)");
+    struct arg_lit *help = arg_lit0("h", "help", "print this help");
+    struct arg_end *end = arg_end(8);
+    void *argtable[] = {model, json, help, end};
+    bool done;
+    int rc = mps_cli_parse(argc, argv, argtable, help, end,
+                           "Shows MODEL as mpsrun runs it (a free batch set to 1): inputs, outputs, metadata,\n"
+                           "one row per node with its output shape, parameters and FLOPs, the totals, the\n"
+                           "activation arena, and which backends can run every node.",
+                           &done);
+    struct mps_model *m = NULL;
+    struct mps_error err = {{0}};
+    struct mps_memplan mp = {0};
+    enum mps_status st = MPS_OK;
+    cJSON *root = NULL;
+    if (done)
+        goto out;
+    if ((st = mps_onnx_load(model->filename[0], NULL, &m, &err)) || (st = mps_memplan_build(m->graph, 64, &mp, &err)))
+        goto out;
+    const struct mps_graph *g = m->graph;
+    char a[256];
+    int64_t params = 0, macs = 0, flops = 0, weight_bytes = 0;
+    for (int v = 0; v < g->n_values; v++) {
+        bool read = false;
+        for (int k = 0; k < g->n_nodes && !read; k++)
+            for (int i = 0; i < g->nodes[k].n_in && !read; i++)
+                read = g->nodes[k].in[i] == v;
+        if (read && mps_inspect_is_weight(&g->values[v])) {
+            params += mps_shape_numel(&g->values[v].shape);
+            weight_bytes += (int64_t)(mps_shape_numel(&g->values[v].shape) * (int64_t)mps_dtype_size(g->values[v].dtype));
+        }
+    }
+    root = json->count ? cJSON_CreateObject() : NULL;
+    cJSON *jnodes = NULL;
+    if (root) {
+        cJSON_AddNumberToObject(root, "schema_version", 1);
+        cJSON *jm = cJSON_AddObjectToObject(root, "model");
+        cJSON_AddStringToObject(jm, "path", m->path);
+        cJSON_AddStringToObject(jm, "producer", m->producer);
+        cJSON_AddNumberToObject(jm, "opset", (double)m->opset);
+        cJSON_AddNumberToObject(jm, "ir_version", (double)m->ir_version);
+        cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
+        for (int i = 0; i < m->n_meta; i++)
+            cJSON_AddStringToObject(meta, m->meta[i].key, m->meta[i].value);
+        for (int io = 0; io < 2; io++) {
+            cJSON *arr = cJSON_AddArrayToObject(root, io ? "outputs" : "inputs");
+            for (int i = 0; i < (io ? g->n_outputs : g->n_inputs); i++) {
+                const struct mps_value *v = &g->values[io ? g->outputs[i] : g->inputs[i]];
+                cJSON *o = cJSON_CreateObject(), *shape = cJSON_AddArrayToObject(o, "shape");
+                cJSON_AddStringToObject(o, "name", v->name);
+                cJSON_AddStringToObject(o, "dtype", mps_dtype_name(v->dtype));
+                for (int d = 0; d < v->shape.ndim; d++)
+                    cJSON_AddItemToArray(shape, io || !m->inputs[i].symbolic[d]
+                                                    ? cJSON_CreateNumber((double)v->shape.dim[d])
+                                                    : cJSON_CreateString(m->inputs[i].dim_name[d]
+                                                                             ? m->inputs[i].dim_name[d] : "?"));
+                cJSON_AddItemToArray(arr, o);
+            }
+        }
+        jnodes = cJSON_AddArrayToObject(root, "nodes");
+    } else {
+        printf("model      %s\nproducer   %s, opset %lld, IR version %lld\n", m->path,
+               m->producer[0] ? m->producer : "(unknown)", (long long)m->opset, (long long)m->ir_version);
+        for (int i = 0; i < m->n_meta; i++)
+            printf("%-10s %s: %.70s%s\n", i ? "" : "metadata", m->meta[i].key, m->meta[i].value,
+                   strlen(m->meta[i].value) > 70 ? "..." : "");
+        for (int i = 0; i < g->n_inputs; i++) {
+            const struct mps_value *v = &g->values[g->inputs[i]];
+            mps_inspect_dims(m, i, &v->shape, a, sizeof a);
+            printf("%-10s %s %s %s\n", i ? "" : "inputs", v->name, mps_dtype_name(v->dtype), a);
+        }
+        for (int i = 0; i < g->n_outputs; i++) {
+            const struct mps_value *v = &g->values[g->outputs[i]];
+            printf("%-10s %s %s %s\n", i ? "" : "outputs", v->name, mps_dtype_name(v->dtype),
+                   mps_shape_str(&v->shape, a, sizeof a));
+        }
+        printf("\n%4s  %-32s %-18s %-20s %11s %14s\n", "#", "node", "op", "output", "params", "FLOPs");
+    }
+    for (int k = 0; k < g->n_nodes; k++) {
+        const struct mps_node *n = &g->nodes[k];
+        struct mps_inspect_node c = mps_inspect_cost(g, n);
+        char op[48];
+        mps_inspect_op(n, op, sizeof op);
+        mps_shape_str(&g->values[n->out[0]].shape, a, sizeof a);
+        macs += c.macs;
+        flops += c.flops;
+        if (jnodes) {
+            cJSON *o = cJSON_CreateObject(), *shape = cJSON_AddArrayToObject(o, "output_shape");
+            cJSON_AddStringToObject(o, "name", n->name);
+            cJSON_AddStringToObject(o, "op", op);
+            for (int d = 0; d < g->values[n->out[0]].shape.ndim; d++)
+                cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)g->values[n->out[0]].shape.dim[d]));
+            cJSON_AddNumberToObject(o, "params", (double)c.params);
+            cJSON_AddNumberToObject(o, "macs", (double)c.macs);
+            cJSON_AddNumberToObject(o, "flops", (double)c.flops);
+            cJSON_AddItemToArray(jnodes, o);
+        } else {
+            printf("%4d  %-32.32s %-18s %-20s %11lld %14lld\n", k, n->name, op, a, (long long)c.params,
+                   (long long)c.flops);
+        }
+    }
+    if (root) {
+        cJSON *t = cJSON_AddObjectToObject(root, "totals");
+        cJSON_AddNumberToObject(t, "nodes", g->n_nodes);
+        cJSON_AddNumberToObject(t, "params", (double)params);
+        cJSON_AddNumberToObject(t, "weight_bytes", (double)weight_bytes);
+        cJSON_AddNumberToObject(t, "macs", (double)macs);
+        cJSON_AddNumberToObject(t, "flops", (double)flops);
+        cJSON_AddNumberToObject(t, "arena_bytes", (double)mp.size);
+        cJSON_AddNumberToObject(t, "activation_bytes_without_reuse", (double)mp.total);
+    } else {
+        printf("\ntotals     %d nodes, %lld parameters (%.1f KiB of weights), %.4g MFLOPs (%.4g M multiply-accumulates)\n",
+               g->n_nodes, (long long)params, (double)weight_bytes / 1024, (double)flops / 1e6, (double)macs / 1e6);
+        printf("memory     activations: %.1f KiB in one arena (%.1f KiB if every tensor had its own)\n",
+               (double)mp.size / 1024, (double)mp.total / 1024);
+    }
+    cJSON *jb = root ? cJSON_AddArrayToObject(root, "backends") : NULL;
+    for (size_t i = 0; i < sizeof mps_inspect_known / sizeof mps_inspect_known[0]; i++) {
+        const struct mps_backend *be = mps_backend_find(mps_inspect_known[i]);
+        struct mps_backend_info info;
+        struct mps_error why = {{0}};
+        bool avail = be && be->probe(&info, &why) == MPS_OK;
+        char list[384] = "";
+        int bad = be ? mps_backend_unsupported(be, g, list, sizeof list) : 0;
+        if (jb) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "name", mps_inspect_known[i]);
+            cJSON_AddBoolToObject(o, "compiled", be != NULL);
+            cJSON_AddBoolToObject(o, "available", avail);
+            cJSON_AddBoolToObject(o, "runs_every_node", be && bad == 0);
+            cJSON_AddStringToObject(o, "unsupported", list);
+            cJSON_AddItemToArray(jb, o);
+        } else {
+            printf("%-10s %-5s %s%s%s\n", i ? "" : "backends", mps_inspect_known[i],
+                   !be ? "not compiled in" : bad ? "cannot run: " : "runs every node", bad ? list : "",
+                   be && !avail ? " (not available on this machine)" : "");
+        }
+    }
+    if (root) {
+        char *text = cJSON_Print(root);
+        puts(text ? text : "{}");
+        free(text);
+    }
+out:
+    cJSON_Delete(root);
+    mps_memplan_free(&mp);
+    if (st) {
+        mps_cli_error(model->filename[0], "%s", err.msg);
+        rc = mps_cli_exit_code(st);
+    }
+    mps_model_free(m);
+    arg_freetable(argtable, sizeof argtable / sizeof argtable[0]);
+    return rc;
+}
