@@ -153,5 +153,52 @@ done
 check "a float64 .npy says its dtype" bash -c "'$mpsrun' infer '$cnn' '$in/f64.npy' 2>&1 | grep -q \"dtype is '<f8'\""
 expect "missing input file: exit 4" 4 infer "$cnn" "$tmp/none.png"
 
+# ---- bench ---------------------------------------------------------------------
+expect "bench without a target" 2 bench
+expect "bench --help" 0 bench --help
+expect "bench matmul --help" 0 bench matmul --help
+check "bench matmul --help documents its options" bash -c "for o in sizes backend precision repeat warmup seed json csv; do \
+  grep -q -- \"--\$o\" $out || exit 1; done"
+expect "bench matmul" 0 bench matmul --sizes 32,48x16x8 --repeat 3
+check "the header names the machine and the BLAS" grep -Eq '^machine .*BLAS .*threads' "$out"
+check "one row per size, with the direct GEMM beside it" bash -c "[ \$(grep -Ec '^cpu +fp32 +(32x32x32|48x16x8) .*%' $out) = 2 ]"
+expect "bench matmul --json" 0 bench matmul --sizes 64 --repeat 3 --seed 7 --json
+check "bench matmul --json fields" jq -e '.schema_version == 1 and (.machine.cpu | length) > 0 and .machine.threads >= 1
+  and .results[0].m == 64 and .results[0].gflops > 0 and .results[0].max_rel_err < 1e-5
+  and .results[0].direct.gflops > 0 and .results[0].p10_ms <= .results[0].p90_ms' "$out" >/dev/null
+expect "bench matmul --csv" 0 bench matmul --sizes 16 --repeat 2 --csv
+check "bench matmul --csv has a header and a row" bash -c "head -1 $out | grep -q '^backend,precision,m,n,k' && [ \$(wc -l <$out) = 2 ]"
+expect "bench matmul --sizes 0" 2 bench matmul --sizes 0
+expect "bench matmul --sizes 2x3" 2 bench matmul --sizes 2x3
+expect "bench matmul --backend nope" 2 bench matmul --backend nope
+expect "bench matmul --precision fp16 on cpu" 2 bench matmul --backend cpu --precision fp16 --sizes 8
+expect "bench matmul --json --csv" 2 bench matmul --json --csv
+expect "bench model --help" 0 bench model --help
+expect "bench model with batches" 0 bench model "$mlp" --batch 1,4 --repeat 3 --json
+check "bench model --json has one result per batch" jq -e '.results | length == 2 and .[1].batch == 4
+  and .[1].inferences_per_s > 0 and .[0].median_ms > 0' "$out" >/dev/null
+expect "bench model --profile" 0 bench model "$cnn" --repeat 3 --profile
+check "the profile lists every node with its share" bash -c "grep -q 'share' $out && grep -q 'Conv+Relu' $out && \
+  grep -q '100.0%' $out"
+expect "bench model --csv" 0 bench model "$cnn" --repeat 2 --csv
+expect "bench model --batch 0" 2 bench model "$cnn" --batch 0
+expect "bench model on a fixed-batch model with --batch 2" 2 bench model "$tmp/bad/external_ok.onnx" --batch 2
+expect "bench model on a bad model" 3 bench model "$tmp/bad/cycle.onnx"
+
+# ---- inspect -------------------------------------------------------------------
+expect "inspect --help" 0 inspect --help
+expect "inspect" 0 inspect "$cnn"
+check "inspect shows inputs with their free dims" grep -q 'image f32 \[batch=1,1,28,28\]' "$out"
+check "inspect shows the metadata" grep -q 'mean: 0.1307' "$out"
+check "inspect shows the totals and the arena" bash -c "grep -q '^totals .*105866 parameters' $out && grep -q '^memory ' $out"
+check "inspect says which backends run every node" grep -Eq '^backends +cpu +runs every node' "$out"
+expect "inspect --json" 0 inspect "$cnn" --json
+check "inspect --json fields" jq -e '.schema_version == 1 and .totals.params == 105866 and (.nodes | length) == 10
+  and .nodes[0].op == "Conv" and .nodes[0].macs == 112896 and .inputs[0].shape == ["batch", 1, 28, 28]
+  and .totals.arena_bytes > 0 and .totals.arena_bytes <= .totals.activation_bytes_without_reuse
+  and (.backends[] | select(.name == "cpu") | .runs_every_node)' "$out" >/dev/null
+expect "inspect a bad model" 3 inspect "$tmp/bad/unsupported_op.onnx"
+check "inspect names the node" grep -q "node 'up' (Resize)" "$err"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
