@@ -1,0 +1,58 @@
+#!/usr/bin/python3
+"""torch_gpu_bench.py NAME SHAPE WARMUP REPEAT: PyTorch on the GPU, eager and
+CUDA-graph replay, for a shipped model's architecture, the 784-512-512-10 MLP
+or a torchvision model (random weights); input and output stay on the GPU
+(PyTorch's best case). Prints {"eager_ms": ..., "graph_ms": ...} (medians,
+each run timed to completion)."""
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "models"))
+import torch  # noqa: E402
+import torchvision  # noqa: E402
+
+import train_models  # noqa: E402
+
+name, shape, warmup, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+shipped = {"mnist_mlp": train_models.MnistMLP, "mnist_cnn": lambda: train_models.SmallCNN(16, 32, 64),
+           "fashion_cnn": lambda: train_models.SmallCNN(32, 64, 128)}
+if name in shipped:
+    module = shipped[name]()
+elif name == "mlp_784_512_512_10":
+    import export_torch
+    module = export_torch.MLP()
+else:
+    module = getattr(torchvision.models, name)(weights=None)
+module = module.cuda().eval()
+x = torch.randn(*map(int, shape.split(",")), device="cuda")
+
+
+def timed(fn):
+    times = []
+    for i in range(warmup + repeat):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        if i >= warmup:
+            times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+with torch.inference_mode():
+    eager = timed(lambda: module(x))
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            module(x)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = module(x)
+    graph = timed(g.replay)
+print(json.dumps({"eager_ms": eager, "graph_ms": graph}))

@@ -1,0 +1,75 @@
+/* cuda_kernels.h: the launchers of the CUDA backend's kernels, callable from
+   C. Plain C types only: no CUDA type reaches a file that C compiles
+   (STYLE.md). Each enqueues its kernels on stream (a cudaStream_t) and
+   returns the cudaError_t of the launch, 0 on success. Pointers are device
+   memory; sizes are in elements. ops are enum mps_op values. */
+#ifndef MPS_CUDA_KERNELS_H
+#define MPS_CUDA_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MPS_CU_MAX_DIMS 8
+
+/* An n-d walk: dims, and strides (elements) of up to three operands. */
+struct mps_cu_walk {
+    int nd;
+    int64_t dim[MPS_CU_MAX_DIMS];
+    int64_t s0[MPS_CU_MAX_DIMS], s1[MPS_CU_MAX_DIMS], s2[MPS_CU_MAX_DIMS];
+};
+
+/* A window in 3-D terms (see the CPU backend's mps_cpu_window3). */
+struct mps_cu_window {
+    int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
+};
+
+/* elementwise.cu */
+int mps_cu_unary(int op, float alpha, float beta, const float *x, float *y, int64_t n, void *stream);
+/* y = a op b over w (s0: a, s1: b, s2: y), dtype an enum mps_dtype (f32, i64, i32). */
+int mps_cu_binary(int op, int dtype, const void *a, const void *b, void *y, const struct mps_cu_walk *w, void *stream);
+int mps_cu_scale(float *y, float s, int64_t n, void *stream);
+int mps_cu_cast(int from, int to, const void *x, void *y, int64_t n, void *stream);
+int mps_cu_fill(int dtype, double v, void *y, int64_t n, void *stream);
+
+/* layout.cu */
+/* dst[walk s0] = src[walk s1], elements of elem bytes. */
+int mps_cu_copy(void *dst, const void *src, const struct mps_cu_walk *w, size_t elem, void *stream);
+int mps_cu_gather(const void *x, const void *idx, int idx64, void *y, int64_t outer, int64_t len, int64_t count,
+                  int64_t inner, size_t elem, void *stream);
+/* mode: enum mps_pad_mode; pads[2*nd] begin then end; fill: elem bytes of the constant. */
+int mps_cu_pad(const void *x, void *y, int nd, const int64_t *xdim, const int64_t *ydim, const int64_t *pads, int mode,
+               const void *fill, size_t elem, void *stream);
+
+/* conv.cu */
+int mps_cu_im2col(const float *x, float *col, int64_t channels, const struct mps_cu_window *w, void *stream);
+/* ConvTranspose: y[m][o] += sum over taps of col[(m*taps + t)][input position of o]. */
+int mps_cu_col2im(const float *col, float *y, int64_t channels, const struct mps_cu_window *w, void *stream);
+int mps_cu_depthwise(const float *x, const float *wt, const float *bias, float *y, int64_t batch, int64_t c,
+                     int64_t m, int64_t group, const struct mps_cu_window *w, void *stream);
+/* y[b][c][...] = bias[c] (+ y when add) over planes of size plane. */
+int mps_cu_bias(float *y, const float *bias, int64_t batch, int64_t channels, int64_t plane, int add, void *stream);
+/* MaxPool (max != 0, optional flat indices) and AveragePool over planes. */
+int mps_cu_pool(const float *x, float *y, int64_t *indices, int64_t planes, const struct mps_cu_window *w, int max,
+                int include_pad, int column_major, void *stream);
+int mps_cu_global_pool(const float *x, float *y, int64_t planes, int64_t plane, int max, void *stream);
+
+/* norm.cu */
+int mps_cu_batch_norm(const float *x, const float *scale, const float *bias, const float *mean, const float *var,
+                      float eps, float *y, int64_t batch, int64_t channels, int64_t plane, void *stream);
+int mps_cu_layer_norm(const float *x, const float *scale, const float *bias, float *y, float *mean, float *inv,
+                      int64_t rows, int64_t row, const struct mps_cu_walk *sw, const struct mps_cu_walk *bw, float eps,
+                      void *stream);
+int mps_cu_softmax(const float *x, float *y, int64_t outer, int64_t len, int64_t inner, int log, void *stream);
+/* ReduceMean/Sum/Max/Min: keep (s0 strides of the kept dims), red (s0 strides of the reduced ones). */
+int mps_cu_reduce(int op, const float *x, float *y, int64_t outputs, const struct mps_cu_walk *keep,
+                  const struct mps_cu_walk *red, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,184 @@
+// elementwise.cu: unary activations and math, numpy-broadcast binary ops,
+// Cast and fill. Grid-stride loops; the math matches the CPU kernels'.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "common.cuh"
+#include "cuda_kernels.h"
+#include "op.h"
+
+
+__device__ static float mps_cu_act(int op, float v, float alpha, float beta)
+{
+    switch (op) {
+    case MPS_OP_RELU: return v > 0 ? v : (v == v ? 0.0f : v);
+    case MPS_OP_LEAKY_RELU: return v >= 0 ? v : alpha * v;
+    case MPS_OP_ELU: return v >= 0 ? v : alpha * expm1f(v);
+    case MPS_OP_SELU: return v > 0 ? beta * v : beta * alpha * expm1f(v);
+    case MPS_OP_SIGMOID: return v >= 0 ? 1.0f / (1.0f + expf(-v)) : expf(v) / (1.0f + expf(v));
+    case MPS_OP_HARD_SIGMOID: return fmaxf(0.0f, fminf(1.0f, alpha * v + beta));
+    case MPS_OP_HARD_SWISH: return v * fmaxf(0.0f, fminf(1.0f, v / 6.0f + 0.5f));
+    case MPS_OP_TANH: return tanhf(v);
+    case MPS_OP_SOFTPLUS: return v > 0 ? v + log1pf(expf(-v)) : log1pf(expf(v));
+    case MPS_OP_SOFTSIGN: return v / (1.0f + fabsf(v));
+    case MPS_OP_GELU:
+        return beta != 0.0f ? 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)))
+                            : 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    case MPS_OP_ERF: return erff(v);
+    case MPS_OP_EXP: return expf(v);
+    case MPS_OP_LOG: return logf(v);
+    case MPS_OP_SQRT: return sqrtf(v);
+    case MPS_OP_ABS: return fabsf(v);
+    case MPS_OP_NEG: return -v;
+    case MPS_OP_RECIPROCAL: return 1.0f / v;
+    case MPS_OP_FLOOR: return floorf(v);
+    case MPS_OP_CEIL: return ceilf(v);
+    case MPS_OP_CLIP: return v != v ? v : v < alpha ? alpha : v > beta ? beta : v;
+    default: return v;
+    }
+}
+
+__global__ static void mps_cu_unary_k(int op, float alpha, float beta, const float *x, float *y, int64_t n)
+{
+    MPS_CU_FOR(i, n) y[i] = mps_cu_act(op, x[i], alpha, beta);
+}
+
+extern "C" int mps_cu_unary(int op, float alpha, float beta, const float *x, float *y, int64_t n, void *stream)
+{
+    MPS_CU_LAUNCH(mps_cu_unary_k, n, stream, op, alpha, beta, x, y, n);
+}
+
+/* Offsets of output element i in the three operands of walk w. */
+template <typename T> __device__ static T mps_cu_bin(int op, T u, T v)
+{
+    switch (op) {
+    case MPS_OP_SUB: return u - v;
+    case MPS_OP_MUL: return u * v;
+    case MPS_OP_DIV: return v == T(0) ? T(0) : u / v; /* integers: no trap; floats never take this branch */
+    case MPS_OP_MAX: return (u > v || u != u) ? u : v;
+    case MPS_OP_MIN: return (u < v || u != u) ? u : v;
+    default: return u + v; /* Add, Sum, Mean */
+    }
+}
+
+template <> __device__ float mps_cu_bin<float>(int op, float u, float v)
+{
+    switch (op) {
+    case MPS_OP_SUB: return u - v;
+    case MPS_OP_MUL: return u * v;
+    case MPS_OP_DIV: return u / v;
+    case MPS_OP_POW: return powf(u, v);
+    case MPS_OP_MAX: return (u > v || u != u) ? u : v;
+    case MPS_OP_MIN: return (u < v || u != u) ? u : v;
+    case MPS_OP_PRELU: return u < 0 ? u * v : u;
+    default: return u + v;
+    }
+}
+
+template <typename T>
+__global__ static void mps_cu_binary_k(int op, const T *a, const T *b, T *y, mps_cu_walk w, int64_t n)
+{
+    MPS_CU_FOR(i, n)
+    {
+        int64_t oa, ob, oy;
+        mps_cu_offsets(w, i, &oa, &ob, &oy);
+        y[oy] = mps_cu_bin<T>(op, a[oa], b[ob]);
+    }
+}
+
+extern "C" int mps_cu_binary(int op, int dtype, const void *a, const void *b, void *y, const struct mps_cu_walk *w,
+                             void *stream)
+{
+    int64_t n = 1;
+    for (int d = 0; d < w->nd; d++)
+        n *= w->dim[d];
+    if (n == 0)
+        return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (dtype == MPS_F32)
+        mps_cu_binary_k<float><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, s>>>(op, (const float *)a, (const float *)b,
+                                                                          (float *)y, *w, n);
+    else if (dtype == MPS_I64)
+        mps_cu_binary_k<long long><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, s>>>(
+            op, (const long long *)a, (const long long *)b, (long long *)y, *w, n);
+    else
+        mps_cu_binary_k<int><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, s>>>(op, (const int *)a, (const int *)b, (int *)y,
+                                                                        *w, n);
+    return (int)cudaGetLastError();
+}
+
+__global__ static void mps_cu_scale_k(float *y, float s, int64_t n)
+{
+    MPS_CU_FOR(i, n) y[i] *= s;
+}
+
+extern "C" int mps_cu_scale(float *y, float s, int64_t n, void *stream)
+{
+    MPS_CU_LAUNCH(mps_cu_scale_k, n, stream, y, s, n);
+}
+
+__device__ static double mps_cu_read(int t, const void *p, int64_t i)
+{
+    switch (t) {
+    case MPS_F32: return ((const float *)p)[i];
+    case MPS_F16: return __half2float(((const __half *)p)[i]);
+    case MPS_F64: return ((const double *)p)[i];
+    case MPS_I64: return (double)((const long long *)p)[i];
+    case MPS_I32: return ((const int *)p)[i];
+    default: return ((const unsigned char *)p)[i];
+    }
+}
+
+/* As the CPU's Cast: floats round, integers truncate and saturate, NaN gives 0, bool is v != 0. */
+__device__ static void mps_cu_write(int t, void *p, int64_t i, double v)
+{
+    double tv = v != v ? 0 : trunc(v);
+    switch (t) {
+    case MPS_F32: ((float *)p)[i] = (float)v; break;
+    case MPS_F16: ((__half *)p)[i] = __float2half((float)v); break;
+    case MPS_F64: ((double *)p)[i] = v; break;
+    case MPS_I64: ((long long *)p)[i] = (long long)fmin(fmax(tv, -9223372036854775808.0), 9223372036854774784.0); break;
+    case MPS_I32: ((int *)p)[i] = (int)fmin(fmax(tv, -2147483648.0), 2147483647.0); break;
+    case MPS_U8: ((unsigned char *)p)[i] = (unsigned char)fmin(fmax(tv, 0.0), 255.0); break;
+    default: ((unsigned char *)p)[i] = v != 0; break;
+    }
+}
+
+__global__ static void mps_cu_cast_k(int from, int to, const void *x, void *y, int64_t n)
+{
+    MPS_CU_FOR(i, n)
+    {
+        bool ints = (from == MPS_I64 || from == MPS_I32 || from == MPS_U8) &&
+                    (to == MPS_I64 || to == MPS_I32 || to == MPS_U8);
+        if (ints) { /* through int64 so that large values stay exact; narrowing wraps */
+            long long v = from == MPS_I64 ? ((const long long *)x)[i]
+                          : from == MPS_I32 ? ((const int *)x)[i]
+                                            : ((const unsigned char *)x)[i];
+            if (to == MPS_I64)
+                ((long long *)y)[i] = v;
+            else if (to == MPS_I32)
+                ((int *)y)[i] = (int)(unsigned)v;
+            else
+                ((unsigned char *)y)[i] = (unsigned char)v;
+        } else {
+            mps_cu_write(to, y, i, mps_cu_read(from, x, i));
+        }
+    }
+}
+
+extern "C" int mps_cu_cast(int from, int to, const void *x, void *y, int64_t n, void *stream)
+{
+    MPS_CU_LAUNCH(mps_cu_cast_k, n, stream, from, to, x, y, n);
+}
+
+__global__ static void mps_cu_fill_k(int dtype, double v, void *y, int64_t n)
+{
+    MPS_CU_FOR(i, n) mps_cu_write(dtype, y, i, v);
+}
+
+extern "C" int mps_cu_fill(int dtype, double v, void *y, int64_t n, void *stream)
+{
+    MPS_CU_LAUNCH(mps_cu_fill_k, n, stream, dtype, v, y, n);
+}

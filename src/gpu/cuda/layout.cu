@@ -1,0 +1,98 @@
+// layout.cu: strided copies (Transpose, Slice, Expand, Concat, Split), Gather, Pad.
+#include <string.h>
+
+#include "common.cuh"
+#include "op.h"
+
+template <typename T> __global__ static void mps_cu_copy_k(T *dst, const T *src, mps_cu_walk w, int64_t n)
+{
+    MPS_CU_FOR(i, n)
+    {
+        int64_t od, os, unused;
+        mps_cu_offsets(w, i, &od, &os, &unused);
+        dst[od] = src[os];
+    }
+}
+
+extern "C" int mps_cu_copy(void *dst, const void *src, const struct mps_cu_walk *w, size_t elem, void *stream)
+{
+    int64_t n = 1;
+    for (int d = 0; d < w->nd; d++)
+        n *= w->dim[d];
+    switch (elem) {
+    case 1: MPS_CU_LAUNCH(mps_cu_copy_k<uint8_t>, n, stream, (uint8_t *)dst, (const uint8_t *)src, *w, n);
+    case 2: MPS_CU_LAUNCH(mps_cu_copy_k<uint16_t>, n, stream, (uint16_t *)dst, (const uint16_t *)src, *w, n);
+    case 4: MPS_CU_LAUNCH(mps_cu_copy_k<uint32_t>, n, stream, (uint32_t *)dst, (const uint32_t *)src, *w, n);
+    default: MPS_CU_LAUNCH(mps_cu_copy_k<uint64_t>, n, stream, (uint64_t *)dst, (const uint64_t *)src, *w, n);
+    }
+}
+
+/* One byte at a time: Gather moves rows of any element size; its indices were checked on the host. */
+__global__ static void mps_cu_gather_k(const unsigned char *x, const void *idx, int idx64, unsigned char *y,
+                                       int64_t len, int64_t count, int64_t row, int64_t n)
+{
+    MPS_CU_FOR(i, n)
+    {
+        int64_t b = i % row, j = i / row % count, o = i / row / count;
+        int64_t v = idx64 ? ((const long long *)idx)[j] : ((const int *)idx)[j];
+        if (v < 0)
+            v += len;
+        y[i] = x[(o * len + v) * row + b];
+    }
+}
+
+extern "C" int mps_cu_gather(const void *x, const void *idx, int idx64, void *y, int64_t outer, int64_t len,
+                             int64_t count, int64_t inner, size_t elem, void *stream)
+{
+    int64_t row = inner * (int64_t)elem, n = outer * count * row;
+    MPS_CU_LAUNCH(mps_cu_gather_k, n, stream, (const unsigned char *)x, idx, idx64, (unsigned char *)y, len, count,
+                  row, n);
+}
+
+struct mps_cu_pad_geom {
+    int nd;
+    int64_t xdim[MPS_CU_MAX_DIMS], ydim[MPS_CU_MAX_DIMS], pb[MPS_CU_MAX_DIMS];
+    unsigned char fill[8];
+};
+
+__global__ static void mps_cu_pad_k(const unsigned char *x, unsigned char *y, mps_cu_pad_geom g, int mode, int elem,
+                                    int64_t n)
+{
+    MPS_CU_FOR(o, n)
+    {
+        int64_t rem = o, src = 0, stride = 1;
+        bool constant = false;
+        for (int d = g.nd - 1; d >= 0; d--) {
+            int64_t i = rem % g.ydim[d] - g.pb[d], len = g.xdim[d];
+            rem /= g.ydim[d];
+            if (i < 0 || i >= len) {
+                if (mode == MPS_PAD_CONSTANT)
+                    constant = true;
+                else if (mode == MPS_PAD_EDGE)
+                    i = i < 0 ? 0 : len - 1;
+                else
+                    i = i < 0 ? -i : 2 * (len - 1) - i;
+            }
+            src += i * stride;
+            stride *= len;
+        }
+        for (int b = 0; b < elem; b++)
+            y[o * elem + b] = constant ? g.fill[b] : x[src * elem + b];
+    }
+}
+
+extern "C" int mps_cu_pad(const void *x, void *y, int nd, const int64_t *xdim, const int64_t *ydim,
+                          const int64_t *pads, int mode, const void *fill, size_t elem, void *stream)
+{
+    mps_cu_pad_geom g;
+    g.nd = nd;
+    int64_t n = 1;
+    for (int d = 0; d < nd; d++) {
+        g.xdim[d] = xdim[d];
+        g.ydim[d] = ydim[d];
+        g.pb[d] = pads[d];
+        n *= ydim[d];
+    }
+    memcpy(g.fill, fill, elem);
+    MPS_CU_LAUNCH(mps_cu_pad_k, n, stream, (const unsigned char *)x, (unsigned char *)y, g, mode, (int)elem, n);
+}

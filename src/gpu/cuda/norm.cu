@@ -1,0 +1,127 @@
+// norm.cu: BatchNormalization, LayerNormalization, Softmax/LogSoftmax, and the
+// Reduce ops. Sums in double, as the CPU reference does.
+#include <float.h>
+#include <math.h>
+
+#include "common.cuh"
+#include "op.h"
+
+__global__ static void mps_cu_bn_k(const float *x, const float *scale, const float *bias, const float *mean,
+                                   const float *var, float eps, float *y, int64_t channels, int64_t plane, int64_t n)
+{
+    MPS_CU_FOR(i, n)
+    {
+        int64_t c = i / plane % channels;
+        float k = (float)(scale[c] / sqrt((double)var[c] + eps)), b = bias[c] - mean[c] * k;
+        y[i] = x[i] * k + b;
+    }
+}
+
+extern "C" int mps_cu_batch_norm(const float *x, const float *scale, const float *bias, const float *mean,
+                                 const float *var, float eps, float *y, int64_t batch, int64_t channels,
+                                 int64_t plane, void *stream)
+{
+    int64_t n = batch * channels * plane;
+    MPS_CU_LAUNCH(mps_cu_bn_k, n, stream, x, scale, bias, mean, var, eps, y, channels, plane, n);
+}
+
+/* Offset into a scale or bias broadcast over the normalized dims (walk dims, s0 strides). */
+__device__ static int64_t mps_cu_bcast_at(const mps_cu_walk &w, int64_t i)
+{
+    int64_t off = 0;
+    for (int d = w.nd - 1; d >= 0; d--) {
+        off += i % w.dim[d] * w.s0[d];
+        i /= w.dim[d];
+    }
+    return off;
+}
+
+__global__ static void mps_cu_ln_k(const float *x, const float *scale, const float *bias, float *y, float *mean_out,
+                                   float *inv_out, int64_t rows, int64_t row, mps_cu_walk sw, mps_cu_walk bw, float eps)
+{
+    MPS_CU_FOR(r, rows)
+    {
+        const float *xr = x + r * row;
+        double sum = 0, sq = 0;
+        for (int64_t i = 0; i < row; i++)
+            sum += xr[i];
+        double mean = sum / (double)row;
+        for (int64_t i = 0; i < row; i++)
+            sq += (xr[i] - mean) * (xr[i] - mean);
+        double inv = 1.0 / sqrt(sq / (double)row + eps);
+        for (int64_t i = 0; i < row; i++) {
+            double v = (xr[i] - mean) * inv * scale[mps_cu_bcast_at(sw, i)];
+            if (bias)
+                v += bias[mps_cu_bcast_at(bw, i)];
+            y[r * row + i] = (float)v;
+        }
+        if (mean_out)
+            mean_out[r] = (float)mean;
+        if (inv_out)
+            inv_out[r] = (float)inv;
+    }
+}
+
+extern "C" int mps_cu_layer_norm(const float *x, const float *scale, const float *bias, float *y, float *mean,
+                                 float *inv, int64_t rows, int64_t row, const struct mps_cu_walk *sw,
+                                 const struct mps_cu_walk *bw, float eps, void *stream)
+{
+    MPS_CU_LAUNCH(mps_cu_ln_k, rows, stream, x, scale, bias, y, mean, inv, rows, row, *sw, *bw, eps);
+}
+
+__global__ static void mps_cu_softmax_k(const float *x, float *y, int64_t len, int64_t inner, int log_out, int64_t n)
+{
+    MPS_CU_FOR(l, n)
+    {
+        int64_t base = l / inner * len * inner + l % inner;
+        const float *xl = x + base;
+        float *yl = y + base;
+        float mx = -INFINITY;
+        for (int64_t i = 0; i < len; i++)
+            mx = xl[i * inner] > mx ? xl[i * inner] : mx;
+        double sum = 0;
+        for (int64_t i = 0; i < len; i++)
+            sum += exp((double)xl[i * inner] - mx);
+        double lsum = log(sum);
+        for (int64_t i = 0; i < len; i++) {
+            double v = (double)xl[i * inner] - mx;
+            yl[i * inner] = (float)(log_out ? v - lsum : exp(v) / sum);
+        }
+    }
+}
+
+extern "C" int mps_cu_softmax(const float *x, float *y, int64_t outer, int64_t len, int64_t inner, int log_out,
+                              void *stream)
+{
+    int64_t n = outer * inner;
+    MPS_CU_LAUNCH(mps_cu_softmax_k, n, stream, x, y, len, inner, log_out, n);
+}
+
+__global__ static void mps_cu_reduce_k(int op, const float *x, float *y, int64_t outputs, mps_cu_walk keep,
+                                       mps_cu_walk red, int64_t count)
+{
+    MPS_CU_FOR(o, outputs)
+    {
+        int64_t base = mps_cu_bcast_at(keep, o);
+        double acc = op == MPS_OP_REDUCE_MAX ? -INFINITY : op == MPS_OP_REDUCE_MIN ? INFINITY : 0.0;
+        for (int64_t r = 0; r < count; r++) {
+            double v = x[base + mps_cu_bcast_at(red, r)];
+            if (op == MPS_OP_REDUCE_MAX)
+                acc = v > acc || v != v ? v : acc;
+            else if (op == MPS_OP_REDUCE_MIN)
+                acc = v < acc || v != v ? v : acc;
+            else
+                acc += v;
+        }
+        y[o] = (float)(op == MPS_OP_REDUCE_MEAN ? acc / (double)count : acc);
+    }
+}
+
+extern "C" int mps_cu_reduce(int op, const float *x, float *y, int64_t outputs, const struct mps_cu_walk *keep,
+                             const struct mps_cu_walk *red, void *stream)
+{
+    int64_t count = 1;
+    for (int d = 0; d < red->nd; d++)
+        count *= red->dim[d];
+    MPS_CU_LAUNCH(mps_cu_reduce_k, outputs, stream, op, x, y, outputs, *keep, *red, count);
+}
