@@ -12,23 +12,27 @@ __device__ static inline int64_t mps_cu_src(const mps_cu_window &w, int j, int64
     return i >= 0 && i < w.in[j] ? i : -1;
 }
 
-__global__ static void mps_cu_im2col_k(const float *x, float *col, mps_cu_window w, int64_t n)
+__global__ static void mps_cu_im2col_k(const float *x, float *col, int64_t channels, int64_t x_stride,
+                                       mps_cu_window w, int64_t n)
 {
     int64_t plane = w.out[0] * w.out[1] * w.out[2], taps = w.k[0] * w.k[1] * w.k[2];
     MPS_CU_FOR(idx, n)
     {
-        int64_t o = idx % plane, r = idx / plane, c = r / taps, t = r % taps;
+        int64_t o = idx % plane, rb = idx / plane, r = rb % (channels * taps), b = rb / (channels * taps);
+        int64_t c = r / taps, t = r % taps;
+        const float *xb = x + b * x_stride;
         int64_t tw = t % w.k[2], th = t / w.k[2] % w.k[1], td = t / (w.k[1] * w.k[2]);
         int64_t ow = o % w.out[2], oh = o / w.out[2] % w.out[1], od = o / (w.out[1] * w.out[2]);
         int64_t id = mps_cu_src(w, 0, od, td), ih = mps_cu_src(w, 1, oh, th), iw = mps_cu_src(w, 2, ow, tw);
-        col[idx] = id >= 0 && ih >= 0 && iw >= 0 ? x[((c * w.in[0] + id) * w.in[1] + ih) * w.in[2] + iw] : 0.0f;
+        col[idx] = id >= 0 && ih >= 0 && iw >= 0 ? xb[((c * w.in[0] + id) * w.in[1] + ih) * w.in[2] + iw] : 0.0f;
     }
 }
 
-extern "C" int mps_cu_im2col(const float *x, float *col, int64_t channels, const struct mps_cu_window *w, void *stream)
+extern "C" int mps_cu_im2col(const float *x, float *col, int64_t channels, int64_t batch, int64_t x_stride,
+                             const struct mps_cu_window *w, void *stream)
 {
-    int64_t n = channels * w->k[0] * w->k[1] * w->k[2] * w->out[0] * w->out[1] * w->out[2];
-    MPS_CU_LAUNCH(mps_cu_im2col_k, n, stream, x, col, *w, n);
+    int64_t n = batch * channels * w->k[0] * w->k[1] * w->k[2] * w->out[0] * w->out[1] * w->out[2];
+    MPS_CU_LAUNCH(mps_cu_im2col_k, n, stream, x, col, channels, x_stride, *w, n);
 }
 
 /* ConvTranspose, as a gather: each output element sums the taps whose input

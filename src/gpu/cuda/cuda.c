@@ -105,6 +105,25 @@ static enum mps_status mps_cuda_gemm(struct mps_cuda_state *s, bool ta, bool tb,
     return MPS_OK;
 }
 
+/* batch independent row-major C_i[m,n] = A_i[m,k] B_i[k,n], operand i at base + i * stride
+   (a stride of 0 shares one matrix), as one cuBLAS call. */
+static enum mps_status mps_cuda_gemm_batched(struct mps_cuda_state *s, int64_t m, int64_t n, int64_t k, const float *a,
+                                             int64_t sa, const float *b, int64_t sb, float *c, int64_t sc,
+                                             int64_t batch, struct mps_error *err)
+{
+    if (m == 0 || n == 0 || batch == 0)
+        return MPS_OK;
+    cublasComputeType_t ct = s->precision == MPS_PRECISION_TF32   ? CUBLAS_COMPUTE_32F_FAST_TF32
+                             : s->precision == MPS_PRECISION_FP16 ? CUBLAS_COMPUTE_32F_FAST_16F
+                                                                  : CUBLAS_COMPUTE_32F_PEDANTIC;
+    float one = 1.0f, zero = 0.0f;
+    MPS_CUBLAS_CHECK(cublasGemmStridedBatchedEx(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, b,
+                                                CUDA_R_32F, (int)n, sb, a, CUDA_R_32F, (int)(k > 0 ? k : 1), sa,
+                                                &zero, c, CUDA_R_32F, (int)n, sc, (int)batch, ct,
+                                                CUBLAS_GEMM_DEFAULT));
+    return MPS_OK;
+}
+
 /* Device pointer and shape of input i / output i of node n. */
 #define MPS_IN(i) (s->dptr[n->in[i]])
 #define MPS_INV(i) (&g->values[n->in[i]])
@@ -167,6 +186,19 @@ static enum mps_status mps_cuda_gemm_node(struct mps_cuda_state *s, const struct
     const struct mps_shape *y = &MPS_OUTV(0)->shape;
     int64_t m = y->dim[0], nn = y->dim[1], k = MPS_INV(0)->shape.dim[p->trans_a ? 0 : 1];
     float beta = 0.0f;
+    const struct mps_shape *cs = MPS_HAS(2) ? &MPS_INV(2)->shape : NULL;
+    bool row_bias = cs && p->beta != 0.0f && k > 0 && mps_shape_numel(cs) == nn &&
+                    (cs->ndim == 1 || (cs->ndim == 2 && cs->dim[0] == 1));
+    if (row_bias || (!cs && k > 0)) { /* one GEMM, then bias and activation in one pass */
+        enum mps_status st = mps_cuda_gemm(s, p->trans_a, p->trans_b, m, nn, k, p->alpha, MPS_IN(0), MPS_IN(1), 0.0f,
+                                           MPS_OUT(0), err);
+        if (st)
+            return st;
+        if (row_bias || p->act.on)
+            MPS_CU_CHECK(mps_cu_epilogue(MPS_OUT(0), row_bias ? MPS_IN(2) : NULL, p->beta, m * nn, nn, 1,
+                                         p->act.on ? (int)p->act.op : 0, p->act.p.alpha, p->act.p.beta, s->stream));
+        return MPS_OK;
+    }
     if (MPS_HAS(2) && p->beta != 0.0f) { /* Y = beta * C broadcast, then accumulate */
         int64_t sc[MPS_MAX_DIMS], sy[MPS_MAX_DIMS];
         mps_shape_broadcast_strides(&MPS_INV(2)->shape, y, sc);
@@ -204,7 +236,7 @@ static size_t mps_cuda_scratch(const struct mps_graph *g, const struct mps_node 
         return (size_t)(m / grp * taps * w.in[0] * w.in[1] * w.in[2]) * sizeof(float);
     if (mps_cuda_pointwise(&w) || c / grp == 1)
         return 0;
-    return (size_t)(c / grp * taps * w.out[0] * w.out[1] * w.out[2]) * sizeof(float);
+    return (size_t)(x->dim[0] * c / grp * taps * w.out[0] * w.out[1] * w.out[2]) * sizeof(float);
 }
 
 static enum mps_status mps_cuda_conv(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
@@ -221,21 +253,26 @@ static enum mps_status mps_cuda_conv(struct mps_cuda_state *s, const struct mps_
         MPS_CU_CHECK(mps_cu_depthwise(xd, wd, bias, yd, batch, c, m, grp, &w, s->stream));
         return mps_cuda_fused(s, n, &n->p.conv.act, err);
     }
-    for (int64_t b = 0; b < batch; b++)
-        for (int64_t gi = 0; gi < grp; gi++) {
-            const float *xg = xd + (b * c + gi * cg) * in_plane, *col = xg;
-            if (!mps_cuda_pointwise(&w)) {
-                MPS_CU_CHECK(mps_cu_im2col(xg, s->scratch, cg, &w, s->stream));
-                col = s->scratch;
-            }
-            enum mps_status st = mps_cuda_gemm(s, false, false, mg, plane, cg * taps, 1.0f, wd + gi * mg * cg * taps,
-                                               col, 0.0f, yd + (b * m + gi * mg) * plane, err);
-            if (st)
-                return st;
+    /* per group: im2col of every image at once, then one strided-batched GEMM over the images */
+    int64_t kdim = cg * taps;
+    for (int64_t gi = 0; gi < grp; gi++) {
+        const float *xg = xd + gi * cg * in_plane, *col = xg;
+        int64_t col_stride = c * in_plane;
+        if (!mps_cuda_pointwise(&w)) {
+            MPS_CU_CHECK(mps_cu_im2col(xg, s->scratch, cg, batch, c * in_plane, &w, s->stream));
+            col = s->scratch;
+            col_stride = kdim * plane;
         }
-    if (bias)
-        MPS_CU_CHECK(mps_cu_bias(yd, bias, batch, m, plane, 1, s->stream));
-    return mps_cuda_fused(s, n, &n->p.conv.act, err);
+        enum mps_status st = mps_cuda_gemm_batched(s, mg, plane, kdim, wd + gi * mg * kdim, 0, col, col_stride,
+                                                   yd + gi * mg * plane, m * plane, batch, err);
+        if (st)
+            return st;
+    }
+    const struct mps_fused_act *act = &n->p.conv.act;
+    if (bias || act->on)
+        MPS_CU_CHECK(mps_cu_epilogue(yd, bias, 1.0f, batch * m * plane, m, plane, act->on ? (int)act->op : 0,
+                                     act->p.alpha, act->p.beta, s->stream));
+    return MPS_OK;
 }
 
 static enum mps_status mps_cuda_conv_transpose(struct mps_cuda_state *s, const struct mps_node *n,

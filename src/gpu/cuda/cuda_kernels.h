@@ -45,13 +45,19 @@ int mps_cu_pad(const void *x, void *y, int nd, const int64_t *xdim, const int64_
                const void *fill, size_t elem, void *stream);
 
 /* conv.cu */
-int mps_cu_im2col(const float *x, float *col, int64_t channels, const struct mps_cu_window *w, void *stream);
+/* im2col of batch images at once: image b reads x + b * x_stride, writes col + b * channels * taps * plane. */
+int mps_cu_im2col(const float *x, float *col, int64_t channels, int64_t batch, int64_t x_stride,
+                  const struct mps_cu_window *w, void *stream);
 /* ConvTranspose: y[m][o] += sum over taps of col[(m*taps + t)][input position of o]. */
 int mps_cu_col2im(const float *col, float *y, int64_t channels, const struct mps_cu_window *w, void *stream);
 int mps_cu_depthwise(const float *x, const float *wt, const float *bias, float *y, int64_t batch, int64_t c,
                      int64_t m, int64_t group, const struct mps_cu_window *w, void *stream);
 /* y[b][c][...] = bias[c] (+ y when add) over planes of size plane. */
 int mps_cu_bias(float *y, const float *bias, int64_t batch, int64_t channels, int64_t plane, int add, void *stream);
+/* The epilogue after a GEMM, one pass: y = act(y + scale * bias[(i / plane) % channels]); bias may be
+   NULL, act an enum mps_op or 0 for none (alpha, beta its parameters). */
+int mps_cu_epilogue(float *y, const float *bias, float scale, int64_t n, int64_t channels, int64_t plane, int act,
+                    float alpha, float beta, void *stream);
 /* MaxPool (max != 0, optional flat indices) and AveragePool over planes. */
 int mps_cu_pool(const float *x, float *y, int64_t *indices, int64_t planes, const struct mps_cu_window *w, int max,
                 int include_pad, int column_major, void *stream);

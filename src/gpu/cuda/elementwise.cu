@@ -182,3 +182,21 @@ extern "C" int mps_cu_fill(int dtype, double v, void *y, int64_t n, void *stream
 {
     MPS_CU_LAUNCH(mps_cu_fill_k, n, stream, dtype, v, y, n);
 }
+
+__global__ static void mps_cu_epilogue_k(float *y, const float *bias, float scale, int64_t n, int64_t channels,
+                                         int64_t plane, int act, float alpha, float beta)
+{
+    MPS_CU_FOR(i, n)
+    {
+        float v = y[i];
+        if (bias)
+            v += scale * bias[i / plane % channels];
+        y[i] = act ? mps_cu_act(act, v, alpha, beta) : v;
+    }
+}
+
+extern "C" int mps_cu_epilogue(float *y, const float *bias, float scale, int64_t n, int64_t channels, int64_t plane,
+                               int act, float alpha, float beta, void *stream)
+{
+    MPS_CU_LAUNCH(mps_cu_epilogue_k, n, stream, y, bias, scale, n, channels, plane, act, alpha, beta);
+}
