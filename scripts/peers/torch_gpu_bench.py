@@ -1,9 +1,11 @@
 #!/usr/bin/python3
-"""torch_gpu_bench.py NAME SHAPE WARMUP REPEAT: PyTorch on the GPU, eager and
-CUDA-graph replay, for a shipped model's architecture, the 784-512-512-10 MLP
-or a torchvision model (random weights); input and output stay on the GPU
-(PyTorch's best case). Prints {"eager_ms": ..., "graph_ms": ...} (medians,
-each run timed to completion)."""
+"""torch_gpu_bench.py NAME SHAPE WARMUP REPEAT: PyTorch on the GPU in fp32 (TF32
+off in cuDNN and cuBLAS, as mpsrun's default), eager and CUDA-graph replay,
+for a shipped model's architecture, the 784-512-512-10 MLP or a torchvision
+model (random weights). Prints medians, each run timed to completion:
+eager_ms and graph_ms with input and output on the GPU (PyTorch's best case),
+graph_host_ms with the input copied in from pinned host memory and the
+output copied out, as `mpsrun bench model` times itself."""
 import json
 import os
 import statistics
@@ -18,6 +20,8 @@ import torchvision  # noqa: E402
 import train_models  # noqa: E402
 
 name, shape, warmup, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+torch.backends.cudnn.allow_tf32 = False
+torch.backends.cuda.matmul.allow_tf32 = False
 shipped = {"mnist_mlp": train_models.MnistMLP, "mnist_cnn": lambda: train_models.SmallCNN(16, 32, 64),
            "fashion_cnn": lambda: train_models.SmallCNN(32, 64, 128)}
 if name in shipped:
@@ -55,4 +59,12 @@ with torch.inference_mode():
     with torch.cuda.graph(g):
         y = module(x)
     graph = timed(g.replay)
-print(json.dumps({"eager_ms": eager, "graph_ms": graph}))
+    xh, yh = torch.empty_like(x, device="cpu").pin_memory(), torch.empty_like(y, device="cpu").pin_memory()
+
+    def with_copies():
+        x.copy_(xh, non_blocking=True)
+        g.replay()
+        yh.copy_(y, non_blocking=True)
+
+    graph_host = timed(with_copies)
+print(json.dumps({"eager_ms": eager, "graph_ms": graph, "graph_host_ms": graph_host}))

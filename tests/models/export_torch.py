@@ -11,7 +11,9 @@ Weights are random (torchvision's initialization, seeded), models are in
 eval mode. Each model is exported at its own opset so that 11 to 17 are all
 covered. Two more cases are rewritten into the form PyTorch's newer
 exporter writes (opset 18: Reduce axes as inputs, weights in external data
-model.onnx.data), because only PyTorch 1.13 is available here.
+model.onnx.data), because only PyTorch 1.13 is in Debian; the real thing,
+the MLP and the small CNN exported by PyTorch 2.11's default (dynamo)
+exporter at opset 20, is committed in tests/models/recent_exporter/.
 
 usage: export_torch.py OUT [NAME...]     (Debian: python3-torch python3-torchvision python3-onnx)
 """
