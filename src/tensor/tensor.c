@@ -120,6 +120,38 @@ size_t mps_tensor_bytes(const struct mps_tensor *t)
     return (size_t)mps_shape_numel(&t->shape) * mps_dtype_size(t->dtype);
 }
 
+struct mps_matmul_geom mps_matmul_geom(const struct mps_shape *a, const struct mps_shape *b)
+{
+    struct mps_shape sa = *a, sb = *b;
+    if (sa.ndim == 1)
+        sa = (struct mps_shape){2, {1, sa.dim[0]}};
+    if (sb.ndim == 1)
+        sb = (struct mps_shape){2, {sb.dim[0], 1}};
+    struct mps_matmul_geom g = {.m = sa.dim[sa.ndim - 2], .k = sa.dim[sa.ndim - 1], .n = sb.dim[sb.ndim - 1]};
+    struct mps_shape ba = {sa.ndim - 2, {0}}, bb = {sb.ndim - 2, {0}};
+    memcpy(ba.dim, sa.dim, sizeof(int64_t) * (size_t)ba.ndim);
+    memcpy(bb.dim, sb.dim, sizeof(int64_t) * (size_t)bb.ndim);
+    mps_shape_broadcast(&ba, &bb, &g.batch, NULL); /* shape inference checked they broadcast */
+    g.batches = mps_shape_numel(&g.batch);
+    g.fold = mps_shape_numel(&bb) == 1 && mps_shape_numel(&ba) == g.batches;
+    mps_shape_broadcast_strides(&ba, &g.batch, g.sa);
+    mps_shape_broadcast_strides(&bb, &g.batch, g.sb);
+    return g;
+}
+
+void mps_matmul_offsets(const struct mps_matmul_geom *g, int64_t i, int64_t *oa, int64_t *ob)
+{
+    int64_t a = 0, b = 0;
+    for (int d = g->batch.ndim - 1; d >= 0; d--) {
+        int64_t idx = i % g->batch.dim[d];
+        i /= g->batch.dim[d];
+        a += idx * g->sa[d];
+        b += idx * g->sb[d];
+    }
+    *oa = a * g->m * g->k;
+    *ob = b * g->k * g->n;
+}
+
 float mps_f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;

@@ -71,6 +71,19 @@ int mps_axis(int64_t axis, int ndim);
 struct mps_tensor mps_tensor_make(enum mps_dtype t, const struct mps_shape *s, void *data);
 size_t mps_tensor_bytes(const struct mps_tensor *t);
 
+/* A MatMul of shapes a and b as 2-D products C_i[m,n] = A_i[m,k] B_i[k,n]:
+   1-D operands promoted as numpy does, batch dims broadcast. Shared by the
+   backends so that each only issues GEMMs. */
+struct mps_matmul_geom {
+    int64_t m, n, k, batches;
+    bool fold;                  /* one B for every batch: one GEMM of m * batches rows */
+    struct mps_shape batch;     /* the broadcast batch shape */
+    int64_t sa[MPS_MAX_DIMS], sb[MPS_MAX_DIMS]; /* batch strides, in matrices */
+};
+struct mps_matmul_geom mps_matmul_geom(const struct mps_shape *a, const struct mps_shape *b);
+/* Element offsets of batch i's A and B matrices. */
+void mps_matmul_offsets(const struct mps_matmul_geom *g, int64_t i, int64_t *oa, int64_t *ob);
+
 float mps_f16_to_f32(uint16_t h);
 uint16_t mps_f32_to_f16(float f);
 

@@ -146,33 +146,16 @@ static enum mps_status mps_cuda_fused(struct mps_cuda_state *s, const struct mps
 static enum mps_status mps_cuda_matmul(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
 {
     const struct mps_graph *g = s->g;
-    struct mps_shape sa = MPS_INV(0)->shape, sb = MPS_INV(1)->shape;
-    if (sa.ndim == 1)
-        sa = (struct mps_shape){2, {1, sa.dim[0]}};
-    if (sb.ndim == 1)
-        sb = (struct mps_shape){2, {sb.dim[0], 1}};
-    int64_t m = sa.dim[sa.ndim - 2], k = sa.dim[sa.ndim - 1], nn = sb.dim[sb.ndim - 1];
-    struct mps_shape ba = {sa.ndim - 2, {0}}, bb = {sb.ndim - 2, {0}}, bo;
-    memcpy(ba.dim, sa.dim, sizeof(int64_t) * (size_t)ba.ndim);
-    memcpy(bb.dim, sb.dim, sizeof(int64_t) * (size_t)bb.ndim);
-    mps_shape_broadcast(&ba, &bb, &bo, NULL);
-    int64_t batches = mps_shape_numel(&bo), sta[MPS_MAX_DIMS], stb[MPS_MAX_DIMS];
+    struct mps_matmul_geom q = mps_matmul_geom(&MPS_INV(0)->shape, &MPS_INV(1)->shape);
     const float *a = MPS_IN(0), *b = MPS_IN(1);
     float *c = MPS_OUT(0);
-    if (mps_shape_numel(&bb) == 1 && mps_shape_numel(&ba) == batches) /* one B: fold the batch into rows */
-        return mps_cuda_gemm(s, false, false, m * batches, nn, k, 1.0f, a, b, 0.0f, c, err);
-    mps_shape_broadcast_strides(&ba, &bo, sta);
-    mps_shape_broadcast_strides(&bb, &bo, stb);
-    for (int64_t i = 0; i < batches; i++) {
-        int64_t rem = i, oa = 0, ob = 0;
-        for (int d = bo.ndim - 1; d >= 0; d--) {
-            int64_t idx = rem % bo.dim[d];
-            rem /= bo.dim[d];
-            oa += idx * sta[d];
-            ob += idx * stb[d];
-        }
-        enum mps_status st = mps_cuda_gemm(s, false, false, m, nn, k, 1.0f, a + oa * m * k, b + ob * k * nn, 0.0f,
-                                           c + i * m * nn, err);
+    if (q.fold) /* one B: the batch folds into A's rows */
+        return mps_cuda_gemm(s, false, false, q.m * q.batches, q.n, q.k, 1.0f, a, b, 0.0f, c, err);
+    for (int64_t i = 0; i < q.batches; i++) {
+        int64_t oa, ob;
+        mps_matmul_offsets(&q, i, &oa, &ob);
+        enum mps_status st = mps_cuda_gemm(s, false, false, q.m, q.n, q.k, 1.0f, a + oa, b + ob, 0.0f,
+                                           c + i * q.m * q.n, err);
         if (st)
             return st;
     }

@@ -20,42 +20,18 @@ static void mps_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, flo
 
 enum mps_status mps_cpu_matmul(const struct mps_cpu_args *a, struct mps_error *err)
 {
-    const struct mps_tensor *ta = &a->in[0], *tb = &a->in[1];
-    struct mps_tensor *out = &a->out[0];
+    struct mps_matmul_geom q = mps_matmul_geom(&a->in[0].shape, &a->in[1].shape);
+    const float *pa = a->in[0].data, *pb = a->in[1].data;
+    float *pc = a->out[0].data;
     (void)err;
-    /* promote 1-D operands to matrices as numpy does */
-    struct mps_shape sa = ta->shape, sb = tb->shape;
-    if (sa.ndim == 1)
-        sa = (struct mps_shape){2, {1, sa.dim[0]}};
-    if (sb.ndim == 1)
-        sb = (struct mps_shape){2, {sb.dim[0], 1}};
-    int64_t m = sa.dim[sa.ndim - 2], k = sa.dim[sa.ndim - 1], n = sb.dim[sb.ndim - 1];
-    struct mps_shape ba = {sa.ndim - 2, {0}}, bb = {sb.ndim - 2, {0}}, bo;
-    for (int i = 0; i < ba.ndim; i++)
-        ba.dim[i] = sa.dim[i];
-    for (int i = 0; i < bb.ndim; i++)
-        bb.dim[i] = sb.dim[i];
-    mps_shape_broadcast(&ba, &bb, &bo, NULL);
-    int64_t batches = mps_shape_numel(&bo);
-    const float *pa = ta->data, *pb = tb->data;
-    float *pc = out->data;
-    if (mps_shape_numel(&bb) == 1 && mps_shape_numel(&ba) == batches) {
-        /* B is one matrix: fold A's batch into its rows, one call */
-        mps_cpu_sgemm(false, false, m * batches, n, k, 1.0f, pa, pb, 0.0f, pc);
+    if (q.fold) { /* B is one matrix: A's batch folds into its rows, one call */
+        mps_cpu_sgemm(false, false, q.m * q.batches, q.n, q.k, 1.0f, pa, pb, 0.0f, pc);
         return MPS_OK;
     }
-    int64_t sta[MPS_MAX_DIMS], stb[MPS_MAX_DIMS];
-    mps_shape_broadcast_strides(&ba, &bo, sta);
-    mps_shape_broadcast_strides(&bb, &bo, stb);
-    for (int64_t i = 0; i < batches; i++) {
-        int64_t rem = i, oa = 0, ob = 0;
-        for (int d = bo.ndim - 1; d >= 0; d--) {
-            int64_t idx = rem % bo.dim[d];
-            rem /= bo.dim[d];
-            oa += idx * sta[d];
-            ob += idx * stb[d];
-        }
-        mps_cpu_sgemm(false, false, m, n, k, 1.0f, pa + oa * m * k, pb + ob * k * n, 0.0f, pc + i * m * n);
+    for (int64_t i = 0; i < q.batches; i++) {
+        int64_t oa, ob;
+        mps_matmul_offsets(&q, i, &oa, &ob);
+        mps_cpu_sgemm(false, false, q.m, q.n, q.k, 1.0f, pa + oa, pb + ob, 0.0f, pc + i * q.m * q.n);
     }
     return MPS_OK;
 }
