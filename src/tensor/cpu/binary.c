@@ -115,7 +115,7 @@ static void mps_binary_apply(struct mps_pool *pool, enum mps_op op, const struct
     mps_shape_broadcast_strides(&b->shape, &y->shape, q.sb);
     int64_t n = y->shape.ndim ? y->shape.dim[y->shape.ndim - 1] : 1;
     int64_t rows = n ? mps_shape_numel(&y->shape) / n : 0;
-    mps_pool_for(pool, rows, n > 4096 ? 1 : 4096 / (n ? n : 1), mps_binary_rows, &q);
+    mps_pool_for(pool, rows, n, mps_binary_rows, &q);
 }
 
 enum mps_status mps_cpu_binary(const struct mps_cpu_args *a, struct mps_error *err)

@@ -125,7 +125,7 @@ enum mps_status mps_cpu_conv(const struct mps_cpu_args *a, struct mps_error *err
     struct mps_conv_geom q = mps_conv_geom_of(a->node, &x->shape, &y->shape);
     struct mps_conv_job jb = {.q = &q, .x = x->data, .w = w->data, .bias = b->data, .y = y->data, .a = a};
     if (q.c / q.g == 1 && !mps_conv_is_pointwise(&q)) {
-        mps_pool_for(a->pool, q.n * q.m, 1, mps_conv_depthwise_planes, &jb);
+        mps_pool_for(a->pool, q.n * q.m, q.out_plane * q.taps, mps_conv_depthwise_planes, &jb);
     } else {
         int64_t cg = q.c / q.g, mg = q.m / q.g, kdim = cg * q.taps;
         for (int64_t bi = 0; bi < q.n; bi++)
@@ -135,7 +135,7 @@ enum mps_status mps_cpu_conv(const struct mps_cpu_args *a, struct mps_error *err
                 if (!mps_conv_is_pointwise(&q)) {
                     jb.x = xg;
                     jb.col = a->scratch;
-                    mps_pool_for(a->pool, kdim, 1, mps_conv_im2col_rows, &jb);
+                    mps_pool_for(a->pool, kdim, q.out_plane, mps_conv_im2col_rows, &jb);
                     col = jb.col;
                 }
                 float *yg = (float *)y->data + (bi * q.m + gi * mg) * q.out_plane;
@@ -194,7 +194,7 @@ enum mps_status mps_cpu_conv_transpose(const struct mps_cpu_args *a, struct mps_
                         (const float *)x->data + (bi * q.c + gi * cg) * q.in_plane, (int)q.in_plane, 0.0f,
                         a->scratch, (int)q.in_plane);
             struct mps_conv_job jb = {.q = &q, .col = a->scratch, .y = yd + (bi * q.m + gi * mg) * q.out_plane};
-            mps_pool_for(a->pool, mg, 1, mps_conv_col2im_channels, &jb);
+            mps_pool_for(a->pool, mg, q.taps * q.in_plane, mps_conv_col2im_channels, &jb);
         }
     return mps_cpu_fused_act(a, err);
 }

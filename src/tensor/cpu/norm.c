@@ -39,7 +39,7 @@ enum mps_status mps_cpu_batch_norm(const struct mps_cpu_args *a, struct mps_erro
     const struct mps_shape *s = &a->in[0].shape;
     struct mps_norm_job q = {.a = a, .channels = s->dim[1], .plane = mps_norm_prod(s, 2, s->ndim)};
     (void)err;
-    mps_pool_for(a->pool, s->dim[0] * s->dim[1], 1, mps_batch_norm_planes, &q);
+    mps_pool_for(a->pool, s->dim[0] * s->dim[1], 2 * q.plane, mps_batch_norm_planes, &q);
     return MPS_OK;
 }
 
@@ -101,7 +101,7 @@ enum mps_status mps_cpu_layer_norm(const struct mps_cpu_args *a, struct mps_erro
     int axis = (int)a->node->p.norm.axis;
     struct mps_norm_job q = {.a = a, .row = mps_norm_prod(s, axis, s->ndim)};
     (void)err;
-    mps_pool_for(a->pool, mps_norm_prod(s, 0, axis), 1, mps_layer_norm_rows, &q);
+    mps_pool_for(a->pool, mps_norm_prod(s, 0, axis), 4 * q.row, mps_layer_norm_rows, &q);
     return MPS_OK;
 }
 
@@ -135,6 +135,6 @@ enum mps_status mps_cpu_softmax(const struct mps_cpu_args *a, struct mps_error *
     int axis = (int)a->node->p.norm.axis;
     struct mps_norm_job q = {.a = a, .axis_len = s->dim[axis], .inner = mps_norm_prod(s, axis + 1, s->ndim)};
     (void)err;
-    mps_pool_for(a->pool, mps_norm_prod(s, 0, axis) * q.inner, 16, mps_softmax_lanes, &q);
+    mps_pool_for(a->pool, mps_norm_prod(s, 0, axis) * q.inner, 8 * q.axis_len, mps_softmax_lanes, &q);
     return MPS_OK;
 }

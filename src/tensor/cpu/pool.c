@@ -4,7 +4,29 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
+
+/* How long the caller spins for its workers to finish before it sleeps.
+   Idle workers do not spin: on a small machine a spinning worker takes the
+   core that BLAS's own threads need for the next GEMM. */
+#define MPS_POOL_SPIN_NS 30000
+
+static int64_t mps_pool_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void mps_pool_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
 
 struct mps_pool {
     int n_threads; /* including the caller */
@@ -12,9 +34,9 @@ struct mps_pool {
     pthread_mutex_t lock;
     pthread_cond_t wake;    /* a new job, or shutdown */
     pthread_cond_t idle;    /* the last worker finished the job */
-    uint64_t generation;    /* bumped per job, under lock */
-    int running;            /* workers still on the current job, under lock */
-    bool stop;
+    atomic_uint_fast64_t generation; /* bumped per job, under lock */
+    atomic_int running;     /* workers still on the current job */
+    atomic_bool stop;
     /* the current job */
     mps_pool_fn fn;
     void *ctx;
@@ -43,21 +65,23 @@ static void *mps_pool_main(void *arg)
 {
     struct mps_pool *p = arg;
     uint64_t seen = 0;
-    pthread_mutex_lock(&p->lock);
     for (;;) {
-        while (!p->stop && p->generation == seen)
-            pthread_cond_wait(&p->wake, &p->lock);
-        if (p->stop)
-            break;
-        seen = p->generation;
-        pthread_mutex_unlock(&p->lock);
+        {
+            pthread_mutex_lock(&p->lock);
+            while (!atomic_load(&p->stop) && atomic_load(&p->generation) == seen)
+                pthread_cond_wait(&p->wake, &p->lock);
+            pthread_mutex_unlock(&p->lock);
+        }
+        if (atomic_load(&p->stop))
+            return NULL;
+        seen = atomic_load(&p->generation);
         mps_pool_work(p);
-        pthread_mutex_lock(&p->lock);
-        if (--p->running == 0)
+        if (atomic_fetch_sub(&p->running, 1) == 1) { /* the last one out wakes the caller */
+            pthread_mutex_lock(&p->lock);
             pthread_cond_signal(&p->idle);
+            pthread_mutex_unlock(&p->lock);
+        }
     }
-    pthread_mutex_unlock(&p->lock);
-    return NULL;
 }
 
 enum mps_status mps_pool_new(int threads, struct mps_pool **pool, struct mps_error *err)
@@ -73,6 +97,9 @@ enum mps_status mps_pool_new(int threads, struct mps_pool **pool, struct mps_err
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->idle, NULL);
     atomic_init(&p->next, 0);
+    atomic_init(&p->generation, 0);
+    atomic_init(&p->running, 0);
+    atomic_init(&p->stop, false);
     if (threads > 1) {
         p->workers = calloc((size_t)threads - 1, sizeof *p->workers);
         if (!p->workers) {
@@ -96,7 +123,7 @@ void mps_pool_free(struct mps_pool *p)
     if (!p)
         return;
     pthread_mutex_lock(&p->lock);
-    p->stop = true;
+    atomic_store(&p->stop, true);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
     for (int i = 0; i < p->n_threads - 1; i++)
@@ -113,10 +140,11 @@ int mps_pool_threads(const struct mps_pool *p)
     return p ? p->n_threads : 1;
 }
 
-void mps_pool_for(struct mps_pool *p, int64_t n, int64_t min_chunk, mps_pool_fn fn, void *ctx)
+void mps_pool_for(struct mps_pool *p, int64_t n, int64_t cost, mps_pool_fn fn, void *ctx)
 {
     if (n <= 0)
         return;
+    int64_t min_chunk = MPS_POOL_GRAIN / (cost > 0 ? cost : 1);
     if (min_chunk < 1)
         min_chunk = 1;
     if (!p || p->n_threads == 1 || n <= min_chunk) {
@@ -127,19 +155,26 @@ void mps_pool_for(struct mps_pool *p, int64_t n, int64_t min_chunk, mps_pool_fn 
     int64_t chunk = (n + 4 * p->n_threads - 1) / (4 * p->n_threads);
     if (chunk < min_chunk)
         chunk = min_chunk;
-    pthread_mutex_lock(&p->lock);
     p->fn = fn;
     p->ctx = ctx;
     p->n = n;
     p->chunk = chunk;
     atomic_store(&p->next, 0);
-    p->running = p->n_threads - 1;
-    p->generation++;
+    atomic_store(&p->running, p->n_threads - 1);
+    pthread_mutex_lock(&p->lock);
+    atomic_fetch_add(&p->generation, 1);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
     mps_pool_work(p);
-    pthread_mutex_lock(&p->lock);
-    while (p->running > 0)
-        pthread_cond_wait(&p->idle, &p->lock);
-    pthread_mutex_unlock(&p->lock);
+    int64_t until = mps_pool_now_ns() + MPS_POOL_SPIN_NS;
+    for (int i = 0; atomic_load(&p->running) > 0; i++) {
+        if ((i & 63) == 63 && mps_pool_now_ns() > until) {
+            pthread_mutex_lock(&p->lock);
+            while (atomic_load(&p->running) > 0)
+                pthread_cond_wait(&p->idle, &p->lock);
+            pthread_mutex_unlock(&p->lock);
+            break;
+        }
+        mps_pool_relax();
+    }
 }

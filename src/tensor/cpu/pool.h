@@ -3,10 +3,14 @@
    condition variable between jobs; a job is a parallel for:
 
        static void body(void *ctx, int64_t begin, int64_t end) { ... }
-       mps_pool_for(pool, n, 1024, body, &ctx);   // returns when every chunk is done
+       mps_pool_for(pool, n, cost, body, &ctx);   // returns when every chunk is done
 
-   The calling thread takes chunks too. One job at a time per pool: a pool
-   belongs to one plan, and a plan is run by one thread at a time. */
+   cost is the work of one item in rough scalar operations: a job too small
+   to repay waking a thread runs inline, and chunks are never smaller than
+   MPS_POOL_GRAIN operations. The calling thread takes chunks too, and
+   spins briefly for the others to finish before it sleeps. One job at a
+   time per pool: a pool belongs to one plan, and a plan is run by one
+   thread at a time. */
 #ifndef MPS_POOL_H
 #define MPS_POOL_H
 
@@ -24,9 +28,12 @@ enum mps_status mps_pool_new(int threads, struct mps_pool **pool, struct mps_err
 /* Joins the workers and frees the pool; NULL is a no-op. */
 void mps_pool_free(struct mps_pool *pool);
 int mps_pool_threads(const struct mps_pool *pool);
-/* Calls fn over [0, n) in chunks of at least min_chunk items, spread over the
-   pool. Runs inline when pool is NULL, has one thread, or n is small. */
-void mps_pool_for(struct mps_pool *pool, int64_t n, int64_t min_chunk, mps_pool_fn fn, void *ctx);
+/* Operations a chunk of work must hold to be worth another thread. */
+#define MPS_POOL_GRAIN 32768
+
+/* Calls fn over [0, n) in chunks spread over the pool; cost is one item's
+   work. Runs inline when pool is NULL, has one thread, or the job is small. */
+void mps_pool_for(struct mps_pool *pool, int64_t n, int64_t cost, mps_pool_fn fn, void *ctx);
 /* Online cores of this machine (at least 1). */
 int mps_pool_cores(void);
 

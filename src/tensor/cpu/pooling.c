@@ -10,59 +10,73 @@ struct mps_pool_job {
     struct mps_cpu_window3 w;
 };
 
+/* Taps [lo, hi) of a window at output position o along one axis that land in the
+   input, and how many land in the padded input (count_include_pad). */
+static void mps_pool_taps(const struct mps_cpu_window3 *w, int j, int64_t o, int64_t *lo, int64_t *hi, int64_t *padded)
+{
+    int64_t start = o * w->s[j] - w->pb[j];
+    *lo = w->k[j];
+    *hi = 0;
+    *padded = 0;
+    for (int64_t t = 0; t < w->k[j]; t++) {
+        int64_t i = start + t * w->d[j];
+        if (i >= 0 && i < w->in[j]) {
+            *lo = t < *lo ? t : *lo;
+            *hi = t + 1;
+        }
+        *padded += i >= -w->pb[j] && i < w->in[j] + w->pe[j];
+    }
+}
+
 static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_pool_job *q = ctx;
+    const struct mps_cpu_window3 *w = &q->w;
     const struct mps_node *n = q->a->node;
     bool is_max = n->op == MPS_OP_MAX_POOL, include_pad = n->p.pool.count_include_pad;
-    int64_t in_plane = q->w.in[0] * q->w.in[1] * q->w.in[2], out_plane = q->w.out[0] * q->w.out[1] * q->w.out[2];
+    int64_t in_plane = w->in[0] * w->in[1] * w->in[2], out_plane = w->out[0] * w->out[1] * w->out[2];
     /* MaxPool's optional flat argmax; only a node with two outputs has that slot */
     int64_t *indices = is_max && n->n_out > 1 ? q->a->out[1].data : NULL;
     for (int64_t p = begin; p < end; p++) {
         const float *x = (const float *)q->a->in[0].data + p * in_plane;
         float *y = (float *)q->a->out[0].data + p * out_plane;
-        for (int64_t o = 0; o < out_plane; o++) {
-            int64_t pos[3] = {o / (q->w.out[1] * q->w.out[2]), o / q->w.out[2] % q->w.out[1], o % q->w.out[2]};
-            float acc = is_max ? -FLT_MAX : 0.0f;
-            int64_t count = 0, padded = 1, arg = 0;
-            /* taps along each axis that land in the input [lo, hi) and in the padded input */
-            int64_t lo[3], hi[3];
-            for (int j = 0; j < 3; j++) {
-                int64_t start = pos[j] * q->w.s[j] - q->w.pb[j], in_pad = 0;
-                lo[j] = q->w.k[j];
-                hi[j] = 0;
-                for (int64_t t = 0; t < q->w.k[j]; t++) {
-                    int64_t i = start + t * q->w.d[j];
-                    if (i >= 0 && i < q->w.in[j]) {
-                        lo[j] = t < lo[j] ? t : lo[j];
-                        hi[j] = t + 1;
+        int64_t o = 0;
+        for (int64_t od = 0; od < w->out[0]; od++) {
+            int64_t dlo, dhi, dpad;
+            mps_pool_taps(w, 0, od, &dlo, &dhi, &dpad);
+            for (int64_t oh = 0; oh < w->out[1]; oh++) {
+                int64_t hlo, hhi, hpad;
+                mps_pool_taps(w, 1, oh, &hlo, &hhi, &hpad);
+                for (int64_t ow = 0; ow < w->out[2]; ow++, o++) {
+                    int64_t wlo, whi, wpad, count = 0, arg = 0;
+                    mps_pool_taps(w, 2, ow, &wlo, &whi, &wpad);
+                    float acc = is_max ? -FLT_MAX : 0.0f;
+                    for (int64_t td = dlo; td < dhi; td++) {
+                        int64_t id = od * w->s[0] - w->pb[0] + td * w->d[0];
+                        for (int64_t th = hlo; th < hhi; th++) {
+                            int64_t ih = oh * w->s[1] - w->pb[1] + th * w->d[1];
+                            const float *row = x + (id * w->in[1] + ih) * w->in[2];
+                            for (int64_t tw = wlo; tw < whi; tw++) {
+                                int64_t iw = ow * w->s[2] - w->pb[2] + tw * w->d[2];
+                                float v = row[iw];
+                                if (is_max && (v > acc || (v != v && acc == acc) || count == 0)) {
+                                    acc = v; /* the first maximum wins; NaN propagates */
+                                    arg = n->p.pool.column_major ? id + (ih + iw * w->in[1]) * w->in[0]
+                                                                 : (id * w->in[1] + ih) * w->in[2] + iw;
+                                } else if (!is_max) {
+                                    acc += v;
+                                }
+                                count++;
+                            }
+                        }
                     }
-                    in_pad += i >= -q->w.pb[j] && i < q->w.in[j] + q->w.pe[j];
-                }
-                padded *= in_pad;
-            }
-            for (int64_t td = lo[0]; td < hi[0]; td++) {
-                int64_t id = pos[0] * q->w.s[0] - q->w.pb[0] + td * q->w.d[0];
-                for (int64_t th = lo[1]; th < hi[1]; th++) {
-                    int64_t ih = pos[1] * q->w.s[1] - q->w.pb[1] + th * q->w.d[1];
-                    for (int64_t tw = lo[2]; tw < hi[2]; tw++) {
-                        int64_t iw = pos[2] * q->w.s[2] - q->w.pb[2] + tw * q->w.d[2];
-                        int64_t at = (id * q->w.in[1] + ih) * q->w.in[2] + iw;
-                        float v = x[at];
-                        if (is_max && (v > acc || (v != v && acc == acc) || count == 0)) {
-                            acc = v; /* the first maximum wins; NaN propagates */
-                            arg = n->p.pool.column_major ? id + (ih + iw * q->w.in[1]) * q->w.in[0] : at;
-                        } else if (!is_max)
-                            acc += v;
-                        count++;
-                    }
+                    if (!is_max)
+                        acc /= (float)(include_pad ? dpad * hpad * wpad : count);
+                    y[o] = acc;
+                    if (indices)
+                        indices[p * out_plane + o] = p * in_plane + arg;
                 }
             }
-            if (!is_max)
-                acc /= (float)(include_pad ? padded : count);
-            y[o] = acc;
-            if (indices)
-                indices[p * out_plane + o] = p * in_plane + arg;
         }
     }
 }
@@ -90,7 +104,8 @@ enum mps_status mps_cpu_pool(const struct mps_cpu_args *a, struct mps_error *err
     const struct mps_shape *x = &a->in[0].shape;
     struct mps_pool_job q = {.a = a, .w = mps_cpu_window3(&a->node->p.pool.win, x, &a->out[0].shape)};
     (void)err;
-    mps_pool_for(a->pool, x->dim[0] * x->dim[1], 1, mps_pool_planes, &q);
+    mps_pool_for(a->pool, x->dim[0] * x->dim[1],
+                 q.w.out[0] * q.w.out[1] * q.w.out[2] * q.w.k[0] * q.w.k[1] * q.w.k[2], mps_pool_planes, &q);
     return MPS_OK;
 }
 
@@ -128,6 +143,6 @@ enum mps_status mps_cpu_global_pool(const struct mps_cpu_args *a, struct mps_err
     for (int i = 2; i < x->ndim; i++)
         q.plane *= x->dim[i];
     (void)err;
-    mps_pool_for(a->pool, x->dim[0] * x->dim[1], 1, mps_global_planes, &q);
+    mps_pool_for(a->pool, x->dim[0] * x->dim[1], q.plane, mps_global_planes, &q);
     return MPS_OK;
 }

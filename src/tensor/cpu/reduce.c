@@ -64,7 +64,6 @@ enum mps_status mps_cpu_reduce(const struct mps_cpu_args *a, struct mps_error *e
         }
     }
     int64_t outputs = mps_shape_numel(&a->out[0].shape);
-    mps_pool_for(a->pool, outputs, q.red_count > 1024 ? 1 : 1 + 1024 / (q.red_count ? q.red_count : 1),
-                 mps_reduce_outputs, &q);
+    mps_pool_for(a->pool, outputs, q.red_count, mps_reduce_outputs, &q);
     return MPS_OK;
 }

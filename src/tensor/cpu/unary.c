@@ -6,9 +6,6 @@
 
 #include "kernels.h"
 
-/* Elements per parallel chunk: small enough to spread, large enough to amortize. */
-#define MPS_UNARY_CHUNK 16384
-
 struct mps_unary_job {
     enum mps_op op;
     const struct mps_act_params *p;
@@ -72,7 +69,7 @@ static void mps_unary_apply(struct mps_pool *pool, enum mps_op op, const struct 
                             float *y, int64_t n)
 {
     struct mps_unary_job job = {op, p, x, y};
-    mps_pool_for(pool, n, MPS_UNARY_CHUNK, mps_unary_chunk, &job);
+    mps_pool_for(pool, n, 4, mps_unary_chunk, &job); /* a few operations per element */
 }
 
 enum mps_status mps_cpu_unary(const struct mps_cpu_args *a, struct mps_error *err)
