@@ -24,19 +24,22 @@ int64_t mps_shape_numel(const struct mps_shape *s)
 {
     if (s->ndim < 0 || s->ndim > MPS_MAX_DIMS)
         return -1;
-    int64_t n = 1;
+    /* the nonzero dims are bounded even when a zero makes the count 0: strides
+       are products of them, and must not overflow either */
+    int64_t nonzero = 1;
+    bool empty = false;
     for (int i = 0; i < s->ndim; i++) {
         int64_t d = s->dim[i];
         if (d < 0 || d > MPS_MAX_NUMEL)
             return -1;
         if (d == 0)
-            n = 0;
-        else if (n > MPS_MAX_NUMEL / d)
+            empty = true;
+        else if (nonzero > MPS_MAX_NUMEL / d)
             return -1;
         else
-            n *= d;
+            nonzero *= d;
     }
-    return n;
+    return empty ? 0 : nonzero;
 }
 
 bool mps_shape_eq(const struct mps_shape *a, const struct mps_shape *b)

@@ -50,7 +50,8 @@ struct mps_tensor {
 size_t mps_dtype_size(enum mps_dtype t);
 const char *mps_dtype_name(enum mps_dtype t);
 
-/* Number of elements, or -1 when a dim is negative or the count exceeds MPS_MAX_NUMEL. */
+/* Number of elements, or -1 when a dim is negative or the product of the nonzero dims
+   exceeds MPS_MAX_NUMEL (so that strides never overflow, even for an empty tensor). */
 int64_t mps_shape_numel(const struct mps_shape *s);
 bool mps_shape_eq(const struct mps_shape *a, const struct mps_shape *b);
 /* Writes "[1,3,224,224]" into buf; returns buf. */

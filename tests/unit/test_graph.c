@@ -37,6 +37,9 @@ static void test_shapes(void)
     th_check(mps_shape_numel(&big) == -1, "numel rejects more than 2^40 elements");
     th_check(mps_shape_numel(&neg) == -1, "numel rejects a negative dim");
     th_check(mps_shape_numel(&ok) == 24, "numel of [2,3,4] is 24");
+    struct mps_shape empty_huge = {3, {0, (int64_t)1 << 30, (int64_t)1 << 30}}, empty = {2, {0, 5}};
+    th_check(mps_shape_numel(&empty_huge) == -1, "an empty shape with huge other dims is refused (found by fuzz_npy)");
+    th_check(mps_shape_numel(&empty) == 0, "numel of [0,5] is 0");
     struct mps_shape a = {2, {2, 3}}, b = {1, {4}}, c = {3, {5, 1, 3}}, out;
     struct mps_error err = {{0}};
     th_check(mps_shape_broadcast(&a, &b, &out, &err) == MPS_ERR_MODEL && strstr(err.msg, "[2,3]"),
