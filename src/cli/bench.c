@@ -51,10 +51,19 @@ static int mps_bench_split(const char *list, char *buf, size_t size, char **item
     return n;
 }
 
-static bool mps_bench_precision(const char *s, enum mps_precision *p)
+/* Parses --precision's comma list into names[] and precs[]; *n gets the count. */
+static enum mps_status mps_bench_precisions(const char *list, char *buf, size_t size, char **names,
+                                            enum mps_precision *precs, int *n, struct mps_error *err)
 {
-    *p = !strcmp(s, "fp32") ? MPS_PRECISION_FP32 : !strcmp(s, "tf32") ? MPS_PRECISION_TF32 : MPS_PRECISION_FP16;
-    return !strcmp(s, "fp32") || !strcmp(s, "tf32") || !strcmp(s, "fp16");
+    *n = mps_bench_split(list, buf, size, names, 3);
+    for (int i = 0; i < *n; i++) {
+        const char *s = names[i];
+        if (strcmp(s, "fp32") && strcmp(s, "tf32") && strcmp(s, "fp16"))
+            return mps_fail(err, MPS_ERR_USAGE, "precision '%s' is not fp32, tf32 or fp16", s);
+        precs[i] = !strcmp(s, "fp32") ? MPS_PRECISION_FP32 : !strcmp(s, "tf32") ? MPS_PRECISION_TF32
+                                                                               : MPS_PRECISION_FP16;
+    }
+    return MPS_OK;
 }
 
 /* The backends named in list ("all": every available one); unavailable ones are reported and dropped. */
@@ -275,17 +284,19 @@ static int mps_bench_matmul(int argc, char **argv)
     int n_rows = 0;
     if (done)
         goto out;
-    char sbuf[512], bbuf[256], pbuf[64], *size_list[32], *prec_list[3];
+    char sbuf[512], pbuf[64], *size_list[32], *prec_list[3];
+    enum mps_precision prec_of[3];
     int n_sizes = mps_bench_split(sizes->count ? sizes->sval[0] : "64,256,1024", sbuf, sizeof sbuf, size_list, 32);
-    int n_precs = mps_bench_split(precs->count ? precs->sval[0] : "fp32", pbuf, sizeof pbuf, prec_list, 3);
-    int n_rep = repeat->count ? repeat->ival[0] : 20, n_warm = warmup->count ? warmup->ival[0] : 3;
+    int n_precs = 0, n_rep = repeat->count ? repeat->ival[0] : 20, n_warm = warmup->count ? warmup->ival[0] : 3;
     const struct mps_backend *bes[8];
-    int n_bes;
+    int n_bes = 0;
     if (n_rep < 1 || n_warm < 0 || json->count + csv->count > 1)
         st = mps_fail(&err, MPS_ERR_USAGE, "--repeat must be at least 1, --warmup not negative; --json or --csv");
-    else
+    if (!st)
+        st = mps_bench_precisions(precs->count ? precs->sval[0] : "fp32", pbuf, sizeof pbuf, prec_list, prec_of,
+                                  &n_precs, &err);
+    if (!st)
         st = mps_bench_backends(backends->count ? backends->sval[0] : "all", bes, &n_bes, &err);
-    (void)bbuf;
     rows = calloc((size_t)(n_sizes * n_bes * n_precs + 1), sizeof *rows);
     for (int s = 0; !st && s < n_sizes; s++) {
         int64_t m, n, k;
@@ -295,11 +306,7 @@ static int mps_bench_matmul(int argc, char **argv)
         }
         for (int b = 0; !st && b < n_bes; b++)
             for (int p = 0; !st && p < n_precs; p++) {
-                enum mps_precision prec;
-                if (!mps_bench_precision(prec_list[p], &prec)) {
-                    st = mps_fail(&err, MPS_ERR_USAGE, "precision '%s' is not fp32, tf32 or fp16", prec_list[p]);
-                    break;
-                }
+                enum mps_precision prec = prec_of[p];
                 struct mps_bench_row *row = &rows[n_rows];
                 *row = (struct mps_bench_row){.backend = bes[b]->name, .precision = prec_list[p], .m = m, .n = n,
                                               .k = k};
@@ -498,14 +505,17 @@ static int mps_bench_model(int argc, char **argv)
     if (done)
         goto out;
     char bbuf[256], pbuf[64], *batch_list[16], *prec_list[3];
+    enum mps_precision prec_of[3];
     int n_batch = mps_bench_split(batches->count ? batches->sval[0] : "1", bbuf, sizeof bbuf, batch_list, 16);
-    int n_precs = mps_bench_split(precs->count ? precs->sval[0] : "fp32", pbuf, sizeof pbuf, prec_list, 3);
-    int n_rep = repeat->count ? repeat->ival[0] : 20, n_warm = warmup->count ? warmup->ival[0] : 3;
+    int n_precs = 0, n_rep = repeat->count ? repeat->ival[0] : 20, n_warm = warmup->count ? warmup->ival[0] : 3;
     const struct mps_backend *bes[8];
     int n_bes = 0;
     if (n_rep < 1 || n_warm < 0 || json->count + csv->count > 1)
         st = mps_fail(&err, MPS_ERR_USAGE, "--repeat must be at least 1, --warmup not negative; --json or --csv");
-    else
+    if (!st)
+        st = mps_bench_precisions(precs->count ? precs->sval[0] : "fp32", pbuf, sizeof pbuf, prec_list, prec_of,
+                                  &n_precs, &err);
+    if (!st)
         st = mps_bench_backends(backends->count ? backends->sval[0] : "all", bes, &n_bes, &err);
     if (json->count) {
         root = cJSON_CreateObject();
@@ -530,11 +540,7 @@ static int mps_bench_model(int argc, char **argv)
         }
         for (int b = 0; !st && b < n_bes; b++)
             for (int p = 0; !st && p < n_precs; p++) {
-                enum mps_precision prec;
-                if (!mps_bench_precision(prec_list[p], &prec)) {
-                    st = mps_fail(&err, MPS_ERR_USAGE, "precision '%s' is not fp32, tf32 or fp16", prec_list[p]);
-                    break;
-                }
+                enum mps_precision prec = prec_of[p];
                 mps_bench_progress("bench model: batch %lld, %s %s", batch, bes[b]->name, prec_list[p]);
                 struct mps_model *m = NULL;
                 struct mps_tensor in[8] = {{0}}, *out = NULL;
