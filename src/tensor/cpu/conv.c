@@ -89,32 +89,55 @@ static void mps_conv_im2col_rows(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-/* One output plane per item (batch * channel) when each group has one input channel. */
+/* Outputs [lo, hi) along axis j whose input coordinate for tap t lies inside the input. */
+static void mps_conv_valid(const struct mps_cpu_window3 *w, int j, int64_t t, int64_t *lo, int64_t *hi)
+{
+    int64_t first = w->pb[j] - t * w->d[j], last = w->in[j] - 1 + w->pb[j] - t * w->d[j];
+    *lo = first <= 0 ? 0 : (first + w->s[j] - 1) / w->s[j];
+    *hi = last < 0 ? 0 : last / w->s[j] + 1;
+    if (*hi > w->out[j])
+        *hi = w->out[j];
+}
+
+/* One output plane per item (batch * channel) when each group has one input
+   channel: tap by tap, each output row gets weight * input row over exactly
+   the outputs the tap reaches, a contiguous loop the compiler vectorizes. */
 static void mps_conv_depthwise_planes(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_conv_job *jb = ctx;
     const struct mps_conv_geom *q = jb->q;
+    const struct mps_cpu_window3 *w = &q->w;
     int64_t per_group = q->m / q->g;
     for (int64_t p = begin; p < end; p++) {
         int64_t b = p / q->m, m = p % q->m, c = m / per_group;
         const float *xc = jb->x + (b * q->c + c) * q->in_plane, *wk = jb->w + m * q->taps;
         float *y = jb->y + p * q->out_plane, bias = jb->bias ? jb->bias[m] : 0.0f;
-        for (int64_t o = 0; o < q->out_plane; o++) {
-            int64_t ow = o % q->w.out[2], oh = o / q->w.out[2] % q->w.out[1], od = o / (q->w.out[1] * q->w.out[2]);
-            float acc = bias;
-            for (int64_t td = 0; td < q->w.k[0]; td++) {
-                int64_t id = mps_conv_src(q, 0, od, td);
-                for (int64_t th = 0; id >= 0 && th < q->w.k[1]; th++) {
-                    int64_t ih = mps_conv_src(q, 1, oh, th);
-                    for (int64_t tw = 0; ih >= 0 && tw < q->w.k[2]; tw++) {
-                        int64_t iw = mps_conv_src(q, 2, ow, tw);
-                        if (iw >= 0)
-                            acc += wk[(td * q->w.k[1] + th) * q->w.k[2] + tw] * xc[(id * q->w.in[1] + ih) * q->w.in[2] + iw];
+        for (int64_t o = 0; o < q->out_plane; o++)
+            y[o] = bias;
+        for (int64_t td = 0; td < w->k[0]; td++)
+            for (int64_t th = 0; th < w->k[1]; th++)
+                for (int64_t tw = 0; tw < w->k[2]; tw++) {
+                    float wv = wk[(td * w->k[1] + th) * w->k[2] + tw];
+                    int64_t dlo, dhi, hlo, hhi, wlo, whi;
+                    mps_conv_valid(w, 0, td, &dlo, &dhi);
+                    mps_conv_valid(w, 1, th, &hlo, &hhi);
+                    mps_conv_valid(w, 2, tw, &wlo, &whi);
+                    int64_t sw = w->s[2];
+                    for (int64_t od = dlo; od < dhi; od++) {
+                        int64_t id = od * w->s[0] - w->pb[0] + td * w->d[0];
+                        for (int64_t oh = hlo; oh < hhi; oh++) {
+                            int64_t ih = oh * w->s[1] - w->pb[1] + th * w->d[1];
+                            const float *xr = xc + (id * w->in[1] + ih) * w->in[2] - w->pb[2] + tw * w->d[2];
+                            float *yr = y + (od * w->out[1] + oh) * w->out[2];
+                            if (sw == 1)
+                                for (int64_t ow = wlo; ow < whi; ow++)
+                                    yr[ow] += wv * xr[ow];
+                            else
+                                for (int64_t ow = wlo; ow < whi; ow++)
+                                    yr[ow] += wv * xr[ow * sw];
+                        }
                     }
                 }
-            }
-            y[o] = acc;
-        }
     }
 }
 
