@@ -99,6 +99,30 @@ static enum mps_status mps_bench_backends(const char *list, const struct mps_bac
     return MPS_OK;
 }
 
+/* The options both bench targets share, parsed and checked once. */
+struct mps_bench_opts {
+    int repeat, warmup;
+    char buf[64];
+    char *prec_name[3];
+    enum mps_precision prec[3];
+    int n_precs;
+    const struct mps_backend *be[8];
+    int n_be;
+};
+
+static enum mps_status mps_bench_opts_parse(struct mps_bench_opts *o, struct arg_str *backends, struct arg_str *precs,
+                                            struct arg_int *repeat, struct arg_int *warmup, struct arg_lit *json,
+                                            struct arg_lit *csv, struct mps_error *err)
+{
+    o->repeat = repeat->count ? repeat->ival[0] : 20;
+    o->warmup = warmup->count ? warmup->ival[0] : 3;
+    if (o->repeat < 1 || o->warmup < 0 || json->count + csv->count > 1)
+        return mps_fail(err, MPS_ERR_USAGE, "--repeat must be at least 1, --warmup not negative; --json or --csv");
+    enum mps_status st = mps_bench_precisions(precs->count ? precs->sval[0] : "fp32", o->buf, sizeof o->buf,
+                                              o->prec_name, o->prec, &o->n_precs, err);
+    return st ? st : mps_bench_backends(backends->count ? backends->sval[0] : "all", o->be, &o->n_be, err);
+}
+
 /* The header: CPU model and cores, BLAS and threads, GPUs. */
 static void mps_bench_machine(cJSON *json, bool print)
 {
@@ -284,39 +308,30 @@ static int mps_bench_matmul(int argc, char **argv)
     int n_rows = 0;
     if (done)
         goto out;
-    char sbuf[512], pbuf[64], *size_list[32], *prec_list[3];
-    enum mps_precision prec_of[3];
+    char sbuf[512], *size_list[32];
     int n_sizes = mps_bench_split(sizes->count ? sizes->sval[0] : "64,256,1024", sbuf, sizeof sbuf, size_list, 32);
-    int n_precs = 0, n_rep = repeat->count ? repeat->ival[0] : 20, n_warm = warmup->count ? warmup->ival[0] : 3;
-    const struct mps_backend *bes[8];
-    int n_bes = 0;
-    if (n_rep < 1 || n_warm < 0 || json->count + csv->count > 1)
-        st = mps_fail(&err, MPS_ERR_USAGE, "--repeat must be at least 1, --warmup not negative; --json or --csv");
-    if (!st)
-        st = mps_bench_precisions(precs->count ? precs->sval[0] : "fp32", pbuf, sizeof pbuf, prec_list, prec_of,
-                                  &n_precs, &err);
-    if (!st)
-        st = mps_bench_backends(backends->count ? backends->sval[0] : "all", bes, &n_bes, &err);
-    rows = calloc((size_t)(n_sizes * n_bes * n_precs + 1), sizeof *rows);
+    struct mps_bench_opts opts = {0};
+    st = mps_bench_opts_parse(&opts, backends, precs, repeat, warmup, json, csv, &err);
+    rows = calloc((size_t)(n_sizes * opts.n_be * opts.n_precs + 1), sizeof *rows);
     for (int s = 0; !st && s < n_sizes; s++) {
         int64_t m, n, k;
         if (!mps_bench_size(size_list[s], &m, &n, &k)) {
             st = mps_fail(&err, MPS_ERR_USAGE, "size '%s' is not n or MxNxK (1 to 32768)", size_list[s]);
             break;
         }
-        for (int b = 0; !st && b < n_bes; b++)
-            for (int p = 0; !st && p < n_precs; p++) {
-                enum mps_precision prec = prec_of[p];
+        for (int b = 0; !st && b < opts.n_be; b++)
+            for (int p = 0; !st && p < opts.n_precs; p++) {
+                enum mps_precision prec = opts.prec[p];
                 struct mps_bench_row *row = &rows[n_rows];
-                *row = (struct mps_bench_row){.backend = bes[b]->name, .precision = prec_list[p], .m = m, .n = n,
+                *row = (struct mps_bench_row){.backend = opts.be[b]->name, .precision = opts.prec_name[p], .m = m, .n = n,
                                               .k = k};
                 mps_bench_progress("bench matmul: %d/%d  %s %s %lldx%lldx%lld", n_rows + 1,
-                                   n_sizes * n_bes * n_precs, row->backend, row->precision, (long long)m,
+                                   n_sizes * opts.n_be * opts.n_precs, row->backend, row->precision, (long long)m,
                                    (long long)n, (long long)k);
                 mps_bench_rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(seed->count ? seed->ival[0] : 1);
-                st = mps_bench_matmul_one(bes[b], prec, threads->count ? threads->ival[0] : 0, row, n_warm, n_rep,
+                st = mps_bench_matmul_one(opts.be[b], prec, threads->count ? threads->ival[0] : 0, row, opts.warmup, opts.repeat,
                                           &err);
-                if (st == MPS_ERR_USAGE && n_precs > 1) { /* this backend lacks this precision: say so, go on */
+                if (st == MPS_ERR_USAGE && opts.n_precs > 1) { /* this backend lacks this precision: say so, go on */
                     fprintf(stderr, "mpsrun: bench: %s %s skipped: %s\n", row->backend, row->precision, err.msg);
                     st = MPS_OK;
                     continue;
@@ -504,19 +519,10 @@ static int mps_bench_model(int argc, char **argv)
     cJSON *root = NULL, *res = NULL;
     if (done)
         goto out;
-    char bbuf[256], pbuf[64], *batch_list[16], *prec_list[3];
-    enum mps_precision prec_of[3];
+    char bbuf[256], *batch_list[16];
     int n_batch = mps_bench_split(batches->count ? batches->sval[0] : "1", bbuf, sizeof bbuf, batch_list, 16);
-    int n_precs = 0, n_rep = repeat->count ? repeat->ival[0] : 20, n_warm = warmup->count ? warmup->ival[0] : 3;
-    const struct mps_backend *bes[8];
-    int n_bes = 0;
-    if (n_rep < 1 || n_warm < 0 || json->count + csv->count > 1)
-        st = mps_fail(&err, MPS_ERR_USAGE, "--repeat must be at least 1, --warmup not negative; --json or --csv");
-    if (!st)
-        st = mps_bench_precisions(precs->count ? precs->sval[0] : "fp32", pbuf, sizeof pbuf, prec_list, prec_of,
-                                  &n_precs, &err);
-    if (!st)
-        st = mps_bench_backends(backends->count ? backends->sval[0] : "all", bes, &n_bes, &err);
+    struct mps_bench_opts opts = {0};
+    st = mps_bench_opts_parse(&opts, backends, precs, repeat, warmup, json, csv, &err);
     if (json->count) {
         root = cJSON_CreateObject();
         cJSON_AddNumberToObject(root, "schema_version", 1);
@@ -538,24 +544,24 @@ static int mps_bench_model(int argc, char **argv)
             st = mps_fail(&err, MPS_ERR_USAGE, "batch '%s' is not a size from 1 to 65536", batch_list[bi]);
             break;
         }
-        for (int b = 0; !st && b < n_bes; b++)
-            for (int p = 0; !st && p < n_precs; p++) {
-                enum mps_precision prec = prec_of[p];
-                mps_bench_progress("bench model: batch %lld, %s %s", batch, bes[b]->name, prec_list[p]);
+        for (int b = 0; !st && b < opts.n_be; b++)
+            for (int p = 0; !st && p < opts.n_precs; p++) {
+                enum mps_precision prec = opts.prec[p];
+                mps_bench_progress("bench model: batch %lld, %s %s", batch, opts.be[b]->name, opts.prec_name[p]);
                 struct mps_model *m = NULL;
                 struct mps_tensor in[8] = {{0}}, *out = NULL;
                 int n_in = 0;
                 struct mps_plan *plan = NULL;
-                double *times = malloc(sizeof(double) * (size_t)n_rep), *node_ms = NULL;
+                double *times = malloc(sizeof(double) * (size_t)opts.repeat), *node_ms = NULL;
                 subject = model->filename[0];
                 st = mps_bench_model_load(model->filename[0], batch, &m, in, &n_in, &err);
-                if (!st && (st = mps_passes_fuse(m->graph, bes[b], &err)) == MPS_OK) {
-                    int bad = mps_backend_unsupported(bes[b], m->graph, err.msg, sizeof err.msg);
+                if (!st && (st = mps_passes_fuse(m->graph, opts.be[b], &err)) == MPS_OK) {
+                    int bad = mps_backend_unsupported(opts.be[b], m->graph, err.msg, sizeof err.msg);
                     if (bad)
-                        st = mps_fail(&err, MPS_ERR_MODEL, "backend %s cannot run %d nodes", bes[b]->name, bad);
+                        st = mps_fail(&err, MPS_ERR_MODEL, "backend %s cannot run %d nodes", opts.be[b]->name, bad);
                 }
                 if (!st)
-                    st = mps_plan_compile(bes[b], m->graph,
+                    st = mps_plan_compile(opts.be[b], m->graph,
                                           &(struct mps_compile_opts){threads->count ? threads->ival[0] : 0, prec},
                                           &plan, &err);
                 const struct mps_graph *g = m ? m->graph : NULL;
@@ -566,25 +572,25 @@ static int mps_bench_model(int argc, char **argv)
                         out[o] = mps_tensor_make(v->dtype, &v->shape,
                                                  calloc((size_t)mps_shape_numel(&v->shape) + 1, mps_dtype_size(v->dtype)));
                     }
-                    bool prof = profile->count && bes[b]->profile;
-                    node_ms = prof ? calloc((size_t)n_rep * (size_t)g->n_nodes + 1, sizeof *node_ms) : NULL;
-                    for (int r = 0; r < n_warm + n_rep && !st; r++) {
+                    bool prof = profile->count && opts.be[b]->profile;
+                    node_ms = prof ? calloc((size_t)opts.repeat * (size_t)g->n_nodes + 1, sizeof *node_ms) : NULL;
+                    for (int r = 0; r < opts.warmup + opts.repeat && !st; r++) {
                         double t0 = mps_bench_now_ms();
-                        st = node_ms && r >= n_warm
-                                 ? bes[b]->profile(plan->state, in, out, node_ms + (size_t)(r - n_warm) * g->n_nodes, &err)
+                        st = node_ms && r >= opts.warmup
+                                 ? opts.be[b]->profile(plan->state, in, out, node_ms + (size_t)(r - opts.warmup) * g->n_nodes, &err)
                                  : mps_plan_run(plan, in, out, &err);
-                        if (r >= n_warm)
-                            times[r - n_warm] = mps_bench_now_ms() - t0;
+                        if (r >= opts.warmup)
+                            times[r - opts.warmup] = mps_bench_now_ms() - t0;
                     }
                 }
                 if (!st) {
-                    struct mps_bench_stats t = mps_bench_stats(times, n_rep);
+                    struct mps_bench_stats t = mps_bench_stats(times, opts.repeat);
                     double ips = (double)batch * 1e3 / t.median;
                     mps_bench_progress_done();
                     if (res) {
                         cJSON *o = cJSON_CreateObject();
-                        cJSON_AddStringToObject(o, "backend", bes[b]->name);
-                        cJSON_AddStringToObject(o, "precision", prec_list[p]);
+                        cJSON_AddStringToObject(o, "backend", opts.be[b]->name);
+                        cJSON_AddStringToObject(o, "precision", opts.prec_name[p]);
                         cJSON_AddNumberToObject(o, "batch", (double)batch);
                         cJSON_AddNumberToObject(o, "median_ms", t.median);
                         cJSON_AddNumberToObject(o, "p10_ms", t.p10);
@@ -592,15 +598,15 @@ static int mps_bench_model(int argc, char **argv)
                         cJSON_AddNumberToObject(o, "inferences_per_s", ips);
                         cJSON_AddItemToArray(res, o);
                     } else if (csv->count) {
-                        printf("%s,%s,%s,%lld,%.6f,%.6f,%.6f,%.2f\n", model->filename[0], bes[b]->name, prec_list[p],
+                        printf("%s,%s,%s,%lld,%.6f,%.6f,%.6f,%.2f\n", model->filename[0], opts.be[b]->name, opts.prec_name[p],
                                batch, t.median, t.p10, t.p90, ips);
                     } else {
-                        printf("%-7s %-5s %6lld %10.4f %9.4f %9.4f %14.1f\n", bes[b]->name, prec_list[p], batch,
+                        printf("%-7s %-5s %6lld %10.4f %9.4f %9.4f %14.1f\n", opts.be[b]->name, opts.prec_name[p], batch,
                                t.median, t.p10, t.p90, ips);
                         if (node_ms)
-                            mps_bench_profile(g, node_ms, n_rep);
+                            mps_bench_profile(g, node_ms, opts.repeat);
                         else if (profile->count)
-                            printf("  (the %s backend cannot time its nodes)\n", bes[b]->name);
+                            printf("  (the %s backend cannot time its nodes)\n", opts.be[b]->name);
                     }
                 }
                 mps_plan_free(plan);
