@@ -60,8 +60,9 @@ static enum mps_status mps_bench_precisions(const char *list, char *buf, size_t 
         const char *s = names[i];
         if (strcmp(s, "fp32") && strcmp(s, "tf32") && strcmp(s, "fp16"))
             return mps_fail(err, MPS_ERR_USAGE, "precision '%s' is not fp32, tf32 or fp16", s);
-        precs[i] = !strcmp(s, "fp32") ? MPS_PRECISION_FP32 : !strcmp(s, "tf32") ? MPS_PRECISION_TF32
-                                                                               : MPS_PRECISION_FP16;
+        precs[i] = !strcmp(s, "fp32")   ? MPS_PRECISION_FP32
+                   : !strcmp(s, "tf32") ? MPS_PRECISION_TF32
+                                        : MPS_PRECISION_FP16;
     }
     return MPS_OK;
 }
@@ -197,12 +198,13 @@ static enum mps_status mps_bench_matmul_one(const struct mps_backend *be, enum m
     struct mps_graph *g = mps_graph_new();
     float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(k * n)),
           *c = malloc(sizeof(float) * (size_t)(m * n));
-    double *times = malloc(sizeof(double) * (size_t)(repeat + 1)), *base_times = malloc(sizeof(double) * (size_t)(repeat + 1));
+    double *times = malloc(sizeof(double) * (size_t)(repeat + 1)),
+           *base_times = malloc(sizeof(double) * (size_t)(repeat + 1));
     enum mps_status st = MPS_OK;
     struct mps_plan *plan = NULL;
     if (!g || !a || !b || !c || !times || !base_times) {
-        st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory for a %lldx%lldx%lld matmul", (long long)m,
-                      (long long)n, (long long)k);
+        st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory for a %lldx%lldx%lld matmul", (long long)m, (long long)n,
+                      (long long)k);
         goto out;
     }
     for (int64_t i = 0; i < m * k; i++)
@@ -215,8 +217,7 @@ static enum mps_status mps_bench_matmul_one(const struct mps_backend *be, enum m
     if ((st = mps_graph_add_input(g, va, err)) ||
         (st = mps_graph_add_node(g, MPS_OP_MATMUL, "matmul", (int[]){va, vb}, 2, &vc, 1, NULL, err)) ||
         (st = mps_graph_add_output(g, vc, err)) || (st = mps_graph_sort(g, err)) || (st = mps_graph_infer(g, err)) ||
-        (st = mps_plan_compile(be, g, &(struct mps_compile_opts){.threads = threads, .precision = prec}, &plan,
-                               err)))
+        (st = mps_plan_compile(be, g, &(struct mps_compile_opts){.threads = threads, .precision = prec}, &plan, err)))
         goto out;
     struct mps_tensor ta = mps_tensor_make(MPS_F32, &sa, a), tc = mps_tensor_make(MPS_F32, &sc, c);
     /* mpsrun and the direct GEMM alternate in rounds, so that a burst of noise
@@ -243,7 +244,8 @@ static enum mps_status mps_bench_matmul_one(const struct mps_backend *be, enum m
     /* error against a double reference, relative to sum |a_ik b_kj| (the scale rounding works at) */
     row->max_err = 0;
     for (int s = 0; s < 64; s++) {
-        int64_t i = (int64_t)((mps_bench_rand() + 1) / 2 * (float)m) % m, j = (int64_t)((mps_bench_rand() + 1) / 2 * (float)n) % n;
+        int64_t i = (int64_t)((mps_bench_rand() + 1) / 2 * (float)m) % m,
+                j = (int64_t)((mps_bench_rand() + 1) / 2 * (float)n) % n;
         double ref = 0, scale = 0;
         for (int64_t q = 0; q < k; q++) {
             ref += (double)a[i * k + q] * b[q * n + j];
@@ -323,14 +325,14 @@ static int mps_bench_matmul(int argc, char **argv)
             for (int p = 0; !st && p < opts.n_precs; p++) {
                 enum mps_precision prec = opts.prec[p];
                 struct mps_bench_row *row = &rows[n_rows];
-                *row = (struct mps_bench_row){.backend = opts.be[b]->name, .precision = opts.prec_name[p], .m = m, .n = n,
-                                              .k = k};
+                *row = (struct mps_bench_row){
+                    .backend = opts.be[b]->name, .precision = opts.prec_name[p], .m = m, .n = n, .k = k};
                 mps_bench_progress("bench matmul: %d/%d  %s %s %lldx%lldx%lld", n_rows + 1,
                                    n_sizes * opts.n_be * opts.n_precs, row->backend, row->precision, (long long)m,
                                    (long long)n, (long long)k);
                 mps_bench_rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(seed->count ? seed->ival[0] : 1);
-                st = mps_bench_matmul_one(opts.be[b], prec, threads->count ? threads->ival[0] : 0, row, opts.warmup, opts.repeat,
-                                          &err);
+                st = mps_bench_matmul_one(opts.be[b], prec, threads->count ? threads->ival[0] : 0, row, opts.warmup,
+                                          opts.repeat, &err);
                 if (st == MPS_ERR_USAGE && opts.n_precs > 1) { /* this backend lacks this precision: say so, go on */
                     fprintf(stderr, "mpsrun: bench: %s %s skipped: %s\n", row->backend, row->precision, err.msg);
                     st = MPS_OK;
@@ -445,8 +447,8 @@ static void mps_bench_profile(const struct mps_graph *g, double *node_ms, int ru
             char op[48], shape[96];
             snprintf(op, sizeof op, "%s%s%s", mps_op_name(nd->op), act && act->on ? "+" : "",
                      act && act->on ? mps_op_name(act->op) : "");
-            printf("  %10.4f %6.1f%%  %-24s %-28.28s %s\n", nodes[i].ms, total > 0 ? 100 * nodes[i].ms / total : 0,
-                   op, nd->name, mps_shape_str(&g->values[nd->out[0]].shape, shape, sizeof shape));
+            printf("  %10.4f %6.1f%%  %-24s %-28.28s %s\n", nodes[i].ms, total > 0 ? 100 * nodes[i].ms / total : 0, op,
+                   nd->name, mps_shape_str(&g->values[nd->out[0]].shape, shape, sizeof shape));
         }
         printf("  %10.4f 100.0%%  (sum of the nodes' medians)\n", total);
     }
@@ -569,15 +571,17 @@ static int mps_bench_model(int argc, char **argv)
                     out = calloc((size_t)g->n_outputs, sizeof *out);
                     for (int o = 0; out && o < g->n_outputs; o++) {
                         const struct mps_value *v = &g->values[g->outputs[o]];
-                        out[o] = mps_tensor_make(v->dtype, &v->shape,
-                                                 calloc((size_t)mps_shape_numel(&v->shape) + 1, mps_dtype_size(v->dtype)));
+                        out[o] =
+                            mps_tensor_make(v->dtype, &v->shape,
+                                            calloc((size_t)mps_shape_numel(&v->shape) + 1, mps_dtype_size(v->dtype)));
                     }
                     bool prof = profile->count && opts.be[b]->profile;
                     node_ms = prof ? calloc((size_t)opts.repeat * (size_t)g->n_nodes + 1, sizeof *node_ms) : NULL;
                     for (int r = 0; r < opts.warmup + opts.repeat && !st; r++) {
                         double t0 = mps_bench_now_ms();
                         st = node_ms && r >= opts.warmup
-                                 ? opts.be[b]->profile(plan->state, in, out, node_ms + (size_t)(r - opts.warmup) * g->n_nodes, &err)
+                                 ? opts.be[b]->profile(plan->state, in, out,
+                                                       node_ms + (size_t)(r - opts.warmup) * g->n_nodes, &err)
                                  : mps_plan_run(plan, in, out, &err);
                         if (r >= opts.warmup)
                             times[r - opts.warmup] = mps_bench_now_ms() - t0;
@@ -598,11 +602,11 @@ static int mps_bench_model(int argc, char **argv)
                         cJSON_AddNumberToObject(o, "inferences_per_s", ips);
                         cJSON_AddItemToArray(res, o);
                     } else if (csv->count) {
-                        printf("%s,%s,%s,%lld,%.6f,%.6f,%.6f,%.2f\n", model->filename[0], opts.be[b]->name, opts.prec_name[p],
-                               batch, t.median, t.p10, t.p90, ips);
+                        printf("%s,%s,%s,%lld,%.6f,%.6f,%.6f,%.2f\n", model->filename[0], opts.be[b]->name,
+                               opts.prec_name[p], batch, t.median, t.p10, t.p90, ips);
                     } else {
-                        printf("%-7s %-5s %6lld %10.4f %9.4f %9.4f %14.1f\n", opts.be[b]->name, opts.prec_name[p], batch,
-                               t.median, t.p10, t.p90, ips);
+                        printf("%-7s %-5s %6lld %10.4f %9.4f %9.4f %14.1f\n", opts.be[b]->name, opts.prec_name[p],
+                               batch, t.median, t.p10, t.p90, ips);
                         if (node_ms)
                             mps_bench_profile(g, node_ms, opts.repeat);
                         else if (profile->count)
