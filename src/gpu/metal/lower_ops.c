@@ -1,0 +1,727 @@
+/* lower_ops.c: each op of ops.def as MPSGraph steps. Elementwise formulas
+   follow the CPU kernels (cpu/unary.c, cpu/binary.c) so that both backends
+   compute the same function; where MPSGraph has no single operation (Elu,
+   Softplus, LogSoftmax, ...) the lowering composes it from ones it has. */
+#include <math.h>
+#include <string.h>
+
+#include "lower_impl.h"
+
+static const struct mps_shape *mps_mtl_vshape(const struct mps_mtl_lowerer *L, int v)
+{
+    return &L->g->values[v].shape;
+}
+
+/* Defines graph value v (a node output) as tensor id. */
+static void mps_mtl_define(struct mps_mtl_lowerer *L, int v, int id)
+{
+    if (v < 0)
+        return;
+    if (id < 0 && !L->oom && !L->bug)
+        L->bug = "an operand was never defined";
+    L->vid[v] = id;
+}
+
+/* Defines v as x reshaped to v's inferred shape (same count). */
+static void mps_mtl_define_as(struct mps_mtl_lowerer *L, int v, int x)
+{
+    mps_mtl_define(L, v, mps_mtl_reshape(L, x, mps_mtl_vshape(L, v)));
+}
+
+/* x broadcast to s (Expand); a reshape when only the rank differs. */
+static int mps_mtl_broadcast_to(struct mps_mtl_lowerer *L, int x, const struct mps_shape *s)
+{
+    if (x < 0 || mps_shape_eq(mps_mtl_shape(L, x), s))
+        return x;
+    if (mps_shape_numel(mps_mtl_shape(L, x)) == mps_shape_numel(s))
+        return mps_mtl_reshape(L, x, s);
+    struct mps_mtl_step *st;
+    return mps_mtl_emit(L, MPS_MTL_BROADCAST, 0, mps_mtl_dtype(L, x), s, &x, 1, &st);
+}
+
+/* ---- activations (standalone and fused into Conv/Gemm) --------------------------- */
+
+static int mps_mtl_clamp01(struct mps_mtl_lowerer *L, int x)
+{
+    return mps_mtl_binary_scalar(L, MPS_MTL_MAX, mps_mtl_binary_scalar(L, MPS_MTL_MIN, x, 1.0), 0.0);
+}
+
+/* alpha * (exp(x) - 1), the negative branch of Elu and Selu (MPSGraph has no expm1). */
+static int mps_mtl_expm1_scaled(struct mps_mtl_lowerer *L, int x, double alpha)
+{
+    return mps_mtl_binary_scalar(L, MPS_MTL_MUL,
+                                 mps_mtl_binary_scalar(L, MPS_MTL_SUB, mps_mtl_unary(L, MPS_MTL_EXP, x), 1.0), alpha);
+}
+
+static int mps_mtl_activation(struct mps_mtl_lowerer *L, enum mps_op op, const struct mps_act_params *a, int x)
+{
+    double alpha = a->alpha, beta = a->beta;
+    switch (op) {
+    case MPS_OP_RELU: return mps_mtl_unary(L, MPS_MTL_RELU, x);
+    case MPS_OP_SIGMOID: return mps_mtl_unary(L, MPS_MTL_SIGMOID, x);
+    case MPS_OP_TANH: return mps_mtl_unary(L, MPS_MTL_TANH, x);
+    case MPS_OP_ERF: return mps_mtl_unary(L, MPS_MTL_ERF, x);
+    case MPS_OP_EXP: return mps_mtl_unary(L, MPS_MTL_EXP, x);
+    case MPS_OP_LOG: return mps_mtl_unary(L, MPS_MTL_LOG, x);
+    case MPS_OP_SQRT: return mps_mtl_unary(L, MPS_MTL_SQRT, x);
+    case MPS_OP_ABS: return mps_mtl_unary(L, MPS_MTL_ABS, x);
+    case MPS_OP_NEG: return mps_mtl_unary(L, MPS_MTL_NEG, x);
+    case MPS_OP_RECIPROCAL: return mps_mtl_unary(L, MPS_MTL_RECIPROCAL, x);
+    case MPS_OP_FLOOR: return mps_mtl_unary(L, MPS_MTL_FLOOR, x);
+    case MPS_OP_CEIL: return mps_mtl_unary(L, MPS_MTL_CEIL, x);
+    /* operands are built one statement at a time: C leaves argument order
+       open, and the program (and its dump) must not depend on the compiler */
+    case MPS_OP_LEAKY_RELU: {
+        int keep = mps_mtl_binary_scalar(L, MPS_MTL_GREATER_EQUAL, x, 0.0);
+        return mps_mtl_select(L, keep, x, mps_mtl_binary_scalar(L, MPS_MTL_MUL, x, alpha));
+    }
+    case MPS_OP_ELU: {
+        int keep = mps_mtl_binary_scalar(L, MPS_MTL_GREATER_EQUAL, x, 0.0);
+        return mps_mtl_select(L, keep, x, mps_mtl_expm1_scaled(L, x, alpha));
+    }
+    case MPS_OP_SELU: { /* gamma travels in beta */
+        int pos = mps_mtl_binary_scalar(L, MPS_MTL_GREATER, x, 0.0);
+        int scaled = mps_mtl_binary_scalar(L, MPS_MTL_MUL, x, beta);
+        return mps_mtl_select(L, pos, scaled, mps_mtl_expm1_scaled(L, x, beta * alpha));
+    }
+    case MPS_OP_HARD_SIGMOID:
+        return mps_mtl_clamp01(L, mps_mtl_binary_scalar(L, MPS_MTL_ADD, mps_mtl_binary_scalar(L, MPS_MTL_MUL, x, alpha),
+                                                        beta));
+    case MPS_OP_HARD_SWISH:
+        return mps_mtl_binary(L, MPS_MTL_MUL, x,
+                              mps_mtl_clamp01(L, mps_mtl_binary_scalar(L, MPS_MTL_ADD,
+                                                                       mps_mtl_binary_scalar(L, MPS_MTL_DIV, x, 6.0),
+                                                                       0.5)));
+    case MPS_OP_SOFTPLUS: { /* max(x, 0) + log(1 + exp(-|x|)): no overflow for large |x| */
+        int pos = mps_mtl_binary_scalar(L, MPS_MTL_MAX, x, 0.0);
+        int e = mps_mtl_unary(L, MPS_MTL_EXP, mps_mtl_unary(L, MPS_MTL_NEG, mps_mtl_unary(L, MPS_MTL_ABS, x)));
+        return mps_mtl_binary(L, MPS_MTL_ADD, pos, mps_mtl_unary(L, MPS_MTL_LOG, mps_mtl_binary_scalar(L, MPS_MTL_ADD, e, 1.0)));
+    }
+    case MPS_OP_SOFTSIGN:
+        return mps_mtl_binary(L, MPS_MTL_DIV, x,
+                              mps_mtl_binary_scalar(L, MPS_MTL_ADD, mps_mtl_unary(L, MPS_MTL_ABS, x), 1.0));
+    case MPS_OP_GELU: {
+        int inner;
+        if (beta != 0.0) { /* tanh approximation */
+            int cube = mps_mtl_binary(L, MPS_MTL_MUL, mps_mtl_binary(L, MPS_MTL_MUL, x, x), x);
+            inner = mps_mtl_unary(
+                L, MPS_MTL_TANH,
+                mps_mtl_binary_scalar(L, MPS_MTL_MUL,
+                                      mps_mtl_binary(L, MPS_MTL_ADD, x,
+                                                     mps_mtl_binary_scalar(L, MPS_MTL_MUL, cube, 0.044715)),
+                                      0.7978845608028654));
+        } else {
+            inner = mps_mtl_unary(L, MPS_MTL_ERF, mps_mtl_binary_scalar(L, MPS_MTL_MUL, x, 0.70710678118654752));
+        }
+        int half_x = mps_mtl_binary_scalar(L, MPS_MTL_MUL, x, 0.5);
+        return mps_mtl_binary(L, MPS_MTL_MUL, half_x, mps_mtl_binary_scalar(L, MPS_MTL_ADD, inner, 1.0));
+    }
+    case MPS_OP_CLIP: /* bounds of +-inf mean "none" */
+        if (isfinite(alpha))
+            x = mps_mtl_binary_scalar(L, MPS_MTL_MAX, x, alpha);
+        if (isfinite(beta))
+            x = mps_mtl_binary_scalar(L, MPS_MTL_MIN, x, beta);
+        return x;
+    default: L->bug = "an activation without a lowering"; return -1;
+    }
+}
+
+static int mps_mtl_fused(struct mps_mtl_lowerer *L, const struct mps_fused_act *a, int x)
+{
+    return a->on ? mps_mtl_activation(L, a->op, &a->p, x) : x;
+}
+
+/* ---- matrix products ------------------------------------------------------------------- */
+
+static int mps_mtl_matmul_ids(struct mps_mtl_lowerer *L, int a, int b)
+{
+    if (a < 0 || b < 0)
+        return -1;
+    struct mps_matmul_geom geo = mps_matmul_geom(mps_mtl_shape(L, a), mps_mtl_shape(L, b));
+    struct mps_shape s = geo.batch;
+    s.dim[s.ndim++] = geo.m;
+    s.dim[s.ndim++] = geo.n;
+    struct mps_mtl_step *st;
+    return mps_mtl_emit(L, MPS_MTL_MATMUL, 0, mps_mtl_dtype(L, a), &s, (int[]){a, b}, 2, &st);
+}
+
+/* MatMul's 1-D operands become [1,k] and [k,1] (numpy), and the result drops them again. */
+static void mps_mtl_lower_matmul(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    const struct mps_shape *sa = mps_mtl_vshape(L, n->in[0]), *sb = mps_mtl_vshape(L, n->in[1]);
+    int a = sa->ndim == 1 ? mps_mtl_value_as(L, n->in[0], &(struct mps_shape){2, {1, sa->dim[0]}})
+                          : mps_mtl_value(L, n->in[0]);
+    int b = sb->ndim == 1 ? mps_mtl_value_as(L, n->in[1], &(struct mps_shape){2, {sb->dim[0], 1}})
+                          : mps_mtl_value(L, n->in[1]);
+    mps_mtl_define_as(L, n->out[0], mps_mtl_matmul_ids(L, a, b));
+}
+
+static int mps_mtl_transpose2(struct mps_mtl_lowerer *L, int x)
+{
+    if (x < 0)
+        return -1;
+    struct mps_shape s = *mps_mtl_shape(L, x);
+    int64_t t = s.dim[0];
+    s.dim[0] = s.dim[1];
+    s.dim[1] = t;
+    struct mps_mtl_step *st;
+    int id = mps_mtl_emit(L, MPS_MTL_TRANSPOSE2, 0, mps_mtl_dtype(L, x), &s, &x, 1, &st);
+    if (st) {
+        st->p.ax.axis = 0;
+        st->p.ax.axis2 = 1;
+    }
+    return id;
+}
+
+/* Y = act(alpha * A' B' + beta * C). */
+static void mps_mtl_lower_gemm(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    const struct mps_gemm_params *q = &n->p.gemm;
+    int a = mps_mtl_value(L, n->in[0]), b = mps_mtl_value(L, n->in[1]);
+    if (q->trans_a)
+        a = mps_mtl_transpose2(L, a);
+    if (q->trans_b)
+        b = mps_mtl_transpose2(L, b);
+    int y = mps_mtl_matmul_ids(L, a, b);
+    if (q->alpha != 1.0f)
+        y = mps_mtl_binary_scalar(L, MPS_MTL_MUL, y, q->alpha);
+    if (n->n_in > 2 && n->in[2] >= 0 && q->beta != 0.0f) {
+        int c = mps_mtl_value(L, n->in[2]);
+        if (q->beta != 1.0f)
+            c = mps_mtl_binary_scalar(L, MPS_MTL_MUL, c, q->beta);
+        y = mps_mtl_binary(L, MPS_MTL_ADD, y, c);
+    }
+    mps_mtl_define(L, n->out[0], mps_mtl_fused(L, &q->act, y));
+}
+
+/* ---- windows: convolution and pooling ------------------------------------------------------ */
+
+void mps_mtl_window_2d(const struct mps_graph *g, const struct mps_node *n, struct mps_mtl_window_2d *w)
+{
+    const struct mps_shape *x = &g->values[n->in[0]].shape, *y = &g->values[n->out[0]].shape;
+    bool pool = n->op == MPS_OP_MAX_POOL || n->op == MPS_OP_AVERAGE_POOL;
+    const struct mps_window *win = pool ? &n->p.pool.win : &n->p.conv.win;
+    int sp = x->ndim - 2, first = 2 - sp; /* 1-D fills only the width slot */
+    memset(w, 0, sizeof *w);
+    w->spatial = sp;
+    for (int j = 0; j < 2; j++) {
+        w->k[j] = w->s[j] = w->d[j] = 1;
+        w->pb[j] = w->pe[j] = 0;
+    }
+    for (int j = 0; j < sp; j++) {
+        int t = first + j;
+        w->k[t] = win->kernel[j];
+        w->s[t] = win->stride[j];
+        w->d[t] = win->dilation[j] ? win->dilation[j] : 1;
+        w->pb[t] = win->pad[j];
+        w->pe[t] = win->pad[sp + j];
+        if (pool) { /* ceil_mode: widen the end padding until floor division gives the inferred size */
+            int64_t need = (y->dim[2 + j] - 1) * w->s[t] + w->d[t] * (w->k[t] - 1) + 1;
+            int64_t have = x->dim[2 + j] + w->pb[t] + w->pe[t];
+            if (need > have) {
+                w->pe[t] += need - have;
+                w->ceil_extra += need - have;
+            }
+        }
+    }
+}
+
+/* [N,C,L] -> [N,C,1,L]: 1-D windows run as 2-D ones of height 1. */
+static struct mps_shape mps_mtl_as_4d(const struct mps_shape *s)
+{
+    if (s->ndim != 3)
+        return *s;
+    return (struct mps_shape){4, {s->dim[0], s->dim[1], 1, s->dim[2]}};
+}
+
+static struct mps_mtl_conv mps_mtl_conv_desc(const struct mps_mtl_window_2d *w, int64_t groups)
+{
+    return (struct mps_mtl_conv){
+        .stride_x = w->s[1], .stride_y = w->s[0], .dilation_x = w->d[1], .dilation_y = w->d[0],
+        .groups = groups, .pad_left = w->pb[1], .pad_right = w->pe[1], .pad_top = w->pb[0],
+        .pad_bottom = w->pe[0], .data_layout = MPS_MTL_LAYOUT_NCHW, .weights_layout = MPS_MTL_LAYOUT_OIHW,
+    };
+}
+
+/* Conv and ConvTranspose: NCHW data, OIHW weights (ConvTranspose's ONNX
+   weights [C_in, C_out/group, kH, kW] are the OIHW weights of the forward
+   convolution it transposes), explicit padding, bias added after, then the
+   fused activation. */
+static void mps_mtl_lower_conv(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    struct mps_mtl_window_2d w;
+    mps_mtl_window_2d(L->g, n, &w);
+    struct mps_shape xs = mps_mtl_as_4d(mps_mtl_vshape(L, n->in[0])), ws = mps_mtl_as_4d(mps_mtl_vshape(L, n->in[1]));
+    struct mps_shape ys = mps_mtl_as_4d(mps_mtl_vshape(L, n->out[0]));
+    int x = mps_mtl_value_as(L, n->in[0], &xs), wt = mps_mtl_value_as(L, n->in[1], &ws);
+    bool transpose = n->op == MPS_OP_CONV_TRANSPOSE;
+    struct mps_mtl_step *st;
+    int y = x < 0 || wt < 0 ? -1
+                            : mps_mtl_emit(L, transpose ? MPS_MTL_CONV_TRANSPOSE2D : MPS_MTL_CONV2D, 0,
+                                           mps_mtl_dtype(L, x), &ys, (int[]){x, wt}, 2, &st);
+    if (y >= 0)
+        st->p.conv = mps_mtl_conv_desc(&w, n->p.conv.group);
+    if (n->n_in > 2 && n->in[2] >= 0)
+        y = mps_mtl_binary(L, MPS_MTL_ADD, y, mps_mtl_value_as(L, n->in[2], &(struct mps_shape){4, {1, ys.dim[1], 1, 1}}));
+    mps_mtl_define_as(L, n->out[0], mps_mtl_fused(L, &n->p.conv.act, y));
+}
+
+static void mps_mtl_lower_pool(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    struct mps_mtl_window_2d w;
+    mps_mtl_window_2d(L->g, n, &w);
+    struct mps_shape xs = mps_mtl_as_4d(mps_mtl_vshape(L, n->in[0]));
+    struct mps_shape ys = mps_mtl_as_4d(mps_mtl_vshape(L, n->out[0]));
+    int x = mps_mtl_value_as(L, n->in[0], &xs);
+    bool indices = n->op == MPS_OP_MAX_POOL && n->n_out > 1 && n->out[1] >= 0;
+    struct mps_mtl_step *st;
+    int y = x < 0 ? -1
+                  : mps_mtl_emit(L, MPS_MTL_POOL2D, n->op == MPS_OP_MAX_POOL ? MPS_MTL_POOL_MAX : MPS_MTL_POOL_AVG,
+                                 mps_mtl_dtype(L, x), &ys, &x, 1, &st);
+    int idx = -1;
+    if (y >= 0) {
+        st->p.pool = (struct mps_mtl_pool_desc){
+            .kernel_w = w.k[1], .kernel_h = w.k[0], .stride_x = w.s[1], .stride_y = w.s[0],
+            .dilation_x = w.d[1], .dilation_y = w.d[0], .pad_left = w.pb[1], .pad_right = w.pe[1],
+            .pad_top = w.pb[0], .pad_bottom = w.pe[0],
+            .include_zero_pad = n->op == MPS_OP_AVERAGE_POOL && n->p.pool.count_include_pad,
+            .return_indices = indices,
+        };
+        if (indices) { /* int32, flattened over N,C,H,W: ONNX's flat index into the input */
+            st->out2 = idx = L->p->n_tensors++;
+            L->t[idx] = (struct mps_mtl_tensor){MPS_I32, ys, MPS_MTL_POOL2D};
+        }
+    }
+    mps_mtl_define_as(L, n->out[0], y);
+    if (indices)
+        mps_mtl_define_as(L, n->out[1], mps_mtl_cast(L, idx, MPS_I64));
+}
+
+/* ---- normalization ---------------------------------------------------------------------------- */
+
+static int mps_mtl_reduce(struct mps_mtl_lowerer *L, enum mps_mtl_reduce fn, int x, uint32_t axes)
+{
+    if (x < 0)
+        return -1;
+    struct mps_shape s = *mps_mtl_shape(L, x);
+    for (int i = 0; i < s.ndim; i++)
+        if (axes & (1u << i))
+            s.dim[i] = 1;
+    struct mps_mtl_step *st;
+    int id = mps_mtl_emit(L, MPS_MTL_REDUCE, fn, mps_mtl_dtype(L, x), &s, &x, 1, &st);
+    if (st)
+        st->p.axes = axes;
+    return id;
+}
+
+static int mps_mtl_normalize(struct mps_mtl_lowerer *L, int x, int mean, int var, int gamma, int beta, float eps)
+{
+    if (x < 0 || mean < 0 || var < 0)
+        return -1;
+    struct mps_mtl_step *st;
+    int id = mps_mtl_emit(L, MPS_MTL_NORMALIZE, 0, mps_mtl_dtype(L, x), mps_mtl_shape(L, x),
+                          (int[]){x, mean, var, gamma, beta}, 5, &st);
+    if (st)
+        st->p.epsilon = eps;
+    return id;
+}
+
+/* BatchNormalization (inference): the four [C] operands seen as [1,C,1,...]. */
+static void mps_mtl_lower_batch_norm(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    const struct mps_shape *xs = mps_mtl_vshape(L, n->in[0]);
+    struct mps_shape c = {xs->ndim, {0}};
+    for (int i = 0; i < xs->ndim; i++)
+        c.dim[i] = i == 1 ? xs->dim[1] : 1;
+    int x = mps_mtl_value(L, n->in[0]);
+    int gamma = mps_mtl_value_as(L, n->in[1], &c), beta = mps_mtl_value_as(L, n->in[2], &c);
+    int mean = mps_mtl_value_as(L, n->in[3], &c), var = mps_mtl_value_as(L, n->in[4], &c);
+    mps_mtl_define(L, n->out[0], mps_mtl_normalize(L, x, mean, var, gamma, beta, n->p.norm.epsilon));
+}
+
+/* LayerNormalization over axes [axis, rank): population variance, scale and
+   bias broadcast from the right; the optional Mean and InvStdDev outputs. */
+static void mps_mtl_lower_layer_norm(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    int rank = mps_mtl_vshape(L, n->in[0])->ndim;
+    uint32_t axes = (uint32_t)((1u << rank) - 1) & ~(uint32_t)((1u << n->p.norm.axis) - 1);
+    int x = mps_mtl_value(L, n->in[0]);
+    int mean = mps_mtl_reduce(L, MPS_MTL_REDUCE_MEAN, x, axes);
+    struct mps_mtl_step *st;
+    int var = mean < 0 ? -1
+                       : mps_mtl_emit(L, MPS_MTL_VARIANCE, 0, mps_mtl_dtype(L, mean), mps_mtl_shape(L, mean),
+                                      (int[]){x, mean}, 2, &st);
+    if (var >= 0)
+        st->p.axes = axes;
+    int gamma = mps_mtl_value(L, n->in[1]), beta = n->n_in > 2 ? mps_mtl_value(L, n->in[2]) : -1;
+    mps_mtl_define(L, n->out[0], mps_mtl_normalize(L, x, mean, var, gamma, beta, n->p.norm.epsilon));
+    if (n->n_out > 1)
+        mps_mtl_define_as(L, n->out[1], mean);
+    if (n->n_out > 2 && n->out[2] >= 0)
+        mps_mtl_define_as(L, n->out[2],
+                          mps_mtl_unary(L, MPS_MTL_RECIPROCAL,
+                                        mps_mtl_unary(L, MPS_MTL_SQRT,
+                                                      mps_mtl_binary_scalar(L, MPS_MTL_ADD, var, n->p.norm.epsilon))));
+}
+
+/* Softmax is one operation; LogSoftmax is x - max - log(sum(exp(x - max))). */
+static void mps_mtl_lower_softmax(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    int x = mps_mtl_value(L, n->in[0]), axis = (int)n->p.norm.axis;
+    if (n->op == MPS_OP_SOFTMAX) {
+        struct mps_mtl_step *st;
+        int y = x < 0 ? -1 : mps_mtl_emit(L, MPS_MTL_SOFTMAX, 0, mps_mtl_dtype(L, x), mps_mtl_shape(L, x), &x, 1, &st);
+        if (y >= 0)
+            st->p.ax.axis = axis;
+        mps_mtl_define(L, n->out[0], y);
+        return;
+    }
+    int shifted = mps_mtl_binary(L, MPS_MTL_SUB, x, mps_mtl_reduce(L, MPS_MTL_REDUCE_MAX, x, 1u << axis));
+    int lse = mps_mtl_unary(L, MPS_MTL_LOG,
+                            mps_mtl_reduce(L, MPS_MTL_REDUCE_SUM, mps_mtl_unary(L, MPS_MTL_EXP, shifted), 1u << axis));
+    mps_mtl_define(L, n->out[0], mps_mtl_binary(L, MPS_MTL_SUB, shifted, lse));
+}
+
+/* ---- elementwise ---------------------------------------------------------------------------------- */
+
+static void mps_mtl_lower_binary(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    static const enum mps_mtl_binary fns[MPS_OP_COUNT] = {
+        [MPS_OP_ADD] = MPS_MTL_ADD, [MPS_OP_SUB] = MPS_MTL_SUB, [MPS_OP_MUL] = MPS_MTL_MUL,
+        [MPS_OP_DIV] = MPS_MTL_DIV, [MPS_OP_POW] = MPS_MTL_POW, [MPS_OP_MAX] = MPS_MTL_MAX,
+        [MPS_OP_MIN] = MPS_MTL_MIN, [MPS_OP_SUM] = MPS_MTL_ADD, [MPS_OP_MEAN] = MPS_MTL_ADD,
+    };
+    int y = mps_mtl_value(L, n->in[0]);
+    for (int i = 1; i < n->n_in; i++)
+        y = mps_mtl_binary(L, fns[n->op], y, mps_mtl_value(L, n->in[i]));
+    if (n->op == MPS_OP_MEAN)
+        y = mps_mtl_binary_scalar(L, MPS_MTL_DIV, y, n->n_in);
+    mps_mtl_define_as(L, n->out[0], y);
+}
+
+/* PRelu: x < 0 ? x * slope : x (cpu/binary.c). */
+static void mps_mtl_lower_prelu(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    int x = mps_mtl_value(L, n->in[0]), slope = mps_mtl_value(L, n->in[1]);
+    int neg = mps_mtl_binary_scalar(L, MPS_MTL_LESS, x, 0.0);
+    int y = mps_mtl_select(L, neg, mps_mtl_binary(L, MPS_MTL_MUL, x, slope), x);
+    mps_mtl_define_as(L, n->out[0], y);
+}
+
+/* ---- reductions and layout -------------------------------------------------------------------------- */
+
+static void mps_mtl_lower_reduce(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    static const enum mps_mtl_reduce fns[MPS_OP_COUNT] = {
+        [MPS_OP_REDUCE_SUM] = MPS_MTL_REDUCE_SUM, [MPS_OP_REDUCE_MAX] = MPS_MTL_REDUCE_MAX,
+        [MPS_OP_REDUCE_MIN] = MPS_MTL_REDUCE_MIN, [MPS_OP_REDUCE_MEAN] = MPS_MTL_REDUCE_MEAN,
+        [MPS_OP_GLOBAL_AVERAGE_POOL] = MPS_MTL_REDUCE_MEAN, [MPS_OP_GLOBAL_MAX_POOL] = MPS_MTL_REDUCE_MAX,
+    };
+    int x = mps_mtl_value(L, n->in[0]), rank = mps_mtl_vshape(L, n->in[0])->ndim;
+    uint32_t axes = n->op == MPS_OP_GLOBAL_AVERAGE_POOL || n->op == MPS_OP_GLOBAL_MAX_POOL
+                        ? (uint32_t)((1u << rank) - 1) & ~3u /* every spatial axis */
+                        : n->p.reduce.axes;
+    mps_mtl_define_as(L, n->out[0], axes ? mps_mtl_reduce(L, fns[n->op], x, axes) : x); /* no axes: noop */
+}
+
+static void mps_mtl_lower_transpose(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    int x = mps_mtl_value(L, n->in[0]);
+    struct mps_mtl_step *st;
+    int y = x < 0 ? -1
+                  : mps_mtl_emit(L, MPS_MTL_PERMUTE, 0, mps_mtl_dtype(L, x), mps_mtl_vshape(L, n->out[0]), &x, 1, &st);
+    if (y >= 0)
+        memcpy(st->p.perm, n->p.transpose.perm, sizeof st->p.perm);
+    mps_mtl_define(L, n->out[0], y);
+}
+
+static void mps_mtl_lower_concat(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    int ids[64], count = 0;
+    if (n->n_in > 64) {
+        L->bug = "more than 64 Concat inputs";
+        return;
+    }
+    for (int i = 0; i < n->n_in; i++)
+        if ((ids[count++] = mps_mtl_value(L, n->in[i])) < 0) {
+            mps_mtl_define(L, n->out[0], -1);
+            return;
+        }
+    struct mps_mtl_step *st;
+    int y = mps_mtl_emit(L, MPS_MTL_CONCAT, 0, mps_mtl_dtype(L, ids[0]), mps_mtl_vshape(L, n->out[0]), ids, count, &st);
+    if (y >= 0)
+        st->p.ax.axis = (int)n->p.axis.axis;
+    mps_mtl_define(L, n->out[0], y);
+}
+
+/* A strided slice (steps > 0) of x to shape s; nothing when it keeps everything. */
+static int mps_mtl_slice(struct mps_mtl_lowerer *L, int x, const int64_t *start, const int64_t *step,
+                         const struct mps_shape *s)
+{
+    if (x < 0)
+        return -1;
+    const struct mps_shape *xs = mps_mtl_shape(L, x);
+    bool all = true;
+    for (int i = 0; i < s->ndim; i++)
+        all &= start[i] == 0 && step[i] == 1 && s->dim[i] == xs->dim[i];
+    if (all)
+        return x;
+    struct mps_mtl_step *st;
+    int y = mps_mtl_emit(L, MPS_MTL_SLICE, 0, mps_mtl_dtype(L, x), s, &x, 1, &st);
+    for (int i = 0; y >= 0 && i < s->ndim; i++) {
+        st->p.slice.start[i] = start[i];
+        st->p.slice.stride[i] = step[i];
+        st->p.slice.end[i] = start[i] + step[i] * (s->dim[i] - 1) + 1;
+    }
+    return y;
+}
+
+/* Slice: axes read backwards are reversed first (MPSGraph's strides are taken positive here). */
+static void mps_mtl_lower_slice(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    const struct mps_shape *xs = mps_mtl_vshape(L, n->in[0]);
+    int64_t start[MPS_MAX_DIMS], step[MPS_MAX_DIMS];
+    uint32_t reversed = 0;
+    for (int i = 0; i < xs->ndim; i++) {
+        start[i] = n->p.slice.start[i];
+        step[i] = n->p.slice.step[i];
+        if (step[i] < 0) {
+            reversed |= 1u << i;
+            start[i] = xs->dim[i] - 1 - start[i];
+            step[i] = -step[i];
+        }
+    }
+    int x = mps_mtl_value(L, n->in[0]);
+    if (reversed && x >= 0) {
+        struct mps_mtl_step *st;
+        x = mps_mtl_emit(L, MPS_MTL_REVERSE, 0, mps_mtl_dtype(L, x), xs, &x, 1, &st);
+        if (x >= 0)
+            st->p.axes = reversed;
+    }
+    mps_mtl_define(L, n->out[0], mps_mtl_slice(L, x, start, step, mps_mtl_vshape(L, n->out[0])));
+}
+
+static void mps_mtl_lower_split(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    int x = mps_mtl_value(L, n->in[0]), axis = (int)n->p.axis.axis;
+    int64_t start[MPS_MAX_DIMS] = {0}, step[MPS_MAX_DIMS];
+    for (int i = 0; i < MPS_MAX_DIMS; i++)
+        step[i] = 1;
+    for (int k = 0; k < n->n_out; k++) {
+        if (n->out[k] < 0)
+            continue;
+        mps_mtl_define(L, n->out[k], mps_mtl_slice(L, x, start, step, mps_mtl_vshape(L, n->out[k])));
+        start[axis] += mps_mtl_vshape(L, n->out[k])->dim[axis];
+    }
+}
+
+/* Pad: positive pads through padTensor, negative ones (crops) as a slice after it. */
+static void mps_mtl_lower_pad(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    static const enum mps_mtl_pad_mode modes[] = {
+        [MPS_PAD_CONSTANT] = MPS_MTL_PAD_CONSTANT, [MPS_PAD_REFLECT] = MPS_MTL_PAD_REFLECT,
+        [MPS_PAD_EDGE] = MPS_MTL_PAD_CLAMP_TO_EDGE,
+    };
+    const struct mps_pad_params *q = &n->p.pad;
+    const struct mps_shape *xs = mps_mtl_vshape(L, n->in[0]);
+    int r = xs->ndim, x = mps_mtl_value(L, n->in[0]);
+    struct mps_shape padded = *xs;
+    bool grow = false;
+    int64_t start[MPS_MAX_DIMS], step[MPS_MAX_DIMS];
+    for (int i = 0; i < r; i++) {
+        int64_t b = q->pads[i], e = q->pads[r + i];
+        padded.dim[i] += (b > 0 ? b : 0) + (e > 0 ? e : 0);
+        grow |= b > 0 || e > 0;
+        start[i] = b < 0 ? -b : 0;
+        step[i] = 1;
+    }
+    if (grow && x >= 0) {
+        struct mps_mtl_step *st;
+        x = mps_mtl_emit(L, MPS_MTL_PAD, 0, mps_mtl_dtype(L, x), &padded, &x, 1, &st);
+        if (x >= 0) {
+            st->p.pad.mode = modes[q->mode];
+            st->p.pad.value = q->value;
+            for (int i = 0; i < r; i++) {
+                st->p.pad.left[i] = q->pads[i] > 0 ? q->pads[i] : 0;
+                st->p.pad.right[i] = q->pads[r + i] > 0 ? q->pads[r + i] : 0;
+            }
+        }
+    }
+    mps_mtl_define(L, n->out[0], mps_mtl_slice(L, x, start, step, mps_mtl_vshape(L, n->out[0])));
+}
+
+/* Gather with constant indices: negatives resolved here into an int32
+   constant (rank >= 1; a scalar index becomes [1] and the result is
+   reshaped to the inferred shape). */
+static void mps_mtl_lower_gather(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    const struct mps_value *iv = &L->g->values[n->in[1]];
+    const struct mps_shape *xs = mps_mtl_vshape(L, n->in[0]);
+    int axis = (int)n->p.axis.axis;
+    int64_t count = mps_shape_numel(&iv->shape), dim = xs->dim[axis];
+    int32_t *idx = mps_mtl_alloc(L, sizeof(int32_t) * (size_t)count);
+    int x = mps_mtl_value(L, n->in[0]);
+    if (!idx || x < 0) {
+        mps_mtl_define(L, n->out[0], -1);
+        return;
+    }
+    for (int64_t i = 0; i < count; i++) {
+        int64_t v = iv->dtype == MPS_I64 ? ((const int64_t *)iv->data)[i] : ((const int32_t *)iv->data)[i];
+        idx[i] = (int32_t)(v < 0 ? v + dim : v);
+    }
+    struct mps_shape is = iv->shape.ndim ? iv->shape : (struct mps_shape){1, {1}};
+    struct mps_mtl_step *st;
+    int ids = mps_mtl_emit(L, MPS_MTL_CONSTANT, 0, MPS_I32, &is, NULL, 0, &st);
+    if (ids < 0)
+        return;
+    st->p.constant.data = idx;
+    st->p.constant.bytes = sizeof(int32_t) * (size_t)count;
+    struct mps_shape ys = {0, {0}};
+    for (int i = 0; i < xs->ndim; i++)
+        if (i != axis)
+            ys.dim[ys.ndim++] = xs->dim[i];
+        else
+            for (int k = 0; k < is.ndim; k++)
+                ys.dim[ys.ndim++] = is.dim[k];
+    int y = mps_mtl_emit(L, MPS_MTL_GATHER, 0, mps_mtl_dtype(L, x), &ys, (int[]){x, ids}, 2, &st);
+    if (y >= 0)
+        st->p.ax.axis = axis;
+    mps_mtl_define_as(L, n->out[0], y);
+}
+
+/* Shape: the static dims as an int64 constant. */
+static void mps_mtl_lower_shape(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    const struct mps_shape *xs = mps_mtl_vshape(L, n->in[0]), *ys = mps_mtl_vshape(L, n->out[0]);
+    int64_t *dims = mps_mtl_alloc(L, sizeof(int64_t) * (size_t)(ys->dim[0] + 1));
+    if (!dims)
+        return;
+    for (int64_t i = 0; i < ys->dim[0]; i++)
+        dims[i] = xs->dim[n->p.shape.start + i];
+    struct mps_mtl_step *st;
+    int y = mps_mtl_emit(L, MPS_MTL_CONSTANT, 0, MPS_I64, ys, NULL, 0, &st);
+    if (y >= 0) {
+        st->p.constant.data = dims;
+        st->p.constant.bytes = sizeof(int64_t) * (size_t)ys->dim[0];
+    }
+    mps_mtl_define(L, n->out[0], y);
+}
+
+static void mps_mtl_lower_fill(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    struct mps_mtl_step *st;
+    enum mps_dtype t = mps_mtl_compute_dtype(L, L->g->values[n->out[0]].dtype);
+    int y = mps_mtl_emit(L, MPS_MTL_FILL, 0, t, mps_mtl_vshape(L, n->out[0]), NULL, 0, &st);
+    if (y >= 0)
+        st->p.scalar = n->p.fill.value;
+    mps_mtl_define(L, n->out[0], y);
+}
+
+static void mps_mtl_lower_activation(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    mps_mtl_define(L, n->out[0], mps_mtl_activation(L, n->op, &n->p.act, mps_mtl_value(L, n->in[0])));
+}
+
+/* Identity, Dropout (inference) and Constant: the input's tensor itself. */
+static void mps_mtl_lower_alias(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    mps_mtl_define(L, n->out[0], mps_mtl_value(L, n->in[0]));
+}
+
+static void mps_mtl_lower_cast(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    mps_mtl_define(L, n->out[0], mps_mtl_cast(L, mps_mtl_value(L, n->in[0]), mps_mtl_compute_dtype(L, n->p.cast.to)));
+}
+
+/* Reshape, Flatten, Squeeze, Unsqueeze: the inferred shape (a weight is reshaped for free). */
+static void mps_mtl_lower_reshape(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    mps_mtl_define(L, n->out[0], mps_mtl_value_as(L, n->in[0], mps_mtl_vshape(L, n->out[0])));
+}
+
+static void mps_mtl_lower_expand(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    mps_mtl_define(L, n->out[0], mps_mtl_broadcast_to(L, mps_mtl_value(L, n->in[0]), mps_mtl_vshape(L, n->out[0])));
+}
+
+typedef void (*mps_mtl_lowering)(struct mps_mtl_lowerer *L, const struct mps_node *n);
+
+static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
+    [MPS_OP_MATMUL] = mps_mtl_lower_matmul,
+    [MPS_OP_GEMM] = mps_mtl_lower_gemm,
+    [MPS_OP_CONV] = mps_mtl_lower_conv,
+    [MPS_OP_CONV_TRANSPOSE] = mps_mtl_lower_conv,
+    [MPS_OP_MAX_POOL] = mps_mtl_lower_pool,
+    [MPS_OP_AVERAGE_POOL] = mps_mtl_lower_pool,
+    [MPS_OP_GLOBAL_AVERAGE_POOL] = mps_mtl_lower_reduce,
+    [MPS_OP_GLOBAL_MAX_POOL] = mps_mtl_lower_reduce,
+    [MPS_OP_BATCH_NORM] = mps_mtl_lower_batch_norm,
+    [MPS_OP_LAYER_NORM] = mps_mtl_lower_layer_norm,
+    [MPS_OP_SOFTMAX] = mps_mtl_lower_softmax,
+    [MPS_OP_LOG_SOFTMAX] = mps_mtl_lower_softmax,
+    [MPS_OP_RELU] = mps_mtl_lower_activation,
+    [MPS_OP_LEAKY_RELU] = mps_mtl_lower_activation,
+    [MPS_OP_ELU] = mps_mtl_lower_activation,
+    [MPS_OP_SELU] = mps_mtl_lower_activation,
+    [MPS_OP_SIGMOID] = mps_mtl_lower_activation,
+    [MPS_OP_HARD_SIGMOID] = mps_mtl_lower_activation,
+    [MPS_OP_HARD_SWISH] = mps_mtl_lower_activation,
+    [MPS_OP_TANH] = mps_mtl_lower_activation,
+    [MPS_OP_SOFTPLUS] = mps_mtl_lower_activation,
+    [MPS_OP_SOFTSIGN] = mps_mtl_lower_activation,
+    [MPS_OP_GELU] = mps_mtl_lower_activation,
+    [MPS_OP_ERF] = mps_mtl_lower_activation,
+    [MPS_OP_EXP] = mps_mtl_lower_activation,
+    [MPS_OP_LOG] = mps_mtl_lower_activation,
+    [MPS_OP_SQRT] = mps_mtl_lower_activation,
+    [MPS_OP_ABS] = mps_mtl_lower_activation,
+    [MPS_OP_NEG] = mps_mtl_lower_activation,
+    [MPS_OP_RECIPROCAL] = mps_mtl_lower_activation,
+    [MPS_OP_FLOOR] = mps_mtl_lower_activation,
+    [MPS_OP_CEIL] = mps_mtl_lower_activation,
+    [MPS_OP_CLIP] = mps_mtl_lower_activation,
+    [MPS_OP_IDENTITY] = mps_mtl_lower_alias,
+    [MPS_OP_DROPOUT] = mps_mtl_lower_alias,
+    [MPS_OP_CAST] = mps_mtl_lower_cast,
+    [MPS_OP_PRELU] = mps_mtl_lower_prelu,
+    [MPS_OP_ADD] = mps_mtl_lower_binary,
+    [MPS_OP_SUB] = mps_mtl_lower_binary,
+    [MPS_OP_MUL] = mps_mtl_lower_binary,
+    [MPS_OP_DIV] = mps_mtl_lower_binary,
+    [MPS_OP_POW] = mps_mtl_lower_binary,
+    [MPS_OP_MAX] = mps_mtl_lower_binary,
+    [MPS_OP_MIN] = mps_mtl_lower_binary,
+    [MPS_OP_SUM] = mps_mtl_lower_binary,
+    [MPS_OP_MEAN] = mps_mtl_lower_binary,
+    [MPS_OP_REDUCE_MEAN] = mps_mtl_lower_reduce,
+    [MPS_OP_REDUCE_SUM] = mps_mtl_lower_reduce,
+    [MPS_OP_REDUCE_MAX] = mps_mtl_lower_reduce,
+    [MPS_OP_REDUCE_MIN] = mps_mtl_lower_reduce,
+    [MPS_OP_RESHAPE] = mps_mtl_lower_reshape,
+    [MPS_OP_FLATTEN] = mps_mtl_lower_reshape,
+    [MPS_OP_TRANSPOSE] = mps_mtl_lower_transpose,
+    [MPS_OP_SQUEEZE] = mps_mtl_lower_reshape,
+    [MPS_OP_UNSQUEEZE] = mps_mtl_lower_reshape,
+    [MPS_OP_CONCAT] = mps_mtl_lower_concat,
+    [MPS_OP_SPLIT] = mps_mtl_lower_split,
+    [MPS_OP_SLICE] = mps_mtl_lower_slice,
+    [MPS_OP_GATHER] = mps_mtl_lower_gather,
+    [MPS_OP_SHAPE] = mps_mtl_lower_shape,
+    [MPS_OP_CONSTANT] = mps_mtl_lower_alias,
+    [MPS_OP_CONSTANT_OF_SHAPE] = mps_mtl_lower_fill,
+    [MPS_OP_EXPAND] = mps_mtl_lower_expand,
+    [MPS_OP_PAD] = mps_mtl_lower_pad,
+};
+
+bool mps_mtl_op_lowered(enum mps_op op)
+{
+    return op < MPS_OP_COUNT && mps_mtl_lowerings[op] != NULL;
+}
+
+void mps_mtl_lower_node(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    if (mps_mtl_op_lowered(n->op))
+        mps_mtl_lowerings[n->op](L, n);
+    else
+        L->bug = "an op without a lowering";
+}
