@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "harness.h" /* th_backend_mps_sim */
 #include "model.h"
 
 #define MPS_CONF_MAX_IO 16
@@ -181,8 +182,19 @@ static enum mps_status mps_conf_run(struct mps_model *m, const struct mps_backen
 
 static double mps_conf_rtol = 1e-3, mps_conf_atol = 1e-7;
 
+/* Whether name contains one of the comma-separated parts of list. */
+static bool mps_conf_matches(const char *name, const char *list)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *part = strtok(buf, ","); part; part = strtok(NULL, ","))
+        if (strstr(name, part))
+            return true;
+    return false;
+}
+
 static enum mps_conf_result mps_conf_test(const char *dir, const struct mps_backend *const *bes, int n_bes,
-                                          char *why, size_t size)
+                                          int *ran, char *why, size_t size)
 {
     char path[1024];
     int n_sets;
@@ -243,9 +255,9 @@ static enum mps_conf_result mps_conf_test(const char *dir, const struct mps_back
         r = MPS_CONF_FAIL;
     }
     for (int b = 0; r == MPS_CONF_PASS && b < n_bes; b++) {
-        if (mps_backend_unsupported(bes[b], opt->graph, why, size)) {
-            continue; /* a GPU backend without this op: covered by its own tests */
-        }
+        if (mps_backend_unsupported(bes[b], opt->graph, why, size))
+            continue; /* a GPU backend without this op: counted in ran[] */
+        ran[b]++;
         if (mps_conf_run(opt, bes[b], sets, n_sets, got, &err) || mps_conf_run(raw, bes[b], sets, n_sets, plain, &err)) {
             snprintf(why, size, "[%s] %s", bes[b]->name, err.msg);
             r = MPS_CONF_FAIL;
@@ -320,7 +332,7 @@ static char **mps_conf_read_expected(const char *path, int *count)
 
 int main(int argc, char **argv)
 {
-    const char *filter = NULL;
+    const char *filter = NULL, *sim_on = NULL;
     int arg = 1;
     for (; arg + 1 < argc && strncmp(argv[arg], "--", 2) == 0; arg += 2) {
         if (strcmp(argv[arg], "--rtol") == 0)
@@ -329,11 +341,13 @@ int main(int argc, char **argv)
             mps_conf_atol = atof(argv[arg + 1]);
         else if (strcmp(argv[arg], "--filter") == 0)
             filter = argv[arg + 1];
+        else if (strcmp(argv[arg], "--sim-only") == 0)
+            sim_on = argv[arg + 1];
         else
             break;
     }
     if (argc - arg < 2) {
-        fprintf(stderr, "usage: conformance [--rtol R] [--atol A] [--filter TEXT] EXPECTED DIR...\n");
+        fprintf(stderr, "usage: conformance [--rtol R] [--atol A] [--filter TEXT] [--sim-only A,B,...] EXPECTED DIR...\n");
         return 2;
     }
     int n_expected;
@@ -343,8 +357,8 @@ int main(int argc, char **argv)
         return 2;
     }
     bool *seen = calloc((size_t)n_expected + 1, sizeof *seen);
-    const struct mps_backend *bes[4];
-    int n_bes = 0, n_all;
+    const struct mps_backend *bes[5];
+    int n_bes = 0, n_all, ran[5] = {0};
     const struct mps_backend *const *all = mps_backend_list(&n_all);
     for (int i = 0; i < n_all; i++) {
         struct mps_backend_info info;
@@ -354,6 +368,7 @@ int main(int argc, char **argv)
         else
             printf("skip backend %s: %s\n", all[i]->name, err.msg);
     }
+    bes[n_bes++] = &th_backend_mps_sim; /* the mps lowering, simulated (tests/unit/mtl_sim.c) */
     int passed = 0, failed = 0, skipped = 0, regressions = 0, n_dirs = argc - arg - 1;
     char (*summary)[200] = calloc((size_t)n_dirs, sizeof *summary);
     for (int f = 0; f < n_dirs; f++) {
@@ -373,7 +388,9 @@ int main(int argc, char **argv)
             if (filter && !strstr(name, filter))
                 continue;
             snprintf(tdir, sizeof tdir, "%s/%s", dir, tests[t]);
-            enum mps_conf_result r = mps_conf_test(tdir, bes, n_bes, why, sizeof why);
+            /* the mps-sim backend is last; --sim-only keeps it to the tests it names (it runs in double) */
+            int n_run = sim_on && !mps_conf_matches(name, sim_on) ? n_bes - 1 : n_bes;
+            enum mps_conf_result r = mps_conf_test(tdir, bes, n_run, ran, why, sizeof why);
             bool want = mps_conf_expected(expected, seen, n_expected, name);
             if (r == MPS_CONF_PASS) {
                 printf("ok   %s\n", name);
@@ -405,6 +422,8 @@ int main(int argc, char **argv)
     for (int f = 0; f < n_dirs; f++)
         if (summary[f][0])
             printf("%s\n", summary[f]);
+    for (int b = 0; b < n_bes; b++)
+        printf("backend %-8s ran %d tests (the others hold a node it does not take)\n", bes[b]->name, ran[b]);
     if (regressions)
         printf("%d test%s of the expected list did not pass\n", regressions, regressions == 1 ? "" : "s");
     free(summary);

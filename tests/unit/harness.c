@@ -82,6 +82,8 @@ int th_backends(const struct mps_backend **list, int max)
         else if (n < max)
             list[n++] = be;
     }
+    if (n < max)
+        list[n++] = &th_backend_mps_sim;
     return n;
 }
 

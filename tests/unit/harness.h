@@ -25,9 +25,15 @@ int th_summary(void);
 void th_seed(const char *name);
 double th_uniform(double lo, double hi);
 
-/* The backends to test: compiled in and available. Reports every other known
-   backend as skipped, with the reason, once per call. Returns the count. */
+/* The backends to test: compiled in and available, then mps-sim. Reports
+   every other known backend as skipped, with the reason, once per call.
+   Returns the count. */
 int th_backends(const struct mps_backend **list, int max);
+
+/* A test backend: the mps backend's lowering (src/gpu/metal/lower.c),
+   executed step by step in double as MPSGraph documents each call
+   (mtl_sim.c), so that its decisions are checked numerically on any machine. */
+extern const struct mps_backend th_backend_mps_sim;
 
 /* A buffer of n values of dtype t. */
 void *th_alloc(enum mps_dtype t, int64_t n);

@@ -437,11 +437,9 @@ static void mps_mtl_lower_transpose(struct mps_mtl_lowerer *L, const struct mps_
 
 static void mps_mtl_lower_concat(struct mps_mtl_lowerer *L, const struct mps_node *n)
 {
-    int ids[64], count = 0;
-    if (n->n_in > 64) {
-        L->bug = "more than 64 Concat inputs";
+    int *ids = mps_mtl_alloc(L, sizeof(int) * (size_t)n->n_in), count = 0;
+    if (!ids)
         return;
-    }
     for (int i = 0; i < n->n_in; i++)
         if ((ids[count++] = mps_mtl_value(L, n->in[i])) < 0) {
             mps_mtl_define(L, n->out[0], -1);
