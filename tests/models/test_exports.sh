@@ -5,7 +5,7 @@
 set -euo pipefail
 runner=$1 src=$2 out=$3
 script=$src/tests/models/export_torch.py
-if ! /usr/bin/python3 -c 'import torch, torchvision, onnx' 2>/dev/null; then
+if ! "${PYTHON:-/usr/bin/python3}" -c 'import torch, torchvision, onnx' 2>/dev/null; then
   echo "FAIL: PyTorch is missing (Debian: python3-torch python3-torchvision python3-onnx; ./scripts/setup installs them)"
   exit 1
 fi
@@ -13,7 +13,7 @@ stamp=$out/.exported
 if [ ! -f "$stamp" ] || [ "$script" -nt "$stamp" ]; then
   rm -rf "$out"
   echo "exporting with PyTorch into $out"
-  /usr/bin/python3 "$script" "$out" 2> >(grep -v -i warning >&2)
+  "${PYTHON:-/usr/bin/python3}" "$script" "$out" 2> >(grep -v -i warning >&2)
   touch "$stamp"
 fi
 # plus the models exported by PyTorch 2.11's default (dynamo) exporter, committed

@@ -3,5 +3,5 @@
 # (make_bad_models.py) into OUT, then checks how mpsrun loads each.
 set -euo pipefail
 test=$1 src=$2 out=$3
-/usr/bin/python3 "$src/tests/models/make_bad_models.py" "$out" >/dev/null
+"${PYTHON:-/usr/bin/python3}" "$src/tests/models/make_bad_models.py" "$out" >/dev/null
 exec "$test" "$out"
