@@ -145,6 +145,7 @@ int mps_mtl_emit(struct mps_mtl_lowerer *L, enum mps_mtl_kind kind, int fn, enum
                  const struct mps_shape *shape, const int *in, int n_in, struct mps_mtl_step **step)
 {
     struct mps_mtl_program *p = L->p;
+    struct mps_shape result = *shape; /* shape may point into L->t, which may move below */
     *step = NULL;
     if (L->oom)
         return -1;
@@ -176,9 +177,9 @@ int mps_mtl_emit(struct mps_mtl_lowerer *L, enum mps_mtl_kind kind, int fn, enum
     s->n_in = n_in;
     s->in = ins;
     s->dtype = dtype;
-    s->shape = *shape;
+    s->shape = result;
     s->node = L->node;
-    L->t[s->out] = (struct mps_mtl_tensor){dtype, *shape, kind};
+    L->t[s->out] = (struct mps_mtl_tensor){dtype, result, kind};
     *step = s;
     return s->out;
 }
