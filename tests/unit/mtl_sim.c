@@ -104,9 +104,8 @@ static bool th_sim_conv(const struct mps_mtl_step *s, const struct ref_tensor *x
             if (back != x->shape.dim[2 + j])
                 return TH_SIM_FAIL("convolutionTranspose2D: output size %lld maps back to %lld, not %lld",
                                    (long long)s->shape.dim[2 + j], (long long)back, (long long)x->shape.dim[2 + j]);
-            p.conv.output_padding[j] =
-                s->shape.dim[2 + j] - (st[j] * (x->shape.dim[2 + j] - 1) + dl[j] * (w->shape.dim[2 + j] - 1) + 1 -
-                                       pb[j] - pe[j]);
+            p.conv.output_padding[j] = s->shape.dim[2 + j] - (st[j] * (x->shape.dim[2 + j] - 1) +
+                                                              dl[j] * (w->shape.dim[2 + j] - 1) + 1 - pb[j] - pe[j]);
         }
     }
     ref_op(transpose ? MPS_OP_CONV_TRANSPOSE : MPS_OP_CONV, &p, (struct ref_tensor[]){*x, *w}, 2, y, 1);
@@ -120,7 +119,8 @@ static bool th_sim_pool(const struct mps_mtl_step *s, const struct ref_tensor *x
     union mps_op_params p;
     enum mps_op op = s->fn == MPS_MTL_POOL_MAX ? MPS_OP_MAX_POOL : MPS_OP_AVERAGE_POOL;
     mps_op_params_default(op, &p);
-    int64_t k[2] = {q->kernel_h, q->kernel_w}, st[2] = {q->stride_y, q->stride_x}, dl[2] = {q->dilation_y, q->dilation_x};
+    int64_t k[2] = {q->kernel_h, q->kernel_w}, st[2] = {q->stride_y, q->stride_x},
+            dl[2] = {q->dilation_y, q->dilation_x};
     int64_t pb[2] = {q->pad_top, q->pad_left}, pe[2] = {q->pad_bottom, q->pad_right};
     struct mps_shape ys = x->shape;
     for (int j = 0; j < 2; j++) {
@@ -255,10 +255,12 @@ static bool th_sim_step(const struct mps_mtl_step *s, struct ref_tensor *t, cons
                         size_t size)
 {
     static const enum mps_op unary[MPS_MTL_UNARY_COUNT] = {
-        [MPS_MTL_IDENTITY] = MPS_OP_IDENTITY, [MPS_MTL_RELU] = MPS_OP_RELU,  [MPS_MTL_SIGMOID] = MPS_OP_SIGMOID,
-        [MPS_MTL_TANH] = MPS_OP_TANH,         [MPS_MTL_EXP] = MPS_OP_EXP,    [MPS_MTL_LOG] = MPS_OP_LOG,
-        [MPS_MTL_SQRT] = MPS_OP_SQRT,         [MPS_MTL_ABS] = MPS_OP_ABS,    [MPS_MTL_NEG] = MPS_OP_NEG,
-        [MPS_MTL_RECIPROCAL] = MPS_OP_RECIPROCAL, [MPS_MTL_FLOOR] = MPS_OP_FLOOR, [MPS_MTL_CEIL] = MPS_OP_CEIL,
+        [MPS_MTL_IDENTITY] = MPS_OP_IDENTITY, [MPS_MTL_RELU] = MPS_OP_RELU,
+        [MPS_MTL_SIGMOID] = MPS_OP_SIGMOID,   [MPS_MTL_TANH] = MPS_OP_TANH,
+        [MPS_MTL_EXP] = MPS_OP_EXP,           [MPS_MTL_LOG] = MPS_OP_LOG,
+        [MPS_MTL_SQRT] = MPS_OP_SQRT,         [MPS_MTL_ABS] = MPS_OP_ABS,
+        [MPS_MTL_NEG] = MPS_OP_NEG,           [MPS_MTL_RECIPROCAL] = MPS_OP_RECIPROCAL,
+        [MPS_MTL_FLOOR] = MPS_OP_FLOOR,       [MPS_MTL_CEIL] = MPS_OP_CEIL,
         [MPS_MTL_ERF] = MPS_OP_ERF,
     };
     static const enum mps_op binary[MPS_MTL_BINARY_COUNT] = {
@@ -317,7 +319,8 @@ static bool th_sim_step(const struct mps_mtl_step *s, struct ref_tensor *t, cons
         struct mps_shape want = geo.batch;
         want.dim[want.ndim++] = geo.m;
         want.dim[want.ndim++] = geo.n;
-        if (a[0].shape.ndim < 2 || a[1].shape.ndim < 2 || a[0].shape.dim[a[0].shape.ndim - 1] != a[1].shape.dim[a[1].shape.ndim - 2])
+        if (a[0].shape.ndim < 2 || a[1].shape.ndim < 2 ||
+            a[0].shape.dim[a[0].shape.ndim - 1] != a[1].shape.dim[a[1].shape.ndim - 2])
             return TH_SIM_FAIL("matrixMultiplication of ranks %d and %d", a[0].shape.ndim, a[1].shape.ndim);
         if (!th_sim_shape_is(&want, &s->shape, "matrixMultiplication", why, size))
             return false;
@@ -364,7 +367,9 @@ static bool th_sim_step(const struct mps_mtl_step *s, struct ref_tensor *t, cons
         memcpy(y->d, a[0].d, sizeof(double) * (size_t)ny);
         return true;
     case MPS_MTL_SLICE: return th_sim_slice(s, &a[0], y, why, size);
-    case MPS_MTL_REVERSE: th_sim_reverse(s->p.axes, &a[0], y); return th_sim_shape_is(&a[0].shape, &s->shape, "reverse", why, size);
+    case MPS_MTL_REVERSE:
+        th_sim_reverse(s->p.axes, &a[0], y);
+        return th_sim_shape_is(&a[0].shape, &s->shape, "reverse", why, size);
     case MPS_MTL_CONCAT: {
         struct mps_shape want = a[0].shape;
         for (int k = 1; k < s->n_in; k++)
@@ -387,7 +392,7 @@ static bool th_sim_step(const struct mps_mtl_step *s, struct ref_tensor *t, cons
         }
         value.d[0] = s->p.pad.value;
         mps_op_params_default(MPS_OP_PAD, &p);
-        p.pad.mode = s->p.pad.mode == MPS_MTL_PAD_REFLECT ? MPS_PAD_REFLECT
+        p.pad.mode = s->p.pad.mode == MPS_MTL_PAD_REFLECT         ? MPS_PAD_REFLECT
                      : s->p.pad.mode == MPS_MTL_PAD_CLAMP_TO_EDGE ? MPS_PAD_EDGE
                                                                   : MPS_PAD_CONSTANT;
         bool ok = th_sim_shape_is(&want, &s->shape, "padTensor", why, size);
@@ -455,8 +460,8 @@ static enum mps_status th_sim_run(void *state, const struct mps_tensor *in, stru
         const struct mps_mtl_step *s = &p->steps[i];
         if (!th_sim_step(s, t, in, why, sizeof why)) {
             const char *node = s->node >= 0 ? st->g->nodes[s->node].name : "-";
-            status = mps_fail(err, MPS_ERR_MODEL, "mps-sim: step %d (%s, node '%s'): %s", i,
-                              mps_mtl_kind_name(s->kind), node, why);
+            status = mps_fail(err, MPS_ERR_MODEL, "mps-sim: step %d (%s, node '%s'): %s", i, mps_mtl_kind_name(s->kind),
+                              node, why);
         }
     }
     for (int i = 0; i < p->n_outputs && !status; i++) {

@@ -52,12 +52,12 @@ static int tl_operand(struct mps_graph *g, const char *spec)
 struct tl_row {
     const char *what;
     enum mps_op op;
-    const char *in;                /* operands, "-" for an omitted optional one */
-    int n_out;                     /* 0: one */
+    const char *in; /* operands, "-" for an omitted optional one */
+    int n_out;      /* 0: one */
     void (*set)(union mps_op_params *p);
     enum mps_precision precision;
-    const char *expect[8];         /* substrings found on dump lines, in this order */
-    const char *refuse;            /* instead: lowering fails with this in the message */
+    const char *expect[8]; /* substrings found on dump lines, in this order */
+    const char *refuse;    /* instead: lowering fails with this in the message */
 };
 
 /* Builds the row's graph: one node reading the operands, outputs y0, y1, ... */
@@ -97,11 +97,26 @@ static void set_conv_g2(union mps_op_params *p)
     p->conv.win.pad[2] = 0; /* bottom */
     p->conv.win.pad[3] = 2; /* right */
 }
-static void set_same_upper(union mps_op_params *p) { p->conv.win.auto_pad = MPS_AUTO_PAD_SAME_UPPER; }
-static void set_same_lower(union mps_op_params *p) { p->conv.win.auto_pad = MPS_AUTO_PAD_SAME_LOWER; }
-static void set_dilation2(union mps_op_params *p) { p->conv.win.dilation[0] = 2; }
-static void set_depthwise(union mps_op_params *p) { p->conv.group = 4; }
-static void set_fused_relu(union mps_op_params *p) { p->conv.act = (struct mps_fused_act){true, MPS_OP_RELU, {0, 0}}; }
+static void set_same_upper(union mps_op_params *p)
+{
+    p->conv.win.auto_pad = MPS_AUTO_PAD_SAME_UPPER;
+}
+static void set_same_lower(union mps_op_params *p)
+{
+    p->conv.win.auto_pad = MPS_AUTO_PAD_SAME_LOWER;
+}
+static void set_dilation2(union mps_op_params *p)
+{
+    p->conv.win.dilation[0] = 2;
+}
+static void set_depthwise(union mps_op_params *p)
+{
+    p->conv.group = 4;
+}
+static void set_fused_relu(union mps_op_params *p)
+{
+    p->conv.act = (struct mps_fused_act){true, MPS_OP_RELU, {0, 0}};
+}
 static void set_convt_s2(union mps_op_params *p)
 {
     p->conv.win.stride[0] = p->conv.win.stride[1] = 2;
@@ -151,8 +166,15 @@ static void set_gemm(union mps_op_params *p)
     p->gemm.alpha = 0.5f;
     p->gemm.beta = 2.0f;
 }
-static void set_axis1(union mps_op_params *p) { p->norm.axis = 1; p->axis.axis = 1; }
-static void set_keepdims0(union mps_op_params *p) { p->reduce.keepdims = false; }
+static void set_axis1(union mps_op_params *p)
+{
+    p->norm.axis = 1;
+    p->axis.axis = 1;
+}
+static void set_keepdims0(union mps_op_params *p)
+{
+    p->reduce.keepdims = false;
+}
 static void set_perm(union mps_op_params *p)
 {
     p->transpose.n_perm = 3;
@@ -160,127 +182,407 @@ static void set_perm(union mps_op_params *p)
     p->transpose.perm[1] = 0;
     p->transpose.perm[2] = 1;
 }
-static void set_reflect(union mps_op_params *p) { p->pad.mode = MPS_PAD_REFLECT; }
-static void set_cast_f32(union mps_op_params *p) { p->cast.to = MPS_F32; }
-static void set_clip(union mps_op_params *p) { p->act.alpha = 0.0f, p->act.beta = 6.0f; }
-static void set_gelu_tanh(union mps_op_params *p) { p->act.beta = 1.0f; }
-static void set_layer_norm(union mps_op_params *p) { p->norm.axis = -1; p->norm.epsilon = 1e-5f; }
+static void set_reflect(union mps_op_params *p)
+{
+    p->pad.mode = MPS_PAD_REFLECT;
+}
+static void set_cast_f32(union mps_op_params *p)
+{
+    p->cast.to = MPS_F32;
+}
+static void set_clip(union mps_op_params *p)
+{
+    p->act.alpha = 0.0f;
+    p->act.beta = 6.0f;
+}
+static void set_gelu_tanh(union mps_op_params *p)
+{
+    p->act.beta = 1.0f;
+}
+static void set_layer_norm(union mps_op_params *p)
+{
+    p->norm.axis = -1;
+    p->norm.epsilon = 1e-5f;
+}
 
 static const struct tl_row rows[] = {
     /* convolution: descriptor values */
-    {"Conv groups 2, stride 2, asymmetric pads", MPS_OP_CONV, "x:f32[1,4,9,9] w:w[8,2,3,3] b:w[8]", 0, set_conv_g2,
+    {"Conv groups 2, stride 2, asymmetric pads",
+     MPS_OP_CONV,
+     "x:f32[1,4,9,9] w:w[8,2,3,3] b:w[8]",
+     0,
+     set_conv_g2,
      MPS_PRECISION_FP32,
-     {"constant() f32 [8,2,3,3]", "conv2d(t0, t1) f32 [1,8,4,5] stride 2x2 dilation 1x1 groups 2 pad l1 r2 t1 b0 NCHW/OIHW",
-      "constant() f32 [1,8,1,1]", "binary(t2, t3) f32 [1,8,4,5] add"}, NULL},
-    {"Conv auto_pad SAME_UPPER puts the odd pad at the end", MPS_OP_CONV, "x:f32[1,1,5,5] w:w[1,1,4,4]", 0,
-     set_same_upper, MPS_PRECISION_FP32, {"conv2d(t0, t1) f32 [1,1,5,5] stride 1x1 dilation 1x1 groups 1 pad l1 r2 t1 b2"}, NULL},
-    {"Conv auto_pad SAME_LOWER puts it at the beginning", MPS_OP_CONV, "x:f32[1,1,5,5] w:w[1,1,4,4]", 0,
-     set_same_lower, MPS_PRECISION_FP32, {"pad l2 r1 t2 b1"}, NULL},
-    {"Conv 1-D runs as 2-D of height 1", MPS_OP_CONV, "x:f32[1,2,10] w:w[3,2,3]", 0, set_dilation2,
+     {"constant() f32 [8,2,3,3]",
+      "conv2d(t0, t1) f32 [1,8,4,5] stride 2x2 dilation 1x1 groups 2 pad l1 r2 t1 b0 NCHW/OIHW",
+      "constant() f32 [1,8,1,1]", "binary(t2, t3) f32 [1,8,4,5] add"},
+     NULL},
+    {"Conv auto_pad SAME_UPPER puts the odd pad at the end",
+     MPS_OP_CONV,
+     "x:f32[1,1,5,5] w:w[1,1,4,4]",
+     0,
+     set_same_upper,
+     MPS_PRECISION_FP32,
+     {"conv2d(t0, t1) f32 [1,1,5,5] stride 1x1 dilation 1x1 groups 1 pad l1 r2 t1 b2"},
+     NULL},
+    {"Conv auto_pad SAME_LOWER puts it at the beginning",
+     MPS_OP_CONV,
+     "x:f32[1,1,5,5] w:w[1,1,4,4]",
+     0,
+     set_same_lower,
+     MPS_PRECISION_FP32,
+     {"pad l2 r1 t2 b1"},
+     NULL},
+    {"Conv 1-D runs as 2-D of height 1",
+     MPS_OP_CONV,
+     "x:f32[1,2,10] w:w[3,2,3]",
+     0,
+     set_dilation2,
      MPS_PRECISION_FP32,
      {"reshape(t0) f32 [1,2,1,10]", "constant() f32 [3,2,1,3]",
-      "conv2d(t1, t2) f32 [1,3,1,6] stride 1x1 dilation 1x2 groups 1 pad l0 r0 t0 b0", "reshape(t3) f32 [1,3,6]"}, NULL},
-    {"Conv depthwise: groups = channels", MPS_OP_CONV, "x:f32[1,4,6,6] w:w[4,1,3,3]", 0, set_depthwise,
-     MPS_PRECISION_FP32, {"conv2d(t0, t1) f32 [1,4,4,4] stride 1x1 dilation 1x1 groups 4"}, NULL},
-    {"Conv with a fused Relu", MPS_OP_CONV, "x:f32[1,1,4,4] w:w[2,1,3,3]", 0, set_fused_relu, MPS_PRECISION_FP32,
-     {"conv2d(", "unary(t2) f32 [1,2,2,2] relu", "outputs: t3"}, NULL},
-    {"Conv 3-D is refused", MPS_OP_CONV, "x:f32[1,1,4,4,4] w:w[1,1,2,2,2]", 0, NULL, MPS_PRECISION_FP32, {NULL},
+      "conv2d(t1, t2) f32 [1,3,1,6] stride 1x1 dilation 1x2 groups 1 pad l0 r0 t0 b0", "reshape(t3) f32 [1,3,6]"},
+     NULL},
+    {"Conv depthwise: groups = channels",
+     MPS_OP_CONV,
+     "x:f32[1,4,6,6] w:w[4,1,3,3]",
+     0,
+     set_depthwise,
+     MPS_PRECISION_FP32,
+     {"conv2d(t0, t1) f32 [1,4,4,4] stride 1x1 dilation 1x1 groups 4"},
+     NULL},
+    {"Conv with a fused Relu",
+     MPS_OP_CONV,
+     "x:f32[1,1,4,4] w:w[2,1,3,3]",
+     0,
+     set_fused_relu,
+     MPS_PRECISION_FP32,
+     {"conv2d(", "unary(t2) f32 [1,2,2,2] relu", "outputs: t3"},
+     NULL},
+    {"Conv 3-D is refused",
+     MPS_OP_CONV,
+     "x:f32[1,1,4,4,4] w:w[1,1,2,2,2]",
+     0,
+     NULL,
+     MPS_PRECISION_FP32,
+     {NULL},
      "3-D convolution"},
-    {"ConvTranspose stride 2, output_padding 1", MPS_OP_CONV_TRANSPOSE, "x:f32[1,2,3,3] w:w[2,3,3,3]", 0,
-     set_convt_s2, MPS_PRECISION_FP32,
-     {"conv_transpose2d(t0, t1) f32 [1,3,8,8] stride 2x2 dilation 1x1 groups 1 pad l0 r0 t0 b0 NCHW/OIHW"}, NULL},
-    {"ConvTranspose pads are the forward convolution's", MPS_OP_CONV_TRANSPOSE, "x:f32[1,2,3,3] w:w[2,3,4,4] b:w[3]",
-     0, set_convt_pad, MPS_PRECISION_FP32,
+    {"ConvTranspose stride 2, output_padding 1",
+     MPS_OP_CONV_TRANSPOSE,
+     "x:f32[1,2,3,3] w:w[2,3,3,3]",
+     0,
+     set_convt_s2,
+     MPS_PRECISION_FP32,
+     {"conv_transpose2d(t0, t1) f32 [1,3,8,8] stride 2x2 dilation 1x1 groups 1 pad l0 r0 t0 b0 NCHW/OIHW"},
+     NULL},
+    {"ConvTranspose pads are the forward convolution's",
+     MPS_OP_CONV_TRANSPOSE,
+     "x:f32[1,2,3,3] w:w[2,3,4,4] b:w[3]",
+     0,
+     set_convt_pad,
+     MPS_PRECISION_FP32,
      {"conv_transpose2d(t0, t1) f32 [1,3,6,6] stride 2x2 dilation 1x1 groups 1 pad l1 r1 t1 b1",
-      "constant() f32 [1,3,1,1]", "add"}, NULL},
+      "constant() f32 [1,3,1,1]", "add"},
+     NULL},
     /* pooling */
-    {"MaxPool floor mode", MPS_OP_MAX_POOL, "x:f32[1,1,6,6]", 0, set_pool3s2, MPS_PRECISION_FP32,
-     {"pool2d(t0) f32 [1,1,2,2] max kernel 3x3 stride 2x2 dilation 1x1 pad l0 r0 t0 b0"}, NULL},
-    {"MaxPool ceil_mode widens the end padding", MPS_OP_MAX_POOL, "x:f32[1,1,6,6]", 0, set_pool3s2_ceil,
-     MPS_PRECISION_FP32, {"pool2d(t0) f32 [1,1,3,3] max kernel 3x3 stride 2x2 dilation 1x1 pad l0 r1 t0 b1"}, NULL},
-    {"AveragePool count_include_pad", MPS_OP_AVERAGE_POOL, "x:f32[1,2,7,7]", 0, set_avg_incl_pad,
-     MPS_PRECISION_FP32, {"pool2d(t0) f32 [1,2,4,4] avg kernel 3x3 stride 2x2 dilation 1x1 pad l1 r1 t1 b1 include_zero_pad"}, NULL},
-    {"AveragePool count_include_pad with ceil cells is refused", MPS_OP_AVERAGE_POOL, "x:f32[1,2,6,6]", 0,
-     set_avg_incl_pad_ceil, MPS_PRECISION_FP32, {NULL}, "count_include_pad with ceil_mode"},
-    {"AveragePool 1-D", MPS_OP_AVERAGE_POOL, "x:f32[2,3,8]", 0, set_pool1d, MPS_PRECISION_FP32,
-     {"reshape(t0) f32 [2,3,1,8]", "pool2d(t1) f32 [2,3,1,4] avg kernel 1x2 stride 1x2", "reshape(t2) f32 [2,3,4]"}, NULL},
-    {"MaxPool Indices: int32 flattened, cast to int64", MPS_OP_MAX_POOL, "x:f32[1,2,6,6]", 2, set_pool3s2,
-     MPS_PRECISION_FP32, {"t1, t2 = pool2d(t0) f32 [1,2,2,2] max kernel 3x3 stride 2x2 dilation 1x1 pad l0 r0 t0 b0 indices", "cast(t2) i64 [1,2,2,2]"}, NULL},
-    {"MaxPool Indices with storage_order 1 is refused", MPS_OP_MAX_POOL, "x:f32[1,2,6,6]", 2, set_pool_colmajor,
-     MPS_PRECISION_FP32, {NULL}, "storage_order 1"},
-    {"GlobalAveragePool: mean over the spatial axes", MPS_OP_GLOBAL_AVERAGE_POOL, "x:f32[1,8,7,7]", 0, NULL,
-     MPS_PRECISION_FP32, {"reduce(t0) f32 [1,8,1,1] mean axes 2 3"}, NULL},
+    {"MaxPool floor mode",
+     MPS_OP_MAX_POOL,
+     "x:f32[1,1,6,6]",
+     0,
+     set_pool3s2,
+     MPS_PRECISION_FP32,
+     {"pool2d(t0) f32 [1,1,2,2] max kernel 3x3 stride 2x2 dilation 1x1 pad l0 r0 t0 b0"},
+     NULL},
+    {"MaxPool ceil_mode widens the end padding",
+     MPS_OP_MAX_POOL,
+     "x:f32[1,1,6,6]",
+     0,
+     set_pool3s2_ceil,
+     MPS_PRECISION_FP32,
+     {"pool2d(t0) f32 [1,1,3,3] max kernel 3x3 stride 2x2 dilation 1x1 pad l0 r1 t0 b1"},
+     NULL},
+    {"AveragePool count_include_pad",
+     MPS_OP_AVERAGE_POOL,
+     "x:f32[1,2,7,7]",
+     0,
+     set_avg_incl_pad,
+     MPS_PRECISION_FP32,
+     {"pool2d(t0) f32 [1,2,4,4] avg kernel 3x3 stride 2x2 dilation 1x1 pad l1 r1 t1 b1 include_zero_pad"},
+     NULL},
+    {"AveragePool count_include_pad with ceil cells is refused",
+     MPS_OP_AVERAGE_POOL,
+     "x:f32[1,2,6,6]",
+     0,
+     set_avg_incl_pad_ceil,
+     MPS_PRECISION_FP32,
+     {NULL},
+     "count_include_pad with ceil_mode"},
+    {"AveragePool 1-D",
+     MPS_OP_AVERAGE_POOL,
+     "x:f32[2,3,8]",
+     0,
+     set_pool1d,
+     MPS_PRECISION_FP32,
+     {"reshape(t0) f32 [2,3,1,8]", "pool2d(t1) f32 [2,3,1,4] avg kernel 1x2 stride 1x2", "reshape(t2) f32 [2,3,4]"},
+     NULL},
+    {"MaxPool Indices: int32 flattened, cast to int64",
+     MPS_OP_MAX_POOL,
+     "x:f32[1,2,6,6]",
+     2,
+     set_pool3s2,
+     MPS_PRECISION_FP32,
+     {"t1, t2 = pool2d(t0) f32 [1,2,2,2] max kernel 3x3 stride 2x2 dilation 1x1 pad l0 r0 t0 b0 indices",
+      "cast(t2) i64 [1,2,2,2]"},
+     NULL},
+    {"MaxPool Indices with storage_order 1 is refused",
+     MPS_OP_MAX_POOL,
+     "x:f32[1,2,6,6]",
+     2,
+     set_pool_colmajor,
+     MPS_PRECISION_FP32,
+     {NULL},
+     "storage_order 1"},
+    {"GlobalAveragePool: mean over the spatial axes",
+     MPS_OP_GLOBAL_AVERAGE_POOL,
+     "x:f32[1,8,7,7]",
+     0,
+     NULL,
+     MPS_PRECISION_FP32,
+     {"reduce(t0) f32 [1,8,1,1] mean axes 2 3"},
+     NULL},
     /* matrix products */
-    {"MatMul batch broadcast", MPS_OP_MATMUL, "a:f32[2,1,3,4] b:f32[5,4,6]", 0, NULL, MPS_PRECISION_FP32,
-     {"matmul(t0, t1) f32 [2,5,3,6]"}, NULL},
-    {"MatMul of a vector: [1,k] then dropped", MPS_OP_MATMUL, "a:f32[3] b:w[3,4]", 0, NULL, MPS_PRECISION_FP32,
-     {"reshape(t0) f32 [1,3]", "matmul(t1, t2) f32 [1,4]", "reshape(t3) f32 [4]"}, NULL},
-    {"Gemm transB, alpha, beta", MPS_OP_GEMM, "a:f32[2,3] b:w[4,3] c:w[4]", 0, set_gemm, MPS_PRECISION_FP32,
-     {"constant() f32 [4,3]", "transpose2(t1) f32 [3,4] dims 0,1", "matmul(t0, t2) f32 [2,4]", "fill() f32 [] value 0.5",
-      "binary(t3, t4) f32 [2,4] mul", "fill() f32 [] value 2", "mul", "add"}, NULL},
+    {"MatMul batch broadcast",
+     MPS_OP_MATMUL,
+     "a:f32[2,1,3,4] b:f32[5,4,6]",
+     0,
+     NULL,
+     MPS_PRECISION_FP32,
+     {"matmul(t0, t1) f32 [2,5,3,6]"},
+     NULL},
+    {"MatMul of a vector: [1,k] then dropped",
+     MPS_OP_MATMUL,
+     "a:f32[3] b:w[3,4]",
+     0,
+     NULL,
+     MPS_PRECISION_FP32,
+     {"reshape(t0) f32 [1,3]", "matmul(t1, t2) f32 [1,4]", "reshape(t3) f32 [4]"},
+     NULL},
+    {"Gemm transB, alpha, beta",
+     MPS_OP_GEMM,
+     "a:f32[2,3] b:w[4,3] c:w[4]",
+     0,
+     set_gemm,
+     MPS_PRECISION_FP32,
+     {"constant() f32 [4,3]", "transpose2(t1) f32 [3,4] dims 0,1", "matmul(t0, t2) f32 [2,4]",
+      "fill() f32 [] value 0.5", "binary(t3, t4) f32 [2,4] mul", "fill() f32 [] value 2", "mul", "add"},
+     NULL},
     /* fp16: cast inside the graph */
-    {"fp16: inputs and weights cast in, outputs cast back", MPS_OP_MATMUL, "a:f32[2,3] b:w[3,4]", 0, NULL,
+    {"fp16: inputs and weights cast in, outputs cast back",
+     MPS_OP_MATMUL,
+     "a:f32[2,3] b:w[3,4]",
+     0,
+     NULL,
      MPS_PRECISION_FP16,
      {"placeholder() f32 [2,3] input 0", "cast(t0) f16 [2,3]", "constant() f32 [3,4]", "cast(t2) f16 [3,4]",
-      "matmul(t1, t3) f16 [2,4]", "cast(t4) f32 [2,4]", "outputs: t5"}, NULL},
-    {"fp16: a Cast to float computes in f16", MPS_OP_CAST, "a:i64[4]", 0, set_cast_f32, MPS_PRECISION_FP16,
-     {"placeholder() i64 [4]", "cast(t0) f16 [4]", "cast(t1) f32 [4]"}, NULL},
+      "matmul(t1, t3) f16 [2,4]", "cast(t4) f32 [2,4]", "outputs: t5"},
+     NULL},
+    {"fp16: a Cast to float computes in f16",
+     MPS_OP_CAST,
+     "a:i64[4]",
+     0,
+     set_cast_f32,
+     MPS_PRECISION_FP16,
+     {"placeholder() i64 [4]", "cast(t0) f16 [4]", "cast(t1) f32 [4]"},
+     NULL},
     {"tf32 is refused", MPS_OP_RELU, "x:f32[4]", 0, NULL, MPS_PRECISION_TF32, {NULL}, "tf32 does not exist"},
     /* broadcasting */
-    {"Add broadcasts numpy-style", MPS_OP_ADD, "a:f32[2,3,4] b:f32[4]", 0, NULL, MPS_PRECISION_FP32,
-     {"binary(t0, t1) f32 [2,3,4] add"}, NULL},
-    {"Mul [3,1] x [1,4]", MPS_OP_MUL, "a:f32[3,1] b:f32[1,4]", 0, NULL, MPS_PRECISION_FP32,
-     {"binary(t0, t1) f32 [3,4] mul"}, NULL},
-    {"Mean of three: two adds, one divide", MPS_OP_MEAN, "a:f32[4] b:f32[4] c:f32[4]", 0, NULL, MPS_PRECISION_FP32,
-     {"add", "add", "fill() f32 [] value 3", "div"}, NULL},
-    {"PRelu: select(x < 0, x * slope, x)", MPS_OP_PRELU, "x:f32[1,3,2,2] s:w[3,1,1]", 0, NULL, MPS_PRECISION_FP32,
-     {"less", "mul", "select(t3, t4, t0)"}, NULL},
-    {"Div of int64 is refused", MPS_OP_DIV, "a:i64[4] b:i64[4]", 0, NULL, MPS_PRECISION_FP32, {NULL}, "integer rounding"},
-    /* normalization */
-    {"BatchNormalization: [C] operands seen as [1,C,1,1]", MPS_OP_BATCH_NORM,
-     "x:f32[2,3,4,4] s:w[3] b:w[3] m:w[3] v:w[3]", 0, NULL, MPS_PRECISION_FP32,
-     {"constant() f32 [1,3,1,1]", "normalize(t0, t3, t4, t1, t2) f32 [2,3,4,4] epsilon 1e-05"}, NULL},
-    {"LayerNormalization: mean, variance, normalize", MPS_OP_LAYER_NORM, "x:f32[2,5,8] s:w[8] b:w[8]", 0,
-     set_layer_norm, MPS_PRECISION_FP32,
-     {"reduce(t0) f32 [2,5,1] mean axes 2", "variance(t0, t1) f32 [2,5,1] axes 2", "normalize(t0, t1, t2, t3, t4)"}, NULL},
-    {"Softmax on axis 1", MPS_OP_SOFTMAX, "x:f32[2,10]", 0, set_axis1, MPS_PRECISION_FP32,
-     {"softmax(t0) f32 [2,10] axis 1"}, NULL},
-    {"LogSoftmax: x - max - log(sum(exp(x - max)))", MPS_OP_LOG_SOFTMAX, "x:f32[2,10]", 0, set_axis1,
+    {"Add broadcasts numpy-style",
+     MPS_OP_ADD,
+     "a:f32[2,3,4] b:f32[4]",
+     0,
+     NULL,
      MPS_PRECISION_FP32,
-     {"reduce(t0) f32 [2,1] max axes 1", "sub", "exp", "reduce(t3) f32 [2,1] sum axes 1", "log", "sub"}, NULL},
+     {"binary(t0, t1) f32 [2,3,4] add"},
+     NULL},
+    {"Mul [3,1] x [1,4]",
+     MPS_OP_MUL,
+     "a:f32[3,1] b:f32[1,4]",
+     0,
+     NULL,
+     MPS_PRECISION_FP32,
+     {"binary(t0, t1) f32 [3,4] mul"},
+     NULL},
+    {"Mean of three: two adds, one divide",
+     MPS_OP_MEAN,
+     "a:f32[4] b:f32[4] c:f32[4]",
+     0,
+     NULL,
+     MPS_PRECISION_FP32,
+     {"add", "add", "fill() f32 [] value 3", "div"},
+     NULL},
+    {"PRelu: select(x < 0, x * slope, x)",
+     MPS_OP_PRELU,
+     "x:f32[1,3,2,2] s:w[3,1,1]",
+     0,
+     NULL,
+     MPS_PRECISION_FP32,
+     {"less", "mul", "select(t3, t4, t0)"},
+     NULL},
+    {"Div of int64 is refused",
+     MPS_OP_DIV,
+     "a:i64[4] b:i64[4]",
+     0,
+     NULL,
+     MPS_PRECISION_FP32,
+     {NULL},
+     "integer rounding"},
+    /* normalization */
+    {"BatchNormalization: [C] operands seen as [1,C,1,1]",
+     MPS_OP_BATCH_NORM,
+     "x:f32[2,3,4,4] s:w[3] b:w[3] m:w[3] v:w[3]",
+     0,
+     NULL,
+     MPS_PRECISION_FP32,
+     {"constant() f32 [1,3,1,1]", "normalize(t0, t3, t4, t1, t2) f32 [2,3,4,4] epsilon 1e-05"},
+     NULL},
+    {"LayerNormalization: mean, variance, normalize",
+     MPS_OP_LAYER_NORM,
+     "x:f32[2,5,8] s:w[8] b:w[8]",
+     0,
+     set_layer_norm,
+     MPS_PRECISION_FP32,
+     {"reduce(t0) f32 [2,5,1] mean axes 2", "variance(t0, t1) f32 [2,5,1] axes 2", "normalize(t0, t1, t2, t3, t4)"},
+     NULL},
+    {"Softmax on axis 1",
+     MPS_OP_SOFTMAX,
+     "x:f32[2,10]",
+     0,
+     set_axis1,
+     MPS_PRECISION_FP32,
+     {"softmax(t0) f32 [2,10] axis 1"},
+     NULL},
+    {"LogSoftmax: x - max - log(sum(exp(x - max)))",
+     MPS_OP_LOG_SOFTMAX,
+     "x:f32[2,10]",
+     0,
+     set_axis1,
+     MPS_PRECISION_FP32,
+     {"reduce(t0) f32 [2,1] max axes 1", "sub", "exp", "reduce(t3) f32 [2,1] sum axes 1", "log", "sub"},
+     NULL},
     /* elementwise compositions */
-    {"Clip: max then min with scalars", MPS_OP_CLIP, "x:f32[8]", 0, set_clip, MPS_PRECISION_FP32,
-     {"fill() f32 [] value 0", "max", "fill() f32 [] value 6", "min"}, NULL},
-    {"Gelu tanh approximation", MPS_OP_GELU, "x:f32[8]", 0, set_gelu_tanh, MPS_PRECISION_FP32,
-     {"mul", "tanh", "mul"}, NULL},
-    {"Softplus without overflow", MPS_OP_SOFTPLUS, "x:f32[8]", 0, NULL, MPS_PRECISION_FP32,
-     {"max", "abs", "neg", "exp", "add", "log", "binary(t2, t8) f32 [8] add"}, NULL},
+    {"Clip: max then min with scalars",
+     MPS_OP_CLIP,
+     "x:f32[8]",
+     0,
+     set_clip,
+     MPS_PRECISION_FP32,
+     {"fill() f32 [] value 0", "max", "fill() f32 [] value 6", "min"},
+     NULL},
+    {"Gelu tanh approximation",
+     MPS_OP_GELU,
+     "x:f32[8]",
+     0,
+     set_gelu_tanh,
+     MPS_PRECISION_FP32,
+     {"mul", "tanh", "mul"},
+     NULL},
+    {"Softplus without overflow",
+     MPS_OP_SOFTPLUS,
+     "x:f32[8]",
+     0,
+     NULL,
+     MPS_PRECISION_FP32,
+     {"max", "abs", "neg", "exp", "add", "log", "binary(t2, t8) f32 [8] add"},
+     NULL},
     /* reductions and layout */
-    {"ReduceSum keepdims 0: reduce then reshape", MPS_OP_REDUCE_SUM, "x:f32[2,3,4] a:i64c=1[1]", 0, set_keepdims0,
-     MPS_PRECISION_FP32, {"reduce(t0) f32 [2,1,4] sum axes 1", "reshape(t1) f32 [2,4]"}, NULL},
-    {"Transpose: a permutation", MPS_OP_TRANSPOSE, "x:f32[2,3,4]", 0, set_perm, MPS_PRECISION_FP32,
-     {"permute(t0) f32 [4,2,3] perm 2,0,1"}, NULL},
-    {"Slice with a negative step: reverse, then slice", MPS_OP_SLICE,
-     "x:f32[5,6] s:i64c=4,0[2] e:i64c=0,6[2] a:i64c=0,1[2] p:i64c=-2,3[2]", 0, NULL, MPS_PRECISION_FP32,
-     {"reverse(t0) f32 [5,6] axes 0", "slice(t1) f32 [2,2] starts 0,0 ends 3,4 strides 2,3"}, NULL},
-    {"Split: one slice per output", MPS_OP_SPLIT, "x:f32[6,4] s:i64c=2,4[2]", 2, NULL, MPS_PRECISION_FP32,
-     {"slice(t0) f32 [2,4] starts 0,0 ends 2,4 strides 1,1", "slice(t0) f32 [4,4] starts 2,0 ends 6,4 strides 1,1"}, NULL},
-    {"Concat on axis 1", MPS_OP_CONCAT, "a:f32[2,3] b:f32[2,5]", 0, set_axis1, MPS_PRECISION_FP32,
-     {"concat(t0, t1) f32 [2,8] axis 1"}, NULL},
-    {"Pad: grow by the positive pads, crop the negative ones", MPS_OP_PAD, "x:f32[4,5] p:i64c=1,-1,2,0[4]", 0,
-     set_reflect, MPS_PRECISION_FP32,
-     {"pad(t0) f32 [7,5] reflect left 1,0 right 2,0", "slice(t1) f32 [7,4] starts 0,1 ends 7,5 strides 1,1"}, NULL},
-    {"Gather: negative constant indices resolved to int32", MPS_OP_GATHER, "x:f32[5,3] i:i64c=-1,2[2]", 0, NULL,
-     MPS_PRECISION_FP32, {"constant() i32 [2] 8 bytes", "gather(t0, t1) f32 [2,3] axis 0"}, NULL},
-    {"Gather with run-time indices is refused", MPS_OP_GATHER, "x:f32[5,3] i:i64[2]", 0, NULL, MPS_PRECISION_FP32,
-     {NULL}, "indices computed at run time"},
-    {"Expand broadcasts", MPS_OP_EXPAND, "x:f32[3,1] s:i64c=2,3,4[3]", 0, NULL, MPS_PRECISION_FP32,
-     {"broadcast(t0) f32 [2,3,4]"}, NULL},
-    {"Shape becomes an int64 constant", MPS_OP_SHAPE, "x:f32[2,3,4]", 0, NULL, MPS_PRECISION_FP32,
-     {"constant() i64 [3] 24 bytes", "identity"}, NULL},
+    {"ReduceSum keepdims 0: reduce then reshape",
+     MPS_OP_REDUCE_SUM,
+     "x:f32[2,3,4] a:i64c=1[1]",
+     0,
+     set_keepdims0,
+     MPS_PRECISION_FP32,
+     {"reduce(t0) f32 [2,1,4] sum axes 1", "reshape(t1) f32 [2,4]"},
+     NULL},
+    {"Transpose: a permutation",
+     MPS_OP_TRANSPOSE,
+     "x:f32[2,3,4]",
+     0,
+     set_perm,
+     MPS_PRECISION_FP32,
+     {"permute(t0) f32 [4,2,3] perm 2,0,1"},
+     NULL},
+    {"Slice with a negative step: reverse, then slice",
+     MPS_OP_SLICE,
+     "x:f32[5,6] s:i64c=4,0[2] e:i64c=0,6[2] a:i64c=0,1[2] p:i64c=-2,3[2]",
+     0,
+     NULL,
+     MPS_PRECISION_FP32,
+     {"reverse(t0) f32 [5,6] axes 0", "slice(t1) f32 [2,2] starts 0,0 ends 3,4 strides 2,3"},
+     NULL},
+    {"Split: one slice per output",
+     MPS_OP_SPLIT,
+     "x:f32[6,4] s:i64c=2,4[2]",
+     2,
+     NULL,
+     MPS_PRECISION_FP32,
+     {"slice(t0) f32 [2,4] starts 0,0 ends 2,4 strides 1,1", "slice(t0) f32 [4,4] starts 2,0 ends 6,4 strides 1,1"},
+     NULL},
+    {"Concat on axis 1",
+     MPS_OP_CONCAT,
+     "a:f32[2,3] b:f32[2,5]",
+     0,
+     set_axis1,
+     MPS_PRECISION_FP32,
+     {"concat(t0, t1) f32 [2,8] axis 1"},
+     NULL},
+    {"Pad: grow by the positive pads, crop the negative ones",
+     MPS_OP_PAD,
+     "x:f32[4,5] p:i64c=1,-1,2,0[4]",
+     0,
+     set_reflect,
+     MPS_PRECISION_FP32,
+     {"pad(t0) f32 [7,5] reflect left 1,0 right 2,0", "slice(t1) f32 [7,4] starts 0,1 ends 7,5 strides 1,1"},
+     NULL},
+    {"Gather: negative constant indices resolved to int32",
+     MPS_OP_GATHER,
+     "x:f32[5,3] i:i64c=-1,2[2]",
+     0,
+     NULL,
+     MPS_PRECISION_FP32,
+     {"constant() i32 [2] 8 bytes", "gather(t0, t1) f32 [2,3] axis 0"},
+     NULL},
+    {"Gather with run-time indices is refused",
+     MPS_OP_GATHER,
+     "x:f32[5,3] i:i64[2]",
+     0,
+     NULL,
+     MPS_PRECISION_FP32,
+     {NULL},
+     "indices computed at run time"},
+    {"Expand broadcasts",
+     MPS_OP_EXPAND,
+     "x:f32[3,1] s:i64c=2,3,4[3]",
+     0,
+     NULL,
+     MPS_PRECISION_FP32,
+     {"broadcast(t0) f32 [2,3,4]"},
+     NULL},
+    {"Shape becomes an int64 constant",
+     MPS_OP_SHAPE,
+     "x:f32[2,3,4]",
+     0,
+     NULL,
+     MPS_PRECISION_FP32,
+     {"constant() i64 [3] 24 bytes", "identity"},
+     NULL},
     /* graph edges */
-    {"Identity of an input: an identity MPSGraph can target", MPS_OP_IDENTITY, "x:f32[4]", 0, NULL,
-     MPS_PRECISION_FP32, {"placeholder() f32 [4] input 0", "unary(t0) f32 [4] identity", "outputs: t1"}, NULL},
+    {"Identity of an input: an identity MPSGraph can target",
+     MPS_OP_IDENTITY,
+     "x:f32[4]",
+     0,
+     NULL,
+     MPS_PRECISION_FP32,
+     {"placeholder() f32 [4] input 0", "unary(t0) f32 [4] identity", "outputs: t1"},
+     NULL},
     {"float64 is refused", MPS_OP_CAST, "x:f64[4]", 0, set_cast_f32, MPS_PRECISION_FP32, {NULL}, "f64"},
     {"empty tensors are refused", MPS_OP_RELU, "x:f32[0,4]", 0, NULL, MPS_PRECISION_FP32, {NULL}, "empty tensor"},
 };
@@ -375,9 +677,10 @@ static void test_coverage(void)
         }
     th_check(missing == 0, "every op of ops.def has an MPSGraph lowering (%d missing)", missing);
     static const enum mps_op acts[] = {
-        MPS_OP_RELU, MPS_OP_LEAKY_RELU, MPS_OP_ELU, MPS_OP_SELU, MPS_OP_SIGMOID, MPS_OP_HARD_SIGMOID,
-        MPS_OP_HARD_SWISH, MPS_OP_TANH, MPS_OP_SOFTPLUS, MPS_OP_SOFTSIGN, MPS_OP_GELU, MPS_OP_ERF, MPS_OP_EXP,
-        MPS_OP_LOG, MPS_OP_SQRT, MPS_OP_ABS, MPS_OP_NEG, MPS_OP_RECIPROCAL, MPS_OP_FLOOR, MPS_OP_CEIL,
+        MPS_OP_RELU,         MPS_OP_LEAKY_RELU, MPS_OP_ELU,        MPS_OP_SELU,     MPS_OP_SIGMOID,
+        MPS_OP_HARD_SIGMOID, MPS_OP_HARD_SWISH, MPS_OP_TANH,       MPS_OP_SOFTPLUS, MPS_OP_SOFTSIGN,
+        MPS_OP_GELU,         MPS_OP_ERF,        MPS_OP_EXP,        MPS_OP_LOG,      MPS_OP_SQRT,
+        MPS_OP_ABS,          MPS_OP_NEG,        MPS_OP_RECIPROCAL, MPS_OP_FLOOR,    MPS_OP_CEIL,
     };
     for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
         struct tl_row r = {mps_op_name(acts[i]), acts[i], "x:f32[2,3]", 0, NULL, MPS_PRECISION_FP16, {NULL}, NULL};
@@ -387,8 +690,8 @@ static void test_coverage(void)
         char why[128] = "";
         bool ok = g && mps_mtl_lower(g, MPS_PRECISION_FP16, &p, &err) == MPS_OK && tl_well_formed(p, why, sizeof why);
         /* placeholder, cast in, the activation (one step or more), cast out */
-        th_check(ok && p->n_steps >= 4 && p->steps[2].kind != MPS_MTL_CAST, "%s lowers in fp16 (%d steps) %s%s",
-                 r.what, p ? p->n_steps : 0, err.msg, why);
+        th_check(ok && p->n_steps >= 4 && p->steps[2].kind != MPS_MTL_CAST, "%s lowers in fp16 (%d steps) %s%s", r.what,
+                 p ? p->n_steps : 0, err.msg, why);
         mps_mtl_program_free(p);
         mps_graph_free(g);
     }

@@ -22,9 +22,9 @@
 @property(nonatomic, strong) MPSGraph *graph;
 @property(nonatomic, strong) MPSGraphExecutable *executable;
 @property(nonatomic, strong) id<MTLCommandQueue> queue;
-@property(nonatomic, strong) NSArray<id<MTLBuffer>> *inputBuffers;  /* graph input order */
-@property(nonatomic, strong) NSArray<id<MTLBuffer>> *outputBuffers; /* graph output order */
-@property(nonatomic, strong) NSArray<MPSGraphTensorData *> *feeds;  /* the executable's feed order */
+@property(nonatomic, strong) NSArray<id<MTLBuffer>> *inputBuffers;   /* graph input order */
+@property(nonatomic, strong) NSArray<id<MTLBuffer>> *outputBuffers;  /* graph output order */
+@property(nonatomic, strong) NSArray<MPSGraphTensorData *> *feeds;   /* the executable's feed order */
 @property(nonatomic, strong) NSArray<MPSGraphTensorData *> *results; /* the executable's target order */
 @end
 
@@ -270,8 +270,8 @@ static MPSGraphTensor *mps_mtl_transcribe(MPSGraph *g, const struct mps_mtl_step
     }
 }
 
-static enum mps_status mps_mtl_step_fail(struct mps_error *err, const struct mps_graph *g,
-                                         const struct mps_mtl_step *s, const char *why)
+static enum mps_status mps_mtl_step_fail(struct mps_error *err, const struct mps_graph *g, const struct mps_mtl_step *s,
+                                         const char *why)
 {
     if (s->node < 0)
         return mps_fail(err, MPS_ERR_MODEL, "MPSGraph %s: %s", mps_mtl_kind_name(s->kind), why);
@@ -378,19 +378,22 @@ enum mps_status mps_mtl_build(const struct mps_graph *g, const struct mps_mtl_pr
                                            targetOperations:nil
                                       compilationDescriptor:cd];
         } @catch (NSException *e) {
-            return mps_fail(err, MPS_ERR_MODEL, "mps: MPSGraph could not compile the model: %s", mps_mtl_text(e.reason));
+            return mps_fail(err, MPS_ERR_MODEL, "mps: MPSGraph could not compile the model: %s",
+                            mps_mtl_text(e.reason));
         }
         if (!plan.executable)
             return mps_fail(err, MPS_ERR_MODEL, "mps: MPSGraph could not compile the model");
         /* the executable orders its inputs and results its own way (feedTensors,
            targetTensors); a placeholder no output depends on may be dropped */
-        NSArray<MPSGraphTensor *> *feed_order = plan.executable.feedTensors ? plan.executable.feedTensors : placeholders;
+        NSArray<MPSGraphTensor *> *feed_order =
+            plan.executable.feedTensors ? plan.executable.feedTensors : placeholders;
         NSArray<MPSGraphTensor *> *target_order =
             plan.executable.targetTensors ? plan.executable.targetTensors : targets;
         plan.feeds = mps_mtl_order(feed_order, placeholders, inputs, g, g->inputs);
         plan.results = mps_mtl_order(target_order, targets, outputs, g, g->outputs);
         if (!plan.feeds || !plan.results || plan.results.count != (NSUInteger)p->n_outputs)
-            return mps_fail(err, MPS_ERR_RUNTIME, "mps: the compiled executable's inputs or outputs are not the model's");
+            return mps_fail(err, MPS_ERR_RUNTIME,
+                            "mps: the compiled executable's inputs or outputs are not the model's");
         plan.inputBuffers = inputs;
         plan.outputBuffers = outputs;
         plan.queue = [device newCommandQueue];
@@ -464,6 +467,16 @@ enum mps_status mps_mtl_probe(struct mps_backend_info *info, struct mps_error *e
     return MPS_OK;
 }
 
+/* A rows x columns row-major matrix over buffer. */
+static MPSMatrix *mps_mtl_matrix(id<MTLBuffer> buffer, int64_t rows, int64_t columns, MPSDataType type, size_t elem)
+{
+    MPSMatrixDescriptor *d = [MPSMatrixDescriptor matrixDescriptorWithRows:(NSUInteger)rows
+                                                                   columns:(NSUInteger)columns
+                                                                  rowBytes:(NSUInteger)columns * elem
+                                                                  dataType:type];
+    return [[MPSMatrix alloc] initWithBuffer:buffer descriptor:d];
+}
+
 enum mps_status mps_mtl_matmul_baseline(int64_t m, int64_t n, int64_t k, enum mps_precision precision, int warmup,
                                         int repeat, double *times_ms, struct mps_error *err)
 {
@@ -483,24 +496,8 @@ enum mps_status mps_mtl_matmul_baseline(int64_t m, int64_t n, int64_t k, enum mp
             return mps_fail(err, MPS_ERR_RUNTIME, "mps: cannot set up the MPSMatrixMultiplication baseline");
         memset(a.contents, 0, a.length);
         memset(b.contents, 0, b.length);
-        MPSMatrix *A = [[MPSMatrix alloc]
-            initWithBuffer:a
-                descriptor:[MPSMatrixDescriptor matrixDescriptorWithRows:(NSUInteger)m
-                                                                 columns:(NSUInteger)k
-                                                                rowBytes:(NSUInteger)k * elem
-                                                                dataType:type]];
-        MPSMatrix *B = [[MPSMatrix alloc]
-            initWithBuffer:b
-                descriptor:[MPSMatrixDescriptor matrixDescriptorWithRows:(NSUInteger)k
-                                                                 columns:(NSUInteger)n
-                                                                rowBytes:(NSUInteger)n * elem
-                                                                dataType:type]];
-        MPSMatrix *C = [[MPSMatrix alloc]
-            initWithBuffer:c
-                descriptor:[MPSMatrixDescriptor matrixDescriptorWithRows:(NSUInteger)m
-                                                                 columns:(NSUInteger)n
-                                                                rowBytes:(NSUInteger)n * elem
-                                                                dataType:type]];
+        MPSMatrix *A = mps_mtl_matrix(a, m, k, type, elem), *B = mps_mtl_matrix(b, k, n, type, elem);
+        MPSMatrix *C = mps_mtl_matrix(c, m, n, type, elem);
         MPSMatrixMultiplication *mm = [[MPSMatrixMultiplication alloc] initWithDevice:device
                                                                         transposeLeft:NO
                                                                        transposeRight:NO

@@ -72,12 +72,11 @@ bool mps_mtl_node_supported(const struct mps_graph *g, const struct mps_node *n,
             return MPS_MTL_WHY("%d-D %s: the lowering builds 1-D and 2-D windows only", x->shape.ndim - 2,
                                n->op == MPS_OP_CONV || n->op == MPS_OP_CONV_TRANSPOSE ? "convolution" : "pooling");
         break;
-    default:
-        break;
+    default: break;
     }
-    const struct mps_window *w = n->op == MPS_OP_CONV || n->op == MPS_OP_CONV_TRANSPOSE ? &n->p.conv.win
+    const struct mps_window *w = n->op == MPS_OP_CONV || n->op == MPS_OP_CONV_TRANSPOSE     ? &n->p.conv.win
                                  : n->op == MPS_OP_MAX_POOL || n->op == MPS_OP_AVERAGE_POOL ? &n->p.pool.win
-                                                                                             : NULL;
+                                                                                            : NULL;
     if (w)
         for (int j = 0; j < 2 * (x->shape.ndim - 2); j++)
             if (w->pad[j] < 0)
@@ -128,8 +127,7 @@ bool mps_mtl_node_supported(const struct mps_graph *g, const struct mps_node *n,
         }
         break;
     }
-    default:
-        break;
+    default: break;
     }
     return true;
 }
@@ -272,8 +270,7 @@ int mps_mtl_binary(struct mps_mtl_lowerer *L, enum mps_mtl_binary fn, int a, int
     }
     bool compare = fn == MPS_MTL_GREATER || fn == MPS_MTL_GREATER_EQUAL || fn == MPS_MTL_LESS;
     struct mps_mtl_step *s;
-    return mps_mtl_emit(L, MPS_MTL_BINARY, fn, compare ? MPS_BOOL : mps_mtl_dtype(L, a), &shape, (int[]){a, b}, 2,
-                        &s);
+    return mps_mtl_emit(L, MPS_MTL_BINARY, fn, compare ? MPS_BOOL : mps_mtl_dtype(L, a), &shape, (int[]){a, b}, 2, &s);
 }
 
 /* a <op> scalar, the scalar in a's type. */
@@ -316,8 +313,8 @@ static int mps_mtl_output(struct mps_mtl_lowerer *L, int v, int index)
     return mps_mtl_cast(L, id, L->g->values[v].dtype);
 }
 
-enum mps_status mps_mtl_lower(const struct mps_graph *g, enum mps_precision precision,
-                              struct mps_mtl_program **out, struct mps_error *err)
+enum mps_status mps_mtl_lower(const struct mps_graph *g, enum mps_precision precision, struct mps_mtl_program **out,
+                              struct mps_error *err)
 {
     *out = NULL;
     if (precision == MPS_PRECISION_TF32)
@@ -368,10 +365,10 @@ enum mps_status mps_mtl_lower(const struct mps_graph *g, enum mps_precision prec
     free(L.t);
     if (L.oom || L.bug) {
         const struct mps_node *n = L.node >= 0 ? &g->nodes[L.node] : NULL;
-        enum mps_status st = L.oom ? mps_fail(err, MPS_ERR_RUNTIME, "out of memory lowering the graph for MPSGraph")
-                             : n   ? mps_fail(err, MPS_ERR_MODEL, "node '%s' (%s): lowering bug: %s", n->name,
-                                              mps_op_name(n->op), L.bug)
-                                   : mps_fail(err, MPS_ERR_MODEL, "lowering bug: %s", L.bug);
+        enum mps_status st =
+            L.oom ? mps_fail(err, MPS_ERR_RUNTIME, "out of memory lowering the graph for MPSGraph")
+            : n   ? mps_fail(err, MPS_ERR_MODEL, "node '%s' (%s): lowering bug: %s", n->name, mps_op_name(n->op), L.bug)
+                  : mps_fail(err, MPS_ERR_MODEL, "lowering bug: %s", L.bug);
         mps_mtl_program_free(p);
         return st;
     }
@@ -384,9 +381,11 @@ enum mps_status mps_mtl_lower(const struct mps_graph *g, enum mps_precision prec
 const char *mps_mtl_kind_name(enum mps_mtl_kind k)
 {
     static const char *const names[MPS_MTL_KIND_COUNT] = {
-        "placeholder", "constant", "fill",   "unary",   "binary",  "select",    "cast",   "matmul",
-        "transpose2",  "conv2d",   "conv_transpose2d", "pool2d", "reduce", "variance", "normalize",
-        "softmax",     "reshape",  "permute", "slice",  "reverse", "concat",    "broadcast", "pad", "gather",
+        "placeholder",      "constant",  "fill",    "unary",      "binary",
+        "select",           "cast",      "matmul",  "transpose2", "conv2d",
+        "conv_transpose2d", "pool2d",    "reduce",  "variance",   "normalize",
+        "softmax",          "reshape",   "permute", "slice",      "reverse",
+        "concat",           "broadcast", "pad",     "gather",
     };
     return k < MPS_MTL_KIND_COUNT ? names[k] : "?";
 }
@@ -394,8 +393,7 @@ const char *mps_mtl_kind_name(enum mps_mtl_kind k)
 const char *mps_mtl_unary_name(int fn)
 {
     static const char *const names[MPS_MTL_UNARY_COUNT] = {
-        "identity", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "abs", "neg", "reciprocal", "floor", "ceil",
-        "erf",
+        "identity", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "abs", "neg", "reciprocal", "floor", "ceil", "erf",
     };
     return fn >= 0 && fn < MPS_MTL_UNARY_COUNT ? names[fn] : "?";
 }

@@ -31,46 +31,71 @@
 
 /* One MPSGraph call each (the selector it becomes, minus "name:"). */
 enum mps_mtl_kind {
-    MPS_MTL_PLACEHOLDER,     /* placeholderWithShape:dataType: (graph input p.index) */
-    MPS_MTL_CONSTANT,        /* constantWithData:shape:dataType: (p.data) */
-    MPS_MTL_FILL,            /* constantWithScalar:shape:dataType: (p.scalar); ndim 0: constantWithScalar:dataType: */
-    MPS_MTL_UNARY,           /* fn: enum mps_mtl_unary */
-    MPS_MTL_BINARY,          /* fn: enum mps_mtl_binary; numpy broadcasting */
-    MPS_MTL_SELECT,          /* selectWithPredicateTensor:truePredicateTensor:falsePredicateTensor: */
-    MPS_MTL_CAST,            /* castTensor:toType: (to the step's dtype) */
-    MPS_MTL_MATMUL,          /* matrixMultiplicationWithPrimaryTensor:secondaryTensor: (batch dims broadcast) */
-    MPS_MTL_TRANSPOSE2,      /* transposeTensor:dimension:withDimension: (p.ax.axis, p.ax.axis2) */
-    MPS_MTL_CONV2D,          /* convolution2DWithSourceTensor:weightsTensor:descriptor: (p.conv) */
-    MPS_MTL_CONV_TRANSPOSE2D,/* convolutionTranspose2DWithSourceTensor:weightsTensor:outputShape:descriptor: */
-    MPS_MTL_POOL2D,          /* fn: enum mps_mtl_pool; p.pool */
-    MPS_MTL_REDUCE,          /* fn: enum mps_mtl_reduce over p.axes (reduced dims kept as 1) */
-    MPS_MTL_VARIANCE,        /* varianceOfTensor:meanTensor:axes: (in: x, mean) */
-    MPS_MTL_NORMALIZE,       /* normalizationWithTensor:meanTensor:varianceTensor:gammaTensor:betaTensor:epsilon: */
-    MPS_MTL_SOFTMAX,         /* softMaxWithTensor:axis: */
-    MPS_MTL_RESHAPE,         /* reshapeTensor:withShape: (to the step's shape) */
-    MPS_MTL_PERMUTE,         /* transposeTensor:permutation: (p.perm; macOS 13) */
-    MPS_MTL_SLICE,           /* sliceTensor:starts:ends:strides: (p.slice, steps > 0) */
-    MPS_MTL_REVERSE,         /* reverseTensor:axes: (p.axes) */
-    MPS_MTL_CONCAT,          /* concatTensors:dimension: (p.ax.axis) */
-    MPS_MTL_BROADCAST,       /* broadcastTensor:toShape: (to the step's shape) */
-    MPS_MTL_PAD,             /* padTensor:withPaddingMode:leftPadding:rightPadding:constantValue: (p.pad) */
-    MPS_MTL_GATHER,          /* gatherWithUpdatesTensor:indicesTensor:axis:batchDimensions:0 (in: data, indices) */
+    MPS_MTL_PLACEHOLDER,      /* placeholderWithShape:dataType: (graph input p.index) */
+    MPS_MTL_CONSTANT,         /* constantWithData:shape:dataType: (p.data) */
+    MPS_MTL_FILL,             /* constantWithScalar:shape:dataType: (p.scalar); ndim 0: constantWithScalar:dataType: */
+    MPS_MTL_UNARY,            /* fn: enum mps_mtl_unary */
+    MPS_MTL_BINARY,           /* fn: enum mps_mtl_binary; numpy broadcasting */
+    MPS_MTL_SELECT,           /* selectWithPredicateTensor:truePredicateTensor:falsePredicateTensor: */
+    MPS_MTL_CAST,             /* castTensor:toType: (to the step's dtype) */
+    MPS_MTL_MATMUL,           /* matrixMultiplicationWithPrimaryTensor:secondaryTensor: (batch dims broadcast) */
+    MPS_MTL_TRANSPOSE2,       /* transposeTensor:dimension:withDimension: (p.ax.axis, p.ax.axis2) */
+    MPS_MTL_CONV2D,           /* convolution2DWithSourceTensor:weightsTensor:descriptor: (p.conv) */
+    MPS_MTL_CONV_TRANSPOSE2D, /* convolutionTranspose2DWithSourceTensor:weightsTensor:outputShape:descriptor: */
+    MPS_MTL_POOL2D,           /* fn: enum mps_mtl_pool; p.pool */
+    MPS_MTL_REDUCE,           /* fn: enum mps_mtl_reduce over p.axes (reduced dims kept as 1) */
+    MPS_MTL_VARIANCE,         /* varianceOfTensor:meanTensor:axes: (in: x, mean) */
+    MPS_MTL_NORMALIZE,        /* normalizationWithTensor:meanTensor:varianceTensor:gammaTensor:betaTensor:epsilon: */
+    MPS_MTL_SOFTMAX,          /* softMaxWithTensor:axis: */
+    MPS_MTL_RESHAPE,          /* reshapeTensor:withShape: (to the step's shape) */
+    MPS_MTL_PERMUTE,          /* transposeTensor:permutation: (p.perm; macOS 13) */
+    MPS_MTL_SLICE,            /* sliceTensor:starts:ends:strides: (p.slice, steps > 0) */
+    MPS_MTL_REVERSE,          /* reverseTensor:axes: (p.axes) */
+    MPS_MTL_CONCAT,           /* concatTensors:dimension: (p.ax.axis) */
+    MPS_MTL_BROADCAST,        /* broadcastTensor:toShape: (to the step's shape) */
+    MPS_MTL_PAD,              /* padTensor:withPaddingMode:leftPadding:rightPadding:constantValue: (p.pad) */
+    MPS_MTL_GATHER,           /* gatherWithUpdatesTensor:indicesTensor:axis:batchDimensions:0 (in: data, indices) */
     MPS_MTL_KIND_COUNT
 };
 
 enum mps_mtl_unary {
-    MPS_MTL_IDENTITY, MPS_MTL_RELU, MPS_MTL_SIGMOID, MPS_MTL_TANH, MPS_MTL_EXP, MPS_MTL_LOG, MPS_MTL_SQRT,
-    MPS_MTL_ABS, MPS_MTL_NEG, MPS_MTL_RECIPROCAL, MPS_MTL_FLOOR, MPS_MTL_CEIL, MPS_MTL_ERF,
+    MPS_MTL_IDENTITY,
+    MPS_MTL_RELU,
+    MPS_MTL_SIGMOID,
+    MPS_MTL_TANH,
+    MPS_MTL_EXP,
+    MPS_MTL_LOG,
+    MPS_MTL_SQRT,
+    MPS_MTL_ABS,
+    MPS_MTL_NEG,
+    MPS_MTL_RECIPROCAL,
+    MPS_MTL_FLOOR,
+    MPS_MTL_CEIL,
+    MPS_MTL_ERF,
     MPS_MTL_UNARY_COUNT
 };
 
 enum mps_mtl_binary {
-    MPS_MTL_ADD, MPS_MTL_SUB, MPS_MTL_MUL, MPS_MTL_DIV, MPS_MTL_POW, MPS_MTL_MAX, MPS_MTL_MIN,
-    MPS_MTL_GREATER, MPS_MTL_GREATER_EQUAL, MPS_MTL_LESS, /* results are bool */
+    MPS_MTL_ADD,
+    MPS_MTL_SUB,
+    MPS_MTL_MUL,
+    MPS_MTL_DIV,
+    MPS_MTL_POW,
+    MPS_MTL_MAX,
+    MPS_MTL_MIN,
+    MPS_MTL_GREATER,
+    MPS_MTL_GREATER_EQUAL,
+    MPS_MTL_LESS, /* results are bool */
     MPS_MTL_BINARY_COUNT
 };
 
-enum mps_mtl_reduce { MPS_MTL_REDUCE_SUM, MPS_MTL_REDUCE_MAX, MPS_MTL_REDUCE_MIN, MPS_MTL_REDUCE_MEAN, MPS_MTL_REDUCE_COUNT };
+enum mps_mtl_reduce {
+    MPS_MTL_REDUCE_SUM,
+    MPS_MTL_REDUCE_MAX,
+    MPS_MTL_REDUCE_MIN,
+    MPS_MTL_REDUCE_MEAN,
+    MPS_MTL_REDUCE_COUNT
+};
 
 enum mps_mtl_pool { MPS_MTL_POOL_MAX, MPS_MTL_POOL_AVG, MPS_MTL_POOL_COUNT };
 
@@ -109,40 +134,40 @@ struct mps_mtl_pad {
 
 struct mps_mtl_step {
     enum mps_mtl_kind kind;
-    int out;                /* tensor id this step defines */
-    int out2;               /* POOL2D with return_indices: the indices' id; else -1 */
+    int out;  /* tensor id this step defines */
+    int out2; /* POOL2D with return_indices: the indices' id; else -1 */
     int n_in;
     int *in;                /* tensor ids read (n_in); program-owned */
     enum mps_dtype dtype;   /* of the result (out2: MPS_I32) */
     struct mps_shape shape; /* of the result */
     int node;               /* graph node it lowers; -1 for graph inputs and weights */
     union {
-        int index;                       /* PLACEHOLDER: graph input number */
+        int index; /* PLACEHOLDER: graph input number */
         struct {
-            const void *data;            /* contiguous, of dtype and shape; not owned (graph or program) */
+            const void *data; /* contiguous, of dtype and shape; not owned (graph or program) */
             size_t bytes;
         } constant;
-        double scalar;                   /* FILL */
+        double scalar; /* FILL */
         struct {
-            int axis, axis2;             /* SOFTMAX, CONCAT, GATHER: axis; TRANSPOSE2: both */
+            int axis, axis2; /* SOFTMAX, CONCAT, GATHER: axis; TRANSPOSE2: both */
         } ax;
-        float epsilon;                   /* NORMALIZE */
-        int perm[MPS_MAX_DIMS];          /* PERMUTE */
-        uint32_t axes;                   /* REDUCE, VARIANCE, REVERSE: bit i = axis i */
-        struct mps_mtl_conv conv;        /* CONV2D, CONV_TRANSPOSE2D (output shape: the step's shape) */
+        float epsilon;            /* NORMALIZE */
+        int perm[MPS_MAX_DIMS];   /* PERMUTE */
+        uint32_t axes;            /* REDUCE, VARIANCE, REVERSE: bit i = axis i */
+        struct mps_mtl_conv conv; /* CONV2D, CONV_TRANSPOSE2D (output shape: the step's shape) */
         struct mps_mtl_slice slice;
         struct mps_mtl_pad pad;
-        struct mps_mtl_pool_desc pool;   /* POOL2D */
+        struct mps_mtl_pool_desc pool; /* POOL2D */
     } p;
-    int fn;                 /* UNARY, BINARY, REDUCE, POOL2D: which (enum mps_mtl_unary, ...) */
+    int fn; /* UNARY, BINARY, REDUCE, POOL2D: which (enum mps_mtl_unary, ...) */
 };
 
 struct mps_mtl_program {
     struct mps_mtl_step *steps;
     int n_steps;
     int n_tensors;
-    int *inputs;            /* graph input i: id of its placeholder (fed f32 etc. as the graph says) */
-    int *outputs;           /* graph output i: id of the tensor to read back (the graph's dtype) */
+    int *inputs;  /* graph input i: id of its placeholder (fed f32 etc. as the graph says) */
+    int *outputs; /* graph output i: id of the tensor to read back (the graph's dtype) */
     int n_inputs, n_outputs;
     enum mps_precision precision;
     struct mps_mtl_block *blocks; /* what the program owns besides the steps */
@@ -153,8 +178,8 @@ struct mps_mtl_program {
    Apple GPUs have no such mode). MPS_ERR_MODEL names the first node that
    cannot be lowered and why; g must outlive the program (constants point
    into it). */
-enum mps_status mps_mtl_lower(const struct mps_graph *g, enum mps_precision precision,
-                              struct mps_mtl_program **out, struct mps_error *err);
+enum mps_status mps_mtl_lower(const struct mps_graph *g, enum mps_precision precision, struct mps_mtl_program **out,
+                              struct mps_error *err);
 void mps_mtl_program_free(struct mps_mtl_program *p);
 
 /* Whether node n of g can be lowered; when not, why holds the reason

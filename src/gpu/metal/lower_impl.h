@@ -17,7 +17,7 @@ struct mps_mtl_lowerer {
     struct mps_mtl_tensor *t; /* per tensor id */
     int node;                 /* the node being lowered (steps record it); -1 outside */
     bool oom;
-    const char *bug;          /* set when a helper meets what inference should have ruled out */
+    const char *bug; /* set when a helper meets what inference should have ruled out */
 };
 
 /* The window of a 1-D or 2-D convolution or pooling node as MPSGraph's 2-D
@@ -33,7 +33,7 @@ void mps_mtl_window_2d(const struct mps_graph *g, const struct mps_node *n, stru
 
 void *mps_mtl_alloc(struct mps_mtl_lowerer *L, size_t size);
 /* Appends a step defining a new tensor (returned, -1 when out of memory);
-   *step points at it until the next emit. */
+ *step points at it until the next emit. */
 int mps_mtl_emit(struct mps_mtl_lowerer *L, enum mps_mtl_kind kind, int fn, enum mps_dtype dtype,
                  const struct mps_shape *shape, const int *in, int n_in, struct mps_mtl_step **step);
 const struct mps_shape *mps_mtl_shape(const struct mps_mtl_lowerer *L, int id);

@@ -85,17 +85,18 @@ static int mps_mtl_activation(struct mps_mtl_lowerer *L, enum mps_op op, const s
         return mps_mtl_select(L, pos, scaled, mps_mtl_expm1_scaled(L, x, beta * alpha));
     }
     case MPS_OP_HARD_SIGMOID:
-        return mps_mtl_clamp01(L, mps_mtl_binary_scalar(L, MPS_MTL_ADD, mps_mtl_binary_scalar(L, MPS_MTL_MUL, x, alpha),
-                                                        beta));
+        return mps_mtl_clamp01(
+            L, mps_mtl_binary_scalar(L, MPS_MTL_ADD, mps_mtl_binary_scalar(L, MPS_MTL_MUL, x, alpha), beta));
     case MPS_OP_HARD_SWISH:
-        return mps_mtl_binary(L, MPS_MTL_MUL, x,
-                              mps_mtl_clamp01(L, mps_mtl_binary_scalar(L, MPS_MTL_ADD,
-                                                                       mps_mtl_binary_scalar(L, MPS_MTL_DIV, x, 6.0),
-                                                                       0.5)));
+        return mps_mtl_binary(
+            L, MPS_MTL_MUL, x,
+            mps_mtl_clamp01(L,
+                            mps_mtl_binary_scalar(L, MPS_MTL_ADD, mps_mtl_binary_scalar(L, MPS_MTL_DIV, x, 6.0), 0.5)));
     case MPS_OP_SOFTPLUS: { /* max(x, 0) + log(1 + exp(-|x|)): no overflow for large |x| */
         int pos = mps_mtl_binary_scalar(L, MPS_MTL_MAX, x, 0.0);
         int e = mps_mtl_unary(L, MPS_MTL_EXP, mps_mtl_unary(L, MPS_MTL_NEG, mps_mtl_unary(L, MPS_MTL_ABS, x)));
-        return mps_mtl_binary(L, MPS_MTL_ADD, pos, mps_mtl_unary(L, MPS_MTL_LOG, mps_mtl_binary_scalar(L, MPS_MTL_ADD, e, 1.0)));
+        return mps_mtl_binary(L, MPS_MTL_ADD, pos,
+                              mps_mtl_unary(L, MPS_MTL_LOG, mps_mtl_binary_scalar(L, MPS_MTL_ADD, e, 1.0)));
     }
     case MPS_OP_SOFTSIGN:
         return mps_mtl_binary(L, MPS_MTL_DIV, x,
@@ -106,10 +107,10 @@ static int mps_mtl_activation(struct mps_mtl_lowerer *L, enum mps_op op, const s
             int cube = mps_mtl_binary(L, MPS_MTL_MUL, mps_mtl_binary(L, MPS_MTL_MUL, x, x), x);
             inner = mps_mtl_unary(
                 L, MPS_MTL_TANH,
-                mps_mtl_binary_scalar(L, MPS_MTL_MUL,
-                                      mps_mtl_binary(L, MPS_MTL_ADD, x,
-                                                     mps_mtl_binary_scalar(L, MPS_MTL_MUL, cube, 0.044715)),
-                                      0.7978845608028654));
+                mps_mtl_binary_scalar(
+                    L, MPS_MTL_MUL,
+                    mps_mtl_binary(L, MPS_MTL_ADD, x, mps_mtl_binary_scalar(L, MPS_MTL_MUL, cube, 0.044715)),
+                    0.7978845608028654));
         } else {
             inner = mps_mtl_unary(L, MPS_MTL_ERF, mps_mtl_binary_scalar(L, MPS_MTL_MUL, x, 0.70710678118654752));
         }
@@ -237,9 +238,17 @@ static struct mps_shape mps_mtl_as_4d(const struct mps_shape *s)
 static struct mps_mtl_conv mps_mtl_conv_desc(const struct mps_mtl_window_2d *w, int64_t groups)
 {
     return (struct mps_mtl_conv){
-        .stride_x = w->s[1], .stride_y = w->s[0], .dilation_x = w->d[1], .dilation_y = w->d[0],
-        .groups = groups, .pad_left = w->pb[1], .pad_right = w->pe[1], .pad_top = w->pb[0],
-        .pad_bottom = w->pe[0], .data_layout = MPS_MTL_LAYOUT_NCHW, .weights_layout = MPS_MTL_LAYOUT_OIHW,
+        .stride_x = w->s[1],
+        .stride_y = w->s[0],
+        .dilation_x = w->d[1],
+        .dilation_y = w->d[0],
+        .groups = groups,
+        .pad_left = w->pb[1],
+        .pad_right = w->pe[1],
+        .pad_top = w->pb[0],
+        .pad_bottom = w->pe[0],
+        .data_layout = MPS_MTL_LAYOUT_NCHW,
+        .weights_layout = MPS_MTL_LAYOUT_OIHW,
     };
 }
 
@@ -262,7 +271,8 @@ static void mps_mtl_lower_conv(struct mps_mtl_lowerer *L, const struct mps_node 
     if (y >= 0)
         st->p.conv = mps_mtl_conv_desc(&w, n->p.conv.group);
     if (n->n_in > 2 && n->in[2] >= 0)
-        y = mps_mtl_binary(L, MPS_MTL_ADD, y, mps_mtl_value_as(L, n->in[2], &(struct mps_shape){4, {1, ys.dim[1], 1, 1}}));
+        y = mps_mtl_binary(L, MPS_MTL_ADD, y,
+                           mps_mtl_value_as(L, n->in[2], &(struct mps_shape){4, {1, ys.dim[1], 1, 1}}));
     mps_mtl_define_as(L, n->out[0], mps_mtl_fused(L, &n->p.conv.act, y));
 }
 
@@ -281,9 +291,16 @@ static void mps_mtl_lower_pool(struct mps_mtl_lowerer *L, const struct mps_node 
     int idx = -1;
     if (y >= 0) {
         st->p.pool = (struct mps_mtl_pool_desc){
-            .kernel_w = w.k[1], .kernel_h = w.k[0], .stride_x = w.s[1], .stride_y = w.s[0],
-            .dilation_x = w.d[1], .dilation_y = w.d[0], .pad_left = w.pb[1], .pad_right = w.pe[1],
-            .pad_top = w.pb[0], .pad_bottom = w.pe[0],
+            .kernel_w = w.k[1],
+            .kernel_h = w.k[0],
+            .stride_x = w.s[1],
+            .stride_y = w.s[0],
+            .dilation_x = w.d[1],
+            .dilation_y = w.d[0],
+            .pad_left = w.pb[1],
+            .pad_right = w.pe[1],
+            .pad_top = w.pb[0],
+            .pad_bottom = w.pe[0],
             .include_zero_pad = n->op == MPS_OP_AVERAGE_POOL && n->p.pool.count_include_pad,
             .return_indices = indices,
         };
@@ -413,8 +430,8 @@ static void mps_mtl_lower_prelu(struct mps_mtl_lowerer *L, const struct mps_node
 static void mps_mtl_lower_reduce(struct mps_mtl_lowerer *L, const struct mps_node *n)
 {
     static const enum mps_mtl_reduce fns[MPS_OP_COUNT] = {
-        [MPS_OP_REDUCE_SUM] = MPS_MTL_REDUCE_SUM, [MPS_OP_REDUCE_MAX] = MPS_MTL_REDUCE_MAX,
-        [MPS_OP_REDUCE_MIN] = MPS_MTL_REDUCE_MIN, [MPS_OP_REDUCE_MEAN] = MPS_MTL_REDUCE_MEAN,
+        [MPS_OP_REDUCE_SUM] = MPS_MTL_REDUCE_SUM,           [MPS_OP_REDUCE_MAX] = MPS_MTL_REDUCE_MAX,
+        [MPS_OP_REDUCE_MIN] = MPS_MTL_REDUCE_MIN,           [MPS_OP_REDUCE_MEAN] = MPS_MTL_REDUCE_MEAN,
         [MPS_OP_GLOBAL_AVERAGE_POOL] = MPS_MTL_REDUCE_MEAN, [MPS_OP_GLOBAL_MAX_POOL] = MPS_MTL_REDUCE_MAX,
     };
     int x = mps_mtl_value(L, n->in[0]), rank = mps_mtl_vshape(L, n->in[0])->ndim;
@@ -428,8 +445,8 @@ static void mps_mtl_lower_transpose(struct mps_mtl_lowerer *L, const struct mps_
 {
     int x = mps_mtl_value(L, n->in[0]);
     struct mps_mtl_step *st;
-    int y = x < 0 ? -1
-                  : mps_mtl_emit(L, MPS_MTL_PERMUTE, 0, mps_mtl_dtype(L, x), mps_mtl_vshape(L, n->out[0]), &x, 1, &st);
+    int y =
+        x < 0 ? -1 : mps_mtl_emit(L, MPS_MTL_PERMUTE, 0, mps_mtl_dtype(L, x), mps_mtl_vshape(L, n->out[0]), &x, 1, &st);
     if (y >= 0)
         memcpy(st->p.perm, n->p.transpose.perm, sizeof st->p.perm);
     mps_mtl_define(L, n->out[0], y);
@@ -517,7 +534,8 @@ static void mps_mtl_lower_split(struct mps_mtl_lowerer *L, const struct mps_node
 static void mps_mtl_lower_pad(struct mps_mtl_lowerer *L, const struct mps_node *n)
 {
     static const enum mps_mtl_pad_mode modes[] = {
-        [MPS_PAD_CONSTANT] = MPS_MTL_PAD_CONSTANT, [MPS_PAD_REFLECT] = MPS_MTL_PAD_REFLECT,
+        [MPS_PAD_CONSTANT] = MPS_MTL_PAD_CONSTANT,
+        [MPS_PAD_REFLECT] = MPS_MTL_PAD_REFLECT,
         [MPS_PAD_EDGE] = MPS_MTL_PAD_CLAMP_TO_EDGE,
     };
     const struct mps_pad_params *q = &n->p.pad;
