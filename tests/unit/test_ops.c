@@ -453,6 +453,38 @@ out:
     mps_graph_free(d.g);
 }
 
+/* NaN in a pooling window: MaxPool gives NaN (as PyTorch and onnxruntime do),
+   through the dense interior path (no pads) and the border path (pads). */
+static void test_maxpool_nan(void)
+{
+    const struct mps_backend *cpu = mps_backend_find("cpu");
+    for (int pad = 0; pad <= 1; pad++) {
+        struct mps_graph *g = mps_graph_new();
+        struct mps_error err = {{0}};
+        int x = mps_graph_add_value(g, "x", MPS_F32, &(struct mps_shape){4, {1, 1, 2, 4}});
+        int y = mps_graph_add_value(g, "y", MPS_F32, NULL);
+        union mps_op_params p;
+        mps_op_params_default(MPS_OP_MAX_POOL, &p);
+        p.pool.win.kernel[0] = p.pool.win.kernel[1] = p.pool.win.stride[0] = p.pool.win.stride[1] = 2;
+        for (int i = 0; i < 4; i++)
+            p.pool.win.pad[i] = pad;
+        mps_graph_add_input(g, x, &err);
+        mps_graph_add_node(g, MPS_OP_MAX_POOL, "pool", &x, 1, &y, 1, &p, &err);
+        mps_graph_add_output(g, y, &err);
+        float in[8] = {1, NAN, 3, 4, 5, 6, 7, 8};
+        struct mps_tensor t = mps_tensor_make(MPS_F32, &g->values[x].shape, in), out[1];
+        bool ok = mps_graph_sort(g, &err) == MPS_OK && mps_graph_infer(g, &err) == MPS_OK &&
+                  th_run(cpu, g, &t, out, &err) == MPS_OK;
+        const float *o = ok ? out[0].data : NULL;
+        /* no pads: windows {1,NaN,5,6} {3,4,7,8}; pads 1: {1} {NaN,3} {4} (a border, an inner, a border) */
+        th_check(ok && (pad ? o[0] == 1.0f && isnan(o[1]) && o[2] == 4.0f : isnan(o[0]) && o[1] == 8.0f),
+                 "MaxPool with a NaN in a window gives NaN (pads %d) %s", pad, err.msg);
+        if (ok)
+            th_free_tensors(out, 1);
+        mps_graph_free(g);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const struct mps_backend *backends[4];
@@ -466,5 +498,6 @@ int main(int argc, char **argv)
     }
     for (int op = 0; op < MPS_OP_COUNT; op++)
         th_check(covered[op], "op %s has rows in the op test", mps_op_name((enum mps_op)op));
+    test_maxpool_nan();
     return th_summary();
 }

@@ -2,6 +2,7 @@
    ceil_mode, count_include_pad), GlobalAveragePool and GlobalMaxPool. One
    (batch, channel) plane per parallel item. */
 #include <float.h>
+#include <math.h>
 
 #include "kernels.h"
 
@@ -28,6 +29,58 @@ static void mps_pool_taps(const struct mps_cpu_window3 *w, int j, int64_t o, int
     }
 }
 
+/* acc[i] = max(acc[i], r[i * S]) (or +=) over a run of outputs; S a
+   constant where it matters so that the compiler vectorizes the loop. */
+#define MPS_POOL_ROW(S)                                              \
+    do {                                                             \
+        if (is_max)                                                  \
+            for (int64_t i = 0; i < m; i++) {                        \
+                float v = r[i * (S)]; /* a NaN is taken and kept */  \
+                acc[i] = v > acc[i] || v != v ? v : acc[i];          \
+            }                                                        \
+        else                                                         \
+            for (int64_t i = 0; i < m; i++)                          \
+                acc[i] += r[i * (S)];                                \
+    } while (0)
+
+/* Outputs ow0 .. ow0+n of one output row whose windows lie inside the input
+   along W (taps [dlo, dhi) and [hlo, hhi) along D and H): one pass over each
+   window row for a run of outputs instead of one window per output. Same
+   results as the general loop: the maximum (a NaN anywhere gives NaN), the
+   divisor counting the same cells. */
+static void mps_pool_dense_run(const float *x, const struct mps_cpu_window3 *w, bool is_max, bool include_pad,
+                               int64_t od, int64_t oh, int64_t ow0, int64_t n, const int64_t *taps, float *y)
+{
+    enum { RUN = 64 };
+    float acc[RUN];
+    int64_t dlo = taps[0], dhi = taps[1], dpad = taps[2], hlo = taps[3], hhi = taps[4], hpad = taps[5];
+    int64_t cells = (dhi - dlo) * (hhi - hlo) * w->k[2], sw = w->s[2];
+    float div = (float)(include_pad ? dpad * hpad * w->k[2] : cells);
+    for (int64_t c0 = 0; c0 < n; c0 += RUN) {
+        int64_t m = n - c0 < RUN ? n - c0 : RUN;
+        for (int64_t i = 0; i < m; i++)
+            acc[i] = is_max ? -INFINITY : 0.0f;
+        for (int64_t td = dlo; td < dhi; td++) {
+            int64_t id = od * w->s[0] - w->pb[0] + td * w->d[0];
+            for (int64_t th = hlo; th < hhi; th++) {
+                int64_t ih = oh * w->s[1] - w->pb[1] + th * w->d[1];
+                const float *row = x + (id * w->in[1] + ih) * w->in[2] + (ow0 + c0) * sw - w->pb[2];
+                for (int64_t tw = 0; tw < w->k[2]; tw++) {
+                    const float *r = row + tw;
+                    if (sw == 1)
+                        MPS_POOL_ROW(1);
+                    else if (sw == 2)
+                        MPS_POOL_ROW(2);
+                    else
+                        MPS_POOL_ROW(sw);
+                }
+            }
+        }
+        for (int64_t i = 0; i < m; i++)
+            y[c0 + i] = !is_max ? acc[i] / div : cells == 0 ? -FLT_MAX : acc[i];
+    }
+}
+
 static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_pool_job *q = ctx;
@@ -37,6 +90,7 @@ static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)
     int64_t in_plane = w->in[0] * w->in[1] * w->in[2], out_plane = w->out[0] * w->out[1] * w->out[2];
     /* MaxPool's optional flat argmax; only a node with two outputs has that slot */
     int64_t *indices = is_max && n->n_out > 1 ? q->a->out[1].data : NULL;
+    bool dense = !indices && w->d[2] == 1; /* a window row is contiguous in the input */
     for (int64_t p = begin; p < end; p++) {
         const float *x = (const float *)q->a->in[0].data + p * in_plane;
         float *y = (float *)q->a->out[0].data + p * out_plane;
@@ -47,7 +101,18 @@ static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)
             for (int64_t oh = 0; oh < w->out[1]; oh++) {
                 int64_t hlo, hhi, hpad;
                 mps_pool_taps(w, 1, oh, &hlo, &hhi, &hpad);
+                /* outputs [lo, hi) have their whole window row inside the input */
+                int64_t lo = (w->pb[2] + w->s[2] - 1) / w->s[2];
+                int64_t hi = w->in[2] + w->pb[2] >= w->k[2] ? (w->in[2] + w->pb[2] - w->k[2]) / w->s[2] + 1 : 0;
+                hi = hi < w->out[2] ? hi : w->out[2];
+                const int64_t taps[6] = {dlo, dhi, dpad, hlo, hhi, hpad};
                 for (int64_t ow = 0; ow < w->out[2]; ow++, o++) {
+                    if (dense && ow == lo && hi > lo) {
+                        mps_pool_dense_run(x, w, is_max, include_pad, od, oh, lo, hi - lo, taps, y + o);
+                        o += hi - lo - 1;
+                        ow = hi - 1;
+                        continue;
+                    }
                     int64_t wlo, whi, wpad, count = 0, arg = 0;
                     mps_pool_taps(w, 2, ow, &wlo, &whi, &wpad);
                     float acc = is_max ? -FLT_MAX : 0.0f;
