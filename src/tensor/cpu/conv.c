@@ -60,35 +60,6 @@ static inline int64_t mps_conv_src(const struct mps_conv_geom *q, int j, int64_t
     return i >= 0 && i < q->w.in[j] ? i : -1;
 }
 
-/* col[(c*taps + tap)][out position] = x[c][input position of that tap], or 0 in the padding. */
-static void mps_conv_im2col_rows(void *ctx, int64_t begin, int64_t end)
-{
-    const struct mps_conv_job *jb = ctx;
-    const struct mps_conv_geom *q = jb->q;
-    for (int64_t r = begin; r < end; r++) {
-        int64_t c = r / q->taps, t = r % q->taps;
-        int64_t tw = t % q->w.k[2], th = t / q->w.k[2] % q->w.k[1], td = t / (q->w.k[1] * q->w.k[2]);
-        const float *xc = jb->x + c * q->in_plane;
-        float *dst = jb->col + r * q->out_plane;
-        for (int64_t od = 0; od < q->w.out[0]; od++) {
-            int64_t id = mps_conv_src(q, 0, od, td);
-            for (int64_t oh = 0; oh < q->w.out[1]; oh++) {
-                int64_t ih = id < 0 ? -1 : mps_conv_src(q, 1, oh, th);
-                float *d = dst + (od * q->w.out[1] + oh) * q->w.out[2];
-                if (ih < 0) {
-                    memset(d, 0, sizeof(float) * (size_t)q->w.out[2]);
-                    continue;
-                }
-                const float *xr = xc + (id * q->w.in[1] + ih) * q->w.in[2];
-                for (int64_t ow = 0; ow < q->w.out[2]; ow++) {
-                    int64_t iw = mps_conv_src(q, 2, ow, tw);
-                    d[ow] = iw >= 0 ? xr[iw] : 0.0f;
-                }
-            }
-        }
-    }
-}
-
 /* Outputs [lo, hi) along axis j whose input coordinate for tap t lies inside the input. */
 static void mps_conv_valid(const struct mps_cpu_window3 *w, int j, int64_t t, int64_t *lo, int64_t *hi)
 {
@@ -97,6 +68,46 @@ static void mps_conv_valid(const struct mps_cpu_window3 *w, int j, int64_t t, in
     *hi = last < 0 ? 0 : last / w->s[j] + 1;
     if (*hi > w->out[j])
         *hi = w->out[j];
+}
+
+/* col[(c*taps + tap)][out position] = x[c][input position of that tap], or 0 in the padding.
+   Along W the outputs a tap reaches are one range (mps_conv_valid): zeros
+   before and after it and a plain (or strided) copy inside, no test per element. */
+static void mps_conv_im2col_rows(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_conv_job *jb = ctx;
+    const struct mps_conv_geom *q = jb->q;
+    int64_t ow_n = q->w.out[2], sw = q->w.s[2];
+    for (int64_t r = begin; r < end; r++) {
+        int64_t c = r / q->taps, t = r % q->taps;
+        int64_t tw = t % q->w.k[2], th = t / q->w.k[2] % q->w.k[1], td = t / (q->w.k[1] * q->w.k[2]);
+        int64_t wlo, whi;
+        mps_conv_valid(&q->w, 2, tw, &wlo, &whi);
+        wlo = wlo < ow_n ? wlo : ow_n;
+        whi = whi > wlo ? whi : wlo;
+        const float *xc = jb->x + c * q->in_plane;
+        float *dst = jb->col + r * q->out_plane;
+        for (int64_t od = 0; od < q->w.out[0]; od++) {
+            int64_t id = mps_conv_src(q, 0, od, td);
+            for (int64_t oh = 0; oh < q->w.out[1]; oh++) {
+                int64_t ih = id < 0 ? -1 : mps_conv_src(q, 1, oh, th);
+                float *d = dst + (od * q->w.out[1] + oh) * ow_n;
+                if (ih < 0) {
+                    memset(d, 0, sizeof(float) * (size_t)ow_n);
+                    continue;
+                }
+                /* input column of output ow: ow * sw + xoff */
+                const float *xr = xc + (id * q->w.in[1] + ih) * q->w.in[2] - q->w.pb[2] + tw * q->w.d[2];
+                memset(d, 0, sizeof(float) * (size_t)wlo);
+                if (sw == 1)
+                    memcpy(d + wlo, xr + wlo, sizeof(float) * (size_t)(whi - wlo));
+                else
+                    for (int64_t ow = wlo; ow < whi; ow++)
+                        d[ow] = xr[ow * sw];
+                memset(d + whi, 0, sizeof(float) * (size_t)(ow_n - whi));
+            }
+        }
+    }
 }
 
 /* One output plane per item (batch * channel) when each group has one input
