@@ -56,6 +56,7 @@ struct th_case {
 static const struct th_case th_cases[] = {
     /* MatMul: batched, broadcasting, 1-D promotion */
     {"MatMul 2-D", MPS_OP_MATMUL, IN(F(3, 4), F(4, 5)), OUT(S(3, 5))},
+    {"MatMul big, batch folded, split", MPS_OP_MATMUL, IN(F(2, 90, 96), F(96, 75)), OUT(S(2, 90, 75))},
     {"MatMul batch broadcast", MPS_OP_MATMUL, IN(F(2, 1, 3, 4), F(5, 4, 2)), OUT(S(2, 5, 3, 2))},
     {"MatMul 1-D x 2-D", MPS_OP_MATMUL, IN(F(4), F(4, 3)), OUT(S(3))},
     {"MatMul 2-D x 1-D", MPS_OP_MATMUL, IN(F(3, 4), F(4)), OUT(S(3))},
@@ -69,6 +70,12 @@ static const struct th_case th_cases[] = {
      P(gemm, .trans_a = true, .trans_b = true, .alpha = 0.5f, .beta = 2), IN(F(4, 3), F(5, 4), F(3, 1)),
      OUT(S(3, 5))},
     {"Gemm no C", MPS_OP_GEMM, P(gemm, .alpha = 1, .beta = 1), IN(F(2, 3), F(3, 4)), OUT(S(2, 4))},
+    /* over 2^20 multiply-adds: split over the pool's threads, by rows (m > n) and by columns */
+    {"Gemm big transA transB split by rows", MPS_OP_GEMM,
+     P(gemm, .trans_a = true, .trans_b = true, .alpha = 0.5f, .beta = 2), IN(F(96, 200), F(70, 96), F(70)),
+     OUT(S(200, 70))},
+    {"Gemm big split by columns", MPS_OP_GEMM, P(gemm, .alpha = 1, .beta = 1), IN(F(70, 96), F(96, 210), F(210)),
+     OUT(S(70, 210))},
     {"Gemm C scalar", MPS_OP_GEMM, P(gemm, .trans_b = true, .alpha = 1, .beta = 1), IN(F(2, 3), F(4, 3), FS),
      OUT(S(2, 4))},
     {"Gemm fused LeakyRelu", MPS_OP_GEMM, P(gemm, .trans_b = true, .alpha = 1, .beta = 1,

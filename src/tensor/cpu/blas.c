@@ -42,7 +42,10 @@ int mps_blas_threads(void)
 
 void mps_blas_set_threads(int n)
 {
-    openblas_set_num_threads(n);
+    static int current; /* called before every run: skip OpenBLAS when nothing changes */
+    if (n != current)
+        openblas_set_num_threads(n);
+    current = n;
 }
 
 #endif

@@ -173,9 +173,9 @@ enum mps_status mps_cpu_conv(const struct mps_cpu_args *a, struct mps_error *err
                     col = jb.col;
                 }
                 float *yg = (float *)y->data + (bi * q.m + gi * mg) * q.out_plane;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)q.out_plane, (int)kdim, 1.0f,
-                            (const float *)w->data + gi * mg * kdim, (int)(kdim > 0 ? kdim : 1), col,
-                            (int)q.out_plane, 0.0f, yg, (int)q.out_plane);
+                mps_cpu_sgemm_ld(a->pool, false, false, mg, q.out_plane, kdim, 1.0f,
+                                 (const float *)w->data + gi * mg * kdim, kdim, col, q.out_plane, 0.0f, yg,
+                                 q.out_plane);
                 if (b->data)
                     for (int64_t m = 0; m < mg; m++)
                         for (int64_t i = 0; i < q.out_plane; i++)
@@ -223,10 +223,9 @@ enum mps_status mps_cpu_conv_transpose(const struct mps_cpu_args *a, struct mps_
     for (int64_t bi = 0; bi < q.n; bi++)
         for (int64_t gi = 0; gi < q.g; gi++) {
             /* col[rows, in_plane] = W_g^T x_g, W_g being [cg, rows] */
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, (int)q.in_plane, (int)cg, 1.0f,
-                        (const float *)w->data + gi * cg * rows, (int)rows,
-                        (const float *)x->data + (bi * q.c + gi * cg) * q.in_plane, (int)q.in_plane, 0.0f,
-                        a->scratch, (int)q.in_plane);
+            mps_cpu_sgemm_ld(a->pool, true, false, rows, q.in_plane, cg, 1.0f, (const float *)w->data + gi * cg * rows,
+                             rows, (const float *)x->data + (bi * q.c + gi * cg) * q.in_plane, q.in_plane, 0.0f,
+                             a->scratch, q.in_plane);
             struct mps_conv_job jb = {.q = &q, .col = a->scratch, .y = yd + (bi * q.m + gi * mg) * q.out_plane};
             mps_pool_for(a->pool, mg, q.taps * q.in_plane, mps_conv_col2im_channels, &jb);
         }

@@ -8,14 +8,65 @@ static int mps_cpu_ld(int64_t v)
     return v > 0 ? (int)v : 1;
 }
 
-/* C[m,n] = A[m,k] B[k,n] (+ C when accumulate), row-major and contiguous. */
-static void mps_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                          const float *b, float beta, float *c)
+/* Below this many multiply-adds a product runs on the calling thread: waking
+   the pool costs more than the second core gives back. */
+#define MPS_SGEMM_SPLIT_MACS ((int64_t)1 << 20)
+
+struct mps_sgemm_job {
+    bool ta, tb, by_rows;
+    int64_t m, n, k, block, lda, ldb, ldc;
+    float alpha, beta;
+    const float *a, *b;
+    float *c;
+};
+
+/* Blocks [begin, end) of C: rows of A and C, or columns of B and C. */
+static void mps_sgemm_blocks(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_sgemm_job *j = ctx;
+    int64_t total = j->by_rows ? j->m : j->n, lo = begin * j->block, hi = end * j->block < total ? end * j->block : total;
+    if (hi <= lo)
+        return;
+    const float *a = j->a, *b = j->b;
+    float *c = j->c;
+    int64_t m = j->m, n = j->n;
+    if (j->by_rows) {
+        a += j->ta ? lo : lo * j->lda;
+        c += lo * j->ldc;
+        m = hi - lo;
+    } else {
+        b += j->tb ? lo * j->ldb : lo;
+        c += lo;
+        n = hi - lo;
+    }
+    cblas_sgemm(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans, j->tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+                (int)j->k, j->alpha, a, (int)j->lda, b, (int)j->ldb, j->beta, c, (int)j->ldc);
+}
+
+void mps_cpu_sgemm_ld(struct mps_pool *pool, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                      const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
 {
     if (m == 0 || n == 0)
         return;
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
-                (int)k, alpha, a, mps_cpu_ld(ta ? m : k), b, mps_cpu_ld(tb ? k : n), beta, c, mps_cpu_ld(n));
+    struct mps_sgemm_job j = {.ta = ta, .tb = tb, .by_rows = m > n, .m = m, .n = n, .k = k,
+                              .lda = mps_cpu_ld(lda), .ldb = mps_cpu_ld(ldb), .ldc = mps_cpu_ld(ldc),
+                              .alpha = alpha, .beta = beta, .a = a, .b = b, .c = c};
+    int threads = mps_pool_threads(pool);
+    if (threads == 1 || m * n * k < MPS_SGEMM_SPLIT_MACS) {
+        j.block = j.by_rows ? m : n;
+        mps_sgemm_blocks(&j, 0, 1);
+        return;
+    }
+    int64_t total = j.by_rows ? m : n, align = j.by_rows ? 4 : 16;
+    j.block = ((total + threads - 1) / threads + align - 1) / align * align;
+    mps_pool_for(pool, (total + j.block - 1) / j.block, MPS_POOL_GRAIN, mps_sgemm_blocks, &j);
+}
+
+/* C[m,n] = A[m,k] B[k,n] (+ C when accumulate), row-major and contiguous. */
+static void mps_cpu_sgemm(struct mps_pool *pool, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                          const float *a, const float *b, float beta, float *c)
+{
+    mps_cpu_sgemm_ld(pool, ta, tb, m, n, k, alpha, a, ta ? m : k, b, tb ? k : n, beta, c, n);
 }
 
 enum mps_status mps_cpu_matmul(const struct mps_cpu_args *a, struct mps_error *err)
@@ -25,13 +76,13 @@ enum mps_status mps_cpu_matmul(const struct mps_cpu_args *a, struct mps_error *e
     float *pc = a->out[0].data;
     (void)err;
     if (q.fold) { /* B is one matrix: A's batch folds into its rows, one call */
-        mps_cpu_sgemm(false, false, q.m * q.batches, q.n, q.k, 1.0f, pa, pb, 0.0f, pc);
+        mps_cpu_sgemm(a->pool, false, false, q.m * q.batches, q.n, q.k, 1.0f, pa, pb, 0.0f, pc);
         return MPS_OK;
     }
     for (int64_t i = 0; i < q.batches; i++) {
         int64_t oa, ob;
         mps_matmul_offsets(&q, i, &oa, &ob);
-        mps_cpu_sgemm(false, false, q.m, q.n, q.k, 1.0f, pa + oa, pb + ob, 0.0f, pc + i * q.m * q.n);
+        mps_cpu_sgemm(a->pool, false, false, q.m, q.n, q.k, 1.0f, pa + oa, pb + ob, 0.0f, pc + i * q.m * q.n);
     }
     return MPS_OK;
 }
@@ -60,6 +111,6 @@ enum mps_status mps_cpu_gemm(const struct mps_cpu_args *a, struct mps_error *err
             y[i] = 0.0f;
         return mps_cpu_fused_act(a, err);
     }
-    mps_cpu_sgemm(p->trans_a, p->trans_b, m, n, k, p->alpha, ta->data, tb->data, beta, y);
+    mps_cpu_sgemm(a->pool, p->trans_a, p->trans_b, m, n, k, p->alpha, ta->data, tb->data, beta, y);
     return mps_cpu_fused_act(a, err);
 }

@@ -8,6 +8,7 @@
 #ifndef MPS_CPU_KERNELS_H
 #define MPS_CPU_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "../graph.h"
@@ -26,6 +27,12 @@ typedef enum mps_status (*mps_cpu_kernel)(const struct mps_cpu_args *a, struct m
 typedef size_t (*mps_cpu_scratch)(const struct mps_graph *g, const struct mps_node *n);
 
 /* gemm.c */
+/* C = alpha op(A) op(B) + beta C through cblas_sgemm (row-major, leading
+   dimensions as cblas takes them), split into one block per pool thread when
+   it is big enough: the BLAS itself runs one thread, so that its threads and
+   the pool's never compete for the cores. */
+void mps_cpu_sgemm_ld(struct mps_pool *pool, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                      const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 enum mps_status mps_cpu_matmul(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_gemm(const struct mps_cpu_args *a, struct mps_error *err);
 /* conv.c */
