@@ -495,11 +495,11 @@ static void test_maxpool_nan(void)
     }
 }
 
-/* 3x3 convolutions with constant weights (the rows above feed weights as
-   graph inputs), 16 channels in and 20 out, two images: odd and even output
-   sizes, asymmetric pads, bias or none, a fused Relu. Written for a Winograd
-   F(2x2, 3x3) path that measured slower here and was dropped (see the note
-   of issue 8); they guard whichever constant-weight path comes next. */
+/* 3x3 stride-1 convolutions with constant weights (the rows above feed
+   weights as graph inputs) and enough channels and outputs to take the cpu's
+   Winograd F(2x2, 3x3) path (winograd.c: 16+ channels, 32+ tiles of 2x2):
+   odd and even output sizes (partial tiles), asymmetric pads, bias or none,
+   a fused Relu, a single output row; two images each. */
 static void test_conv_const_weights(const struct mps_backend *const *backends, int n_backends)
 {
     static const struct {
@@ -507,10 +507,10 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
         int64_t h, w, pads[4]; /* top, left, bottom, right */
         bool bias, relu;
     } rows[] = {
-        {"Conv 3x3 constant weights, pads 1, odd sizes", 7, 9, {1, 1, 1, 1}, true, false},
-        {"Conv 3x3 constant weights, no pads", 8, 6, {0, 0, 0, 0}, false, false},
-        {"Conv 3x3 constant weights, asymmetric pads, Relu", 6, 7, {1, 0, 2, 1}, true, true},
-        {"Conv 3x3 constant weights, one output row", 3, 12, {0, 1, 0, 1}, true, false},
+        {"Conv 3x3 Winograd pads 1, odd sizes", 13, 11, {1, 1, 1, 1}, true, false},
+        {"Conv 3x3 Winograd no pads", 16, 14, {0, 0, 0, 0}, false, false},
+        {"Conv 3x3 Winograd asymmetric pads, Relu", 12, 13, {1, 0, 2, 1}, true, true},
+        {"Conv 3x3 Winograd one output row", 3, 66, {0, 1, 0, 1}, true, false},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         struct mps_graph *g = mps_graph_new();

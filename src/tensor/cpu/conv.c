@@ -42,7 +42,14 @@ size_t mps_cpu_conv_scratch(const struct mps_graph *g, const struct mps_node *n)
         return (size_t)(q.m / q.g * q.taps * q.in_plane) * sizeof(float);
     if (mps_conv_is_pointwise(&q) || q.c / q.g == 1)
         return 0;
-    return (size_t)(q.c / q.g * q.taps * q.out_plane) * sizeof(float);
+    size_t im2col = (size_t)(q.c / q.g * q.taps * q.out_plane) * sizeof(float);
+    size_t winograd = mps_winograd_applies(g, n) ? mps_winograd_scratch(g, n) : 0;
+    return im2col > winograd ? im2col : winograd;
+}
+
+size_t mps_cpu_conv_pack(const struct mps_graph *g, const struct mps_node *n, void *dst)
+{
+    return mps_winograd_applies(g, n) ? mps_winograd_pack(g, n, dst) : 0;
 }
 
 struct mps_conv_job {
@@ -158,7 +165,9 @@ enum mps_status mps_cpu_conv(const struct mps_cpu_args *a, struct mps_error *err
     struct mps_tensor *y = &a->out[0];
     struct mps_conv_geom q = mps_conv_geom_of(a->node, &x->shape, &y->shape);
     struct mps_conv_job jb = {.q = &q, .x = x->data, .w = w->data, .bias = b->data, .y = y->data, .a = a};
-    if (q.c / q.g == 1 && !mps_conv_is_pointwise(&q)) {
+    if (a->packed) { /* packed at compile: mps_winograd_applies */
+        mps_winograd_conv(a);
+    } else if (q.c / q.g == 1 && !mps_conv_is_pointwise(&q)) {
         mps_pool_for(a->pool, q.n * q.m, q.out_plane * q.taps, mps_conv_depthwise_planes, &jb);
     } else {
         int64_t cg = q.c / q.g, mg = q.m / q.g, kdim = cg * q.taps;

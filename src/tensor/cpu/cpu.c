@@ -91,6 +91,10 @@ static const mps_cpu_scratch mps_cpu_scratch_fns[MPS_OP_COUNT] = {
     [MPS_OP_CONV_TRANSPOSE] = mps_cpu_conv_scratch,
 };
 
+static const mps_cpu_pack mps_cpu_pack_fns[MPS_OP_COUNT] = {
+    [MPS_OP_CONV] = mps_cpu_conv_pack,
+};
+
 struct mps_cpu_state {
     const struct mps_graph *g;
     struct mps_pool *pool;
@@ -99,6 +103,8 @@ struct mps_cpu_state {
     struct mps_tensor *vt;   /* per value: its tensor (inputs point at the caller's data during a run) */
     struct mps_tensor *slots; /* per node: its input slots then its output slots */
     int *first_slot;         /* per node: index of its first slot; n_nodes + 1 entries */
+    void *packed_block;      /* every node's compile-time data, one block */
+    const void **packed;     /* per node: its part of packed_block, or NULL */
 };
 
 /* Slots a node's kernel may read: optional inputs and outputs up to the op's maximum. */
@@ -119,7 +125,37 @@ static void mps_cpu_free(void *state)
     free(s->vt);
     free(s->slots);
     free(s->first_slot);
+    free(s->packed_block);
+    free(s->packed);
     free(s);
+}
+
+/* Prepares each node's compile-time data (mps_cpu_pack_fns) in one block. */
+static enum mps_status mps_cpu_pack_all(struct mps_cpu_state *s, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    size_t total = 0;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const struct mps_node *n = &g->nodes[k];
+        total += mps_cpu_pack_fns[n->op] ? (mps_cpu_pack_fns[n->op](g, n, NULL) + 63) / 64 * 64 : 0;
+    }
+    if (total == 0)
+        return MPS_OK;
+    s->packed_block = aligned_alloc(64, total);
+    s->packed = calloc((size_t)g->n_nodes, sizeof *s->packed);
+    if (!s->packed_block || !s->packed)
+        return mps_fail(err, MPS_ERR_RUNTIME, "cannot allocate %zu bytes for packed weights", total);
+    unsigned char *at = s->packed_block;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const struct mps_node *n = &g->nodes[k];
+        size_t bytes = mps_cpu_pack_fns[n->op] ? mps_cpu_pack_fns[n->op](g, n, NULL) : 0;
+        if (!bytes)
+            continue;
+        mps_cpu_pack_fns[n->op](g, n, at);
+        s->packed[k] = at;
+        at += (bytes + 63) / 64 * 64;
+    }
+    return MPS_OK;
 }
 
 static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct mps_compile_opts *opts, void **state,
@@ -180,6 +216,10 @@ static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct m
         slot += ins + outs;
     }
     s->first_slot[g->n_nodes] = slot;
+    if ((st = mps_cpu_pack_all(s, err))) {
+        mps_cpu_free(s);
+        return st;
+    }
     int threads = opts->threads > 0 ? opts->threads : mps_pool_cores();
     if ((st = mps_pool_new(threads, &s->pool, err))) {
         mps_cpu_free(s);
@@ -220,7 +260,8 @@ static enum mps_status mps_cpu_run_nodes(struct mps_cpu_state *s, const struct m
                 t[i].data = s->vt[n->in[i]].data;
         for (int i = 0; i < n->n_out; i++)
             t[ins + i].data = s->vt[n->out[i]].data;
-        struct mps_cpu_args args = {.node = n, .in = t, .out = t + ins, .pool = s->pool, .scratch = s->scratch};
+        struct mps_cpu_args args = {.node = n, .in = t, .out = t + ins, .pool = s->pool, .scratch = s->scratch,
+                                    .packed = s->packed ? s->packed[k] : NULL};
         double t0 = node_ms ? mps_cpu_now_ms() : 0;
         enum mps_status st = mps_cpu_kernels[n->op](&args, err);
         if (node_ms)

@@ -24,7 +24,8 @@ struct mps_sgemm_job {
 static void mps_sgemm_blocks(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_sgemm_job *j = ctx;
-    int64_t total = j->by_rows ? j->m : j->n, lo = begin * j->block, hi = end * j->block < total ? end * j->block : total;
+    int64_t total = j->by_rows ? j->m : j->n, lo = begin * j->block,
+            hi = end * j->block < total ? end * j->block : total;
     if (hi <= lo)
         return;
     const float *a = j->a, *b = j->b;
@@ -48,9 +49,20 @@ void mps_cpu_sgemm_ld(struct mps_pool *pool, bool ta, bool tb, int64_t m, int64_
 {
     if (m == 0 || n == 0)
         return;
-    struct mps_sgemm_job j = {.ta = ta, .tb = tb, .by_rows = m > n, .m = m, .n = n, .k = k,
-                              .lda = mps_cpu_ld(lda), .ldb = mps_cpu_ld(ldb), .ldc = mps_cpu_ld(ldc),
-                              .alpha = alpha, .beta = beta, .a = a, .b = b, .c = c};
+    struct mps_sgemm_job j = {.ta = ta,
+                              .tb = tb,
+                              .by_rows = m > n,
+                              .m = m,
+                              .n = n,
+                              .k = k,
+                              .lda = mps_cpu_ld(lda),
+                              .ldb = mps_cpu_ld(ldb),
+                              .ldc = mps_cpu_ld(ldc),
+                              .alpha = alpha,
+                              .beta = beta,
+                              .a = a,
+                              .b = b,
+                              .c = c};
     int threads = mps_pool_threads(pool);
     if (threads == 1 || m * n * k < MPS_SGEMM_SPLIT_MACS) {
         j.block = j.by_rows ? m : n;

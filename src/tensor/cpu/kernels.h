@@ -20,11 +20,16 @@ struct mps_cpu_args {
     struct mps_tensor *out;
     struct mps_pool *pool;
     void *scratch;
+    const void *packed; /* what the op's pack function prepared at compile; NULL when none
+                           (and always when a node is evaluated alone, by constant folding) */
 };
 
 typedef enum mps_status (*mps_cpu_kernel)(const struct mps_cpu_args *a, struct mps_error *err);
 /* Scratch bytes a node needs, from its inferred graph. */
 typedef size_t (*mps_cpu_scratch)(const struct mps_graph *g, const struct mps_node *n);
+/* Bytes of the data a node prepares once at compile (weights packed for its
+   kernel), 0 for none; writes them to dst when dst is not NULL. */
+typedef size_t (*mps_cpu_pack)(const struct mps_graph *g, const struct mps_node *n, void *dst);
 
 /* gemm.c */
 /* C = alpha op(A) op(B) + beta C through cblas_sgemm (row-major, leading
@@ -39,6 +44,13 @@ enum mps_status mps_cpu_gemm(const struct mps_cpu_args *a, struct mps_error *err
 enum mps_status mps_cpu_conv(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_conv_transpose(const struct mps_cpu_args *a, struct mps_error *err);
 size_t mps_cpu_conv_scratch(const struct mps_graph *g, const struct mps_node *n);
+size_t mps_cpu_conv_pack(const struct mps_graph *g, const struct mps_node *n, void *dst);
+/* winograd.c: 3x3 stride-1 Conv as F(2x2, 3x3), weights transformed at compile */
+bool mps_winograd_applies(const struct mps_graph *g, const struct mps_node *n);
+size_t mps_winograd_scratch(const struct mps_graph *g, const struct mps_node *n);
+size_t mps_winograd_pack(const struct mps_graph *g, const struct mps_node *n, void *dst);
+/* Runs the convolution of a (a->packed from mps_winograd_pack), bias included. */
+void mps_winograd_conv(const struct mps_cpu_args *a);
 /* pooling.c */
 enum mps_status mps_cpu_pool(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_global_pool(const struct mps_cpu_args *a, struct mps_error *err);

@@ -31,16 +31,16 @@ static void mps_pool_taps(const struct mps_cpu_window3 *w, int j, int64_t o, int
 
 /* acc[i] = max(acc[i], r[i * S]) (or +=) over a run of outputs; S a
    constant where it matters so that the compiler vectorizes the loop. */
-#define MPS_POOL_ROW(S)                                              \
-    do {                                                             \
-        if (is_max)                                                  \
-            for (int64_t i = 0; i < m; i++) {                        \
-                float v = r[i * (S)]; /* a NaN is taken and kept */  \
-                acc[i] = v > acc[i] || v != v ? v : acc[i];          \
-            }                                                        \
-        else                                                         \
-            for (int64_t i = 0; i < m; i++)                          \
-                acc[i] += r[i * (S)];                                \
+#define MPS_POOL_ROW(S)                                                                                                \
+    do {                                                                                                               \
+        if (is_max)                                                                                                    \
+            for (int64_t i = 0; i < m; i++) {                                                                          \
+                float v = r[i * (S)]; /* a NaN is taken and kept */                                                    \
+                acc[i] = v > acc[i] || v != v ? v : acc[i];                                                            \
+            }                                                                                                          \
+        else                                                                                                           \
+            for (int64_t i = 0; i < m; i++)                                                                            \
+                acc[i] += r[i * (S)];                                                                                  \
     } while (0)
 
 /* Outputs ow0 .. ow0+n of one output row whose windows lie inside the input
@@ -158,8 +158,7 @@ static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-struct mps_cpu_window3 mps_cpu_window3(const struct mps_window *w, const struct mps_shape *x,
-                                       const struct mps_shape *y)
+struct mps_cpu_window3 mps_cpu_window3(const struct mps_window *w, const struct mps_shape *x, const struct mps_shape *y)
 {
     struct mps_cpu_window3 q;
     int sp = x->ndim - 2;
@@ -181,8 +180,8 @@ enum mps_status mps_cpu_pool(const struct mps_cpu_args *a, struct mps_error *err
     const struct mps_shape *x = &a->in[0].shape;
     struct mps_pool_job q = {.a = a, .w = mps_cpu_window3(&a->node->p.pool.win, x, &a->out[0].shape)};
     (void)err;
-    mps_pool_for(a->pool, x->dim[0] * x->dim[1],
-                 q.w.out[0] * q.w.out[1] * q.w.out[2] * q.w.k[0] * q.w.k[1] * q.w.k[2], mps_pool_planes, &q);
+    mps_pool_for(a->pool, x->dim[0] * x->dim[1], q.w.out[0] * q.w.out[1] * q.w.out[2] * q.w.k[0] * q.w.k[1] * q.w.k[2],
+                 mps_pool_planes, &q);
     return MPS_OK;
 }
 
