@@ -34,7 +34,7 @@ struct mps_compile_opts {
 struct mps_backend_info {
     char device[128];      /* "Intel Xeon ... (2 cores)", "NVIDIA H100 80GB HBM3" */
     uint64_t memory_bytes; /* device (or system) memory; 0 when unknown */
-    int threads;           /* CPU threads a run uses by default (BLAS threads for cpu); 0 for GPUs */
+    int threads;           /* CPU threads a run uses by default (the pool's for cpu); 0 for GPUs */
     char detail[256];      /* backend specifics: BLAS, driver version, ... */
 };
 

@@ -277,7 +277,6 @@ static bool th_sim_step(const struct mps_mtl_step *s, struct ref_tensor *t, cons
     *y = th_sim_new(&s->shape, s->dtype);
     int64_t ny = ref_numel(&s->shape);
     union mps_op_params p;
-    char what[64];
     switch (s->kind) {
     case MPS_MTL_PLACEHOLDER: th_to_double(in[s->p.index].dtype, in[s->p.index].data, ny, y->d); return true;
     case MPS_MTL_CONSTANT:
@@ -420,9 +419,7 @@ static bool th_sim_step(const struct mps_mtl_step *s, struct ref_tensor *t, cons
         ref_op(MPS_OP_GATHER, &p, a, 2, y, 1);
         return true;
     }
-    default:
-        snprintf(what, sizeof what, "%s", mps_mtl_kind_name(s->kind));
-        return TH_SIM_FAIL("no simulation of %s", what);
+    default: return TH_SIM_FAIL("no simulation of %s", mps_mtl_kind_name(s->kind));
     }
 }
 

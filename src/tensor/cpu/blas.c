@@ -42,10 +42,7 @@ int mps_blas_threads(void)
 
 void mps_blas_set_threads(int n)
 {
-    static int current; /* called before every run: skip OpenBLAS when nothing changes */
-    if (n != current)
-        openblas_set_num_threads(n);
-    current = n;
+    openblas_set_num_threads(n);
 }
 
 #endif

@@ -1,6 +1,7 @@
 /* blas.h: the BLAS the CPU backend was built with (OpenBLAS or Accelerate),
    behind one small interface, so that no other file knows which it is.
-   Matrix products call cblas_sgemm from <cblas.h> (or Accelerate) directly. */
+   Matrix products call cblas_sgemm from <cblas.h> (or Accelerate) through
+   mps_cpu_sgemm_ld (gemm.c), which splits them over the backend's pool. */
 #ifndef MPS_BLAS_H
 #define MPS_BLAS_H
 

@@ -1,7 +1,9 @@
 /* cpu.c: the CPU backend: the reference and the fallback, runs every op.
 
    compile: plans one arena for all activations plus the largest scratch any
-   node needs, starts the thread pool, and lays out each node's tensors.
+   node needs, packs what nodes prepare once (Winograd weights), starts the
+   thread pool (the BLAS runs one thread inside it), and lays out each node's
+   tensors.
    run: points the graph inputs at the caller's buffers, calls each node's
    kernel in order, copies the outputs out. Nothing is allocated per run. */
 #include <stdio.h>
@@ -98,13 +100,13 @@ static const mps_cpu_pack mps_cpu_pack_fns[MPS_OP_COUNT] = {
 struct mps_cpu_state {
     const struct mps_graph *g;
     struct mps_pool *pool;
-    void *arena;             /* activations, then scratch */
+    void *arena; /* activations, then scratch */
     void *scratch;
-    struct mps_tensor *vt;   /* per value: its tensor (inputs point at the caller's data during a run) */
+    struct mps_tensor *vt;    /* per value: its tensor (inputs point at the caller's data during a run) */
     struct mps_tensor *slots; /* per node: its input slots then its output slots */
-    int *first_slot;         /* per node: index of its first slot; n_nodes + 1 entries */
-    void *packed_block;      /* every node's compile-time data, one block */
-    const void **packed;     /* per node: its part of packed_block, or NULL */
+    int *first_slot;          /* per node: index of its first slot; n_nodes + 1 entries */
+    void *packed_block;       /* every node's compile-time data, one block */
+    const void **packed;      /* per node: its part of packed_block, or NULL */
 };
 
 /* Slots a node's kernel may read: optional inputs and outputs up to the op's maximum. */
@@ -244,7 +246,6 @@ static enum mps_status mps_cpu_run_nodes(struct mps_cpu_state *s, const struct m
                                          double *node_ms, struct mps_error *err)
 {
     const struct mps_graph *g = s->g;
-    mps_blas_set_threads(1); /* again: bench's baseline gives the BLAS every thread between runs */
     for (int i = 0; i < g->n_inputs; i++)
         s->vt[g->inputs[i]].data = in[i].data;
     for (int i = 0; i < g->n_outputs; i++)
@@ -260,7 +261,11 @@ static enum mps_status mps_cpu_run_nodes(struct mps_cpu_state *s, const struct m
                 t[i].data = s->vt[n->in[i]].data;
         for (int i = 0; i < n->n_out; i++)
             t[ins + i].data = s->vt[n->out[i]].data;
-        struct mps_cpu_args args = {.node = n, .in = t, .out = t + ins, .pool = s->pool, .scratch = s->scratch,
+        struct mps_cpu_args args = {.node = n,
+                                    .in = t,
+                                    .out = t + ins,
+                                    .pool = s->pool,
+                                    .scratch = s->scratch,
                                     .packed = s->packed ? s->packed[k] : NULL};
         double t0 = node_ms ? mps_cpu_now_ms() : 0;
         enum mps_status st = mps_cpu_kernels[n->op](&args, err);
@@ -309,14 +314,17 @@ static enum mps_status mps_cpu_bench_baseline(int64_t m, int64_t n, int64_t k, e
         a[i] = (float)(i % 7) * 0.25f;
     for (int64_t i = 0; i < k * n; i++)
         b[i] = (float)(i % 5) * 0.5f;
+    /* the vendor's own threading, then back to the one thread plans run it with (gemm.c) */
+    int before = mps_blas_threads();
     mps_blas_set_threads(threads > 0 ? threads : mps_pool_cores());
     for (int r = 0; r < warmup + repeat; r++) {
         double t0 = mps_cpu_now_ms();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)k, b, (int)n,
-                    0.0f, c, (int)n);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)k, b, (int)n, 0.0f,
+                    c, (int)n);
         if (r >= warmup)
             times_ms[r - warmup] = mps_cpu_now_ms() - t0;
     }
+    mps_blas_set_threads(before > 0 ? before : 1);
     free(a);
     free(b);
     free(c);
@@ -386,14 +394,14 @@ static enum mps_status mps_cpu_probe(struct mps_backend_info *info, struct mps_e
     snprintf(info->device, sizeof info->device, "%s (%d cores)", model, mps_pool_cores());
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     info->memory_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
-    info->threads = mps_blas_threads() > 0 ? mps_blas_threads() : mps_pool_cores();
+    info->threads = mps_pool_cores(); /* the pool's; the BLAS runs one thread inside each (gemm.c) */
     snprintf(info->detail, sizeof info->detail, "BLAS %s, %d threads", mps_blas_name(), info->threads);
     return MPS_OK;
 }
 
 const struct mps_backend mps_backend_cpu = {
     .name = "cpu",
-    .description = "CPU: cblas_sgemm for matrix products, a pthread pool for the other kernels",
+    .description = "CPU: cblas_sgemm (and Winograd for 3x3 convolutions) split over a pthread pool",
     .probe = mps_cpu_probe,
     .supports = NULL, /* every op: the reference and the fallback */
     .compile = mps_cpu_compile,

@@ -1,6 +1,7 @@
 /* pool.h: a small pthread pool for the CPU kernels (Apple's compiler has no
-   OpenMP). Threads are created once, when a plan is compiled, and wait on a
-   condition variable between jobs; a job is a parallel for:
+   OpenMP). Threads are created once, when a plan is compiled; between jobs
+   they spin for a short while (a model's nodes come back to back), then wait
+   on a condition variable. A job is a parallel for:
 
        static void body(void *ctx, int64_t begin, int64_t end) { ... }
        mps_pool_for(pool, n, cost, body, &ctx);   // returns when every chunk is done
