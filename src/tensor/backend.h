@@ -59,6 +59,12 @@ struct mps_backend {
        node_ms (one per node of the graph, in its order). `bench model --profile`. */
     enum mps_status (*profile)(void *state, const struct mps_tensor *in, struct mps_tensor *out, double *node_ms,
                                struct mps_error *err);
+    /* Optional, for backends with memory of their own (GPUs): runs the compiled
+       unit again on the inputs the last run copied in, leaves the outputs on
+       the device (nothing crosses to or from the host) and waits for it. What
+       `bench` reports as the resident time, comparable to a GPU library's
+       timing of data already on the device. */
+    enum mps_status (*rerun)(void *state, struct mps_error *err);
     /* Optional: times C[m,n] = A[m,k] B[k,n] through the vendor library called
        directly on the backend's own buffers (cblas_sgemm, cuBLAS, MPS), warmup
        then repeat calls into times_ms: `bench matmul`'s baseline. */
