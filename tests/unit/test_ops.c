@@ -80,6 +80,15 @@ static const struct th_case th_cases[] = {
      OUT(S(2, 4))},
     {"Gemm fused LeakyRelu", MPS_OP_GEMM, P(gemm, .trans_b = true, .alpha = 1, .beta = 1,
      .act = {.on = true, .op = MPS_OP_LEAKY_RELU, .p = {.alpha = 0.1f}}), IN(F(3, 8), F(5, 8), F(5)), OUT(S(3, 5))},
+    /* a Linear layer at batch 1 to 8 (cuda: one kernel with bias and activation), and at 9 rows */
+    {"Gemm Linear 1 row, k 130, fused Relu", MPS_OP_GEMM,
+     P(gemm, .trans_b = true, .alpha = 1, .beta = 1, .act = {.on = true, .op = MPS_OP_RELU}),
+     IN(F(1, 130), F(70, 130), F(70)), OUT(S(1, 70))},
+    {"Gemm Linear 8 rows, k 256, alpha beta", MPS_OP_GEMM, P(gemm, .trans_b = true, .alpha = 0.5f, .beta = 2),
+     IN(F(8, 256), F(33, 256), F(33)), OUT(S(8, 33))},
+    {"Gemm Linear 9 rows, no C, fused Sigmoid", MPS_OP_GEMM,
+     P(gemm, .trans_b = true, .alpha = 1, .beta = 1, .act = {.on = true, .op = MPS_OP_SIGMOID}),
+     IN(F(9, 64), F(40, 64)), OUT(S(9, 40))},
     {"Gemm C full beta 0", MPS_OP_GEMM, P(gemm, .alpha = 2, .beta = 0), IN(F(3, 4), F(4, 5), F(3, 5)),
      OUT(S(3, 5))},
     /* Conv */
@@ -96,6 +105,11 @@ static const struct th_case th_cases[] = {
      IN(F(1, 2, 9, 9), F(2, 2, 3, 3)), OUT(S(1, 2, 5, 5))},
     {"Conv groups 2", MPS_OP_CONV, P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 1, 1, 1, 1), .group = 2),
      IN(F(1, 4, 6, 6), F(6, 2, 3, 3), F(6)), OUT(S(1, 6, 6, 6))},
+    {"Conv groups 2 batch 3 fused Relu", MPS_OP_CONV,
+     P(conv, .win = WIN2(0, 0, 2, 1, 1, 1, 1, 0, 1, 1), .group = 2, .act = {.on = true, .op = MPS_OP_RELU}),
+     IN(F(3, 4, 7, 6), F(6, 2, 3, 2), F(6)), OUT(S(3, 6, 4, 6))},
+    {"Conv 1x1 batch 2 groups 2", MPS_OP_CONV, P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 0, 0, 0, 0), .group = 2),
+     IN(F(2, 4, 3, 5), F(6, 2, 1, 1), F(6)), OUT(S(2, 6, 3, 5))},
     {"Conv depthwise stride 2", MPS_OP_CONV, P(conv, .win = WIN2(0, 0, 2, 2, 1, 1, 1, 1, 1, 1), .group = 4),
      IN(F(2, 4, 7, 7), F(4, 1, 3, 3), F(4)), OUT(S(2, 4, 4, 4))},
     {"Conv depthwise multiplier 2", MPS_OP_CONV, P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 0, 0, 0, 0), .group = 3),
@@ -499,26 +513,32 @@ static void test_maxpool_nan(void)
    weights as graph inputs) and enough channels and outputs to take the cpu's
    Winograd F(2x2, 3x3) path (winograd.c: 16+ channels, 32+ tiles of 2x2):
    odd and even output sizes (partial tiles), asymmetric pads, bias or none,
-   a fused Relu, a single output row; two images each. */
+   a fused Relu, a single output row; two images each. The last rows have
+   enough channels to take the im2col + GEMM path on cuda (small convolutions
+   run there as one direct kernel). */
 static void test_conv_const_weights(const struct mps_backend *const *backends, int n_backends)
 {
     static const struct {
         const char *name;
         int64_t h, w, pads[4]; /* top, left, bottom, right */
         bool bias, relu;
+        int64_t cin, cout;
     } rows[] = {
-        {"Conv 3x3 Winograd pads 1, odd sizes", 13, 11, {1, 1, 1, 1}, true, false},
-        {"Conv 3x3 Winograd no pads", 16, 14, {0, 0, 0, 0}, false, false},
-        {"Conv 3x3 Winograd asymmetric pads, Relu", 12, 13, {1, 0, 2, 1}, true, true},
-        {"Conv 3x3 Winograd one output row", 3, 66, {0, 1, 0, 1}, true, false},
+        {"Conv 3x3 Winograd pads 1, odd sizes", 13, 11, {1, 1, 1, 1}, true, false, 16, 20},
+        {"Conv 3x3 Winograd no pads", 16, 14, {0, 0, 0, 0}, false, false, 16, 20},
+        {"Conv 3x3 Winograd asymmetric pads, Relu", 12, 13, {1, 0, 2, 1}, true, true, 16, 20},
+        {"Conv 3x3 Winograd one output row", 3, 66, {0, 1, 0, 1}, true, false, 16, 20},
+        {"Conv 3x3 72 channels, Relu", 9, 10, {1, 1, 1, 1}, true, true, 72, 24},
+        {"Conv 3x3 72 channels, one row, no pads", 3, 40, {0, 0, 0, 0}, false, false, 72, 24},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         struct mps_graph *g = mps_graph_new();
         struct mps_error err = {{0}};
         th_seed(rows[r].name);
-        int x = mps_graph_add_value(g, "x", MPS_F32, &(struct mps_shape){4, {2, 16, rows[r].h, rows[r].w}});
-        int in[3] = {x, th_add_random_const(g, "w", &(struct mps_shape){4, {20, 16, 3, 3}}, -1, 1),
-                     rows[r].bias ? th_add_random_const(g, "b", &(struct mps_shape){1, {20}}, -1, 1) : -1};
+        int64_t ci = rows[r].cin, co = rows[r].cout;
+        int x = mps_graph_add_value(g, "x", MPS_F32, &(struct mps_shape){4, {2, ci, rows[r].h, rows[r].w}});
+        int in[3] = {x, th_add_random_const(g, "w", &(struct mps_shape){4, {co, ci, 3, 3}}, -1, 1),
+                     rows[r].bias ? th_add_random_const(g, "b", &(struct mps_shape){1, {co}}, -1, 1) : -1};
         int y = mps_graph_add_value(g, "y", MPS_F32, NULL);
         union mps_op_params p;
         mps_op_params_default(MPS_OP_CONV, &p);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "cuda_kernels.h"
+#include "op.h"
 
 #define MPS_CU_THREADS 256
 
@@ -26,19 +27,117 @@ static inline unsigned mps_cu_blocks(int64_t n)
         return (int)cudaGetLastError();                                                   \
     } while (0)
 
-/* Offsets of element i of walk w in its three operands. */
-__device__ static inline void mps_cu_offsets(const struct mps_cu_walk &w, int64_t i, int64_t *o0, int64_t *o1,
-                                             int64_t *o2)
+/* Index arithmetic runs in I: int32_t where every index and offset a kernel
+   computes is at most 2^30 (span), int64_t otherwise. The kernels divide per
+   element, and a 64-bit division costs several times a 32-bit one. */
+#define MPS_CU_FITS32(span) ((span) <= ((int64_t)1 << 30))
+
+#define MPS_CU_FOR_I(i, n)                                                                \
+    for (I i = (I)(blockIdx.x * blockDim.x + threadIdx.x); i < (I)(n); i += (I)(gridDim.x * blockDim.x))
+
+/* Launches kernel<int32_t> or kernel<int64_t> (templated on I) over n elements. */
+#define MPS_CU_LAUNCH_I(kernel, n, span, stream, ...)                                     \
+    do {                                                                                  \
+        if ((n) > 0) {                                                                    \
+            if (MPS_CU_FITS32(span))                                                      \
+                kernel<int32_t><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, (cudaStream_t)(stream)>>>(__VA_ARGS__); \
+            else                                                                          \
+                kernel<int64_t><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, (cudaStream_t)(stream)>>>(__VA_ARGS__); \
+        }                                                                                 \
+        return (int)cudaGetLastError();                                                   \
+    } while (0)
+
+/* Row kernels: y walks rows (planes), x the positions of a row; the block is
+   no wider than a row needs, and the grid no larger than CUDA allows (the
+   loops take the rest). */
+#define MPS_CU_ROWS_I(r, rows) for (I r = (I)blockIdx.y; r < (I)(rows); r += (I)gridDim.y)
+#define MPS_CU_COLS_I(o, len)                                                             \
+    for (I o = (I)(blockIdx.x * blockDim.x + threadIdx.x); o < (I)(len); o += (I)(gridDim.x * blockDim.x))
+
+static inline void mps_cu_grid2(int64_t rows, int64_t len, dim3 *grid, dim3 *block)
 {
-    int64_t a = 0, b = 0, c = 0;
+    int64_t threads = len >= MPS_CU_THREADS ? MPS_CU_THREADS : (len + 31) / 32 * 32;
+    int64_t bx = (len + threads - 1) / threads;
+    block->x = (unsigned)threads, block->y = block->z = 1;
+    grid->x = (unsigned)(bx > 1024 ? 1024 : bx);
+    grid->y = (unsigned)(rows > 65535 ? 65535 : rows);
+    grid->z = 1;
+}
+
+#define MPS_CU_LAUNCH2_I(kernel, rows, len, span, stream, ...)                            \
+    do {                                                                                  \
+        if ((rows) > 0 && (len) > 0) {                                                    \
+            dim3 grid_, block_;                                                           \
+            mps_cu_grid2((rows), (len), &grid_, &block_);                                 \
+            if (MPS_CU_FITS32(span))                                                      \
+                kernel<int32_t><<<grid_, block_, 0, (cudaStream_t)(stream)>>>(__VA_ARGS__); \
+            else                                                                          \
+                kernel<int64_t><<<grid_, block_, 0, (cudaStream_t)(stream)>>>(__VA_ARGS__); \
+        }                                                                                 \
+        return (int)cudaGetLastError();                                                   \
+    } while (0)
+
+/* The largest index a walk reaches: its element count and each operand's farthest offset. */
+static inline int64_t mps_cu_walk_span(const struct mps_cu_walk *w)
+{
+    int64_t n = 1, o[3] = {0, 0, 0};
+    for (int d = 0; d < w->nd; d++) {
+        n *= w->dim[d];
+        int64_t last = w->dim[d] > 0 ? w->dim[d] - 1 : 0;
+        o[0] += last * (w->s0[d] < 0 ? -w->s0[d] : w->s0[d]);
+        o[1] += last * (w->s1[d] < 0 ? -w->s1[d] : w->s1[d]);
+        o[2] += last * (w->s2[d] < 0 ? -w->s2[d] : w->s2[d]);
+    }
+    int64_t m = n;
+    for (int j = 0; j < 3; j++)
+        m = o[j] > m ? o[j] : m;
+    return m;
+}
+
+/* Offsets of element i of walk w in its three operands. */
+template <typename I>
+__device__ static inline void mps_cu_offsets(const struct mps_cu_walk &w, I i, I *o0, I *o1, I *o2)
+{
+    I a = 0, b = 0, c = 0;
     for (int d = w.nd - 1; d >= 0; d--) {
-        int64_t k = i % w.dim[d];
-        i /= w.dim[d];
-        a += k * w.s0[d];
-        b += k * w.s1[d];
-        c += k * w.s2[d];
+        I dim = (I)w.dim[d], k = i % dim;
+        i /= dim;
+        a += k * (I)w.s0[d];
+        b += k * (I)w.s1[d];
+        c += k * (I)w.s2[d];
     }
     *o0 = a, *o1 = b, *o2 = c;
+}
+
+/* An activation op (enum mps_op) on v, with its two parameters; the CPU's math. */
+__device__ static inline float mps_cu_act(int op, float v, float alpha, float beta)
+{
+    switch (op) {
+    case MPS_OP_RELU: return v > 0 ? v : (v == v ? 0.0f : v);
+    case MPS_OP_LEAKY_RELU: return v >= 0 ? v : alpha * v;
+    case MPS_OP_ELU: return v >= 0 ? v : alpha * expm1f(v);
+    case MPS_OP_SELU: return v > 0 ? beta * v : beta * alpha * expm1f(v);
+    case MPS_OP_SIGMOID: return v >= 0 ? 1.0f / (1.0f + expf(-v)) : expf(v) / (1.0f + expf(v));
+    case MPS_OP_HARD_SIGMOID: return fmaxf(0.0f, fminf(1.0f, alpha * v + beta));
+    case MPS_OP_HARD_SWISH: return v * fmaxf(0.0f, fminf(1.0f, v / 6.0f + 0.5f));
+    case MPS_OP_TANH: return tanhf(v);
+    case MPS_OP_SOFTPLUS: return v > 0 ? v + log1pf(expf(-v)) : log1pf(expf(v));
+    case MPS_OP_SOFTSIGN: return v / (1.0f + fabsf(v));
+    case MPS_OP_GELU:
+        return beta != 0.0f ? 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)))
+                            : 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    case MPS_OP_ERF: return erff(v);
+    case MPS_OP_EXP: return expf(v);
+    case MPS_OP_LOG: return logf(v);
+    case MPS_OP_SQRT: return sqrtf(v);
+    case MPS_OP_ABS: return fabsf(v);
+    case MPS_OP_NEG: return -v;
+    case MPS_OP_RECIPROCAL: return 1.0f / v;
+    case MPS_OP_FLOOR: return floorf(v);
+    case MPS_OP_CEIL: return ceilf(v);
+    case MPS_OP_CLIP: return v != v ? v : v < alpha ? alpha : v > beta ? beta : v;
+    default: return v;
+    }
 }
 
 #endif

@@ -1,38 +1,80 @@
 // conv.cu: im2col and col2im around cuBLAS for Conv and ConvTranspose, a
-// direct depthwise kernel, bias, and pooling. Everything in 3-D terms: 1-D
-// and 2-D ops have leading spatial dims of size 1 (mps_cu_window).
+// direct kernel for depthwise and small convolutions, bias, and pooling.
+// Everything in 3-D terms: 1-D and 2-D ops have leading spatial dims of size
+// 1 (mps_cu_window).
 #include <float.h>
 
 #include "common.cuh"
 
 /* Input coordinate of output position o along axis j for tap t, or -1 in the padding. */
-__device__ static inline int64_t mps_cu_src(const mps_cu_window &w, int j, int64_t o, int64_t t)
+template <typename I> __device__ static inline I mps_cu_src(const mps_cu_window &w, int j, I o, I t)
 {
-    int64_t i = o * w.s[j] - w.pb[j] + t * w.d[j];
-    return i >= 0 && i < w.in[j] ? i : -1;
+    I i = o * (I)w.s[j] - (I)w.pb[j] + t * (I)w.d[j];
+    return i >= 0 && i < (I)w.in[j] ? i : (I)-1;
 }
 
-__global__ static void mps_cu_im2col_k(const float *x, float *col, int64_t channels, int64_t x_stride,
-                                       mps_cu_window w, int64_t n)
+/* Output position o of a plane as (d, h, w). */
+template <typename I> __device__ static inline void mps_cu_pos(const mps_cu_window &w, I o, I pos[3])
 {
-    int64_t plane = w.out[0] * w.out[1] * w.out[2], taps = w.k[0] * w.k[1] * w.k[2];
-    MPS_CU_FOR(idx, n)
+    I hw = (I)(w.out[1] * w.out[2]);
+    pos[0] = o / hw, pos[1] = o % hw / (I)w.out[2], pos[2] = o % (I)w.out[2];
+}
+
+/* Row r of col is (channel, tap); its columns are (image, output position). */
+template <typename I>
+__global__ static void mps_cu_im2col_k(const float *x, float *col, int64_t channels, int64_t batch, int64_t x_stride,
+                                       mps_cu_window w)
+{
+    I plane = (I)(w.out[0] * w.out[1] * w.out[2]), taps = (I)(w.k[0] * w.k[1] * w.k[2]);
+    I in_plane = (I)(w.in[0] * w.in[1] * w.in[2]), cols = plane * (I)batch;
+    MPS_CU_ROWS_I(r, (I)channels * taps)
     {
-        int64_t o = idx % plane, rb = idx / plane, r = rb % (channels * taps), b = rb / (channels * taps);
-        int64_t c = r / taps, t = r % taps;
-        const float *xb = x + b * x_stride;
-        int64_t tw = t % w.k[2], th = t / w.k[2] % w.k[1], td = t / (w.k[1] * w.k[2]);
-        int64_t ow = o % w.out[2], oh = o / w.out[2] % w.out[1], od = o / (w.out[1] * w.out[2]);
-        int64_t id = mps_cu_src(w, 0, od, td), ih = mps_cu_src(w, 1, oh, th), iw = mps_cu_src(w, 2, ow, tw);
-        col[idx] = id >= 0 && ih >= 0 && iw >= 0 ? xb[((c * w.in[0] + id) * w.in[1] + ih) * w.in[2] + iw] : 0.0f;
+        I t = r % taps, c = r / taps;
+        I tk[3] = {t / (I)(w.k[1] * w.k[2]), t / (I)w.k[2] % (I)w.k[1], t % (I)w.k[2]};
+        float *cr = col + r * cols;
+        MPS_CU_COLS_I(j, cols)
+        {
+            I pos[3], b = j / plane, o = j % plane;
+            const float *xc = x + b * (I)x_stride + c * in_plane;
+            mps_cu_pos<I>(w, o, pos);
+            I id = mps_cu_src<I>(w, 0, pos[0], tk[0]), ih = mps_cu_src<I>(w, 1, pos[1], tk[1]),
+              iw = mps_cu_src<I>(w, 2, pos[2], tk[2]);
+            cr[j] = id >= 0 && ih >= 0 && iw >= 0 ? xc[(id * (I)w.in[1] + ih) * (I)w.in[2] + iw] : 0.0f;
+        }
     }
 }
 
 extern "C" int mps_cu_im2col(const float *x, float *col, int64_t channels, int64_t batch, int64_t x_stride,
                              const struct mps_cu_window *w, void *stream)
 {
-    int64_t n = batch * channels * w->k[0] * w->k[1] * w->k[2] * w->out[0] * w->out[1] * w->out[2];
-    MPS_CU_LAUNCH(mps_cu_im2col_k, n, stream, x, col, channels, x_stride, *w, n);
+    int64_t rows = channels * w->k[0] * w->k[1] * w->k[2], cols = batch * w->out[0] * w->out[1] * w->out[2];
+    int64_t span = rows * cols > batch * x_stride ? rows * cols : batch * x_stride;
+    MPS_CU_LAUNCH2_I(mps_cu_im2col_k, rows, cols, span, stream, x, col, channels, batch, x_stride, *w);
+}
+
+/* Row p of y is (image, channel); z holds the channel's row with the images side by side. */
+template <typename I>
+__global__ static void mps_cu_unbatch_k(const float *z, float *y, const float *bias, int64_t batch, int64_t channels,
+                                        int64_t plane, int act, float alpha, float beta)
+{
+    MPS_CU_ROWS_I(p, (I)batch * (I)channels)
+    {
+        I b = p / (I)channels, c = p % (I)channels;
+        const float *zr = z + (c * (I)batch + b) * (I)plane;
+        float b0 = bias ? bias[c] : 0.0f;
+        MPS_CU_COLS_I(o, plane)
+        {
+            float v = zr[o] + b0;
+            y[p * (I)plane + o] = act ? mps_cu_act(act, v, alpha, beta) : v;
+        }
+    }
+}
+
+extern "C" int mps_cu_unbatch(const float *z, float *y, const float *bias, int64_t batch, int64_t channels,
+                              int64_t plane, int act, float alpha, float beta, void *stream)
+{
+    MPS_CU_LAUNCH2_I(mps_cu_unbatch_k, batch * channels, plane, batch * channels * plane, stream, z, y, bias, batch,
+                     channels, plane, act, alpha, beta);
 }
 
 /* ConvTranspose, as a gather: each output element sums the taps whose input
@@ -67,44 +109,63 @@ extern "C" int mps_cu_col2im(const float *col, float *y, int64_t channels, const
     MPS_CU_LAUNCH(mps_cu_col2im_k, n, stream, col, y, *w, n);
 }
 
-__global__ static void mps_cu_depthwise_k(const float *x, const float *wt, const float *bias, float *y, int64_t c,
-                                          int64_t m, int64_t per_group, mps_cu_window w, int64_t n)
+/* Direct convolution, one output per thread, bias and activation applied:
+   row p is (image, output channel), its positions the output plane; the
+   channel's group supplies cg input channels (1 for depthwise). */
+template <typename I>
+__global__ static void mps_cu_conv_direct_k(const float *x, const float *wt, const float *bias, float *y, int64_t c,
+                                            int64_t m, int64_t cg, int64_t mg, mps_cu_window w, int act, float alpha,
+                                            float beta, int64_t rows)
 {
-    int64_t plane = w.out[0] * w.out[1] * w.out[2], in_plane = w.in[0] * w.in[1] * w.in[2];
-    int64_t taps = w.k[0] * w.k[1] * w.k[2];
-    MPS_CU_FOR(idx, n)
+    I plane = (I)(w.out[0] * w.out[1] * w.out[2]), in_plane = (I)(w.in[0] * w.in[1] * w.in[2]);
+    I taps = (I)(w.k[0] * w.k[1] * w.k[2]);
+    MPS_CU_ROWS_I(p, rows)
     {
-        int64_t o = idx % plane, p = idx / plane, b = p / m, mm = p % m, ch = mm / per_group;
-        int64_t od = o / (w.out[1] * w.out[2]), oh = o / w.out[2] % w.out[1], ow = o % w.out[2];
-        const float *xc = x + (b * c + ch) * in_plane, *wk = wt + mm * taps;
-        float acc = bias ? bias[mm] : 0.0f;
-        for (int64_t td = 0; td < w.k[0]; td++) {
-            int64_t id = mps_cu_src(w, 0, od, td);
-            for (int64_t th = 0; id >= 0 && th < w.k[1]; th++) {
-                int64_t ih = mps_cu_src(w, 1, oh, th);
-                for (int64_t tw = 0; ih >= 0 && tw < w.k[2]; tw++) {
-                    int64_t iw = mps_cu_src(w, 2, ow, tw);
-                    if (iw >= 0)
-                        acc += wk[(td * w.k[1] + th) * w.k[2] + tw] * xc[(id * w.in[1] + ih) * w.in[2] + iw];
+        I b = p / (I)m, mm = p % (I)m, first = mm / (I)mg * (I)cg;
+        float b0 = bias ? bias[mm] : 0.0f;
+        MPS_CU_COLS_I(o, plane)
+        {
+            I pos[3];
+            mps_cu_pos<I>(w, o, pos);
+            float acc = b0;
+            for (I ci = 0; ci < (I)cg; ci++) {
+                const float *xc = x + (b * (I)c + first + ci) * in_plane, *wk = wt + (mm * (I)cg + ci) * taps;
+                for (I td = 0; td < (I)w.k[0]; td++) {
+                    I id = mps_cu_src<I>(w, 0, pos[0], td);
+                    for (I th = 0; id >= 0 && th < (I)w.k[1]; th++) {
+                        I ih = mps_cu_src<I>(w, 1, pos[1], th);
+                        for (I tw = 0; ih >= 0 && tw < (I)w.k[2]; tw++) {
+                            I iw = mps_cu_src<I>(w, 2, pos[2], tw);
+                            if (iw >= 0)
+                                acc += wk[(td * (I)w.k[1] + th) * (I)w.k[2] + tw] *
+                                       xc[(id * (I)w.in[1] + ih) * (I)w.in[2] + iw];
+                        }
+                    }
                 }
             }
+            y[p * plane + o] = act ? mps_cu_act(act, acc, alpha, beta) : acc;
         }
-        y[idx] = acc;
     }
 }
 
-extern "C" int mps_cu_depthwise(const float *x, const float *wt, const float *bias, float *y, int64_t batch, int64_t c,
-                                int64_t m, int64_t group, const struct mps_cu_window *w, void *stream)
+extern "C" int mps_cu_conv_direct(const float *x, const float *wt, const float *bias, float *y, int64_t batch,
+                                  int64_t c, int64_t m, int64_t group, const struct mps_cu_window *w, int act,
+                                  float alpha, float beta, void *stream)
 {
-    int64_t n = batch * m * w->out[0] * w->out[1] * w->out[2];
-    MPS_CU_LAUNCH(mps_cu_depthwise_k, n, stream, x, wt, bias, y, c, m, m / group, *w, n);
+    int64_t rows = batch * m, plane = w->out[0] * w->out[1] * w->out[2];
+    int64_t in = batch * c * w->in[0] * w->in[1] * w->in[2], wts = m * (c / group) * w->k[0] * w->k[1] * w->k[2];
+    int64_t span = rows * plane > in ? rows * plane : in;
+    span = wts > span ? wts : span;
+    MPS_CU_LAUNCH2_I(mps_cu_conv_direct_k, rows, plane, span, stream, x, wt, bias, y, c, m, c / group, m / group, *w,
+                     act, alpha, beta, rows);
 }
 
+template <typename I>
 __global__ static void mps_cu_bias_k(float *y, const float *bias, int64_t channels, int64_t plane, int add, int64_t n)
 {
-    MPS_CU_FOR(i, n)
+    MPS_CU_FOR_I(i, n)
     {
-        float b = bias ? bias[i / plane % channels] : 0.0f;
+        float b = bias ? bias[i / (I)plane % (I)channels] : 0.0f;
         y[i] = add ? y[i] + b : b;
     }
 }
@@ -113,41 +174,44 @@ extern "C" int mps_cu_bias(float *y, const float *bias, int64_t batch, int64_t c
                            void *stream)
 {
     int64_t n = batch * channels * plane;
-    MPS_CU_LAUNCH(mps_cu_bias_k, n, stream, y, bias, channels, plane, add, n);
+    MPS_CU_LAUNCH_I(mps_cu_bias_k, n, n, stream, y, bias, channels, plane, add, n);
 }
 
+/* Row p is a plane (image, channel); its positions are the output plane. */
+template <typename I>
 __global__ static void mps_cu_pool_k(const float *x, float *y, int64_t *indices, mps_cu_window w, int max,
-                                     int include_pad, int column_major, int64_t n)
+                                     int include_pad, int column_major, int64_t planes)
 {
-    int64_t plane = w.out[0] * w.out[1] * w.out[2], in_plane = w.in[0] * w.in[1] * w.in[2];
-    MPS_CU_FOR(idx, n)
+    I plane = (I)(w.out[0] * w.out[1] * w.out[2]), in_plane = (I)(w.in[0] * w.in[1] * w.in[2]);
+    MPS_CU_ROWS_I(p, planes)
+    MPS_CU_COLS_I(o, plane)
     {
-        int64_t o = idx % plane, p = idx / plane;
-        int64_t pos[3] = {o / (w.out[1] * w.out[2]), o / w.out[2] % w.out[1], o % w.out[2]};
+        I pos[3], idx = p * plane + o;
+        mps_cu_pos<I>(w, o, pos);
         const float *xp = x + p * in_plane;
         float acc = max ? -FLT_MAX : 0.0f;
-        int64_t count = 0, padded = 1, arg = 0;
+        I count = 0, padded = 1, arg = 0;
         for (int j = 0; j < 3; j++) {
-            int64_t in_pad = 0;
-            for (int64_t t = 0; t < w.k[j]; t++) {
-                int64_t i = pos[j] * w.s[j] - w.pb[j] + t * w.d[j];
-                in_pad += i >= -w.pb[j] && i < w.in[j] + w.pe[j];
+            I in_pad = 0;
+            for (I t = 0; t < (I)w.k[j]; t++) {
+                I i = pos[j] * (I)w.s[j] - (I)w.pb[j] + t * (I)w.d[j];
+                in_pad += i >= -(I)w.pb[j] && i < (I)(w.in[j] + w.pe[j]);
             }
             padded *= in_pad;
         }
-        for (int64_t td = 0; td < w.k[0]; td++) {
-            int64_t id = mps_cu_src(w, 0, pos[0], td);
-            for (int64_t th = 0; id >= 0 && th < w.k[1]; th++) {
-                int64_t ih = mps_cu_src(w, 1, pos[1], th);
-                for (int64_t tw = 0; ih >= 0 && tw < w.k[2]; tw++) {
-                    int64_t iw = mps_cu_src(w, 2, pos[2], tw);
+        for (I td = 0; td < (I)w.k[0]; td++) {
+            I id = mps_cu_src<I>(w, 0, pos[0], td);
+            for (I th = 0; id >= 0 && th < (I)w.k[1]; th++) {
+                I ih = mps_cu_src<I>(w, 1, pos[1], th);
+                for (I tw = 0; ih >= 0 && tw < (I)w.k[2]; tw++) {
+                    I iw = mps_cu_src<I>(w, 2, pos[2], tw);
                     if (iw < 0)
                         continue;
-                    int64_t at = (id * w.in[1] + ih) * w.in[2] + iw;
+                    I at = (id * (I)w.in[1] + ih) * (I)w.in[2] + iw;
                     float v = xp[at];
                     if (max && (v > acc || (v != v && acc == acc) || count == 0)) {
                         acc = v;
-                        arg = column_major ? id + (ih + iw * w.in[1]) * w.in[0] : at;
+                        arg = column_major ? id + (ih + iw * (I)w.in[1]) * (I)w.in[0] : at;
                     } else if (!max) {
                         acc += v;
                     }
@@ -157,15 +221,16 @@ __global__ static void mps_cu_pool_k(const float *x, float *y, int64_t *indices,
         }
         y[idx] = max ? acc : acc / (float)(include_pad ? padded : count);
         if (indices)
-            indices[idx] = p * in_plane + arg;
+            indices[idx] = (int64_t)p * in_plane + arg;
     }
 }
 
 extern "C" int mps_cu_pool(const float *x, float *y, int64_t *indices, int64_t planes, const struct mps_cu_window *w,
                            int max, int include_pad, int column_major, void *stream)
 {
-    int64_t n = planes * w->out[0] * w->out[1] * w->out[2];
-    MPS_CU_LAUNCH(mps_cu_pool_k, n, stream, x, y, indices, *w, max, include_pad, column_major, n);
+    int64_t plane = w->out[0] * w->out[1] * w->out[2], in = planes * w->in[0] * w->in[1] * w->in[2];
+    MPS_CU_LAUNCH2_I(mps_cu_pool_k, planes, plane, planes * plane > in ? planes * plane : in, stream, x, y, indices, *w,
+                     max, include_pad, column_major, planes);
 }
 
 /* One warp per plane: lanes stride over it, then a shuffle reduction. */

@@ -3,7 +3,10 @@
    handle and workspace, and the whole run — input copies, every node's
    kernels and GEMMs, output copies — captured into one CUDA graph. A run
    copies the inputs into pinned memory, replays the graph, waits once, and
-   copies the outputs out: no allocation, no per-op synchronization.
+   copies the outputs out: no allocation, no per-op synchronization. A second
+   graph without the copies replays the nodes alone on what the last run left
+   on the device (rerun: bench's resident time); profile launches the nodes
+   one by one between events.
    Every CUDA and cuBLAS call is checked; the failing statement is named. */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -46,8 +49,10 @@ struct mps_cuda_state {
     void **dptr;     /* per value: its device memory */
     void **in_dev;   /* per graph input: a device buffer */
     size_t *in_pin, *out_pin; /* per graph input / output: offset of its staging in pinned */
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
+    cudaGraph_t graph, nodes_graph; /* the whole run; the nodes alone */
+    cudaGraphExec_t exec, nodes_exec;
+    cudaEvent_t *events; /* profile's, one per node and one more; made on first use */
+    bool ran;            /* a run has put inputs on the device */
 };
 
 /* ---- helpers ----------------------------------------------------------------- */
@@ -80,11 +85,37 @@ static struct mps_cu_walk mps_cuda_walk(const struct mps_shape *s, const int64_t
         w.s1[i] = s1 ? s1[i] : 0;
         w.s2[i] = s2 ? s2[i] : 0;
     }
-    if (w.nd == 0) { /* a scalar walks one element */
-        w.nd = 1;
-        w.dim[0] = 1;
+    /* dims of size 1 go, and neighbours every operand steps through contiguously
+       merge: the same elements in the same order, fewer divisions per element
+       (a same-shape Add walks one flat dim) */
+    int nd = 0;
+    for (int i = 0; i < w.nd; i++) {
+        if (w.dim[i] == 1)
+            continue;
+        if (nd > 0 && w.s0[nd - 1] == w.s0[i] * w.dim[i] && w.s1[nd - 1] == w.s1[i] * w.dim[i] &&
+            w.s2[nd - 1] == w.s2[i] * w.dim[i]) {
+            w.dim[nd - 1] *= w.dim[i];
+            w.s0[nd - 1] = w.s0[i], w.s1[nd - 1] = w.s1[i], w.s2[nd - 1] = w.s2[i];
+            continue;
+        }
+        w.dim[nd] = w.dim[i], w.s0[nd] = w.s0[i], w.s1[nd] = w.s1[i], w.s2[nd] = w.s2[i];
+        nd++;
     }
+    if (nd == 0) { /* a scalar, or all dims 1: one element */
+        nd = 1;
+        w.dim[0] = 1, w.s0[0] = w.s1[0] = w.s2[0] = 0;
+    }
+    w.nd = nd;
     return w;
+}
+
+/* fp32: full-precision FMA (the handle's default math mode never uses TF32,
+   the same as PyTorch with TF32 off); tf32 and fp16 run on the tensor cores. */
+static cublasComputeType_t mps_cuda_compute(enum mps_precision p)
+{
+    return p == MPS_PRECISION_TF32   ? CUBLAS_COMPUTE_32F_FAST_TF32
+           : p == MPS_PRECISION_FP16 ? CUBLAS_COMPUTE_32F_FAST_16F
+                                     : CUBLAS_COMPUTE_32F;
 }
 
 /* Row-major C[m,n] = alpha op(A) op(B) + beta C through cuBLAS's column-major
@@ -95,9 +126,7 @@ static enum mps_status mps_cuda_gemm(struct mps_cuda_state *s, bool ta, bool tb,
 {
     if (m == 0 || n == 0)
         return MPS_OK;
-    cublasComputeType_t ct = s->precision == MPS_PRECISION_TF32   ? CUBLAS_COMPUTE_32F_FAST_TF32
-                             : s->precision == MPS_PRECISION_FP16 ? CUBLAS_COMPUTE_32F_FAST_16F
-                                                                  : CUBLAS_COMPUTE_32F_PEDANTIC;
+    cublasComputeType_t ct = mps_cuda_compute(s->precision);
     int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n);
     MPS_CUBLAS_CHECK(cublasGemmEx(s->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n,
                                   (int)m, (int)k, &alpha, b, CUDA_R_32F, ldb > 0 ? ldb : 1, a, CUDA_R_32F,
@@ -113,9 +142,7 @@ static enum mps_status mps_cuda_gemm_batched(struct mps_cuda_state *s, int64_t m
 {
     if (m == 0 || n == 0 || batch == 0)
         return MPS_OK;
-    cublasComputeType_t ct = s->precision == MPS_PRECISION_TF32   ? CUBLAS_COMPUTE_32F_FAST_TF32
-                             : s->precision == MPS_PRECISION_FP16 ? CUBLAS_COMPUTE_32F_FAST_16F
-                                                                  : CUBLAS_COMPUTE_32F_PEDANTIC;
+    cublasComputeType_t ct = mps_cuda_compute(s->precision);
     float one = 1.0f, zero = 0.0f;
     MPS_CUBLAS_CHECK(cublasGemmStridedBatchedEx(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, b,
                                                 CUDA_R_32F, (int)n, sb, a, CUDA_R_32F, (int)(k > 0 ? k : 1), sa,
@@ -172,6 +199,12 @@ static enum mps_status mps_cuda_gemm_node(struct mps_cuda_state *s, const struct
     const struct mps_shape *cs = MPS_HAS(2) ? &MPS_INV(2)->shape : NULL;
     bool row_bias = cs && p->beta != 0.0f && k > 0 && mps_shape_numel(cs) == nn &&
                     (cs->ndim == 1 || (cs->ndim == 2 && cs->dim[0] == 1));
+    if ((row_bias || (!cs && k > 0)) && m <= MPS_CU_GEMV_ROWS && !p->trans_a && p->trans_b && nn <= INT32_MAX / 32 &&
+        k <= INT32_MAX / MPS_CU_GEMV_ROWS) { /* a few rows through a Linear layer: one kernel */
+        MPS_CU_CHECK(mps_cu_gemv(MPS_IN(0), MPS_IN(1), row_bias ? MPS_IN(2) : NULL, p->alpha, p->beta, MPS_OUT(0), m,
+                                 nn, k, p->act.on ? (int)p->act.op : 0, p->act.p.alpha, p->act.p.beta, s->stream));
+        return MPS_OK;
+    }
     if (row_bias || (!cs && k > 0)) { /* one GEMM, then bias and activation in one pass */
         enum mps_status st = mps_cuda_gemm(s, p->trans_a, p->trans_b, m, nn, k, p->alpha, MPS_IN(0), MPS_IN(1), 0.0f,
                                            MPS_OUT(0), err);
@@ -208,6 +241,14 @@ static bool mps_cuda_pointwise(const struct mps_cu_window *w)
     return true;
 }
 
+/* Depthwise convolutions run as one direct kernel. (Small ones with more
+   input channels per group did too, for a launch less: slower on the H100,
+   one thread per output summing 144+ products: mnist_cnn's second conv 23 us.) */
+static bool mps_cuda_direct(const struct mps_cu_window *w, int64_t c, int64_t grp)
+{
+    return c / grp == 1 && !mps_cuda_pointwise(w);
+}
+
 static size_t mps_cuda_scratch(const struct mps_graph *g, const struct mps_node *n)
 {
     if (n->op != MPS_OP_CONV && n->op != MPS_OP_CONV_TRANSPOSE)
@@ -217,9 +258,10 @@ static size_t mps_cuda_scratch(const struct mps_graph *g, const struct mps_node 
     int64_t c = x->dim[1], m = y->dim[1], grp = n->p.conv.group, taps = w.k[0] * w.k[1] * w.k[2];
     if (n->op == MPS_OP_CONV_TRANSPOSE)
         return (size_t)(m / grp * taps * w.in[0] * w.in[1] * w.in[2]) * sizeof(float);
-    if (mps_cuda_pointwise(&w) || c / grp == 1)
+    if (mps_cuda_pointwise(&w) || mps_cuda_direct(&w, c, grp))
         return 0;
-    return (size_t)(x->dim[0] * c / grp * taps * w.out[0] * w.out[1] * w.out[2]) * sizeof(float);
+    int64_t cols = x->dim[0] * w.out[0] * w.out[1] * w.out[2]; /* col, then (batch > 1) the GEMM's output */
+    return (size_t)(c / grp * taps * cols + (x->dim[0] > 1 ? m * cols : 0)) * sizeof(float);
 }
 
 static enum mps_status mps_cuda_conv(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
@@ -232,29 +274,40 @@ static enum mps_status mps_cuda_conv(struct mps_cuda_state *s, const struct mps_
     int64_t in_plane = w.in[0] * w.in[1] * w.in[2], plane = w.out[0] * w.out[1] * w.out[2];
     const float *xd = MPS_IN(0), *wd = MPS_IN(1), *bias = MPS_HAS(2) ? MPS_IN(2) : NULL;
     float *yd = MPS_OUT(0);
-    if (cg == 1 && !mps_cuda_pointwise(&w)) {
-        MPS_CU_CHECK(mps_cu_depthwise(xd, wd, bias, yd, batch, c, m, grp, &w, s->stream));
-        return mps_cuda_fused(s, n, &n->p.conv.act, err);
+    const struct mps_fused_act *act = &n->p.conv.act;
+    int act_op = act->on ? (int)act->op : 0;
+    if (mps_cuda_direct(&w, c, grp)) {
+        MPS_CU_CHECK(mps_cu_conv_direct(xd, wd, bias, yd, batch, c, m, grp, &w, act_op, act->p.alpha, act->p.beta,
+                                        s->stream));
+        return MPS_OK;
     }
-    /* per group: im2col of every image at once, then one strided-batched GEMM over the images */
-    int64_t kdim = cg * taps;
-    for (int64_t gi = 0; gi < grp; gi++) {
-        const float *xg = xd + gi * cg * in_plane, *col = xg;
-        int64_t col_stride = c * in_plane;
-        if (!mps_cuda_pointwise(&w)) {
-            MPS_CU_CHECK(mps_cu_im2col(xg, s->scratch, cg, batch, c * in_plane, &w, s->stream));
-            col = s->scratch;
-            col_stride = kdim * plane;
-        }
-        enum mps_status st = mps_cuda_gemm_batched(s, mg, plane, kdim, wd + gi * mg * kdim, 0, col, col_stride,
-                                                   yd + gi * mg * plane, m * plane, batch, err);
+    int64_t kdim = cg * taps, cols = batch * plane;
+    for (int64_t gi = 0; gi < grp && mps_cuda_pointwise(&w); gi++) { /* 1x1: the images are the GEMMs' operands */
+        enum mps_status st = mps_cuda_gemm_batched(s, mg, plane, kdim, wd + gi * mg * kdim, 0, xd + gi * cg * in_plane,
+                                                   c * in_plane, yd + gi * mg * plane, m * plane, batch, err);
         if (st)
             return st;
     }
-    const struct mps_fused_act *act = &n->p.conv.act;
+    if (!mps_cuda_pointwise(&w)) {
+        /* per group: im2col of all images side by side, col[cg * taps, batch * plane], and
+           one GEMM; past one image its output z[m, batch * plane] goes to NCHW in the epilogue */
+        float *col = s->scratch, *z = batch > 1 ? (float *)s->scratch + kdim * cols : yd;
+        for (int64_t gi = 0; gi < grp; gi++) {
+            MPS_CU_CHECK(mps_cu_im2col(xd + gi * cg * in_plane, col, cg, batch, c * in_plane, &w, s->stream));
+            enum mps_status st =
+                mps_cuda_gemm(s, false, false, mg, cols, kdim, 1.0f, wd + gi * mg * kdim, col, 0.0f, z + gi * mg * cols,
+                              err);
+            if (st)
+                return st;
+        }
+        if (batch > 1) {
+            MPS_CU_CHECK(mps_cu_unbatch(z, yd, bias, batch, m, plane, act_op, act->p.alpha, act->p.beta, s->stream));
+            return MPS_OK;
+        }
+    }
     if (bias || act->on)
-        MPS_CU_CHECK(mps_cu_epilogue(yd, bias, 1.0f, batch * m * plane, m, plane, act->on ? (int)act->op : 0,
-                                     act->p.alpha, act->p.beta, s->stream));
+        MPS_CU_CHECK(
+            mps_cu_epilogue(yd, bias, 1.0f, batch * m * plane, m, plane, act_op, act->p.alpha, act->p.beta, s->stream));
     return MPS_OK;
 }
 
@@ -577,6 +630,14 @@ static void mps_cuda_free(void *state)
         cudaGraphExecDestroy(s->exec);
     if (s->graph)
         cudaGraphDestroy(s->graph);
+    if (s->nodes_exec)
+        cudaGraphExecDestroy(s->nodes_exec);
+    if (s->nodes_graph)
+        cudaGraphDestroy(s->nodes_graph);
+    for (int k = 0; s->events && k <= s->g->n_nodes; k++)
+        if (s->events[k])
+            cudaEventDestroy(s->events[k]);
+    free(s->events);
     for (int i = 0; s->in_dev && i < s->g->n_inputs; i++)
         cudaFree(s->in_dev[i]);
     cudaFree(s->arena);
@@ -663,36 +724,60 @@ static enum mps_status mps_cuda_memory(struct mps_cuda_state *s, struct mps_erro
     return st;
 }
 
-/* Records the whole run on the stream: input copies, every node, output copies. */
-static enum mps_status mps_cuda_record(struct mps_cuda_state *s, struct mps_error *err)
+/* Enqueues node k's work on the stream; a failure names the node. */
+static enum mps_status mps_cuda_node(struct mps_cuda_state *s, int k, struct mps_error *err)
+{
+    const struct mps_node *n = &s->g->nodes[k];
+    bool empty = true;
+    for (int o = 0; o < n->n_out; o++)
+        empty = empty && mps_shape_numel(&s->g->values[n->out[o]].shape) == 0;
+    if (empty)
+        return MPS_OK;
+    enum mps_status st = mps_cuda_launcher_of(n->op)(s, n, err);
+    if (st) {
+        char why[sizeof err->msg];
+        memcpy(why, err->msg, sizeof why);
+        return mps_fail(err, st, "node '%s' (%s): %s", n->name, mps_op_name(n->op), why);
+    }
+    return MPS_OK;
+}
+
+/* Enqueues the copies of the inputs from pinned memory (in) or of the outputs to it. */
+static enum mps_status mps_cuda_copies(struct mps_cuda_state *s, bool in, struct mps_error *err)
 {
     const struct mps_graph *g = s->g;
-    for (int i = 0; i < g->n_inputs; i++) {
-        size_t bytes = mps_cuda_bytes(&g->values[g->inputs[i]]);
+    for (int i = 0; i < (in ? g->n_inputs : g->n_outputs); i++) {
+        int v = in ? g->inputs[i] : g->outputs[i];
+        size_t bytes = mps_cuda_bytes(&g->values[v]);
+        unsigned char *pin = (unsigned char *)s->pinned + (in ? s->in_pin[i] : s->out_pin[i]);
         if (bytes)
-            MPS_CUDA_CHECK(cudaMemcpyAsync(s->in_dev[i], (unsigned char *)s->pinned + s->in_pin[i], bytes,
-                                           cudaMemcpyHostToDevice, s->stream));
+            MPS_CUDA_CHECK(cudaMemcpyAsync(in ? s->dptr[v] : pin, in ? pin : s->dptr[v], bytes,
+                                           in ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s->stream));
     }
-    for (int k = 0; k < g->n_nodes; k++) {
-        const struct mps_node *n = &g->nodes[k];
-        bool empty = true;
-        for (int o = 0; o < n->n_out; o++)
-            empty = empty && mps_shape_numel(&g->values[n->out[o]].shape) == 0;
-        if (empty)
-            continue;
-        enum mps_status st = mps_cuda_launcher_of(n->op)(s, n, err);
-        if (st) {
-            char why[sizeof err->msg];
-            memcpy(why, err->msg, sizeof why);
-            return mps_fail(err, st, "node '%s' (%s): %s", n->name, mps_op_name(n->op), why);
-        }
-    }
-    for (int i = 0; i < g->n_outputs; i++) {
-        size_t bytes = mps_cuda_bytes(&g->values[g->outputs[i]]);
-        if (bytes)
-            MPS_CUDA_CHECK(cudaMemcpyAsync((unsigned char *)s->pinned + s->out_pin[i], s->dptr[g->outputs[i]], bytes,
-                                           cudaMemcpyDeviceToHost, s->stream));
-    }
+    return MPS_OK;
+}
+
+/* Records every node, between the copies when copies is set. */
+static enum mps_status mps_cuda_record(struct mps_cuda_state *s, bool copies, struct mps_error *err)
+{
+    enum mps_status st = copies ? mps_cuda_copies(s, true, err) : MPS_OK;
+    for (int k = 0; k < s->g->n_nodes && !st; k++)
+        st = mps_cuda_node(s, k, err);
+    return st || !copies ? st : mps_cuda_copies(s, false, err);
+}
+
+/* Captures the record into *graph and instantiates it; a failure inside still ends the capture. */
+static enum mps_status mps_cuda_capture(struct mps_cuda_state *s, bool copies, cudaGraph_t *graph,
+                                        cudaGraphExec_t *exec, struct mps_error *err)
+{
+    MPS_CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
+    enum mps_status st = mps_cuda_record(s, copies, err);
+    cudaError_t e = cudaStreamEndCapture(s->stream, graph);
+    if (st)
+        return st;
+    if (e != cudaSuccess)
+        return mps_fail(err, MPS_ERR_RUNTIME, "capturing the CUDA graph failed: %s", cudaGetErrorString(e));
+    MPS_CUDA_CHECK(cudaGraphInstantiate(exec, *graph, 0));
     return MPS_OK;
 }
 
@@ -714,18 +799,9 @@ static enum mps_status mps_cuda_setup(struct mps_cuda_state *s, const struct mps
     MPS_CUDA_CHECK(cudaMalloc(&s->workspace, MPS_CUDA_WORKSPACE));
     MPS_CUBLAS_CHECK(cublasSetWorkspace(s->blas, s->workspace, MPS_CUDA_WORKSPACE));
     enum mps_status st = mps_cuda_memory(s, err);
-    if (st)
-        return st;
-    /* capture once; a failure inside must still end the capture */
-    MPS_CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
-    st = mps_cuda_record(s, err);
-    cudaError_t e = cudaStreamEndCapture(s->stream, &s->graph);
-    if (st)
-        return st;
-    if (e != cudaSuccess)
-        return mps_fail(err, MPS_ERR_RUNTIME, "capturing the CUDA graph failed: %s", cudaGetErrorString(e));
-    MPS_CUDA_CHECK(cudaGraphInstantiate(&s->exec, s->graph, 0));
-    return MPS_OK;
+    if (!st)
+        st = mps_cuda_capture(s, true, &s->graph, &s->exec, err);
+    return st ? st : mps_cuda_capture(s, false, &s->nodes_graph, &s->nodes_exec, err);
 }
 
 static enum mps_status mps_cuda_compile(const struct mps_graph *g, const struct mps_compile_opts *opts, void **state,
@@ -755,6 +831,53 @@ static enum mps_status mps_cuda_run(void *state, const struct mps_tensor *in, st
     MPS_CUDA_CHECK(cudaStreamSynchronize(s->stream));
     for (int i = 0; i < g->n_outputs; i++)
         memcpy(out[i].data, (unsigned char *)s->pinned + s->out_pin[i], mps_tensor_bytes(&out[i]));
+    s->ran = true;
+    return MPS_OK;
+}
+
+static enum mps_status mps_cuda_rerun(void *state, struct mps_error *err)
+{
+    struct mps_cuda_state *s = state;
+    if (!s->ran)
+        return mps_fail(err, MPS_ERR_USAGE, "a resident rerun needs a run first: the inputs are not on the device");
+    MPS_CUDA_CHECK(cudaGraphLaunch(s->nodes_exec, s->stream));
+    MPS_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+    return MPS_OK;
+}
+
+/* The nodes launched one by one outside the graph, an event before each and
+   after the last: per-node GPU time (launch gaps between nodes not counted). */
+static enum mps_status mps_cuda_profile(void *state, const struct mps_tensor *in, struct mps_tensor *out,
+                                        double *node_ms, struct mps_error *err)
+{
+    struct mps_cuda_state *s = state;
+    const struct mps_graph *g = s->g;
+    if (!s->events && !(s->events = calloc((size_t)g->n_nodes + 1, sizeof *s->events)))
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    for (int k = 0; k <= g->n_nodes; k++)
+        if (!s->events[k])
+            MPS_CUDA_CHECK(cudaEventCreate(&s->events[k]));
+    for (int i = 0; i < g->n_inputs; i++)
+        memcpy((unsigned char *)s->pinned + s->in_pin[i], in[i].data, mps_tensor_bytes(&in[i]));
+    enum mps_status st = mps_cuda_copies(s, true, err);
+    for (int k = 0; k < g->n_nodes && !st; k++) {
+        MPS_CUDA_CHECK(cudaEventRecord(s->events[k], s->stream));
+        st = mps_cuda_node(s, k, err);
+    }
+    if (st)
+        return st;
+    MPS_CUDA_CHECK(cudaEventRecord(s->events[g->n_nodes], s->stream));
+    if ((st = mps_cuda_copies(s, false, err)))
+        return st;
+    MPS_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+    for (int k = 0; k < g->n_nodes; k++) {
+        float ms = 0;
+        MPS_CUDA_CHECK(cudaEventElapsedTime(&ms, s->events[k], s->events[k + 1]));
+        node_ms[k] = ms;
+    }
+    for (int i = 0; i < g->n_outputs; i++)
+        memcpy(out[i].data, (unsigned char *)s->pinned + s->out_pin[i], mps_tensor_bytes(&out[i]));
+    s->ran = true;
     return MPS_OK;
 }
 
@@ -830,6 +953,7 @@ const struct mps_backend mps_backend_cuda = {
     .compile = mps_cuda_compile,
     .run = mps_cuda_run,
     .free = mps_cuda_free,
-    .profile = NULL,
+    .profile = mps_cuda_profile,
+    .rerun = mps_cuda_rerun,
     .bench_baseline = mps_cuda_bench_baseline,
 };

@@ -45,13 +45,20 @@ int mps_cu_pad(const void *x, void *y, int nd, const int64_t *xdim, const int64_
                const void *fill, size_t elem, void *stream);
 
 /* conv.cu */
-/* im2col of batch images at once: image b reads x + b * x_stride, writes col + b * channels * taps * plane. */
+/* im2col of batch images side by side: col[channels * taps][batch * plane], image b read
+   from x + b * x_stride and written to columns b * plane on. */
 int mps_cu_im2col(const float *x, float *col, int64_t channels, int64_t batch, int64_t x_stride,
                   const struct mps_cu_window *w, void *stream);
+/* The epilogue of a GEMM over a batch's columns: y[b][c][o] = act(z[c][b * plane + o] + bias[c]). */
+int mps_cu_unbatch(const float *z, float *y, const float *bias, int64_t batch, int64_t channels, int64_t plane,
+                   int act, float alpha, float beta, void *stream);
 /* ConvTranspose: y[m][o] += sum over taps of col[(m*taps + t)][input position of o]. */
 int mps_cu_col2im(const float *col, float *y, int64_t channels, const struct mps_cu_window *w, void *stream);
-int mps_cu_depthwise(const float *x, const float *wt, const float *bias, float *y, int64_t batch, int64_t c,
-                     int64_t m, int64_t group, const struct mps_cu_window *w, void *stream);
+/* Direct convolution (depthwise, or small enough that one kernel beats im2col + GEMM):
+   y = act(conv(x, wt) + bias), bias may be NULL, act an enum mps_op or 0. */
+int mps_cu_conv_direct(const float *x, const float *wt, const float *bias, float *y, int64_t batch, int64_t c,
+                       int64_t m, int64_t group, const struct mps_cu_window *w, int act, float alpha, float beta,
+                       void *stream);
 /* y[b][c][...] = bias[c] (+ y when add) over planes of size plane. */
 int mps_cu_bias(float *y, const float *bias, int64_t batch, int64_t channels, int64_t plane, int add, void *stream);
 /* The epilogue after a GEMM, one pass: y = act(y + scale * bias[(i / plane) % channels]); bias may be
@@ -62,6 +69,13 @@ int mps_cu_epilogue(float *y, const float *bias, float scale, int64_t n, int64_t
 int mps_cu_pool(const float *x, float *y, int64_t *indices, int64_t planes, const struct mps_cu_window *w, int max,
                 int include_pad, int column_major, void *stream);
 int mps_cu_global_pool(const float *x, float *y, int64_t planes, int64_t plane, int max, void *stream);
+
+/* gemm.cu */
+/* Gemm for a few rows, one kernel: y[m,n] = act(alpha x[m,k] w[n,k]^T + beta bias[n]), m <= MPS_CU_GEMV_ROWS,
+   bias may be NULL. */
+#define MPS_CU_GEMV_ROWS 8
+int mps_cu_gemv(const float *x, const float *w, const float *bias, float alpha, float beta, float *y, int64_t m,
+                int64_t n, int64_t k, int act, float act_alpha, float act_beta, void *stream);
 
 /* norm.cu */
 int mps_cu_batch_norm(const float *x, const float *scale, const float *bias, const float *mean, const float *var,

@@ -10,36 +10,6 @@
 #include "op.h"
 
 
-__device__ static float mps_cu_act(int op, float v, float alpha, float beta)
-{
-    switch (op) {
-    case MPS_OP_RELU: return v > 0 ? v : (v == v ? 0.0f : v);
-    case MPS_OP_LEAKY_RELU: return v >= 0 ? v : alpha * v;
-    case MPS_OP_ELU: return v >= 0 ? v : alpha * expm1f(v);
-    case MPS_OP_SELU: return v > 0 ? beta * v : beta * alpha * expm1f(v);
-    case MPS_OP_SIGMOID: return v >= 0 ? 1.0f / (1.0f + expf(-v)) : expf(v) / (1.0f + expf(v));
-    case MPS_OP_HARD_SIGMOID: return fmaxf(0.0f, fminf(1.0f, alpha * v + beta));
-    case MPS_OP_HARD_SWISH: return v * fmaxf(0.0f, fminf(1.0f, v / 6.0f + 0.5f));
-    case MPS_OP_TANH: return tanhf(v);
-    case MPS_OP_SOFTPLUS: return v > 0 ? v + log1pf(expf(-v)) : log1pf(expf(v));
-    case MPS_OP_SOFTSIGN: return v / (1.0f + fabsf(v));
-    case MPS_OP_GELU:
-        return beta != 0.0f ? 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)))
-                            : 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
-    case MPS_OP_ERF: return erff(v);
-    case MPS_OP_EXP: return expf(v);
-    case MPS_OP_LOG: return logf(v);
-    case MPS_OP_SQRT: return sqrtf(v);
-    case MPS_OP_ABS: return fabsf(v);
-    case MPS_OP_NEG: return -v;
-    case MPS_OP_RECIPROCAL: return 1.0f / v;
-    case MPS_OP_FLOOR: return floorf(v);
-    case MPS_OP_CEIL: return ceilf(v);
-    case MPS_OP_CLIP: return v != v ? v : v < alpha ? alpha : v > beta ? beta : v;
-    default: return v;
-    }
-}
-
 __global__ static void mps_cu_unary_k(int op, float alpha, float beta, const float *x, float *y, int64_t n)
 {
     MPS_CU_FOR(i, n) y[i] = mps_cu_act(op, x[i], alpha, beta);
@@ -77,15 +47,27 @@ template <> __device__ float mps_cu_bin<float>(int op, float u, float v)
     }
 }
 
-template <typename T>
+template <typename T, typename I>
 __global__ static void mps_cu_binary_k(int op, const T *a, const T *b, T *y, mps_cu_walk w, int64_t n)
 {
-    MPS_CU_FOR(i, n)
+    MPS_CU_FOR_I(i, n)
     {
-        int64_t oa, ob, oy;
-        mps_cu_offsets(w, i, &oa, &ob, &oy);
+        I oa, ob, oy;
+        mps_cu_offsets<I>(w, i, &oa, &ob, &oy);
         y[oy] = mps_cu_bin<T>(op, a[oa], b[ob]);
     }
+}
+
+template <typename T>
+static void mps_cu_binary_t(int op, const void *a, const void *b, void *y, const mps_cu_walk *w, int64_t n,
+                            cudaStream_t s)
+{
+    if (MPS_CU_FITS32(mps_cu_walk_span(w)))
+        mps_cu_binary_k<T, int32_t><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, s>>>(op, (const T *)a, (const T *)b, (T *)y,
+                                                                                *w, n);
+    else
+        mps_cu_binary_k<T, int64_t><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, s>>>(op, (const T *)a, (const T *)b, (T *)y,
+                                                                                *w, n);
 }
 
 extern "C" int mps_cu_binary(int op, int dtype, const void *a, const void *b, void *y, const struct mps_cu_walk *w,
@@ -98,14 +80,11 @@ extern "C" int mps_cu_binary(int op, int dtype, const void *a, const void *b, vo
         return 0;
     cudaStream_t s = (cudaStream_t)stream;
     if (dtype == MPS_F32)
-        mps_cu_binary_k<float><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, s>>>(op, (const float *)a, (const float *)b,
-                                                                          (float *)y, *w, n);
+        mps_cu_binary_t<float>(op, a, b, y, w, n, s);
     else if (dtype == MPS_I64)
-        mps_cu_binary_k<long long><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, s>>>(
-            op, (const long long *)a, (const long long *)b, (long long *)y, *w, n);
+        mps_cu_binary_t<long long>(op, a, b, y, w, n, s);
     else
-        mps_cu_binary_k<int><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, s>>>(op, (const int *)a, (const int *)b, (int *)y,
-                                                                        *w, n);
+        mps_cu_binary_t<int>(op, a, b, y, w, n, s);
     return (int)cudaGetLastError();
 }
 
@@ -183,14 +162,15 @@ extern "C" int mps_cu_fill(int dtype, double v, void *y, int64_t n, void *stream
     MPS_CU_LAUNCH(mps_cu_fill_k, n, stream, dtype, v, y, n);
 }
 
+template <typename I>
 __global__ static void mps_cu_epilogue_k(float *y, const float *bias, float scale, int64_t n, int64_t channels,
                                          int64_t plane, int act, float alpha, float beta)
 {
-    MPS_CU_FOR(i, n)
+    MPS_CU_FOR_I(i, n)
     {
         float v = y[i];
         if (bias)
-            v += scale * bias[i / plane % channels];
+            v += scale * bias[i / (I)plane % (I)channels];
         y[i] = act ? mps_cu_act(act, v, alpha, beta) : v;
     }
 }
@@ -198,5 +178,5 @@ __global__ static void mps_cu_epilogue_k(float *y, const float *bias, float scal
 extern "C" int mps_cu_epilogue(float *y, const float *bias, float scale, int64_t n, int64_t channels, int64_t plane,
                                int act, float alpha, float beta, void *stream)
 {
-    MPS_CU_LAUNCH(mps_cu_epilogue_k, n, stream, y, bias, scale, n, channels, plane, act, alpha, beta);
+    MPS_CU_LAUNCH_I(mps_cu_epilogue_k, n, n, stream, y, bias, scale, n, channels, plane, act, alpha, beta);
 }

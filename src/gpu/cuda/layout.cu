@@ -4,14 +4,25 @@
 #include "common.cuh"
 #include "op.h"
 
-template <typename T> __global__ static void mps_cu_copy_k(T *dst, const T *src, mps_cu_walk w, int64_t n)
+template <typename T, typename I> __global__ static void mps_cu_copy_k(T *dst, const T *src, mps_cu_walk w, int64_t n)
 {
-    MPS_CU_FOR(i, n)
+    MPS_CU_FOR_I(i, n)
     {
-        int64_t od, os, unused;
-        mps_cu_offsets(w, i, &od, &os, &unused);
+        I od, os, unused;
+        mps_cu_offsets<I>(w, i, &od, &os, &unused);
         dst[od] = src[os];
     }
+}
+
+template <typename T> static int mps_cu_copy_t(void *dst, const void *src, const mps_cu_walk *w, int64_t n, void *stream)
+{
+    if (MPS_CU_FITS32(mps_cu_walk_span(w)))
+        mps_cu_copy_k<T, int32_t><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, (cudaStream_t)stream>>>((T *)dst, (const T *)src,
+                                                                                               *w, n);
+    else
+        mps_cu_copy_k<T, int64_t><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, (cudaStream_t)stream>>>((T *)dst, (const T *)src,
+                                                                                               *w, n);
+    return (int)cudaGetLastError();
 }
 
 extern "C" int mps_cu_copy(void *dst, const void *src, const struct mps_cu_walk *w, size_t elem, void *stream)
@@ -19,11 +30,13 @@ extern "C" int mps_cu_copy(void *dst, const void *src, const struct mps_cu_walk 
     int64_t n = 1;
     for (int d = 0; d < w->nd; d++)
         n *= w->dim[d];
+    if (n == 0)
+        return 0;
     switch (elem) {
-    case 1: MPS_CU_LAUNCH(mps_cu_copy_k<uint8_t>, n, stream, (uint8_t *)dst, (const uint8_t *)src, *w, n);
-    case 2: MPS_CU_LAUNCH(mps_cu_copy_k<uint16_t>, n, stream, (uint16_t *)dst, (const uint16_t *)src, *w, n);
-    case 4: MPS_CU_LAUNCH(mps_cu_copy_k<uint32_t>, n, stream, (uint32_t *)dst, (const uint32_t *)src, *w, n);
-    default: MPS_CU_LAUNCH(mps_cu_copy_k<uint64_t>, n, stream, (uint64_t *)dst, (const uint64_t *)src, *w, n);
+    case 1: return mps_cu_copy_t<uint8_t>(dst, src, w, n, stream);
+    case 2: return mps_cu_copy_t<uint16_t>(dst, src, w, n, stream);
+    case 4: return mps_cu_copy_t<uint32_t>(dst, src, w, n, stream);
+    default: return mps_cu_copy_t<uint64_t>(dst, src, w, n, stream);
     }
 }
 

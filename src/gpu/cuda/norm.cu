@@ -6,12 +6,13 @@
 #include "common.cuh"
 #include "op.h"
 
+template <typename I>
 __global__ static void mps_cu_bn_k(const float *x, const float *scale, const float *bias, const float *mean,
                                    const float *var, float eps, float *y, int64_t channels, int64_t plane, int64_t n)
 {
-    MPS_CU_FOR(i, n)
+    MPS_CU_FOR_I(i, n)
     {
-        int64_t c = i / plane % channels;
+        I c = i / (I)plane % (I)channels;
         float k = (float)(scale[c] / sqrt((double)var[c] + eps)), b = bias[c] - mean[c] * k;
         y[i] = x[i] * k + b;
     }
@@ -22,7 +23,7 @@ extern "C" int mps_cu_batch_norm(const float *x, const float *scale, const float
                                  int64_t plane, void *stream)
 {
     int64_t n = batch * channels * plane;
-    MPS_CU_LAUNCH(mps_cu_bn_k, n, stream, x, scale, bias, mean, var, eps, y, channels, plane, n);
+    MPS_CU_LAUNCH_I(mps_cu_bn_k, n, n, stream, x, scale, bias, mean, var, eps, y, channels, plane, n);
 }
 
 /* Offset into a scale or bias broadcast over the normalized dims (walk dims, s0 strides). */
