@@ -257,3 +257,81 @@ extern "C" int mps_cu_global_pool(const float *x, float *y, int64_t planes, int6
     int64_t threads = planes * 32;
     MPS_CU_LAUNCH(mps_cu_global_pool_k, threads, stream, x, y, planes, plane, max);
 }
+
+/* ---- Winograd F(2x2, 3x3) (the CPU's winograd.c explains the transforms) ---- */
+
+/* V[k][c][j] = (B^T d B)[k] for the 4x4 input tile d of column j = (image, tile): row c is a channel. */
+template <typename I> __global__ static void mps_cu_wino_input_k(const float *x, float *v, mps_cu_wino q)
+{
+    I tiles = (I)(q.th * q.tw), cols = (I)q.n * tiles, hw = (I)(q.h * q.w);
+    MPS_CU_ROWS_I(c, q.c)
+    MPS_CU_COLS_I(j, cols)
+    {
+        I b = j / tiles, t = j % tiles, y0 = t / (I)q.tw * 2 - (I)q.pt, x0 = t % (I)q.tw * 2 - (I)q.pl;
+        const float *xc = x + (b * (I)q.c + c) * hw;
+        float d[4][4], r[4][4];
+        for (int i = 0; i < 4; i++)
+            for (int k = 0; k < 4; k++) {
+                I yy = y0 + i, xx = x0 + k;
+                d[i][k] = yy >= 0 && yy < (I)q.h && xx >= 0 && xx < (I)q.w ? xc[yy * (I)q.w + xx] : 0.0f;
+            }
+        for (int k = 0; k < 4; k++) {
+            r[0][k] = d[0][k] - d[2][k];
+            r[1][k] = d[1][k] + d[2][k];
+            r[2][k] = d[2][k] - d[1][k];
+            r[3][k] = d[1][k] - d[3][k];
+        }
+        float *at = v + c * cols + j;
+        I slab = (I)q.c * cols;
+        for (int i = 0; i < 4; i++) {
+            at[(4 * i + 0) * slab] = r[i][0] - r[i][2];
+            at[(4 * i + 1) * slab] = r[i][1] + r[i][2];
+            at[(4 * i + 2) * slab] = r[i][2] - r[i][1];
+            at[(4 * i + 3) * slab] = r[i][1] - r[i][3];
+        }
+    }
+}
+
+extern "C" int mps_cu_wino_input(const float *x, float *v, const struct mps_cu_wino *q, void *stream)
+{
+    int64_t cols = q->n * q->th * q->tw, span = 16 * q->c * cols;
+    int64_t in = q->n * q->c * q->h * q->w;
+    MPS_CU_LAUNCH2_I(mps_cu_wino_input_k, q->c, cols, span > in ? span : in, stream, x, v, *q);
+}
+
+/* y's 2x2 block of column j = A^T P[.][m][j] A + bias, activated: row m is an output channel. */
+template <typename I>
+__global__ static void mps_cu_wino_output_k(const float *p, float *y, const float *bias, mps_cu_wino q, int act,
+                                            float alpha, float beta)
+{
+    I tiles = (I)(q.th * q.tw), cols = (I)q.n * tiles, slab = (I)q.m * cols;
+    MPS_CU_ROWS_I(m, q.m)
+    MPS_CU_COLS_I(j, cols)
+    {
+        const float *at = p + m * cols + j;
+        float s[16], r[2][4], b0 = bias ? bias[m] : 0.0f;
+        for (int k = 0; k < 16; k++)
+            s[k] = at[k * slab];
+        for (int k = 0; k < 4; k++) {
+            r[0][k] = s[k] + s[4 + k] + s[8 + k];
+            r[1][k] = s[4 + k] - s[8 + k] - s[12 + k];
+        }
+        I b = j / tiles, t = j % tiles, y0 = t / (I)q.tw * 2, x0 = t % (I)q.tw * 2;
+        float *ym = y + (b * (I)q.m + m) * (I)(q.oh * q.ow);
+        for (int a = 0; a < 2; a++) {
+            float o[2] = {r[a][0] + r[a][1] + r[a][2] + b0, r[a][1] - r[a][2] - r[a][3] + b0};
+            for (int e = 0; e < 2; e++)
+                if (y0 + a < (I)q.oh && x0 + e < (I)q.ow)
+                    ym[(y0 + a) * (I)q.ow + x0 + e] = act ? mps_cu_act(act, o[e], alpha, beta) : o[e];
+        }
+    }
+}
+
+extern "C" int mps_cu_wino_output(const float *p, float *y, const float *bias, const struct mps_cu_wino *q, int act,
+                                  float alpha, float beta, void *stream)
+{
+    int64_t cols = q->n * q->th * q->tw, span = 16 * q->m * cols;
+    int64_t out = q->n * q->m * q->oh * q->ow;
+    MPS_CU_LAUNCH2_I(mps_cu_wino_output_k, q->m, cols, span > out ? span : out, stream, p, y, bias, *q, act, alpha,
+                     beta);
+}

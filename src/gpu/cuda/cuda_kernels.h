@@ -65,6 +65,16 @@ int mps_cu_bias(float *y, const float *bias, int64_t batch, int64_t channels, in
    NULL, act an enum mps_op or 0 for none (alpha, beta its parameters). */
 int mps_cu_epilogue(float *y, const float *bias, float scale, int64_t n, int64_t channels, int64_t plane, int act,
                     float alpha, float beta, void *stream);
+/* Winograd F(2x2, 3x3) of n images, c -> m channels, input h x w (begin pads pt, pl), output
+   oh x ow in th x tw tiles of 2x2; the n * th * tw tiles are the columns of its 16 GEMMs. */
+struct mps_cu_wino {
+    int64_t n, c, m, h, w, oh, ow, th, tw, pt, pl;
+};
+/* v[16][c][n * tiles]: the transformed input tiles. */
+int mps_cu_wino_input(const float *x, float *v, const struct mps_cu_wino *q, void *stream);
+/* y = act(the 2x2 blocks from p[16][m][n * tiles] + bias); bias may be NULL. */
+int mps_cu_wino_output(const float *p, float *y, const float *bias, const struct mps_cu_wino *q, int act, float alpha,
+                       float beta, void *stream);
 /* MaxPool (max != 0, optional flat indices) and AveragePool over planes. */
 int mps_cu_pool(const float *x, float *y, int64_t *indices, int64_t planes, const struct mps_cu_window *w, int max,
                 int include_pad, int column_major, void *stream);
