@@ -10,6 +10,7 @@
    Every CUDA and cuBLAS call is checked; the failing statement is named. */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,12 +28,58 @@
                             __FILE__, __LINE__);                                                              \
     } while (0)
 
+/* cuBLAS is opened when a CUDA device is found, not linked: its libraries
+   (cuBLAS and cuBLASLt, ~700 MB of code) made every run of a CUDA build,
+   CPU-only ones included, 224 MB resident at start-up. The entries used,
+   typed by cuBLAS's own declarations. */
+static struct {
+    void *lib;
+    __typeof__(cublasCreate_v2) *create;
+    __typeof__(cublasDestroy_v2) *destroy;
+    __typeof__(cublasSetStream_v2) *set_stream;
+    __typeof__(cublasSetWorkspace_v2) *set_workspace;
+    __typeof__(cublasGemmEx) *gemm;
+    __typeof__(cublasGemmStridedBatchedEx) *gemm_strided;
+    __typeof__(cublasGetStatusString) *status_string;
+} mps_cublas;
+
+#define MPS_CUBLAS_LIB "libcublas.so." MPS_CUDA_STR(CUBLAS_VER_MAJOR)
+#define MPS_CUDA_STR(x) MPS_CUDA_STR2(x)
+#define MPS_CUDA_STR2(x) #x
+
+/* Opens cuBLAS once (mpsrun probes and compiles on one thread). */
+static enum mps_status mps_cublas_open(struct mps_error *err)
+{
+    if (mps_cublas.lib)
+        return MPS_OK;
+    void *lib = dlopen(MPS_CUBLAS_LIB, RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return mps_fail(err, MPS_ERR_RUNTIME, "cannot open cuBLAS: %s", dlerror());
+    struct {
+        void **fn;
+        const char *name;
+    } syms[] = {{(void **)&mps_cublas.create, "cublasCreate_v2"},
+                {(void **)&mps_cublas.destroy, "cublasDestroy_v2"},
+                {(void **)&mps_cublas.set_stream, "cublasSetStream_v2"},
+                {(void **)&mps_cublas.set_workspace, "cublasSetWorkspace_v2"},
+                {(void **)&mps_cublas.gemm, "cublasGemmEx"},
+                {(void **)&mps_cublas.gemm_strided, "cublasGemmStridedBatchedEx"},
+                {(void **)&mps_cublas.status_string, "cublasGetStatusString"}};
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
+        if (!(*syms[i].fn = dlsym(lib, syms[i].name))) {
+            dlclose(lib);
+            return mps_fail(err, MPS_ERR_RUNTIME, "%s has no %s", MPS_CUBLAS_LIB, syms[i].name);
+        }
+    mps_cublas.lib = lib;
+    return MPS_OK;
+}
+
 #define MPS_CUBLAS_CHECK(stmt)                                                                                \
     do {                                                                                                      \
         cublasStatus_t s_ = (stmt);                                                                           \
         if (s_ != CUBLAS_STATUS_SUCCESS)                                                                      \
-            return mps_fail(err, MPS_ERR_RUNTIME, "%s failed: %s (%s:%d)", #stmt, cublasGetStatusString(s_),   \
-                            __FILE__, __LINE__);                                                              \
+            return mps_fail(err, MPS_ERR_RUNTIME, "%s failed: %s (%s:%d)", #stmt,                            \
+                            mps_cublas.status_string(s_), __FILE__, __LINE__);                                \
     } while (0)
 
 /* A kernel launcher's result (a cudaError_t as int). */
@@ -129,7 +176,7 @@ static enum mps_status mps_cuda_gemm(struct mps_cuda_state *s, bool ta, bool tb,
         return MPS_OK;
     cublasComputeType_t ct = mps_cuda_compute(s->precision);
     int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n);
-    MPS_CUBLAS_CHECK(cublasGemmEx(s->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n,
+    MPS_CUBLAS_CHECK(mps_cublas.gemm(s->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n,
                                   (int)m, (int)k, &alpha, b, CUDA_R_32F, ldb > 0 ? ldb : 1, a, CUDA_R_32F,
                                   lda > 0 ? lda : 1, &beta, c, CUDA_R_32F, (int)n, ct, CUBLAS_GEMM_DEFAULT));
     return MPS_OK;
@@ -145,7 +192,7 @@ static enum mps_status mps_cuda_gemm_batched(struct mps_cuda_state *s, int64_t m
         return MPS_OK;
     cublasComputeType_t ct = mps_cuda_compute(s->precision);
     float one = 1.0f, zero = 0.0f;
-    MPS_CUBLAS_CHECK(cublasGemmStridedBatchedEx(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, b,
+    MPS_CUBLAS_CHECK(mps_cublas.gemm_strided(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, b,
                                                 CUDA_R_32F, (int)n, sb, a, CUDA_R_32F, (int)(k > 0 ? k : 1), sa,
                                                 &zero, c, CUDA_R_32F, (int)n, sc, (int)batch, ct,
                                                 CUBLAS_GEMM_DEFAULT));
@@ -677,7 +724,7 @@ static void mps_cuda_free(void *state)
     free(s->packed);
     cudaFreeHost(s->pinned);
     if (s->blas)
-        cublasDestroy(s->blas);
+        mps_cublas.destroy(s->blas);
     if (s->stream)
         cudaStreamDestroy(s->stream);
     free(s->dptr);
@@ -861,11 +908,14 @@ static enum mps_status mps_cuda_setup(struct mps_cuda_state *s, const struct mps
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     MPS_CUDA_CHECK(cudaSetDevice(0));
     MPS_CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
-    MPS_CUBLAS_CHECK(cublasCreate(&s->blas));
-    MPS_CUBLAS_CHECK(cublasSetStream(s->blas, s->stream));
+    enum mps_status st = mps_cublas_open(err);
+    if (st)
+        return st;
+    MPS_CUBLAS_CHECK(mps_cublas.create(&s->blas));
+    MPS_CUBLAS_CHECK(mps_cublas.set_stream(s->blas, s->stream));
     MPS_CUDA_CHECK(cudaMalloc(&s->workspace, MPS_CUDA_WORKSPACE));
-    MPS_CUBLAS_CHECK(cublasSetWorkspace(s->blas, s->workspace, MPS_CUDA_WORKSPACE));
-    enum mps_status st = mps_cuda_memory(s, err);
+    MPS_CUBLAS_CHECK(mps_cublas.set_workspace(s->blas, s->workspace, MPS_CUDA_WORKSPACE));
+    st = mps_cuda_memory(s, err);
     if (!st)
         st = mps_cuda_capture(s, true, &s->graph, &s->exec, err);
     return st ? st : mps_cuda_capture(s, false, &s->nodes_graph, &s->nodes_exec, err);
@@ -955,6 +1005,9 @@ static enum mps_status mps_cuda_probe(struct mps_backend_info *info, struct mps_
     if (e != cudaSuccess || count == 0)
         return mps_fail(err, MPS_ERR_RUNTIME, "no CUDA device: %s",
                         e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+    enum mps_status st = mps_cublas_open(err);
+    if (st)
+        return st;
     struct cudaDeviceProp prop;
     MPS_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     cudaDriverGetVersion(&driver);
@@ -979,7 +1032,8 @@ static enum mps_status mps_cuda_bench_baseline(int64_t m, int64_t n, int64_t k, 
     enum mps_status st = MPS_OK;
     (void)threads;
     if (cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking) != cudaSuccess ||
-        cublasCreate(&s.blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(s.blas, s.stream) != CUBLAS_STATUS_SUCCESS ||
+        mps_cublas_open(err) != MPS_OK || mps_cublas.create(&s.blas) != CUBLAS_STATUS_SUCCESS ||
+        mps_cublas.set_stream(s.blas, s.stream) != CUBLAS_STATUS_SUCCESS ||
         cudaMalloc((void **)&a, sizeof(float) * (size_t)(m * k)) != cudaSuccess ||
         cudaMalloc((void **)&b, sizeof(float) * (size_t)(k * n)) != cudaSuccess ||
         cudaMalloc((void **)&c, sizeof(float) * (size_t)(m * n)) != cudaSuccess ||
@@ -1006,7 +1060,7 @@ static enum mps_status mps_cuda_bench_baseline(int64_t m, int64_t n, int64_t k, 
     cudaFree(b);
     cudaFree(c);
     if (s.blas)
-        cublasDestroy(s.blas);
+        mps_cublas.destroy(s.blas);
     if (s.stream)
         cudaStreamDestroy(s.stream);
     return st;
