@@ -285,7 +285,7 @@ static enum mps_status mps_map_conv(struct mps_onnx_ctx *c, struct mps_onnx_node
                                     struct mps_error *err)
 {
     struct mps_conv_params *q = &p->conv;
-    int nop, nos;
+    int nop = 0, nos = 0;
     (void)c;
     enum mps_status st = mps_map_window(n, &q->win, false, err);
     if (!st)

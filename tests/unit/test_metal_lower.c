@@ -70,7 +70,7 @@ static struct mps_graph *tl_graph(const struct tl_row *r, struct mps_error *err)
     for (char *tok = strtok(buf, " "); tok; tok = strtok(NULL, " "))
         in[n_in++] = strcmp(tok, "-") == 0 ? -1 : tl_operand(g, tok);
     for (int i = 0; i < n_out; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "y%d", i);
         out[i] = mps_graph_add_value(g, name, MPS_F32, NULL);
     }

@@ -13,6 +13,24 @@ template <typename I> __device__ static inline I mps_cu_src(const mps_cu_window 
     return i >= 0 && i < (I)w.in[j] ? i : (I)-1;
 }
 
+/* Calls f(tap, at, id, ih, iw) for each tap of the window at output position
+   pos that lands inside the input: tap its index in the kernel, at the input
+   offset in a plane, (id, ih, iw) the input coordinates. */
+template <typename I, typename F> __device__ static inline void mps_cu_taps(const mps_cu_window &w, const I pos[3], F f)
+{
+    for (I td = 0; td < (I)w.k[0]; td++) {
+        I id = mps_cu_src<I>(w, 0, pos[0], td);
+        for (I th = 0; id >= 0 && th < (I)w.k[1]; th++) {
+            I ih = mps_cu_src<I>(w, 1, pos[1], th);
+            for (I tw = 0; ih >= 0 && tw < (I)w.k[2]; tw++) {
+                I iw = mps_cu_src<I>(w, 2, pos[2], tw);
+                if (iw >= 0)
+                    f((td * (I)w.k[1] + th) * (I)w.k[2] + tw, (id * (I)w.in[1] + ih) * (I)w.in[2] + iw, id, ih, iw);
+            }
+        }
+    }
+}
+
 /* Output position o of a plane as (d, h, w). */
 template <typename I> __device__ static inline void mps_cu_pos(const mps_cu_window &w, I o, I pos[3])
 {
@@ -130,18 +148,7 @@ __global__ static void mps_cu_conv_direct_k(const float *x, const float *wt, con
             float acc = b0;
             for (I ci = 0; ci < (I)cg; ci++) {
                 const float *xc = x + (b * (I)c + first + ci) * in_plane, *wk = wt + (mm * (I)cg + ci) * taps;
-                for (I td = 0; td < (I)w.k[0]; td++) {
-                    I id = mps_cu_src<I>(w, 0, pos[0], td);
-                    for (I th = 0; id >= 0 && th < (I)w.k[1]; th++) {
-                        I ih = mps_cu_src<I>(w, 1, pos[1], th);
-                        for (I tw = 0; ih >= 0 && tw < (I)w.k[2]; tw++) {
-                            I iw = mps_cu_src<I>(w, 2, pos[2], tw);
-                            if (iw >= 0)
-                                acc += wk[(td * (I)w.k[1] + th) * (I)w.k[2] + tw] *
-                                       xc[(id * (I)w.in[1] + ih) * (I)w.in[2] + iw];
-                        }
-                    }
-                }
+                mps_cu_taps<I>(w, pos, [&](I t, I at, I, I, I) { acc += wk[t] * xc[at]; });
             }
             y[p * plane + o] = act ? mps_cu_act(act, acc, alpha, beta) : acc;
         }
@@ -199,26 +206,16 @@ __global__ static void mps_cu_pool_k(const float *x, float *y, int64_t *indices,
             }
             padded *= in_pad;
         }
-        for (I td = 0; td < (I)w.k[0]; td++) {
-            I id = mps_cu_src<I>(w, 0, pos[0], td);
-            for (I th = 0; id >= 0 && th < (I)w.k[1]; th++) {
-                I ih = mps_cu_src<I>(w, 1, pos[1], th);
-                for (I tw = 0; ih >= 0 && tw < (I)w.k[2]; tw++) {
-                    I iw = mps_cu_src<I>(w, 2, pos[2], tw);
-                    if (iw < 0)
-                        continue;
-                    I at = (id * (I)w.in[1] + ih) * (I)w.in[2] + iw;
-                    float v = xp[at];
-                    if (max && (v > acc || (v != v && acc == acc) || count == 0)) {
-                        acc = v;
-                        arg = column_major ? id + (ih + iw * (I)w.in[1]) * (I)w.in[0] : at;
-                    } else if (!max) {
-                        acc += v;
-                    }
-                    count++;
-                }
+        mps_cu_taps<I>(w, pos, [&](I, I at, I id, I ih, I iw) {
+            float v = xp[at];
+            if (max && (v > acc || (v != v && acc == acc) || count == 0)) {
+                acc = v;
+                arg = column_major ? id + (ih + iw * (I)w.in[1]) * (I)w.in[0] : at;
+            } else if (!max) {
+                acc += v;
             }
-        }
+            count++;
+        });
         y[idx] = max ? acc : acc / (float)(include_pad ? padded : count);
         if (indices)
             indices[idx] = (int64_t)p * in_plane + arg;
