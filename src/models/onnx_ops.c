@@ -220,7 +220,7 @@ static enum mps_status mps_map_prelu(struct mps_onnx_ctx *c, struct mps_onnx_nod
                                      struct mps_error *err)
 {
     (void)p;
-    if (c->opset >= 7 || n->n_in < 2 || n->in[1] < 0)
+    if (c->opset >= 7 || n->n_in < 2 || n->in[0] < 0 || n->in[1] < 0) /* a missing input: refused later */
         return MPS_OK;
     const struct mps_value *x = &c->g->values[n->in[0]], *slope = &c->g->values[n->in[1]];
     if (!slope->shape_known || slope->shape.ndim != 1 || slope->shape.dim[0] == 1)
