@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# gpu-test.sh [--prebuilt DIR] [--data DIR]: the op test, the model tests and
-# the ONNX conformance suite with the CUDA backend, on a machine with an NVIDIA
-# GPU. Builds with CUDA into build-cuda/ (after ./scripts/setup), or uses the
-# binaries in DIR (bin/, lib/) built elsewhere. Prints the same pass/fail/skip
+# gpu-test.sh [--prebuilt DIR] [--data DIR]: the op test, the model tests,
+# bench's resident timing and the ONNX conformance suite with the CUDA
+# backend, on a machine with an NVIDIA GPU. Builds with CUDA into build-cuda/
+# (after ./scripts/setup), or uses the binaries in DIR (bin/, lib/) built
+# elsewhere. Prints the same pass/fail/skip
 # counts as CI does for the CPU; exits non-zero when a test fails or when the
 # CUDA backend is not available (a GPU test that skips the GPU proves nothing).
 set -uo pipefail
@@ -41,6 +42,7 @@ run() { # run NAME COMMAND...: one test, its closing count line kept
 run ops "$bin/test_ops"
 run models "$bin/test_models"
 run memplan "$bin/test_memplan"
+run bench python3 "$root/tests/gpu/bench_check.py" "$bin/mpsrun" "$root/models/mnist_cnn.onnx"
 run conformance "$bin/conformance" "$root/tests/conformance/expected_pass.txt" "$data/node" "$data/pytorch-converted" \
   "$data/pytorch-operator" "$data/simple"
 exit $status

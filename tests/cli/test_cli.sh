@@ -166,6 +166,8 @@ expect "bench matmul --json" 0 bench matmul --sizes 64 --repeat 3 --seed 7 --jso
 check "bench matmul --json fields" jq -e '.schema_version == 1 and (.machine.cpu | length) > 0 and .machine.threads >= 1
   and .results[0].m == 64 and .results[0].gflops > 0 and .results[0].max_rel_err < 1e-5
   and .results[0].direct.gflops > 0 and .results[0].p10_ms <= .results[0].p90_ms' "$out" >/dev/null
+check "bench matmul --json: cpu is timed through its run path, not resident" jq -e '[.results[] | select(.backend == "cpu")]
+  | length == 1 and all(.resident == false and (has("run_median_ms") | not))' "$out" >/dev/null
 expect "bench matmul --csv" 0 bench matmul --sizes 16 --repeat 2 --csv
 check "bench matmul --csv has a header and a row" bash -c "head -1 $out | grep -q '^backend,precision,m,n,k' && [ \$(wc -l <$out) = 2 ]"
 expect "bench matmul --sizes 0" 2 bench matmul --sizes 0
@@ -177,6 +179,8 @@ expect "bench model --help" 0 bench model --help
 expect "bench model with batches" 0 bench model "$mlp" --batch 1,4 --repeat 3 --json
 check "bench model --json has one result per batch" jq -e '.results | length == 2 and .[1].batch == 4
   and .[1].inferences_per_s > 0 and .[0].median_ms > 0' "$out" >/dev/null
+check "bench model --json: no resident time for cpu" jq -e '[.results[] | select(.backend == "cpu")]
+  | length == 2 and all(has("resident_median_ms") | not)' "$out" >/dev/null
 expect "bench model --profile" 0 bench model "$cnn" --repeat 3 --profile
 check "the profile lists every node with its share" bash -c "grep -q 'share' $out && grep -q 'Conv+Relu' $out && \
   grep -q '100.0%' $out"

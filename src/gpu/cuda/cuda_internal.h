@@ -1,0 +1,87 @@
+/* cuda_internal.h: what the CUDA backend's C files share (cuda.c: the plan,
+   its memory and graphs; nodes.c: a launcher per op family; blas.c: cuBLAS,
+   opened at run time). Private to src/gpu/cuda. */
+#ifndef MPS_CUDA_INTERNAL_H
+#define MPS_CUDA_INTERNAL_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <stdbool.h>
+
+#include "../../tensor/backend.h"
+#include "cuda_kernels.h"
+
+#define MPS_CUDA_CHECK(stmt)                                                                                  \
+    do {                                                                                                      \
+        cudaError_t e_ = (stmt);                                                                              \
+        if (e_ != cudaSuccess)                                                                                \
+            return mps_fail(err, MPS_ERR_RUNTIME, "%s failed: %s (%s:%d)", #stmt, cudaGetErrorString(e_),      \
+                            __FILE__, __LINE__);                                                              \
+    } while (0)
+
+/* cuBLAS is opened when a CUDA device is found, not linked: its libraries
+   (cuBLAS and cuBLASLt, ~700 MB of code) made every run of a CUDA build,
+   CPU-only ones included, 224 MB resident at start-up. The entries used,
+
+   typed by cuBLAS's own declarations. */
+struct mps_cublas {
+    void *lib;
+    __typeof__(cublasCreate_v2) *create;
+    __typeof__(cublasDestroy_v2) *destroy;
+    __typeof__(cublasSetStream_v2) *set_stream;
+    __typeof__(cublasSetWorkspace_v2) *set_workspace;
+    __typeof__(cublasGemmEx) *gemm;
+    __typeof__(cublasGemmStridedBatchedEx) *gemm_strided;
+    __typeof__(cublasGetStatusString) *status_string;
+};
+extern struct mps_cublas mps_cublas;
+
+/* Opens cuBLAS once (mpsrun probes and compiles on one thread). */
+enum mps_status mps_cublas_open(struct mps_error *err);
+
+#define MPS_CUBLAS_CHECK(stmt)                                                                                \
+    do {                                                                                                      \
+        cublasStatus_t s_ = (stmt);                                                                           \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                                      \
+            return mps_fail(err, MPS_ERR_RUNTIME, "%s failed: %s (%s:%d)", #stmt,                            \
+                            mps_cublas.status_string(s_), __FILE__, __LINE__);                                \
+    } while (0)
+
+/* A kernel launcher's result (a cudaError_t as int). */
+#define MPS_CU_CHECK(launch) MPS_CUDA_CHECK((cudaError_t)(launch))
+
+#define MPS_CUDA_WORKSPACE ((size_t)32 << 20)
+
+struct mps_cuda_state {
+    const struct mps_graph *g;
+    enum mps_precision precision;
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    void *workspace, *arena, *scratch, *weights, *pinned, *packed_block;
+    void **packed;   /* per node: its weights prepared at compile (Winograd's U), or NULL */
+    void **dptr;     /* per value: its device memory */
+    void **in_dev;   /* per graph input: a device buffer */
+    size_t *in_pin, *out_pin; /* per graph input / output: offset of its staging in pinned */
+    cudaGraph_t graph, nodes_graph; /* the whole run; the nodes alone */
+    cudaGraphExec_t exec, nodes_exec;
+    cudaEvent_t *events; /* profile's, one per node and one more; made on first use */
+    bool ran;            /* a run has put inputs on the device */
+};
+
+/* Row-major C[m,n] = alpha op(A) op(B) + beta C through cuBLAS's column-major
+   GEMM (C^T = op(B)^T op(A)^T), in the plan's precision. */
+enum mps_status mps_cuda_gemm(struct mps_cuda_state *s, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                              const float *a, const float *b, float beta, float *c, struct mps_error *err);
+/* batch independent row-major C_i[m,n] = A_i[m,k] B_i[k,n], operand i at base + i * stride
+   (a stride of 0 shares one matrix), as one cuBLAS call. */
+enum mps_status mps_cuda_gemm_batched(struct mps_cuda_state *s, int64_t m, int64_t n, int64_t k, const float *a,
+                                      int64_t sa, const float *b, int64_t sb, float *c, int64_t sc, int64_t batch,
+                                      struct mps_error *err);
+
+/* Enqueues node n's kernels and GEMMs on s->stream. */
+typedef enum mps_status (*mps_cuda_launcher)(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err);
+mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op);
+/* Scratch bytes node n needs beside the arena (im2col, Winograd's transforms). */
+size_t mps_cuda_scratch(const struct mps_graph *g, const struct mps_node *n);
+
+#endif

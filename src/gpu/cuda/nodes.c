@@ -1,0 +1,552 @@
+/* nodes.c: the CUDA backend's node launchers, one per op family (GEMMs,
+   convolutions, pooling, normalization, elementwise, layout), each enqueuing
+   its kernels and cuBLAS calls on the plan's stream; and the scratch each
+   node needs. */
+#include <string.h>
+
+#include "../../tensor/cpu/kernels.h"
+#include "cuda_internal.h"
+
+/* ---- helpers ----------------------------------------------------------------- */
+
+static struct mps_cu_window mps_cuda_window(const struct mps_window *w, const struct mps_shape *x,
+                                            const struct mps_shape *y)
+{
+    struct mps_cpu_window3 c = mps_cpu_window3(w, x, y);
+    struct mps_cu_window r;
+    memcpy(r.in, c.in, sizeof r.in);
+    memcpy(r.out, c.out, sizeof r.out);
+    memcpy(r.k, c.k, sizeof r.k);
+    memcpy(r.s, c.s, sizeof r.s);
+    memcpy(r.d, c.d, sizeof r.d);
+    memcpy(r.pb, c.pb, sizeof r.pb);
+    memcpy(r.pe, c.pe, sizeof r.pe);
+    return r;
+}
+
+/* A walk over shape with three operands' strides. */
+static struct mps_cu_walk mps_cuda_walk(const struct mps_shape *s, const int64_t *s0, const int64_t *s1,
+                                        const int64_t *s2)
+{
+    struct mps_cu_walk w;
+    memset(&w, 0, sizeof w);
+    w.nd = s->ndim;
+    for (int i = 0; i < s->ndim; i++) {
+        w.dim[i] = s->dim[i];
+        w.s0[i] = s0 ? s0[i] : 0;
+        w.s1[i] = s1 ? s1[i] : 0;
+        w.s2[i] = s2 ? s2[i] : 0;
+    }
+    /* dims of size 1 go, and neighbours every operand steps through contiguously
+       merge: the same elements in the same order, fewer divisions per element
+       (a same-shape Add walks one flat dim) */
+    int nd = 0;
+    for (int i = 0; i < w.nd; i++) {
+        if (w.dim[i] == 1)
+            continue;
+        if (nd > 0 && w.s0[nd - 1] == w.s0[i] * w.dim[i] && w.s1[nd - 1] == w.s1[i] * w.dim[i] &&
+            w.s2[nd - 1] == w.s2[i] * w.dim[i]) {
+            w.dim[nd - 1] *= w.dim[i];
+            w.s0[nd - 1] = w.s0[i], w.s1[nd - 1] = w.s1[i], w.s2[nd - 1] = w.s2[i];
+            continue;
+        }
+        w.dim[nd] = w.dim[i], w.s0[nd] = w.s0[i], w.s1[nd] = w.s1[i], w.s2[nd] = w.s2[i];
+        nd++;
+    }
+    if (nd == 0) { /* a scalar, or all dims 1: one element */
+        nd = 1;
+        w.dim[0] = 1, w.s0[0] = w.s1[0] = w.s2[0] = 0;
+    }
+    w.nd = nd;
+    return w;
+}
+
+/* Device pointer and shape of input i / output i of node n. */
+#define MPS_IN(i) (s->dptr[n->in[i]])
+#define MPS_INV(i) (&g->values[n->in[i]])
+#define MPS_OUT(i) (s->dptr[n->out[i]])
+#define MPS_OUTV(i) (&g->values[n->out[i]])
+#define MPS_HAS(i) (n->n_in > (i) && n->in[i] >= 0)
+
+static enum mps_status mps_cuda_fused(struct mps_cuda_state *s, const struct mps_node *n, const struct mps_fused_act *a,
+                                      struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    if (a->on)
+        MPS_CU_CHECK(mps_cu_unary((int)a->op, a->p.alpha, a->p.beta, MPS_OUT(0), MPS_OUT(0),
+                                  mps_shape_numel(&MPS_OUTV(0)->shape), s->stream));
+    return MPS_OK;
+}
+
+/* ---- node launchers, by op family ----------------------------------------------------- */
+
+static enum mps_status mps_cuda_matmul(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    struct mps_matmul_geom q = mps_matmul_geom(&MPS_INV(0)->shape, &MPS_INV(1)->shape);
+    const float *a = MPS_IN(0), *b = MPS_IN(1);
+    float *c = MPS_OUT(0);
+    if (q.fold) /* one B: the batch folds into A's rows */
+        return mps_cuda_gemm(s, false, false, q.m * q.batches, q.n, q.k, 1.0f, a, b, 0.0f, c, err);
+    for (int64_t i = 0; i < q.batches; i++) {
+        int64_t oa, ob;
+        mps_matmul_offsets(&q, i, &oa, &ob);
+        enum mps_status st = mps_cuda_gemm(s, false, false, q.m, q.n, q.k, 1.0f, a + oa, b + ob, 0.0f,
+                                           c + i * q.m * q.n, err);
+        if (st)
+            return st;
+    }
+    return MPS_OK;
+}
+
+static enum mps_status mps_cuda_gemm_node(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    const struct mps_gemm_params *p = &n->p.gemm;
+    const struct mps_shape *y = &MPS_OUTV(0)->shape;
+    int64_t m = y->dim[0], nn = y->dim[1], k = MPS_INV(0)->shape.dim[p->trans_a ? 0 : 1];
+    float beta = 0.0f;
+    const struct mps_shape *cs = MPS_HAS(2) ? &MPS_INV(2)->shape : NULL;
+    bool row_bias = cs && p->beta != 0.0f && k > 0 && mps_shape_numel(cs) == nn &&
+                    (cs->ndim == 1 || (cs->ndim == 2 && cs->dim[0] == 1));
+    if ((row_bias || (!cs && k > 0)) && m <= MPS_CU_GEMV_ROWS && !p->trans_a && p->trans_b && nn <= INT32_MAX / 32 &&
+        k <= INT32_MAX / MPS_CU_GEMV_ROWS) { /* a few rows through a Linear layer: one kernel */
+        MPS_CU_CHECK(mps_cu_gemv(MPS_IN(0), MPS_IN(1), row_bias ? MPS_IN(2) : NULL, p->alpha, p->beta, MPS_OUT(0), m,
+                                 nn, k, p->act.on ? (int)p->act.op : 0, p->act.p.alpha, p->act.p.beta, s->stream));
+        return MPS_OK;
+    }
+    if (row_bias || (!cs && k > 0)) { /* one GEMM, then bias and activation in one pass */
+        enum mps_status st = mps_cuda_gemm(s, p->trans_a, p->trans_b, m, nn, k, p->alpha, MPS_IN(0), MPS_IN(1), 0.0f,
+                                           MPS_OUT(0), err);
+        if (st)
+            return st;
+        if (row_bias || p->act.on)
+            MPS_CU_CHECK(mps_cu_epilogue(MPS_OUT(0), row_bias ? MPS_IN(2) : NULL, p->beta, m * nn, nn, 1,
+                                         p->act.on ? (int)p->act.op : 0, p->act.p.alpha, p->act.p.beta, s->stream));
+        return MPS_OK;
+    }
+    if (MPS_HAS(2) && p->beta != 0.0f) { /* Y = beta * C broadcast, then accumulate */
+        int64_t sc[MPS_MAX_DIMS], sy[MPS_MAX_DIMS];
+        mps_shape_broadcast_strides(&MPS_INV(2)->shape, y, sc);
+        mps_shape_strides(y, sy);
+        struct mps_cu_walk w = mps_cuda_walk(y, sy, sc, NULL);
+        MPS_CU_CHECK(mps_cu_copy(MPS_OUT(0), MPS_IN(2), &w, 4, s->stream));
+        if (p->beta != 1.0f)
+            MPS_CU_CHECK(mps_cu_scale(MPS_OUT(0), p->beta, m * nn, s->stream));
+        beta = 1.0f;
+    } else if (k == 0) {
+        MPS_CU_CHECK(mps_cu_fill(MPS_F32, 0, MPS_OUT(0), m * nn, s->stream));
+    }
+    enum mps_status st = k ? mps_cuda_gemm(s, p->trans_a, p->trans_b, m, nn, k, p->alpha, MPS_IN(0), MPS_IN(1), beta,
+                                           MPS_OUT(0), err)
+                           : MPS_OK;
+    return st ? st : mps_cuda_fused(s, n, &p->act, err);
+}
+
+static bool mps_cuda_pointwise(const struct mps_cu_window *w)
+{
+    for (int j = 0; j < 3; j++)
+        if (w->k[j] != 1 || w->s[j] != 1 || w->pb[j] != 0 || w->in[j] != w->out[j])
+            return false;
+    return true;
+}
+
+/* Depthwise convolutions run as one direct kernel. (Small ones with more
+   input channels per group did too, for a launch less: slower on the H100,
+   one thread per output summing 144+ products: mnist_cnn's second conv 23 us.) */
+static bool mps_cuda_direct(const struct mps_cu_window *w, int64_t c, int64_t grp)
+{
+    return c / grp == 1 && !mps_cuda_pointwise(w);
+}
+
+/* 3x3 stride-1 convolutions run as Winograd F(2x2, 3x3) where the CPU's rule
+   takes them (constant weights, 16+ channels each way, 32+ tiles an image):
+   16 GEMMs of 2.25x fewer multiply-adds in all than im2col's one. */
+static struct mps_cu_wino mps_cuda_wino(const struct mps_graph *g, const struct mps_node *n)
+{
+    const struct mps_shape *x = &g->values[n->in[0]].shape, *y = &g->values[n->out[0]].shape;
+    struct mps_cu_wino q = {.n = x->dim[0], .c = x->dim[1], .m = y->dim[1], .h = x->dim[2], .w = x->dim[3],
+                            .oh = y->dim[2], .ow = y->dim[3], .pt = n->p.conv.win.pad[0], .pl = n->p.conv.win.pad[1]};
+    q.th = (q.oh + 1) / 2;
+    q.tw = (q.ow + 1) / 2;
+    return q;
+}
+
+/* A Conv's or ConvTranspose's geometry in the kernels' 3-D terms: c -> m channels in grp
+   groups of cg -> mg, planes of in_plane and plane positions, taps per kernel. */
+struct mps_cuda_conv {
+    struct mps_cu_window w;
+    int64_t batch, c, m, grp, cg, mg, taps, in_plane, plane;
+};
+
+static struct mps_cuda_conv mps_cuda_conv_of(const struct mps_graph *g, const struct mps_node *n)
+{
+    const struct mps_shape *x = &g->values[n->in[0]].shape, *y = &g->values[n->out[0]].shape;
+    struct mps_cuda_conv q = {.w = mps_cuda_window(&n->p.conv.win, x, y), .batch = x->dim[0], .c = x->dim[1],
+                              .m = y->dim[1], .grp = n->p.conv.group};
+    q.cg = q.c / q.grp, q.mg = q.m / q.grp;
+    q.taps = q.w.k[0] * q.w.k[1] * q.w.k[2];
+    q.in_plane = q.w.in[0] * q.w.in[1] * q.w.in[2];
+    q.plane = q.w.out[0] * q.w.out[1] * q.w.out[2];
+    return q;
+}
+
+size_t mps_cuda_scratch(const struct mps_graph *g, const struct mps_node *n)
+{
+    if (mps_winograd_applies(g, n)) {
+        struct mps_cu_wino q = mps_cuda_wino(g, n);
+        return (size_t)(16 * (q.c + q.m) * q.n * q.th * q.tw) * sizeof(float);
+    }
+    if (n->op != MPS_OP_CONV && n->op != MPS_OP_CONV_TRANSPOSE)
+        return 0;
+    struct mps_cuda_conv q = mps_cuda_conv_of(g, n);
+    if (n->op == MPS_OP_CONV_TRANSPOSE)
+        return (size_t)(q.mg * q.taps * q.in_plane) * sizeof(float);
+    if (mps_cuda_pointwise(&q.w) || mps_cuda_direct(&q.w, q.c, q.grp))
+        return 0;
+    int64_t cols = q.batch * q.plane; /* col, then (batch > 1) the GEMM's output */
+    return (size_t)(q.cg * q.taps * cols + (q.batch > 1 ? q.m * cols : 0)) * sizeof(float);
+}
+
+static enum mps_status mps_cuda_conv(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    const struct mps_cuda_conv q = mps_cuda_conv_of(g, n);
+    const struct mps_cu_window w = q.w;
+    int64_t batch = q.batch, c = q.c, m = q.m, grp = q.grp, cg = q.cg, mg = q.mg, taps = q.taps;
+    int64_t in_plane = q.in_plane, plane = q.plane;
+    const float *xd = MPS_IN(0), *wd = MPS_IN(1), *bias = MPS_HAS(2) ? MPS_IN(2) : NULL;
+    float *yd = MPS_OUT(0);
+    const struct mps_fused_act *act = &n->p.conv.act;
+    int act_op = act->on ? (int)act->op : 0;
+    const float *u = s->packed[n - g->nodes];
+    if (u) { /* Winograd: transform, 16 GEMMs as one batched call, transform back */
+        struct mps_cu_wino wq = mps_cuda_wino(g, n);
+        int64_t cols = wq.n * wq.th * wq.tw;
+        float *v = s->scratch, *prod = v + 16 * c * cols;
+        MPS_CU_CHECK(mps_cu_wino_input(xd, v, &wq, s->stream));
+        enum mps_status st = mps_cuda_gemm_batched(s, m, cols, c, u, m * c, v, c * cols, prod, m * cols, 16, err);
+        if (st)
+            return st;
+        MPS_CU_CHECK(mps_cu_wino_output(prod, yd, bias, &wq, act_op, act->p.alpha, act->p.beta, s->stream));
+        return MPS_OK;
+    }
+    if (mps_cuda_direct(&w, c, grp)) {
+        MPS_CU_CHECK(mps_cu_conv_direct(xd, wd, bias, yd, batch, c, m, grp, &w, act_op, act->p.alpha, act->p.beta,
+                                        s->stream));
+        return MPS_OK;
+    }
+    int64_t kdim = cg * taps, cols = batch * plane;
+    for (int64_t gi = 0; gi < grp && mps_cuda_pointwise(&w); gi++) { /* 1x1: the images are the GEMMs' operands */
+        enum mps_status st = mps_cuda_gemm_batched(s, mg, plane, kdim, wd + gi * mg * kdim, 0, xd + gi * cg * in_plane,
+                                                   c * in_plane, yd + gi * mg * plane, m * plane, batch, err);
+        if (st)
+            return st;
+    }
+    if (!mps_cuda_pointwise(&w)) {
+        /* per group: im2col of all images side by side, col[cg * taps, batch * plane], and
+           one GEMM; past one image its output z[m, batch * plane] goes to NCHW in the epilogue */
+        float *col = s->scratch, *z = batch > 1 ? (float *)s->scratch + kdim * cols : yd;
+        for (int64_t gi = 0; gi < grp; gi++) {
+            MPS_CU_CHECK(mps_cu_im2col(xd + gi * cg * in_plane, col, cg, batch, c * in_plane, &w, s->stream));
+            enum mps_status st =
+                mps_cuda_gemm(s, false, false, mg, cols, kdim, 1.0f, wd + gi * mg * kdim, col, 0.0f, z + gi * mg * cols,
+                              err);
+            if (st)
+                return st;
+        }
+        if (batch > 1) {
+            MPS_CU_CHECK(mps_cu_unbatch(z, yd, bias, batch, m, plane, act_op, act->p.alpha, act->p.beta, s->stream));
+            return MPS_OK;
+        }
+    }
+    if (bias || act->on)
+        MPS_CU_CHECK(
+            mps_cu_epilogue(yd, bias, 1.0f, batch * m * plane, m, plane, act_op, act->p.alpha, act->p.beta, s->stream));
+    return MPS_OK;
+}
+
+static enum mps_status mps_cuda_conv_transpose(struct mps_cuda_state *s, const struct mps_node *n,
+                                               struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    const struct mps_cuda_conv q = mps_cuda_conv_of(g, n);
+    int64_t c = q.c, m = q.m, cg = q.cg, mg = q.mg, taps = q.taps, in_plane = q.in_plane, plane = q.plane;
+    float *yd = MPS_OUT(0);
+    MPS_CU_CHECK(mps_cu_bias(yd, MPS_HAS(2) ? MPS_IN(2) : NULL, q.batch, m, plane, 0, s->stream));
+    for (int64_t b = 0; b < q.batch; b++)
+        for (int64_t gi = 0; gi < q.grp; gi++) {
+            /* col[mg * taps, in_plane] = W_g^T x_g, W_g being [cg, mg * taps] */
+            enum mps_status st = mps_cuda_gemm(s, true, false, mg * taps, in_plane, cg, 1.0f,
+                                               (const float *)MPS_IN(1) + gi * cg * mg * taps,
+                                               (const float *)MPS_IN(0) + (b * c + gi * cg) * in_plane, 0.0f,
+                                               s->scratch, err);
+            if (st)
+                return st;
+            MPS_CU_CHECK(mps_cu_col2im(s->scratch, yd + (b * m + gi * mg) * plane, mg, &q.w, s->stream));
+        }
+    return mps_cuda_fused(s, n, &n->p.conv.act, err);
+}
+
+static enum mps_status mps_cuda_pool(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    const struct mps_shape *x = &MPS_INV(0)->shape;
+    if (n->op == MPS_OP_GLOBAL_AVERAGE_POOL || n->op == MPS_OP_GLOBAL_MAX_POOL) {
+        int64_t planes = x->dim[0] * x->dim[1];
+        MPS_CU_CHECK(mps_cu_global_pool(MPS_IN(0), MPS_OUT(0), planes, mps_shape_numel(x) / (planes ? planes : 1),
+                                        n->op == MPS_OP_GLOBAL_MAX_POOL, s->stream));
+        return MPS_OK;
+    }
+    struct mps_cu_window w = mps_cuda_window(&n->p.pool.win, x, &MPS_OUTV(0)->shape);
+    MPS_CU_CHECK(mps_cu_pool(MPS_IN(0), MPS_OUT(0), n->n_out > 1 ? MPS_OUT(1) : NULL, x->dim[0] * x->dim[1], &w,
+                             n->op == MPS_OP_MAX_POOL, n->p.pool.count_include_pad, n->p.pool.column_major,
+                             s->stream));
+    return MPS_OK;
+}
+
+static int64_t mps_cuda_prod(const struct mps_shape *s, int from, int to)
+{
+    int64_t p = 1;
+    for (int i = from; i < to; i++)
+        p *= s->dim[i];
+    return p;
+}
+
+static enum mps_status mps_cuda_norm(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    const struct mps_shape *x = &MPS_INV(0)->shape;
+    int axis = (int)n->p.norm.axis;
+    if (n->op == MPS_OP_BATCH_NORM) {
+        MPS_CU_CHECK(mps_cu_batch_norm(MPS_IN(0), MPS_IN(1), MPS_IN(2), MPS_IN(3), MPS_IN(4), n->p.norm.epsilon,
+                                       MPS_OUT(0), x->dim[0], x->dim[1], mps_cuda_prod(x, 2, x->ndim), s->stream));
+    } else if (n->op == MPS_OP_LAYER_NORM) {
+        struct mps_shape tail = {x->ndim - axis, {0}};
+        memcpy(tail.dim, x->dim + axis, sizeof(int64_t) * (size_t)tail.ndim);
+        int64_t ss[MPS_MAX_DIMS], bs[MPS_MAX_DIMS] = {0};
+        mps_shape_broadcast_strides(&MPS_INV(1)->shape, &tail, ss);
+        if (MPS_HAS(2))
+            mps_shape_broadcast_strides(&MPS_INV(2)->shape, &tail, bs);
+        struct mps_cu_walk sw = mps_cuda_walk(&tail, ss, NULL, NULL), bw = mps_cuda_walk(&tail, bs, NULL, NULL);
+        MPS_CU_CHECK(mps_cu_layer_norm(MPS_IN(0), MPS_IN(1), MPS_HAS(2) ? MPS_IN(2) : NULL, MPS_OUT(0),
+                                       n->n_out > 1 ? MPS_OUT(1) : NULL, n->n_out > 2 ? MPS_OUT(2) : NULL,
+                                       mps_cuda_prod(x, 0, axis), mps_cuda_prod(x, axis, x->ndim), &sw, &bw,
+                                       n->p.norm.epsilon, s->stream));
+    } else {
+        MPS_CU_CHECK(mps_cu_softmax(MPS_IN(0), MPS_OUT(0), mps_cuda_prod(x, 0, axis), x->dim[axis],
+                                    mps_cuda_prod(x, axis + 1, x->ndim), n->op == MPS_OP_LOG_SOFTMAX, s->stream));
+    }
+    return MPS_OK;
+}
+
+static enum mps_status mps_cuda_unary(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    MPS_CU_CHECK(mps_cu_unary((int)n->op, n->p.act.alpha, n->p.act.beta, MPS_IN(0), MPS_OUT(0),
+                              mps_shape_numel(&MPS_OUTV(0)->shape), s->stream));
+    return MPS_OK;
+}
+
+/* Identity, Dropout, Constant, Reshape, Flatten, Squeeze, Unsqueeze: the same bytes. */
+static enum mps_status mps_cuda_same_bytes(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    size_t bytes = (size_t)mps_shape_numel(&MPS_OUTV(0)->shape) * mps_dtype_size(MPS_OUTV(0)->dtype);
+    if (bytes && MPS_OUT(0) != MPS_IN(0))
+        MPS_CUDA_CHECK(cudaMemcpyAsync(MPS_OUT(0), MPS_IN(0), bytes, cudaMemcpyDeviceToDevice, s->stream));
+    return MPS_OK;
+}
+
+static enum mps_status mps_cuda_cast(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    if (MPS_INV(0)->dtype == MPS_OUTV(0)->dtype)
+        return mps_cuda_same_bytes(s, n, err);
+    MPS_CU_CHECK(mps_cu_cast((int)MPS_INV(0)->dtype, (int)MPS_OUTV(0)->dtype, MPS_IN(0), MPS_OUT(0),
+                             mps_shape_numel(&MPS_OUTV(0)->shape), s->stream));
+    return MPS_OK;
+}
+
+static enum mps_status mps_cuda_binary(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    const struct mps_value *y = MPS_OUTV(0);
+    int64_t sa[MPS_MAX_DIMS], sb[MPS_MAX_DIMS], sy[MPS_MAX_DIMS];
+    mps_shape_strides(&y->shape, sy);
+    enum mps_op op = n->op;
+    for (int i = 0; i < (n->n_in > 1 ? n->n_in - 1 : 1); i++) {
+        /* the first step reads inputs 0 and 1 (or 0 twice), later ones the output so far and input i + 1 */
+        const struct mps_value *va = i == 0 ? MPS_INV(0) : y, *vb = n->n_in > 1 ? MPS_INV(i + 1) : MPS_INV(0);
+        const void *a = i == 0 ? MPS_IN(0) : MPS_OUT(0), *b = n->n_in > 1 ? MPS_IN(i + 1) : MPS_IN(0);
+        mps_shape_broadcast_strides(&va->shape, &y->shape, sa);
+        mps_shape_broadcast_strides(&vb->shape, &y->shape, sb);
+        struct mps_cu_walk w = mps_cuda_walk(&y->shape, sa, sb, sy);
+        MPS_CU_CHECK(mps_cu_binary(n->n_in == 1 ? MPS_OP_MAX : (int)op, (int)y->dtype, a, b, MPS_OUT(0), &w, s->stream));
+    }
+    if (op == MPS_OP_MEAN)
+        MPS_CU_CHECK(mps_cu_scale(MPS_OUT(0), 1.0f / (float)n->n_in, mps_shape_numel(&y->shape), s->stream));
+    return MPS_OK;
+}
+
+static enum mps_status mps_cuda_reduce(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    const struct mps_shape *x = &MPS_INV(0)->shape;
+    int64_t st[MPS_MAX_DIMS];
+    mps_shape_strides(x, st);
+    struct mps_shape keep = {0, {0}}, red = {0, {0}};
+    int64_t ks[MPS_MAX_DIMS], rs[MPS_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++) {
+        bool r = n->p.reduce.axes & (1u << d);
+        struct mps_shape *t = r ? &red : &keep;
+        (r ? rs : ks)[t->ndim] = st[d];
+        t->dim[t->ndim++] = x->dim[d];
+    }
+    struct mps_cu_walk wk = mps_cuda_walk(&keep, ks, NULL, NULL), wr = mps_cuda_walk(&red, rs, NULL, NULL);
+    MPS_CU_CHECK(mps_cu_reduce((int)n->op, MPS_IN(0), MPS_OUT(0), mps_shape_numel(&MPS_OUTV(0)->shape), &wk, &wr,
+                               s->stream));
+    return MPS_OK;
+}
+
+static enum mps_status mps_cuda_layout(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    const struct mps_value *x = MPS_INV(0), *y = MPS_OUTV(0);
+    size_t elem = mps_dtype_size(y->dtype);
+    int64_t xs[MPS_MAX_DIMS], ys[MPS_MAX_DIMS], src[MPS_MAX_DIMS];
+    mps_shape_strides(&x->shape, xs);
+    mps_shape_strides(&y->shape, ys);
+    const unsigned char *base = MPS_IN(0);
+    switch (n->op) {
+    case MPS_OP_TRANSPOSE:
+        for (int i = 0; i < y->shape.ndim; i++)
+            src[i] = xs[n->p.transpose.perm[i]];
+        break;
+    case MPS_OP_SLICE:
+        for (int i = 0; i < y->shape.ndim; i++) {
+            src[i] = xs[i] * n->p.slice.step[i];
+            if (y->shape.dim[i])
+                base += n->p.slice.start[i] * xs[i] * (int64_t)elem;
+        }
+        break;
+    default: /* Expand */
+        mps_shape_broadcast_strides(&x->shape, &y->shape, src);
+        break;
+    }
+    struct mps_cu_walk w = mps_cuda_walk(&y->shape, ys, src, NULL);
+    MPS_CU_CHECK(mps_cu_copy(MPS_OUT(0), base, &w, elem, s->stream));
+    return MPS_OK;
+}
+
+/* Concat and Split: blocks along the axis between one big tensor and the parts. */
+static enum mps_status mps_cuda_blocks(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    bool concat = n->op == MPS_OP_CONCAT;
+    int axis = (int)n->p.axis.axis, parts = concat ? n->n_in : n->n_out;
+    const struct mps_value *big = concat ? MPS_OUTV(0) : MPS_INV(0);
+    unsigned char *bd = concat ? MPS_OUT(0) : MPS_IN(0);
+    size_t elem = mps_dtype_size(big->dtype);
+    int64_t bs[MPS_MAX_DIMS], ps[MPS_MAX_DIMS], off = 0;
+    mps_shape_strides(&big->shape, bs);
+    for (int i = 0; i < parts; i++) {
+        const struct mps_value *pv = concat ? MPS_INV(i) : MPS_OUTV(i);
+        unsigned char *pd = concat ? MPS_IN(i) : MPS_OUT(i);
+        mps_shape_strides(&pv->shape, ps);
+        struct mps_cu_walk w = concat ? mps_cuda_walk(&pv->shape, bs, ps, NULL) : mps_cuda_walk(&pv->shape, ps, bs, NULL);
+        unsigned char *at = bd + off * bs[axis] * (int64_t)elem;
+        if (mps_shape_numel(&pv->shape))
+            MPS_CU_CHECK(mps_cu_copy(concat ? at : pd, concat ? pd : at, &w, elem, s->stream));
+        off += pv->shape.dim[axis];
+    }
+    return MPS_OK;
+}
+
+static enum mps_status mps_cuda_gather(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    const struct mps_value *x = MPS_INV(0), *ix = MPS_INV(1);
+    int axis = (int)n->p.axis.axis;
+    MPS_CU_CHECK(mps_cu_gather(MPS_IN(0), MPS_IN(1), ix->dtype == MPS_I64, MPS_OUT(0), mps_cuda_prod(&x->shape, 0, axis),
+                               x->shape.dim[axis], mps_shape_numel(&ix->shape),
+                               mps_cuda_prod(&x->shape, axis + 1, x->shape.ndim), mps_dtype_size(x->dtype), s->stream));
+    return MPS_OK;
+}
+
+static enum mps_status mps_cuda_fill_node(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    const struct mps_value *y = MPS_OUTV(0);
+    if (n->op == MPS_OP_CONSTANT_OF_SHAPE) {
+        MPS_CU_CHECK(mps_cu_fill((int)y->dtype, n->p.fill.value, MPS_OUT(0), mps_shape_numel(&y->shape), s->stream));
+        return MPS_OK;
+    }
+    for (int64_t i = n->p.shape.start; i < n->p.shape.end; i++) /* Shape: a handful of dims */
+        MPS_CU_CHECK(mps_cu_fill(MPS_I64, (double)MPS_INV(0)->shape.dim[i], (int64_t *)MPS_OUT(0) + (i - n->p.shape.start),
+                                 1, s->stream));
+    return MPS_OK;
+}
+
+static enum mps_status mps_cuda_pad(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    const struct mps_value *x = MPS_INV(0), *y = MPS_OUTV(0);
+    unsigned char fill[8];
+    mps_cpu_store(fill, y->dtype, 0, n->p.pad.value);
+    if (mps_shape_numel(&y->shape) == 0)
+        return MPS_OK;
+    MPS_CU_CHECK(mps_cu_pad(MPS_IN(0), MPS_OUT(0), y->shape.ndim, x->shape.dim, y->shape.dim, n->p.pad.pads,
+                            (int)n->p.pad.mode, fill, mps_dtype_size(y->dtype), s->stream));
+    return MPS_OK;
+}
+
+mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
+{
+    switch (op) {
+    case MPS_OP_MATMUL: return mps_cuda_matmul;
+    case MPS_OP_GEMM: return mps_cuda_gemm_node;
+    case MPS_OP_CONV: return mps_cuda_conv;
+    case MPS_OP_CONV_TRANSPOSE: return mps_cuda_conv_transpose;
+    case MPS_OP_MAX_POOL:
+    case MPS_OP_AVERAGE_POOL:
+    case MPS_OP_GLOBAL_AVERAGE_POOL:
+    case MPS_OP_GLOBAL_MAX_POOL: return mps_cuda_pool;
+    case MPS_OP_BATCH_NORM:
+    case MPS_OP_LAYER_NORM:
+    case MPS_OP_SOFTMAX:
+    case MPS_OP_LOG_SOFTMAX: return mps_cuda_norm;
+    case MPS_OP_IDENTITY:
+    case MPS_OP_DROPOUT:
+    case MPS_OP_CONSTANT:
+    case MPS_OP_RESHAPE:
+    case MPS_OP_FLATTEN:
+    case MPS_OP_SQUEEZE:
+    case MPS_OP_UNSQUEEZE: return mps_cuda_same_bytes;
+    case MPS_OP_CAST: return mps_cuda_cast;
+    case MPS_OP_PRELU:
+    case MPS_OP_ADD:
+    case MPS_OP_SUB:
+    case MPS_OP_MUL:
+    case MPS_OP_DIV:
+    case MPS_OP_POW:
+    case MPS_OP_MAX:
+    case MPS_OP_MIN:
+    case MPS_OP_SUM:
+    case MPS_OP_MEAN: return mps_cuda_binary;
+    case MPS_OP_REDUCE_MEAN:
+    case MPS_OP_REDUCE_SUM:
+    case MPS_OP_REDUCE_MAX:
+    case MPS_OP_REDUCE_MIN: return mps_cuda_reduce;
+    case MPS_OP_TRANSPOSE:
+    case MPS_OP_SLICE:
+    case MPS_OP_EXPAND: return mps_cuda_layout;
+    case MPS_OP_CONCAT:
+    case MPS_OP_SPLIT: return mps_cuda_blocks;
+    case MPS_OP_GATHER: return mps_cuda_gather;
+    case MPS_OP_SHAPE:
+    case MPS_OP_CONSTANT_OF_SHAPE: return mps_cuda_fill_node;
+    case MPS_OP_PAD: return mps_cuda_pad;
+    default: return mps_cuda_unary;
+    }
+}
