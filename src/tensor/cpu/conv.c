@@ -117,45 +117,105 @@ static void mps_conv_im2col_rows(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-/* One output plane per item (batch * channel) when each group has one input
-   channel: tap by tap, each output row gets weight * input row over exactly
-   the outputs the tap reaches, a contiguous loop the compiler vectorizes. */
+/* Depthwise (each group has one input channel): one output row at a time.
+   mps_dw_taps is the general form: yr[ow] for ow in [c0, c1) gets the bias,
+   then each tap's weight * input over exactly the outputs the tap reaches,
+   tap by tap (a contiguous loop the compiler vectorizes). */
+static void mps_dw_taps(const struct mps_conv_geom *q, const float *xc, const float *wk, float bias, int64_t od,
+                        int64_t oh, int64_t c0, int64_t c1, float *yr)
+{
+    const struct mps_cpu_window3 *w = &q->w;
+    for (int64_t ow = c0; ow < c1; ow++)
+        yr[ow] = bias;
+    for (int64_t td = 0; td < w->k[0]; td++) {
+        int64_t id = mps_conv_src(q, 0, od, td);
+        for (int64_t th = 0; th < w->k[1] && id >= 0; th++) {
+            int64_t ih = mps_conv_src(q, 1, oh, th);
+            if (ih < 0)
+                continue;
+            for (int64_t tw = 0; tw < w->k[2]; tw++) {
+                float wv = wk[(td * w->k[1] + th) * w->k[2] + tw];
+                int64_t lo, hi, sw = w->s[2];
+                mps_conv_valid(w, 2, tw, &lo, &hi);
+                lo = lo > c0 ? lo : c0;
+                hi = hi < c1 ? hi : c1;
+                const float *xr = xc + (id * w->in[1] + ih) * w->in[2] - w->pb[2] + tw * w->d[2];
+                if (sw == 1)
+                    for (int64_t ow = lo; ow < hi; ow++)
+                        yr[ow] += wv * xr[ow];
+                else
+                    for (int64_t ow = lo; ow < hi; ow++)
+                        yr[ow] += wv * xr[ow * sw];
+            }
+        }
+    }
+}
+
+/* The 3x3 window of mobilenets and small CNNs, stride S (a constant, so that
+   the strided loads vectorize): each output's nine products summed in one
+   expression, in the order mps_dw_taps adds them, so both give the same bits. */
+#define MPS_DW3_ROW(S)                                                                                                 \
+    for (int64_t ow = lo; ow < hi; ow++) {                                                                             \
+        const float *u = r0 + ow * (S), *v = r1 + ow * (S), *t = r2 + ow * (S);                                        \
+        yr[ow] = bias + k[0] * u[0] + k[1] * u[1] + k[2] * u[2] + k[3] * v[0] + k[4] * v[1] + k[5] * v[2] +            \
+                 k[6] * t[0] + k[7] * t[1] + k[8] * t[2];                                                              \
+    }
+
+/* True when the rows of output row oh all lie inside the input and the kernel
+   is 3x3 (depth 1), undilated, stride 1 or 2 in both axes. */
+static bool mps_dw3_fits(const struct mps_cpu_window3 *w, int64_t oh)
+{
+    int64_t ih = oh * w->s[1] - w->pb[1];
+    return w->k[0] == 1 && w->k[1] == 3 && w->k[2] == 3 && w->d[1] == 1 && w->d[2] == 1 && w->s[1] == w->s[2] &&
+           (w->s[2] == 1 || w->s[2] == 2) && ih >= 0 && ih + 2 < w->in[1];
+}
+
+/* One output of a row that mps_dw3_fits, at input column i - pb (some of its
+   three columns in the padding): the same sum as mps_dw_taps makes. */
+static float mps_dw3_edge(const float *r0, const float *k, float bias, int64_t i, int64_t pb, int64_t in_w)
+{
+    float acc = bias;
+    for (int64_t th = 0; th < 3; th++)
+        for (int64_t tw = 0; tw < 3; tw++)
+            if (i + tw - pb >= 0 && i + tw - pb < in_w)
+                acc += k[th * 3 + tw] * r0[th * in_w + i + tw];
+    return acc;
+}
+
+/* One output plane (batch * channel) per item. */
 static void mps_conv_depthwise_planes(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_conv_job *jb = ctx;
     const struct mps_conv_geom *q = jb->q;
     const struct mps_cpu_window3 *w = &q->w;
-    int64_t per_group = q->m / q->g;
+    int64_t per_group = q->m / q->g, ow_n = w->out[2], s = w->s[2];
+    /* outputs [lo, hi) of a row whose three columns lie inside the input */
+    int64_t lo = (w->pb[2] + s - 1) / s, hi = w->in[2] + w->pb[2] >= 3 ? (w->in[2] + w->pb[2] - 3) / s + 1 : 0;
+    hi = hi < ow_n ? hi : ow_n;
+    lo = lo < hi ? lo : hi;
     for (int64_t p = begin; p < end; p++) {
         int64_t b = p / q->m, m = p % q->m, c = m / per_group;
-        const float *xc = jb->x + (b * q->c + c) * q->in_plane, *wk = jb->w + m * q->taps;
+        const float *xc = jb->x + (b * q->c + c) * q->in_plane, *k = jb->w + m * q->taps;
         float *y = jb->y + p * q->out_plane, bias = jb->bias ? jb->bias[m] : 0.0f;
-        for (int64_t o = 0; o < q->out_plane; o++)
-            y[o] = bias;
-        for (int64_t td = 0; td < w->k[0]; td++)
-            for (int64_t th = 0; th < w->k[1]; th++)
-                for (int64_t tw = 0; tw < w->k[2]; tw++) {
-                    float wv = wk[(td * w->k[1] + th) * w->k[2] + tw];
-                    int64_t dlo, dhi, hlo, hhi, wlo, whi;
-                    mps_conv_valid(w, 0, td, &dlo, &dhi);
-                    mps_conv_valid(w, 1, th, &hlo, &hhi);
-                    mps_conv_valid(w, 2, tw, &wlo, &whi);
-                    int64_t sw = w->s[2];
-                    for (int64_t od = dlo; od < dhi; od++) {
-                        int64_t id = od * w->s[0] - w->pb[0] + td * w->d[0];
-                        for (int64_t oh = hlo; oh < hhi; oh++) {
-                            int64_t ih = oh * w->s[1] - w->pb[1] + th * w->d[1];
-                            const float *xr = xc + (id * w->in[1] + ih) * w->in[2] - w->pb[2] + tw * w->d[2];
-                            float *yr = y + (od * w->out[1] + oh) * w->out[2];
-                            if (sw == 1)
-                                for (int64_t ow = wlo; ow < whi; ow++)
-                                    yr[ow] += wv * xr[ow];
-                            else
-                                for (int64_t ow = wlo; ow < whi; ow++)
-                                    yr[ow] += wv * xr[ow * sw];
-                        }
-                    }
+        for (int64_t od = 0; od < w->out[0]; od++)
+            for (int64_t oh = 0; oh < w->out[1]; oh++) {
+                float *yr = y + (od * w->out[1] + oh) * ow_n;
+                int64_t id = od * w->s[0] - w->pb[0];
+                if (!mps_dw3_fits(w, oh) || id < 0 || id >= w->in[0]) {
+                    mps_dw_taps(q, xc, k, bias, od, oh, 0, ow_n, yr);
+                    continue;
                 }
+                const float *r0 = xc + (id * w->in[1] + oh * s - w->pb[1]) * w->in[2] - w->pb[2];
+                const float *r1 = r0 + w->in[2], *r2 = r1 + w->in[2];
+                if (s == 1)
+                    MPS_DW3_ROW(1)
+                else
+                    MPS_DW3_ROW(2)
+                for (int64_t ow = 0; ow < lo; ow++)
+                    yr[ow] = mps_dw3_edge(r0, k, bias, ow * s, w->pb[2], w->in[2]);
+                for (int64_t ow = hi; ow < ow_n; ow++)
+                    yr[ow] = mps_dw3_edge(r0, k, bias, ow * s, w->pb[2], w->in[2]);
+            }
     }
 }
 
