@@ -43,6 +43,50 @@ static void mps_pool_taps(const struct mps_cpu_window3 *w, int j, int64_t o, int
                 acc[i] += r[i * (S)];                                                                                  \
     } while (0)
 
+static inline float mps_max_nan(float acc, float v)
+{
+    return v > acc || v != v ? v : acc; /* a NaN is taken and kept */
+}
+
+/* MaxPool over a run of outputs (as mps_pool_dense_run), in two passes: the
+   maximum down the window's rows for every input column the run reads (one
+   contiguous pass per row), then across each window's columns. k_h + k_w
+   comparisons per output instead of k_h * k_w. */
+static void mps_max_separable(const float *x, const struct mps_cpu_window3 *w, int64_t od, int64_t oh, int64_t ow0,
+                              int64_t n, const int64_t *taps, float *y)
+{
+    enum { RUN = 64, SPAN = RUN * 8 + RUN };
+    float v[SPAN];
+    int64_t kw = w->k[2], sw = w->s[2];
+    for (int64_t c0 = 0; c0 < n; c0 += RUN) {
+        int64_t m = n - c0 < RUN ? n - c0 : RUN, span = (m - 1) * sw + kw;
+        bool first = true;
+        for (int64_t td = taps[0]; td < taps[1]; td++) {
+            int64_t id = od * w->s[0] - w->pb[0] + td * w->d[0];
+            for (int64_t th = taps[3]; th < taps[4]; th++, first = false) {
+                int64_t ih = oh * w->s[1] - w->pb[1] + th * w->d[1];
+                const float *row = x + (id * w->in[1] + ih) * w->in[2] + (ow0 + c0) * sw - w->pb[2];
+                for (int64_t j = 0; j < span; j++)
+                    v[j] = first ? row[j] : mps_max_nan(v[j], row[j]);
+            }
+        }
+        float *out = y + c0;
+        if (kw == 3 && sw == 2)
+            for (int64_t i = 0; i < m; i++)
+                out[i] = mps_max_nan(mps_max_nan(v[2 * i], v[2 * i + 1]), v[2 * i + 2]);
+        else if (kw == 3 && sw == 1)
+            for (int64_t i = 0; i < m; i++)
+                out[i] = mps_max_nan(mps_max_nan(v[i], v[i + 1]), v[i + 2]);
+        else
+            for (int64_t i = 0; i < m; i++) {
+                float acc = v[i * sw];
+                for (int64_t tw = 1; tw < kw; tw++)
+                    acc = mps_max_nan(acc, v[i * sw + tw]);
+                out[i] = acc;
+            }
+    }
+}
+
 /* Outputs ow0 .. ow0+n of one output row whose windows lie inside the input
    along W (taps [dlo, dhi) and [hlo, hhi) along D and H): one pass over each
    window row for a run of outputs instead of one window per output. Same
@@ -66,6 +110,10 @@ static void mps_pool_dense_run(const float *x, const struct mps_cpu_window3 *w, 
             float m0 = a > b || a != a ? a : b, m1 = c > d || c != c ? c : d;
             y[i] = m0 > m1 || m0 != m0 ? m0 : m1;
         }
+        return;
+    }
+    if (is_max && cells > 0 && w->k[2] <= RUN && sw <= 8) {
+        mps_max_separable(x, w, od, oh, ow0, n, taps, y);
         return;
     }
     for (int64_t c0 = 0; c0 < n; c0 += RUN) {
