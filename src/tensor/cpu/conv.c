@@ -57,7 +57,7 @@ struct mps_conv_job {
     const float *x; /* Conv: the group's input channels; depthwise: the whole input */
     const float *w, *bias;
     float *col, *y;
-    const struct mps_cpu_args *a;
+    const struct mps_fused_act *act;
 };
 
 /* Input coordinate of output position o along axis j for kernel tap t, or -1 outside. */
@@ -203,6 +203,7 @@ static void mps_conv_depthwise_planes(void *ctx, int64_t begin, int64_t end)
                 int64_t id = od * w->s[0] - w->pb[0];
                 if (!mps_dw3_fits(w, oh) || id < 0 || id >= w->in[0]) {
                     mps_dw_taps(q, xc, k, bias, od, oh, 0, ow_n, yr);
+                    mps_cpu_act_inplace(jb->act, yr, ow_n);
                     continue;
                 }
                 const float *r0 = xc + (id * w->in[1] + oh * s - w->pb[1]) * w->in[2] - w->pb[2];
@@ -215,7 +216,22 @@ static void mps_conv_depthwise_planes(void *ctx, int64_t begin, int64_t end)
                     yr[ow] = mps_dw3_edge(r0, k, bias, ow * s, w->pb[2], w->in[2]);
                 for (int64_t ow = hi; ow < ow_n; ow++)
                     yr[ow] = mps_dw3_edge(r0, k, bias, ow * s, w->pb[2], w->in[2]);
+                mps_cpu_act_inplace(jb->act, yr, ow_n);
             }
+    }
+}
+
+/* Rows [begin, end) of a GEMM's output plane by plane: the bias, then the activation. */
+static void mps_conv_epilogue_rows(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_conv_job *jb = ctx;
+    int64_t plane = jb->q->out_plane;
+    for (int64_t m = begin; m < end; m++) {
+        float *y = jb->y + m * plane;
+        if (jb->bias)
+            for (int64_t i = 0; i < plane; i++)
+                y[i] += jb->bias[m];
+        mps_cpu_act_inplace(jb->act, y, plane);
     }
 }
 
@@ -224,34 +240,36 @@ enum mps_status mps_cpu_conv(const struct mps_cpu_args *a, struct mps_error *err
     const struct mps_tensor *x = &a->in[0], *w = &a->in[1], *b = &a->in[2];
     struct mps_tensor *y = &a->out[0];
     struct mps_conv_geom q = mps_conv_geom_of(a->node, &x->shape, &y->shape);
-    struct mps_conv_job jb = {.q = &q, .x = x->data, .w = w->data, .bias = b->data, .y = y->data, .a = a};
+    struct mps_conv_job jb = {.q = &q, .x = x->data, .w = w->data, .bias = b->data, .y = y->data,
+                              .act = &a->node->p.conv.act};
     if (a->packed) { /* packed at compile: mps_winograd_applies */
         mps_winograd_conv(a);
-    } else if (q.c / q.g == 1 && !mps_conv_is_pointwise(&q)) {
-        mps_pool_for(a->pool, q.n * q.m, q.out_plane * q.taps, mps_conv_depthwise_planes, &jb);
-    } else {
-        int64_t cg = q.c / q.g, mg = q.m / q.g, kdim = cg * q.taps;
-        for (int64_t bi = 0; bi < q.n; bi++)
-            for (int64_t gi = 0; gi < q.g; gi++) {
-                const float *xg = (const float *)x->data + (bi * q.c + gi * cg) * q.in_plane;
-                const float *col = xg;
-                if (!mps_conv_is_pointwise(&q)) {
-                    jb.x = xg;
-                    jb.col = a->scratch;
-                    mps_pool_for(a->pool, kdim, q.out_plane, mps_conv_im2col_rows, &jb);
-                    col = jb.col;
-                }
-                float *yg = (float *)y->data + (bi * q.m + gi * mg) * q.out_plane;
-                mps_cpu_sgemm_ld(a->pool, false, false, mg, q.out_plane, kdim, 1.0f,
-                                 (const float *)w->data + gi * mg * kdim, kdim, col, q.out_plane, 0.0f, yg,
-                                 q.out_plane);
-                if (b->data)
-                    for (int64_t m = 0; m < mg; m++)
-                        for (int64_t i = 0; i < q.out_plane; i++)
-                            yg[m * q.out_plane + i] += ((const float *)b->data)[gi * mg + m];
-            }
+        return mps_cpu_fused_act(a, err);
     }
-    return mps_cpu_fused_act(a, err);
+    if (q.c / q.g == 1 && !mps_conv_is_pointwise(&q)) {
+        mps_pool_for(a->pool, q.n * q.m, q.out_plane * q.taps, mps_conv_depthwise_planes, &jb);
+        return MPS_OK;
+    }
+    int64_t cg = q.c / q.g, mg = q.m / q.g, kdim = cg * q.taps;
+    for (int64_t bi = 0; bi < q.n; bi++)
+        for (int64_t gi = 0; gi < q.g; gi++) {
+            const float *xg = (const float *)x->data + (bi * q.c + gi * cg) * q.in_plane;
+            const float *col = xg;
+            if (!mps_conv_is_pointwise(&q)) {
+                jb.x = xg;
+                jb.col = a->scratch;
+                mps_pool_for(a->pool, kdim, q.out_plane, mps_conv_im2col_rows, &jb);
+                col = jb.col;
+            }
+            float *yg = (float *)y->data + (bi * q.m + gi * mg) * q.out_plane;
+            mps_cpu_sgemm_ld(a->pool, false, false, mg, q.out_plane, kdim, 1.0f,
+                             (const float *)w->data + gi * mg * kdim, kdim, col, q.out_plane, 0.0f, yg, q.out_plane);
+            struct mps_conv_job ep = {.q = &q, .y = yg, .bias = b->data ? (const float *)b->data + gi * mg : NULL,
+                                      .act = jb.act};
+            if (ep.bias || ep.act->on)
+                mps_pool_for(a->pool, mg, q.out_plane * 2, mps_conv_epilogue_rows, &ep);
+        }
+    return MPS_OK;
 }
 
 /* out[m][output position] += col[(m*taps + tap)][input position], for the

@@ -62,6 +62,8 @@ enum mps_status mps_cpu_softmax(const struct mps_cpu_args *a, struct mps_error *
 enum mps_status mps_cpu_unary(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_copy(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_cast(const struct mps_cpu_args *a, struct mps_error *err);
+/* Applies a fused activation (when act->on) to y[0 .. n) in place, on the calling thread. */
+void mps_cpu_act_inplace(const struct mps_fused_act *act, float *y, int64_t n);
 /* Applies the activation fused into a Conv, ConvTranspose or Gemm node to its output. */
 enum mps_status mps_cpu_fused_act(const struct mps_cpu_args *a, struct mps_error *err);
 /* binary.c */

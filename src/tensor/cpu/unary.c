@@ -72,6 +72,12 @@ static void mps_unary_apply(struct mps_pool *pool, enum mps_op op, const struct 
     mps_pool_for(pool, n, 4, mps_unary_chunk, &job); /* a few operations per element */
 }
 
+void mps_cpu_act_inplace(const struct mps_fused_act *act, float *y, int64_t n)
+{
+    if (act->on)
+        mps_unary_chunk(&(struct mps_unary_job){act->op, &act->p, y, y}, 0, n);
+}
+
 enum mps_status mps_cpu_unary(const struct mps_cpu_args *a, struct mps_error *err)
 {
     (void)err;
