@@ -526,7 +526,8 @@ static void test_maxpool_nan(void)
    weights as graph inputs) and enough channels and outputs to take the cpu's
    Winograd F(2x2, 3x3) path (winograd.c: 16+ channels, 32+ tiles of 2x2):
    odd and even output sizes (partial tiles), asymmetric pads, bias or none,
-   a fused Relu, a single output row; two images each. The last rows have
+   a fused Relu, a single output row; two or three images (the cpu puts
+   small images' tiles side by side in one set of GEMMs). The last rows have
    enough channels to take the im2col + GEMM path on cuda (small convolutions
    run there as one direct kernel). */
 static void test_conv_const_weights(const struct mps_backend *const *backends, int n_backends)
@@ -535,21 +536,22 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
         const char *name;
         int64_t h, w, pads[4]; /* top, left, bottom, right */
         bool bias, relu;
-        int64_t cin, cout;
+        int64_t cin, cout, images;
     } rows[] = {
-        {"Conv 3x3 Winograd pads 1, odd sizes", 13, 11, {1, 1, 1, 1}, true, false, 16, 20},
-        {"Conv 3x3 Winograd no pads", 16, 14, {0, 0, 0, 0}, false, false, 16, 20},
-        {"Conv 3x3 Winograd asymmetric pads, Relu", 12, 13, {1, 0, 2, 1}, true, true, 16, 20},
-        {"Conv 3x3 Winograd one output row", 3, 66, {0, 1, 0, 1}, true, false, 16, 20},
-        {"Conv 3x3 72 channels, Relu", 9, 10, {1, 1, 1, 1}, true, true, 72, 24},
-        {"Conv 3x3 72 channels, one row, no pads", 3, 40, {0, 0, 0, 0}, false, false, 72, 24},
+        {"Conv 3x3 Winograd pads 1, odd sizes", 13, 11, {1, 1, 1, 1}, true, false, 16, 20, 2},
+        {"Conv 3x3 Winograd no pads", 16, 14, {0, 0, 0, 0}, false, false, 16, 20, 2},
+        {"Conv 3x3 Winograd asymmetric pads, Relu", 12, 13, {1, 0, 2, 1}, true, true, 16, 20, 2},
+        {"Conv 3x3 Winograd one output row", 3, 66, {0, 1, 0, 1}, true, false, 16, 20, 2},
+        {"Conv 3x3 Winograd, 3 images in GEMM groups of 2 and 1", 24, 24, {1, 1, 1, 1}, true, true, 16, 20, 3},
+        {"Conv 3x3 72 channels, Relu", 9, 10, {1, 1, 1, 1}, true, true, 72, 24, 2},
+        {"Conv 3x3 72 channels, one row, no pads", 3, 40, {0, 0, 0, 0}, false, false, 72, 24, 2},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         struct mps_graph *g = mps_graph_new();
         struct mps_error err = {{0}};
         th_seed(rows[r].name);
         int64_t ci = rows[r].cin, co = rows[r].cout;
-        int x = mps_graph_add_value(g, "x", MPS_F32, &(struct mps_shape){4, {2, ci, rows[r].h, rows[r].w}});
+        int x = mps_graph_add_value(g, "x", MPS_F32, &(struct mps_shape){4, {rows[r].images, ci, rows[r].h, rows[r].w}});
         int in[3] = {x, th_add_random_const(g, "w", &(struct mps_shape){4, {co, ci, 3, 3}}, -1, 1),
                      rows[r].bias ? th_add_random_const(g, "b", &(struct mps_shape){1, {co}}, -1, 1) : -1};
         int y = mps_graph_add_value(g, "y", MPS_F32, NULL);

@@ -49,7 +49,7 @@ size_t mps_cpu_conv_pack(const struct mps_graph *g, const struct mps_node *n, vo
 bool mps_winograd_applies(const struct mps_graph *g, const struct mps_node *n);
 size_t mps_winograd_scratch(const struct mps_graph *g, const struct mps_node *n);
 size_t mps_winograd_pack(const struct mps_graph *g, const struct mps_node *n, void *dst);
-/* Runs the convolution of a (a->packed from mps_winograd_pack), bias included. */
+/* Runs the convolution of a (a->packed from mps_winograd_pack), bias and fused activation included. */
 void mps_winograd_conv(const struct mps_cpu_args *a);
 /* pooling.c */
 enum mps_status mps_cpu_pool(const struct mps_cpu_args *a, struct mps_error *err);

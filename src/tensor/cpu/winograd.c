@@ -19,6 +19,7 @@ enum { MPS_WINOGRAD_ROW = 1024 };
 
 struct mps_winograd {
     int64_t n, c, m, h, w, oh, ow, th, tw, tiles, pt, pl;
+    int64_t group; /* images whose tiles share one set of GEMMs */
 };
 
 static struct mps_winograd mps_winograd_of(const struct mps_shape *x, const struct mps_shape *y,
@@ -36,6 +37,9 @@ static struct mps_winograd mps_winograd_of(const struct mps_shape *x, const stru
     q.th = (q.oh + 1) / 2;
     q.tw = (q.ow + 1) / 2;
     q.tiles = q.th * q.tw;
+    /* small images side by side, so that the GEMMs see at least ~256 tiles */
+    q.group = (256 + q.tiles - 1) / q.tiles;
+    q.group = q.group < q.n ? q.group : q.n;
     return q;
 }
 
@@ -59,7 +63,7 @@ bool mps_winograd_applies(const struct mps_graph *g, const struct mps_node *n)
 size_t mps_winograd_scratch(const struct mps_graph *g, const struct mps_node *n)
 {
     struct mps_winograd q = mps_winograd_of(&g->values[n->in[0]].shape, &g->values[n->out[0]].shape, n);
-    return (size_t)(16 * (q.c + q.m) * q.tiles) * sizeof(float);
+    return (size_t)(16 * (q.c + q.m) * q.tiles * q.group) * sizeof(float);
 }
 
 /* U[k][m][c] = (G g G^T)[k] for each 3x3 kernel g = W[m][c]. */
@@ -97,20 +101,23 @@ struct mps_winograd_job {
     const struct mps_winograd *q;
     const float *x, *bias;
     float *v, *prod, *y;
+    int64_t span; /* tiles of the images in one GEMM: the row length of v and prod */
+    const struct mps_fused_act *act;
 };
 
-/* V[k][c][tile] = (B^T d B)[k] for each 4x4 input tile d of channels [begin,
-   end), a row of tiles at a time: B^T along the rows over the whole padded
-   width, then B along the columns for every tile, loops over tiles that the
-   compiler vectorizes. */
+/* V[k][c][image, tile] = (B^T d B)[k] for each 4x4 input tile d of items
+   [begin, end) (image * channels + channel of the group), a row of tiles at
+   a time: B^T along the rows over the whole padded width, then B along the
+   columns for every tile, loops over tiles that the compiler vectorizes. */
 static void mps_winograd_input(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_winograd_job *jb = ctx;
     const struct mps_winograd *q = jb->q;
-    int64_t stride = q->c * q->tiles, wp = 2 * q->tw + 2; /* padded width the tiles read */
+    int64_t stride = q->c * jb->span, wp = 2 * q->tw + 2; /* padded width the tiles read */
     float in[4][MPS_WINOGRAD_ROW], t[4][MPS_WINOGRAD_ROW];
-    for (int64_t c = begin; c < end; c++) {
-        const float *xc = jb->x + c * q->h * q->w;
+    for (int64_t item = begin; item < end; item++) {
+        int64_t b = item / q->c, c = item % q->c;
+        const float *xc = jb->x + item * q->h * q->w;
         for (int64_t ty = 0; ty < q->th; ty++) {
             for (int i = 0; i < 4; i++) {
                 int64_t r = 2 * ty - q->pt + i;
@@ -125,7 +132,7 @@ static void mps_winograd_input(void *ctx, int64_t begin, int64_t end)
                 t[2][j] = in[2][j] - in[1][j];
                 t[3][j] = in[1][j] - in[3][j];
             }
-            float *at = jb->v + c * q->tiles + ty * q->tw;
+            float *at = jb->v + c * jb->span + b * q->tiles + ty * q->tw;
             for (int i = 0; i < 4; i++) {
                 const float *ti = t[i];
                 float *v0 = at + (4 * i) * stride, *v1 = v0 + stride, *v2 = v1 + stride, *v3 = v2 + stride;
@@ -140,18 +147,20 @@ static void mps_winograd_input(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-/* Y[m] 2x2 blocks = A^T M[.][m][tile] A (+ bias) for output channels [begin,
-   end), a row of tiles at a time (vectorized over the tiles). */
+/* Y[image][m] 2x2 blocks = act(A^T M[.][m][image, tile] A + bias) for items
+   [begin, end) (image * channels + channel of the group), a row of tiles at
+   a time (vectorized over the tiles). */
 static void mps_winograd_output(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_winograd_job *jb = ctx;
     const struct mps_winograd *q = jb->q;
-    int64_t stride = q->m * q->tiles;
+    int64_t stride = q->m * jb->span;
     float r[2][4][MPS_WINOGRAD_ROW / 2], out[2][MPS_WINOGRAD_ROW];
-    for (int64_t m = begin; m < end; m++) {
-        float *ym = jb->y + m * q->oh * q->ow, bias = jb->bias ? jb->bias[m] : 0.0f;
+    for (int64_t item = begin; item < end; item++) {
+        int64_t b = item / q->m, m = item % q->m;
+        float *ym = jb->y + item * q->oh * q->ow, bias = jb->bias ? jb->bias[m] : 0.0f;
         for (int64_t ty = 0; ty < q->th; ty++) {
-            const float *at = jb->prod + m * q->tiles + ty * q->tw;
+            const float *at = jb->prod + m * jb->span + b * q->tiles + ty * q->tw;
             for (int j = 0; j < 4; j++) {
                 const float *s0 = at + j * stride, *s1 = s0 + 4 * stride, *s2 = s1 + 4 * stride, *s3 = s2 + 4 * stride;
                 for (int64_t tx = 0; tx < q->tw; tx++) {
@@ -164,6 +173,7 @@ static void mps_winograd_output(void *ctx, int64_t begin, int64_t end)
                     out[a][2 * tx] = r[a][0][tx] + r[a][1][tx] + r[a][2][tx] + bias;
                     out[a][2 * tx + 1] = r[a][1][tx] - r[a][2][tx] - r[a][3][tx] + bias;
                 }
+                mps_cpu_act_inplace(jb->act, out[a], q->ow);
                 if (2 * ty + a < q->oh)
                     memcpy(ym + (2 * ty + a) * q->ow, out[a], sizeof(float) * (size_t)q->ow);
             }
@@ -174,19 +184,21 @@ static void mps_winograd_output(void *ctx, int64_t begin, int64_t end)
 void mps_winograd_conv(const struct mps_cpu_args *a)
 {
     struct mps_winograd q = mps_winograd_of(&a->in[0].shape, &a->out[0].shape, a->node);
-    float *v = a->scratch, *prod = v + 16 * q.c * q.tiles;
     const float *u = a->packed;
-    for (int64_t b = 0; b < q.n; b++) {
+    for (int64_t b = 0; b < q.n; b += q.group) {
+        int64_t nb = q.n - b < q.group ? q.n - b : q.group, span = nb * q.tiles;
         struct mps_winograd_job jb = {.q = &q,
                                       .x = (const float *)a->in[0].data + b * q.c * q.h * q.w,
                                       .bias = a->in[2].data,
-                                      .v = v,
-                                      .prod = prod,
-                                      .y = (float *)a->out[0].data + b * q.m * q.oh * q.ow};
-        mps_pool_for(a->pool, q.c, 16 * q.tiles * 4, mps_winograd_input, &jb);
+                                      .v = a->scratch,
+                                      .prod = (float *)a->scratch + 16 * q.c * span,
+                                      .y = (float *)a->out[0].data + b * q.m * q.oh * q.ow,
+                                      .span = span,
+                                      .act = &a->node->p.conv.act};
+        mps_pool_for(a->pool, nb * q.c, 16 * q.tiles * 4, mps_winograd_input, &jb);
         for (int k = 0; k < 16; k++)
-            mps_cpu_sgemm_ld(a->pool, false, false, q.m, q.tiles, q.c, 1.0f, u + k * q.m * q.c, q.c,
-                             v + k * q.c * q.tiles, q.tiles, 0.0f, prod + k * q.m * q.tiles, q.tiles);
-        mps_pool_for(a->pool, q.m, 16 * q.tiles * 2, mps_winograd_output, &jb);
+            mps_cpu_sgemm_ld(a->pool, false, false, q.m, span, q.c, 1.0f, u + k * q.m * q.c, q.c,
+                             jb.v + k * q.c * span, span, 0.0f, jb.prod + k * q.m * span, span);
+        mps_pool_for(a->pool, nb * q.m, 16 * q.tiles * 2, mps_winograd_output, &jb);
     }
 }
