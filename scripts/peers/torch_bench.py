@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """torch_bench.py NAME SHAPE THREADS WARMUP REPEAT: times PyTorch (eager,
-inference_mode) on a shipped model's architecture or a torchvision model,
-random weights and input, in a process of its own; prints {"median_ms": ...}."""
+inference_mode) on a shipped model's architecture, the 784-512-512-10 MLP or a
+torchvision model, random weights and input, in a process of its own; prints
+{"median_ms": ...}."""
 import json
 import os
 import statistics
@@ -9,6 +10,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "models"))
 import torch  # noqa: E402
 import torchvision  # noqa: E402
 
@@ -19,7 +21,14 @@ torch.set_num_threads(threads)
 torch.set_num_interop_threads(1)
 shipped = {"mnist_mlp": train_models.MnistMLP, "mnist_cnn": lambda: train_models.SmallCNN(16, 32, 64),
            "fashion_cnn": lambda: train_models.SmallCNN(32, 64, 128)}
-module = (shipped[name]() if name in shipped else getattr(torchvision.models, name)(weights=None)).eval()
+if name in shipped:
+    module = shipped[name]()
+elif name == "mlp_784_512_512_10":
+    import export_torch
+    module = export_torch.MLP()
+else:
+    module = getattr(torchvision.models, name)(weights=None)
+module = module.eval()
 x = torch.randn(*map(int, shape.split(",")))
 times = []
 with torch.inference_mode():
