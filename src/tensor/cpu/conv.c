@@ -153,7 +153,8 @@ static void mps_dw_taps(const struct mps_conv_geom *q, const float *xc, const fl
 
 /* The 3x3 window of mobilenets and small CNNs, stride S (a constant, so that
    the strided loads vectorize): each output's nine products summed in one
-   expression, in the order mps_dw_taps adds them, so both give the same bits. */
+   expression, in the order mps_dw_taps adds them (the same bits where the
+   compiler contracts neither into fused multiply-adds, as gcc's -std=c11 does not). */
 #define MPS_DW3_ROW(S)                                                                                                 \
     for (int64_t ow = lo; ow < hi; ow++) {                                                                             \
         const float *u = r0 + ow * (S), *v = r1 + ow * (S), *t = r2 + ow * (S);                                        \
@@ -171,7 +172,7 @@ static bool mps_dw3_fits(const struct mps_cpu_window3 *w, int64_t oh)
 }
 
 /* One output of a row that mps_dw3_fits, at input column i - pb (some of its
-   three columns in the padding): the same sum as mps_dw_taps makes. */
+   three columns in the padding): the sum mps_dw_taps makes, in its order. */
 static float mps_dw3_edge(const float *r0, const float *k, float bias, int64_t i, int64_t pb, int64_t in_w)
 {
     float acc = bias;
