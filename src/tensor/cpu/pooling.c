@@ -29,24 +29,25 @@ static void mps_pool_taps(const struct mps_cpu_window3 *w, int j, int64_t o, int
     }
 }
 
-/* acc[i] = max(acc[i], r[i * S]) (or +=) over a run of outputs; S a
-   constant where it matters so that the compiler vectorizes the loop. */
-#define MPS_POOL_ROW(S)                                                                                                \
-    do {                                                                                                               \
-        if (is_max)                                                                                                    \
-            for (int64_t i = 0; i < m; i++) {                                                                          \
-                float v = r[i * (S)]; /* a NaN is taken and kept */                                                    \
-                acc[i] = v > acc[i] || v != v ? v : acc[i];                                                            \
-            }                                                                                                          \
-        else                                                                                                           \
-            for (int64_t i = 0; i < m; i++)                                                                            \
-                acc[i] += r[i * (S)];                                                                                  \
-    } while (0)
+/* Outputs a pooling pass takes in one run (a stack buffer per run). */
+enum { MPS_POOL_RUN = 64 };
 
 static inline float mps_max_nan(float acc, float v)
 {
     return v > acc || v != v ? v : acc; /* a NaN is taken and kept */
 }
+
+/* acc[i] = max(acc[i], r[i * S]) (or +=) over a run of outputs; S a
+   constant where it matters so that the compiler vectorizes the loop. */
+#define MPS_POOL_ROW(S)                                                                                                \
+    do {                                                                                                               \
+        if (is_max)                                                                                                    \
+            for (int64_t i = 0; i < m; i++)                                                                            \
+                acc[i] = mps_max_nan(acc[i], r[i * (S)]);                                                              \
+        else                                                                                                           \
+            for (int64_t i = 0; i < m; i++)                                                                            \
+                acc[i] += r[i * (S)];                                                                                  \
+    } while (0)
 
 /* MaxPool over a run of outputs (as mps_pool_dense_run), in two passes: the
    maximum down the window's rows for every input column the run reads (one
@@ -55,11 +56,10 @@ static inline float mps_max_nan(float acc, float v)
 static void mps_max_separable(const float *x, const struct mps_cpu_window3 *w, int64_t od, int64_t oh, int64_t ow0,
                               int64_t n, const int64_t *taps, float *y)
 {
-    enum { RUN = 64, SPAN = RUN * 8 + RUN };
-    float v[SPAN];
+    float v[MPS_POOL_RUN * 8 + MPS_POOL_RUN]; /* the widest span: strides up to 8, windows up to a run wide */
     int64_t kw = w->k[2], sw = w->s[2];
-    for (int64_t c0 = 0; c0 < n; c0 += RUN) {
-        int64_t m = n - c0 < RUN ? n - c0 : RUN, span = (m - 1) * sw + kw;
+    for (int64_t c0 = 0; c0 < n; c0 += MPS_POOL_RUN) {
+        int64_t m = n - c0 < MPS_POOL_RUN ? n - c0 : MPS_POOL_RUN, span = (m - 1) * sw + kw;
         bool first = true;
         for (int64_t td = taps[0]; td < taps[1]; td++) {
             int64_t id = od * w->s[0] - w->pb[0] + td * w->d[0];
@@ -95,8 +95,7 @@ static void mps_max_separable(const float *x, const struct mps_cpu_window3 *w, i
 static void mps_pool_dense_run(const float *x, const struct mps_cpu_window3 *w, bool is_max, bool include_pad,
                                int64_t od, int64_t oh, int64_t ow0, int64_t n, const int64_t *taps, float *y)
 {
-    enum { RUN = 64 };
-    float acc[RUN];
+    float acc[MPS_POOL_RUN];
     int64_t dlo = taps[0], dhi = taps[1], dpad = taps[2], hlo = taps[3], hhi = taps[4], hpad = taps[5];
     int64_t cells = (dhi - dlo) * (hhi - hlo) * w->k[2], sw = w->s[2];
     float div = (float)(include_pad ? dpad * hpad * w->k[2] : cells);
@@ -107,17 +106,16 @@ static void mps_pool_dense_run(const float *x, const struct mps_cpu_window3 *w, 
         const float *r1 = r0 + w->d[1] * w->in[2];
         for (int64_t i = 0; i < n; i++) {
             float a = r0[2 * i], b = r0[2 * i + 1], c = r1[2 * i], d = r1[2 * i + 1];
-            float m0 = a > b || a != a ? a : b, m1 = c > d || c != c ? c : d;
-            y[i] = m0 > m1 || m0 != m0 ? m0 : m1;
+            y[i] = mps_max_nan(mps_max_nan(a, b), mps_max_nan(c, d));
         }
         return;
     }
-    if (is_max && cells > 0 && w->k[2] <= RUN && sw <= 8) {
+    if (is_max && cells > 0 && w->k[2] <= MPS_POOL_RUN && sw <= 8) {
         mps_max_separable(x, w, od, oh, ow0, n, taps, y);
         return;
     }
-    for (int64_t c0 = 0; c0 < n; c0 += RUN) {
-        int64_t m = n - c0 < RUN ? n - c0 : RUN;
+    for (int64_t c0 = 0; c0 < n; c0 += MPS_POOL_RUN) {
+        int64_t m = n - c0 < MPS_POOL_RUN ? n - c0 : MPS_POOL_RUN;
         for (int64_t i = 0; i < m; i++)
             acc[i] = is_max ? -INFINITY : 0.0f;
         for (int64_t td = dlo; td < dhi; td++) {
@@ -249,7 +247,7 @@ static void mps_global_planes(void *ctx, int64_t begin, int64_t end)
         if (is_max) {
             float m = -FLT_MAX;
             for (int64_t i = 0; i < q->plane; i++)
-                m = xp[i] > m || xp[i] != xp[i] ? xp[i] : m;
+                m = mps_max_nan(m, xp[i]);
             y[p] = m;
         } else {
             double s = 0;
