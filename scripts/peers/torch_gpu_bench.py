@@ -7,31 +7,18 @@ eager_ms and graph_ms with input and output on the GPU (PyTorch's best case),
 graph_host_ms with the input copied in from pinned host memory and the
 output copied out, as `mpsrun bench model` times itself."""
 import json
-import os
 import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "models"))
-import torch  # noqa: E402
-import torchvision  # noqa: E402
+import torch
 
-import train_models  # noqa: E402
+import peer_models
 
 name, shape, warmup, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 torch.backends.cudnn.allow_tf32 = False
 torch.backends.cuda.matmul.allow_tf32 = False
-shipped = {"mnist_mlp": train_models.MnistMLP, "mnist_cnn": lambda: train_models.SmallCNN(16, 32, 64),
-           "fashion_cnn": lambda: train_models.SmallCNN(32, 64, 128)}
-if name in shipped:
-    module = shipped[name]()
-elif name == "mlp_784_512_512_10":
-    import export_torch
-    module = export_torch.MLP()
-else:
-    module = getattr(torchvision.models, name)(weights=None)
-module = module.cuda().eval()
+module = peer_models.module(name).cuda()
 x = torch.randn(*map(int, shape.split(",")), device="cuda")
 
 
