@@ -459,15 +459,10 @@ static void mps_bench_profile(const struct mps_graph *g, double *node_ms, int ru
         printf("  %-10s %7s  %-24s %-28s %s\n", "median ms", "share", "op", "node", "output");
         for (int i = 0; i < n; i++) {
             const struct mps_node *nd = &g->nodes[nodes[i].index];
-            const struct mps_fused_act *act = nd->op == MPS_OP_GEMM ? &nd->p.gemm.act
-                                              : nd->op == MPS_OP_CONV || nd->op == MPS_OP_CONV_TRANSPOSE
-                                                  ? &nd->p.conv.act
-                                                  : NULL;
             char op[48], shape[96];
-            snprintf(op, sizeof op, "%s%s%s", mps_op_name(nd->op), act && act->on ? "+" : "",
-                     act && act->on ? mps_op_name(act->op) : "");
-            printf("  %10.4f %6.1f%%  %-24s %-28.28s %s\n", nodes[i].ms, total > 0 ? 100 * nodes[i].ms / total : 0, op,
-                   nd->name, mps_shape_str(&g->values[nd->out[0]].shape, shape, sizeof shape));
+            printf("  %10.4f %6.1f%%  %-24s %-28.28s %s\n", nodes[i].ms, total > 0 ? 100 * nodes[i].ms / total : 0,
+                   mps_node_label(nd, op, sizeof op), nd->name,
+                   mps_shape_str(&g->values[nd->out[0]].shape, shape, sizeof shape));
         }
         printf("  %10.4f 100.0%%  (sum of the nodes' medians)\n", total);
     }

@@ -83,16 +83,6 @@ static struct mps_inspect_node mps_inspect_cost(const struct mps_graph *g, const
     return c;
 }
 
-/* "Conv" or "Conv+Relu". */
-static void mps_inspect_op(const struct mps_node *n, char *buf, size_t size)
-{
-    const struct mps_fused_act *act = n->op == MPS_OP_GEMM ? &n->p.gemm.act
-                                      : n->op == MPS_OP_CONV || n->op == MPS_OP_CONV_TRANSPOSE ? &n->p.conv.act
-                                                                                               : NULL;
-    snprintf(buf, size, "%s%s%s", mps_op_name(n->op), act && act->on ? "+" : "",
-             act && act->on ? mps_op_name(act->op) : "");
-}
-
 /* "[batch=1,1,28,28]": symbolic dims with their names. */
 static void mps_inspect_dims(const struct mps_model *m, int input, const struct mps_shape *s, char *buf, size_t size)
 {
@@ -196,7 +186,7 @@ int mps_cli_inspect(int argc, char **argv)
         const struct mps_node *n = &g->nodes[k];
         struct mps_inspect_node c = mps_inspect_cost(g, n);
         char op[48];
-        mps_inspect_op(n, op, sizeof op);
+        mps_node_label(n, op, sizeof op);
         mps_shape_str(&g->values[n->out[0]].shape, a, sizeof a);
         macs += c.macs;
         flops += c.flops;

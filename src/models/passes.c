@@ -7,8 +7,9 @@
              exporters into one constant shape. Then unused nodes go.
    optimize: Identity and Dropout removed; BatchNormalization folded into the
              Conv or Gemm before it (new weights; shared ones are untouched).
-   fuse:     an activation after Conv, ConvTranspose or Gemm is fused into
-             it when the backend can run the fused node.
+   fuse:     an activation after Conv, ConvTranspose, Gemm, or an Add, Sub,
+             Mul or Div of two f32 inputs (resnet's residual Add -> Relu) is
+             fused into it when the backend can run the fused node.
    Each changes results by float rounding at most; the conformance runner
    and test_passes compare with and without them. */
 #include <math.h>
@@ -244,9 +245,10 @@ enum mps_status mps_passes_fuse(struct mps_graph *g, const struct mps_backend *b
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     for (int k = 0; k < g->n_nodes; k++) {
         struct mps_node *n = &g->nodes[k];
-        if (n->op != MPS_OP_CONV && n->op != MPS_OP_CONV_TRANSPOSE && n->op != MPS_OP_GEMM)
+        struct mps_fused_act *act = mps_node_act(n);
+        bool binary = n->op != MPS_OP_CONV && n->op != MPS_OP_CONV_TRANSPOSE && n->op != MPS_OP_GEMM;
+        if (!act || (binary && (n->n_in != 2 || g->values[n->out[0]].dtype != MPS_F32)))
             continue;
-        struct mps_fused_act *act = n->op == MPS_OP_GEMM ? &n->p.gemm.act : &n->p.conv.act;
         int only = -1;
         if (act->on || mps_pass_uses(g, n->out[0], &only) != 1 || only < 0)
             continue;

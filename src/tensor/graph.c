@@ -1,5 +1,6 @@
 #include "graph.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -230,6 +231,29 @@ void mps_graph_replace_uses(struct mps_graph *g, int from, int to)
 const struct mps_value *mps_node_input(const struct mps_graph *g, const struct mps_node *n, int i)
 {
     return i < n->n_in && n->in[i] >= 0 ? &g->values[n->in[i]] : NULL;
+}
+
+struct mps_fused_act *mps_node_act(const struct mps_node *n)
+{
+    union mps_op_params *p = (union mps_op_params *)&n->p;
+    switch (n->op) {
+    case MPS_OP_GEMM: return &p->gemm.act;
+    case MPS_OP_CONV:
+    case MPS_OP_CONV_TRANSPOSE: return &p->conv.act;
+    case MPS_OP_ADD:
+    case MPS_OP_SUB:
+    case MPS_OP_MUL:
+    case MPS_OP_DIV: return &p->binary.act;
+    default: return NULL;
+    }
+}
+
+const char *mps_node_label(const struct mps_node *n, char *buf, size_t size)
+{
+    const struct mps_fused_act *act = mps_node_act(n);
+    bool on = act && act->on;
+    snprintf(buf, size, "%s%s%s", mps_op_name(n->op), on ? "+" : "", on ? mps_op_name(act->op) : "");
+    return buf;
 }
 
 /* Kahn's algorithm over nodes, taking the lowest ready index first so that

@@ -111,4 +111,12 @@ void mps_graph_replace_uses(struct mps_graph *g, int from, int to);
 /* The input of node n at slot i as a value, or NULL when omitted. */
 const struct mps_value *mps_node_input(const struct mps_graph *g, const struct mps_node *n, int i);
 
+/* The activation slot of node n (Conv, ConvTranspose, Gemm, Add, Sub, Mul,
+   Div), or NULL when its op has none. Like strchr it drops the const: the
+   fuse pass writes through it, everyone else only reads. */
+struct mps_fused_act *mps_node_act(const struct mps_node *n);
+
+/* n's op with its fused activation, "Conv" or "Add+Relu", into buf. */
+const char *mps_node_label(const struct mps_node *n, char *buf, size_t size);
+
 #endif

@@ -45,7 +45,8 @@ struct mps_act_params {
 };
 
 /* An elementwise activation that the graph passes fused into the op before
-   it (Conv, ConvTranspose, Gemm), applied to its output in place. */
+   it (Conv, ConvTranspose, Gemm; Add, Sub, Mul, Div of two f32 inputs),
+   applied to its output in place. mps_node_act finds it in a node. */
 struct mps_fused_act {
     bool on;
     enum mps_op op; /* Relu, LeakyRelu, Clip, Sigmoid, ... */
@@ -56,6 +57,11 @@ struct mps_fused_act {
 struct mps_gemm_params {
     bool trans_a, trans_b;
     float alpha, beta;
+    struct mps_fused_act act;
+};
+
+/* Add, Sub, Mul, Div: y = act(a op b). */
+struct mps_binary_params {
     struct mps_fused_act act;
 };
 
@@ -149,6 +155,7 @@ struct mps_fill_params {
 union mps_op_params {
     struct mps_gemm_params gemm;
     struct mps_conv_params conv;
+    struct mps_binary_params binary;
     struct mps_pool_params pool;
     struct mps_norm_params norm;
     struct mps_act_params act;

@@ -92,6 +92,29 @@ void mps_shape_strides(const struct mps_shape *s, int64_t stride[MPS_MAX_DIMS])
     }
 }
 
+int mps_walk_merge(int nd, int64_t *dim, int n_ops, int64_t *const *st)
+{
+    int out = 0;
+    for (int i = 0; i < nd; i++) {
+        if (dim[i] == 1)
+            continue;
+        bool joins = out > 0;
+        for (int j = 0; joins && j < n_ops; j++)
+            joins = st[j][out - 1] == st[j][i] * dim[i];
+        int to = joins ? out - 1 : out++;
+        dim[to] = joins ? dim[to] * dim[i] : dim[i];
+        for (int j = 0; j < n_ops; j++)
+            st[j][to] = st[j][i];
+    }
+    if (out == 0) { /* a scalar, or all dims 1: one element */
+        dim[0] = 1;
+        for (int j = 0; j < n_ops; j++)
+            st[j][0] = 0;
+        out = 1;
+    }
+    return out;
+}
+
 void mps_shape_broadcast_strides(const struct mps_shape *src, const struct mps_shape *out,
                                  int64_t stride[MPS_MAX_DIMS])
 {

@@ -65,6 +65,12 @@ void mps_shape_broadcast_strides(const struct mps_shape *src, const struct mps_s
                                  int64_t stride[MPS_MAX_DIMS]);
 /* Row-major strides of s. */
 void mps_shape_strides(const struct mps_shape *s, int64_t stride[MPS_MAX_DIMS]);
+/* A walk over dims dim[0..nd) of n_ops operands, operand j at strides st[j]:
+   drops dims of size 1 and merges neighbours that every operand steps through
+   contiguously (the same elements in the same order, fewer index divisions: a
+   same-shape Add walks one flat dim). Rewrites dim and st, returns the new
+   rank, at least 1 (a scalar walks one dim of 1 at stride 0). */
+int mps_walk_merge(int nd, int64_t *dim, int n_ops, int64_t *const *st);
 /* Resolves a possibly negative axis against ndim; -1 when out of range. */
 int mps_axis(int64_t axis, int ndim);
 

@@ -308,7 +308,7 @@ static bool th_sim_step(const struct mps_mtl_step *s, struct ref_tensor *t, cons
             if (!th_sim_shape_is(&want, &s->shape, mps_mtl_binary_name(s->fn), why, size))
                 return false;
         }
-        ref_op(binary[s->fn], NULL, a, 2, y, 1);
+        ref_op(binary[s->fn], &(union mps_op_params){.binary = {.act = {.on = false}}}, a, 2, y, 1); /* no act */
         return true;
     case MPS_MTL_SELECT:
     case MPS_MTL_NORMALIZE:

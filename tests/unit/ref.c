@@ -570,6 +570,9 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     case MPS_OP_SUB:
     case MPS_OP_MUL:
     case MPS_OP_DIV:
+        ref_broadcast_op(op, in, n_in, out, in[0].integer);
+        ref_fused_act(&p->binary.act, &out[0]);
+        break;
     case MPS_OP_POW:
     case MPS_OP_MAX:
     case MPS_OP_MIN:

@@ -83,6 +83,34 @@ static struct mps_graph *th_gemm_graph(void)
     return g;
 }
 
+/* x[2,4,6,6] -> Conv Relu -> Conv -> Add x -> Relu (a residual block: fuses) -> h;
+   Add h x (also an output) -> Relu; Sum h x x -> Relu: neither fuses */
+static struct mps_graph *th_residual_graph(void)
+{
+    struct mps_graph *g = mps_graph_new();
+    struct mps_error err = {{0}};
+    int x = mps_graph_add_value(g, "x", MPS_F32, SH(2, 4, 6, 6));
+    mps_graph_add_input(g, x, &err);
+    union mps_op_params conv;
+    mps_op_params_default(MPS_OP_CONV, &conv);
+    conv.conv.win.pad[0] = conv.conv.win.pad[1] = conv.conv.win.pad[2] = conv.conv.win.pad[3] = 1;
+    int w1 = th_add_random_const(g, "w1", SH(4, 4, 3, 3), -0.3, 0.3);
+    int w2 = th_add_random_const(g, "w2", SH(4, 4, 3, 3), -0.3, 0.3);
+    int h = th_node(g, MPS_OP_CONV, "conv1", (int[]){x, w1}, 2, &conv);
+    h = th_node(g, MPS_OP_RELU, "relu1", &h, 1, NULL);
+    h = th_node(g, MPS_OP_CONV, "conv2", (int[]){h, w2}, 2, &conv);
+    h = th_node(g, MPS_OP_ADD, "add1", (int[]){h, x}, 2, NULL);
+    h = th_node(g, MPS_OP_RELU, "relu2", &h, 1, NULL);
+    int shared = th_node(g, MPS_OP_ADD, "add2", (int[]){h, x}, 2, NULL);
+    int r = th_node(g, MPS_OP_RELU, "relu3", &shared, 1, NULL);
+    int sum = th_node(g, MPS_OP_SUM, "sum", (int[]){h, x, x}, 3, NULL);
+    sum = th_node(g, MPS_OP_RELU, "relu4", &sum, 1, NULL);
+    mps_graph_add_output(g, r, &err);
+    mps_graph_add_output(g, shared, &err);
+    mps_graph_add_output(g, sum, &err);
+    return g;
+}
+
 static int th_count(const struct mps_graph *g, enum mps_op op)
 {
     int n = 0;
@@ -91,7 +119,9 @@ static int th_count(const struct mps_graph *g, enum mps_op op)
     return n;
 }
 
-static void th_case(const char *name, struct mps_graph *(*build)(void), int bn_left, int acts_left, int id_left)
+/* labels: what is left, "Conv+Relu Gemm ..." (mps_node_label of each node). */
+static void th_case(const char *name, struct mps_graph *(*build)(void), int bn_left, int acts_left, int id_left,
+                    const char *labels)
 {
     struct mps_error err = {{0}};
     th_seed(name);
@@ -108,12 +138,17 @@ static void th_case(const char *name, struct mps_graph *(*build)(void), int bn_l
     int acts = th_count(opt, MPS_OP_RELU) + th_count(opt, MPS_OP_CLIP) + th_count(opt, MPS_OP_SIGMOID);
     th_check(acts == acts_left, "%s: %d activation nodes left after fusion (expected %d)", name, acts, acts_left);
     th_check(th_count(opt, MPS_OP_IDENTITY) == id_left, "%s: %d Identity left", name, th_count(opt, MPS_OP_IDENTITY));
+    char left[512] = "", label[64];
+    for (int k = 0; k < opt->n_nodes; k++)
+        snprintf(left + strlen(left), sizeof left - strlen(left), "%s%s", k ? " " : "",
+                 mps_node_label(&opt->nodes[k], label, sizeof label));
+    th_check(strcmp(left, labels) == 0, "%s: left \"%s\" (expected \"%s\")", name, left, labels);
     const struct mps_value *xv = &plain->values[plain->inputs[0]];
     int64_t n = mps_shape_numel(&xv->shape);
     float *x = th_alloc(MPS_F32, n);
     for (int64_t i = 0; i < n; i++)
         x[i] = (float)th_uniform(-1, 1);
-    struct mps_tensor in = mps_tensor_make(MPS_F32, &xv->shape, x), a[2], b[2];
+    struct mps_tensor in = mps_tensor_make(MPS_F32, &xv->shape, x), a[4], b[4];
     if (th_run(&mps_backend_cpu, plain, &in, a, &err) || th_run(&mps_backend_cpu, opt, &in, b, &err)) {
         th_fail("%s: run: %s", name, err.msg);
     } else {
@@ -140,7 +175,10 @@ int main(void)
 {
     /* relu1 fuses into conv1 (whose only reader it is) though two convs read relu1; clip fuses
        into conv2 once bn2 is folded; the Identity goes */
-    th_case("Conv BN Relu Identity Conv BN Clip", th_conv_graph, 0, 0, 0);
-    th_case("Gemm BN Sigmoid, Gemm transB BN", th_gemm_graph, 0, 0, 0);
+    th_case("Conv BN Relu Identity Conv BN Clip", th_conv_graph, 0, 0, 0, "Conv+Relu Conv Conv+Clip");
+    th_case("Gemm BN Sigmoid, Gemm transB BN", th_gemm_graph, 0, 0, 0, "Gemm+Sigmoid Gemm");
+    /* the residual Add -> Relu fuses; an Add read twice and a three-input Sum keep their Relu */
+    th_case("Conv Relu Conv Add Relu, Add Relu, Sum Relu", th_residual_graph, 0, 2, 0,
+            "Conv+Relu Conv Add+Relu Add Relu Sum Relu");
     return th_summary();
 }

@@ -47,31 +47,49 @@ template <> __device__ float mps_cu_bin<float>(int op, float u, float v)
     }
 }
 
+/* A fused activation on a binary result: floats only (the fuse pass fuses none
+   into integer ops). */
+template <typename T> __device__ static inline T mps_cu_bin_act(int act, T v, float, float)
+{
+    (void)act;
+    return v;
+}
+
+template <> __device__ inline float mps_cu_bin_act<float>(int act, float v, float alpha, float beta)
+{
+    return act ? mps_cu_act(act, v, alpha, beta) : v;
+}
+
+struct mps_cu_bin_args {
+    int op, act;
+    float alpha, beta;
+};
+
 template <typename T, typename I>
-__global__ static void mps_cu_binary_k(int op, const T *a, const T *b, T *y, mps_cu_walk w, int64_t n)
+__global__ static void mps_cu_binary_k(mps_cu_bin_args f, const T *a, const T *b, T *y, mps_cu_walk w, int64_t n)
 {
     MPS_CU_FOR_I(i, n)
     {
         I oa, ob, oy;
         mps_cu_offsets<I>(w, i, &oa, &ob, &oy);
-        y[oy] = mps_cu_bin<T>(op, a[oa], b[ob]);
+        y[oy] = mps_cu_bin_act<T>(f.act, mps_cu_bin<T>(f.op, a[oa], b[ob]), f.alpha, f.beta);
     }
 }
 
 template <typename T>
-static void mps_cu_binary_t(int op, const void *a, const void *b, void *y, const mps_cu_walk *w, int64_t n,
+static void mps_cu_binary_t(mps_cu_bin_args f, const void *a, const void *b, void *y, const mps_cu_walk *w, int64_t n,
                             cudaStream_t s)
 {
     if (MPS_CU_FITS32(mps_cu_walk_span(w)))
-        mps_cu_binary_k<T, int32_t><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, s>>>(op, (const T *)a, (const T *)b, (T *)y,
+        mps_cu_binary_k<T, int32_t><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, s>>>(f, (const T *)a, (const T *)b, (T *)y,
                                                                                 *w, n);
     else
-        mps_cu_binary_k<T, int64_t><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, s>>>(op, (const T *)a, (const T *)b, (T *)y,
+        mps_cu_binary_k<T, int64_t><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, s>>>(f, (const T *)a, (const T *)b, (T *)y,
                                                                                 *w, n);
 }
 
 extern "C" int mps_cu_binary(int op, int dtype, const void *a, const void *b, void *y, const struct mps_cu_walk *w,
-                             void *stream)
+                             int act, float alpha, float beta, void *stream)
 {
     int64_t n = 1;
     for (int d = 0; d < w->nd; d++)
@@ -79,12 +97,13 @@ extern "C" int mps_cu_binary(int op, int dtype, const void *a, const void *b, vo
     if (n == 0)
         return 0;
     cudaStream_t s = (cudaStream_t)stream;
+    mps_cu_bin_args f = {op, act, alpha, beta};
     if (dtype == MPS_F32)
-        mps_cu_binary_t<float>(op, a, b, y, w, n, s);
+        mps_cu_binary_t<float>(f, a, b, y, w, n, s);
     else if (dtype == MPS_I64)
-        mps_cu_binary_t<long long>(op, a, b, y, w, n, s);
+        mps_cu_binary_t<long long>(f, a, b, y, w, n, s);
     else
-        mps_cu_binary_t<int>(op, a, b, y, w, n, s);
+        mps_cu_binary_t<int>(f, a, b, y, w, n, s);
     return (int)cudaGetLastError();
 }
 

@@ -37,27 +37,7 @@ static struct mps_cu_walk mps_cuda_walk(const struct mps_shape *s, const int64_t
         w.s1[i] = s1 ? s1[i] : 0;
         w.s2[i] = s2 ? s2[i] : 0;
     }
-    /* dims of size 1 go, and neighbours every operand steps through contiguously
-       merge: the same elements in the same order, fewer divisions per element
-       (a same-shape Add walks one flat dim) */
-    int nd = 0;
-    for (int i = 0; i < w.nd; i++) {
-        if (w.dim[i] == 1)
-            continue;
-        if (nd > 0 && w.s0[nd - 1] == w.s0[i] * w.dim[i] && w.s1[nd - 1] == w.s1[i] * w.dim[i] &&
-            w.s2[nd - 1] == w.s2[i] * w.dim[i]) {
-            w.dim[nd - 1] *= w.dim[i];
-            w.s0[nd - 1] = w.s0[i], w.s1[nd - 1] = w.s1[i], w.s2[nd - 1] = w.s2[i];
-            continue;
-        }
-        w.dim[nd] = w.dim[i], w.s0[nd] = w.s0[i], w.s1[nd] = w.s1[i], w.s2[nd] = w.s2[i];
-        nd++;
-    }
-    if (nd == 0) { /* a scalar, or all dims 1: one element */
-        nd = 1;
-        w.dim[0] = 1, w.s0[0] = w.s1[0] = w.s2[0] = 0;
-    }
-    w.nd = nd;
+    w.nd = mps_walk_merge(w.nd, w.dim, 3, (int64_t *const[]){w.s0, w.s1, w.s2});
     return w;
 }
 
@@ -375,6 +355,8 @@ static enum mps_status mps_cuda_binary(struct mps_cuda_state *s, const struct mp
     int64_t sa[MPS_MAX_DIMS], sb[MPS_MAX_DIMS], sy[MPS_MAX_DIMS];
     mps_shape_strides(&y->shape, sy);
     enum mps_op op = n->op;
+    const struct mps_fused_act *act = mps_node_act(n); /* only two-input ops fuse one: one step */
+    int fused = act && act->on ? (int)act->op : 0;
     for (int i = 0; i < (n->n_in > 1 ? n->n_in - 1 : 1); i++) {
         /* the first step reads inputs 0 and 1 (or 0 twice), later ones the output so far and input i + 1 */
         const struct mps_value *va = i == 0 ? MPS_INV(0) : y, *vb = n->n_in > 1 ? MPS_INV(i + 1) : MPS_INV(0);
@@ -382,7 +364,8 @@ static enum mps_status mps_cuda_binary(struct mps_cuda_state *s, const struct mp
         mps_shape_broadcast_strides(&va->shape, &y->shape, sa);
         mps_shape_broadcast_strides(&vb->shape, &y->shape, sb);
         struct mps_cu_walk w = mps_cuda_walk(&y->shape, sa, sb, sy);
-        MPS_CU_CHECK(mps_cu_binary(n->n_in == 1 ? MPS_OP_MAX : (int)op, (int)y->dtype, a, b, MPS_OUT(0), &w, s->stream));
+        MPS_CU_CHECK(mps_cu_binary(n->n_in == 1 ? MPS_OP_MAX : (int)op, (int)y->dtype, a, b, MPS_OUT(0), &w, fused,
+                                   fused ? act->p.alpha : 0, fused ? act->p.beta : 0, s->stream));
     }
     if (op == MPS_OP_MEAN)
         MPS_CU_CHECK(mps_cu_scale(MPS_OUT(0), 1.0f / (float)n->n_in, mps_shape_numel(&y->shape), s->stream));

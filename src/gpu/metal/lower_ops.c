@@ -413,7 +413,8 @@ static void mps_mtl_lower_binary(struct mps_mtl_lowerer *L, const struct mps_nod
         y = mps_mtl_binary(L, fns[n->op], y, mps_mtl_value(L, n->in[i]));
     if (n->op == MPS_OP_MEAN)
         y = mps_mtl_binary_scalar(L, MPS_MTL_DIV, y, n->n_in);
-    mps_mtl_define_as(L, n->out[0], y);
+    const struct mps_fused_act *act = mps_node_act(n); /* Add+Relu from the fuse pass */
+    mps_mtl_define_as(L, n->out[0], act ? mps_mtl_fused(L, act, y) : y);
 }
 
 /* PRelu: x < 0 ? x * slope : x (cpu/binary.c). */

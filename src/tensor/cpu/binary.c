@@ -1,18 +1,26 @@
 /* binary.c: Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean and PRelu with numpy
    broadcasting, for f32 and (except Pow, Mean, PRelu) i64 and i32. Variadic
-   ops fold their inputs pairwise into the output. */
+   ops fold their inputs pairwise into the output. A fused activation (two
+   f32 inputs) is applied to each output row as it is written. */
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels.h"
+
+/* The output is walked in items of up to MPS_BINARY_SEG elements of a row (of
+   the merged walk), so that a long flat row is still spread over the threads. */
+#define MPS_BINARY_SEG 4096
 
 struct mps_binary_job {
     enum mps_op op;
     enum mps_dtype dtype;
-    const struct mps_shape *shape; /* the output's */
     const void *a, *b;
     void *y;
-    int64_t sa[MPS_MAX_DIMS], sb[MPS_MAX_DIMS]; /* broadcast strides, elements */
+    const struct mps_fused_act *act; /* on, f32 only; or NULL */
+    int nd;                          /* the merged walk: y is contiguous over dim */
+    int64_t dim[MPS_MAX_DIMS], sa[MPS_MAX_DIMS], sb[MPS_MAX_DIMS], sy[MPS_MAX_DIMS];
+    int64_t segs;                    /* items per row */
 };
 
 /* Integer division that never traps: by zero gives 0, INT_MIN / -1 wraps. */
@@ -44,23 +52,31 @@ static int64_t mps_idiv(int64_t x, int64_t y)
         }                                                                           \
     } while (0)
 
-static void mps_binary_rows(void *ctx, int64_t begin, int64_t end)
+/* Where item k starts in y. */
+static int64_t mps_binary_item_start(const struct mps_binary_job *q, int64_t k)
+{
+    return k / q->segs * q->dim[q->nd - 1] + k % q->segs * MPS_BINARY_SEG;
+}
+
+static void mps_binary_items(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_binary_job *q = ctx;
-    const struct mps_shape *s = q->shape;
-    int last = s->ndim - 1;
-    int64_t n = s->ndim ? s->dim[last] : 1, sa = s->ndim ? q->sa[last] : 0, sb = s->ndim ? q->sb[last] : 0;
-    for (int64_t row = begin; row < end; row++) {
-        int64_t oa = 0, ob = 0, rem = row;
+    int last = q->nd - 1;
+    int64_t sa = q->sa[last], sb = q->sb[last];
+    for (int64_t k = begin; k < end; k++) {
+        int64_t row = k / q->segs, i0 = k % q->segs * MPS_BINARY_SEG;
+        int64_t n = q->dim[last] - i0 < MPS_BINARY_SEG ? q->dim[last] - i0 : MPS_BINARY_SEG;
+        int64_t oa = i0 * sa, ob = i0 * sb, rem = row;
         for (int d = last - 1; d >= 0; d--) {
-            int64_t idx = rem % s->dim[d];
-            rem /= s->dim[d];
+            int64_t idx = rem % q->dim[d];
+            rem /= q->dim[d];
             oa += idx * q->sa[d];
             ob += idx * q->sb[d];
         }
+        int64_t oy = row * q->dim[last] + i0;
         if (q->dtype == MPS_F32) {
             const float *a = (const float *)q->a + oa, *b = (const float *)q->b + ob;
-            float *y = (float *)q->y + row * n;
+            float *y = (float *)q->y + oy;
             if (q->op == MPS_OP_DIV)
                 for (int64_t i = 0; i < n; i++)
                     y[i] = a[i * sa] / b[i * sb];
@@ -74,7 +90,7 @@ static void mps_binary_rows(void *ctx, int64_t begin, int64_t end)
                 MPS_BINARY_ROW(float, a, b, y, n, sa, sb, q->op);
         } else if (q->dtype == MPS_I64) {
             const int64_t *a = (const int64_t *)q->a + oa, *b = (const int64_t *)q->b + ob;
-            int64_t *y = (int64_t *)q->y + row * n;
+            int64_t *y = (int64_t *)q->y + oy;
             for (int64_t i = 0; i < n; i++) { /* unsigned arithmetic: overflow wraps, never traps */
                 int64_t u = a[i * sa], v = b[i * sb];
                 uint64_t x = (uint64_t)u, w = (uint64_t)v;
@@ -87,7 +103,7 @@ static void mps_binary_rows(void *ctx, int64_t begin, int64_t end)
             }
         } else {
             const int32_t *a = (const int32_t *)q->a + oa, *b = (const int32_t *)q->b + ob;
-            int32_t *y = (int32_t *)q->y + row * n;
+            int32_t *y = (int32_t *)q->y + oy;
             if (q->op == MPS_OP_DIV)
                 for (int64_t i = 0; i < n; i++)
                     y[i] = (int32_t)mps_idiv(a[i * sa], b[i * sb]);
@@ -103,19 +119,30 @@ static void mps_binary_rows(void *ctx, int64_t begin, int64_t end)
                 }
         }
     }
+    if (q->act) { /* the chunk's items are one contiguous run of y: one vectorized pass over it */
+        int64_t y0 = mps_binary_item_start(q, begin);
+        mps_cpu_act_inplace(q->act, (float *)q->y + y0, mps_binary_item_start(q, end) - y0);
+    }
 }
 
-/* y = a op b, a and b broadcast to y's shape. y may be a itself (same shape). */
+/* y = act(a op b), a and b broadcast to y's shape; act may be NULL. y may be
+   a itself (same shape). */
 static void mps_binary_apply(struct mps_pool *pool, enum mps_op op, const struct mps_tensor *a,
-                             const struct mps_tensor *b, struct mps_tensor *y)
+                             const struct mps_tensor *b, struct mps_tensor *y, const struct mps_fused_act *act)
 {
-    struct mps_binary_job q = {.op = op, .dtype = y->dtype, .shape = &y->shape, .a = a->data, .b = b->data,
-                               .y = y->data};
+    struct mps_binary_job q = {.op = op, .dtype = y->dtype, .a = a->data, .b = b->data, .y = y->data, .act = act,
+                               .nd = y->shape.ndim};
+    memcpy(q.dim, y->shape.dim, sizeof q.dim);
     mps_shape_broadcast_strides(&a->shape, &y->shape, q.sa);
     mps_shape_broadcast_strides(&b->shape, &y->shape, q.sb);
-    int64_t n = y->shape.ndim ? y->shape.dim[y->shape.ndim - 1] : 1;
-    int64_t rows = n ? mps_shape_numel(&y->shape) / n : 0;
-    mps_pool_for(pool, rows, n, mps_binary_rows, &q);
+    mps_shape_strides(&y->shape, q.sy);
+    q.nd = mps_walk_merge(q.nd, q.dim, 3, (int64_t *const[]){q.sa, q.sb, q.sy});
+    int64_t n = q.dim[q.nd - 1];
+    if (n == 0)
+        return;
+    q.segs = (n + MPS_BINARY_SEG - 1) / MPS_BINARY_SEG;
+    int64_t items = mps_shape_numel(&y->shape) / n * q.segs;
+    mps_pool_for(pool, items, n < MPS_BINARY_SEG ? n : MPS_BINARY_SEG, mps_binary_items, &q);
 }
 
 enum mps_status mps_cpu_binary(const struct mps_cpu_args *a, struct mps_error *err)
@@ -125,12 +152,13 @@ enum mps_status mps_cpu_binary(const struct mps_cpu_args *a, struct mps_error *e
     (void)err;
     if (n->n_in == 1) { /* Sum, Mean, Max, Min of one input: a copy */
         struct mps_tensor zero = a->in[0];
-        mps_binary_apply(a->pool, MPS_OP_MAX, &a->in[0], &zero, y);
+        mps_binary_apply(a->pool, MPS_OP_MAX, &a->in[0], &zero, y, NULL);
         return MPS_OK;
     }
-    mps_binary_apply(a->pool, n->op, &a->in[0], &a->in[1], y);
+    const struct mps_fused_act *act = mps_node_act(n); /* only two-input ops fuse one */
+    mps_binary_apply(a->pool, n->op, &a->in[0], &a->in[1], y, act && act->on ? act : NULL);
     for (int i = 2; i < n->n_in; i++)
-        mps_binary_apply(a->pool, n->op, y, &a->in[i], y);
+        mps_binary_apply(a->pool, n->op, y, &a->in[i], y, NULL);
     if (n->op == MPS_OP_MEAN) {
         float *p = y->data;
         int64_t count = mps_shape_numel(&y->shape);
@@ -143,6 +171,6 @@ enum mps_status mps_cpu_binary(const struct mps_cpu_args *a, struct mps_error *e
 enum mps_status mps_cpu_prelu(const struct mps_cpu_args *a, struct mps_error *err)
 {
     (void)err;
-    mps_binary_apply(a->pool, MPS_OP_PRELU, &a->in[0], &a->in[1], &a->out[0]);
+    mps_binary_apply(a->pool, MPS_OP_PRELU, &a->in[0], &a->in[1], &a->out[0], NULL);
     return MPS_OK;
 }

@@ -89,9 +89,9 @@ enum mps_status mps_cpu_unary(const struct mps_cpu_args *a, struct mps_error *er
 enum mps_status mps_cpu_fused_act(const struct mps_cpu_args *a, struct mps_error *err)
 {
     const struct mps_node *n = a->node;
-    const struct mps_fused_act *act = n->op == MPS_OP_GEMM ? &n->p.gemm.act : &n->p.conv.act;
+    const struct mps_fused_act *act = mps_node_act(n);
     (void)err;
-    if (act->on)
+    if (act && act->on)
         mps_unary_apply(a->pool, act->op, &act->p, a->out[0].data, a->out[0].data,
                         mps_shape_numel(&a->out[0].shape));
     return MPS_OK;
