@@ -3,8 +3,10 @@
    matmul: a one-node MatMul graph (A an input, B a weight) through each
    backend's normal compile and run path, so it measures what inference pays;
    beside it, in the same run, the backend's vendor GEMM called directly
-   (cblas_sgemm for cpu), so mpsrun's own cost shows. Every result is checked
-   against a double-precision reference on a sample of entries.
+   (cblas_sgemm for cpu), so mpsrun's own cost shows. fp16 multiplies f16
+   data (the tensor cores' own, as PyTorch's half `a @ b`); fp32 and tf32 f32.
+   Every result is checked against a double-precision reference on a sample
+   of entries.
    model: latency and throughput per batch size; --profile gives each node's
    share on a backend that can time nodes (cpu). */
 #include <cjson/cJSON.h>
@@ -197,15 +199,17 @@ static enum mps_status mps_bench_matmul_one(const struct mps_backend *be, enum m
                                             struct mps_bench_row *row, int warmup, int repeat, struct mps_error *err)
 {
     int64_t m = row->m, n = row->n, k = row->k;
+    enum mps_dtype dt = prec == MPS_PRECISION_FP16 ? MPS_F16 : MPS_F32; /* fp16: half data, PyTorch's half a @ b */
     struct mps_graph *g = mps_graph_new();
     float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(k * n)),
           *c = malloc(sizeof(float) * (size_t)(m * n));
+    uint16_t *h = dt == MPS_F16 ? malloc(sizeof(uint16_t) * (size_t)(m * k + k * n + m * n)) : NULL;
     double *times = malloc(sizeof(double) * (size_t)(repeat + 1)),
            *base_times = malloc(sizeof(double) * (size_t)(repeat + 1)),
            *run_times = malloc(sizeof(double) * (size_t)(repeat + 1));
     enum mps_status st = MPS_OK;
     struct mps_plan *plan = NULL;
-    if (!g || !a || !b || !c || !times || !base_times || !run_times) {
+    if (!g || !a || !b || !c || (dt == MPS_F16 && !h) || !times || !base_times || !run_times) {
         st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory for a %lldx%lldx%lld matmul", (long long)m, (long long)n,
                       (long long)k);
         goto out;
@@ -214,15 +218,22 @@ static enum mps_status mps_bench_matmul_one(const struct mps_backend *be, enum m
         a[i] = mps_bench_rand();
     for (int64_t i = 0; i < k * n; i++)
         b[i] = mps_bench_rand();
+    uint16_t *ha = h, *hb = h ? h + m * k : NULL, *hc = h ? hb + k * n : NULL;
+    for (int64_t i = 0; h && i < m * k + k * n; i++) { /* rounded to f16; the reference sees what the GPU does */
+        float *v = i < m * k ? &a[i] : &b[i - m * k];
+        h[i] = mps_f32_to_f16(*v);
+        *v = mps_f16_to_f32(h[i]);
+    }
     struct mps_shape sa = {2, {m, k}}, sb = {2, {k, n}}, sc = {2, {m, n}};
-    int va = mps_graph_add_value(g, "A", MPS_F32, &sa), vb = mps_graph_add_const(g, "B", MPS_F32, &sb, b),
-        vc = mps_graph_add_value(g, "C", MPS_F32, NULL);
+    int va = mps_graph_add_value(g, "A", dt, &sa), vb = mps_graph_add_const(g, "B", dt, &sb, h ? (void *)hb : b),
+        vc = mps_graph_add_value(g, "C", dt, NULL);
     if ((st = mps_graph_add_input(g, va, err)) ||
         (st = mps_graph_add_node(g, MPS_OP_MATMUL, "matmul", (int[]){va, vb}, 2, &vc, 1, NULL, err)) ||
         (st = mps_graph_add_output(g, vc, err)) || (st = mps_graph_sort(g, err)) || (st = mps_graph_infer(g, err)) ||
         (st = mps_plan_compile(be, g, &(struct mps_compile_opts){.threads = threads, .precision = prec}, &plan, err)))
         goto out;
-    struct mps_tensor ta = mps_tensor_make(MPS_F32, &sa, a), tc = mps_tensor_make(MPS_F32, &sc, c);
+    struct mps_tensor ta = mps_tensor_make(dt, &sa, h ? (void *)ha : a),
+                      tc = mps_tensor_make(dt, &sc, h ? (void *)hc : c);
     /* mpsrun and the direct GEMM alternate in rounds, so that a burst of noise
        from elsewhere on the machine lands on both alike. A GPU backend is timed
        resident (A already on the device, as the direct call's), its run path too. */
@@ -252,6 +263,8 @@ static enum mps_status mps_bench_matmul_one(const struct mps_backend *be, enum m
     row->run = mps_bench_stats(run_times, repeat);
     row->t = row->resident ? mps_bench_stats(times, repeat) : row->run;
     row->gflops = 2.0 * (double)m * (double)n * (double)k / (row->t.median * 1e6);
+    for (int64_t i = 0; h && i < m * n; i++)
+        c[i] = mps_f16_to_f32(hc[i]);
     /* error against a double reference, relative to sum |a_ik b_kj| (the scale rounding works at) */
     row->max_err = 0;
     for (int s = 0; s < 64; s++) {
@@ -276,6 +289,7 @@ out:
     free(a);
     free(b);
     free(c);
+    free(h);
     free(times);
     free(base_times);
     free(run_times);
@@ -301,7 +315,8 @@ static int mps_bench_matmul(int argc, char **argv)
     struct arg_rex *cmd = arg_rex1(NULL, NULL, "^matmul$", "matmul", 0, "what to measure");
     struct arg_str *sizes = arg_str0(NULL, "sizes", "LIST", "n or MxNxK, comma separated (default 64,256,1024)");
     struct arg_str *backends = arg_str0(NULL, "backend", "LIST", "backends, comma separated (default all available)");
-    struct arg_str *precs = arg_str0(NULL, "precision", "LIST", "fp32 (default), tf32, fp16, comma separated");
+    struct arg_str *precs =
+        arg_str0(NULL, "precision", "LIST", "fp32 (default), tf32, fp16 (f16 A and B), comma separated");
     struct arg_int *threads = arg_int0(NULL, "threads", "N", "CPU threads (default: one per core)");
     struct arg_int *repeat = arg_int0(NULL, "repeat", "N", "timed runs (default 20)");
     struct arg_int *warmup = arg_int0(NULL, "warmup", "N", "untimed runs first (default 3)");

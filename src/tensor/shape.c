@@ -215,11 +215,15 @@ static enum mps_status mps_shape_prelu(struct mps_graph *g, struct mps_node *n, 
 static enum mps_status mps_shape_matmul(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
     const struct mps_value *a = mps_shape_in(g, n, 0), *b = mps_shape_in(g, n, 1);
-    enum mps_status st = mps_shape_need_dtype(g, n, 0, MPS_DT_FLOAT, err);
+    /* f16 too (both inputs): the tensor cores' own data, what `bench matmul --precision fp16` multiplies */
+    enum mps_status st = mps_shape_need_dtype(g, n, 0, MPS_DT_FLOAT | MPS_DT(MPS_F16), err);
     if (!st)
-        st = mps_shape_need_dtype(g, n, 1, MPS_DT_FLOAT, err);
+        st = mps_shape_need_dtype(g, n, 1, MPS_DT_FLOAT | MPS_DT(MPS_F16), err);
     if (st)
         return st;
+    if (a->dtype != b->dtype)
+        return mps_shape_fail(n, err, "inputs have dtypes %s and %s; they must match", mps_dtype_name(a->dtype),
+                              mps_dtype_name(b->dtype));
     if (a->shape.ndim < 1 || b->shape.ndim < 1)
         return mps_shape_fail(n, err, "inputs must have at least one dim");
     struct mps_shape sa = a->shape, sb = b->shape;
@@ -242,7 +246,7 @@ static enum mps_status mps_shape_matmul(struct mps_graph *g, struct mps_node *n,
         out.dim[out.ndim++] = sa.dim[sa.ndim - 2];
     if (!b1)
         out.dim[out.ndim++] = sb.dim[sb.ndim - 1];
-    mps_shape_set(g, n, 0, MPS_F32, &out);
+    mps_shape_set(g, n, 0, a->dtype, &out);
     return MPS_OK;
 }
 

@@ -118,6 +118,8 @@ static const int64_t th_shape_7[] = {7}, th_shape_bad2[] = {-1, -1}, th_axes_1[]
 
 static const struct th_bad th_bad_rows[] = {
     {"mm", MPS_OP_MATMUL, 2, {{2, {3, 4}}, {2, {5, 6}}}, MPS_F32, NULL, 0, "inner dims"},
+    {"mm_mixed", MPS_OP_MATMUL, 2, {{2, {3, 4}}, {2, {4, 6}}}, MPS_F16, NULL, 0, "dtypes f16 and f32"},
+    {"mm_int", MPS_OP_MATMUL, 2, {{2, {3, 4}}, {2, {4, 6}}}, MPS_I64, NULL, 0, "dtype i64"},
     {"add", MPS_OP_ADD, 2, {{2, {2, 3}}, {1, {4}}}, MPS_F32, NULL, 0, "broadcast"},
     {"reshape", MPS_OP_RESHAPE, 1, {{2, {2, 3}}}, MPS_F32, th_shape_7, 1, "elements"},
     {"reshape2", MPS_OP_RESHAPE, 1, {{2, {2, 3}}}, MPS_F32, th_shape_bad2, 2, "more than one -1"},

@@ -37,6 +37,7 @@ struct th_case {
 #define F(...) {.dt = MPS_F32, .shape = S(__VA_ARGS__)}
 #define FR(l, h, ...) {.dt = MPS_F32, .shape = S(__VA_ARGS__), .lo = l, .hi = h}
 #define FS {.dt = MPS_F32, .shape = SCALAR}
+#define H(...) {.dt = MPS_F16, .shape = S(__VA_ARGS__)}
 #define IR(t, l, h, ...) {.dt = t, .shape = S(__VA_ARGS__), .lo = l, .hi = h}
 #define CI(...) {.dt = MPS_I64, .shape = {1, {N_OF(double, __VA_ARGS__)}}, .is_const = true, \
                  .vals = (const double[]){__VA_ARGS__}, .n_vals = N_OF(double, __VA_ARGS__)}
@@ -64,6 +65,12 @@ static const struct th_case th_cases[] = {
     {"MatMul matrix x batch", MPS_OP_MATMUL, IN(F(3, 4), F(2, 4, 5)), OUT(S(2, 3, 5))},
     {"MatMul k=1", MPS_OP_MATMUL, IN(F(5, 1), F(1, 6)), OUT(S(5, 6))},
     {"MatMul 64x96x80", MPS_OP_MATMUL, IN(F(64, 96), F(96, 80)), OUT(S(64, 80))},
+    /* f16 (cpu: widened to f32; cuda: half GEMM, f32 accumulation): the output's rounding to f16
+       is an NMSE of ~1e-7 */
+    {"MatMul f16", MPS_OP_MATMUL, IN(H(33, 70), H(70, 20)), OUT(S(33, 20)), .tol = 1e-6},
+    {"MatMul f16 batched", MPS_OP_MATMUL, IN(H(2, 1, 9, 16), H(3, 16, 8)), OUT(S(2, 3, 9, 8)), .tol = 1e-6},
+    {"MatMul f16 const B", MPS_OP_MATMUL, IN(H(4, 64), {.dt = MPS_F16, .shape = S(64, 24), .is_const = true}),
+     OUT(S(4, 24)), .tol = 1e-6},
     /* Gemm */
     {"Gemm C row", MPS_OP_GEMM, P(gemm, .alpha = 1, .beta = 1), IN(F(3, 4), F(4, 5), F(5)), OUT(S(3, 5))},
     {"Gemm transA transB alpha beta C column", MPS_OP_GEMM,

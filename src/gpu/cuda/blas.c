@@ -45,18 +45,26 @@ static cublasComputeType_t mps_cuda_compute(enum mps_precision p)
                                      : CUBLAS_COMPUTE_32F;
 }
 
-enum mps_status mps_cuda_gemm(struct mps_cuda_state *s, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                                     float alpha, const float *a, const float *b, float beta, float *c,
-                                     struct mps_error *err)
+enum mps_status mps_cuda_gemm_dt(struct mps_cuda_state *s, enum mps_dtype dt, bool ta, bool tb, int64_t m, int64_t n,
+                                 int64_t k, float alpha, const void *a, const void *b, float beta, void *c,
+                                 struct mps_error *err)
 {
     if (m == 0 || n == 0)
         return MPS_OK;
-    cublasComputeType_t ct = mps_cuda_compute(s->precision);
+    cudaDataType_t t = dt == MPS_F16 ? CUDA_R_16F : CUDA_R_32F;
+    cublasComputeType_t ct = dt == MPS_F16 ? CUBLAS_COMPUTE_32F : mps_cuda_compute(s->precision);
     int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n);
     MPS_CUBLAS_CHECK(mps_cublas.gemm(s->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n,
-                                  (int)m, (int)k, &alpha, b, CUDA_R_32F, ldb > 0 ? ldb : 1, a, CUDA_R_32F,
-                                  lda > 0 ? lda : 1, &beta, c, CUDA_R_32F, (int)n, ct, CUBLAS_GEMM_DEFAULT));
+                                     (int)m, (int)k, &alpha, b, t, ldb > 0 ? ldb : 1, a, t, lda > 0 ? lda : 1, &beta,
+                                     c, t, (int)n, ct, CUBLAS_GEMM_DEFAULT));
     return MPS_OK;
+}
+
+enum mps_status mps_cuda_gemm(struct mps_cuda_state *s, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                              float alpha, const float *a, const float *b, float beta, float *c,
+                              struct mps_error *err)
+{
+    return mps_cuda_gemm_dt(s, MPS_F32, ta, tb, m, n, k, alpha, a, b, beta, c, err);
 }
 
 enum mps_status mps_cuda_gemm_batched(struct mps_cuda_state *s, int64_t m, int64_t n, int64_t k, const float *a,

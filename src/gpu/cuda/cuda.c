@@ -364,31 +364,33 @@ static enum mps_status mps_cuda_probe(struct mps_backend_info *info, struct mps_
     return MPS_OK;
 }
 
-/* cublasGemmEx on device buffers of its own, timed with events: the baseline of bench matmul. */
+/* cublasGemmEx on device buffers of its own, timed with events: the baseline of bench matmul.
+   fp16 multiplies half data, as bench matmul's fp16 graph and PyTorch's half `a @ b` do. */
 static enum mps_status mps_cuda_bench_baseline(int64_t m, int64_t n, int64_t k, enum mps_precision precision,
                                                int threads, int warmup, int repeat, double *times_ms,
                                                struct mps_error *err)
 {
     struct mps_cuda_state s = {.precision = precision};
-    float *a = NULL, *b = NULL, *c = NULL;
+    enum mps_dtype dt = precision == MPS_PRECISION_FP16 ? MPS_F16 : MPS_F32;
+    size_t elem = mps_dtype_size(dt);
+    void *a = NULL, *b = NULL, *c = NULL;
     cudaEvent_t t0 = NULL, t1 = NULL;
     enum mps_status st = MPS_OK;
     (void)threads;
     if (cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking) != cudaSuccess ||
         mps_cublas_open(err) != MPS_OK || mps_cublas.create(&s.blas) != CUBLAS_STATUS_SUCCESS ||
         mps_cublas.set_stream(s.blas, s.stream) != CUBLAS_STATUS_SUCCESS ||
-        cudaMalloc((void **)&a, sizeof(float) * (size_t)(m * k)) != cudaSuccess ||
-        cudaMalloc((void **)&b, sizeof(float) * (size_t)(k * n)) != cudaSuccess ||
-        cudaMalloc((void **)&c, sizeof(float) * (size_t)(m * n)) != cudaSuccess ||
+        cudaMalloc(&a, elem * (size_t)(m * k)) != cudaSuccess ||
+        cudaMalloc(&b, elem * (size_t)(k * n)) != cudaSuccess || cudaMalloc(&c, elem * (size_t)(m * n)) != cudaSuccess ||
         cudaEventCreate(&t0) != cudaSuccess || cudaEventCreate(&t1) != cudaSuccess)
         st = mps_fail(err, MPS_ERR_RUNTIME, "cannot set up the cuBLAS baseline");
     if (!st) {
-        cudaMemsetAsync(a, 0, sizeof(float) * (size_t)(m * k), s.stream);
-        cudaMemsetAsync(b, 0, sizeof(float) * (size_t)(k * n), s.stream);
+        cudaMemsetAsync(a, 0, elem * (size_t)(m * k), s.stream);
+        cudaMemsetAsync(b, 0, elem * (size_t)(k * n), s.stream);
     }
     for (int r = 0; r < warmup + repeat && !st; r++) {
         cudaEventRecord(t0, s.stream);
-        st = mps_cuda_gemm(&s, false, false, m, n, k, 1.0f, a, b, 0.0f, c, err);
+        st = mps_cuda_gemm_dt(&s, dt, false, false, m, n, k, 1.0f, a, b, 0.0f, c, err);
         cudaEventRecord(t1, s.stream);
         float ms = 0;
         if (!st && cudaEventSynchronize(t1) == cudaSuccess && cudaEventElapsedTime(&ms, t0, t1) == cudaSuccess &&

@@ -72,6 +72,11 @@ struct mps_cuda_state {
    GEMM (C^T = op(B)^T op(A)^T), in the plan's precision. */
 enum mps_status mps_cuda_gemm(struct mps_cuda_state *s, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                               const float *a, const float *b, float beta, float *c, struct mps_error *err);
+/* The same on operands of dtype dt: f32 as above, or f16 with f32 accumulation on the
+   tensor cores in every precision (PyTorch's half GEMM). */
+enum mps_status mps_cuda_gemm_dt(struct mps_cuda_state *s, enum mps_dtype dt, bool ta, bool tb, int64_t m, int64_t n,
+                                 int64_t k, float alpha, const void *a, const void *b, float beta, void *c,
+                                 struct mps_error *err);
 /* batch independent row-major C_i[m,n] = A_i[m,k] B_i[k,n], operand i at base + i * stride
    (a stride of 0 shares one matrix), as one cuBLAS call. */
 enum mps_status mps_cuda_gemm_batched(struct mps_cuda_state *s, int64_t m, int64_t n, int64_t k, const float *a,

@@ -64,15 +64,17 @@ static enum mps_status mps_cuda_matmul(struct mps_cuda_state *s, const struct mp
 {
     const struct mps_graph *g = s->g;
     struct mps_matmul_geom q = mps_matmul_geom(&MPS_INV(0)->shape, &MPS_INV(1)->shape);
-    const float *a = MPS_IN(0), *b = MPS_IN(1);
-    float *c = MPS_OUT(0);
+    enum mps_dtype dt = MPS_OUTV(0)->dtype; /* f32 or f16 */
+    size_t elem = mps_dtype_size(dt);
+    const char *a = MPS_IN(0), *b = MPS_IN(1);
+    char *c = MPS_OUT(0);
     if (q.fold) /* one B: the batch folds into A's rows */
-        return mps_cuda_gemm(s, false, false, q.m * q.batches, q.n, q.k, 1.0f, a, b, 0.0f, c, err);
+        return mps_cuda_gemm_dt(s, dt, false, false, q.m * q.batches, q.n, q.k, 1.0f, a, b, 0.0f, c, err);
     for (int64_t i = 0; i < q.batches; i++) {
         int64_t oa, ob;
         mps_matmul_offsets(&q, i, &oa, &ob);
-        enum mps_status st = mps_cuda_gemm(s, false, false, q.m, q.n, q.k, 1.0f, a + oa, b + ob, 0.0f,
-                                           c + i * q.m * q.n, err);
+        enum mps_status st = mps_cuda_gemm_dt(s, dt, false, false, q.m, q.n, q.k, 1.0f, a + oa * elem, b + ob * elem,
+                                              0.0f, c + i * q.m * q.n * elem, err);
         if (st)
             return st;
     }

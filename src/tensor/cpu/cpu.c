@@ -89,6 +89,7 @@ static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
 };
 
 static const mps_cpu_scratch mps_cpu_scratch_fns[MPS_OP_COUNT] = {
+    [MPS_OP_MATMUL] = mps_cpu_matmul_scratch,
     [MPS_OP_CONV] = mps_cpu_conv_scratch,
     [MPS_OP_CONV_TRANSPOSE] = mps_cpu_conv_scratch,
 };

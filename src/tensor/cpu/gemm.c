@@ -1,5 +1,5 @@
-/* gemm.c: MatMul (batched, numpy broadcasting of the batch dims) and Gemm,
-   both through cblas_sgemm. */
+/* gemm.c: MatMul (batched, numpy broadcasting of the batch dims; f32, or f16
+   widened to f32) and Gemm, both through cblas_sgemm. */
 #include "blas.h"
 #include "kernels.h"
 
@@ -81,21 +81,49 @@ static void mps_cpu_sgemm(struct mps_pool *pool, bool ta, bool tb, int64_t m, in
     mps_cpu_sgemm_ld(pool, ta, tb, m, n, k, alpha, a, ta ? m : k, b, tb ? k : n, beta, c, n);
 }
 
+size_t mps_cpu_matmul_scratch(const struct mps_graph *g, const struct mps_node *n)
+{
+    if (g->values[n->out[0]].dtype != MPS_F16)
+        return 0;
+    int64_t elems = 0;
+    for (int i = 0; i < 3; i++)
+        elems += mps_shape_numel(&g->values[i < 2 ? n->in[i] : n->out[0]].shape);
+    return sizeof(float) * (size_t)elems;
+}
+
+static void mps_cpu_widen(const uint16_t *x, float *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = mps_f16_to_f32(x[i]);
+}
+
 enum mps_status mps_cpu_matmul(const struct mps_cpu_args *a, struct mps_error *err)
 {
     struct mps_matmul_geom q = mps_matmul_geom(&a->in[0].shape, &a->in[1].shape);
     const float *pa = a->in[0].data, *pb = a->in[1].data;
     float *pc = a->out[0].data;
+    int64_t na = mps_shape_numel(&a->in[0].shape), nb = mps_shape_numel(&a->in[1].shape),
+            nc = mps_shape_numel(&a->out[0].shape);
     (void)err;
+    if (a->out[0].dtype == MPS_F16) { /* f16: widened to f32 in scratch, one f32 product, rounded once */
+        float *wa = a->scratch, *wb = wa + na;
+        mps_cpu_widen(a->in[0].data, wa, na);
+        mps_cpu_widen(a->in[1].data, wb, nb);
+        pa = wa, pb = wb, pc = wb + nb;
+    }
     if (q.fold) { /* B is one matrix: A's batch folds into its rows, one call */
         mps_cpu_sgemm(a->pool, false, false, q.m * q.batches, q.n, q.k, 1.0f, pa, pb, 0.0f, pc);
-        return MPS_OK;
+    } else {
+        for (int64_t i = 0; i < q.batches; i++) {
+            int64_t oa, ob;
+            mps_matmul_offsets(&q, i, &oa, &ob);
+            mps_cpu_sgemm(a->pool, false, false, q.m, q.n, q.k, 1.0f, pa + oa, pb + ob, 0.0f,
+                          pc + i * q.m * q.n);
+        }
     }
-    for (int64_t i = 0; i < q.batches; i++) {
-        int64_t oa, ob;
-        mps_matmul_offsets(&q, i, &oa, &ob);
-        mps_cpu_sgemm(a->pool, false, false, q.m, q.n, q.k, 1.0f, pa + oa, pb + ob, 0.0f, pc + i * q.m * q.n);
-    }
+    if (a->out[0].dtype == MPS_F16)
+        for (int64_t i = 0; i < nc; i++)
+            ((uint16_t *)a->out[0].data)[i] = mps_f32_to_f16(pc[i]);
     return MPS_OK;
 }
 

@@ -39,6 +39,7 @@ typedef size_t (*mps_cpu_pack)(const struct mps_graph *g, const struct mps_node 
 void mps_cpu_sgemm_ld(struct mps_pool *pool, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                       const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 enum mps_status mps_cpu_matmul(const struct mps_cpu_args *a, struct mps_error *err);
+size_t mps_cpu_matmul_scratch(const struct mps_graph *g, const struct mps_node *n);
 enum mps_status mps_cpu_gemm(const struct mps_cpu_args *a, struct mps_error *err);
 /* conv.c */
 enum mps_status mps_cpu_conv(const struct mps_cpu_args *a, struct mps_error *err);
