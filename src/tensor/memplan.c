@@ -23,12 +23,26 @@ void mps_memplan_free(struct mps_memplan *mp)
     free(mp->offset);
     free(mp->first);
     free(mp->last);
+    free(mp->alias);
     memset(mp, 0, sizeof *mp);
+}
+
+static bool mps_memplan_is_view(const struct mps_node *n)
+{
+    switch (n->op) {
+    case MPS_OP_RESHAPE:
+    case MPS_OP_FLATTEN:
+    case MPS_OP_SQUEEZE:
+    case MPS_OP_UNSQUEEZE:
+    case MPS_OP_IDENTITY:
+    case MPS_OP_DROPOUT: return n->n_in > 0 && n->in[0] >= 0;
+    default: return false;
+    }
 }
 
 /* Greedy by size: each value, largest first, goes to the lowest offset where
    it overlaps no already placed value whose lifetime intersects its own. */
-enum mps_status mps_memplan_build(const struct mps_graph *g, size_t align, struct mps_memplan *mp,
+enum mps_status mps_memplan_build(const struct mps_graph *g, size_t align, bool views, struct mps_memplan *mp,
                                   struct mps_error *err)
 {
     memset(mp, 0, sizeof *mp);
@@ -36,9 +50,10 @@ enum mps_status mps_memplan_build(const struct mps_graph *g, size_t align, struc
     mp->offset = malloc(nv * sizeof *mp->offset);
     mp->first = malloc(nv * sizeof *mp->first);
     mp->last = malloc(nv * sizeof *mp->last);
+    mp->alias = malloc(nv * sizeof *mp->alias);
     struct mps_memplan_item *items = malloc(nv * sizeof *items);
     int *placed = malloc(nv * sizeof *placed);
-    if (!mp->offset || !mp->first || !mp->last || !items || !placed) {
+    if (!mp->offset || !mp->first || !mp->last || !mp->alias || !items || !placed) {
         free(items);
         free(placed);
         mps_memplan_free(mp);
@@ -46,7 +61,7 @@ enum mps_status mps_memplan_build(const struct mps_graph *g, size_t align, struc
     }
     for (int v = 0; v < g->n_values; v++) {
         mp->offset[v] = -1;
-        mp->first[v] = mp->last[v] = -1;
+        mp->first[v] = mp->last[v] = mp->alias[v] = -1;
     }
     for (int k = 0; k < g->n_nodes; k++) {
         const struct mps_node *n = &g->nodes[k];
@@ -59,9 +74,18 @@ enum mps_status mps_memplan_build(const struct mps_graph *g, size_t align, struc
     for (int i = 0; i < g->n_outputs; i++)
         if (mp->first[g->outputs[i]] >= 0)
             mp->last[g->outputs[i]] = g->n_nodes;
+    for (int k = 0; views && k < g->n_nodes; k++) { /* in order: a chain of views ends at one root */
+        const struct mps_node *n = &g->nodes[k];
+        if (!mps_memplan_is_view(n))
+            continue;
+        int v = n->out[0], r = mp->alias[n->in[0]] >= 0 ? mp->alias[n->in[0]] : n->in[0];
+        mp->alias[v] = r;
+        if (mp->first[r] >= 0 && mp->last[v] > mp->last[r])
+            mp->last[r] = mp->last[v];
+    }
     int n_items = 0;
     for (int v = 0; v < g->n_values; v++) {
-        if (mp->first[v] < 0)
+        if (mp->first[v] < 0 || mp->alias[v] >= 0)
             continue;
         const struct mps_value *val = &g->values[v];
         size_t bytes = (size_t)mps_shape_numel(&val->shape) * mps_dtype_size(val->dtype);
@@ -93,6 +117,9 @@ enum mps_status mps_memplan_build(const struct mps_graph *g, size_t align, struc
         if (off + items[i].bytes > mp->size)
             mp->size = off + items[i].bytes;
     }
+    for (int v = 0; v < g->n_values; v++)
+        if (mp->alias[v] >= 0)
+            mp->offset[v] = mp->offset[mp->alias[v]];
     free(items);
     free(placed);
     return MPS_OK;

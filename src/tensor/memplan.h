@@ -4,7 +4,7 @@
    device arena.
 
        struct mps_memplan mp;
-       if (mps_memplan_build(g, 64, &mp, &err) == MPS_OK) {
+       if (mps_memplan_build(g, 64, false, &mp, &err) == MPS_OK) {
            void *arena = aligned_alloc(64, mp.size);
            // value v lives at arena + mp.offset[v] when mp.offset[v] >= 0
            mps_memplan_free(&mp);
@@ -12,7 +12,13 @@
 
    A value is live from the node that writes it to the last node that reads
    it (graph outputs: to the end). Two values whose lifetimes overlap never
-   share bytes; a value whose lifetime has ended gives its bytes to later ones. */
+   share bytes; a value whose lifetime has ended gives its bytes to later ones.
+
+   With views, the output of a Reshape, Flatten, Squeeze, Unsqueeze, Identity
+   or Dropout is the bytes of its input (alias[v]: the value at the end of
+   such a chain); that value then lives until the view's last reader. A
+   backend that asks for views must give an alias its root's memory, inputs
+   included, and copy nothing for the view node. */
 #ifndef MPS_MEMPLAN_H
 #define MPS_MEMPLAN_H
 
@@ -25,12 +31,14 @@ struct mps_memplan {
     int64_t *offset; /* per value: byte offset in the arena, -1 when not in it
                         (inputs, initializers); owned, freed by mps_memplan_free */
     int *first, *last; /* per value: node index range of its lifetime (-1 if not placed) */
+    int *alias;        /* per value: the value whose bytes a view shares, -1 when none;
+                          offset[v] is the root's (-1 for an input) */
     size_t size;     /* arena bytes */
     size_t total;    /* bytes of all placed values laid end to end, for comparison */
 };
 
 /* Plans the node outputs of the sorted, inferred graph g; offsets are multiples of align. */
-enum mps_status mps_memplan_build(const struct mps_graph *g, size_t align, struct mps_memplan *mp,
+enum mps_status mps_memplan_build(const struct mps_graph *g, size_t align, bool views, struct mps_memplan *mp,
                                   struct mps_error *err);
 void mps_memplan_free(struct mps_memplan *mp);
 

@@ -1,19 +1,35 @@
 /* test_memplan.c: the arena plan. On random graphs no two values whose
-   lifetimes meet share a byte, the arena is never larger than all values
-   laid end to end, a chain reuses memory, and the CPU backend running from
-   the plan matches the reference. */
+   lifetimes meet share a byte (a view shares its root's on purpose, and its
+   root lives as long as it), the arena is never larger than all values laid
+   end to end, a chain reuses memory, and every backend running from its plan
+   (cuda's with views) matches the reference. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "harness.h"
 #include "memplan.h"
 
-/* Every pair of placed values that are live at the same time must not overlap. */
+static int th_root(const struct mps_memplan *mp, int v)
+{
+    return mp->alias[v] >= 0 ? mp->alias[v] : v;
+}
+
+/* Every pair of placed values that are live at the same time must not overlap,
+   unless one is a view of the other's root. */
 static bool th_plan_valid(const struct mps_graph *g, const struct mps_memplan *mp, char *why, size_t size)
 {
+    for (int v = 0; v < g->n_values; v++) {
+        int r = mp->alias[v];
+        if (r >= 0 && (mp->alias[r] >= 0 || mp->offset[v] != mp->offset[r] ||
+                       (mp->first[r] >= 0 && mp->last[r] < mp->last[v]))) {
+            snprintf(why, size, "view '%s' of '%s': not a root, another offset or a shorter life", g->values[v].name,
+                     g->values[r].name);
+            return false;
+        }
+    }
     for (int u = 0; u < g->n_values; u++)
         for (int v = u + 1; v < g->n_values; v++) {
-            if (mp->offset[u] < 0 || mp->offset[v] < 0)
+            if (mp->offset[u] < 0 || mp->offset[v] < 0 || th_root(mp, u) == th_root(mp, v))
                 continue;
             if (mp->last[u] < mp->first[v] || mp->last[v] < mp->first[u])
                 continue;
@@ -31,7 +47,7 @@ static bool th_plan_valid(const struct mps_graph *g, const struct mps_memplan *m
     return true;
 }
 
-/* A random DAG of 1-D f32 values: Relu, Concat of two earlier values, Slice. */
+/* A random DAG of 1-D f32 values: Relu, Concat of two earlier values, Slice, Identity (a view). */
 static struct mps_graph *th_random_dag(int nodes, struct mps_error *err)
 {
     struct mps_graph *g = mps_graph_new();
@@ -44,7 +60,7 @@ static struct mps_graph *th_random_dag(int nodes, struct mps_error *err)
         char name[32];
         snprintf(name, sizeof name, "v%d", k);
         int y = mps_graph_add_value(g, name, MPS_F32, NULL);
-        int a = (int)th_uniform(0, n_vals), b = (int)th_uniform(0, n_vals), kind = (int)th_uniform(0, 3);
+        int a = (int)th_uniform(0, n_vals), b = (int)th_uniform(0, n_vals), kind = (int)th_uniform(0, 4);
         snprintf(name, sizeof name, "n%d", k);
         if (kind == 1 && len[a] + len[b] < 4096) {
             mps_graph_add_node(g, MPS_OP_CONCAT, name, (int[]){vals[a], vals[b]}, 2, &y, 1, NULL, err);
@@ -59,6 +75,9 @@ static struct mps_graph *th_random_dag(int nodes, struct mps_error *err)
             snprintf(name, sizeof name, "n%d", k);
             mps_graph_add_node(g, MPS_OP_SLICE, name, (int[]){vals[a], cs, ce}, 3, &y, 1, NULL, err);
             len[n_vals] = len[a] - 2;
+        } else if (kind == 3) {
+            mps_graph_add_node(g, MPS_OP_IDENTITY, name, &vals[a], 1, &y, 1, NULL, err);
+            len[n_vals] = len[a];
         } else {
             mps_graph_add_node(g, MPS_OP_RELU, name, &vals[a], 1, &y, 1, NULL, err);
             len[n_vals] = len[a];
@@ -73,6 +92,8 @@ static struct mps_graph *th_random_dag(int nodes, struct mps_error *err)
 static void test_random_dags(void)
 {
     char why[256];
+    const struct mps_backend *bes[8];
+    int nb = th_backends(bes, 8);
     for (int trial = 0; trial < 20; trial++) {
         char seed[32];
         snprintf(seed, sizeof seed, "dag %d", trial);
@@ -84,18 +105,20 @@ static void test_random_dags(void)
             mps_graph_free(g);
             continue;
         }
-        struct mps_memplan mp;
-        if (mps_memplan_build(g, 64, &mp, &err)) {
-            th_fail("%s plans: %s", seed, err.msg);
-            mps_graph_free(g);
-            continue;
+        for (int views = 0; views < 2; views++) {
+            struct mps_memplan mp;
+            if (mps_memplan_build(g, 64, views, &mp, &err)) {
+                th_fail("%s plans: %s", seed, err.msg);
+                continue;
+            }
+            bool ok = th_plan_valid(g, &mp, why, sizeof why);
+            th_check(ok, "%s%s: no two live values overlap%s%s", seed, views ? " (views)" : "", ok ? "" : ": ",
+                     ok ? "" : why);
+            th_check(mp.size <= mp.total, "%s: arena %zu bytes <= %zu laid end to end", seed, mp.size, mp.total);
+            mps_memplan_free(&mp);
         }
-        bool ok = th_plan_valid(g, &mp, why, sizeof why);
-        th_check(ok, "%s: no two live values overlap%s%s", seed, ok ? "" : ": ", ok ? "" : why);
-        th_check(mp.size <= mp.total, "%s: arena %zu bytes <= %zu laid end to end", seed, mp.size, mp.total);
-        mps_memplan_free(&mp);
 
-        /* the CPU backend runs from this plan: its answer must be the reference's */
+        /* each backend runs from its plan: its answer must be the reference's */
         int64_t n = mps_shape_numel(&g->values[g->inputs[0]].shape);
         float *x = th_alloc(MPS_F32, n);
         for (int64_t i = 0; i < n; i++)
@@ -103,18 +126,23 @@ static void test_random_dags(void)
         struct mps_tensor in = mps_tensor_make(MPS_F32, &g->values[g->inputs[0]].shape, x), out[2];
         struct ref_tensor want[2];
         th_ref_graph(g, &in, want);
-        if (th_run(&mps_backend_cpu, g, &in, out, &err) == MPS_OK) {
-            for (int o = 0; o < 2; o++) {
-                int64_t m = mps_shape_numel(&out[o].shape);
-                double *got = calloc((size_t)m + 1, sizeof *got);
-                th_to_double(MPS_F32, out[o].data, m, got);
-                th_check(th_nmse(got, want[o].d, m) == 0, "%s: cpu output %d equals the reference", seed, o);
-                free(got);
+        for (int b = 0; b < nb; b++) {
+            if (bes[b] == &th_backend_mps_sim)
+                continue; /* runs the lowering, not a plan */
+            if (th_run(bes[b], g, &in, out, &err) == MPS_OK) {
+                for (int o = 0; o < 2; o++) {
+                    int64_t m = mps_shape_numel(&out[o].shape);
+                    double *got = calloc((size_t)m + 1, sizeof *got);
+                    th_to_double(MPS_F32, out[o].data, m, got);
+                    th_check(th_nmse(got, want[o].d, m) == 0, "%s: %s output %d equals the reference", seed,
+                             bes[b]->name, o);
+                    free(got);
+                }
+                th_free_tensors(out, 2);
+            } else {
+                th_fail("%s: %s run: %s", seed, bes[b]->name, err.msg);
             }
-        } else {
-            th_fail("%s: cpu run: %s", seed, err.msg);
         }
-        th_free_tensors(out, 2);
         free(want[0].d);
         free(want[1].d);
         free(x);
@@ -139,7 +167,7 @@ static void test_chain(void)
     }
     mps_graph_add_output(g, prev, &err);
     struct mps_memplan mp;
-    if (mps_graph_sort(g, &err) || mps_graph_infer(g, &err) || mps_memplan_build(g, 64, &mp, &err)) {
+    if (mps_graph_sort(g, &err) || mps_graph_infer(g, &err) || mps_memplan_build(g, 64, false, &mp, &err)) {
         th_fail("chain plans: %s", err.msg);
     } else {
         size_t one = (4000 + 63) / 64 * 64;

@@ -115,7 +115,7 @@ static enum mps_status mps_cuda_memory(struct mps_cuda_state *s, struct mps_erro
 {
     const struct mps_graph *g = s->g;
     struct mps_memplan mp;
-    enum mps_status st = mps_memplan_build(g, 256, &mp, err);
+    enum mps_status st = mps_memplan_build(g, 256, true, &mp, err);
     if (st)
         return st;
     size_t scratch = 0, weights = 0, pinned = 0;
@@ -154,7 +154,6 @@ static enum mps_status mps_cuda_memory(struct mps_cuda_state *s, struct mps_erro
             woff += MPS_CUDA_ALIGN(mps_cuda_bytes(val));
         }
     }
-    mps_memplan_free(&mp);
     if (!st)
         st = mps_cuda_pack(s, err);
     size_t poff = 0;
@@ -171,6 +170,10 @@ static enum mps_status mps_cuda_memory(struct mps_cuda_state *s, struct mps_erro
         s->out_pin[i] = poff;
         poff += MPS_CUDA_ALIGN(mps_cuda_bytes(&g->values[g->outputs[i]]));
     }
+    for (int v = 0; v < g->n_values; v++) /* views: their root's memory, an input's or a weight's too */
+        if (mp.alias[v] >= 0)
+            s->dptr[v] = s->dptr[mp.alias[v]];
+    mps_memplan_free(&mp);
     return st;
 }
 
