@@ -248,6 +248,10 @@ static const struct th_case th_cases[] = {
     {"Softmax axis 0", MPS_OP_SOFTMAX, P(norm, .axis = 0), IN(F(4, 3)), OUT(S(4, 3))},
     {"LogSoftmax last axis", MPS_OP_LOG_SOFTMAX, P(norm, .axis = -1), IN(FR(-5, 5, 3, 10)), OUT(S(3, 10))},
     {"LogSoftmax middle axis", MPS_OP_LOG_SOFTMAX, P(norm, .axis = 1), IN(F(2, 4, 3)), OUT(S(2, 4, 3))},
+    /* rows longer than a warp (cuda: 32 threads per row, each over every 32nd element) */
+    {"Softmax 1000 classes", MPS_OP_SOFTMAX, P(norm, .axis = -1), IN(FR(-8, 8, 3, 1000)), OUT(S(3, 1000))},
+    {"LogSoftmax 70 along a middle axis", MPS_OP_LOG_SOFTMAX, P(norm, .axis = 1), IN(FR(-8, 8, 2, 70, 3)),
+     OUT(S(2, 70, 3))},
     /* elementwise unary */
     {"Relu", MPS_OP_RELU, IN(F(3, 7)), OUT(S(3, 7))},
     {"LeakyRelu alpha 0.1", MPS_OP_LEAKY_RELU, P(act, .alpha = 0.1f), IN(F(2, 3, 4)), OUT(S(2, 3, 4))},

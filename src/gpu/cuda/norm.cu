@@ -70,21 +70,31 @@ extern "C" int mps_cu_layer_norm(const float *x, const float *scale, const float
     MPS_CU_LAUNCH(mps_cu_ln_k, rows, stream, x, scale, bias, y, mean, inv, rows, row, *sw, *bw, eps);
 }
 
+/* One warp per softmax lane (a row along the axis): each thread takes every 32nd
+   element, the max and the sum meet through shuffles. The CPU's math (float max,
+   double exp and sum), with a row's exps spread over 32 threads instead of one. */
 __global__ static void mps_cu_softmax_k(const float *x, float *y, int64_t len, int64_t inner, int log_out, int64_t n)
 {
-    MPS_CU_FOR(l, n)
+    MPS_CU_FOR(t, n) /* n = rows * 32: a warp's threads share a row, the loop bound is warp-uniform */
     {
-        int64_t base = l / inner * len * inner + l % inner;
+        int64_t l = t / 32, base = l / inner * len * inner + l % inner;
+        int lane = (int)(t % 32);
         const float *xl = x + base;
         float *yl = y + base;
         float mx = -INFINITY;
-        for (int64_t i = 0; i < len; i++)
+        for (int64_t i = lane; i < len; i += 32)
             mx = xl[i * inner] > mx ? xl[i * inner] : mx;
+        for (int off = 16; off > 0; off /= 2) {
+            float o = __shfl_xor_sync(0xffffffff, mx, off);
+            mx = o > mx ? o : mx;
+        }
         double sum = 0;
-        for (int64_t i = 0; i < len; i++)
+        for (int64_t i = lane; i < len; i += 32)
             sum += exp((double)xl[i * inner] - mx);
+        for (int off = 16; off > 0; off /= 2)
+            sum += __shfl_xor_sync(0xffffffff, sum, off);
         double lsum = log(sum);
-        for (int64_t i = 0; i < len; i++) {
+        for (int64_t i = lane; i < len; i += 32) {
             double v = (double)xl[i * inner] - mx;
             yl[i * inner] = (float)(log_out ? v - lsum : exp(v) / sum);
         }
@@ -94,7 +104,7 @@ __global__ static void mps_cu_softmax_k(const float *x, float *y, int64_t len, i
 extern "C" int mps_cu_softmax(const float *x, float *y, int64_t outer, int64_t len, int64_t inner, int log_out,
                               void *stream)
 {
-    int64_t n = outer * inner;
+    int64_t n = outer * inner * 32;
     MPS_CU_LAUNCH(mps_cu_softmax_k, n, stream, x, y, len, inner, log_out, n);
 }
 
