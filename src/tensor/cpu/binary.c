@@ -1,7 +1,7 @@
 /* binary.c: Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean and PRelu with numpy
    broadcasting, for f32 and (except Pow, Mean, PRelu) i64 and i32. Variadic
    ops fold their inputs pairwise into the output. A fused activation (two
-   f32 inputs) is applied to each output row as it is written. */
+   f32 inputs) is applied to each thread's chunk of output once written. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
