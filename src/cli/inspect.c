@@ -121,7 +121,8 @@ int mps_cli_inspect(int argc, char **argv)
     cJSON *root = NULL;
     if (done)
         goto out;
-    if ((st = mps_onnx_load(model->filename[0], NULL, &m, &err)) || (st = mps_memplan_build(m->graph, 64, false, &mp, &err)))
+    if ((st = mps_onnx_load(model->filename[0], NULL, &m, &err)) ||
+        (st = mps_memplan_build(m->graph, 64, false, &mp, &err)))
         goto out;
     const struct mps_graph *g = m->graph;
     char a[256];

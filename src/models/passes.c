@@ -245,9 +245,8 @@ enum mps_status mps_passes_fuse(struct mps_graph *g, const struct mps_backend *b
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     for (int k = 0; k < g->n_nodes; k++) {
         struct mps_node *n = &g->nodes[k];
-        struct mps_fused_act *act = mps_node_act(n);
-        bool binary = n->op != MPS_OP_CONV && n->op != MPS_OP_CONV_TRANSPOSE && n->op != MPS_OP_GEMM;
-        if (!act || (binary && (n->n_in != 2 || g->values[n->out[0]].dtype != MPS_F32)))
+        struct mps_fused_act *act = mps_node_act(n); /* Add..Div have two inputs; f32: the act's output below */
+        if (!act)
             continue;
         int only = -1;
         if (act->on || mps_pass_uses(g, n->out[0], &only) != 1 || only < 0)

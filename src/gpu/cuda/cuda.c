@@ -384,7 +384,8 @@ static enum mps_status mps_cuda_bench_baseline(int64_t m, int64_t n, int64_t k, 
         mps_cublas_open(err) != MPS_OK || mps_cublas.create(&s.blas) != CUBLAS_STATUS_SUCCESS ||
         mps_cublas.set_stream(s.blas, s.stream) != CUBLAS_STATUS_SUCCESS ||
         cudaMalloc(&a, elem * (size_t)(m * k)) != cudaSuccess ||
-        cudaMalloc(&b, elem * (size_t)(k * n)) != cudaSuccess || cudaMalloc(&c, elem * (size_t)(m * n)) != cudaSuccess ||
+        cudaMalloc(&b, elem * (size_t)(k * n)) != cudaSuccess ||
+        cudaMalloc(&c, elem * (size_t)(m * n)) != cudaSuccess ||
         cudaEventCreate(&t0) != cudaSuccess || cudaEventCreate(&t1) != cudaSuccess)
         st = mps_fail(err, MPS_ERR_RUNTIME, "cannot set up the cuBLAS baseline");
     if (!st) {

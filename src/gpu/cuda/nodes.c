@@ -357,7 +357,7 @@ static enum mps_status mps_cuda_binary(struct mps_cuda_state *s, const struct mp
     int64_t sa[MPS_MAX_DIMS], sb[MPS_MAX_DIMS], sy[MPS_MAX_DIMS];
     mps_shape_strides(&y->shape, sy);
     enum mps_op op = n->op;
-    const struct mps_fused_act *act = mps_node_act(n); /* only two-input ops fuse one: one step */
+    const struct mps_fused_act *act = mps_node_act(n); /* Add, Sub, Mul, Div: two inputs, one step */
     int fused = act && act->on ? (int)act->op : 0;
     for (int i = 0; i < (n->n_in > 1 ? n->n_in - 1 : 1); i++) {
         /* the first step reads inputs 0 and 1 (or 0 twice), later ones the output so far and input i + 1 */

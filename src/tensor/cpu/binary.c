@@ -155,7 +155,7 @@ enum mps_status mps_cpu_binary(const struct mps_cpu_args *a, struct mps_error *e
         mps_binary_apply(a->pool, MPS_OP_MAX, &a->in[0], &zero, y, NULL);
         return MPS_OK;
     }
-    const struct mps_fused_act *act = mps_node_act(n); /* only two-input ops fuse one */
+    const struct mps_fused_act *act = mps_node_act(n); /* Add, Sub, Mul, Div: two inputs, this one step */
     mps_binary_apply(a->pool, n->op, &a->in[0], &a->in[1], y, act && act->on ? act : NULL);
     for (int i = 2; i < n->n_in; i++)
         mps_binary_apply(a->pool, n->op, y, &a->in[i], y, NULL);
