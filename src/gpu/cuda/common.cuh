@@ -20,12 +20,39 @@ static inline unsigned mps_cu_blocks(int64_t n)
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);             \
          i += (int64_t)gridDim.x * blockDim.x)
 
+/* Programmatic dependent launch (sm_90 on; mps_cu_pdl, set by mps_cu_setup):
+   every kernel is launched allowed to start while the one before it on the
+   stream still runs, and begins with mps_cu_wait, which waits until that one
+   has finished and its writes are visible, then lets the next one start
+   launching. In a CUDA graph this hides most of the 2-3 us each small
+   kernel's launch costs after the one before it. A kernel that touched global
+   memory before mps_cu_wait would race with its predecessor: every kernel
+   calls it first (tests/cuda_wait_check.sh checks). */
+extern bool mps_cu_pdl;
+
+__device__ static inline void mps_cu_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/* kernel<<<grid, block, 0, stream>>>(args), with the attribute above where it applies. */
+template <typename... P, typename... A>
+static inline int mps_cu_launch(void (*kernel)(P...), dim3 grid, dim3 block, void *stream, A... args)
+{
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t c = {};
+    c.gridDim = grid, c.blockDim = block, c.stream = (cudaStream_t)stream;
+    c.attrs = attr, c.numAttrs = mps_cu_pdl ? 1 : 0;
+    return (int)cudaLaunchKernelEx(&c, kernel, ((P)args)...);
+}
+
 #define MPS_CU_LAUNCH(kernel, n, stream, ...)                                             \
-    do {                                                                                  \
-        if ((n) > 0)                                                                      \
-            kernel<<<mps_cu_blocks(n), MPS_CU_THREADS, 0, (cudaStream_t)(stream)>>>(__VA_ARGS__); \
-        return (int)cudaGetLastError();                                                   \
-    } while (0)
+    return (n) > 0 ? mps_cu_launch(kernel, mps_cu_blocks(n), MPS_CU_THREADS, stream, __VA_ARGS__) : 0
 
 /* Index arithmetic runs in I: int32_t where every index and offset a kernel
    computes is at most 2^30 (span), int64_t otherwise. The kernels divide per
@@ -37,15 +64,11 @@ static inline unsigned mps_cu_blocks(int64_t n)
 
 /* Launches kernel<int32_t> or kernel<int64_t> (templated on I) over n elements. */
 #define MPS_CU_LAUNCH_I(kernel, n, span, stream, ...)                                     \
-    do {                                                                                  \
-        if ((n) > 0) {                                                                    \
-            if (MPS_CU_FITS32(span))                                                      \
-                kernel<int32_t><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, (cudaStream_t)(stream)>>>(__VA_ARGS__); \
-            else                                                                          \
-                kernel<int64_t><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, (cudaStream_t)(stream)>>>(__VA_ARGS__); \
-        }                                                                                 \
-        return (int)cudaGetLastError();                                                   \
-    } while (0)
+    return (n) <= 0                  ? 0                                                      \
+           : MPS_CU_FITS32(span) ? mps_cu_launch(kernel<int32_t>, mps_cu_blocks(n), MPS_CU_THREADS, stream, \
+                                                 __VA_ARGS__)                                 \
+                                 : mps_cu_launch(kernel<int64_t>, mps_cu_blocks(n), MPS_CU_THREADS, stream, \
+                                                 __VA_ARGS__)
 
 /* Row kernels: y walks rows (planes), x the positions of a row; the block is
    no wider than a row needs, and the grid no larger than CUDA allows (the
@@ -66,15 +89,12 @@ static inline void mps_cu_grid2(int64_t rows, int64_t len, dim3 *grid, dim3 *blo
 
 #define MPS_CU_LAUNCH2_I(kernel, rows, len, span, stream, ...)                            \
     do {                                                                                  \
-        if ((rows) > 0 && (len) > 0) {                                                    \
-            dim3 grid_, block_;                                                           \
-            mps_cu_grid2((rows), (len), &grid_, &block_);                                 \
-            if (MPS_CU_FITS32(span))                                                      \
-                kernel<int32_t><<<grid_, block_, 0, (cudaStream_t)(stream)>>>(__VA_ARGS__); \
-            else                                                                          \
-                kernel<int64_t><<<grid_, block_, 0, (cudaStream_t)(stream)>>>(__VA_ARGS__); \
-        }                                                                                 \
-        return (int)cudaGetLastError();                                                   \
+        if ((rows) <= 0 || (len) <= 0)                                                    \
+            return 0;                                                                     \
+        dim3 grid_, block_;                                                               \
+        mps_cu_grid2((rows), (len), &grid_, &block_);                                     \
+        return MPS_CU_FITS32(span) ? mps_cu_launch(kernel<int32_t>, grid_, block_, stream, __VA_ARGS__) \
+                                   : mps_cu_launch(kernel<int64_t>, grid_, block_, stream, __VA_ARGS__); \
     } while (0)
 
 /* The largest index a walk reaches: its element count and each operand's farthest offset. */

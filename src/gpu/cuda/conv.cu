@@ -43,6 +43,7 @@ template <typename I>
 __global__ static void mps_cu_im2col_k(const float *x, float *col, int64_t channels, int64_t batch, int64_t x_stride,
                                        mps_cu_window w)
 {
+    mps_cu_wait();
     I plane = (I)(w.out[0] * w.out[1] * w.out[2]), taps = (I)(w.k[0] * w.k[1] * w.k[2]);
     I in_plane = (I)(w.in[0] * w.in[1] * w.in[2]), cols = plane * (I)batch;
     MPS_CU_ROWS_I(r, (I)channels * taps)
@@ -75,6 +76,7 @@ template <typename I>
 __global__ static void mps_cu_unbatch_k(const float *z, float *y, const float *bias, int64_t batch, int64_t channels,
                                         int64_t plane, int act, float alpha, float beta)
 {
+    mps_cu_wait();
     MPS_CU_ROWS_I(p, (I)batch * (I)channels)
     {
         I b = p / (I)channels, c = p % (I)channels;
@@ -99,6 +101,7 @@ extern "C" int mps_cu_unbatch(const float *z, float *y, const float *bias, int64
    position (o + pad - t*d) / s is whole and inside; w.in is the input's size. */
 __global__ static void mps_cu_col2im_k(const float *col, float *y, mps_cu_window w, int64_t n)
 {
+    mps_cu_wait();
     int64_t plane = w.out[0] * w.out[1] * w.out[2], in_plane = w.in[0] * w.in[1] * w.in[2];
     int64_t taps = w.k[0] * w.k[1] * w.k[2];
     MPS_CU_FOR(idx, n)
@@ -135,6 +138,7 @@ __global__ static void mps_cu_conv_direct_k(const float *x, const float *wt, con
                                             int64_t m, int64_t cg, int64_t mg, mps_cu_window w, int act, float alpha,
                                             float beta, int64_t rows)
 {
+    mps_cu_wait();
     I plane = (I)(w.out[0] * w.out[1] * w.out[2]), in_plane = (I)(w.in[0] * w.in[1] * w.in[2]);
     I taps = (I)(w.k[0] * w.k[1] * w.k[2]);
     MPS_CU_ROWS_I(p, rows)
@@ -170,6 +174,7 @@ extern "C" int mps_cu_conv_direct(const float *x, const float *wt, const float *
 template <typename I>
 __global__ static void mps_cu_bias_k(float *y, const float *bias, int64_t channels, int64_t plane, int add, int64_t n)
 {
+    mps_cu_wait();
     MPS_CU_FOR_I(i, n)
     {
         float b = bias ? bias[i / (I)plane % (I)channels] : 0.0f;
@@ -189,6 +194,7 @@ template <typename I>
 __global__ static void mps_cu_pool_k(const float *x, float *y, int64_t *indices, mps_cu_window w, int max,
                                      int include_pad, int column_major, int64_t planes)
 {
+    mps_cu_wait();
     I plane = (I)(w.out[0] * w.out[1] * w.out[2]), in_plane = (I)(w.in[0] * w.in[1] * w.in[2]);
     MPS_CU_ROWS_I(p, planes)
     MPS_CU_COLS_I(o, plane)
@@ -233,6 +239,7 @@ extern "C" int mps_cu_pool(const float *x, float *y, int64_t *indices, int64_t p
 /* One warp per plane: lanes stride over it, then a shuffle reduction. */
 __global__ static void mps_cu_global_pool_k(const float *x, float *y, int64_t planes, int64_t plane, int max)
 {
+    mps_cu_wait();
     int64_t p = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
     int lane = threadIdx.x % 32;
     if (p >= planes)
@@ -260,6 +267,7 @@ extern "C" int mps_cu_global_pool(const float *x, float *y, int64_t planes, int6
 /* V[k][c][j] = (B^T d B)[k] for the 4x4 input tile d of column j = (image, tile): row c is a channel. */
 template <typename I> __global__ static void mps_cu_wino_input_k(const float *x, float *v, mps_cu_wino q)
 {
+    mps_cu_wait();
     I tiles = (I)(q.th * q.tw), cols = (I)q.n * tiles, hw = (I)(q.h * q.w);
     MPS_CU_ROWS_I(c, q.c)
     MPS_CU_COLS_I(j, cols)
@@ -301,6 +309,7 @@ template <typename I>
 __global__ static void mps_cu_wino_output_k(const float *p, float *y, const float *bias, mps_cu_wino q, int act,
                                             float alpha, float beta)
 {
+    mps_cu_wait();
     I tiles = (I)(q.th * q.tw), cols = (I)q.n * tiles, slab = (I)q.m * cols;
     MPS_CU_ROWS_I(m, q.m)
     MPS_CU_COLS_I(j, cols)

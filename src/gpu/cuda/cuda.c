@@ -247,6 +247,7 @@ static enum mps_status mps_cuda_setup(struct mps_cuda_state *s, const struct mps
     if (!s->dptr || !s->in_dev || !s->in_pin || !s->out_pin || !s->packed)
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     MPS_CUDA_CHECK(cudaSetDevice(0));
+    MPS_CU_CHECK(mps_cu_setup());
     MPS_CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     enum mps_status st = mps_cublas_open(err);
     if (st)

@@ -27,6 +27,9 @@ struct mps_cu_window {
     int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
 };
 
+/* launch.cu: once the device is set, before the first launch. */
+int mps_cu_setup(void);
+
 /* elementwise.cu */
 int mps_cu_unary(int op, float alpha, float beta, const float *x, float *y, int64_t n, void *stream);
 /* y = act(a op b) over w (s0: a, s1: b, s2: y), dtype an enum mps_dtype (f32, i64, i32);

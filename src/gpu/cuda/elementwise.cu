@@ -12,6 +12,7 @@
 
 __global__ static void mps_cu_unary_k(int op, float alpha, float beta, const float *x, float *y, int64_t n)
 {
+    mps_cu_wait();
     MPS_CU_FOR(i, n) y[i] = mps_cu_act(op, x[i], alpha, beta);
 }
 
@@ -68,6 +69,7 @@ struct mps_cu_bin_args {
 template <typename T, typename I>
 __global__ static void mps_cu_binary_k(mps_cu_bin_args f, const T *a, const T *b, T *y, mps_cu_walk w, int64_t n)
 {
+    mps_cu_wait();
     MPS_CU_FOR_I(i, n)
     {
         I oa, ob, oy;
@@ -77,15 +79,12 @@ __global__ static void mps_cu_binary_k(mps_cu_bin_args f, const T *a, const T *b
 }
 
 template <typename T>
-static void mps_cu_binary_t(mps_cu_bin_args f, const void *a, const void *b, void *y, const mps_cu_walk *w, int64_t n,
-                            cudaStream_t s)
+static int mps_cu_binary_t(mps_cu_bin_args f, const void *a, const void *b, void *y, const mps_cu_walk *w, int64_t n,
+                           void *s)
 {
     if (MPS_CU_FITS32(mps_cu_walk_span(w)))
-        mps_cu_binary_k<T, int32_t><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, s>>>(f, (const T *)a, (const T *)b, (T *)y,
-                                                                                *w, n);
-    else
-        mps_cu_binary_k<T, int64_t><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, s>>>(f, (const T *)a, (const T *)b, (T *)y,
-                                                                                *w, n);
+        return mps_cu_launch(mps_cu_binary_k<T, int32_t>, mps_cu_blocks(n), MPS_CU_THREADS, s, f, a, b, y, *w, n);
+    return mps_cu_launch(mps_cu_binary_k<T, int64_t>, mps_cu_blocks(n), MPS_CU_THREADS, s, f, a, b, y, *w, n);
 }
 
 extern "C" int mps_cu_binary(int op, int dtype, const void *a, const void *b, void *y, const struct mps_cu_walk *w,
@@ -96,19 +95,17 @@ extern "C" int mps_cu_binary(int op, int dtype, const void *a, const void *b, vo
         n *= w->dim[d];
     if (n == 0)
         return 0;
-    cudaStream_t s = (cudaStream_t)stream;
     mps_cu_bin_args f = {op, act, alpha, beta};
     if (dtype == MPS_F32)
-        mps_cu_binary_t<float>(f, a, b, y, w, n, s);
-    else if (dtype == MPS_I64)
-        mps_cu_binary_t<long long>(f, a, b, y, w, n, s);
-    else
-        mps_cu_binary_t<int>(f, a, b, y, w, n, s);
-    return (int)cudaGetLastError();
+        return mps_cu_binary_t<float>(f, a, b, y, w, n, stream);
+    if (dtype == MPS_I64)
+        return mps_cu_binary_t<long long>(f, a, b, y, w, n, stream);
+    return mps_cu_binary_t<int>(f, a, b, y, w, n, stream);
 }
 
 __global__ static void mps_cu_scale_k(float *y, float s, int64_t n)
 {
+    mps_cu_wait();
     MPS_CU_FOR(i, n) y[i] *= s;
 }
 
@@ -146,6 +143,7 @@ __device__ static void mps_cu_write(int t, void *p, int64_t i, double v)
 
 __global__ static void mps_cu_cast_k(int from, int to, const void *x, void *y, int64_t n)
 {
+    mps_cu_wait();
     MPS_CU_FOR(i, n)
     {
         bool ints = (from == MPS_I64 || from == MPS_I32 || from == MPS_U8) &&
@@ -173,6 +171,7 @@ extern "C" int mps_cu_cast(int from, int to, const void *x, void *y, int64_t n, 
 
 __global__ static void mps_cu_fill_k(int dtype, double v, void *y, int64_t n)
 {
+    mps_cu_wait();
     MPS_CU_FOR(i, n) mps_cu_write(dtype, y, i, v);
 }
 
@@ -185,6 +184,7 @@ template <typename I>
 __global__ static void mps_cu_epilogue_k(float *y, const float *bias, float scale, int64_t n, int64_t channels,
                                          int64_t plane, int act, float alpha, float beta)
 {
+    mps_cu_wait();
     MPS_CU_FOR_I(i, n)
     {
         float v = y[i];

@@ -9,6 +9,7 @@
 __global__ static void mps_cu_gemv_k(const float *x, const float *w, const float *bias, float alpha, float beta,
                                      float *y, int m, int n, int k, int act, float act_alpha, float act_beta)
 {
+    mps_cu_wait();
     int j = (int)((blockIdx.x * blockDim.x + threadIdx.x) / 32), lane = (int)(threadIdx.x % 32);
     if (j >= n)
         return;
@@ -54,7 +55,6 @@ extern "C" int mps_cu_gemv(const float *x, const float *w, const float *bias, fl
         return (int)cudaErrorInvalidValue;
     int64_t threads = n * 32;
     unsigned blocks = (unsigned)((threads + MPS_CU_THREADS - 1) / MPS_CU_THREADS);
-    mps_cu_gemv_k<<<blocks, MPS_CU_THREADS, 0, (cudaStream_t)stream>>>(x, w, bias, alpha, beta, y, (int)m, (int)n,
-                                                                        (int)k, act, act_alpha, act_beta);
-    return (int)cudaGetLastError();
+    return mps_cu_launch(mps_cu_gemv_k, blocks, MPS_CU_THREADS, stream, x, w, bias, alpha, beta, y, (int)m, (int)n,
+                         (int)k, act, act_alpha, act_beta);
 }

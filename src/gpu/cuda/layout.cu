@@ -6,6 +6,7 @@
 
 template <typename T, typename I> __global__ static void mps_cu_copy_k(T *dst, const T *src, mps_cu_walk w, int64_t n)
 {
+    mps_cu_wait();
     MPS_CU_FOR_I(i, n)
     {
         I od, os, unused;
@@ -17,12 +18,8 @@ template <typename T, typename I> __global__ static void mps_cu_copy_k(T *dst, c
 template <typename T> static int mps_cu_copy_t(void *dst, const void *src, const mps_cu_walk *w, int64_t n, void *stream)
 {
     if (MPS_CU_FITS32(mps_cu_walk_span(w)))
-        mps_cu_copy_k<T, int32_t><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, (cudaStream_t)stream>>>((T *)dst, (const T *)src,
-                                                                                               *w, n);
-    else
-        mps_cu_copy_k<T, int64_t><<<mps_cu_blocks(n), MPS_CU_THREADS, 0, (cudaStream_t)stream>>>((T *)dst, (const T *)src,
-                                                                                               *w, n);
-    return (int)cudaGetLastError();
+        return mps_cu_launch(mps_cu_copy_k<T, int32_t>, mps_cu_blocks(n), MPS_CU_THREADS, stream, dst, src, *w, n);
+    return mps_cu_launch(mps_cu_copy_k<T, int64_t>, mps_cu_blocks(n), MPS_CU_THREADS, stream, dst, src, *w, n);
 }
 
 extern "C" int mps_cu_copy(void *dst, const void *src, const struct mps_cu_walk *w, size_t elem, void *stream)
@@ -44,6 +41,7 @@ extern "C" int mps_cu_copy(void *dst, const void *src, const struct mps_cu_walk 
 __global__ static void mps_cu_gather_k(const unsigned char *x, const void *idx, int idx64, unsigned char *y,
                                        int64_t len, int64_t count, int64_t row, int64_t n)
 {
+    mps_cu_wait();
     MPS_CU_FOR(i, n)
     {
         int64_t b = i % row, j = i / row % count, o = i / row / count;
@@ -71,6 +69,7 @@ struct mps_cu_pad_geom {
 __global__ static void mps_cu_pad_k(const unsigned char *x, unsigned char *y, mps_cu_pad_geom g, int mode, int elem,
                                     int64_t n)
 {
+    mps_cu_wait();
     MPS_CU_FOR(o, n)
     {
         int64_t rem = o, src = 0, stride = 1;

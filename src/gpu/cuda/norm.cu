@@ -10,6 +10,7 @@ template <typename I>
 __global__ static void mps_cu_bn_k(const float *x, const float *scale, const float *bias, const float *mean,
                                    const float *var, float eps, float *y, int64_t channels, int64_t plane, int64_t n)
 {
+    mps_cu_wait();
     MPS_CU_FOR_I(i, n)
     {
         I c = i / (I)plane % (I)channels;
@@ -40,6 +41,7 @@ __device__ static int64_t mps_cu_bcast_at(const mps_cu_walk &w, int64_t i)
 __global__ static void mps_cu_ln_k(const float *x, const float *scale, const float *bias, float *y, float *mean_out,
                                    float *inv_out, int64_t rows, int64_t row, mps_cu_walk sw, mps_cu_walk bw, float eps)
 {
+    mps_cu_wait();
     MPS_CU_FOR(r, rows)
     {
         const float *xr = x + r * row;
@@ -75,6 +77,7 @@ extern "C" int mps_cu_layer_norm(const float *x, const float *scale, const float
    double exp and sum), with a row's exps spread over 32 threads instead of one. */
 __global__ static void mps_cu_softmax_k(const float *x, float *y, int64_t len, int64_t inner, int log_out, int64_t n)
 {
+    mps_cu_wait();
     MPS_CU_FOR(t, n) /* n = rows * 32: a warp's threads share a row, the loop bound is warp-uniform */
     {
         int64_t l = t / 32, base = l / inner * len * inner + l % inner;
@@ -111,6 +114,7 @@ extern "C" int mps_cu_softmax(const float *x, float *y, int64_t outer, int64_t l
 __global__ static void mps_cu_reduce_k(int op, const float *x, float *y, int64_t outputs, mps_cu_walk keep,
                                        mps_cu_walk red, int64_t count)
 {
+    mps_cu_wait();
     MPS_CU_FOR(o, outputs)
     {
         int64_t base = mps_cu_bcast_at(keep, o);
