@@ -93,12 +93,15 @@ static const struct th_case th_cases[] = {
      IN(F(1, 130), F(70, 130), F(70)), OUT(S(1, 70))},
     {"Gemm Linear 8 rows, k 256, alpha beta", MPS_OP_GEMM, P(gemm, .trans_b = true, .alpha = 0.5f, .beta = 2),
      IN(F(8, 256), F(33, 256), F(33)), OUT(S(8, 33))},
-    /* cuda splits long rows of w over 64, 128 or 256 threads a column (n not a multiple of a block's columns) */
-    {"Gemm Linear 1 row, k 400", MPS_OP_GEMM, P(gemm, .trans_b = true, .alpha = 1, .beta = 1),
-     IN(F(1, 400), F(37, 400), F(37)), OUT(S(1, 37))},
+    /* cuda splits long rows of w over 64, 128 or 256 threads a column (n not a multiple of a block's columns;
+       k 4100: 1025 float4s, four or five a thread), w a weight (const) or computed */
+    {"Gemm Linear 1 row, k 400, const w", MPS_OP_GEMM, P(gemm, .trans_b = true, .alpha = 1, .beta = 1),
+     IN(F(1, 400), CF(37, 400), CF(37)), OUT(S(1, 37))},
+    {"Gemm Linear 3 rows, k 4100, const w", MPS_OP_GEMM, P(gemm, .trans_b = true, .alpha = 1, .beta = 1),
+     IN(F(3, 4100), CF(6, 4100), CF(6)), OUT(S(3, 6))},
     {"Gemm Linear 5 rows, k 1568, fused Relu", MPS_OP_GEMM,
      P(gemm, .trans_b = true, .alpha = 1, .beta = 1, .act = {.on = true, .op = MPS_OP_RELU}),
-     IN(F(5, 1568), F(19, 1568), F(19)), OUT(S(5, 19))},
+     IN(F(5, 1568), CF(19, 1568), F(19)), OUT(S(5, 19))},
     {"Gemm Linear 2 rows, k 1001", MPS_OP_GEMM, P(gemm, .trans_b = true, .alpha = 1, .beta = 1),
      IN(F(2, 1001), F(9, 1001), F(9)), OUT(S(2, 9))},
     {"Gemm Linear 9 rows, no C, fused Sigmoid", MPS_OP_GEMM,
