@@ -122,7 +122,7 @@ int mps_cli_inspect(int argc, char **argv)
     if (done)
         goto out;
     if ((st = mps_onnx_load(model->filename[0], NULL, &m, &err)) ||
-        (st = mps_memplan_build(m->graph, 64, false, &mp, &err)))
+        (st = mps_memplan_build(m->graph, 64, NULL, &mp, &err)))
         goto out;
     const struct mps_graph *g = m->graph;
     char a[256];

@@ -23,27 +23,6 @@
 /* Outputs larger than this stay nodes: folding must not blow up the file. */
 #define MPS_FOLD_MAX_BYTES ((size_t)64 << 20)
 
-static bool mps_pass_is_output(const struct mps_graph *g, int v)
-{
-    for (int i = 0; i < g->n_outputs; i++)
-        if (g->outputs[i] == v)
-            return true;
-    return false;
-}
-
-/* Readers of value v among the nodes, counting a graph output as one. */
-static int mps_pass_uses(const struct mps_graph *g, int v, int *only)
-{
-    int uses = mps_pass_is_output(g, v);
-    for (int k = 0; k < g->n_nodes; k++)
-        for (int i = 0; i < g->nodes[k].n_in; i++)
-            if (g->nodes[k].in[i] == v) {
-                uses++;
-                *only = k;
-            }
-    return uses;
-}
-
 static bool mps_pass_foldable(const struct mps_graph *g, const struct mps_node *n)
 {
     size_t bytes = 0;
@@ -204,11 +183,11 @@ enum mps_status mps_passes_optimize(struct mps_graph *g, struct mps_error *err)
         struct mps_node *n = &g->nodes[k];
         int only = -1;
         if ((n->op == MPS_OP_IDENTITY || n->op == MPS_OP_DROPOUT) && n->n_out == 1 &&
-            !mps_pass_is_output(g, n->out[0])) {
+            !mps_graph_is_output(g, n->out[0])) {
             mps_graph_replace_uses(g, n->out[0], n->in[0]);
             dead[k] = true;
         } else if (n->op == MPS_OP_BATCH_NORM && g->values[n->in[0]].producer >= 0 &&
-                   mps_pass_uses(g, n->in[0], &only) == 1) {
+                   mps_graph_uses(g, n->in[0], &only) == 1) {
             struct mps_node *prev = &g->nodes[g->values[n->in[0]].producer];
             if ((prev->op == MPS_OP_CONV || prev->op == MPS_OP_GEMM) && mps_pass_fold_bn(g, prev, n))
                 dead[k] = true;
@@ -249,7 +228,7 @@ enum mps_status mps_passes_fuse(struct mps_graph *g, const struct mps_backend *b
         if (!act)
             continue;
         int only = -1;
-        if (act->on || mps_pass_uses(g, n->out[0], &only) != 1 || only < 0)
+        if (act->on || mps_graph_uses(g, n->out[0], &only) != 1 || only < 0)
             continue;
         const struct mps_node *a = &g->nodes[only];
         if (!mps_pass_fusable(a->op) || a->in[0] != n->out[0] || g->values[a->out[0]].dtype != MPS_F32)

@@ -228,6 +228,26 @@ void mps_graph_replace_uses(struct mps_graph *g, int from, int to)
                 g->nodes[k].in[i] = to;
 }
 
+bool mps_graph_is_output(const struct mps_graph *g, int v)
+{
+    for (int i = 0; i < g->n_outputs; i++)
+        if (g->outputs[i] == v)
+            return true;
+    return false;
+}
+
+int mps_graph_uses(const struct mps_graph *g, int v, int *only)
+{
+    int uses = mps_graph_is_output(g, v);
+    for (int k = 0; k < g->n_nodes; k++)
+        for (int i = 0; i < g->nodes[k].n_in; i++)
+            if (g->nodes[k].in[i] == v) {
+                uses++;
+                *only = k;
+            }
+    return uses;
+}
+
 const struct mps_value *mps_node_input(const struct mps_graph *g, const struct mps_node *n, int i)
 {
     return i < n->n_in && n->in[i] >= 0 ? &g->values[n->in[i]] : NULL;

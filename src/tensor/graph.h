@@ -107,6 +107,12 @@ enum mps_status mps_graph_infer_node(struct mps_graph *g, struct mps_node *n, st
 void mps_graph_remove_nodes(struct mps_graph *g, const bool *dead);
 /* Makes every node that reads value from read value to instead. */
 void mps_graph_replace_uses(struct mps_graph *g, int from, int to);
+/* Whether value v is one of the graph's outputs. */
+bool mps_graph_is_output(const struct mps_graph *g, int v);
+/* Readers of value v among the nodes, counting a graph output as one; *only
+   is set to the last reading node's index (when the count is 1 and v is not
+   an output: its one reader). */
+int mps_graph_uses(const struct mps_graph *g, int v, int *only);
 
 /* The input of node n at slot i as a value, or NULL when omitted. */
 const struct mps_value *mps_node_input(const struct mps_graph *g, const struct mps_node *n, int i);

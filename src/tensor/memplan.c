@@ -42,9 +42,11 @@ static bool mps_memplan_is_view(const struct mps_node *n)
 
 /* Greedy by size: each value, largest first, goes to the lowest offset where
    it overlaps no already placed value whose lifetime intersects its own. */
-enum mps_status mps_memplan_build(const struct mps_graph *g, size_t align, bool views, struct mps_memplan *mp,
-                                  struct mps_error *err)
+enum mps_status mps_memplan_build(const struct mps_graph *g, size_t align, const struct mps_memplan_opts *opts,
+                                  struct mps_memplan *mp, struct mps_error *err)
 {
+    bool views = opts && opts->views;
+    const int *writer = opts ? opts->writer : NULL;
     memset(mp, 0, sizeof *mp);
     size_t nv = (size_t)g->n_values + 1;
     mp->offset = malloc(nv * sizeof *mp->offset);
@@ -65,8 +67,10 @@ enum mps_status mps_memplan_build(const struct mps_graph *g, size_t align, bool 
     }
     for (int k = 0; k < g->n_nodes; k++) {
         const struct mps_node *n = &g->nodes[k];
-        for (int i = 0; i < n->n_out; i++)
-            mp->first[n->out[i]] = mp->last[n->out[i]] = k;
+        for (int i = 0; i < n->n_out; i++) {
+            mp->first[n->out[i]] = writer && writer[k] < k ? writer[k] : k;
+            mp->last[n->out[i]] = k;
+        }
         for (int i = 0; i < n->n_in; i++)
             if (n->in[i] >= 0 && mp->first[n->in[i]] >= 0)
                 mp->last[n->in[i]] = k;

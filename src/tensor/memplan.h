@@ -4,7 +4,7 @@
    device arena.
 
        struct mps_memplan mp;
-       if (mps_memplan_build(g, 64, false, &mp, &err) == MPS_OK) {
+       if (mps_memplan_build(g, 64, NULL, &mp, &err) == MPS_OK) {
            void *arena = aligned_alloc(64, mp.size);
            // value v lives at arena + mp.offset[v] when mp.offset[v] >= 0
            mps_memplan_free(&mp);
@@ -18,7 +18,11 @@
    or Dropout is the bytes of its input (alias[v]: the value at the end of
    such a chain); that value then lives until the view's last reader. A
    backend that asks for views must give an alias its root's memory, inputs
-   included, and copy nothing for the view node. */
+   included, and copy nothing for the view node.
+
+   With writer, a backend whose kernel for node w also computes a later node
+   k (writer[k] = w: cuda's Conv writing the MaxPool after it) has k's
+   outputs live from w on, so that they never share bytes with what w reads. */
 #ifndef MPS_MEMPLAN_H
 #define MPS_MEMPLAN_H
 
@@ -37,9 +41,15 @@ struct mps_memplan {
     size_t total;    /* bytes of all placed values laid end to end, for comparison */
 };
 
-/* Plans the node outputs of the sorted, inferred graph g; offsets are multiples of align. */
-enum mps_status mps_memplan_build(const struct mps_graph *g, size_t align, bool views, struct mps_memplan *mp,
-                                  struct mps_error *err);
+/* How a backend runs the nodes, where it differs from each node writing its own outputs in turn. */
+struct mps_memplan_opts {
+    bool views;        /* views share their input's bytes (above) */
+    const int *writer; /* per node: the node (at or before it) whose kernels write its outputs; NULL: itself */
+};
+
+/* Plans the node outputs of the sorted, inferred graph g; offsets are multiples of align; opts may be NULL. */
+enum mps_status mps_memplan_build(const struct mps_graph *g, size_t align, const struct mps_memplan_opts *opts,
+                                  struct mps_memplan *mp, struct mps_error *err);
 void mps_memplan_free(struct mps_memplan *mp);
 
 #endif

@@ -75,6 +75,41 @@ static struct mps_graph *th_cnn(int batch, struct mps_error *err)
     return g;
 }
 
+/* Conv+act then a 2x2 MaxPool, three ways (cuda computes the pool in the conv's kernel for the first two):
+   x[batch,1,24,24] -> Conv 16 3x3 pad 1 +Relu (direct: one input channel) -> MaxPool 2 -> Conv 16 3x3 pad 1
+   +LeakyRelu (Winograd: 16 channels each way, 36 tiles) -> MaxPool 2 -> Conv 8 3x3 (im2col: not fused)
+   -> MaxPool 2 -> Flatten -> Gemm 10. */
+static struct mps_graph *th_conv_pool(int batch, struct mps_error *err)
+{
+    struct mps_graph *g = mps_graph_new();
+    int x = mps_graph_add_value(g, "x", MPS_F32, SH(batch, 1, 24, 24));
+    mps_graph_add_input(g, x, err);
+    union mps_op_params conv = th_params(MPS_OP_CONV), pool = th_params(MPS_OP_MAX_POOL), gemm = th_params(MPS_OP_GEMM);
+    pool.pool.win.kernel[0] = pool.pool.win.kernel[1] = 2;
+    pool.pool.win.stride[0] = pool.pool.win.stride[1] = 2;
+    gemm.gemm.trans_b = true;
+    int w1 = th_add_random_const(g, "w1", SH(16, 1, 3, 3), -0.5, 0.5);
+    int b1 = th_add_random_const(g, "b1", SH(16), -0.1, 0.1);
+    int w2 = th_add_random_const(g, "w2", SH(16, 16, 3, 3), -0.2, 0.2);
+    int b2 = th_add_random_const(g, "b2", SH(16), -0.1, 0.1);
+    int w3 = th_add_random_const(g, "w3", SH(8, 16, 3, 3), -0.2, 0.2);
+    int w4 = th_add_random_const(g, "w4", SH(10, 32), -0.5, 0.5), b4 = th_add_random_const(g, "b4", SH(10), -0.1, 0.1);
+    conv.conv.win.pad[0] = conv.conv.win.pad[1] = conv.conv.win.pad[2] = conv.conv.win.pad[3] = 1;
+    conv.conv.act = (struct mps_fused_act){.on = true, .op = MPS_OP_RELU};
+    int h = th_node(g, MPS_OP_CONV, "conv1", (int[]){x, w1, b1}, 3, &conv, err);
+    h = th_node(g, MPS_OP_MAX_POOL, "pool1", &h, 1, &pool, err);
+    conv.conv.act = (struct mps_fused_act){.on = true, .op = MPS_OP_LEAKY_RELU, .p = {.alpha = 0.1f}};
+    h = th_node(g, MPS_OP_CONV, "conv2", (int[]){h, w2, b2}, 3, &conv, err);
+    h = th_node(g, MPS_OP_MAX_POOL, "pool2", &h, 1, &pool, err);
+    conv = th_params(MPS_OP_CONV);
+    h = th_node(g, MPS_OP_CONV, "conv3", (int[]){h, w3}, 2, &conv, err);
+    h = th_node(g, MPS_OP_MAX_POOL, "pool3", &h, 1, &pool, err);
+    h = th_node(g, MPS_OP_FLATTEN, "flat", &h, 1, NULL, err);
+    h = th_node(g, MPS_OP_GEMM, "fc", (int[]){h, w4, b4}, 3, &gemm, err);
+    mps_graph_add_output(g, h, err);
+    return g;
+}
+
 static void th_model(const char *name, struct mps_graph *(*build)(int, struct mps_error *), int batch,
                      const struct mps_backend *const *backends, int n_backends)
 {
@@ -140,5 +175,7 @@ int main(void)
     th_model("MLP 64-32-10 batch 5", th_mlp, 5, backends, n);
     th_model("CNN conv-bn-relu-pool-conv(g2)-gap-fc batch 1", th_cnn, 1, backends, n);
     th_model("CNN conv-bn-relu-pool-conv(g2)-gap-fc batch 3", th_cnn, 3, backends, n);
+    th_model("CNN conv+relu-pool, conv+leakyrelu-pool, conv-pool, fc batch 1", th_conv_pool, 1, backends, n);
+    th_model("CNN conv+relu-pool, conv+leakyrelu-pool, conv-pool, fc batch 3", th_conv_pool, 3, backends, n);
     return th_summary();
 }

@@ -38,6 +38,13 @@ template <typename I> __device__ static inline void mps_cu_pos(const mps_cu_wind
     pos[0] = o / hw, pos[1] = o % hw / (I)w.out[2], pos[2] = o % (I)w.out[2];
 }
 
+/* One step of MaxPool's max over a window in order: the first value, then
+   any larger one or the first NaN (the CPU's rule). */
+__device__ static inline float mps_cu_max_step(float acc, float v, bool first)
+{
+    return first || v > acc || (v != v && acc == acc) ? v : acc;
+}
+
 /* Row r of col is (channel, tap); its columns are (image, output position). */
 template <typename I>
 __global__ static void mps_cu_im2col_k(const float *x, float *col, int64_t channels, int64_t batch, int64_t x_stride,
@@ -132,43 +139,53 @@ extern "C" int mps_cu_col2im(const float *col, float *y, int64_t channels, const
 
 /* Direct convolution, one output per thread, bias and activation applied:
    row p is (image, output channel), its positions the output plane; the
-   channel's group supplies cg input channels (1 for depthwise). */
+   channel's group supplies cg input channels (1 for depthwise). pool: a
+   2-D convolution of even height and width followed by a 2x2 stride-2
+   MaxPool: each thread computes the four outputs of a window and writes
+   their max to y, the pooled plane. */
 template <typename I>
 __global__ static void mps_cu_conv_direct_k(const float *x, const float *wt, const float *bias, float *y, int64_t c,
                                             int64_t m, int64_t cg, int64_t mg, mps_cu_window w, int act, float alpha,
-                                            float beta, int64_t rows)
+                                            float beta, int pool, int64_t rows)
 {
     mps_cu_wait();
     I plane = (I)(w.out[0] * w.out[1] * w.out[2]), in_plane = (I)(w.in[0] * w.in[1] * w.in[2]);
-    I taps = (I)(w.k[0] * w.k[1] * w.k[2]);
+    I taps = (I)(w.k[0] * w.k[1] * w.k[2]), outs = pool ? plane / 4 : plane, pw = (I)w.out[2] / 2;
     MPS_CU_ROWS_I(p, rows)
     {
         I b = p / (I)m, mm = p % (I)m, first = mm / (I)mg * (I)cg;
         float b0 = bias ? bias[mm] : 0.0f;
-        MPS_CU_COLS_I(o, plane)
+        MPS_CU_COLS_I(o, outs)
         {
-            I pos[3];
-            mps_cu_pos<I>(w, o, pos);
-            float acc = b0;
-            for (I ci = 0; ci < (I)cg; ci++) {
-                const float *xc = x + (b * (I)c + first + ci) * in_plane, *wk = wt + (mm * (I)cg + ci) * taps;
-                mps_cu_taps<I>(w, pos, [&](I t, I at, I, I, I) { acc += wk[t] * xc[at]; });
+            float best = 0.0f;
+            for (int e = 0; e < (pool ? 4 : 1); e++) {
+                I pos[3];
+                if (pool)
+                    pos[0] = 0, pos[1] = o / pw * 2 + e / 2, pos[2] = o % pw * 2 + e % 2;
+                else
+                    mps_cu_pos<I>(w, o, pos);
+                float acc = b0;
+                for (I ci = 0; ci < (I)cg; ci++) {
+                    const float *xc = x + (b * (I)c + first + ci) * in_plane, *wk = wt + (mm * (I)cg + ci) * taps;
+                    mps_cu_taps<I>(w, pos, [&](I t, I at, I, I, I) { acc += wk[t] * xc[at]; });
+                }
+                best = mps_cu_max_step(best, act ? mps_cu_act(act, acc, alpha, beta) : acc, e == 0);
             }
-            y[p * plane + o] = act ? mps_cu_act(act, acc, alpha, beta) : acc;
+            y[p * outs + o] = best;
         }
     }
 }
 
 extern "C" int mps_cu_conv_direct(const float *x, const float *wt, const float *bias, float *y, int64_t batch,
                                   int64_t c, int64_t m, int64_t group, const struct mps_cu_window *w, int act,
-                                  float alpha, float beta, void *stream)
+                                  float alpha, float beta, int pool, void *stream)
 {
     int64_t rows = batch * m, plane = w->out[0] * w->out[1] * w->out[2];
     int64_t in = batch * c * w->in[0] * w->in[1] * w->in[2], wts = m * (c / group) * w->k[0] * w->k[1] * w->k[2];
     int64_t span = rows * plane > in ? rows * plane : in;
     span = wts > span ? wts : span;
-    MPS_CU_LAUNCH2_I(mps_cu_conv_direct_k, rows, plane, span, stream, x, wt, bias, y, c, m, c / group, m / group, *w,
-                     act, alpha, beta, rows);
+    MPS_CU_LAUNCH2_I(mps_cu_conv_direct_k, rows, pool ? plane / 4 : plane, span, stream, x, wt, bias, y, c, m,
+                     c / group, m / group, *w, act, alpha, beta, pool, rows);
 }
 
 template <typename I>
@@ -304,10 +321,12 @@ extern "C" int mps_cu_wino_input(const float *x, float *v, const struct mps_cu_w
     MPS_CU_LAUNCH2_I(mps_cu_wino_input_k, q->c, cols, span > in ? span : in, stream, x, v, *q);
 }
 
-/* y's 2x2 block of column j = A^T P[.][m][j] A + bias, activated: row m is an output channel. */
+/* y's 2x2 block of column j = A^T P[.][m][j] A + bias, activated: row m is an
+   output channel. pool (height and width even): the block is a 2x2 stride-2
+   MaxPool's window, and y the pooled output, one value a block. */
 template <typename I>
 __global__ static void mps_cu_wino_output_k(const float *p, float *y, const float *bias, mps_cu_wino q, int act,
-                                            float alpha, float beta)
+                                            float alpha, float beta, int pool)
 {
     mps_cu_wait();
     I tiles = (I)(q.th * q.tw), cols = (I)q.n * tiles, slab = (I)q.m * cols;
@@ -315,7 +334,7 @@ __global__ static void mps_cu_wino_output_k(const float *p, float *y, const floa
     MPS_CU_COLS_I(j, cols)
     {
         const float *at = p + m * cols + j;
-        float s[16], r[2][4], b0 = bias ? bias[m] : 0.0f;
+        float s[16], r[2][4], b0 = bias ? bias[m] : 0.0f, best = 0.0f;
         for (int k = 0; k < 16; k++)
             s[k] = at[k * slab];
         for (int k = 0; k < 4; k++) {
@@ -323,21 +342,27 @@ __global__ static void mps_cu_wino_output_k(const float *p, float *y, const floa
             r[1][k] = s[4 + k] - s[8 + k] - s[12 + k];
         }
         I b = j / tiles, t = j % tiles, y0 = t / (I)q.tw * 2, x0 = t % (I)q.tw * 2;
-        float *ym = y + (b * (I)q.m + m) * (I)(q.oh * q.ow);
+        float *ym = y + (b * (I)q.m + m) * (I)(q.oh * q.ow / (pool ? 4 : 1));
         for (int a = 0; a < 2; a++) {
             float o[2] = {r[a][0] + r[a][1] + r[a][2] + b0, r[a][1] - r[a][2] - r[a][3] + b0};
-            for (int e = 0; e < 2; e++)
-                if (y0 + a < (I)q.oh && x0 + e < (I)q.ow)
-                    ym[(y0 + a) * (I)q.ow + x0 + e] = act ? mps_cu_act(act, o[e], alpha, beta) : o[e];
+            for (int e = 0; e < 2; e++) {
+                float v = act ? mps_cu_act(act, o[e], alpha, beta) : o[e];
+                if (pool)
+                    best = mps_cu_max_step(best, v, a == 0 && e == 0);
+                else if (y0 + a < (I)q.oh && x0 + e < (I)q.ow)
+                    ym[(y0 + a) * (I)q.ow + x0 + e] = v;
+            }
         }
+        if (pool)
+            ym[t] = best;
     }
 }
 
 extern "C" int mps_cu_wino_output(const float *p, float *y, const float *bias, const struct mps_cu_wino *q, int act,
-                                  float alpha, float beta, void *stream)
+                                  float alpha, float beta, int pool, void *stream)
 {
     int64_t cols = q->n * q->th * q->tw, span = 16 * q->m * cols;
     int64_t out = q->n * q->m * q->oh * q->ow;
     MPS_CU_LAUNCH2_I(mps_cu_wino_output_k, q->m, cols, span > out ? span : out, stream, p, y, bias, *q, act, alpha,
-                     beta);
+                     beta, pool);
 }

@@ -59,6 +59,7 @@ static void mps_cuda_free(void *state)
     cudaFree(s->workspace);
     cudaFree(s->packed_block);
     free(s->packed);
+    free(s->writer);
     cudaFreeHost(s->pinned);
     if (s->blas)
         mps_cublas.destroy(s->blas);
@@ -115,7 +116,8 @@ static enum mps_status mps_cuda_memory(struct mps_cuda_state *s, struct mps_erro
 {
     const struct mps_graph *g = s->g;
     struct mps_memplan mp;
-    enum mps_status st = mps_memplan_build(g, 256, true, &mp, err);
+    enum mps_status st = mps_memplan_build(g, 256, &(struct mps_memplan_opts){.views = true, .writer = s->writer},
+                                           &mp, err);
     if (st)
         return st;
     size_t scratch = 0, weights = 0, pinned = 0;
@@ -184,7 +186,7 @@ static enum mps_status mps_cuda_node(struct mps_cuda_state *s, int k, struct mps
     bool empty = true;
     for (int o = 0; o < n->n_out; o++)
         empty = empty && mps_shape_numel(&s->g->values[n->out[o]].shape) == 0;
-    if (empty)
+    if (empty || s->writer[k] != k)
         return MPS_OK;
     enum mps_status st = mps_cuda_launcher_of(n->op)(s, n, err);
     if (st) {
@@ -244,7 +246,8 @@ static enum mps_status mps_cuda_setup(struct mps_cuda_state *s, const struct mps
     s->in_pin = calloc((size_t)g->n_inputs + 1, sizeof *s->in_pin);
     s->out_pin = calloc((size_t)g->n_outputs + 1, sizeof *s->out_pin);
     s->packed = calloc((size_t)g->n_nodes + 1, sizeof *s->packed);
-    if (!s->dptr || !s->in_dev || !s->in_pin || !s->out_pin || !s->packed)
+    s->writer = calloc((size_t)g->n_nodes + 1, sizeof *s->writer);
+    if (!s->dptr || !s->in_dev || !s->in_pin || !s->out_pin || !s->packed || !s->writer)
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     MPS_CUDA_CHECK(cudaSetDevice(0));
     MPS_CU_CHECK(mps_cu_setup());
@@ -256,6 +259,7 @@ static enum mps_status mps_cuda_setup(struct mps_cuda_state *s, const struct mps
     MPS_CUBLAS_CHECK(mps_cublas.set_stream(s->blas, s->stream));
     MPS_CUDA_CHECK(cudaMalloc(&s->workspace, MPS_CUDA_WORKSPACE));
     MPS_CUBLAS_CHECK(mps_cublas.set_workspace(s->blas, s->workspace, MPS_CUDA_WORKSPACE));
+    mps_cuda_fuse_pools(s);
     st = mps_cuda_memory(s, err);
     if (!st)
         st = mps_cuda_capture(s, true, &s->graph, &s->exec, err);

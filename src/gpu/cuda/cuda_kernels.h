@@ -60,10 +60,11 @@ int mps_cu_unbatch(const float *z, float *y, const float *bias, int64_t batch, i
 /* ConvTranspose: y[m][o] += sum over taps of col[(m*taps + t)][input position of o]. */
 int mps_cu_col2im(const float *col, float *y, int64_t channels, const struct mps_cu_window *w, void *stream);
 /* Direct convolution (depthwise, or small enough that one kernel beats im2col + GEMM):
-   y = act(conv(x, wt) + bias), bias may be NULL, act an enum mps_op or 0. */
+   y = act(conv(x, wt) + bias), bias may be NULL, act an enum mps_op or 0; pool: y is instead
+   MaxPool 2x2 stride 2 of that (2-D, even output height and width). */
 int mps_cu_conv_direct(const float *x, const float *wt, const float *bias, float *y, int64_t batch, int64_t c,
                        int64_t m, int64_t group, const struct mps_cu_window *w, int act, float alpha, float beta,
-                       void *stream);
+                       int pool, void *stream);
 /* y[b][c][...] = bias[c] (+ y when add) over planes of size plane. */
 int mps_cu_bias(float *y, const float *bias, int64_t batch, int64_t channels, int64_t plane, int add, void *stream);
 /* The epilogue after a GEMM, one pass: y = act(y + scale * bias[(i / plane) % channels]); bias may be
@@ -77,9 +78,10 @@ struct mps_cu_wino {
 };
 /* v[16][c][n * tiles]: the transformed input tiles. */
 int mps_cu_wino_input(const float *x, float *v, const struct mps_cu_wino *q, void *stream);
-/* y = act(the 2x2 blocks from p[16][m][n * tiles] + bias); bias may be NULL. */
+/* y = act(the 2x2 blocks from p[16][m][n * tiles] + bias); bias may be NULL; pool: y is each
+   block's max instead (MaxPool 2x2 stride 2; oh and ow even). */
 int mps_cu_wino_output(const float *p, float *y, const float *bias, const struct mps_cu_wino *q, int act, float alpha,
-                       float beta, void *stream);
+                       float beta, int pool, void *stream);
 /* MaxPool (max != 0, optional flat indices) and AveragePool over planes. */
 int mps_cu_pool(const float *x, float *y, int64_t *indices, int64_t planes, const struct mps_cu_window *w, int max,
                 int include_pad, int column_major, void *stream);

@@ -173,6 +173,32 @@ static struct mps_cuda_conv mps_cuda_conv_of(const struct mps_graph *g, const st
     return q;
 }
 
+/* Conv node k (2-D, Winograd or direct) then, next in the plan, a 2x2 stride-2
+   MaxPool that alone reads its output: the conv's kernel writes the pooled
+   output, and the MaxPool launches nothing. (The memory plan then keeps the
+   pooled output off the conv's input: see s->writer.) */
+static bool mps_cuda_pool_fuses(const struct mps_graph *g, int k)
+{
+    const struct mps_node *n = &g->nodes[k], *pn = k + 1 < g->n_nodes ? &g->nodes[k + 1] : NULL;
+    int only = -1;
+    if (n->op != MPS_OP_CONV || !pn || pn->op != MPS_OP_MAX_POOL || pn->n_out != 1 || pn->in[0] != n->out[0] ||
+        MPS_INV(0)->shape.ndim != 4 || mps_graph_uses(g, n->out[0], &only) != 1)
+        return false;
+    struct mps_cu_window pw = mps_cuda_window(&pn->p.pool.win, &MPS_OUTV(0)->shape, &g->values[pn->out[0]].shape);
+    for (int j = 1; j < 3; j++)
+        if (pw.k[j] != 2 || pw.s[j] != 2 || pw.d[j] != 1 || pw.pb[j] || pw.pe[j] || pw.in[j] % 2 ||
+            pw.out[j] != pw.in[j] / 2)
+            return false;
+    struct mps_cuda_conv q = mps_cuda_conv_of(g, n);
+    return mps_winograd_applies(g, n) || mps_cuda_direct(&q.w, q.c, q.grp);
+}
+
+void mps_cuda_fuse_pools(struct mps_cuda_state *s)
+{
+    for (int k = 0; k < s->g->n_nodes; k++)
+        s->writer[k] = k > 0 && mps_cuda_pool_fuses(s->g, k - 1) ? k - 1 : k;
+}
+
 size_t mps_cuda_scratch(const struct mps_graph *g, const struct mps_node *n)
 {
     if (mps_winograd_applies(g, n)) {
@@ -198,7 +224,9 @@ static enum mps_status mps_cuda_conv(struct mps_cuda_state *s, const struct mps_
     int64_t batch = q.batch, c = q.c, m = q.m, grp = q.grp, cg = q.cg, mg = q.mg, taps = q.taps;
     int64_t in_plane = q.in_plane, plane = q.plane;
     const float *xd = MPS_IN(0), *wd = MPS_IN(1), *bias = MPS_HAS(2) ? MPS_IN(2) : NULL;
-    float *yd = MPS_OUT(0);
+    int k = (int)(n - g->nodes);
+    bool pool = k + 1 < g->n_nodes && s->writer[k + 1] == k; /* computes the MaxPool after it too */
+    float *yd = pool ? s->dptr[n[1].out[0]] : MPS_OUT(0);
     const struct mps_fused_act *act = &n->p.conv.act;
     int act_op = act->on ? (int)act->op : 0;
     const float *u = s->packed[n - g->nodes];
@@ -210,12 +238,13 @@ static enum mps_status mps_cuda_conv(struct mps_cuda_state *s, const struct mps_
         enum mps_status st = mps_cuda_gemm_batched(s, m, cols, c, u, m * c, v, c * cols, prod, m * cols, 16, err);
         if (st)
             return st;
-        MPS_CU_CHECK(mps_cu_wino_output(prod, yd, bias, &wq, act_op, act->p.alpha, act->p.beta, s->stream));
+        MPS_CU_CHECK(mps_cu_wino_output(prod, yd, bias, &wq, act_op, act->p.alpha, act->p.beta, pool,
+                                        s->stream));
         return MPS_OK;
     }
     if (mps_cuda_direct(&w, c, grp)) {
         MPS_CU_CHECK(mps_cu_conv_direct(xd, wd, bias, yd, batch, c, m, grp, &w, act_op, act->p.alpha, act->p.beta,
-                                        s->stream));
+                                        pool, s->stream));
         return MPS_OK;
     }
     int64_t kdim = cg * taps, cols = batch * plane;

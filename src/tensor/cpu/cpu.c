@@ -171,7 +171,7 @@ static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct m
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     s->g = g;
     struct mps_memplan mp;
-    enum mps_status st = mps_memplan_build(g, 64, false, &mp, err);
+    enum mps_status st = mps_memplan_build(g, 64, NULL, &mp, err);
     if (st) {
         free(s);
         return st;
