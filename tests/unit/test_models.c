@@ -2,6 +2,7 @@
    a CNN with random weights) run on every available backend and match the
    double reference evaluated node by node; a plan gives the same answer on
    every run and with any thread count. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,45 @@ static struct mps_graph *th_cnn(int batch, struct mps_error *err)
     h = th_node(g, MPS_OP_LOG_SOFTMAX, "logprob", &h, 1, NULL, err);
     mps_graph_add_output(g, h, err);
     return g;
+}
+
+/* Linear layers with their activations fused (as the fuse pass leaves them), then a Softmax, at 1 to 9
+   rows (cuda: its one-kernel Linear up to 8, cuBLAS and an epilogue at 9). wide: x[batch,784] -> 512 +Relu -> 512 +Relu -> 10 -> Softmax; else x[batch,30] (not a multiple of 4)
+   -> 100 +Relu -> 64 +Tanh (alpha 0.5, beta 2) -> 10 -> LogSoftmax. */
+static struct mps_graph *th_chain(int batch, bool wide, struct mps_error *err)
+{
+    struct mps_graph *g = mps_graph_new();
+    int64_t width[4] = {30, 100, 64, 10}, wide_width[4] = {784, 512, 512, 10};
+    const int64_t *d = wide ? wide_width : width;
+    int h = mps_graph_add_value(g, "x", MPS_F32, SH(batch, d[0]));
+    mps_graph_add_input(g, h, err);
+    for (int i = 0; i < 3; i++) {
+        char w[8], b[8], y[8];
+        snprintf(w, sizeof w, "w%d", i), snprintf(b, sizeof b, "b%d", i), snprintf(y, sizeof y, "fc%d", i);
+        union mps_op_params gemm = th_params(MPS_OP_GEMM);
+        gemm.gemm.trans_b = true;
+        if (i < 2)
+            gemm.gemm.act = (struct mps_fused_act){.on = true, .op = i == 1 && !wide ? MPS_OP_TANH : MPS_OP_RELU};
+        if (i == 1 && !wide)
+            gemm.gemm.alpha = 0.5f, gemm.gemm.beta = 2.0f;
+        double r = 1.0 / sqrt((double)d[i]);
+        int wv = th_add_random_const(g, w, SH(d[i + 1], d[i]), -r, r);
+        int bv = th_add_random_const(g, b, SH(d[i + 1]), -r, r);
+        h = th_node(g, MPS_OP_GEMM, y, (int[]){h, wv, bv}, 3, &gemm, err);
+    }
+    h = th_node(g, wide ? MPS_OP_SOFTMAX : MPS_OP_LOG_SOFTMAX, "prob", &h, 1, NULL, err);
+    mps_graph_add_output(g, h, err);
+    return g;
+}
+
+static struct mps_graph *th_chain_narrow(int batch, struct mps_error *err)
+{
+    return th_chain(batch, false, err);
+}
+
+static struct mps_graph *th_chain_wide(int batch, struct mps_error *err)
+{
+    return th_chain(batch, true, err);
 }
 
 /* Conv+act then a 2x2 MaxPool, three ways (cuda computes the pool in the conv's kernel for the first two):
@@ -175,6 +215,14 @@ int main(void)
     th_model("MLP 64-32-10 batch 5", th_mlp, 5, backends, n);
     th_model("CNN conv-bn-relu-pool-conv(g2)-gap-fc batch 1", th_cnn, 1, backends, n);
     th_model("CNN conv-bn-relu-pool-conv(g2)-gap-fc batch 3", th_cnn, 3, backends, n);
+    int rows[] = {1, 3, 8, 9};
+    for (int i = 0; i < 4; i++) {
+        char name[80];
+        snprintf(name, sizeof name, "MLP chain 30-100+Relu-64+Tanh-10-LogSoftmax batch %d", rows[i]);
+        th_model(name, th_chain_narrow, rows[i], backends, n);
+        snprintf(name, sizeof name, "MLP chain 784-512+Relu-512+Relu-10-Softmax batch %d", rows[i]);
+        th_model(name, th_chain_wide, rows[i], backends, n);
+    }
     th_model("CNN conv+relu-pool, conv+leakyrelu-pool, conv-pool, fc batch 1", th_conv_pool, 1, backends, n);
     th_model("CNN conv+relu-pool, conv+leakyrelu-pool, conv-pool, fc batch 3", th_conv_pool, 3, backends, n);
     return th_summary();
