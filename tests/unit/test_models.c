@@ -77,8 +77,9 @@ static struct mps_graph *th_cnn(int batch, struct mps_error *err)
 }
 
 /* Linear layers with their activations fused (as the fuse pass leaves them), then a Softmax, at 1 to 9
-   rows (cuda: its one-kernel Linear up to 8, cuBLAS and an epilogue at 9). wide: x[batch,784] -> 512 +Relu -> 512 +Relu -> 10 -> Softmax; else x[batch,30] (not a multiple of 4)
-   -> 100 +Relu -> 64 +Tanh (alpha 0.5, beta 2) -> 10 -> LogSoftmax. */
+   rows (cuda: its one-kernel Linear up to 8, cuBLAS and an epilogue at 9). wide: x[batch,784] -> 512 +Relu
+   -> 512 +Relu -> 10 -> Softmax; else x[batch,30] (not a multiple of 4) -> 100 +Relu -> 64 +Tanh
+   (alpha 0.5, beta 2) -> 10 -> LogSoftmax. */
 static struct mps_graph *th_chain(int batch, bool wide, struct mps_error *err)
 {
     struct mps_graph *g = mps_graph_new();
@@ -144,6 +145,45 @@ static struct mps_graph *th_conv_pool(int batch, struct mps_error *err)
     conv = th_params(MPS_OP_CONV);
     h = th_node(g, MPS_OP_CONV, "conv3", (int[]){h, w3}, 2, &conv, err);
     h = th_node(g, MPS_OP_MAX_POOL, "pool3", &h, 1, &pool, err);
+    h = th_node(g, MPS_OP_FLATTEN, "flat", &h, 1, NULL, err);
+    h = th_node(g, MPS_OP_GEMM, "fc", (int[]){h, w4, b4}, 3, &gemm, err);
+    mps_graph_add_output(g, h, err);
+    return g;
+}
+
+/* Conv -> MaxPool 2x2 pairs that cuda must not fuse, beside one it may:
+   x[batch,1,12,12] -> Conv 8 2x2 +Relu (direct, 11x11: odd) -> MaxPool 2 -> GlobalAveragePool;
+   x -> Conv 8 3x3 pad 1 +Relu (direct, 12x12) -> MaxPool 2 -> GlobalAveragePool, and the same conv's
+   output read again by a GlobalAveragePool (two readers); x -> Conv 8 3x3 pad 1 (12x12, one reader)
+   -> MaxPool 2 -> GlobalAveragePool (fused); the four pooled means summed -> Flatten -> Gemm 10. */
+static struct mps_graph *th_conv_pool_refused(int batch, struct mps_error *err)
+{
+    struct mps_graph *g = mps_graph_new();
+    int x = mps_graph_add_value(g, "x", MPS_F32, SH(batch, 1, 12, 12));
+    mps_graph_add_input(g, x, err);
+    union mps_op_params conv = th_params(MPS_OP_CONV), pool = th_params(MPS_OP_MAX_POOL);
+    union mps_op_params gemm = th_params(MPS_OP_GEMM);
+    pool.pool.win.kernel[0] = pool.pool.win.kernel[1] = 2;
+    pool.pool.win.stride[0] = pool.pool.win.stride[1] = 2;
+    gemm.gemm.trans_b = true;
+    conv.conv.act = (struct mps_fused_act){.on = true, .op = MPS_OP_RELU};
+    int w1 = th_add_random_const(g, "w1", SH(8, 1, 2, 2), -0.5, 0.5);
+    int w2 = th_add_random_const(g, "w2", SH(8, 1, 3, 3), -0.5, 0.5);
+    int w3 = th_add_random_const(g, "w3", SH(8, 1, 3, 3), -0.5, 0.5);
+    int w4 = th_add_random_const(g, "w4", SH(10, 8), -0.5, 0.5), b4 = th_add_random_const(g, "b4", SH(10), -0.1, 0.1);
+    int odd = th_node(g, MPS_OP_CONV, "odd", (int[]){x, w1}, 2, &conv, err);
+    odd = th_node(g, MPS_OP_MAX_POOL, "odd_pool", &odd, 1, &pool, err);
+    odd = th_node(g, MPS_OP_GLOBAL_AVERAGE_POOL, "odd_mean", &odd, 1, NULL, err);
+    conv.conv.win.pad[0] = conv.conv.win.pad[1] = conv.conv.win.pad[2] = conv.conv.win.pad[3] = 1;
+    int twice = th_node(g, MPS_OP_CONV, "twice", (int[]){x, w2}, 2, &conv, err);
+    int pooled = th_node(g, MPS_OP_MAX_POOL, "twice_pool", &twice, 1, &pool, err);
+    pooled = th_node(g, MPS_OP_GLOBAL_AVERAGE_POOL, "twice_pool_mean", &pooled, 1, NULL, err);
+    twice = th_node(g, MPS_OP_GLOBAL_AVERAGE_POOL, "twice_mean", &twice, 1, NULL, err);
+    conv.conv.act.on = false;
+    int once = th_node(g, MPS_OP_CONV, "once", (int[]){x, w3}, 2, &conv, err);
+    once = th_node(g, MPS_OP_MAX_POOL, "once_pool", &once, 1, &pool, err);
+    once = th_node(g, MPS_OP_GLOBAL_AVERAGE_POOL, "once_mean", &once, 1, NULL, err);
+    int h = th_node(g, MPS_OP_SUM, "sum", (int[]){odd, pooled, twice, once}, 4, NULL, err);
     h = th_node(g, MPS_OP_FLATTEN, "flat", &h, 1, NULL, err);
     h = th_node(g, MPS_OP_GEMM, "fc", (int[]){h, w4, b4}, 3, &gemm, err);
     mps_graph_add_output(g, h, err);
@@ -225,5 +265,7 @@ int main(void)
     }
     th_model("CNN conv+relu-pool, conv+leakyrelu-pool, conv-pool, fc batch 1", th_conv_pool, 1, backends, n);
     th_model("CNN conv+relu-pool, conv+leakyrelu-pool, conv-pool, fc batch 3", th_conv_pool, 3, backends, n);
+    th_model("CNN conv-pool pairs not fused (odd size, two readers) beside one fused, batch 2", th_conv_pool_refused, 2,
+             backends, n);
     return th_summary();
 }

@@ -226,10 +226,10 @@ static enum mps_status mps_cuda_conv(struct mps_cuda_state *s, const struct mps_
     const float *xd = MPS_IN(0), *wd = MPS_IN(1), *bias = MPS_HAS(2) ? MPS_IN(2) : NULL;
     int k = (int)(n - g->nodes);
     bool pool = k + 1 < g->n_nodes && s->writer[k + 1] == k; /* computes the MaxPool after it too */
-    float *yd = pool ? s->dptr[n[1].out[0]] : MPS_OUT(0);
+    float *yd = pool ? s->dptr[g->nodes[k + 1].out[0]] : MPS_OUT(0);
     const struct mps_fused_act *act = &n->p.conv.act;
     int act_op = act->on ? (int)act->op : 0;
-    const float *u = s->packed[n - g->nodes];
+    const float *u = s->packed[k];
     if (u) { /* Winograd: transform, 16 GEMMs as one batched call, transform back */
         struct mps_cu_wino wq = mps_cuda_wino(g, n);
         int64_t cols = wq.n * wq.th * wq.tw;
