@@ -76,10 +76,35 @@ static struct mps_graph *th_cnn(int batch, struct mps_error *err)
     return g;
 }
 
-/* Linear layers with their activations fused (as the fuse pass leaves them), then a Softmax, at 1 to 9
-   rows (cuda: its one-kernel Linear up to 8, cuBLAS and an epilogue at 9). wide: x[batch,784] -> 512 +Relu
-   -> 512 +Relu -> 10 -> Softmax; else x[batch,30] (not a multiple of 4) -> 100 +Relu -> 64 +Tanh
-   (alpha 0.5, beta 2) -> 10 -> LogSoftmax. */
+/* h[batch,in] -> a Linear layer of out units named y (weights [out,in] as PyTorch stores them, uniform
+   in +-1/sqrt(in); with a bias row unless !bias), its activation fused (as the fuse pass leaves it). */
+static int th_linear(struct mps_graph *g, const char *y, int h, int64_t in, int64_t out, bool bias,
+                     union mps_op_params gemm, struct mps_error *err)
+{
+    char w[40], b[40];
+    snprintf(w, sizeof w, "%s.w", y), snprintf(b, sizeof b, "%s.b", y);
+    gemm.gemm.trans_b = true;
+    double r = 1.0 / sqrt((double)in);
+    int wv = th_add_random_const(g, w, SH(out, in), -r, r);
+    if (!bias)
+        return th_node(g, MPS_OP_GEMM, y, (int[]){h, wv}, 2, &gemm, err);
+    int bv = th_add_random_const(g, b, SH(out), -r, r);
+    return th_node(g, MPS_OP_GEMM, y, (int[]){h, wv, bv}, 3, &gemm, err);
+}
+
+/* Gemm's parameters with alpha, beta and activation act fused (MPS_OP_IDENTITY: none). */
+static union mps_op_params th_gemm_act(enum mps_op act, float alpha, float beta)
+{
+    union mps_op_params gemm = th_params(MPS_OP_GEMM);
+    gemm.gemm.act = (struct mps_fused_act){.on = act != MPS_OP_IDENTITY, .op = act};
+    gemm.gemm.alpha = alpha, gemm.gemm.beta = beta;
+    return gemm;
+}
+
+/* Linear layers, then a Softmax, at 1 to 9 rows (cuda: its one-kernel Linear and chains of them up to 8,
+   cuBLAS and an epilogue at 9). wide: x[batch,784] -> 512 +Relu -> 512 +Relu -> 10 -> Softmax (cuda: the
+   last layer and the Softmax one kernel); else x[batch,30] (not a multiple of 4) -> 100 +Relu -> 64 +Tanh
+   (alpha 0.5, beta 2) -> 10 -> LogSoftmax (cuda: all one kernel). */
 static struct mps_graph *th_chain(int batch, bool wide, struct mps_error *err)
 {
     struct mps_graph *g = mps_graph_new();
@@ -88,20 +113,55 @@ static struct mps_graph *th_chain(int batch, bool wide, struct mps_error *err)
     int h = mps_graph_add_value(g, "x", MPS_F32, SH(batch, d[0]));
     mps_graph_add_input(g, h, err);
     for (int i = 0; i < 3; i++) {
-        char w[8], b[8], y[8];
-        snprintf(w, sizeof w, "w%d", i), snprintf(b, sizeof b, "b%d", i), snprintf(y, sizeof y, "fc%d", i);
-        union mps_op_params gemm = th_params(MPS_OP_GEMM);
-        gemm.gemm.trans_b = true;
-        if (i < 2)
-            gemm.gemm.act = (struct mps_fused_act){.on = true, .op = i == 1 && !wide ? MPS_OP_TANH : MPS_OP_RELU};
-        if (i == 1 && !wide)
-            gemm.gemm.alpha = 0.5f, gemm.gemm.beta = 2.0f;
-        double r = 1.0 / sqrt((double)d[i]);
-        int wv = th_add_random_const(g, w, SH(d[i + 1], d[i]), -r, r);
-        int bv = th_add_random_const(g, b, SH(d[i + 1]), -r, r);
-        h = th_node(g, MPS_OP_GEMM, y, (int[]){h, wv, bv}, 3, &gemm, err);
+        char y[8];
+        snprintf(y, sizeof y, "fc%d", i);
+        bool tanh = i == 1 && !wide;
+        h = th_linear(g, y, h, d[i], d[i + 1], true,
+                      th_gemm_act(i == 2 ? MPS_OP_IDENTITY : tanh ? MPS_OP_TANH : MPS_OP_RELU, tanh ? 0.5f : 1.0f,
+                                  tanh ? 2.0f : 1.0f),
+                      err);
     }
     h = th_node(g, wide ? MPS_OP_SOFTMAX : MPS_OP_LOG_SOFTMAX, "prob", &h, 1, NULL, err);
+    mps_graph_add_output(g, h, err);
+    return g;
+}
+
+/* Eleven Linear layers x[batch,30] -> 24 -> 20 ... -> 8 with no Softmax, some without a bias or with
+   alpha, beta, Sigmoid or LeakyRelu: cuda's chains hold 8 layers, so a chain of 8 and one of 3. */
+static struct mps_graph *th_chain_long(int batch, struct mps_error *err)
+{
+    struct mps_graph *g = mps_graph_new();
+    int h = mps_graph_add_value(g, "x", MPS_F32, SH(batch, 30));
+    mps_graph_add_input(g, h, err);
+    int64_t in = 30;
+    for (int i = 0; i < 11; i++) {
+        char y[8];
+        snprintf(y, sizeof y, "fc%d", i);
+        int64_t out = i < 6 ? 24 - 3 * i : 8 + i % 2;
+        enum mps_op act = i % 3 == 0 ? MPS_OP_SIGMOID : i % 3 == 1 ? MPS_OP_LEAKY_RELU : MPS_OP_IDENTITY;
+        union mps_op_params gemm = th_gemm_act(act, i % 4 == 1 ? 0.5f : 1.0f, i % 4 == 2 ? 1.5f : 1.0f);
+        gemm.gemm.act.p.alpha = 0.1f;
+        h = th_linear(g, y, h, in, out, i % 5 != 2, gemm, err);
+        in = out;
+    }
+    mps_graph_add_output(g, h, err);
+    return g;
+}
+
+/* Linear layers that cuda must not chain: x[batch,20] -> fc1 16 (no bias, alpha 0.5) -> fc2 16 +Sigmoid,
+   then fc2 + fc1 (fc1's output has a second reader) -> fc3 6 -> Softmax along axis 0 (not the rows). */
+static struct mps_graph *th_chain_refused(int batch, struct mps_error *err)
+{
+    struct mps_graph *g = mps_graph_new();
+    int x = mps_graph_add_value(g, "x", MPS_F32, SH(batch, 20));
+    mps_graph_add_input(g, x, err);
+    int h1 = th_linear(g, "fc1", x, 20, 16, false, th_gemm_act(MPS_OP_IDENTITY, 0.5f, 1.0f), err);
+    int h2 = th_linear(g, "fc2", h1, 16, 16, true, th_gemm_act(MPS_OP_SIGMOID, 1.0f, 1.0f), err);
+    int h = th_node(g, MPS_OP_ADD, "sum", (int[]){h2, h1}, 2, NULL, err);
+    h = th_linear(g, "fc3", h, 16, 6, true, th_gemm_act(MPS_OP_IDENTITY, 1.0f, 1.0f), err);
+    union mps_op_params sm = th_params(MPS_OP_SOFTMAX);
+    sm.norm.axis = 0;
+    h = th_node(g, MPS_OP_SOFTMAX, "prob", &h, 1, &sm, err);
     mps_graph_add_output(g, h, err);
     return g;
 }
@@ -263,6 +323,12 @@ int main(void)
         snprintf(name, sizeof name, "MLP chain 784-512+Relu-512+Relu-10-Softmax batch %d", rows[i]);
         th_model(name, th_chain_wide, rows[i], backends, n);
     }
+    for (int i = 0; i < 3; i++) {
+        char name[80];
+        snprintf(name, sizeof name, "MLP chain of 11 layers, no Softmax, batch %d", (int[]){1, 8, 9}[i]);
+        th_model(name, th_chain_long, (int[]){1, 8, 9}[i], backends, n);
+    }
+    th_model("MLP chain refusals (two readers, Softmax on axis 0) batch 3", th_chain_refused, 3, backends, n);
     th_model("CNN conv+relu-pool, conv+leakyrelu-pool, conv-pool, fc batch 1", th_conv_pool, 1, backends, n);
     th_model("CNN conv+relu-pool, conv+leakyrelu-pool, conv-pool, fc batch 3", th_conv_pool, 3, backends, n);
     th_model("CNN conv-pool pairs not fused (odd size, two readers) beside one fused, batch 2", th_conv_pool_refused, 2,

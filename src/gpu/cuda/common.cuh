@@ -38,18 +38,28 @@ __device__ static inline void mps_cu_wait(void)
 #endif
 }
 
-/* kernel<<<grid, block, 0, stream>>>(args), with the attribute above where it applies. */
+/* kernel<<<grid, block, smem, stream>>>(args), with the attribute above where it applies. */
 template <typename... P, typename... A>
-static inline int mps_cu_launch(void (*kernel)(P...), dim3 grid, dim3 block, void *stream, A... args)
+static inline int mps_cu_launch_smem(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, void *stream,
+                                     A... args)
 {
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t c = {};
-    c.gridDim = grid, c.blockDim = block, c.stream = (cudaStream_t)stream;
+    c.gridDim = grid, c.blockDim = block, c.dynamicSmemBytes = smem, c.stream = (cudaStream_t)stream;
     c.attrs = attr, c.numAttrs = mps_cu_pdl ? 1 : 0;
     return (int)cudaLaunchKernelEx(&c, kernel, ((P)args)...);
 }
+
+template <typename... P, typename... A>
+static inline int mps_cu_launch(void (*kernel)(P...), dim3 grid, dim3 block, void *stream, A... args)
+{
+    return mps_cu_launch_smem(kernel, grid, block, 0, stream, args...);
+}
+
+/* Kernels with more than 48 KiB of dynamic shared memory must say so once (mps_cu_setup). */
+int mps_cu_gemv_chain_setup(void);
 
 #define MPS_CU_LAUNCH(kernel, n, stream, ...)                                             \
     return (n) > 0 ? mps_cu_launch(kernel, mps_cu_blocks(n), MPS_CU_THREADS, stream, __VA_ARGS__) : 0
@@ -157,6 +167,31 @@ __device__ static inline float mps_cu_act(int op, float v, float alpha, float be
     case MPS_OP_CEIL: return ceilf(v);
     case MPS_OP_CLIP: return v != v ? v : v < alpha ? alpha : v > beta ? beta : v;
     default: return v;
+    }
+}
+
+/* (Log)Softmax of one row x[0], x[stride], ... x[(len - 1) stride] into y, by the 32
+   lanes of a warp, each taking every 32nd element: the CPU's math (float max, double
+   exp and sum). Every lane of the warp calls it. */
+__device__ static inline void mps_cu_softmax_row(const float *x, float *y, int64_t len, int64_t stride, int lane,
+                                                 int log_out)
+{
+    float mx = -INFINITY;
+    for (int64_t i = lane; i < len; i += 32)
+        mx = x[i * stride] > mx ? x[i * stride] : mx;
+    for (int off = 16; off > 0; off /= 2) {
+        float o = __shfl_xor_sync(0xffffffff, mx, off);
+        mx = o > mx ? o : mx;
+    }
+    double sum = 0;
+    for (int64_t i = lane; i < len; i += 32)
+        sum += exp((double)x[i * stride] - mx);
+    for (int off = 16; off > 0; off /= 2)
+        sum += __shfl_xor_sync(0xffffffff, sum, off);
+    double lsum = log(sum);
+    for (int64_t i = lane; i < len; i += 32) {
+        double v = (double)x[i * stride] - mx;
+        y[i * stride] = (float)(log_out ? v - lsum : exp(v) / sum);
     }
 }
 

@@ -259,7 +259,7 @@ static enum mps_status mps_cuda_setup(struct mps_cuda_state *s, const struct mps
     MPS_CUBLAS_CHECK(mps_cublas.set_stream(s->blas, s->stream));
     MPS_CUDA_CHECK(cudaMalloc(&s->workspace, MPS_CUDA_WORKSPACE));
     MPS_CUBLAS_CHECK(mps_cublas.set_workspace(s->blas, s->workspace, MPS_CUDA_WORKSPACE));
-    mps_cuda_fuse_pools(s);
+    mps_cuda_fuse(s);
     st = mps_cuda_memory(s, err);
     if (!st)
         st = mps_cuda_capture(s, true, &s->graph, &s->exec, err);

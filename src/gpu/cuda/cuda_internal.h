@@ -59,8 +59,8 @@ struct mps_cuda_state {
     cublasHandle_t blas;
     void *workspace, *arena, *scratch, *weights, *pinned, *packed_block;
     void **packed;   /* per node: its weights prepared at compile (Winograd's U), or NULL */
-    int *writer;     /* per node: the node whose kernels compute it: itself, or a Conv before
-                        a MaxPool it computes too (mps_cuda_fuse_pools); the memory plan's */
+    int *writer;     /* per node: the node whose kernels compute it: itself, a Conv before a
+                        MaxPool it computes too, or the first Gemm of a chain (mps_cuda_fuse); the memory plan's */
     void **dptr;     /* per value: its device memory */
     void **in_dev;   /* per graph input: a device buffer */
     size_t *in_pin, *out_pin; /* per graph input / output: offset of its staging in pinned */
@@ -88,8 +88,9 @@ enum mps_status mps_cuda_gemm_batched(struct mps_cuda_state *s, int64_t m, int64
 /* Enqueues node n's kernels and GEMMs on s->stream. */
 typedef enum mps_status (*mps_cuda_launcher)(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err);
 mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op);
-/* Sets s->writer: each node its own, but a MaxPool that the Conv before it computes. */
-void mps_cuda_fuse_pools(struct mps_cuda_state *s);
+/* Sets s->writer: each node its own, but a MaxPool that the Conv before it computes,
+   and the Gemms and (Log)Softmax after a Gemm that one chain kernel computes with it. */
+void mps_cuda_fuse(struct mps_cuda_state *s);
 /* Scratch bytes node n needs beside the arena (im2col, Winograd's transforms). */
 size_t mps_cuda_scratch(const struct mps_graph *g, const struct mps_node *n);
 

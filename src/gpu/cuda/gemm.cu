@@ -1,6 +1,9 @@
 // gemm.cu: Gemm for a few rows (batch 1 to 8 through a Linear layer) as one
 // kernel with its bias and activation: at these sizes the run is launch and
 // latency bound, and a GEMM, then an epilogue, is two launches.
+#include <cuda_pipeline.h>
+#include <string.h>
+
 #include "common.cuh"
 
 /* T threads per output column j (a warp or several) split weight row j
@@ -82,4 +85,216 @@ extern "C" int mps_cu_gemv(const float *x, const float *w, const float *bias, fl
                                                                           : mps_cu_gemv_k<256>;
     return mps_cu_launch(kernel, blocks, MPS_CU_THREADS, stream, x, w, bias, alpha, beta, y, (int)m, (int)n, (int)k,
                          act, act_alpha, act_beta);
+}
+
+/* ---- a chain of Linear layers in one block ------------------------------------ */
+
+#define MPS_CU_CHAIN_THREADS 1024
+
+static int64_t mps_cu_chain_limit = 48 * 1024; /* raised by mps_cu_gemv_chain_setup */
+
+/* A layer as the kernel runs it, laid out on the host (mps_cu_chain_lay): at these
+   sizes the time is the instructions on the kernel's path, so it holds no
+   division and no layout arithmetic. */
+struct mps_cu_chain_step {
+    mps_cu_layer L;
+    int at;       /* the weights' offset in shared memory, in floats: [n][kp], then the bias [np] */
+    int kp, np;   /* pad4(k), pad4(n): rows of whole float4s, the padding zeros */
+    int shift;    /* log2 of the lanes per output column: up to 32, no more than a row's float4s */
+    bool w16, b16; /* whether the weights, the bias can be copied 16 bytes at a time */
+};
+
+struct mps_cu_chain_run {
+    mps_cu_chain_step l[MPS_CU_CHAIN_LAYERS];
+    int layers, softmax;
+    int a, b;     /* the two activation buffers' offsets (m rows of the widest kp or np) */
+    bool x16;
+    int64_t floats; /* shared memory in all */
+    int64_t reads;  /* floats read from shared memory: each weight once, each input row once a column */
+};
+
+static int64_t mps_cu_pad4(int64_t v)
+{
+    return (v + 3) / 4 * 4;
+}
+
+static bool mps_cu_aligned16(const float *p, int64_t k)
+{
+    return k % 4 == 0 && (uintptr_t)p % 16 == 0;
+}
+
+/* Lays chain c out for the kernel (x: its input, NULL to size it); false where it is malformed. */
+static bool mps_cu_chain_lay(const mps_cu_chain *c, const float *x, mps_cu_chain_run *run)
+{
+    if (c->layers < 1 || c->layers > MPS_CU_CHAIN_LAYERS || c->m < 1 || c->m > MPS_CU_GEMV_ROWS)
+        return false;
+    memset(run, 0, sizeof *run);
+    run->layers = c->layers, run->softmax = c->softmax;
+    run->x16 = mps_cu_aligned16(x, c->l[0].k);
+    int64_t at = 0, width = mps_cu_pad4(c->l[0].k);
+    for (int l = 0; l < c->layers; l++) {
+        const mps_cu_layer *L = &c->l[l];
+        if (L->n < 1 || L->k < 1 || L->n > INT32_MAX / 4 || L->k > INT32_MAX / 4 || (l > 0 && L->k != c->l[l - 1].n))
+            return false;
+        mps_cu_chain_step *s = &run->l[l];
+        s->L = *L, s->kp = (int)mps_cu_pad4(L->k), s->np = (int)mps_cu_pad4(L->n);
+        while (s->shift < 5 && 1 << s->shift < s->kp / 4)
+            s->shift++;
+        s->w16 = mps_cu_aligned16(L->w, L->k), s->b16 = mps_cu_aligned16(L->bias, L->n);
+        s->at = at > INT32_MAX ? 0 : (int)at;
+        at += (int64_t)L->n * s->kp + s->np;
+        run->reads += (int64_t)L->n * s->kp * (1 + c->m);
+        width = s->np > width ? s->np : width;
+    }
+    run->floats = at + 2 * c->m * width;
+    if (run->floats > INT32_MAX / 4)
+        return false;
+    run->a = (int)at, run->b = (int)(at + c->m * width);
+    return true;
+}
+
+__device__ static inline float *mps_cu_chain_shared(void)
+{
+    extern __shared__ float4 mps_cu_chain_smem[]; /* float4: aligned for the float4 reads */
+    return (float *)mps_cu_chain_smem;
+}
+
+/* Starts copying rows of k floats (contiguous) into shared memory rows of kp =
+   pad4(k) floats, the padding zeros: asynchronous copies (cp.async), all in
+   flight at once, 16 bytes each where v16 says the rows allow. */
+__device__ static void mps_cu_chain_copy(float *dst, const float *src, int rows, int k, int kp, bool v16)
+{
+    if (v16) {
+        for (int i = (int)threadIdx.x; i < rows * kp / 4; i += MPS_CU_CHAIN_THREADS)
+            __pipeline_memcpy_async(dst + 4 * i, src + 4 * i, 16);
+        return;
+    }
+    for (int i = (int)threadIdx.x; i < rows * kp; i += MPS_CU_CHAIN_THREADS) {
+        int r = i / kp, q = i - r * kp;
+        if (q < k)
+            __pipeline_memcpy_async(dst + i, src + r * k + q, 4);
+        else
+            dst[i] = 0.0f;
+    }
+}
+
+/* Starts copying the weights and biases into shared memory, then waits for the
+   kernel before. Constants, which no kernel writes, are the one thing a kernel may
+   read before its wait (tests/gpu/check_waits.sh): the copy overlaps that kernel. */
+__device__ static void mps_cu_chain_stage_then_wait(const mps_cu_chain_run &c)
+{
+    float *sm = mps_cu_chain_shared();
+    for (int l = 0; l < c.layers; l++) {
+        const mps_cu_chain_step &s = c.l[l];
+        mps_cu_chain_copy(sm + s.at, s.L.w, s.L.n, s.L.k, s.kp, s.w16);
+        if (s.L.bias)
+            mps_cu_chain_copy(sm + s.at + s.L.n * s.kp, s.L.bias, 1, s.L.n, s.np, s.b16);
+    }
+    __pipeline_commit();
+    mps_cu_wait();
+}
+
+/* One layer of M rows from shared memory to shared memory: y[r][j] = act(alpha
+   x[r] . w[j] + beta bias[j]) (x's rows kp floats, y's np), 2^shift lanes of a
+   warp per column. */
+template <int M>
+__device__ static void mps_cu_chain_layer(const mps_cu_chain_step &s, const float *sm, const float *x, float *y)
+{
+    const mps_cu_layer &L = s.L;
+    int lane = (int)(threadIdx.x % 32), t = 1 << s.shift, sub = lane & (t - 1), k4 = s.kp / 4;
+    const float4 *w4 = (const float4 *)(sm + s.at), *x4 = (const float4 *)x;
+    const float *bias = sm + s.at + L.n * s.kp;
+    for (int j0 = (int)(threadIdx.x / 32) << (5 - s.shift); j0 < L.n; j0 += MPS_CU_CHAIN_THREADS >> s.shift) {
+        int j = j0 + (lane >> s.shift); /* the loop is warp-uniform: shuffles below */
+        float acc[M] = {};
+        if (j < L.n)
+            for (int q = sub; q < k4; q += t) {
+                float4 wv = w4[j * k4 + q];
+#pragma unroll
+                for (int r = 0; r < M; r++) {
+                    float4 xv = x4[r * k4 + q];
+                    acc[r] += wv.x * xv.x + wv.y * xv.y + wv.z * xv.z + wv.w * xv.w;
+                }
+            }
+#pragma unroll
+        for (int off = 16; off > 0; off /= 2)
+            if (off < t)
+#pragma unroll
+                for (int r = 0; r < M; r++)
+                    acc[r] += __shfl_xor_sync(0xffffffff, acc[r], off);
+        if (j < L.n && sub == 0)
+#pragma unroll
+            for (int r = 0; r < M; r++) {
+                float v = L.alpha * acc[r] + (L.bias ? L.beta * bias[j] : 0.0f);
+                y[r * s.np + j] = L.act ? mps_cu_act(L.act, v, L.act_alpha, L.act_beta) : v;
+            }
+    }
+    if ((int)threadIdx.x < s.np - L.n) /* the rows' padding (at most 3): zeros, for the next layer's float4s */
+#pragma unroll
+        for (int r = 0; r < M; r++)
+            y[r * s.np + L.n + threadIdx.x] = 0.0f;
+}
+
+template <int M>
+__global__ static void __launch_bounds__(MPS_CU_CHAIN_THREADS) mps_cu_gemv_chain_k(const float *x, float *y,
+                                                                                  mps_cu_chain_run c)
+{
+    mps_cu_chain_stage_then_wait(c);
+    float *sm = mps_cu_chain_shared(), *a = sm + c.a, *b = sm + c.b;
+    mps_cu_chain_copy(a, x, M, c.l[0].L.k, c.l[0].kp, c.x16);
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+    __syncthreads();
+    for (int l = 0; l < c.layers; l++) {
+        mps_cu_chain_layer<M>(c.l[l], sm, a, b);
+        __syncthreads();
+        float *t = a;
+        a = b, b = t;
+    }
+    const mps_cu_chain_step &s = c.l[c.layers - 1];
+    int n = s.L.n, warp = (int)(threadIdx.x / 32);
+    if (c.softmax && warp < M)
+        mps_cu_softmax_row(a + warp * s.np, y + warp * n, n, 1, (int)(threadIdx.x % 32),
+                           c.softmax == MPS_OP_LOG_SOFTMAX);
+    else if (!c.softmax)
+        for (int r = 0; r < M; r++)
+            for (int i = (int)threadIdx.x; i < n; i += MPS_CU_CHAIN_THREADS)
+                y[r * n + i] = a[r * s.np + i];
+}
+
+/* The kernel for m rows. */
+static void (*const mps_cu_chain_kernels[MPS_CU_GEMV_ROWS])(const float *, float *, mps_cu_chain_run) = {
+    mps_cu_gemv_chain_k<1>, mps_cu_gemv_chain_k<2>, mps_cu_gemv_chain_k<3>, mps_cu_gemv_chain_k<4>,
+    mps_cu_gemv_chain_k<5>, mps_cu_gemv_chain_k<6>, mps_cu_gemv_chain_k<7>, mps_cu_gemv_chain_k<8>};
+
+/* Lets the chain kernel have MPS_CU_CHAIN_BYTES of shared memory where the device allows. */
+int mps_cu_gemv_chain_setup(void)
+{
+    cudaError_t e = cudaSuccess;
+    for (int m = 0; m < MPS_CU_GEMV_ROWS && e == cudaSuccess; m++)
+        e = cudaFuncSetAttribute(mps_cu_chain_kernels[m], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 MPS_CU_CHAIN_BYTES);
+    if (e == cudaErrorInvalidValue) { /* a device with less: the chain keeps to the default 48 KiB */
+        (void)cudaGetLastError();
+        return 0;
+    }
+    if (e == cudaSuccess)
+        mps_cu_chain_limit = MPS_CU_CHAIN_BYTES;
+    return (int)e;
+}
+
+extern "C" int mps_cu_gemv_chain_fits(const struct mps_cu_chain *c)
+{
+    mps_cu_chain_run run;
+    return mps_cu_chain_lay(c, NULL, &run) && run.floats * (int64_t)sizeof(float) <= mps_cu_chain_limit &&
+           run.reads <= MPS_CU_CHAIN_READS;
+}
+
+extern "C" int mps_cu_gemv_chain(const float *x, float *y, const struct mps_cu_chain *c, void *stream)
+{
+    mps_cu_chain_run run;
+    if (!mps_cu_chain_lay(c, x, &run) || run.floats * (int64_t)sizeof(float) > mps_cu_chain_limit)
+        return (int)cudaErrorInvalidValue;
+    return mps_cu_launch_smem(mps_cu_chain_kernels[c->m - 1], 1, MPS_CU_CHAIN_THREADS,
+                              (size_t)run.floats * sizeof(float), stream, x, y, run);
 }

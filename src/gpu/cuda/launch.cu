@@ -15,5 +15,5 @@ extern "C" int mps_cu_setup(void)
     cudaFuncAttributes a;
     cudaError_t e = cudaFuncGetAttributes(&a, mps_cu_probe_k);
     mps_cu_pdl = e == cudaSuccess && a.ptxVersion >= 90;
-    return (int)e;
+    return e == cudaSuccess ? mps_cu_gemv_chain_setup() : (int)e;
 }

@@ -81,6 +81,69 @@ static enum mps_status mps_cuda_matmul(struct mps_cuda_state *s, const struct mp
     return MPS_OK;
 }
 
+/* Whether Gemm node n adds C as a bias row (n values, beta != 0). */
+static bool mps_cuda_row_bias(const struct mps_graph *g, const struct mps_node *n)
+{
+    const struct mps_shape *cs = MPS_HAS(2) ? &MPS_INV(2)->shape : NULL;
+    int64_t nn = MPS_OUTV(0)->shape.dim[1];
+    return cs && n->p.gemm.beta != 0.0f && mps_shape_numel(cs) == nn &&
+           (cs->ndim == 1 || (cs->ndim == 2 && cs->dim[0] == 1));
+}
+
+/* Whether Gemm node n is a few rows through a Linear layer (X W^T, a bias row or
+   none), which mps_cu_gemv computes in one kernel. */
+static bool mps_cuda_gemv_applies(const struct mps_graph *g, const struct mps_node *n)
+{
+    const struct mps_gemm_params *p = &n->p.gemm;
+    const struct mps_shape *y = &MPS_OUTV(0)->shape;
+    int64_t m = y->dim[0], nn = y->dim[1], k = MPS_INV(0)->shape.dim[p->trans_a ? 0 : 1];
+    return (mps_cuda_row_bias(g, n) || !MPS_HAS(2)) && k > 0 && m <= MPS_CU_GEMV_ROWS && !p->trans_a && p->trans_b &&
+           nn <= INT32_MAX / 32 && k <= INT32_MAX / MPS_CU_GEMV_ROWS;
+}
+
+/* The chain of nodes from k that one mps_cu_gemv_chain kernel computes (c), and
+   how many nodes it takes: Gemm nodes mps_cu_gemv could run, with constant
+   weights (the kernel stages them before it waits), each reading the output of
+   the one before and nothing else reading that; then maybe a (Log)Softmax along
+   the rows; for as long as one block holds the weights and does the work faster
+   than a kernel a layer (mps_cu_gemv_chain_fits). 0 or 1 node: no chain. Called
+   before the memory plan (to fuse, device pointers NULL) and at launch: it
+   decides the same both times. */
+static int mps_cuda_chain_of(const struct mps_cuda_state *s, int k, struct mps_cu_chain *c)
+{
+    const struct mps_graph *g = s->g;
+    memset(c, 0, sizeof *c);
+    int j = k;
+    for (; j < g->n_nodes; j++) {
+        const struct mps_node *n = &g->nodes[j];
+        int only = -1;
+        if (j > k && (n->n_in < 1 || n->in[0] != g->nodes[j - 1].out[0] || mps_graph_uses(g, n->in[0], &only) != 1))
+            break;
+        if (n->op == MPS_OP_SOFTMAX || n->op == MPS_OP_LOG_SOFTMAX) {
+            if (j > k && MPS_INV(0)->shape.ndim == 2 && n->p.norm.axis == 1) {
+                c->softmax = (int)n->op;
+                j++;
+            }
+            break;
+        }
+        if (n->op != MPS_OP_GEMM || c->layers == MPS_CU_CHAIN_LAYERS || !mps_cuda_gemv_applies(g, n) ||
+            !MPS_INV(1)->data || (MPS_HAS(2) && !MPS_INV(2)->data))
+            break;
+        const struct mps_gemm_params *p = &n->p.gemm;
+        bool bias = mps_cuda_row_bias(g, n);
+        c->m = (int)MPS_OUTV(0)->shape.dim[0];
+        c->l[c->layers++] = (struct mps_cu_layer){
+            .w = MPS_IN(1), .bias = bias ? MPS_IN(2) : NULL, .n = (int)MPS_OUTV(0)->shape.dim[1],
+            .k = (int)MPS_INV(0)->shape.dim[1], .act = p->act.on ? (int)p->act.op : 0, .alpha = p->alpha,
+            .beta = p->beta, .act_alpha = p->act.p.alpha, .act_beta = p->act.p.beta};
+        if (!mps_cu_gemv_chain_fits(c)) {
+            c->layers--;
+            break;
+        }
+    }
+    return c->layers ? j - k : 0;
+}
+
 static enum mps_status mps_cuda_gemm_node(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
 {
     const struct mps_graph *g = s->g;
@@ -88,15 +151,20 @@ static enum mps_status mps_cuda_gemm_node(struct mps_cuda_state *s, const struct
     const struct mps_shape *y = &MPS_OUTV(0)->shape;
     int64_t m = y->dim[0], nn = y->dim[1], k = MPS_INV(0)->shape.dim[p->trans_a ? 0 : 1];
     float beta = 0.0f;
-    const struct mps_shape *cs = MPS_HAS(2) ? &MPS_INV(2)->shape : NULL;
-    bool row_bias = cs && p->beta != 0.0f && k > 0 && mps_shape_numel(cs) == nn &&
-                    (cs->ndim == 1 || (cs->ndim == 2 && cs->dim[0] == 1));
-    if ((row_bias || (!cs && k > 0)) && m <= MPS_CU_GEMV_ROWS && !p->trans_a && p->trans_b && nn <= INT32_MAX / 32 &&
-        k <= INT32_MAX / MPS_CU_GEMV_ROWS) { /* a few rows through a Linear layer: one kernel */
+    int at = (int)(n - g->nodes);
+    bool row_bias = k > 0 && mps_cuda_row_bias(g, n);
+    if (at + 1 < g->n_nodes && s->writer[at + 1] == at) { /* the chain of nodes after it too */
+        struct mps_cu_chain c;
+        int count = mps_cuda_chain_of(s, at, &c);
+        MPS_CU_CHECK(mps_cu_gemv_chain(MPS_IN(0), s->dptr[g->nodes[at + count - 1].out[0]], &c, s->stream));
+        return MPS_OK;
+    }
+    if (mps_cuda_gemv_applies(g, n)) { /* a few rows through a Linear layer: one kernel */
         MPS_CU_CHECK(mps_cu_gemv(MPS_IN(0), MPS_IN(1), row_bias ? MPS_IN(2) : NULL, p->alpha, p->beta, MPS_OUT(0), m,
                                  nn, k, p->act.on ? (int)p->act.op : 0, p->act.p.alpha, p->act.p.beta, s->stream));
         return MPS_OK;
     }
+    const struct mps_shape *cs = MPS_HAS(2) ? &MPS_INV(2)->shape : NULL;
     if (row_bias || (!cs && k > 0)) { /* one GEMM, then bias and activation in one pass */
         enum mps_status st = mps_cuda_gemm(s, p->trans_a, p->trans_b, m, nn, k, p->alpha, MPS_IN(0), MPS_IN(1), 0.0f,
                                            MPS_OUT(0), err);
@@ -193,10 +261,17 @@ static bool mps_cuda_pool_fuses(const struct mps_graph *g, int k)
     return mps_winograd_applies(g, n) || mps_cuda_direct(&q.w, q.c, q.grp);
 }
 
-void mps_cuda_fuse_pools(struct mps_cuda_state *s)
+void mps_cuda_fuse(struct mps_cuda_state *s)
 {
     for (int k = 0; k < s->g->n_nodes; k++)
         s->writer[k] = k > 0 && mps_cuda_pool_fuses(s->g, k - 1) ? k - 1 : k;
+    for (int k = 0; k < s->g->n_nodes; k++) {
+        struct mps_cu_chain c;
+        int count = mps_cuda_chain_of(s, k, &c);
+        for (int j = k + 1; j < k + count; j++)
+            s->writer[j] = k;
+        k += count > 1 ? count - 1 : 0;
+    }
 }
 
 size_t mps_cuda_scratch(const struct mps_graph *g, const struct mps_node *n)

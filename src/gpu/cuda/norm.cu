@@ -72,35 +72,14 @@ extern "C" int mps_cu_layer_norm(const float *x, const float *scale, const float
     MPS_CU_LAUNCH(mps_cu_ln_k, rows, stream, x, scale, bias, y, mean, inv, rows, row, *sw, *bw, eps);
 }
 
-/* One warp per softmax lane (a row along the axis): each thread takes every 32nd
-   element, the max and the sum meet through shuffles. The CPU's math (float max,
-   double exp and sum), with a row's exps spread over 32 threads instead of one. */
+/* One warp per softmax lane (a row along the axis), mps_cu_softmax_row's way. */
 __global__ static void mps_cu_softmax_k(const float *x, float *y, int64_t len, int64_t inner, int log_out, int64_t n)
 {
     mps_cu_wait();
     MPS_CU_FOR(t, n) /* n = rows * 32: a warp's threads share a row, the loop bound is warp-uniform */
     {
         int64_t l = t / 32, base = l / inner * len * inner + l % inner;
-        int lane = (int)(t % 32);
-        const float *xl = x + base;
-        float *yl = y + base;
-        float mx = -INFINITY;
-        for (int64_t i = lane; i < len; i += 32)
-            mx = xl[i * inner] > mx ? xl[i * inner] : mx;
-        for (int off = 16; off > 0; off /= 2) {
-            float o = __shfl_xor_sync(0xffffffff, mx, off);
-            mx = o > mx ? o : mx;
-        }
-        double sum = 0;
-        for (int64_t i = lane; i < len; i += 32)
-            sum += exp((double)xl[i * inner] - mx);
-        for (int off = 16; off > 0; off /= 2)
-            sum += __shfl_xor_sync(0xffffffff, sum, off);
-        double lsum = log(sum);
-        for (int64_t i = lane; i < len; i += 32) {
-            double v = (double)xl[i * inner] - mx;
-            yl[i * inner] = (float)(log_out ? v - lsum : exp(v) / sum);
-        }
+        mps_cu_softmax_row(x + base, y + base, len, inner, (int)(t % 32), log_out);
     }
 }
 
