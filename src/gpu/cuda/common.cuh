@@ -188,10 +188,14 @@ __device__ static inline void mps_cu_softmax_row(const float *x, float *y, int64
         sum += exp((double)x[i * stride] - mx);
     for (int off = 16; off > 0; off /= 2)
         sum += __shfl_xor_sync(0xffffffff, sum, off);
-    double lsum = log(sum);
-    for (int64_t i = lane; i < len; i += 32) {
-        double v = (double)x[i * stride] - mx;
-        y[i * stride] = (float)(log_out ? v - lsum : exp(v) / sum);
+    if (log_out) {
+        double lsum = log(sum);
+        for (int64_t i = lane; i < len; i += 32)
+            y[i * stride] = (float)((double)x[i * stride] - mx - lsum);
+    } else {
+        double inv = 1.0 / sum; /* one division, then multiplies: at most a double ulp off the CPU */
+        for (int64_t i = lane; i < len; i += 32)
+            y[i * stride] = (float)(exp((double)x[i * stride] - mx) * inv);
     }
 }
 
