@@ -141,7 +141,9 @@ static bool mps_cu_chain_lay(const mps_cu_chain *c, const float *x, mps_cu_chain
         while (s->shift < 5 && 1 << s->shift < s->kp / 4)
             s->shift++;
         s->w16 = mps_cu_aligned16(L->w, L->k), s->b16 = mps_cu_aligned16(L->bias, L->n);
-        s->at = at > INT32_MAX ? 0 : (int)at;
+        if (at > INT32_MAX / 4)
+            return false;
+        s->at = (int)at;
         at += (int64_t)L->n * s->kp + s->np;
         run->reads += (int64_t)L->n * s->kp * (1 + c->m);
         width = s->np > width ? s->np : width;
