@@ -5,9 +5,9 @@
 # memory. Checks, without a GPU, that every __global__ function's body begins
 # with mps_cu_wait(), and that no kernel is launched with <<<>>> (which would
 # skip the launch attribute, harmless, but also the review of the wait). A
-# kernel may instead begin with a call to a mps_cu_*_then_wait function, which
-# reads only constants (weights: no kernel writes them) and must end with
-# mps_cu_wait().
+# kernel may instead begin with a call to a mps_cu_*_then_wait function (its
+# result maybe assigned to a variable), which reads only constants (weights: no
+# kernel writes them) and must end with mps_cu_wait() (then maybe a return).
 set -uo pipefail
 src=$1
 pass=0 fail=0
@@ -17,11 +17,13 @@ for f in "$src"/src/gpu/cuda/*.cu; do
     first=$(awk -v n="$line" 'NR > n && /^\{$/ { getline; print; exit }' "$f")
     if [[ $first =~ ^[[:space:]]*mps_cu_wait\(\)\; ]]; then
       pass=$((pass + 1))
-    elif [[ $first =~ ^[[:space:]]*(mps_cu_[a-z0-9_]*_then_wait)\( ]]; then
-      fn=${BASH_REMATCH[1]}
-      # the function's last statement, the line before its closing brace
+    elif [[ $first =~ ^[[:space:]]*([a-z0-9_]+\ [a-z0-9_]+\ =\ )?(mps_cu_[a-z0-9_]*_then_wait)(<[A-Za-z0-9_]*>)?\( ]]; then
+      fn=${BASH_REMATCH[2]}
+      # the function's last statement (the line before its closing brace), or the
+      # one before a closing return of a variable
       last=$(awk -v fn="$fn" '$0 ~ "^__device__ .*" fn "\\(" { on = 1 }
-                              on && /^\}$/ { print prev; exit } { prev = $0 }' "$f")
+                              on && /^\}$/ { print (prev ~ /^ *return [a-z0-9_]+;$/ ? prev2 : prev); exit }
+                              { prev2 = prev; prev = $0 }' "$f")
       if [[ $last =~ ^[[:space:]]*mps_cu_wait\(\)\; ]]; then
         pass=$((pass + 1))
       else

@@ -250,25 +250,46 @@ static struct mps_graph *th_conv_pool_refused(int batch, struct mps_error *err)
     return g;
 }
 
-/* Linear layers whose weights a node computes, so cuda must not chain them (its chain reads the weights
-   before it waits for the kernel before: here a slow one, a thread summing 4096 values per weight, just
-   before): fc2's weights = ReduceSum over the last axis of a [10,16,4096] constant, then x[batch,24] ->
+/* Weights [10,16] that a slow node computes: ReduceSum over the last axis of a [10,16,4096] constant, a
+   thread summing 4096 values per weight. */
+static int th_slow_weights(struct mps_graph *g, struct mps_error *err)
+{
+    int wc = th_add_random_const(g, "w2c", SH(10, 16, 4096), -0.01, 0.01);
+    int axes = mps_graph_add_const(g, "axes", MPS_I64, SH(1), (int64_t[]){2});
+    union mps_op_params sum = th_params(MPS_OP_REDUCE_SUM);
+    sum.reduce.keepdims = false;
+    return th_node(g, MPS_OP_REDUCE_SUM, "w2", (int[]){wc, axes}, 2, &sum, err);
+}
+
+/* Linear layers whose weights a node computes just before, so cuda must not chain them (its chain reads
+   the weights before it waits for the kernel before): fc2's weights th_slow_weights, then x[batch,24] ->
    fc1 16 +Relu -> fc2 10 -> Softmax. */
 static struct mps_graph *th_chain_computed(int batch, struct mps_error *err)
 {
     struct mps_graph *g = mps_graph_new();
     int x = mps_graph_add_value(g, "x", MPS_F32, SH(batch, 24));
     mps_graph_add_input(g, x, err);
-    int wc = th_add_random_const(g, "w2c", SH(10, 16, 4096), -0.01, 0.01);
-    int axes = mps_graph_add_const(g, "axes", MPS_I64, SH(1), (int64_t[]){2});
-    union mps_op_params sum = th_params(MPS_OP_REDUCE_SUM);
-    sum.reduce.keepdims = false;
-    int w2 = th_node(g, MPS_OP_REDUCE_SUM, "w2", (int[]){wc, axes}, 2, &sum, err);
+    int w2 = th_slow_weights(g, err);
     int h = th_linear(g, "fc1", x, 24, 16, true, th_gemm_act(MPS_OP_RELU, 1.0f, 1.0f), err);
     union mps_op_params gemm = th_gemm_act(MPS_OP_IDENTITY, 1.0f, 1.0f);
     gemm.gemm.trans_b = true;
     h = th_node(g, MPS_OP_GEMM, "fc2", (int[]){h, w2}, 2, &gemm, err);
     h = th_node(g, MPS_OP_SOFTMAX, "prob", &h, 1, NULL, err);
+    mps_graph_add_output(g, h, err);
+    return g;
+}
+
+/* One Linear layer whose weights the node just before computes (th_slow_weights), so cuda's Linear kernel
+   must not read them before it waits (it does so for constant weights): x[batch,16] -> fc 10. */
+static struct mps_graph *th_linear_computed(int batch, struct mps_error *err)
+{
+    struct mps_graph *g = mps_graph_new();
+    int x = mps_graph_add_value(g, "x", MPS_F32, SH(batch, 16));
+    mps_graph_add_input(g, x, err);
+    int w = th_slow_weights(g, err);
+    union mps_op_params gemm = th_gemm_act(MPS_OP_IDENTITY, 1.0f, 1.0f);
+    gemm.gemm.trans_b = true;
+    int h = th_node(g, MPS_OP_GEMM, "fc", (int[]){x, w}, 2, &gemm, err);
     mps_graph_add_output(g, h, err);
     return g;
 }
@@ -353,6 +374,7 @@ int main(void)
     }
     th_model("MLP chain refusals (two readers, Softmax on axis 0) batch 3", th_chain_refused, 3, backends, n);
     th_model("MLP chain refusal (computed weights) batch 2", th_chain_computed, 2, backends, n);
+    th_model("Linear layer, weights computed just before, batch 2", th_linear_computed, 2, backends, n);
     th_model("CNN conv+relu-pool, conv+leakyrelu-pool, conv-pool, fc batch 1", th_conv_pool, 1, backends, n);
     th_model("CNN conv+relu-pool, conv+leakyrelu-pool, conv-pool, fc batch 3", th_conv_pool, 3, backends, n);
     th_model("CNN conv-pool pairs not fused (odd size, two readers) beside one fused, batch 2", th_conv_pool_refused, 2,

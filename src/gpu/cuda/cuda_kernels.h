@@ -89,10 +89,11 @@ int mps_cu_global_pool(const float *x, float *y, int64_t planes, int64_t plane, 
 
 /* gemm.cu */
 /* Gemm for a few rows, one kernel: y[m,n] = act(alpha x[m,k] w[n,k]^T + beta bias[n]), m <= MPS_CU_GEMV_ROWS,
-   bias may be NULL. */
+   bias may be NULL. constant: w and bias are constants (no kernel writes them), which the kernel then starts
+   reading before it waits for the kernel before. */
 #define MPS_CU_GEMV_ROWS 8
 int mps_cu_gemv(const float *x, const float *w, const float *bias, float alpha, float beta, float *y, int64_t m,
-                int64_t n, int64_t k, int act, float act_alpha, float act_beta, void *stream);
+                int64_t n, int64_t k, int act, float act_alpha, float act_beta, int constant, void *stream);
 
 /* A chain of such Linear layers, each reading the one before, then optionally a
    (Log)Softmax along the rows (softmax: 0, MPS_OP_SOFTMAX or MPS_OP_LOG_SOFTMAX),

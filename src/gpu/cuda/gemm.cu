@@ -6,17 +6,57 @@
 
 #include "common.cuh"
 
+/* What a thread of mps_cu_gemv_k may read before it waits when the weights and
+   bias are constants (tests/gpu/check_waits.sh): its first two float4s of weight
+   row j and the column's bias. The kernel then starts beside the one before it
+   (mps_cu_wait) with these loads in flight, not after it. */
+struct mps_cu_gemv_pre {
+    float4 w[2];
+    float b;
+};
+
+template <int T>
+__device__ static mps_cu_gemv_pre mps_cu_gemv_fetch_then_wait(const float *w, const float *bias, int n, int k,
+                                                             bool pre)
+{
+    mps_cu_gemv_pre p = {};
+    int t = (int)(threadIdx.x % T), j = (int)(blockIdx.x * (MPS_CU_THREADS / T) + threadIdx.x / T);
+    if (pre && j < n) {
+        const float4 *w4 = (const float4 *)(w + (size_t)j * k);
+        for (int u = 0; u < 2 && k % 4 == 0; u++)
+            if (t + u * T < k / 4)
+                p.w[u] = w4[t + u * T];
+        if (bias && t == 0)
+            p.b = bias[j];
+    }
+    mps_cu_wait();
+    return p;
+}
+
+/* acc[r] += w . x[r][4q..4q+3] for the m rows of x (rows of k floats). */
+__device__ static inline void mps_cu_gemv_dot4(float4 wv, const float *x, int q, int k, int m, float *acc)
+{
+#pragma unroll
+    for (int r = 0; r < MPS_CU_GEMV_ROWS; r++)
+        if (r < m) {
+            float4 xv = ((const float4 *)(x + (size_t)r * k))[q];
+            acc[r] += wv.x * xv.x + wv.y * xv.y + wv.z * xv.z + wv.w * xv.w;
+        }
+}
+
 /* T threads per output column j (a warp or several) split weight row j
    (contiguous, as Linear exports it: transB = 1), four floats at a time where
    k allows, each against the m input rows; the warps reduce by shuffles, then
    through shared memory. T grows with k so that each thread reads a few
    float4s of w: the kernel's time is a few L2 round trips, not k / 128 of
-   them one after another. */
+   them one after another. pre: the weights and bias are constants, read
+   before the wait. */
 template <int T>
 __global__ static void mps_cu_gemv_k(const float *x, const float *w, const float *bias, float alpha, float beta,
-                                     float *y, int m, int n, int k, int act, float act_alpha, float act_beta)
+                                     float *y, int m, int n, int k, int act, float act_alpha, float act_beta,
+                                     bool pre)
 {
-    mps_cu_wait();
+    mps_cu_gemv_pre p = mps_cu_gemv_fetch_then_wait<T>(w, bias, n, k, pre);
     __shared__ float part[MPS_CU_GEMV_ROWS][MPS_CU_THREADS / 32];
     int t = (int)(threadIdx.x % T), j = (int)(blockIdx.x * (MPS_CU_THREADS / T) + threadIdx.x / T);
     float acc[MPS_CU_GEMV_ROWS] = {0};
@@ -25,16 +65,13 @@ __global__ static void mps_cu_gemv_k(const float *x, const float *w, const float
         int i = 0;
         if (k % 4 == 0) {
             const float4 *w4 = (const float4 *)wj;
+            int q = t;
+            for (int u = 0; u < 2 && pre; u++, q += T)
+                if (q < k / 4)
+                    mps_cu_gemv_dot4(p.w[u], x, q, k, m, acc);
 #pragma unroll 4
-            for (int q = t; q < k / 4; q += T) {
-                float4 wv = w4[q];
-#pragma unroll
-                for (int r = 0; r < MPS_CU_GEMV_ROWS; r++)
-                    if (r < m) {
-                        float4 xv = ((const float4 *)(x + (size_t)r * k))[q];
-                        acc[r] += wv.x * xv.x + wv.y * xv.y + wv.z * xv.z + wv.w * xv.w;
-                    }
-            }
+            for (; q < k / 4; q += T)
+                mps_cu_gemv_dot4(w4[q], x, q, k, m, acc);
             i = k;
         }
 #pragma unroll 4
@@ -63,17 +100,20 @@ __global__ static void mps_cu_gemv_k(const float *x, const float *w, const float
             acc[r] = v;
         }
     }
-    if (t == 0 && j < n)
+    if (t == 0 && j < n) {
+        float b = bias ? beta * (pre ? p.b : bias[j]) : 0.0f;
 #pragma unroll
         for (int r = 0; r < MPS_CU_GEMV_ROWS; r++)
             if (r < m) {
-                float v = alpha * acc[r] + (bias ? beta * bias[j] : 0.0f);
+                float v = alpha * acc[r] + b;
                 y[(size_t)r * n + j] = act ? mps_cu_act(act, v, act_alpha, act_beta) : v;
             }
+    }
 }
 
 extern "C" int mps_cu_gemv(const float *x, const float *w, const float *bias, float alpha, float beta, float *y,
-                           int64_t m, int64_t n, int64_t k, int act, float act_alpha, float act_beta, void *stream)
+                           int64_t m, int64_t n, int64_t k, int act, float act_alpha, float act_beta, int constant,
+                           void *stream)
 {
     if (m < 1 || m > MPS_CU_GEMV_ROWS || n > INT32_MAX / 32 || k > INT32_MAX / MPS_CU_GEMV_ROWS)
         return (int)cudaErrorInvalidValue;
@@ -84,7 +124,7 @@ extern "C" int mps_cu_gemv(const float *x, const float *w, const float *bias, fl
     auto kernel = t == 32 ? mps_cu_gemv_k<32> : t == 64 ? mps_cu_gemv_k<64> : t == 128 ? mps_cu_gemv_k<128>
                                                                           : mps_cu_gemv_k<256>;
     return mps_cu_launch(kernel, blocks, MPS_CU_THREADS, stream, x, w, bias, alpha, beta, y, (int)m, (int)n, (int)k,
-                         act, act_alpha, act_beta);
+                         act, act_alpha, act_beta, constant != 0);
 }
 
 /* ---- a chain of Linear layers in one block ------------------------------------ */

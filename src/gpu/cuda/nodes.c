@@ -160,8 +160,10 @@ static enum mps_status mps_cuda_gemm_node(struct mps_cuda_state *s, const struct
         return MPS_OK;
     }
     if (mps_cuda_gemv_applies(g, n)) { /* a few rows through a Linear layer: one kernel */
+        bool constant = MPS_INV(1)->data && (!row_bias || MPS_INV(2)->data);
         MPS_CU_CHECK(mps_cu_gemv(MPS_IN(0), MPS_IN(1), row_bias ? MPS_IN(2) : NULL, p->alpha, p->beta, MPS_OUT(0), m,
-                                 nn, k, p->act.on ? (int)p->act.op : 0, p->act.p.alpha, p->act.p.beta, s->stream));
+                                 nn, k, p->act.on ? (int)p->act.op : 0, p->act.p.alpha, p->act.p.beta, constant,
+                                 s->stream));
         return MPS_OK;
     }
     const struct mps_shape *cs = MPS_HAS(2) ? &MPS_INV(2)->shape : NULL;
