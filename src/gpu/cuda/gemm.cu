@@ -33,33 +33,34 @@ __device__ static mps_cu_gemv_pre mps_cu_gemv_fetch_then_wait(const float *w, co
     return p;
 }
 
-/* acc[r] += w . x[r][4q..4q+3] for the m rows of x (rows of k floats). */
-__device__ static inline void mps_cu_gemv_dot4(float4 wv, const float *x, int q, int k, int m, float *acc)
+/* acc[r] += w . x[r][4q..4q+3] for the M rows of x (rows of k floats). */
+template <int M>
+__device__ static inline void mps_cu_gemv_dot4(float4 wv, const float *x, int q, int k, float *acc)
 {
 #pragma unroll
-    for (int r = 0; r < MPS_CU_GEMV_ROWS; r++)
-        if (r < m) {
-            float4 xv = ((const float4 *)(x + (size_t)r * k))[q];
-            acc[r] += wv.x * xv.x + wv.y * xv.y + wv.z * xv.z + wv.w * xv.w;
-        }
+    for (int r = 0; r < M; r++) {
+        float4 xv = ((const float4 *)(x + (size_t)r * k))[q];
+        acc[r] += wv.x * xv.x + wv.y * xv.y + wv.z * xv.z + wv.w * xv.w;
+    }
 }
 
 /* T threads per output column j (a warp or several) split weight row j
    (contiguous, as Linear exports it: transB = 1), four floats at a time where
-   k allows, each against the m input rows; the warps reduce by shuffles, then
+   k allows, each against the M input rows; the warps reduce by shuffles, then
    through shared memory. T grows with k so that each thread reads a few
    float4s of w: the kernel's time is a few L2 round trips, not k / 128 of
-   them one after another. pre: the weights and bias are constants, read
-   before the wait. */
-template <int T>
+   them one after another. Instantiated per row count: at these sizes the time
+   is the instructions on the kernel's path, and 8 predicated rows cost 1 row
+   ~4x its instructions. pre: the weights and bias are constants, read before
+   the wait. */
+template <int T, int M>
 __global__ static void mps_cu_gemv_k(const float *x, const float *w, const float *bias, float alpha, float beta,
-                                     float *y, int m, int n, int k, int act, float act_alpha, float act_beta,
-                                     bool pre)
+                                     float *y, int n, int k, int act, float act_alpha, float act_beta, bool pre)
 {
     mps_cu_gemv_pre p = mps_cu_gemv_fetch_then_wait<T>(w, bias, n, k, pre);
-    __shared__ float part[MPS_CU_GEMV_ROWS][MPS_CU_THREADS / 32];
+    __shared__ float part[M][MPS_CU_THREADS / 32];
     int t = (int)(threadIdx.x % T), j = (int)(blockIdx.x * (MPS_CU_THREADS / T) + threadIdx.x / T);
-    float acc[MPS_CU_GEMV_ROWS] = {0};
+    float acc[M] = {};
     if (j < n) {
         const float *wj = w + (size_t)j * k;
         int i = 0;
@@ -68,48 +69,60 @@ __global__ static void mps_cu_gemv_k(const float *x, const float *w, const float
             int q = t;
             for (int u = 0; u < 2 && pre; u++, q += T)
                 if (q < k / 4)
-                    mps_cu_gemv_dot4(p.w[u], x, q, k, m, acc);
+                    mps_cu_gemv_dot4<M>(p.w[u], x, q, k, acc);
 #pragma unroll 4
             for (; q < k / 4; q += T)
-                mps_cu_gemv_dot4(w4[q], x, q, k, m, acc);
+                mps_cu_gemv_dot4<M>(w4[q], x, q, k, acc);
             i = k;
         }
 #pragma unroll 4
         for (int q = i + t; q < k; q += T) {
             float wv = wj[q];
 #pragma unroll
-            for (int r = 0; r < MPS_CU_GEMV_ROWS; r++)
-                if (r < m)
-                    acc[r] += wv * x[(size_t)r * k + q];
+            for (int r = 0; r < M; r++)
+                acc[r] += wv * x[(size_t)r * k + q];
         }
     }
-    int lane = (int)(threadIdx.x % 32), warp = (int)(threadIdx.x / 32);
+    int warp = (int)(threadIdx.x / 32);
 #pragma unroll
-    for (int r = 0; r < MPS_CU_GEMV_ROWS; r++) {
+    for (int r = 0; r < M; r++)
+#pragma unroll
         for (int off = 16; off > 0; off /= 2)
             acc[r] += __shfl_xor_sync(0xffffffff, acc[r], off);
-        if (T > 32 && lane == 0)
-            part[r][warp] = acc[r];
-    }
-    if (T > 32) {
+    if (T > 32) { /* the column's warps' sums, added by its first thread (warp: the column's first) */
+        if (threadIdx.x % 32 == 0)
+#pragma unroll
+            for (int r = 0; r < M; r++)
+                part[r][warp] = acc[r];
         __syncthreads();
-        for (int r = 0; r < MPS_CU_GEMV_ROWS; r++) {
-            float v = 0;
-            for (int u = 0; u < T / 32; u++)
-                v += part[r][warp / (T / 32) * (T / 32) + u];
-            acc[r] = v;
-        }
+        if (t == 0)
+#pragma unroll
+            for (int r = 0; r < M; r++) {
+                float v = 0;
+#pragma unroll
+                for (int u = 0; u < T / 32; u++)
+                    v += part[r][warp + u];
+                acc[r] = v;
+            }
     }
     if (t == 0 && j < n) {
         float b = bias ? beta * (pre ? p.b : bias[j]) : 0.0f;
 #pragma unroll
-        for (int r = 0; r < MPS_CU_GEMV_ROWS; r++)
-            if (r < m) {
-                float v = alpha * acc[r] + b;
-                y[(size_t)r * n + j] = act ? mps_cu_act(act, v, act_alpha, act_beta) : v;
-            }
+        for (int r = 0; r < M; r++) {
+            float v = alpha * acc[r] + b;
+            y[(size_t)r * n + j] = act ? mps_cu_act(act, v, act_alpha, act_beta) : v;
+        }
     }
 }
+
+typedef void (*mps_cu_gemv_fn)(const float *, const float *, const float *, float, float, float *, int, int, int,
+                               float, float, bool);
+#define MPS_CU_GEMV_KERNELS(T)                                                                                 \
+    {mps_cu_gemv_k<T, 1>, mps_cu_gemv_k<T, 2>, mps_cu_gemv_k<T, 3>, mps_cu_gemv_k<T, 4>,                      \
+     mps_cu_gemv_k<T, 5>, mps_cu_gemv_k<T, 6>, mps_cu_gemv_k<T, 7>, mps_cu_gemv_k<T, 8>}
+/* The kernel for 32 << i threads a column and m rows: [i][m - 1]. */
+static const mps_cu_gemv_fn mps_cu_gemv_kernels[4][MPS_CU_GEMV_ROWS] = {
+    MPS_CU_GEMV_KERNELS(32), MPS_CU_GEMV_KERNELS(64), MPS_CU_GEMV_KERNELS(128), MPS_CU_GEMV_KERNELS(256)};
 
 extern "C" int mps_cu_gemv(const float *x, const float *w, const float *bias, float alpha, float beta, float *y,
                            int64_t m, int64_t n, int64_t k, int act, float act_alpha, float act_beta, int constant,
@@ -117,14 +130,14 @@ extern "C" int mps_cu_gemv(const float *x, const float *w, const float *bias, fl
 {
     if (m < 1 || m > MPS_CU_GEMV_ROWS || n > INT32_MAX / 32 || k > INT32_MAX / MPS_CU_GEMV_ROWS)
         return (int)cudaErrorInvalidValue;
-    int64_t loads = k % 4 == 0 ? k / 4 : k, t = 32; /* threads per column: at most two loads each, or the block */
-    while (t < MPS_CU_THREADS && loads > 2 * t)
-        t *= 2;
-    unsigned blocks = (unsigned)((n + MPS_CU_THREADS / t - 1) / (MPS_CU_THREADS / t));
-    auto kernel = t == 32 ? mps_cu_gemv_k<32> : t == 64 ? mps_cu_gemv_k<64> : t == 128 ? mps_cu_gemv_k<128>
-                                                                          : mps_cu_gemv_k<256>;
-    return mps_cu_launch(kernel, blocks, MPS_CU_THREADS, stream, x, w, bias, alpha, beta, y, (int)m, (int)n, (int)k,
-                         act, act_alpha, act_beta, constant != 0);
+    int64_t loads = k % 4 == 0 ? k / 4 : k; /* threads per column: at most two loads each, or the block */
+    int i = 0;
+    while (i < 3 && loads > 2 * (32 << i))
+        i++;
+    int64_t columns = MPS_CU_THREADS / (32 << i);
+    unsigned blocks = (unsigned)((n + columns - 1) / columns);
+    return mps_cu_launch(mps_cu_gemv_kernels[i][m - 1], blocks, MPS_CU_THREADS, stream, x, w, bias, alpha, beta, y,
+                         (int)n, (int)k, act, act_alpha, act_beta, constant != 0);
 }
 
 /* ---- a chain of Linear layers in one block ------------------------------------ */
