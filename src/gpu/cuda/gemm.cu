@@ -51,7 +51,7 @@ __device__ static inline void mps_cu_gemv_dot4(float4 wv, const float *x, int q,
    float4s of w: the kernel's time is a few L2 round trips, not k / 128 of
    them one after another. Instantiated per row count: at these sizes the time
    is the instructions on the kernel's path, and 8 predicated rows cost 1 row
-   ~4x its instructions. pre: the weights and bias are constants, read before
+   ~3x its instructions. pre: the weights and bias are constants, read before
    the wait. */
 template <int T, int M>
 __global__ static void mps_cu_gemv_k(const float *x, const float *w, const float *bias, float alpha, float beta,
