@@ -101,6 +101,13 @@ static bool mps_cuda_gemv_applies(const struct mps_graph *g, const struct mps_no
            nn <= INT32_MAX / 32 && k <= INT32_MAX / MPS_CU_GEMV_ROWS;
 }
 
+/* Whether Gemm node n's weights and C are constants, which no kernel writes: the
+   Linear and chain kernels then read them before they wait for the kernel before. */
+static bool mps_cuda_gemm_constant(const struct mps_graph *g, const struct mps_node *n)
+{
+    return MPS_INV(1)->data && (!MPS_HAS(2) || MPS_INV(2)->data);
+}
+
 /* The chain of nodes from k that one mps_cu_gemv_chain kernel computes (c), and
    how many nodes it takes: Gemm nodes mps_cu_gemv could run, with constant
    weights (the kernel stages them before it waits), each reading the output of
@@ -127,7 +134,7 @@ static int mps_cuda_chain_of(const struct mps_cuda_state *s, int k, struct mps_c
             break;
         }
         if (n->op != MPS_OP_GEMM || c->layers == MPS_CU_CHAIN_LAYERS || !mps_cuda_gemv_applies(g, n) ||
-            !MPS_INV(1)->data || (MPS_HAS(2) && !MPS_INV(2)->data))
+            !mps_cuda_gemm_constant(g, n))
             break;
         const struct mps_gemm_params *p = &n->p.gemm;
         bool bias = mps_cuda_row_bias(g, n);
@@ -160,10 +167,9 @@ static enum mps_status mps_cuda_gemm_node(struct mps_cuda_state *s, const struct
         return MPS_OK;
     }
     if (mps_cuda_gemv_applies(g, n)) { /* a few rows through a Linear layer: one kernel */
-        bool constant = MPS_INV(1)->data && (!row_bias || MPS_INV(2)->data);
         MPS_CU_CHECK(mps_cu_gemv(MPS_IN(0), MPS_IN(1), row_bias ? MPS_IN(2) : NULL, p->alpha, p->beta, MPS_OUT(0), m,
-                                 nn, k, p->act.on ? (int)p->act.op : 0, p->act.p.alpha, p->act.p.beta, constant,
-                                 s->stream));
+                                 nn, k, p->act.on ? (int)p->act.op : 0, p->act.p.alpha, p->act.p.beta,
+                                 mps_cuda_gemm_constant(g, n), s->stream));
         return MPS_OK;
     }
     const struct mps_shape *cs = MPS_HAS(2) ? &MPS_INV(2)->shape : NULL;
