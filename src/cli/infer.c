@@ -191,8 +191,9 @@ static enum mps_status mps_infer_expect(struct mps_infer_result *r, struct mps_e
     return r->expect_ok ? MPS_OK : MPS_ERR_CHECK;
 }
 
-/* --check ref.npy: the first output must equal the reference within rtol, atol. */
-static enum mps_status mps_infer_check(struct mps_infer_result *r, double rtol, double atol, struct mps_error *err)
+/* --check ref.npy: the first output must match the reference by mps_compare's rule
+   (within atol + rtol times the reference's largest magnitude). */
+static enum mps_status mps_infer_check(struct mps_infer_result *r, struct mps_error *err)
 {
     struct mps_tensor ref;
     enum mps_status st = mps_npy_read(r->check_path, &ref, err);
@@ -209,24 +210,12 @@ static enum mps_status mps_infer_check(struct mps_infer_result *r, double rtol, 
                  mps_dtype_name(out->dtype), mps_shape_str(&out->shape, a, sizeof a),
                  mps_shape_str(&ref.shape, b, sizeof b));
     } else {
-        const float *y = out->data, *w = ref.data;
-        int64_t n = mps_shape_numel(&ref.shape), worst = -1;
-        double max_abs = 0, max_rel = 0;
-        for (int64_t i = 0; i < n; i++) {
-            double d = fabs((double)y[i] - w[i]), rel = d / (fabs(w[i]) > 0 ? fabs(w[i]) : 1);
-            if (!(d <= atol + rtol * fabs(w[i])) && worst < 0)
-                worst = i;
-            max_abs = d > max_abs ? d : max_abs;
-            max_rel = rel > max_rel ? rel : max_rel;
-        }
-        r->check_ok = worst < 0;
-        if (r->check_ok)
-            snprintf(r->check_detail, sizeof r->check_detail, "max abs diff %.3g, max rel diff %.3g", max_abs,
-                     max_rel);
-        else
-            snprintf(r->check_detail, sizeof r->check_detail,
-                     "element %lld is %.9g, expected %.9g (rtol %g, atol %g); max abs diff %.3g", (long long)worst,
-                     y[worst], w[worst], rtol, atol, max_abs);
+        int64_t n = mps_shape_numel(&ref.shape);
+        r->tol.log = mps_model_probabilities(r->model, 0);
+        mps_compare(MPS_F32, out->data, ref.data, n, r->tol, &r->check);
+        r->compared = true;
+        r->check_ok = r->check.ok;
+        mps_compare_str(&r->check, n, r->tol, r->check_detail, sizeof r->check_detail);
     }
     free(ref.data);
     if (!r->check_ok)
@@ -294,8 +283,9 @@ int mps_cli_infer(int argc, char **argv)
     struct arg_file *output = arg_file0(NULL, "output", "out.npy", "write the first output to a .npy file");
     struct arg_str *expect = arg_str0(NULL, "expect", "CLASS", "exit 5 unless every input's top class is CLASS");
     struct arg_file *check = arg_file0(NULL, "check", "ref.npy", "exit 5 unless the first output matches");
-    struct arg_dbl *rtol = arg_dbl0(NULL, "rtol", "R", "relative tolerance of --check (default 1e-5)");
-    struct arg_dbl *atol = arg_dbl0(NULL, "atol", "A", "absolute tolerance of --check (default 1e-6)");
+    struct arg_dbl *rtol = arg_dbl0(NULL, "rtol", "R", "--check's tolerance, relative to the reference's largest "
+                                    "magnitude (default 1e-5)");
+    struct arg_dbl *atol = arg_dbl0(NULL, "atol", "A", "--check's absolute tolerance (default 0)");
     struct arg_lit *quiet = arg_lit0("q", "quiet", "print only the top class of each input");
     struct arg_lit *help = arg_lit0("h", "help", "print this help");
     struct arg_end *end = arg_end(20);
@@ -316,7 +306,14 @@ int mps_cli_infer(int argc, char **argv)
     enum mps_status st = MPS_OK;
     int n_repeat = repeat->count ? repeat->ival[0] : 10, n_warmup = warmup->count ? warmup->ival[0] : 1;
     struct mps_compile_opts co = {.threads = threads->count ? threads->ival[0] : 0};
+    r.tol = (struct mps_tolerance){.rtol = rtol->count ? rtol->dval[0] : 1e-5, .atol = atol->count ? atol->dval[0] : 0};
     if (done)
+        goto out;
+    if (!(r.tol.rtol >= 0 && r.tol.rtol <= 1))
+        st = mps_fail(&err, MPS_ERR_USAGE, "--rtol must be 0 to 1, not %g", r.tol.rtol);
+    else if (!(r.tol.atol >= 0 && isfinite(r.tol.atol)))
+        st = mps_fail(&err, MPS_ERR_USAGE, "--atol must be a finite number not below 0, not %g", r.tol.atol);
+    if (st)
         goto out;
     if (r.top_k < 1 || r.top_k > MPS_INFER_MAX_TOP || n_repeat < 0 || n_warmup < 0 || co.threads < 0)
         st = mps_fail(&err, MPS_ERR_USAGE, "--top-k must be 1 to %d; --repeat, --warmup, --threads not negative",
@@ -381,7 +378,7 @@ int mps_cli_infer(int argc, char **argv)
         subject = output->filename[0];
     enum mps_status check_st = MPS_OK;
     if (!st && r.check_path)
-        check_st = mps_infer_check(&r, rtol->count ? rtol->dval[0] : 1e-5, atol->count ? atol->dval[0] : 1e-6, &err);
+        check_st = mps_infer_check(&r, &err);
     if (!st && !check_st && r.expect) {
         if (!r.output_kind)
             st = mps_fail(&err, MPS_ERR_USAGE, "--expect needs a classifier: the output is not [batch, classes]");

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "backend.h"
+#include "compare.h"
 #include "model.h"
 
 /* How images become the model's input: from flags, else the model's
@@ -57,6 +58,9 @@ struct mps_infer_result {
     /* checks: NULL when not asked */
     const char *expect, *check_path;
     bool expect_ok, check_ok;
+    bool compared;                /* the shapes agreed and check holds the comparison */
+    struct mps_tolerance tol;     /* --rtol, --atol */
+    struct mps_comparison check;
     char check_detail[256];
 };
 

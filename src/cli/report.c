@@ -320,6 +320,16 @@ int mps_infer_print_json(const struct mps_infer_result *r)
             cJSON_AddStringToObject(c, "file", r->check_path);
             cJSON_AddBoolToObject(c, "passed", r->check_ok);
             cJSON_AddStringToObject(c, "detail", r->check_detail);
+            cJSON_AddNumberToObject(c, "rtol", r->tol.rtol);
+            cJSON_AddNumberToObject(c, "atol", r->tol.atol);
+            cJSON_AddBoolToObject(c, "logarithms", r->tol.log);
+            if (r->compared) { /* cJSON writes an infinite error (a NaN mismatch) as null */
+                cJSON_AddNumberToObject(c, "scale", r->check.scale);
+                cJSON_AddNumberToObject(c, "worst_element", (double)r->check.worst);
+                cJSON_AddNumberToObject(c, "max_abs_err", r->check.abs_err);
+                cJSON_AddNumberToObject(c, "max_rel_err", r->check.rel_err);
+                cJSON_AddNumberToObject(c, "elements_outside", (double)r->check.n_bad);
+            }
         }
     }
     text = cJSON_Print(root);

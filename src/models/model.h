@@ -66,6 +66,9 @@ enum mps_status mps_onnx_load_buffer(const void *buf, size_t len, const char *di
 void mps_model_free(struct mps_model *m);
 /* The metadata value stored under key, or NULL. */
 const char *mps_model_meta(const struct mps_model *m, const char *key);
+/* Whether graph output i holds probabilities: a Softmax writes it, or (output 0)
+   the metadata says "output": "probabilities". Checks compare these as logs (compare.h). */
+bool mps_model_probabilities(const struct mps_model *m, int i);
 
 /* Reads a serialized TensorProto file (the ONNX test suite's input_0.pb) into
    a new buffer (*data, free with free()) of dtype and shape *t. */

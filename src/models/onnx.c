@@ -331,6 +331,16 @@ const char *mps_model_meta(const struct mps_model *m, const char *key)
     return NULL;
 }
 
+bool mps_model_probabilities(const struct mps_model *m, int i)
+{
+    const struct mps_graph *g = m->graph;
+    if (i < 0 || i >= g->n_outputs)
+        return false;
+    const char *said = mps_model_meta(m, "output");
+    int p = g->values[g->outputs[i]].producer;
+    return (i == 0 && said && strcmp(said, "probabilities") == 0) || (p >= 0 && g->nodes[p].op == MPS_OP_SOFTMAX);
+}
+
 static enum mps_status mps_onnx_opsets(struct mps_model *m, const Onnx__ModelProto *mp, struct mps_error *err)
 {
     m->opset = -1;

@@ -69,6 +69,9 @@ np.save(p("vec4.npy"), np.arange(4, dtype=np.float32).reshape(1, 4))
 raw = open(p("digit.npy"), "rb").read()
 open(p("truncated.npy"), "wb").write(raw[:-10])
 np.save(p("wrong_ref.npy"), np.zeros((1, 10), np.float32))
+nan = x.copy()
+nan[0, 0, 14, 14] = np.nan  # spreads through the convolutions to every output
+np.save(p("nan.npy"), nan)
 with open(p("labels.txt"), "w") as f:
     f.write("\n".join(f"digit-{i}" for i in range(10)) + "\n")
 print("inputs in", out)

@@ -117,7 +117,40 @@ expect "--expect by label" 0 infer "$cnn" "$in/gray8.png" --expect seven --quiet
 expect "--expect a wrong class: exit 5" 5 infer "$cnn" "$in/gray8.png" --expect 3 --quiet
 check "the failed expectation says what was seen" grep -q "expect 3: .*gray8.png has top class 7 'seven'" "$err"
 expect "--check a wrong reference: exit 5" 5 infer "$cnn" "$in/gray8.png" --check "$in/wrong_ref.npy" "${q[@]}"
-check "the failed check says what differed" grep -q 'element 0 is .*expected 0' "$err"
+check "the failed check names the worst element, its error and the scale" \
+  grep -Eq 'max error [0-9.e+-]+ = [0-9.e+-]+ of the scale 0, at element [0-9]+: got .*, expected 0; 10 of 10 elements beyond' "$err"
+# --check's rule: |got - want| <= atol + rtol * max|want| (compare.h); references
+# made from this output with one element moved, the smallest in magnitude
+"${PYTHON:-/usr/bin/python3}" - "$tmp/out.npy" "$tmp" <<'PY'
+import sys, numpy as np
+y = np.load(sys.argv[1]).astype(np.float64)
+scale, i = np.abs(y).max(), np.argmin(np.abs(y))
+for name, d in (("near", 0.5e-5), ("far", 2e-5)):
+    r = y.copy()
+    r.flat[i] += d * scale
+    np.save(f"{sys.argv[2]}/{name}.npy", r.astype(np.float32))
+PY
+expect "--check: an element 0.5e-5 of the scale off passes (even one near zero)" 0 infer "$cnn" "$in/gray8.png" \
+  --check "$tmp/near.npy" --json "${q[@]}"
+check "--check --json reports the rule and the worst element" jq -e '.checks.check | .passed and .rtol == 1e-5
+  and .atol == 0 and .scale > 1 and .max_rel_err > 4e-6 and .max_rel_err < 6e-6 and .elements_outside == 0
+  and (.logarithms | not) and (.worst_element | type) == "number"' "$out" >/dev/null
+expect "--check: the same with --rtol 1e-6 fails" 5 infer "$cnn" "$in/gray8.png" --check "$tmp/near.npy" \
+  --rtol 1e-6 "${q[@]}"
+expect "--check: an element 2e-5 of the scale off fails" 5 infer "$cnn" "$in/gray8.png" --check "$tmp/far.npy" "${q[@]}"
+check "the report says how many elements are beyond the bound" grep -q '1 of 10 elements beyond' "$err"
+expect "--check: --atol widens the bound" 0 infer "$cnn" "$in/gray8.png" --check "$tmp/far.npy" --atol 1e-3 \
+  "${q[@]}"
+expect "--check: a NaN output against a finite reference fails" 5 infer "$cnn" "$in/nan.npy" --check "$ref" "${q[@]}"
+check "the NaN mismatch is an infinite error" grep -q 'max error inf' "$err"
+expect "--output of a NaN output" 0 infer "$cnn" "$in/nan.npy" --output "$tmp/nan_out.npy" "${q[@]}"
+expect "--check: NaN matches NaN" 0 infer "$cnn" "$in/nan.npy" --check "$tmp/nan_out.npy" "${q[@]}"
+expect "--check of probabilities (a Softmax output)" 0 infer "$mlp" "$in/gray8.png" \
+  --check "$src/models/refs/mnist_mlp/7_seven_0.npy" --json "${q[@]}"
+check "probabilities are compared as logarithms" jq -e '.checks.check | .passed and .logarithms' "$out" >/dev/null
+expect "--rtol -1 is a usage error" 2 infer "$cnn" "$in/gray8.png" --check "$ref" --rtol -1
+check "--rtol's message names it" grep -q -- '--rtol must be 0 to 1' "$err"
+expect "--atol nan is a usage error" 2 infer "$cnn" "$in/gray8.png" --check "$ref" --atol nan
 expect "a fixed-batch model runs each input on its own" 0 infer "$tmp/bad/external_ok.onnx" "$in/vec4.npy" \
   "$in/vec4.npy" --quiet
 check "one result per input" bash -c "[ \$(grep -c 'vec4.npy: ' $out) = 2 ]"
@@ -160,7 +193,7 @@ expect "bench matmul --help" 0 bench matmul --help
 check "bench matmul --help documents its options" bash -c "for o in sizes backend precision repeat warmup seed json csv; do \
   grep -q -- \"--\$o\" $out || exit 1; done"
 expect "bench matmul" 0 bench matmul --sizes 32,48x16x8 --repeat 3
-check "the header names the machine and the BLAS" grep -Eq '^machine .*BLAS .*threads' "$out"
+check "the header names the machine and the BLAS" grep -Eq '^machine .*BLAS .*[0-9]+ threads?$' "$out"
 check "one row per size, with the direct GEMM beside it" bash -c "[ \$(grep -Ec '^cpu +fp32 +(32x32x32|48x16x8) .*%' $out) = 2 ]"
 expect "bench matmul --json" 0 bench matmul --sizes 64 --repeat 3 --seed 7 --json
 check "bench matmul --json fields" jq -e '.schema_version == 1 and (.machine.cpu | length) > 0 and .machine.threads >= 1

@@ -6,10 +6,10 @@
    For each DIR/test_* (the suite's folders node, pytorch-converted, ...; or
    PyTorch exports written the same way by tests/models/export_torch.py):
    loads model.onnx for the shapes of test_data_set_0's inputs, runs every
-   test_data_set_N, and compares each output_N.pb within the tolerance
-   (|got - want| <= atol + rtol |want|, by default the suite's 1e-7 and 1e-3;
-   integers exactly). Each model
-   also runs without the optimizing passes, and both runs must agree.
+   test_data_set_N, and compares each output_N.pb by mps_compare's rule
+   (compare.h: |got - want| <= atol + rtol * the output's largest magnitude;
+   by default rtol 1e-5, atol 0; integers exactly). Each model also runs
+   without the optimizing passes, and both runs must agree by the same rule.
    Integer and one-element inputs (shapes, axes, bounds the suite feeds at
    run time) are given to the loader as values: mpsrun compiles a model for
    them, as it does for input shapes.
@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "compare.h"
 #include "harness.h" /* th_backend_mps_sim */
 #include "model.h"
 
@@ -105,21 +106,10 @@ static enum mps_status mps_conf_read_pbs(const char *dir, const char *prefix, st
     return MPS_OK;
 }
 
-static double mps_conf_get(const struct mps_tensor *t, int64_t i)
-{
-    switch (t->dtype) {
-    case MPS_F32: return ((const float *)t->data)[i];
-    case MPS_F16: return mps_f16_to_f32(((const uint16_t *)t->data)[i]);
-    case MPS_F64: return ((const double *)t->data)[i];
-    case MPS_I64: return (double)((const int64_t *)t->data)[i];
-    case MPS_I32: return ((const int32_t *)t->data)[i];
-    default: return ((const uint8_t *)t->data)[i];
-    }
-}
-
-/* Compares got with want; writes why they differ into why. */
-static bool mps_conf_close(const struct mps_tensor *got, const struct mps_tensor *want, double rtol, double atol,
-                           char *why, size_t size)
+/* Compares got with want by mps_compare's rule; writes why they differ into why.
+   *worst keeps the largest error seen, relative to the output's scale. */
+static bool mps_conf_close(const struct mps_tensor *got, const struct mps_tensor *want, struct mps_tolerance tol,
+                           double *worst, char *why, size_t size)
 {
     char a[128], b[128];
     if (got->dtype != want->dtype || !mps_shape_eq(&got->shape, &want->shape)) {
@@ -128,17 +118,13 @@ static bool mps_conf_close(const struct mps_tensor *got, const struct mps_tensor
                  mps_shape_str(&want->shape, b, sizeof b));
         return false;
     }
-    bool exact = want->dtype != MPS_F32 && want->dtype != MPS_F16 && want->dtype != MPS_F64;
     int64_t n = mps_shape_numel(&want->shape);
-    for (int64_t i = 0; i < n; i++) {
-        double g = mps_conf_get(got, i), w = mps_conf_get(want, i);
-        bool ok = exact ? g == w : (isnan(w) ? isnan(g) : fabs(g - w) <= atol + rtol * fabs(w));
-        if (!ok && !(isinf(w) && g == w)) {
-            snprintf(why, size, "element %lld is %.9g, expected %.9g", (long long)i, g, w);
-            return false;
-        }
-    }
-    return true;
+    struct mps_comparison c;
+    mps_compare(want->dtype, got->data, want->data, n, tol, &c);
+    *worst = c.rel_err > *worst ? c.rel_err : *worst;
+    if (!c.ok)
+        mps_compare_str(&c, n, tol, why, size);
+    return c.ok;
 }
 
 /* A load error that puts the test outside mpsrun's scope, or NULL. */
@@ -180,7 +166,9 @@ static enum mps_status mps_conf_run(struct mps_model *m, const struct mps_backen
     return st;
 }
 
-static double mps_conf_rtol = 1e-3, mps_conf_atol = 1e-7;
+static struct mps_tolerance mps_conf_tol = {.rtol = 1e-5};
+/* the passes (BN folding, fusion) change the summation order only */
+static const struct mps_tolerance mps_conf_passes_tol = {.rtol = 1e-5};
 
 /* Whether name contains one of the comma-separated parts of list. */
 static bool mps_conf_matches(const char *name, const char *list)
@@ -193,8 +181,10 @@ static bool mps_conf_matches(const char *name, const char *list)
     return false;
 }
 
+/* Runs the test in dir on each backend; *worst gets the largest error against the
+   suite's outputs, relative to each output's scale. */
 static enum mps_conf_result mps_conf_test(const char *dir, const struct mps_backend *const *bes, int n_bes,
-                                          int *ran, char *why, size_t size)
+                                          int *ran, double *worst, char *why, size_t size)
 {
     char path[1024];
     int n_sets;
@@ -266,11 +256,14 @@ static enum mps_conf_result mps_conf_test(const char *dir, const struct mps_back
         for (int s = 0; r == MPS_CONF_PASS && s < n_sets; s++)
             for (int i = 0; r == MPS_CONF_PASS && i < sets[s].n_out; i++) {
                 char detail[256];
-                if (!mps_conf_close(&got[s][i], &sets[s].out[i], mps_conf_rtol, mps_conf_atol, detail,
-                                    sizeof detail)) {
+                double passes_worst = 0;
+                struct mps_tolerance tol = mps_conf_tol, passes_tol = mps_conf_passes_tol;
+                tol.log = passes_tol.log = mps_model_probabilities(opt, i);
+                if (!mps_conf_close(&got[s][i], &sets[s].out[i], tol, worst, detail, sizeof detail)) {
                     snprintf(why, size, "[%s] data set %d output %d: %s", bes[b]->name, s, i, detail);
                     r = MPS_CONF_FAIL;
-                } else if (!mps_conf_close(&plain[s][i], &got[s][i], 1e-5, 1e-6, detail, sizeof detail)) {
+                } else if (!mps_conf_close(&plain[s][i], &got[s][i], passes_tol, &passes_worst, detail,
+                                           sizeof detail)) {
                     snprintf(why, size, "[%s] data set %d output %d: the passes changed the result: %s",
                              bes[b]->name, s, i, detail);
                     r = MPS_CONF_FAIL;
@@ -336,9 +329,9 @@ int main(int argc, char **argv)
     int arg = 1;
     for (; arg + 1 < argc && strncmp(argv[arg], "--", 2) == 0; arg += 2) {
         if (strcmp(argv[arg], "--rtol") == 0)
-            mps_conf_rtol = atof(argv[arg + 1]);
+            mps_conf_tol.rtol = atof(argv[arg + 1]);
         else if (strcmp(argv[arg], "--atol") == 0)
-            mps_conf_atol = atof(argv[arg + 1]);
+            mps_conf_tol.atol = atof(argv[arg + 1]);
         else if (strcmp(argv[arg], "--filter") == 0)
             filter = argv[arg + 1];
         else if (strcmp(argv[arg], "--sim-only") == 0)
@@ -390,10 +383,11 @@ int main(int argc, char **argv)
             snprintf(tdir, sizeof tdir, "%s/%s", dir, tests[t]);
             /* the mps-sim backend is last; --sim-only keeps it to the tests it names (it runs in double) */
             int n_run = sim_on && !mps_conf_matches(name, sim_on) ? n_bes - 1 : n_bes;
-            enum mps_conf_result r = mps_conf_test(tdir, bes, n_run, ran, why, sizeof why);
+            double worst = 0;
+            enum mps_conf_result r = mps_conf_test(tdir, bes, n_run, ran, &worst, why, sizeof why);
             bool want = mps_conf_expected(expected, seen, n_expected, name);
             if (r == MPS_CONF_PASS) {
-                printf("ok   %s\n", name);
+                printf("ok   %s (max error %.2g of the scale)\n", name, worst);
                 fp++;
             } else if (r == MPS_CONF_SKIP) {
                 printf("skip %s: %s\n", name, why);
