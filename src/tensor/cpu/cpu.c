@@ -392,11 +392,13 @@ static enum mps_status mps_cpu_probe(struct mps_backend_info *info, struct mps_e
     char model[96];
     (void)err;
     mps_cpu_model(model, sizeof model);
-    snprintf(info->device, sizeof info->device, "%s (%d cores)", model, mps_pool_cores());
+    int cores = mps_pool_cores();
+    snprintf(info->device, sizeof info->device, "%s (%d core%s)", model, cores, cores == 1 ? "" : "s");
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     info->memory_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
     info->threads = mps_pool_cores(); /* the pool's; the BLAS runs one thread inside each (gemm.c) */
-    snprintf(info->detail, sizeof info->detail, "BLAS %s, %d threads", mps_blas_name(), info->threads);
+    snprintf(info->detail, sizeof info->detail, "BLAS %s, %d thread%s", mps_blas_name(), info->threads,
+             info->threads == 1 ? "" : "s");
     return MPS_OK;
 }
 
