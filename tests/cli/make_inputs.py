@@ -58,7 +58,31 @@ open(p("bad_crc.png"), "wb").write(bytes(bad_crc))
 open(p("not_an_image.png"), "w").write("hello\n")
 open(p("empty.png"), "wb").close()
 
-x = ((gray.astype(np.float32) / 255 - 0.1307) / 0.3081).reshape(1, 1, 28, 28)
+
+def model_input(pixels):
+    """What the PNG path must give the shipped MNIST models: 0..255 scaled to [0, 1], normalized."""
+    return ((np.asarray(pixels, np.float32) / 255 - 0.1307) / 0.3081).reshape(1, 1, 28, 28).astype(np.float32)
+
+
+# the pixels the PNG path must compute, from independent references: PyTorch's
+# bilinear interpolation (half-pixel centers) for enlarging, exact area averaging
+# for shrinking (1.5:1 = every pixel repeated twice, then the mean of 3x3 blocks),
+# ITU-R 601 luma for color, alpha composited over black
+import torch  # noqa: E402 (slow to import: only here)
+
+small = np.array(Image.open(p("small14.png")), np.float32)
+up = torch.nn.functional.interpolate(torch.from_numpy(small)[None, None], size=(28, 28), mode="bilinear",
+                                     align_corners=False)
+np.save(p("expect_small14.npy"), model_input(up.numpy()))
+big42 = np.array(Image.fromarray(gray, "L").resize((42, 42), Image.BICUBIC))
+Image.fromarray(big42, "L").save(p("big42.png"))
+np.save(p("expect_big42.npy"), model_input(np.repeat(np.repeat(big42.astype(np.float64), 2, 0), 2, 1)
+                                           .reshape(28, 3, 28, 3).mean(axis=(1, 3))))
+np.save(p("expect_color.npy"), model_input(rgb.astype(np.float64) @ np.array([0.299, 0.587, 0.114])))
+Image.fromarray(np.stack([gray, np.full_like(gray, 128)], -1), "LA").save(p("half_alpha.png"))
+np.save(p("expect_half_alpha.npy"), model_input(gray * (128 / 255)))
+
+x = model_input(gray)
 np.save(p("digit.npy"), x)
 np.save(p("digit_nobatch.npy"), x[0])
 np.save(p("batch3.npy"), np.concatenate([x, x, x]))

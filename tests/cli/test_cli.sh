@@ -84,11 +84,18 @@ check "infer takes normalization from the model's metadata" grep -q 'mean 0.1307
 expect "a model whose output is a distribution" 0 infer "$mlp" "$in/gray8.png"
 check "softmax is not applied to probabilities" grep -q 'probabilities (the model says so)' "$out"
 for f in gray8 gray16 gray_alpha rgb rgba palette interlaced big56; do
-  expect "PNG $f reaches the model exactly (--check 1e-5)" 0 infer "$cnn" "$in/$f.png" --check "$ref" "${q[@]}"
+  expect "PNG $f reaches the model exactly (--check)" 0 infer "$cnn" "$in/$f.png" --check "$ref" "${q[@]}"
 done
 expect "a smaller PNG is resized (bilinear)" 0 infer "$cnn" "$in/small14.png" "${q[@]}"
 check "the source size is reported" grep -q 'PNG gray 8-bit 14x14 -> \[1,1,28,28\]' "$out"
 expect "a color PNG on a gray model" 0 infer "$cnn" "$in/color.png" "${q[@]}"
+# the pixels each of these reaches the model with, against a reference computed
+# by make_inputs.py and run through the same model
+for f in small14 big42 color half_alpha; do
+  "$mpsrun" infer "$cnn" "$in/expect_$f.npy" --output "$tmp/expect_$f.out.npy" "${q[@]}" >/dev/null
+  expect "PNG $f reaches the model as its reference says (--check)" 0 infer "$cnn" "$in/$f.png" \
+    --check "$tmp/expect_$f.out.npy" "${q[@]}"
+done
 expect "a .npy input" 0 infer "$cnn" "$in/digit.npy" --check "$ref" "${q[@]}"
 expect "a .npy without the batch dim" 0 infer "$cnn" "$in/digit_nobatch.npy" --check "$ref" "${q[@]}"
 expect "--quiet prints the top class only" 0 infer "$cnn" "$in/gray8.png" --quiet
