@@ -169,7 +169,10 @@ static void th_case(const char *name, struct mps_graph *(*build)(void), int bn_l
             th_to_double(MPS_F32, a[o].data, m, da);
             th_to_double(MPS_F32, b[o].data, m, db);
             double e = th_nmse(db, da, m);
-            th_check(e < 1e-10, "%s output %d: with and without the passes nmse %.2e", name, o, e);
+            /* 1e-9: folding multiplies weights by gamma / sqrt(var + eps), up to ~45 with
+               variances at 1e-3, and the rounding with them (measured up to 6.3e-12); BN
+               folded without eps scores 4e-8 to 2e-4 */
+            th_check(e <= 1e-9, "%s output %d: with and without the passes nmse %.2e (bound 1e-09)", name, o, e);
             free(da);
             free(db);
         }
