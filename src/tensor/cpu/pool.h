@@ -35,7 +35,11 @@ int mps_pool_threads(const struct mps_pool *pool);
 /* Calls fn over [0, n) in chunks spread over the pool; cost is one item's
    work. Runs inline when pool is NULL, has one thread, or the job is small. */
 void mps_pool_for(struct mps_pool *pool, int64_t n, int64_t cost, mps_pool_fn fn, void *ctx);
-/* Online cores of this machine (at least 1). */
+/* The calling thread's index in pool: 0 for the thread that called
+   mps_pool_for (and any thread outside the pool), 1 .. threads - 1 for its
+   workers. For per-thread scratch inside a job. */
+int mps_pool_self(const struct mps_pool *pool);
+/* CPUs this process may run on (at least 1). */
 int mps_pool_cores(void);
 
 #endif
