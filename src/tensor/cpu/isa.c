@@ -1,0 +1,100 @@
+/* isa.c: the kernel families this build holds and the one this process runs. */
+#include "isa.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+#include "ukernel_x86.h"
+
+/* XCR0: the register state the OS saves on a context switch. */
+static unsigned long long mps_x86_xcr0(void)
+{
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & bit_OSXSAVE))
+        return 0;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((unsigned long long)hi << 32) | lo;
+}
+
+/* CPUID leaf 7's EBX (0 where the leaf is missing). */
+static unsigned mps_x86_leaf7_ebx(void)
+{
+    unsigned eax, ebx, ecx, edx;
+    return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) ? ebx : 0;
+}
+
+bool mps_x86_has_avx2(void)
+{
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & bit_FMA))
+        return false;
+    return (mps_x86_xcr0() & 0x6) == 0x6 && (mps_x86_leaf7_ebx() & bit_AVX2);
+}
+
+bool mps_x86_has_avx512(void)
+{
+    /* XMM, YMM, the opmask registers and both halves of ZMM state */
+    return (mps_x86_xcr0() & 0xe6) == 0xe6 && (mps_x86_leaf7_ebx() & bit_AVX512F) && mps_x86_has_avx2();
+}
+
+static const struct mps_ukernels *const mps_isa_all[] = {&mps_ukernels_avx512, &mps_ukernels_avx2, &mps_ukernels_c};
+#elif defined(__aarch64__)
+static const struct mps_ukernels *const mps_isa_all[] = {&mps_ukernels_neon, &mps_ukernels_c};
+#else
+static const struct mps_ukernels *const mps_isa_all[] = {&mps_ukernels_c};
+#endif
+
+#define MPS_ISA_COUNT ((int)(sizeof mps_isa_all / sizeof mps_isa_all[0]))
+
+int mps_isa_list(const struct mps_ukernels *const **all)
+{
+    *all = mps_isa_all;
+    return MPS_ISA_COUNT;
+}
+
+bool mps_isa_runs(const struct mps_ukernels *k)
+{
+    return k->supported();
+}
+
+const struct mps_ukernels *mps_isa_find(const char *name, struct mps_error *err)
+{
+    static const char *const known[] = {"avx512", "avx2", "neon", "c"};
+    for (int i = 0; i < MPS_ISA_COUNT; i++)
+        if (strcmp(mps_isa_all[i]->name, name) == 0) {
+            if (mps_isa_all[i]->supported())
+                return mps_isa_all[i];
+            mps_fail(err, MPS_ERR_USAGE, "this CPU does not run the %s kernels (%s)", name,
+                     mps_isa_all[i]->describe);
+            return NULL;
+        }
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strcmp(known[i], name) == 0) {
+            mps_fail(err, MPS_ERR_USAGE, "the %s kernels are not built for this architecture", name);
+            return NULL;
+        }
+    mps_fail(err, MPS_ERR_USAGE, "unknown CPU kernel family '%s' (avx512, avx2, neon or c)", name);
+    return NULL;
+}
+
+enum mps_status mps_isa_kernels(const struct mps_ukernels **k, struct mps_error *err)
+{
+    const char *want = getenv("MPSRUN_CPU_KERNELS");
+    if (want && want[0]) {
+        struct mps_error why = {{0}};
+        if (!(*k = mps_isa_find(want, &why)))
+            return mps_fail(err, MPS_ERR_USAGE, "MPSRUN_CPU_KERNELS=%s: %s", want, why.msg);
+        return MPS_OK;
+    }
+    for (int i = 0; i < MPS_ISA_COUNT; i++)
+        if (mps_isa_all[i]->supported()) {
+            *k = mps_isa_all[i];
+            return MPS_OK;
+        }
+    *k = &mps_ukernels_c;
+    return MPS_OK;
+}

@@ -1,0 +1,274 @@
+/* pgemm.c: the blocked, threaded product over the micro-kernels (pgemm.h).
+
+   Loops, outermost first, in each task (a range of C's rows and columns):
+   nc columns of B; kc of k (B's block packed here unless packed at compile);
+   mc rows of A (A's block packed here unless packed at compile); then each
+   nr-panel of B against each mr-panel of A: one micro-kernel call, which keeps
+   its tile of C in registers over the kc block. A's panel (kc x mr) and B's
+   (kc x nr) sit in L1, B's block (kc x nc) in L2. */
+#include "pgemm.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kernels.h"
+
+/* Columns of B and rows of A per block, in panels of the family's tile. */
+enum { MPS_PGEMM_NC_PANELS = 12, MPS_PGEMM_MC_PANELS = 16 };
+
+struct mps_tile_epi mps_tile_epi_none(void)
+{
+    return (struct mps_tile_epi){.lo = -INFINITY, .hi = INFINITY, .slope = 1.0f};
+}
+
+bool mps_pgemm_act_epi(const struct mps_fused_act *act, struct mps_tile_epi *e)
+{
+    if (!act || !act->on)
+        return true;
+    switch (act->op) {
+    case MPS_OP_RELU: e->lo = 0.0f; return true;
+    case MPS_OP_CLIP: e->lo = act->p.alpha, e->hi = act->p.beta; return true;
+    case MPS_OP_LEAKY_RELU: e->slope = act->p.alpha; return true;
+    default: return false;
+    }
+}
+
+static int64_t mps_pgemm_up(int64_t v, int64_t w)
+{
+    return (v + w - 1) / w * w;
+}
+
+void mps_pgemm_pack_strided(const void *ctx, int64_t i0, int64_t ni, int64_t k0, int64_t kc, int w, float *dst)
+{
+    const struct mps_pgemm_strided *s = ctx;
+    for (int64_t p = 0; p < ni; p += w, dst += kc * w) {
+        int64_t rows = s->rows - (i0 + p) < w ? s->rows - (i0 + p) : w;
+        rows = rows > 0 ? rows : 0;
+        const float *src = s->data + (i0 + p) * s->rs + k0 * s->cs;
+        if (s->rs == 1) { /* rows contiguous: one run of w per k (B row-major) */
+            for (int64_t kk = 0; kk < kc; kk++) {
+                const float *from = src + kk * s->cs;
+                float *to = dst + kk * w;
+                memcpy(to, from, sizeof(float) * (size_t)rows);
+                for (int64_t r = rows; r < w; r++)
+                    to[r] = 0.0f;
+            }
+        } else {
+            for (int64_t kk = 0; kk < kc; kk++)
+                for (int64_t r = 0; r < w; r++)
+                    dst[kk * w + r] = r < rows ? src[r * s->rs + kk * s->cs] : 0.0f;
+        }
+    }
+}
+
+size_t mps_pgemm_packed_bytes(const struct mps_ukernels *uk, int64_t rows, int64_t k, bool as_a)
+{
+    return sizeof(float) * (size_t)(mps_pgemm_up(rows, as_a ? uk->mr : uk->nr) * (k > 0 ? k : 1));
+}
+
+void mps_pgemm_pack(const struct mps_ukernels *uk, const float *src, int64_t rs, int64_t cs, int64_t rows, int64_t k,
+                    bool as_a, float *dst)
+{
+    struct mps_pgemm_strided s = {src, rs, cs, rows};
+    mps_pgemm_pack_strided(&s, 0, mps_pgemm_up(rows, as_a ? uk->mr : uk->nr), 0, k, as_a ? uk->mr : uk->nr, dst);
+}
+
+/* Floats of one thread's scratch: a block of B (kc x nc) and one of A (mc x kc), each rounded to 64 bytes. */
+static size_t mps_pgemm_thread_floats(const struct mps_ukernels *uk)
+{
+    size_t b = (size_t)(uk->kc * MPS_PGEMM_NC_PANELS * uk->nr), a = (size_t)(uk->kc * MPS_PGEMM_MC_PANELS * uk->mr);
+    return (b + 15) / 16 * 16 + (a + 15) / 16 * 16;
+}
+
+size_t mps_pgemm_scratch(const struct mps_ukernels *uk, int threads)
+{
+    return sizeof(float) * mps_pgemm_thread_floats(uk) * (size_t)(threads > 0 ? threads : 1) + 64;
+}
+
+struct mps_pgemm_job {
+    struct mps_pool *pool;
+    const struct mps_ukernels *uk;
+    int64_t m, n, k, ldc;
+    const struct mps_pgemm_item *items;
+    struct mps_tile_epi epi;         /* the items' bias and residual replace epi's */
+    const struct mps_fused_act *act; /* applied after each finished tile, or NULL */
+    float *scratch;                  /* 64-byte aligned */
+    int64_t mt, nt;                  /* each item's task grid: mt ranges of rows x nt ranges of columns */
+    int64_t m_step, n_step;          /* rows and columns a task covers (whole panels) */
+};
+
+/* One micro-kernel call: the tile at rows i, columns j of item it's C over k [pc, pc + kb). */
+static void mps_pgemm_tile(const struct mps_pgemm_job *jb, const struct mps_pgemm_item *it, const float *ap,
+                           const float *bp, int64_t i, int64_t j, int64_t kb, int flags)
+{
+    const struct mps_ukernels *uk = jb->uk;
+    int rows = (int)(jb->m - i < uk->mr ? jb->m - i : uk->mr), cols = (int)(jb->n - j < uk->nr ? jb->n - j : uk->nr);
+    struct mps_tile_epi e = jb->epi;
+    e.bias = it->bias ? it->bias + (e.bias_cols ? j : i) : NULL;
+    e.res = it->res ? it->res + i * e.ldr + j : NULL;
+    float *ct = it->c + i * jb->ldc + j;
+    uk->gemm(kb, ap, bp, ct, jb->ldc, rows, cols, flags, &e);
+    if ((flags & MPS_TILE_FINISH) && jb->act)
+        for (int r = 0; r < rows; r++)
+            mps_cpu_act_inplace(jb->act, ct + r * jb->ldc, cols);
+}
+
+static int mps_pgemm_flags(int64_t pc, int64_t kb, int64_t k)
+{
+    return (pc > 0 ? MPS_TILE_ACCUMULATE : 0) | (pc + kb >= k ? MPS_TILE_FINISH : 0);
+}
+
+/* Rows [m0, m1) x columns [n0, n1) of C with B packed per run: a block of B
+   (kc x nc) is packed once and stays in L2 while every panel of A passes. */
+static void mps_pgemm_task_b(const struct mps_pgemm_job *jb, const struct mps_pgemm_item *it, float *abuf,
+                             float *bbuf, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
+{
+    const struct mps_pgemm_operand *a = &it->a, *b = &it->b;
+    const struct mps_ukernels *uk = jb->uk;
+    int mr = uk->mr, nr = uk->nr;
+    int64_t kc = uk->kc, nc = (int64_t)MPS_PGEMM_NC_PANELS * nr, mc = (int64_t)MPS_PGEMM_MC_PANELS * mr;
+    for (int64_t jc = n0; jc < n1; jc += nc) {
+        int64_t ncb = n1 - jc < nc ? n1 - jc : nc;
+        for (int64_t pc = 0; pc < jb->k || pc == 0; pc += kc) {
+            int64_t kb = jb->k - pc < kc ? jb->k - pc : kc;
+            b->pack(b->ctx, jc, mps_pgemm_up(ncb, nr), pc, kb, nr, bbuf);
+            for (int64_t ic = m0; ic < m1; ic += mc) {
+                int64_t mcb = m1 - ic < mc ? m1 - ic : mc;
+                if (!a->packed)
+                    a->pack(a->ctx, ic, mps_pgemm_up(mcb, mr), pc, kb, mr, abuf);
+                for (int64_t jr = 0; jr < ncb; jr += nr)
+                    for (int64_t ir = 0; ir < mcb; ir += mr) {
+                        const float *ap = a->packed ? a->packed + (ic + ir) * jb->k + pc * mr : abuf + ir * kb;
+                        mps_pgemm_tile(jb, it, ap, bbuf + jr * kb, ic + ir, jc + jr, kb, mps_pgemm_flags(pc, kb, jb->k));
+                    }
+            }
+        }
+    }
+}
+
+/* The same with B packed (at compile: a layer's weights times the activations;
+   or by the caller, as Winograd's input transform does) and A per run or
+   packed: a block of A (mc x kc) is packed once and stays in L2 while every
+   panel of B streams past. */
+static void mps_pgemm_task_a(const struct mps_pgemm_job *jb, const struct mps_pgemm_item *it, float *abuf,
+                             int64_t m0, int64_t m1, int64_t n0, int64_t n1)
+{
+    const struct mps_pgemm_operand *a = &it->a, *b = &it->b;
+    const struct mps_ukernels *uk = jb->uk;
+    int mr = uk->mr, nr = uk->nr;
+    int64_t kc = uk->kc, mc = (int64_t)MPS_PGEMM_MC_PANELS * mr;
+    for (int64_t ic = m0; ic < m1; ic += mc) {
+        int64_t mcb = m1 - ic < mc ? m1 - ic : mc;
+        for (int64_t pc = 0; pc < jb->k || pc == 0; pc += kc) {
+            int64_t kb = jb->k - pc < kc ? jb->k - pc : kc;
+            if (!a->packed)
+                a->pack(a->ctx, ic, mps_pgemm_up(mcb, mr), pc, kb, mr, abuf);
+            for (int64_t j = n0; j < n1; j += nr)
+                for (int64_t ir = 0; ir < mcb; ir += mr) {
+                    const float *ap = a->packed ? a->packed + (ic + ir) * jb->k + pc * mr : abuf + ir * kb;
+                    mps_pgemm_tile(jb, it, ap, b->packed + j * jb->k + pc * nr, ic + ir, j, kb,
+                                   mps_pgemm_flags(pc, kb, jb->k));
+                }
+        }
+    }
+}
+
+static void mps_pgemm_tasks(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_pgemm_job *jb = ctx;
+    const struct mps_ukernels *uk = jb->uk;
+    float *bbuf = jb->scratch + mps_pgemm_thread_floats(uk) * (size_t)mps_pool_self(jb->pool);
+    float *abuf = bbuf + ((size_t)(uk->kc * MPS_PGEMM_NC_PANELS * uk->nr) + 15) / 16 * 16;
+    for (int64_t t = begin; t < end; t++) {
+        const struct mps_pgemm_item *it = &jb->items[t / (jb->mt * jb->nt)];
+        int64_t sub = t % (jb->mt * jb->nt), m0 = sub / jb->nt * jb->m_step, n0 = sub % jb->nt * jb->n_step;
+        int64_t m1 = m0 + jb->m_step < jb->m ? m0 + jb->m_step : jb->m;
+        int64_t n1 = n0 + jb->n_step < jb->n ? n0 + jb->n_step : jb->n;
+        if (m0 >= m1 || n0 >= n1)
+            continue;
+        if (it->b.packed)
+            mps_pgemm_task_a(jb, it, abuf, m0, m1, n0, n1);
+        else
+            mps_pgemm_task_b(jb, it, abuf, bbuf, m0, m1, n0, n1);
+    }
+}
+
+/* Whether a batch splits each product by rows first (see mps_pgemm_batch). */
+static bool mps_pgemm_rows_first(int64_t m, int64_t n, bool b_packed)
+{
+    return m > n || (m == n && b_packed);
+}
+
+size_t mps_pgemm_shared_bytes(int64_t count, int64_t m, int64_t n, int64_t k)
+{
+    return mps_pgemm_rows_first(m, n, false) ? sizeof(float) * (size_t)(count * (n + 31) / 32 * 32 * k) + 64 : 0;
+}
+
+struct mps_pgemm_prepack {
+    const struct mps_pgemm_item *items;
+    int64_t n_panels, k, nr;
+    float *dst; /* item i's B at dst + i * n_panels * nr * k */
+};
+
+/* Packs panels [begin, end) (item * n_panels + panel) of the items' B, all of k. */
+static void mps_pgemm_prepack_panels(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_pgemm_prepack *pp = ctx;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t item = t / pp->n_panels, j = t % pp->n_panels * pp->nr;
+        const struct mps_pgemm_operand *b = &pp->items[item].b;
+        b->pack(b->ctx, j, pp->nr, 0, pp->k, (int)pp->nr, pp->dst + (item * pp->n_panels * pp->nr + j) * pp->k);
+    }
+}
+
+void mps_pgemm_batch(struct mps_pool *pool, const struct mps_ukernels *uk, int64_t count,
+                     const struct mps_pgemm_item *items, int64_t m, int64_t n, int64_t k, int64_t ldc,
+                     const struct mps_tile_epi *epi, const struct mps_fused_act *act, void *scratch, void *shared)
+{
+    if (m <= 0 || n <= 0 || count <= 0)
+        return;
+    int64_t n_panels = (n + uk->nr - 1) / uk->nr;
+    if (shared && !items[0].b.packed && mps_pgemm_rows_first(m, n, false) && count <= MPS_PGEMM_PREPACK_MAX) {
+        /* split by rows, every task would pack all of B: pack it once, in parallel, into shared */
+        struct mps_pgemm_prepack pp = {items, n_panels, k, uk->nr,
+                                       (float *)(((uintptr_t)shared + 63) & ~(uintptr_t)63)};
+        mps_pool_for(pool, count * n_panels, 8 * uk->nr * (k > 0 ? k : 1), mps_pgemm_prepack_panels, &pp);
+        struct mps_pgemm_item packed[MPS_PGEMM_PREPACK_MAX];
+        for (int64_t i = 0; i < count; i++) {
+            packed[i] = items[i];
+            packed[i].b = (struct mps_pgemm_operand){.packed = pp.dst + i * n_panels * uk->nr * k};
+        }
+        mps_pgemm_batch(pool, uk, count, packed, m, n, k, ldc, epi, act, scratch, NULL);
+        return;
+    }
+    struct mps_pgemm_job jb = {.pool = pool, .uk = uk, .m = m, .n = n, .k = k, .ldc = ldc, .items = items,
+                               .epi = epi ? *epi : mps_tile_epi_none(),
+                               .act = act && act->on ? act : NULL,
+                               .scratch = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63)};
+    /* tasks: about two a thread over the batch (a slow thread is evened out),
+       each product split along its larger side first: tasks of other columns
+       each read all of A (a 512-channel layer's 9.4 MB of weights, four times
+       over for 49 output pixels), tasks of other rows each pack or read all of
+       B; on a tie, along the side of the operand packed per run, whose
+       packing is the dearer copy. Along the other side too when the first
+       has too few panels for the threads. */
+    int64_t threads = mps_pool_threads(pool), m_panels = (m + uk->mr - 1) / uk->mr,
+            want = (2 * threads + count - 1) / count;
+    bool rows_first = mps_pgemm_rows_first(m, n, items[0].b.packed != NULL);
+    int64_t first = rows_first ? m_panels : n_panels, second = rows_first ? n_panels : m_panels;
+    int64_t t1 = first < want ? first : want, t2 = t1 * count >= threads ? 1 : (want + t1 - 1) / t1;
+    t2 = t2 < second ? t2 : second;
+    jb.mt = rows_first ? t1 : t2;
+    jb.nt = rows_first ? t2 : t1;
+    jb.n_step = (n_panels + jb.nt - 1) / jb.nt * uk->nr;
+    jb.m_step = (m_panels + jb.mt - 1) / jb.mt * uk->mr;
+    mps_pool_for(pool, count * jb.mt * jb.nt, 2 * jb.m_step * jb.n_step * (k > 0 ? k : 1), mps_pgemm_tasks, &jb);
+}
+
+void mps_pgemm(struct mps_pool *pool, const struct mps_ukernels *uk, int64_t m, int64_t n, int64_t k,
+               const struct mps_pgemm_operand *a, const struct mps_pgemm_operand *b, float *c, int64_t ldc,
+               const struct mps_tile_epi *epi, const struct mps_fused_act *act, void *scratch)
+{
+    struct mps_pgemm_item it = {.a = *a, .b = *b, .c = c, .bias = epi ? epi->bias : NULL, .res = epi ? epi->res : NULL};
+    mps_pgemm_batch(pool, uk, 1, &it, m, n, k, ldc, epi, act, scratch, NULL);
+}

@@ -1,0 +1,174 @@
+/* ukernel_avx2.c: the avx2 family (AVX2 and FMA): 6 x 16 tiles, twelve
+   256-bit accumulators (two fused multiply-adds a cycle, four cycles each,
+   need eight in flight). Built with -mavx2 -mfma; called only where cpuid
+   says the CPU runs it (isa.c). */
+#include <immintrin.h>
+#include <math.h>
+
+#include "ukernel_x86.h"
+
+#define MR 6
+#define NR 16
+#define KC 256
+
+/* The mask of the first n lanes (0..8) of a 256-bit vector. */
+static inline __m256i mps_avx2_mask(int n)
+{
+    static const int32_t lanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    return _mm256_loadu_si256((const __m256i *)(lanes + 8 - (n < 0 ? 0 : n > 8 ? 8 : n)));
+}
+
+/* Stores acc (lanes [0, n) of columns c0..) of one row, applying the flags. */
+static inline void mps_avx2_store(float *c, __m256 acc, int n, int flags, const struct mps_tile_epi *e, int r, int c0)
+{
+    __m256i m = mps_avx2_mask(n);
+    bool full = n >= 8;
+    if (flags & MPS_TILE_ACCUMULATE)
+        acc = _mm256_add_ps(acc, full ? _mm256_loadu_ps(c) : _mm256_maskload_ps(c, m));
+    if (flags & MPS_TILE_FINISH) {
+        if (e->bias)
+            acc = _mm256_add_ps(acc, e->bias_cols
+                                         ? (full ? _mm256_loadu_ps(e->bias + c0) : _mm256_maskload_ps(e->bias + c0, m))
+                                         : _mm256_broadcast_ss(e->bias + r));
+        if (e->res) {
+            const float *rp = e->res + r * e->ldr + c0;
+            acc = _mm256_add_ps(acc, full ? _mm256_loadu_ps(rp) : _mm256_maskload_ps(rp, m));
+        }
+        if (e->lo > -INFINITY || e->hi < INFINITY) /* acc second: max and min return it when it is NaN */
+            acc = _mm256_min_ps(_mm256_set1_ps(e->hi), _mm256_max_ps(_mm256_set1_ps(e->lo), acc));
+        if (e->slope != 1.0f)
+            acc = _mm256_blendv_ps(acc, _mm256_mul_ps(acc, _mm256_set1_ps(e->slope)), acc);
+    }
+    if (full)
+        _mm256_storeu_ps(c, acc);
+    else
+        _mm256_maskstore_ps(c, m, acc);
+}
+
+/* A tile of R rows: two accumulators a row (named variables, not an array: an
+   array the compiler may keep in memory, storing twelve registers a k step),
+   k steps of one broadcast and two fused multiply-adds a row. */
+#define MPS_AVX2_DECL(r) __m256 lo##r = _mm256_setzero_ps(), hi##r = _mm256_setzero_ps();
+#define MPS_AVX2_FMA(R, r)                                                                                             \
+    if (R > r) {                                                                                                       \
+        __m256 av = _mm256_broadcast_ss(a + r);                                                                        \
+        lo##r = _mm256_fmadd_ps(av, b0, lo##r);                                                                        \
+        hi##r = _mm256_fmadd_ps(av, b1, hi##r);                                                                        \
+    }
+#define MPS_AVX2_STORE(R, r)                                                                                           \
+    if (R > r) {                                                                                                       \
+        mps_avx2_store(c + r * ldc, lo##r, cols, flags, e, r, 0);                                                      \
+        if (cols > 8)                                                                                                  \
+            mps_avx2_store(c + r * ldc + 8, hi##r, cols - 8, flags, e, r, 8);                                          \
+    }
+#define MPS_AVX2_TILE(R)                                                                                               \
+    static void mps_avx2_tile##R(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int cols,           \
+                                 int flags, const struct mps_tile_epi *e)                                              \
+    {                                                                                                                  \
+        MPS_AVX2_DECL(0)                                                                                               \
+        MPS_AVX2_DECL(1) MPS_AVX2_DECL(2) MPS_AVX2_DECL(3) MPS_AVX2_DECL(4)                                            \
+            MPS_AVX2_DECL(5) for (int64_t kk = 0; kk < k; kk++, a += MR, b += NR)                                      \
+        {                                                                                                              \
+            __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);                                               \
+            MPS_AVX2_FMA(R, 0)                                                                                         \
+            MPS_AVX2_FMA(R, 1) MPS_AVX2_FMA(R, 2) MPS_AVX2_FMA(R, 3) MPS_AVX2_FMA(R, 4) MPS_AVX2_FMA(R, 5)             \
+        }                                                                                                              \
+        MPS_AVX2_STORE(R, 0)                                                                                           \
+        MPS_AVX2_STORE(R, 1) MPS_AVX2_STORE(R, 2) MPS_AVX2_STORE(R, 3) MPS_AVX2_STORE(R, 4) MPS_AVX2_STORE(R, 5)       \
+    }
+MPS_AVX2_TILE(4)
+MPS_AVX2_TILE(5)
+MPS_AVX2_TILE(6)
+
+/* Two or three rows (a Linear layer's last rows of a batch): two k steps in
+   flight, so that eight or twelve accumulators hide the fused multiply-add's
+   latency as a full tile does. */
+#define MPS_AVX2_DECL2(r) __m256 lo##r = _mm256_setzero_ps(), hi##r = lo##r, lx##r = lo##r, hx##r = lo##r;
+#define MPS_AVX2_FMA2(R, r)                                                                                            \
+    if (R > r) {                                                                                                       \
+        __m256 av = _mm256_broadcast_ss(a + r), ax = _mm256_broadcast_ss(a + MR + r);                                  \
+        lo##r = _mm256_fmadd_ps(av, b0, lo##r);                                                                        \
+        hi##r = _mm256_fmadd_ps(av, b1, hi##r);                                                                        \
+        lx##r = _mm256_fmadd_ps(ax, b2, lx##r);                                                                        \
+        hx##r = _mm256_fmadd_ps(ax, b3, hx##r);                                                                        \
+    }
+#define MPS_AVX2_FOLD2(R, r)                                                                                           \
+    if (R > r) {                                                                                                       \
+        lo##r = _mm256_add_ps(lo##r, lx##r);                                                                           \
+        hi##r = _mm256_add_ps(hi##r, hx##r);                                                                           \
+    }
+#define MPS_AVX2_TILE_FEW(R)                                                                                           \
+    static void mps_avx2_tile##R(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int cols,          \
+                                 int flags, const struct mps_tile_epi *e)                                              \
+    {                                                                                                                  \
+        MPS_AVX2_DECL2(0) MPS_AVX2_DECL2(1) MPS_AVX2_DECL2(2)                                                          \
+        int64_t kk = 0;                                                                                                \
+        for (; kk + 2 <= k; kk += 2, a += 2 * MR, b += 2 * NR) {                                                       \
+            __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), b2 = _mm256_loadu_ps(b + NR),                 \
+                   b3 = _mm256_loadu_ps(b + NR + 8);                                                                   \
+            MPS_AVX2_FMA2(R, 0) MPS_AVX2_FMA2(R, 1) MPS_AVX2_FMA2(R, 2)                                                \
+        }                                                                                                              \
+        MPS_AVX2_FOLD2(R, 0) MPS_AVX2_FOLD2(R, 1) MPS_AVX2_FOLD2(R, 2)                                                 \
+        for (; kk < k; kk++, a += MR, b += NR) {                                                                       \
+            __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);                                               \
+            MPS_AVX2_FMA(R, 0) MPS_AVX2_FMA(R, 1) MPS_AVX2_FMA(R, 2)                                                   \
+        }                                                                                                              \
+        MPS_AVX2_STORE(R, 0) MPS_AVX2_STORE(R, 1) MPS_AVX2_STORE(R, 2)                                                 \
+    }
+MPS_AVX2_TILE_FEW(2)
+MPS_AVX2_TILE_FEW(3)
+
+/* One row (a Linear layer at batch 1): four k steps in flight, eight
+   accumulators, so that the fused multiply-adds do not wait on each other. */
+static void mps_avx2_tile1(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int cols, int flags,
+                           const struct mps_tile_epi *e)
+{
+    __m256 l0 = _mm256_setzero_ps(), l1 = l0, l2 = l0, l3 = l0, h0 = l0, h1 = l0, h2 = l0, h3 = l0;
+    int64_t kk = 0;
+    for (; kk + 4 <= k; kk += 4, a += 4 * MR, b += 4 * NR) {
+        __m256 a0 = _mm256_broadcast_ss(a), a1 = _mm256_broadcast_ss(a + MR), a2 = _mm256_broadcast_ss(a + 2 * MR),
+               a3 = _mm256_broadcast_ss(a + 3 * MR);
+        l0 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(b), l0);
+        h0 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(b + 8), h0);
+        l1 = _mm256_fmadd_ps(a1, _mm256_loadu_ps(b + NR), l1);
+        h1 = _mm256_fmadd_ps(a1, _mm256_loadu_ps(b + NR + 8), h1);
+        l2 = _mm256_fmadd_ps(a2, _mm256_loadu_ps(b + 2 * NR), l2);
+        h2 = _mm256_fmadd_ps(a2, _mm256_loadu_ps(b + 2 * NR + 8), h2);
+        l3 = _mm256_fmadd_ps(a3, _mm256_loadu_ps(b + 3 * NR), l3);
+        h3 = _mm256_fmadd_ps(a3, _mm256_loadu_ps(b + 3 * NR + 8), h3);
+    }
+    for (; kk < k; kk++, a += MR, b += NR) {
+        __m256 av = _mm256_broadcast_ss(a);
+        l0 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b), l0);
+        h0 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + 8), h0);
+    }
+    __m256 l = _mm256_add_ps(_mm256_add_ps(l0, l1), _mm256_add_ps(l2, l3));
+    __m256 h = _mm256_add_ps(_mm256_add_ps(h0, h1), _mm256_add_ps(h2, h3));
+    (void)ldc;
+    mps_avx2_store(c, l, cols, flags, e, 0, 0);
+    if (cols > 8)
+        mps_avx2_store(c + 8, h, cols - 8, flags, e, 0, 8);
+}
+
+static void mps_avx2_gemm(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int rows, int cols,
+                          int flags, const struct mps_tile_epi *e)
+{
+    switch (rows) {
+    case 1: mps_avx2_tile1(k, a, b, c, ldc, cols, flags, e); break;
+    case 2: mps_avx2_tile2(k, a, b, c, ldc, cols, flags, e); break;
+    case 3: mps_avx2_tile3(k, a, b, c, ldc, cols, flags, e); break;
+    case 4: mps_avx2_tile4(k, a, b, c, ldc, cols, flags, e); break;
+    case 5: mps_avx2_tile5(k, a, b, c, ldc, cols, flags, e); break;
+    default: mps_avx2_tile6(k, a, b, c, ldc, cols, flags, e); break;
+    }
+}
+
+const struct mps_ukernels mps_ukernels_avx2 = {
+    .name = "avx2",
+    .describe = "AVX2 + FMA, 6 x 16 float tiles",
+    .mr = MR,
+    .nr = NR,
+    .kc = KC,
+    .supported = mps_x86_has_avx2,
+    .gemm = mps_avx2_gemm,
+};

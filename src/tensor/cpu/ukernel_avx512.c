@@ -1,0 +1,167 @@
+/* ukernel_avx512.c: the avx512 family (AVX-512F): 8 x 32 tiles, sixteen
+   512-bit accumulators; masked loads and stores for a tile's last columns.
+   Built with -mavx512f; called only where cpuid says the CPU runs it (isa.c). */
+#include <immintrin.h>
+#include <math.h>
+
+#include "ukernel_x86.h"
+
+#define MR 8
+#define NR 32
+#define KC 256
+
+static inline __mmask16 mps_avx512_mask(int n)
+{
+    return (__mmask16)(n >= 16 ? 0xffffu : n <= 0 ? 0u : (1u << n) - 1u);
+}
+
+/* Stores acc (lanes [0, n) of columns c0..) of one row, applying the flags. */
+static inline void mps_avx512_store(float *c, __m512 acc, int n, int flags, const struct mps_tile_epi *e, int r, int c0)
+{
+    __mmask16 m = mps_avx512_mask(n);
+    if (flags & MPS_TILE_ACCUMULATE)
+        acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, c));
+    if (flags & MPS_TILE_FINISH) {
+        if (e->bias)
+            acc =
+                _mm512_add_ps(acc, e->bias_cols ? _mm512_maskz_loadu_ps(m, e->bias + c0) : _mm512_set1_ps(e->bias[r]));
+        if (e->res)
+            acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, e->res + r * e->ldr + c0));
+        if (e->lo > -INFINITY || e->hi < INFINITY) /* acc second: max and min return it when it is NaN */
+            acc = _mm512_min_ps(_mm512_set1_ps(e->hi), _mm512_max_ps(_mm512_set1_ps(e->lo), acc));
+        if (e->slope != 1.0f) {
+            __mmask16 neg = _mm512_cmp_ps_mask(acc, _mm512_setzero_ps(), _CMP_LT_OQ);
+            acc = _mm512_mask_mul_ps(acc, neg, acc, _mm512_set1_ps(e->slope));
+        }
+    }
+    _mm512_mask_storeu_ps(c, m, acc);
+}
+
+/* A tile of R rows: two accumulators a row, named (see ukernel_avx2.c). */
+#define MPS_AVX512_DECL(r) __m512 lo##r = _mm512_setzero_ps(), hi##r = _mm512_setzero_ps();
+#define MPS_AVX512_FMA(R, r)                                                                                           \
+    if (R > r) {                                                                                                       \
+        __m512 av = _mm512_set1_ps(a[r]);                                                                              \
+        lo##r = _mm512_fmadd_ps(av, b0, lo##r);                                                                        \
+        hi##r = _mm512_fmadd_ps(av, b1, hi##r);                                                                        \
+    }
+#define MPS_AVX512_STORE(R, r)                                                                                         \
+    if (R > r) {                                                                                                       \
+        mps_avx512_store(c + r * ldc, lo##r, cols, flags, e, r, 0);                                                    \
+        if (cols > 16)                                                                                                 \
+            mps_avx512_store(c + r * ldc + 16, hi##r, cols - 16, flags, e, r, 16);                                     \
+    }
+#define MPS_AVX512_TILE(R)                                                                                             \
+    static void mps_avx512_tile##R(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int cols,         \
+                                   int flags, const struct mps_tile_epi *e)                                            \
+    {                                                                                                                  \
+        MPS_AVX512_DECL(0)                                                                                             \
+        MPS_AVX512_DECL(1) MPS_AVX512_DECL(2) MPS_AVX512_DECL(3) MPS_AVX512_DECL(4) MPS_AVX512_DECL(5)                 \
+            MPS_AVX512_DECL(6) MPS_AVX512_DECL(7) for (int64_t kk = 0; kk < k; kk++, a += MR, b += NR)                 \
+        {                                                                                                              \
+            __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                                              \
+            MPS_AVX512_FMA(R, 0)                                                                                       \
+            MPS_AVX512_FMA(R, 1) MPS_AVX512_FMA(R, 2) MPS_AVX512_FMA(R, 3) MPS_AVX512_FMA(R, 4) MPS_AVX512_FMA(R, 5)   \
+                MPS_AVX512_FMA(R, 6) MPS_AVX512_FMA(R, 7)                                                              \
+        }                                                                                                              \
+        MPS_AVX512_STORE(R, 0)                                                                                         \
+        MPS_AVX512_STORE(R, 1) MPS_AVX512_STORE(R, 2) MPS_AVX512_STORE(R, 3) MPS_AVX512_STORE(R, 4)                    \
+            MPS_AVX512_STORE(R, 5) MPS_AVX512_STORE(R, 6) MPS_AVX512_STORE(R, 7)                                       \
+    }
+MPS_AVX512_TILE(4)
+MPS_AVX512_TILE(5)
+MPS_AVX512_TILE(6)
+MPS_AVX512_TILE(7)
+MPS_AVX512_TILE(8)
+
+/* Two or three rows: two k steps in flight (see ukernel_avx2.c). */
+#define MPS_AVX512_DECL2(r) __m512 lo##r = _mm512_setzero_ps(), hi##r = lo##r, lx##r = lo##r, hx##r = lo##r;
+#define MPS_AVX512_FMA2(R, r)                                                                                          \
+    if (R > r) {                                                                                                       \
+        __m512 av = _mm512_set1_ps(a[r]), ax = _mm512_set1_ps(a[MR + r]);                                              \
+        lo##r = _mm512_fmadd_ps(av, b0, lo##r);                                                                        \
+        hi##r = _mm512_fmadd_ps(av, b1, hi##r);                                                                        \
+        lx##r = _mm512_fmadd_ps(ax, b2, lx##r);                                                                        \
+        hx##r = _mm512_fmadd_ps(ax, b3, hx##r);                                                                        \
+    }
+#define MPS_AVX512_FOLD2(R, r)                                                                                         \
+    if (R > r) {                                                                                                       \
+        lo##r = _mm512_add_ps(lo##r, lx##r);                                                                           \
+        hi##r = _mm512_add_ps(hi##r, hx##r);                                                                           \
+    }
+#define MPS_AVX512_TILE_FEW(R)                                                                                         \
+    static void mps_avx512_tile##R(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int cols,        \
+                                   int flags, const struct mps_tile_epi *e)                                            \
+    {                                                                                                                  \
+        MPS_AVX512_DECL2(0) MPS_AVX512_DECL2(1) MPS_AVX512_DECL2(2)                                                    \
+        int64_t kk = 0;                                                                                                \
+        for (; kk + 2 <= k; kk += 2, a += 2 * MR, b += 2 * NR) {                                                       \
+            __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + NR),               \
+                   b3 = _mm512_loadu_ps(b + NR + 16);                                                                  \
+            MPS_AVX512_FMA2(R, 0) MPS_AVX512_FMA2(R, 1) MPS_AVX512_FMA2(R, 2)                                          \
+        }                                                                                                              \
+        MPS_AVX512_FOLD2(R, 0) MPS_AVX512_FOLD2(R, 1) MPS_AVX512_FOLD2(R, 2)                                           \
+        for (; kk < k; kk++, a += MR, b += NR) {                                                                       \
+            __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                                             \
+            MPS_AVX512_FMA(R, 0) MPS_AVX512_FMA(R, 1) MPS_AVX512_FMA(R, 2)                                             \
+        }                                                                                                              \
+        MPS_AVX512_STORE(R, 0) MPS_AVX512_STORE(R, 1) MPS_AVX512_STORE(R, 2)                                           \
+    }
+MPS_AVX512_TILE_FEW(2)
+MPS_AVX512_TILE_FEW(3)
+
+/* One row: four k steps in flight, eight accumulators. */
+static void mps_avx512_tile1(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int cols, int flags,
+                             const struct mps_tile_epi *e)
+{
+    __m512 l0 = _mm512_setzero_ps(), l1 = l0, l2 = l0, l3 = l0, h0 = l0, h1 = l0, h2 = l0, h3 = l0;
+    int64_t kk = 0;
+    for (; kk + 4 <= k; kk += 4, a += 4 * MR, b += 4 * NR) {
+        __m512 a0 = _mm512_set1_ps(a[0]), a1 = _mm512_set1_ps(a[MR]), a2 = _mm512_set1_ps(a[2 * MR]),
+               a3 = _mm512_set1_ps(a[3 * MR]);
+        l0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(b), l0);
+        h0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(b + 16), h0);
+        l1 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(b + NR), l1);
+        h1 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(b + NR + 16), h1);
+        l2 = _mm512_fmadd_ps(a2, _mm512_loadu_ps(b + 2 * NR), l2);
+        h2 = _mm512_fmadd_ps(a2, _mm512_loadu_ps(b + 2 * NR + 16), h2);
+        l3 = _mm512_fmadd_ps(a3, _mm512_loadu_ps(b + 3 * NR), l3);
+        h3 = _mm512_fmadd_ps(a3, _mm512_loadu_ps(b + 3 * NR + 16), h3);
+    }
+    for (; kk < k; kk++, a += MR, b += NR) {
+        __m512 av = _mm512_set1_ps(a[0]);
+        l0 = _mm512_fmadd_ps(av, _mm512_loadu_ps(b), l0);
+        h0 = _mm512_fmadd_ps(av, _mm512_loadu_ps(b + 16), h0);
+    }
+    __m512 l = _mm512_add_ps(_mm512_add_ps(l0, l1), _mm512_add_ps(l2, l3));
+    __m512 h = _mm512_add_ps(_mm512_add_ps(h0, h1), _mm512_add_ps(h2, h3));
+    (void)ldc;
+    mps_avx512_store(c, l, cols, flags, e, 0, 0);
+    if (cols > 16)
+        mps_avx512_store(c + 16, h, cols - 16, flags, e, 0, 16);
+}
+
+static void mps_avx512_gemm(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int rows, int cols,
+                            int flags, const struct mps_tile_epi *e)
+{
+    switch (rows) {
+    case 1: mps_avx512_tile1(k, a, b, c, ldc, cols, flags, e); break;
+    case 2: mps_avx512_tile2(k, a, b, c, ldc, cols, flags, e); break;
+    case 3: mps_avx512_tile3(k, a, b, c, ldc, cols, flags, e); break;
+    case 4: mps_avx512_tile4(k, a, b, c, ldc, cols, flags, e); break;
+    case 5: mps_avx512_tile5(k, a, b, c, ldc, cols, flags, e); break;
+    case 6: mps_avx512_tile6(k, a, b, c, ldc, cols, flags, e); break;
+    case 7: mps_avx512_tile7(k, a, b, c, ldc, cols, flags, e); break;
+    default: mps_avx512_tile8(k, a, b, c, ldc, cols, flags, e); break;
+    }
+}
+
+const struct mps_ukernels mps_ukernels_avx512 = {
+    .name = "avx512",
+    .describe = "AVX-512F, 8 x 32 float tiles",
+    .mr = MR,
+    .nr = NR,
+    .kc = KC,
+    .supported = mps_x86_has_avx512,
+    .gemm = mps_avx512_gemm,
+};

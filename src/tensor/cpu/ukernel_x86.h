@@ -1,0 +1,14 @@
+/* ukernel_x86.h: what the x86-64 kernel families share: whether the CPU and
+   the OS run them (isa.c asks cpuid and xgetbv; built without AVX flags, so
+   that asking never executes an instruction the CPU lacks). */
+#ifndef MPS_CPU_UKERNEL_X86_H
+#define MPS_CPU_UKERNEL_X86_H
+
+#include <stdbool.h>
+
+#include "ukernels.h"
+
+bool mps_x86_has_avx2(void);   /* AVX2 and FMA, YMM state saved by the OS */
+bool mps_x86_has_avx512(void); /* AVX-512F, ZMM and mask state saved by the OS */
+
+#endif

@@ -1,0 +1,52 @@
+/* ukernels.h: one family of the CPU backend's register-blocked kernels
+   (avx512, avx2, neon, c; isa.h chooses). Internal to the CPU backend.
+
+   The GEMM micro-kernel computes one tile of C = A B:
+
+       C[rows x cols] (=, or += with MPS_TILE_ACCUMULATE) sum over k of a[k][r] * b[k][c]
+
+   for rows <= mr, cols <= nr, from two packed panels (pgemm.h packs them):
+   a: k groups of mr floats (row r of the tile at a[kk * mr + r]), b: k groups
+   of nr floats. Panels are padded with zeros to mr and nr; C is row-major
+   with leading dimension ldc, and only rows x cols of it are touched. With
+   MPS_TILE_FINISH the store applies the epilogue: + bias, + residual, then
+   the clamp and the slope (Relu, Clip, LeakyRelu), in that order. */
+#ifndef MPS_CPU_UKERNELS_H
+#define MPS_CPU_UKERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum {
+    MPS_TILE_ACCUMULATE = 1, /* add to C (a later block of k) instead of overwriting it */
+    MPS_TILE_FINISH = 2,     /* the last block of k: apply the epilogue */
+};
+
+/* What a finished tile's store applies; positions are the tile's own. */
+struct mps_tile_epi {
+    const float *bias;   /* NULL, or bias[r] for each row (bias_cols: bias[c] for each column) */
+    bool bias_cols;
+    const float *res;    /* NULL, or a tile laid out like C, added before the activation */
+    int64_t ldr;
+    float lo, hi, slope; /* y = min(max(y, lo), hi), then y < 0 ? slope * y : y */
+};
+
+/* The epilogue that does nothing: no bias, no residual, identity activation. */
+struct mps_tile_epi mps_tile_epi_none(void);
+
+typedef void (*mps_ugemm_fn)(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int rows, int cols,
+                             int flags, const struct mps_tile_epi *epi);
+
+struct mps_ukernels {
+    const char *name;     /* "avx512", "avx2", "neon", "c" */
+    const char *describe; /* "AVX-512F, 8 x 32 float tiles" */
+    int mr, nr;           /* the tile: rows (broadcast from a) x columns (vectors of b) */
+    int kc;               /* k per block: an a and a b panel of kc fit the L1 cache together */
+    bool (*supported)(void); /* whether this CPU and OS run it */
+    mps_ugemm_fn gemm;
+};
+
+/* The families this build holds (isa.c lists them; each is NULL-free). */
+extern const struct mps_ukernels mps_ukernels_avx512, mps_ukernels_avx2, mps_ukernels_neon, mps_ukernels_c;
+
+#endif

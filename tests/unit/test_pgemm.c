@@ -1,0 +1,197 @@
+/* test_pgemm.c: the CPU backend's micro-kernels (src/tensor/cpu/ukernels.h)
+   through the blocked product (pgemm.h), every family this CPU runs (the
+   others reported skipped, by name), against a double-precision reference.
+
+   Shapes cross every edge: tiles with 1 .. mr rows and 1 .. nr columns, k of
+   0, 1, around a block (kc) and past several, rows past a block of A (mc)
+   and columns past a block of B (nc); each operand packed at compile or per
+   run; each epilogue (bias per row or column, residual, Relu, Clip,
+   LeakyRelu, and an activation the tile does not compute); 1 to 3 threads.
+   Each element must lie within (k + 2) 2^-24 of the sum of the magnitudes it
+   adds (|bias| + |residual| + sum |a b|): the bound a float sum of k + 2 terms
+   meets in any order (the activations here shrink errors or keep them), plus
+   4 ulps of the result for the activation's own rounding; a wrong tile,
+   offset or epilogue misses it by orders of magnitude. NaN must come out of
+   every epilogue as NaN. `test_pgemm neon` runs only the families whose
+   name contains "neon" (under an emulator, the others take long). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/tensor/cpu/isa.h"
+#include "../../src/tensor/cpu/pgemm.h"
+#include "harness.h"
+
+enum th_epi { TH_NONE, TH_BIAS_ROWS, TH_BIAS_COLS, TH_RES_RELU, TH_CLIP, TH_LEAKY, TH_SIGMOID, TH_EPI_COUNT };
+static const char *const th_epi_names[TH_EPI_COUNT] = {"none",  "bias per row", "bias per column + Relu",
+                                                       "residual + Relu", "Clip -0.5..0.5", "bias + LeakyRelu 0.1",
+                                                       "Sigmoid (after the tile)"};
+
+/* A shape: m x n x k; *_tiles: counted in the family's tiles and blocks (m, n
+   plus so many mr / nr / mc / nc), so that each family meets its own edges. */
+struct th_shape {
+    int64_t m, n, k;
+    int mr_plus, nr_plus; /* add this many tiles of rows and columns */
+    int kc_plus;          /* add this many blocks of k */
+};
+
+static const struct th_shape th_shapes[] = {
+    {1, 1, 1, 0, 0, 0},   {1, 0, 7, 0, 1, 0},    {0, 0, 9, 1, 1, 0},   {3, 5, 0, 0, 0, 0},    {2, 3, 0, 1, 1, 1},
+    {1, 1, 5, 1, 2, 0},   {-1, -1, 33, 2, 2, 0}, {1, 1, 3, 2, 3, 1},   {5, 7, -1, 0, 0, 1},   {4, 9, 1, 3, 1, 2},
+    {1, 300, 77, 0, 0, 0}, {2, 7, 600, 0, 0, 0}, {150, 3, 20, 0, 0, 0}, {70, 410, 129, 0, 0, 0}, {7, 1, 257, 0, 0, 0},
+};
+
+/* The family's size of s. */
+static void th_dims(const struct th_shape *s, const struct mps_ukernels *uk, int64_t *m, int64_t *n, int64_t *k)
+{
+    *m = s->m + s->mr_plus * uk->mr;
+    *n = s->n + s->nr_plus * uk->nr;
+    *k = s->k + s->kc_plus * uk->kc;
+}
+
+static double th_ref_act(enum th_epi e, double v)
+{
+    switch (e) {
+    case TH_BIAS_COLS:
+    case TH_RES_RELU: return v > 0 || isnan(v) ? v : 0;
+    case TH_CLIP: return isnan(v) ? v : v < -0.5 ? -0.5 : v > 0.5 ? 0.5 : v;
+    case TH_LEAKY: return v < 0 ? 0.1 * v : v;
+    case TH_SIGMOID: return 1 / (1 + exp(-v));
+    default: return v;
+    }
+}
+
+struct th_data {
+    float *a, *b, *bias, *res, *c;
+    double *want, *bound;
+};
+
+/* Runs one product and checks it; nan: a NaN planted in a (its row must be NaN). */
+static void th_product(const struct mps_ukernels *uk, struct mps_pool *pool, int64_t m, int64_t n, int64_t k,
+                       bool a_packed, bool b_packed, enum th_epi epi, bool nan)
+{
+    struct th_data d = {0};
+    size_t ma = (size_t)(m * k + 1), mb = (size_t)(k * n + 1), mc = (size_t)(m * n + 1);
+    d.a = th_alloc(MPS_F32, (int64_t)ma), d.b = th_alloc(MPS_F32, (int64_t)mb), d.c = th_alloc(MPS_F32, (int64_t)mc);
+    d.res = th_alloc(MPS_F32, (int64_t)mc), d.bias = th_alloc(MPS_F32, m + n + 1);
+    d.want = calloc(mc, sizeof(double)), d.bound = calloc(mc, sizeof(double));
+    for (size_t i = 0; i < ma; i++)
+        d.a[i] = (float)th_uniform(-1, 1);
+    for (size_t i = 0; i < mb; i++)
+        d.b[i] = (float)th_uniform(-1, 1);
+    for (size_t i = 0; i < mc; i++)
+        d.res[i] = (float)th_uniform(-2, 2), d.c[i] = 12345.0f; /* C holds garbage: = must overwrite it */
+    for (int64_t i = 0; i < m + n; i++)
+        d.bias[i] = (float)th_uniform(-1, 1);
+    if (nan && m * k > 0)
+        d.a[(m / 2) * k + k / 2] = NAN;
+    bool rows = epi == TH_BIAS_ROWS, cols = epi == TH_BIAS_COLS || epi == TH_LEAKY, res = epi == TH_RES_RELU;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double v = 0, mag = 0;
+            for (int64_t kk = 0; kk < k; kk++) {
+                double p = (double)d.a[i * k + kk] * d.b[kk * n + j];
+                v += p, mag += fabs(p);
+            }
+            double extra = rows ? d.bias[i] : cols ? d.bias[j] : 0;
+            extra += res ? d.res[i * n + j] : 0;
+            d.want[i * n + j] = th_ref_act(epi, v + extra);
+            /* plus 4 ulps of the result: the float activation's own rounding */
+            d.bound[i * n + j] = (double)(k + 2) * 0x1p-24 * (mag + fabs(extra)) + 0x1p-22 * fabs(d.want[i * n + j]) +
+                                 1e-30;
+        }
+
+    /* A: packed at compile, or strided (row-major m x k) per run; B likewise (k x n) */
+    float *pa = a_packed ? th_alloc(MPS_F32, (int64_t)(mps_pgemm_packed_bytes(uk, m, k, true) / 4)) : NULL;
+    float *pb = b_packed ? th_alloc(MPS_F32, (int64_t)(mps_pgemm_packed_bytes(uk, n, k, false) / 4)) : NULL;
+    if (pa)
+        mps_pgemm_pack(uk, d.a, k, 1, m, k, true, pa);
+    if (pb)
+        mps_pgemm_pack(uk, d.b, 1, n, n, k, false, pb);
+    struct mps_pgemm_strided as = {d.a, k, 1, m}, bs = {d.b, 1, n, n};
+    struct mps_pgemm_operand A = pa ? (struct mps_pgemm_operand){.packed = pa}
+                                    : (struct mps_pgemm_operand){.pack = mps_pgemm_pack_strided, .ctx = &as};
+    struct mps_pgemm_operand B = pb ? (struct mps_pgemm_operand){.packed = pb}
+                                    : (struct mps_pgemm_operand){.pack = mps_pgemm_pack_strided, .ctx = &bs};
+    struct mps_tile_epi e = mps_tile_epi_none();
+    struct mps_fused_act act = {.on = true, .op = MPS_OP_RELU};
+    switch (epi) {
+    case TH_BIAS_ROWS: e.bias = d.bias, act.on = false; break;
+    case TH_BIAS_COLS: e.bias = d.bias, e.bias_cols = true; break;
+    case TH_RES_RELU: e.res = d.res, e.ldr = n; break;
+    case TH_CLIP: act.op = MPS_OP_CLIP, act.p.alpha = -0.5f, act.p.beta = 0.5f; break;
+    case TH_LEAKY: e.bias = d.bias, e.bias_cols = true, act.op = MPS_OP_LEAKY_RELU, act.p.alpha = 0.1f; break;
+    case TH_SIGMOID: act.op = MPS_OP_SIGMOID; break;
+    default: act.on = false; break;
+    }
+    if (epi == TH_BIAS_COLS || epi == TH_RES_RELU)
+        act.op = MPS_OP_RELU;
+    bool inline_act = mps_pgemm_act_epi(&act, &e);
+    void *scratch = malloc(mps_pgemm_scratch(uk, mps_pool_threads(pool)));
+    mps_pgemm(pool, uk, m, n, k, &A, &B, d.c, n, &e, inline_act ? NULL : &act, scratch);
+
+    int64_t bad = -1, nan_rows_ok = 1;
+    double worst = 0;
+    for (int64_t i = 0; i < m * n; i++) {
+        double got = d.c[i], err = fabs(got - d.want[i]);
+        bool ok = isnan(d.want[i]) ? isnan(got) : err <= d.bound[i];
+        if (!ok && bad < 0)
+            bad = i;
+        worst = err / d.bound[i] > worst && !isnan(d.want[i]) ? err / d.bound[i] : worst;
+        if (nan && isnan(d.want[i]) != isnan(got))
+            nan_rows_ok = 0;
+    }
+    th_check(bad < 0 && nan_rows_ok, "[%s] %lldx%lldx%lld A %s, B %s, %s%s, %d thread%s: %s (worst %.2f of the bound)%s",
+             uk->name, (long long)m, (long long)n, (long long)k, a_packed ? "packed" : "per run",
+             b_packed ? "packed" : "per run", th_epi_names[epi], nan ? ", a NaN in A" : "", mps_pool_threads(pool),
+             mps_pool_threads(pool) > 1 ? "s" : "", bad < 0 ? "within" : "OUTSIDE", worst,
+             bad < 0 ? "" : " (first bad element below)");
+    if (bad >= 0)
+        printf("     element %lld (row %lld, column %lld): got %.9g, want %.9g, bound %.3g\n", (long long)bad,
+               (long long)(bad / n), (long long)(bad % n), d.c[bad], d.want[bad], d.bound[bad]);
+    free(scratch);
+    free(pa);
+    free(pb);
+    free(d.a), free(d.b), free(d.c), free(d.res), free(d.bias), free(d.want), free(d.bound);
+}
+
+int main(int argc, char **argv)
+{
+    const struct mps_ukernels *const *all;
+    int n_all = mps_isa_list(&all);
+    struct mps_pool *pools[3];
+    struct mps_error err = {{0}};
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each line as it is known: under an emulator this takes minutes */
+    for (int t = 0; t < 3; t++)
+        if (mps_pool_new(t + 1, &pools[t], &err)) {
+            th_fail("pool of %d threads: %s", t + 1, err.msg);
+            return th_summary();
+        }
+    for (int f = 0; f < n_all; f++) {
+        const struct mps_ukernels *uk = all[f];
+        if (argc > 1 && !strstr(uk->name, argv[1]))
+            continue;
+        if (!mps_isa_runs(uk)) {
+            th_skip("[%s] this CPU does not run these kernels (%s)", uk->name, uk->describe);
+            continue;
+        }
+        th_seed(uk->name);
+        for (size_t s = 0; s < sizeof th_shapes / sizeof th_shapes[0]; s++) {
+            int64_t m, n, k;
+            th_dims(&th_shapes[s], uk, &m, &n, &k);
+            for (int layout = 0; layout < 3; layout++) { /* A packed; B packed; both per run */
+                enum th_epi epi = (enum th_epi)((s + (size_t)layout) % TH_EPI_COUNT);
+                th_product(uk, pools[(s + (size_t)layout) % 3], m, n, k, layout == 0, layout == 1, epi, false);
+            }
+        }
+        /* every epilogue on one shape that crosses the tile's edges, and NaN through each */
+        for (int epi = 0; epi < TH_EPI_COUNT; epi++) {
+            th_product(uk, pools[1], 2 * uk->mr + 1, 2 * uk->nr + 3, uk->kc + 3, true, false, (enum th_epi)epi, false);
+            th_product(uk, pools[0], uk->mr + 1, uk->nr + 1, 17, false, true, (enum th_epi)epi, true);
+        }
+    }
+    for (int t = 0; t < 3; t++)
+        mps_pool_free(pools[t]);
+    return th_summary();
+}
