@@ -29,6 +29,8 @@ enum mps_precision { MPS_PRECISION_FP32, MPS_PRECISION_TF32, MPS_PRECISION_FP16 
 struct mps_compile_opts {
     int threads;                  /* CPU threads; 0: one per core */
     enum mps_precision precision; /* backends without it refuse to compile */
+    const char *cpu_kernels;      /* cpu: its kernel family by name (avx512, avx2, neon, c; src/tensor/cpu/isa.h);
+                                     NULL: MPSRUN_CPU_KERNELS, else the best this CPU runs */
 };
 
 struct mps_backend_info {

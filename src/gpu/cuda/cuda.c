@@ -87,7 +87,7 @@ static enum mps_status mps_cuda_pack(struct mps_cuda_state *s, struct mps_error 
     size_t total = 0, off = 0, most = 0;
     for (int k = 0; k < g->n_nodes; k++)
         if (mps_winograd_applies(g, &g->nodes[k])) {
-            size_t b = mps_winograd_pack(g, &g->nodes[k], NULL);
+            size_t b = mps_winograd_pack(g, &g->nodes[k], NULL, NULL);
             total += MPS_CUDA_ALIGN(b);
             most = b > most ? b : most;
         }
@@ -100,7 +100,7 @@ static enum mps_status mps_cuda_pack(struct mps_cuda_state *s, struct mps_error 
     for (int k = 0; k < g->n_nodes && e == cudaSuccess; k++) {
         if (!mps_winograd_applies(g, &g->nodes[k]))
             continue;
-        size_t b = mps_winograd_pack(g, &g->nodes[k], host);
+        size_t b = mps_winograd_pack(g, &g->nodes[k], NULL, host);
         s->packed[k] = (unsigned char *)s->packed_block + off;
         e = cudaMemcpy(s->packed[k], host, b, cudaMemcpyHostToDevice);
         off += MPS_CUDA_ALIGN(b);

@@ -1,11 +1,17 @@
-/* conv.c: Conv (1-D, 2-D and 3-D; groups, dilations, pads) as im2col + sgemm,
-   with a direct path for depthwise and no im2col for 1x1 stride-1
-   convolutions; ConvTranspose as sgemm + col2im. Every rank runs as 3-D:
-   missing leading spatial dims have size 1. */
+/* conv.c: Conv (1-D, 2-D and 3-D; groups, dilations, pads). With constant
+   weights (a trained layer), the weights are packed at compile and the
+   convolution runs on the micro-kernels (pgemm.h) as W [out channels x
+   in channels * taps] times the im2col matrix, whose blocks the packer builds
+   straight from the input, a cache-sized block at a time (no im2col in
+   memory); 3x3 stride-1 layers with enough channels run as Winograd
+   (winograd.c), depthwise ones directly. Run-time weights: im2col + sgemm.
+   ConvTranspose: sgemm + col2im. Every rank runs as 3-D: missing leading
+   spatial dims have size 1. */
 #include <string.h>
 
 #include "blas.h"
 #include "kernels.h"
+#include "pgemm.h"
 
 /* One convolution in 3-D terms, spatial axes (depth, height, width).
    ConvTranspose uses it the other way round: in is the col2im target's source. */
@@ -34,22 +40,78 @@ static bool mps_conv_is_pointwise(const struct mps_conv_geom *q)
     return true;
 }
 
+/* Images and groups whose products run as one job (pgemm.h's batch). */
+enum { MPS_CONV_BATCH = MPS_PGEMM_PREPACK_MAX };
+
+/* How a Conv node runs, decided from the graph at compile. */
+enum mps_conv_path {
+    MPS_CONV_DEPTHWISE, /* one input channel a group: direct */
+    MPS_CONV_WINOGRAD,  /* constant 3x3 stride-1 weights, enough channels and tiles (winograd.c) */
+    MPS_CONV_PACKED,    /* constant weights: packed, on the micro-kernels */
+    MPS_CONV_BLAS,      /* run-time weights: im2col and sgemm */
+};
+
+static enum mps_conv_path mps_conv_path_of(const struct mps_graph *g, const struct mps_node *n,
+                                           const struct mps_conv_geom *q)
+{
+    const struct mps_value *w = &g->values[n->in[1]];
+    /* one input channel a group: direct, unless the weights are constant and each
+       group has several outputs (a first layer on gray images: a GEMM of k = taps) */
+    if (q->c / q->g == 1 && !mps_conv_is_pointwise(q) && !(w->data && q->m / q->g > 1 && w->dtype == MPS_F32))
+        return MPS_CONV_DEPTHWISE;
+    if (!w->data || w->dtype != MPS_F32)
+        return MPS_CONV_BLAS;
+    return mps_winograd_applies(g, n) ? MPS_CONV_WINOGRAD : MPS_CONV_PACKED;
+}
+
 size_t mps_cpu_conv_scratch(const struct mps_graph *g, const struct mps_node *n)
 {
     const struct mps_shape *x = &g->values[n->in[0]].shape, *y = &g->values[n->out[0]].shape;
     struct mps_conv_geom q = mps_conv_geom_of(n, x, y);
     if (n->op == MPS_OP_CONV_TRANSPOSE)
         return (size_t)(q.m / q.g * q.taps * q.in_plane) * sizeof(float);
-    if (mps_conv_is_pointwise(&q) || q.c / q.g == 1)
-        return 0;
-    size_t im2col = (size_t)(q.c / q.g * q.taps * q.out_plane) * sizeof(float);
-    size_t winograd = mps_winograd_applies(g, n) ? mps_winograd_scratch(g, n) : 0;
-    return im2col > winograd ? im2col : winograd;
+    switch (mps_conv_path_of(g, n, &q)) {
+    case MPS_CONV_WINOGRAD: return mps_winograd_scratch(g, n);
+    case MPS_CONV_PACKED: {
+        int64_t count = q.n * q.g < MPS_CONV_BATCH ? q.n * q.g : MPS_CONV_BATCH;
+        return mps_pgemm_shared_bytes(count, q.m / q.g, q.out_plane, q.c / q.g * q.taps);
+    }
+    case MPS_CONV_BLAS: return mps_conv_is_pointwise(&q) ? 0 : (size_t)(q.c / q.g * q.taps * q.out_plane) * sizeof(float);
+    default: return 0;
+    }
 }
 
-size_t mps_cpu_conv_pack(const struct mps_graph *g, const struct mps_node *n, void *dst)
+/* What a packed convolution keeps: which path, then (64 bytes on) its data:
+   Winograd's transformed weights, or each group's W packed as A. */
+struct mps_conv_packed {
+    enum mps_conv_path path;
+};
+enum { MPS_CONV_HEADER = 64 };
+
+size_t mps_cpu_conv_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                         void *dst)
 {
-    return mps_winograd_applies(g, n) ? mps_winograd_pack(g, n, dst) : 0;
+    if (n->op != MPS_OP_CONV)
+        return 0;
+    struct mps_conv_geom q = mps_conv_geom_of(n, &g->values[n->in[0]].shape, &g->values[n->out[0]].shape);
+    enum mps_conv_path path = mps_conv_path_of(g, n, &q);
+    unsigned char *data = dst ? (unsigned char *)dst + MPS_CONV_HEADER : NULL;
+    size_t bytes;
+    if (path == MPS_CONV_WINOGRAD) {
+        bytes = mps_winograd_pack(g, n, uk, data);
+    } else if (path == MPS_CONV_PACKED) {
+        int64_t mg = q.m / q.g, kdim = q.c / q.g * q.taps;
+        size_t per = mps_pgemm_packed_bytes(uk, mg, kdim, true);
+        bytes = per * (size_t)q.g;
+        for (int64_t gi = 0; data && gi < q.g; gi++)
+            mps_pgemm_pack(uk, (const float *)g->values[n->in[1]].data + gi * mg * kdim, kdim, 1, mg, kdim, true,
+                           (float *)(data + per * (size_t)gi));
+    } else {
+        return 0;
+    }
+    if (dst)
+        *(struct mps_conv_packed *)dst = (struct mps_conv_packed){path};
+    return MPS_CONV_HEADER + bytes;
 }
 
 struct mps_conv_job {
@@ -236,6 +298,92 @@ static void mps_conv_epilogue_rows(void *ctx, int64_t begin, int64_t end)
     }
 }
 
+/* The im2col matrix of one image and group, as the B operand of W B. */
+struct mps_conv_im2col {
+    const struct mps_conv_geom *q;
+    const float *x; /* the group's first input channel of the image */
+};
+
+/* Packs output positions [i0, i0 + ni) (B's columns) and rows [k0, k0 + kc) of
+   the im2col matrix (row = input channel * taps + tap) into panels of w, from
+   the input: each panel row is made of runs of outputs along one output row,
+   each a run of zeros (padding), a copy (or a strided gather) and zeros. */
+static void mps_conv_pack_im2col(const void *ctx, int64_t i0, int64_t ni, int64_t k0, int64_t kc, int w, float *dst)
+{
+    const struct mps_conv_im2col *s = ctx;
+    const struct mps_conv_geom *q = s->q;
+    int64_t ow_n = q->w.out[2], oh_n = q->w.out[1], sw = q->w.s[2];
+    for (int64_t p0 = i0; p0 < i0 + ni; p0 += w, dst += kc * w)
+        for (int64_t kk = 0; kk < kc; kk++) {
+            int64_t r = k0 + kk, c = r / q->taps, t = r % q->taps;
+            int64_t tw = t % q->w.k[2], th = t / q->w.k[2] % q->w.k[1], td = t / (q->w.k[1] * q->w.k[2]);
+            int64_t lo, hi;
+            mps_conv_valid(&q->w, 2, tw, &lo, &hi);
+            const float *xc = s->x + c * q->in_plane;
+            float *d = dst + kk * w;
+            for (int64_t j = 0; j < w;) {
+                int64_t p = p0 + j;
+                if (p >= q->out_plane) {
+                    memset(d + j, 0, sizeof(float) * (size_t)(w - j));
+                    break;
+                }
+                int64_t ow = p % ow_n, row = p / ow_n, oh = row % oh_n, od = row / oh_n;
+                int64_t len = w - j < ow_n - ow ? w - j : ow_n - ow;
+                len = len < q->out_plane - p ? len : q->out_plane - p;
+                int64_t id = mps_conv_src(q, 0, od, td), ih = id < 0 ? -1 : mps_conv_src(q, 1, oh, th);
+                /* outputs [a, b) of this run read inside the input row */
+                int64_t a = ih < 0 ? ow + len : lo > ow ? (lo < ow + len ? lo : ow + len) : ow;
+                int64_t b = ih < 0 ? ow + len : hi < ow + len ? (hi > a ? hi : a) : ow + len;
+                memset(d + j, 0, sizeof(float) * (size_t)(a - ow));
+                if (b > a) {
+                    const float *xr = xc + (id * q->w.in[1] + ih) * q->w.in[2] - q->w.pb[2] + tw * q->w.d[2];
+                    if (sw == 1)
+                        memcpy(d + j + (a - ow), xr + a, sizeof(float) * (size_t)(b - a));
+                    else
+                        for (int64_t o = a; o < b; o++)
+                            d[j + (o - ow)] = xr[o * sw];
+                }
+                memset(d + j + (b - ow), 0, sizeof(float) * (size_t)(ow + len - b));
+                j += len;
+            }
+        }
+}
+
+/* A convolution whose weights were packed at compile: for each image and
+   group, Y = act(W B + bias) on the micro-kernels, B the im2col matrix built
+   by mps_conv_pack_im2col (or, for a 1x1 stride-1 layer, the input itself);
+   the products of up to MPS_CONV_BATCH images and groups in one job. */
+
+static void mps_conv_packed_run(const struct mps_cpu_args *a, const struct mps_conv_geom *q)
+{
+    const struct mps_tensor *x = &a->in[0], *b = &a->in[2];
+    const struct mps_fused_act *act = &a->node->p.conv.act;
+    int64_t cg = q->c / q->g, mg = q->m / q->g, kdim = cg * q->taps, total = q->n * q->g;
+    size_t per = mps_pgemm_packed_bytes(a->uk, mg, kdim, true);
+    struct mps_tile_epi e = mps_tile_epi_none();
+    bool inline_act = mps_pgemm_act_epi(act, &e);
+    struct mps_conv_im2col im[MPS_CONV_BATCH];
+    struct mps_pgemm_strided rows[MPS_CONV_BATCH];
+    struct mps_pgemm_item items[MPS_CONV_BATCH];
+    for (int64_t first = 0; first < total; first += MPS_CONV_BATCH) {
+        int64_t count = total - first < MPS_CONV_BATCH ? total - first : MPS_CONV_BATCH;
+        for (int64_t i = 0; i < count; i++) {
+            int64_t bi = (first + i) / q->g, gi = (first + i) % q->g;
+            const float *xg = (const float *)x->data + (bi * q->c + gi * cg) * q->in_plane;
+            im[i] = (struct mps_conv_im2col){q, xg};
+            rows[i] = (struct mps_pgemm_strided){xg, 1, q->in_plane, q->out_plane};
+            items[i] = (struct mps_pgemm_item){
+                .a = {.packed = (const float *)((const unsigned char *)a->packed + MPS_CONV_HEADER + per * (size_t)gi)},
+                .b = mps_conv_is_pointwise(q) ? (struct mps_pgemm_operand){.pack = mps_pgemm_pack_strided, .ctx = &rows[i]}
+                                              : (struct mps_pgemm_operand){.pack = mps_conv_pack_im2col, .ctx = &im[i]},
+                .c = (float *)a->out[0].data + (bi * q->m + gi * mg) * q->out_plane,
+                .bias = b->data ? (const float *)b->data + gi * mg : NULL};
+        }
+        mps_pgemm_batch(a->pool, a->uk, count, items, mg, q->out_plane, kdim, q->out_plane, &e,
+                        inline_act ? NULL : act, a->gemm_scratch, a->scratch);
+    }
+}
+
 enum mps_status mps_cpu_conv(const struct mps_cpu_args *a, struct mps_error *err)
 {
     const struct mps_tensor *x = &a->in[0], *w = &a->in[1], *b = &a->in[2];
@@ -244,11 +392,14 @@ enum mps_status mps_cpu_conv(const struct mps_cpu_args *a, struct mps_error *err
     struct mps_conv_job jb = {.q = &q, .x = x->data, .w = w->data, .bias = b->data, .y = y->data,
                               .act = &a->node->p.conv.act};
     (void)err;
-    if (a->packed) { /* packed at compile: mps_winograd_applies */
-        mps_winograd_conv(a); /* bias and activation included */
+    if (a->packed) {
+        if (((const struct mps_conv_packed *)a->packed)->path == MPS_CONV_WINOGRAD)
+            mps_winograd_conv(a, (const unsigned char *)a->packed + MPS_CONV_HEADER); /* bias, activation included */
+        else
+            mps_conv_packed_run(a, &q);
         return MPS_OK;
     }
-    if (q.c / q.g == 1 && !mps_conv_is_pointwise(&q)) {
+    if (q.c / q.g == 1 && !mps_conv_is_pointwise(&q)) { /* MPS_CONV_DEPTHWISE */
         mps_pool_for(a->pool, q.n * q.m, q.out_plane * q.taps, mps_conv_depthwise_planes, &jb);
         return MPS_OK;
     }

@@ -1,7 +1,13 @@
 /* gemm.c: MatMul (batched, numpy broadcasting of the batch dims; f32, or f16
-   widened to f32) and Gemm, both through cblas_sgemm. */
+   widened to f32) and Gemm. A product with constant weights (a Linear layer,
+   MatMul by a weight) runs on the backend's micro-kernels, its weights packed
+   once at compile (pgemm.h); a product of two run-time tensors, and f16, go
+   through cblas_sgemm. */
+#include <string.h>
+
 #include "blas.h"
 #include "kernels.h"
+#include "pgemm.h"
 
 static int mps_cpu_ld(int64_t v)
 {
@@ -81,6 +87,96 @@ static void mps_cpu_sgemm(struct mps_pool *pool, bool ta, bool tb, int64_t m, in
     mps_cpu_sgemm_ld(pool, ta, tb, m, n, k, alpha, a, ta ? m : k, b, tb ? k : n, beta, c, n);
 }
 
+/* What a product with constant weights keeps from compile: B packed for the
+   micro-kernels (alpha folded in), and Gemm's beta * C as a bias per column. */
+struct mps_gemm_packed {
+    int64_t k;
+    bool has_bias;
+};
+enum { MPS_GEMM_HEADER = 64 }; /* bytes before the packed B, which stays 64-byte aligned */
+
+static const float *mps_gemm_packed_b(const struct mps_gemm_packed *p)
+{
+    return (const float *)((const unsigned char *)p + MPS_GEMM_HEADER);
+}
+
+/* The bias of a packed product: n floats after its packed B. */
+static const float *mps_gemm_packed_bias(const struct mps_ukernels *uk, const struct mps_gemm_packed *h, int64_t n)
+{
+    return h->has_bias ? mps_gemm_packed_b(h) + mps_pgemm_packed_bytes(uk, n, h->k, false) / sizeof(float) : NULL;
+}
+
+/* Packs B (element (kk, j) at b[kk * bk + j * bn], k x n) times alpha behind a
+   header, with room for a bias of n floats after it when has_bias (the caller
+   writes it); returns the bytes. */
+static size_t mps_gemm_pack_b(const struct mps_ukernels *uk, const float *b, int64_t bk, int64_t bn, int64_t k,
+                              int64_t n, float alpha, bool has_bias, void *dst)
+{
+    size_t packed = mps_pgemm_packed_bytes(uk, n, k, false);
+    size_t bytes = MPS_GEMM_HEADER + packed + (has_bias ? sizeof(float) * (size_t)n : 0);
+    if (!dst)
+        return bytes;
+    struct mps_gemm_packed *h = dst;
+    *h = (struct mps_gemm_packed){.k = k, .has_bias = has_bias};
+    float *pb = (float *)((unsigned char *)dst + MPS_GEMM_HEADER);
+    mps_pgemm_pack(uk, b, bn, bk, n, k, false, pb);
+    if (alpha != 1.0f)
+        for (size_t i = 0; i < packed / sizeof(float); i++)
+            pb[i] *= alpha;
+    return bytes;
+}
+
+/* C = A B on the micro-kernels: A (m x k, element (i, kk) at a[i * ai + kk * ak])
+   at run time, B packed at compile. */
+static void mps_gemm_packed_run(const struct mps_cpu_args *args, const float *a, int64_t ai, int64_t ak, int64_t m,
+                                int64_t n, float *c, const struct mps_fused_act *act)
+{
+    const struct mps_gemm_packed *h = args->packed;
+    struct mps_pgemm_strided as = {a, ai, ak, m};
+    struct mps_pgemm_operand A = {.pack = mps_pgemm_pack_strided, .ctx = &as}, B = {.packed = mps_gemm_packed_b(h)};
+    struct mps_tile_epi e = mps_tile_epi_none();
+    e.bias = mps_gemm_packed_bias(args->uk, h, n);
+    e.bias_cols = true;
+    bool inline_act = mps_pgemm_act_epi(act, &e);
+    mps_pgemm(args->pool, args->uk, m, n, h->k, &A, &B, c, n, &e, inline_act ? NULL : act, args->gemm_scratch);
+}
+
+size_t mps_cpu_matmul_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                           void *dst)
+{
+    const struct mps_value *a = &g->values[n->in[0]], *b = &g->values[n->in[1]];
+    if (!b->data || b->shape.ndim != 2 || a->dtype != MPS_F32 || b->dtype != MPS_F32)
+        return 0; /* products of two run-time tensors, batched weights and f16 stay with the BLAS */
+    int64_t k = b->shape.dim[0], cols = b->shape.dim[1];
+    return mps_gemm_pack_b(uk, b->data, cols, 1, k, cols, 1.0f, false, dst);
+}
+
+size_t mps_cpu_gemm_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                         void *dst)
+{
+    const struct mps_gemm_params *p = &n->p.gemm;
+    const struct mps_value *a = &g->values[n->in[0]], *b = &g->values[n->in[1]], *y = &g->values[n->out[0]];
+    const struct mps_value *c = n->n_in > 2 && n->in[2] >= 0 ? &g->values[n->in[2]] : NULL;
+    if (!b->data || a->dtype != MPS_F32 || b->dtype != MPS_F32 || y->shape.ndim != 2)
+        return 0;
+    int64_t m = y->shape.dim[0], cols = y->shape.dim[1], k = b->shape.dim[p->trans_b ? 1 : 0];
+    bool has_bias = c && p->beta != 0.0f;
+    /* a constant C that is the same for every row becomes a bias per column */
+    if (has_bias && (!c->data || c->dtype != MPS_F32 || (c->shape.ndim == 2 && c->shape.dim[0] != 1 && m != 1)))
+        return 0;
+    /* B[kk][j] is b[j][kk] with trans_b (a Linear layer's [out, in] weights), else b[kk][j] */
+    size_t bytes = mps_gemm_pack_b(uk, b->data, p->trans_b ? 1 : cols, p->trans_b ? k : 1, k, cols, p->alpha,
+                                   has_bias, dst);
+    if (dst && has_bias) {
+        int64_t st[MPS_MAX_DIMS];
+        mps_shape_broadcast_strides(&c->shape, &y->shape, st);
+        float *bias = (float *)mps_gemm_packed_bias(uk, dst, cols);
+        for (int64_t j = 0; j < cols; j++)
+            bias[j] = p->beta * ((const float *)c->data)[j * st[1]];
+    }
+    return bytes;
+}
+
 size_t mps_cpu_matmul_scratch(const struct mps_graph *g, const struct mps_node *n)
 {
     if (g->values[n->out[0]].dtype != MPS_F16)
@@ -111,7 +207,9 @@ enum mps_status mps_cpu_matmul(const struct mps_cpu_args *a, struct mps_error *e
         mps_cpu_widen(a->in[1].data, wb, nb);
         pa = wa, pb = wb, pc = wb + nb;
     }
-    if (q.fold) { /* B is one matrix: A's batch folds into its rows, one call */
+    if (a->packed) { /* B constant, packed at compile: A's batch folds into its rows */
+        mps_gemm_packed_run(a, pa, q.k, 1, q.m * q.batches, q.n, pc, NULL);
+    } else if (q.fold) { /* B is one matrix: A's batch folds into its rows, one call */
         mps_cpu_sgemm(a->pool, false, false, q.m * q.batches, q.n, q.k, 1.0f, pa, pb, 0.0f, pc);
     } else {
         for (int64_t i = 0; i < q.batches; i++) {
@@ -135,6 +233,10 @@ enum mps_status mps_cpu_gemm(const struct mps_cpu_args *a, struct mps_error *err
     int64_t m = out->shape.dim[0], n = out->shape.dim[1];
     int64_t k = ta->shape.dim[p->trans_a ? 0 : 1];
     float *y = out->data;
+    if (a->packed) { /* weights, alpha and beta * C packed at compile; the activation in the store */
+        mps_gemm_packed_run(a, ta->data, p->trans_a ? 1 : k, p->trans_a ? m : 1, m, n, y, &p->act);
+        return MPS_OK;
+    }
     float beta = 0.0f;
     if (tc->data && p->beta != 0.0f) {
         /* Y = beta * C broadcast, then accumulate the product into it */

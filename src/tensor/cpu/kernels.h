@@ -13,6 +13,7 @@
 
 #include "../graph.h"
 #include "pool.h"
+#include "ukernels.h"
 
 struct mps_cpu_args {
     const struct mps_node *node;
@@ -22,14 +23,17 @@ struct mps_cpu_args {
     void *scratch;
     const void *packed; /* what the op's pack function prepared at compile; NULL when none
                            (and always when a node is evaluated alone, by constant folding) */
+    const struct mps_ukernels *uk; /* the plan's kernel family (isa.h); NULL with packed */
+    void *gemm_scratch;            /* mps_pgemm_scratch bytes for the pool's threads, with packed */
 };
 
 typedef enum mps_status (*mps_cpu_kernel)(const struct mps_cpu_args *a, struct mps_error *err);
 /* Scratch bytes a node needs, from its inferred graph. */
 typedef size_t (*mps_cpu_scratch)(const struct mps_graph *g, const struct mps_node *n);
-/* Bytes of the data a node prepares once at compile (weights packed for its
-   kernel), 0 for none; writes them to dst when dst is not NULL. */
-typedef size_t (*mps_cpu_pack)(const struct mps_graph *g, const struct mps_node *n, void *dst);
+/* Bytes of the data a node prepares once at compile (weights packed for the
+   micro-kernels of uk), 0 for none; writes them to dst when dst is not NULL. */
+typedef size_t (*mps_cpu_pack)(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                               void *dst);
 
 /* gemm.c */
 /* C = alpha op(A) op(B) + beta C through cblas_sgemm (row-major, leading
@@ -41,17 +45,24 @@ void mps_cpu_sgemm_ld(struct mps_pool *pool, bool ta, bool tb, int64_t m, int64_
 enum mps_status mps_cpu_matmul(const struct mps_cpu_args *a, struct mps_error *err);
 size_t mps_cpu_matmul_scratch(const struct mps_graph *g, const struct mps_node *n);
 enum mps_status mps_cpu_gemm(const struct mps_cpu_args *a, struct mps_error *err);
+/* Gemm and MatMul with constant weights: B packed for uk's micro-kernels (pgemm.h) */
+size_t mps_cpu_gemm_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                         void *dst);
+size_t mps_cpu_matmul_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                           void *dst);
 /* conv.c */
 enum mps_status mps_cpu_conv(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_conv_transpose(const struct mps_cpu_args *a, struct mps_error *err);
 size_t mps_cpu_conv_scratch(const struct mps_graph *g, const struct mps_node *n);
-size_t mps_cpu_conv_pack(const struct mps_graph *g, const struct mps_node *n, void *dst);
+size_t mps_cpu_conv_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                         void *dst);
 /* winograd.c: 3x3 stride-1 Conv as F(2x2, 3x3), weights transformed at compile */
 bool mps_winograd_applies(const struct mps_graph *g, const struct mps_node *n);
 size_t mps_winograd_scratch(const struct mps_graph *g, const struct mps_node *n);
-size_t mps_winograd_pack(const struct mps_graph *g, const struct mps_node *n, void *dst);
-/* Runs the convolution of a (a->packed from mps_winograd_pack), bias and fused activation included. */
-void mps_winograd_conv(const struct mps_cpu_args *a);
+size_t mps_winograd_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                         void *dst);
+/* Runs the convolution of a (u: what mps_winograd_pack wrote), bias and fused activation included. */
+void mps_winograd_conv(const struct mps_cpu_args *a, const void *u);
 /* pooling.c */
 enum mps_status mps_cpu_pool(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_global_pool(const struct mps_cpu_args *a, struct mps_error *err);

@@ -74,8 +74,18 @@ static void mps_unary_apply(struct mps_pool *pool, enum mps_op op, const struct 
 
 void mps_cpu_act_inplace(const struct mps_fused_act *act, float *y, int64_t n)
 {
-    if (act->on)
-        mps_unary_chunk(&(struct mps_unary_job){act->op, &act->p, y, y}, 0, n);
+    if (!act->on)
+        return;
+    if (act->op == MPS_OP_RELU || act->op == MPS_OP_CLIP) { /* branch-free: the compiler vectorizes it */
+        float lo = act->op == MPS_OP_RELU ? 0.0f : act->p.alpha, hi = act->op == MPS_OP_RELU ? INFINITY : act->p.beta;
+        for (int64_t i = 0; i < n; i++) {
+            float v = y[i];
+            v = v < lo ? lo : v; /* NaN stays NaN: both comparisons are false */
+            y[i] = v > hi ? hi : v;
+        }
+        return;
+    }
+    mps_unary_chunk(&(struct mps_unary_job){act->op, &act->p, y, y}, 0, n);
 }
 
 enum mps_status mps_cpu_unary(const struct mps_cpu_args *a, struct mps_error *err)

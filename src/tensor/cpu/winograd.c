@@ -5,12 +5,13 @@
    16 positions of the 4x4 transform each become one GEMM over channels
    (M[k] = U[k] V[k]: [out channels x in channels] x [in channels x tiles]),
    and A^T M A gives the 2x2 outputs: 16 multiplies per 4 outputs instead of
-   36, the products through sgemm. Used when the weights are constant and
-   there are enough channels for the GEMMs to pay (mps_winograd_applies). */
+   36, the products on the micro-kernels (each U[k] packed at compile as A).
+   Used when the weights are constant and there are enough channels for the
+   GEMMs to pay (mps_winograd_applies). */
 #include <string.h>
 
-#include "blas.h"
 #include "kernels.h"
+#include "pgemm.h"
 
 /* Geometry of one Winograd convolution: images n, channels c -> m, input
    h x w, output oh x ow in th x tw tiles of 2x2, begin pads pt, pl. */
@@ -60,21 +61,30 @@ bool mps_winograd_applies(const struct mps_graph *g, const struct mps_node *n)
     return p->group == 1 && ws->dim[0] >= 16 && ws->dim[1] >= 16 && tiles >= 32 && ys->dim[3] + 4 <= MPS_WINOGRAD_ROW;
 }
 
+/* V (16 x channels x tiles, the tiles rounded up to the widest panel of any
+   kernel family, 32) then the products (16 x out channels x tiles). */
 size_t mps_winograd_scratch(const struct mps_graph *g, const struct mps_node *n)
 {
     struct mps_winograd q = mps_winograd_of(&g->values[n->in[0]].shape, &g->values[n->out[0]].shape, n);
-    return (size_t)(16 * (q.c + q.m) * q.tiles * q.group) * sizeof(float);
+    int64_t span = q.tiles * q.group;
+    return (size_t)(16 * (q.c * ((span + 31) / 32 * 32) + q.m * span)) * sizeof(float);
 }
 
-/* U[k][m][c] = (G g G^T)[k] for each 3x3 kernel g = W[m][c]. */
-size_t mps_winograd_pack(const struct mps_graph *g, const struct mps_node *n, void *dst)
+/* U[k] = (G g G^T)[k] for each 3x3 kernel g = W[m][c], as 16 [m x c]
+   matrices, each packed as the A operand of uk's micro-kernels; uk NULL:
+   plain, U[k][m][c] (the CUDA backend's layout: packed with 1-row panels). */
+size_t mps_winograd_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                         void *dst)
 {
     struct mps_winograd q = mps_winograd_of(&g->values[n->in[0]].shape, &g->values[n->out[0]].shape, n);
-    size_t bytes = (size_t)(16 * q.m * q.c) * sizeof(float);
+    size_t per = uk ? mps_pgemm_packed_bytes(uk, q.m, q.c, true) : sizeof(float) * (size_t)(q.m * q.c);
+    size_t bytes = 16 * per;
     if (!dst)
         return bytes;
+    memset(dst, 0, bytes); /* the panels' padding rows */
     const float *wt = g->values[n->in[1]].data;
     float *u = dst;
+    int64_t mr = uk ? uk->mr : 1, stride = (int64_t)(per / sizeof(float));
     for (int64_t m = 0; m < q.m; m++)
         for (int64_t c = 0; c < q.c; c++) {
             const float *k = wt + (m * q.c + c) * 9;
@@ -91,8 +101,9 @@ size_t mps_winograd_pack(const struct mps_graph *g, const struct mps_node *n, vo
                 out[i][2] = 0.5f * (gg[i][0] - gg[i][1] + gg[i][2]);
                 out[i][3] = gg[i][2];
             }
+            /* element (m, c) of matrix i: panel m / mr, offset c * mr + m % mr */
             for (int i = 0; i < 16; i++)
-                u[(i * q.m + m) * q.c + c] = out[i / 4][i % 4];
+                u[i * stride + m / mr * mr * q.c + c * mr + m % mr] = out[i / 4][i % 4];
         }
     return bytes;
 }
@@ -101,49 +112,74 @@ struct mps_winograd_job {
     const struct mps_winograd *q;
     const float *x, *bias;
     float *v, *prod, *y;
-    int64_t span; /* tiles of the images in one GEMM: the row length of v and prod */
+    int64_t span;    /* tiles of the images in one GEMM: B's columns, the row length of prod */
+    int64_t nr;      /* the micro-kernels' panel width: v is written packed as their B */
+    int64_t vstride; /* floats of one V[k]: span rounded up to nr, times the channels */
     const struct mps_fused_act *act;
 };
 
-/* V[k][c][image, tile] = (B^T d B)[k] for each 4x4 input tile d of items
-   [begin, end) (image * channels + channel of the group), a row of tiles at
-   a time: B^T along the rows over the whole padded width, then B along the
-   columns for every tile, loops over tiles that the compiler vectorizes. */
+/* Copies n floats of src to the packed V, tiles j0 .. j0 + n of one channel:
+   runs of up to nr, one panel (panel floats apart) each. */
+static void mps_winograd_put(float *v, int64_t j0, int64_t n, int64_t nr, int64_t panel, const float *src)
+{
+    for (int64_t done = 0; done < n;) {
+        int64_t j = j0 + done, off = j % nr, len = nr - off < n - done ? nr - off : n - done;
+        memcpy(v + j / nr * panel + off, src + done, sizeof(float) * (size_t)len);
+        done += len;
+    }
+}
+
+/* V[k] = (B^T d B)[k] for each 4x4 input tile d of items [begin, end) (image *
+   channels + channel of the group), a row of tiles at a time: B^T down the
+   four padded rows the tiles read, each result split into its even and odd
+   columns, then B across them, the 16 values of every tile as 16 runs (loops
+   over the tiles that the compiler vectorizes). Each V[k] is written as the
+   packed B of the micro-kernels (channel kk of tile j at panel j / nr, offset
+   kk * nr + j % nr); the last image's items zero their channel's padding. */
 static void mps_winograd_input(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_winograd_job *jb = ctx;
     const struct mps_winograd *q = jb->q;
-    int64_t stride = q->c * jb->span, wp = 2 * q->tw + 2; /* padded width the tiles read */
-    float in[4][MPS_WINOGRAD_ROW], t[4][MPS_WINOGRAD_ROW];
+    int64_t nr = jb->nr, panel = q->c * nr, wp = 2 * q->tw + 2; /* padded width the tiles read */
+    int64_t half = q->tw + 1;                                    /* even (and odd) columns of a padded row */
+    float in[4][MPS_WINOGRAD_ROW], ev[4][MPS_WINOGRAD_ROW / 2 + 1], od[4][MPS_WINOGRAD_ROW / 2 + 1];
+    float out[16][MPS_WINOGRAD_ROW / 2];
+    int64_t inside = q->w < wp - q->pl ? q->w : wp - q->pl; /* the input columns the tiles read */
     for (int64_t item = begin; item < end; item++) {
         int64_t b = item / q->c, c = item % q->c;
         const float *xc = jb->x + item * q->h * q->w;
+        float *vc = jb->v + c * nr;
         for (int64_t ty = 0; ty < q->th; ty++) {
             for (int i = 0; i < 4; i++) {
                 int64_t r = 2 * ty - q->pt + i;
-                for (int64_t j = 0; j < wp; j++) {
-                    int64_t col = j - q->pl;
-                    in[i][j] = r >= 0 && r < q->h && col >= 0 && col < q->w ? xc[r * q->w + col] : 0.0f;
+                if (r < 0 || r >= q->h) {
+                    memset(in[i], 0, sizeof(float) * (size_t)wp);
+                    continue;
                 }
+                memset(in[i], 0, sizeof(float) * (size_t)q->pl);
+                memcpy(in[i] + q->pl, xc + r * q->w, sizeof(float) * (size_t)inside);
+                memset(in[i] + q->pl + inside, 0, sizeof(float) * (size_t)(wp - q->pl - inside));
             }
-            for (int64_t j = 0; j < wp; j++) {
-                t[0][j] = in[0][j] - in[2][j];
-                t[1][j] = in[1][j] + in[2][j];
-                t[2][j] = in[2][j] - in[1][j];
-                t[3][j] = in[1][j] - in[3][j];
+            for (int64_t j = 0; j < half; j++) {
+                float e0 = in[0][2 * j], e1 = in[1][2 * j], e2 = in[2][2 * j], e3 = in[3][2 * j];
+                float o0 = in[0][2 * j + 1], o1 = in[1][2 * j + 1], o2 = in[2][2 * j + 1], o3 = in[3][2 * j + 1];
+                ev[0][j] = e0 - e2, ev[1][j] = e1 + e2, ev[2][j] = e2 - e1, ev[3][j] = e1 - e3;
+                od[0][j] = o0 - o2, od[1][j] = o1 + o2, od[2][j] = o2 - o1, od[3][j] = o1 - o3;
             }
-            float *at = jb->v + c * jb->span + b * q->tiles + ty * q->tw;
-            for (int i = 0; i < 4; i++) {
-                const float *ti = t[i];
-                float *v0 = at + (4 * i) * stride, *v1 = v0 + stride, *v2 = v1 + stride, *v3 = v2 + stride;
+            for (int i = 0; i < 4; i++)
                 for (int64_t tx = 0; tx < q->tw; tx++) {
-                    v0[tx] = ti[2 * tx] - ti[2 * tx + 2];
-                    v1[tx] = ti[2 * tx + 1] + ti[2 * tx + 2];
-                    v2[tx] = ti[2 * tx + 2] - ti[2 * tx + 1];
-                    v3[tx] = ti[2 * tx + 1] - ti[2 * tx + 3];
+                    out[4 * i][tx] = ev[i][tx] - ev[i][tx + 1];
+                    out[4 * i + 1][tx] = od[i][tx] + ev[i][tx + 1];
+                    out[4 * i + 2][tx] = ev[i][tx + 1] - od[i][tx];
+                    out[4 * i + 3][tx] = od[i][tx] - od[i][tx + 1];
                 }
-            }
+            for (int k = 0; k < 16; k++)
+                mps_winograd_put(vc + k * jb->vstride, b * q->tiles + ty * q->tw, q->tw, nr, panel, out[k]);
         }
+        if (b == jb->span / q->tiles - 1 && jb->span % nr) /* the last panel's columns past the tiles */
+            for (int k = 0; k < 16; k++)
+                memset(vc + k * jb->vstride + jb->span / nr * panel + jb->span % nr, 0,
+                       sizeof(float) * (size_t)(nr - jb->span % nr));
     }
 }
 
@@ -181,24 +217,33 @@ static void mps_winograd_output(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-void mps_winograd_conv(const struct mps_cpu_args *a)
+void mps_winograd_conv(const struct mps_cpu_args *a, const void *packed)
 {
     struct mps_winograd q = mps_winograd_of(&a->in[0].shape, &a->out[0].shape, a->node);
-    const float *u = a->packed;
+    const float *u = packed;
+    size_t per = mps_pgemm_packed_bytes(a->uk, q.m, q.c, true) / sizeof(float);
+    int64_t nr = a->uk->nr;
     for (int64_t b = 0; b < q.n; b += q.group) {
         int64_t nb = q.n - b < q.group ? q.n - b : q.group, span = nb * q.tiles;
+        int64_t vstride = (span + nr - 1) / nr * nr * q.c;
         struct mps_winograd_job jb = {.q = &q,
                                       .x = (const float *)a->in[0].data + b * q.c * q.h * q.w,
                                       .bias = a->in[2].data,
                                       .v = a->scratch,
-                                      .prod = (float *)a->scratch + 16 * q.c * span,
+                                      .prod = (float *)a->scratch + 16 * vstride,
                                       .y = (float *)a->out[0].data + b * q.m * q.oh * q.ow,
                                       .span = span,
+                                      .nr = nr,
+                                      .vstride = vstride,
                                       .act = &a->node->p.conv.act};
         mps_pool_for(a->pool, nb * q.c, 16 * q.tiles * 4, mps_winograd_input, &jb);
+        /* M[k] = U[k] V[k], the 16 products in one job, both operands packed */
+        struct mps_pgemm_item items[16];
         for (int k = 0; k < 16; k++)
-            mps_cpu_sgemm_ld(a->pool, false, false, q.m, span, q.c, 1.0f, u + k * q.m * q.c, q.c,
-                             jb.v + k * q.c * span, span, 0.0f, jb.prod + k * q.m * span, span);
+            items[k] = (struct mps_pgemm_item){.a = {.packed = u + k * per},
+                                               .b = {.packed = jb.v + k * vstride},
+                                               .c = jb.prod + k * q.m * span};
+        mps_pgemm_batch(a->pool, a->uk, 16, items, q.m, span, q.c, span, NULL, NULL, a->gemm_scratch, NULL);
         mps_pool_for(a->pool, nb * q.m, 16 * q.tiles * 2, mps_winograd_output, &jb);
     }
 }
