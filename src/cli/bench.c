@@ -78,13 +78,24 @@ static enum mps_status mps_bench_backends(const char *list, const struct mps_bac
     const struct mps_backend *const *all = mps_backend_list(&n_all);
     *n = 0;
     if (!strcmp(list, "all")) {
+        /* none available is an error, with each one's reason (the cpu backend's
+           can be a bad MPSRUN_CPU_KERNELS): not an empty table and exit 0 */
+        char reasons[sizeof err->msg - 64] = "";
+        enum mps_status worst = MPS_OK;
         for (int i = 0; i < n_all; i++) {
             struct mps_backend_info info;
             struct mps_error why = {{0}};
-            if (all[i]->probe(&info, &why) == MPS_OK)
+            enum mps_status st = all[i]->probe(&info, &why);
+            if (st == MPS_OK) {
                 out[(*n)++] = all[i];
+                continue;
+            }
+            worst = worst == MPS_ERR_USAGE || st == MPS_ERR_USAGE ? MPS_ERR_USAGE : MPS_ERR_RUNTIME;
+            size_t used = strlen(reasons);
+            snprintf(reasons + used, sizeof reasons - used, "%s%s: %.*s", used ? "; " : "", all[i]->name,
+                     (int)(sizeof reasons / 2), why.msg);
         }
-        return MPS_OK;
+        return *n ? MPS_OK : mps_fail(err, worst, "no backend is available (%s)", reasons);
     }
     count = mps_bench_split(list, buf, sizeof buf, items, 8);
     for (int i = 0; i < count; i++) {
@@ -92,10 +103,12 @@ static enum mps_status mps_bench_backends(const char *list, const struct mps_bac
         struct mps_backend_info info;
         if (!be)
             return mps_fail(err, MPS_ERR_USAGE, "backend '%s' is not compiled into this mpsrun", items[i]);
-        if (be->probe(&info, err) != MPS_OK) {
+        enum mps_status st = be->probe(&info, err);
+        if (st != MPS_OK) { /* a usage error stays one (a bad MPSRUN_CPU_KERNELS); else the machine lacks it */
             char why[sizeof err->msg];
             memcpy(why, err->msg, sizeof why);
-            return mps_fail(err, MPS_ERR_RUNTIME, "backend '%s' is not available: %s", items[i], why);
+            return mps_fail(err, st == MPS_ERR_USAGE ? st : MPS_ERR_RUNTIME, "backend '%s' is not available: %s",
+                            items[i], why);
         }
         out[(*n)++] = be;
     }

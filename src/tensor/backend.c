@@ -60,8 +60,10 @@ enum mps_status mps_backend_choose(const struct mps_graph *g, const char *name, 
         if (!b)
             return mps_fail(err, MPS_ERR_USAGE, "backend '%s' is not compiled into this mpsrun (see mpsrun info)",
                             name);
-        if (b->probe(&info, &probe_err) != MPS_OK)
-            return mps_fail(err, MPS_ERR_RUNTIME, "backend '%s' is not available: %s", name, probe_err.msg);
+        enum mps_status st = b->probe(&info, &probe_err);
+        if (st != MPS_OK) /* a usage error stays one (a bad MPSRUN_CPU_KERNELS); else the machine lacks it */
+            return mps_fail(err, st == MPS_ERR_USAGE ? st : MPS_ERR_RUNTIME, "backend '%s' is not available: %s", name,
+                            probe_err.msg);
         int bad = mps_backend_unsupported(b, g, list, sizeof list);
         if (bad)
             return mps_fail(err, MPS_ERR_MODEL, "backend '%s' cannot run %d node%s: %s", name, bad,

@@ -6,7 +6,7 @@
 set -u
 mpsrun=${1:?usage: test_cli.sh path/to/mpsrun SRC}
 src=${2:?usage: test_cli.sh path/to/mpsrun SRC}
-passed=0 failed=0
+passed=0 failed=0 skipped=0
 out=$(mktemp) err=$(mktemp) tmp=$(mktemp -d)
 trap 'rm -rf "$out" "$err" "$tmp"' EXIT
 
@@ -50,6 +50,20 @@ expect "info" 0 info
 check "info lists the cpu backend as available" grep -Eq '^  cpu +available' "$out"
 check "info names the BLAS" grep -q 'BLAS' "$out"
 check "info reports cuda and mps by name" grep -q 'cuda' "$out"
+check "info names the CPU kernel family" grep -Eq 'kernels (avx512|avx2|neon|c) \(' "$out"
+MPSRUN_CPU_KERNELS=c expect "MPSRUN_CPU_KERNELS=c info" 0 info
+check "MPSRUN_CPU_KERNELS=c: info names the portable C kernels" grep -q 'kernels c (portable C' "$out"
+MPSRUN_CPU_KERNELS=mmx expect "MPSRUN_CPU_KERNELS=mmx infer is a usage error" 2 infer "$src/models/mnist_cnn.onnx" \
+  "$src/models/samples/mnist/4_four_1.png" --backend cpu
+check "MPSRUN_CPU_KERNELS=mmx: the message names the variable and the families" \
+  grep -q "MPSRUN_CPU_KERNELS=mmx: unknown CPU kernel family 'mmx' (avx512, avx2, neon or c)" "$err"
+if "$mpsrun" info | grep -Eq '^  (cuda|mps) +available'; then
+  echo "skip MPSRUN_CPU_KERNELS=mmx bench matmul: a GPU backend is available, so bench has one to time"
+  skipped=$((skipped + 1))
+else
+  MPSRUN_CPU_KERNELS=mmx expect "MPSRUN_CPU_KERNELS=mmx bench matmul: no backend left is an error" 2 bench matmul --sizes 16
+  check "bench matmul with no backend says why" grep -q "no backend is available (.*cpu: MPSRUN_CPU_KERNELS=mmx: unknown" "$err"
+fi
 expect "info --help" 0 info --help
 check "info --help documents --json" grep -q -- '--json' "$out"
 expect "info with a bad flag" 2 info --bogus
@@ -244,5 +258,5 @@ check "inspect --json fields" jq -e '.schema_version == 1 and .totals.params == 
 expect "inspect a bad model" 3 inspect "$tmp/bad/unsupported_op.onnx"
 check "inspect names the node" grep -q "node 'up' (Resize)" "$err"
 
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
