@@ -65,6 +65,9 @@ static const struct th_case th_cases[] = {
     {"MatMul matrix x batch", MPS_OP_MATMUL, IN(F(3, 4), F(2, 4, 5)), OUT(S(2, 3, 5))},
     {"MatMul k=1", MPS_OP_MATMUL, IN(F(5, 1), F(1, 6)), OUT(S(5, 6))},
     {"MatMul 64x96x80", MPS_OP_MATMUL, IN(F(64, 96), F(96, 80)), OUT(S(64, 80))},
+    /* B constant: cpu packs it at compile for its micro-kernels (A's batch folded into rows) */
+    {"MatMul batch x const matrix", MPS_OP_MATMUL, IN(F(2, 3, 40), CF(40, 21)), OUT(S(2, 3, 21))},
+    {"MatMul 1-D x const matrix", MPS_OP_MATMUL, IN(F(33), CF(33, 7)), OUT(S(7))},
     /* f16 (cpu: widened to f32; cuda: half GEMM, f32 accumulation): the output's rounding to f16
        is an NMSE of ~1e-7 */
     {"MatMul f16", MPS_OP_MATMUL, IN(H(33, 70), H(70, 20)), OUT(S(33, 20)), .tol = 1e-6},
@@ -115,6 +118,12 @@ static const struct th_case th_cases[] = {
     {"Gemm Linear 9 rows, no C, fused Sigmoid", MPS_OP_GEMM,
      P(gemm, .trans_b = true, .alpha = 1, .beta = 1, .act = {.on = true, .op = MPS_OP_SIGMOID}),
      IN(F(9, 64), F(40, 64)), OUT(S(9, 40))},
+    /* B constant: cpu packs B and alpha at compile and beta * C as a bias per column only where C is the
+       same for every row; a constant C that varies by row stays a full C */
+    {"Gemm const w, const C of every row", MPS_OP_GEMM, P(gemm, .alpha = 1, .beta = 0.5f),
+     IN(F(3, 4), CF(4, 5), CF(3, 5)), OUT(S(3, 5))},
+    {"Gemm const w, const C [1, n], transA", MPS_OP_GEMM, P(gemm, .trans_a = true, .alpha = 2, .beta = 1),
+     IN(F(4, 3), CF(4, 5), CF(1, 5)), OUT(S(3, 5))},
     {"Gemm C full beta 0", MPS_OP_GEMM, P(gemm, .alpha = 2, .beta = 0), IN(F(3, 4), F(4, 5), F(3, 5)),
      OUT(S(3, 5))},
     /* Conv */

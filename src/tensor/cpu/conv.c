@@ -353,7 +353,6 @@ static void mps_conv_pack_im2col(const void *ctx, int64_t i0, int64_t ni, int64_
    group, Y = act(W B + bias) on the micro-kernels, B the im2col matrix built
    by mps_conv_pack_im2col (or, for a 1x1 stride-1 layer, the input itself);
    the products of up to MPS_CONV_BATCH images and groups in one job. */
-
 static void mps_conv_packed_run(const struct mps_cpu_args *a, const struct mps_conv_geom *q)
 {
     const struct mps_tensor *x = &a->in[0], *b = &a->in[2];
