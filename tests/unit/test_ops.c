@@ -579,44 +579,71 @@ static void test_maxpool_nan(void)
     }
 }
 
-/* 3x3 stride-1 convolutions with constant weights (the rows above feed
-   weights as graph inputs) and enough channels and outputs to take the cpu's
-   Winograd F(2x2, 3x3) path (winograd.c: 16+ channels, 32+ tiles of 2x2):
-   odd and even output sizes (partial tiles), asymmetric pads, bias or none,
-   a fused Relu, a single output row; two or three images (the cpu puts
-   small images' tiles side by side in one set of GEMMs). The last rows have
-   enough channels to take the im2col + GEMM path on cuda (small convolutions
+/* Convolutions with constant weights (the rows above feed weights as graph
+   inputs), on the paths the cpu takes for a trained layer: 3x3 stride 1 with
+   64+ input channels and 32+ tiles of 2x2 as Winograd F(2x2, 3x3)
+   (winograd.c): odd and even output sizes (partial tiles), asymmetric pads,
+   a single output row, images side by side in one set of GEMMs; every other
+   stride-1 layer as the packed GEMM reading a zero-padded copy of its input
+   (conv.c): outputs narrower than a panel (many runs of a row in one panel),
+   wider ones, dilation, groups, 1-D and 3-D, more images and groups than one
+   job takes (a job boundary inside an image's groups); and a strided layer
+   (the im2col packer that reads the input itself). Bias or none, Relu or none.
+   The larger rows also take cuda's im2col + GEMM path (small convolutions
    run there as one direct kernel). */
 static void test_conv_const_weights(const struct mps_backend *const *backends, int n_backends)
 {
     static const struct {
         const char *name;
-        int64_t h, w, pads[4]; /* top, left, bottom, right */
+        int rank;
+        int64_t size[3], k[3], stride, dilation, pads[6]; /* spatial; pads: ONNX order, rank begins then rank ends */
         bool bias, relu;
-        int64_t cin, cout, images;
+        int64_t cin, cout, group, images;
     } rows[] = {
-        {"Conv 3x3 Winograd pads 1, odd sizes", 13, 11, {1, 1, 1, 1}, true, false, 16, 20, 2},
-        {"Conv 3x3 Winograd no pads", 16, 14, {0, 0, 0, 0}, false, false, 16, 20, 2},
-        {"Conv 3x3 Winograd asymmetric pads, Relu", 12, 13, {1, 0, 2, 1}, true, true, 16, 20, 2},
-        {"Conv 3x3 Winograd one output row", 3, 66, {0, 1, 0, 1}, true, false, 16, 20, 2},
-        {"Conv 3x3 Winograd, 3 images in GEMM groups of 2 and 1", 24, 24, {1, 1, 1, 1}, true, true, 16, 20, 3},
-        {"Conv 3x3 72 channels, Relu", 9, 10, {1, 1, 1, 1}, true, true, 72, 24, 2},
-        {"Conv 3x3 72 channels, one row, no pads", 3, 40, {0, 0, 0, 0}, false, false, 72, 24, 2},
+        {"Conv 3x3 Winograd pads 1, odd sizes", 2, {13, 11}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, false, 64, 20, 1, 2},
+        {"Conv 3x3 Winograd no pads", 2, {16, 14}, {3, 3}, 1, 1, {0, 0, 0, 0}, false, false, 64, 20, 1, 2},
+        {"Conv 3x3 Winograd asymmetric pads, Relu", 2, {12, 13}, {3, 3}, 1, 1, {1, 0, 2, 1}, true, true, 64, 20, 1, 2},
+        {"Conv 3x3 Winograd one output row", 2, {3, 66}, {3, 3}, 1, 1, {0, 1, 0, 1}, true, false, 64, 20, 1, 2},
+        {"Conv 3x3 Winograd, 3 images in GEMM groups of 2 and 1", 2, {24, 24}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, true, 64,
+         20, 1, 3},
+        {"Conv 3x3 72 channels, Relu", 2, {9, 10}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, true, 72, 24, 1, 2},
+        {"Conv 3x3 72 channels, one row, no pads", 2, {3, 40}, {3, 3}, 1, 1, {0, 0, 0, 0}, false, false, 72, 24, 1, 2},
+        {"Conv 3x3 padded copy, 16 channels, Relu", 2, {14, 14}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, true, 16, 32, 1, 3},
+        {"Conv 3x3 padded copy, one input channel", 2, {28, 28}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, true, 1, 16, 1, 2},
+        {"Conv 3x3 padded copy, outputs 2 wide", 2, {7, 2}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, false, 8, 12, 1, 2},
+        {"Conv 3x1 padded copy, outputs 1 wide", 2, {9, 1}, {3, 1}, 1, 1, {1, 0, 1, 0}, false, false, 5, 7, 1, 2},
+        {"Conv 5x5 padded copy, asymmetric pads, wide rows", 2, {6, 45}, {5, 5}, 1, 1, {2, 0, 1, 3}, true, false, 6, 9,
+         1, 2},
+        {"Conv 3x3 padded copy, dilation 2", 2, {11, 17}, {3, 3}, 1, 2, {2, 1, 2, 2}, true, true, 4, 10, 1, 2},
+        {"Conv 3x3 padded copy, groups 3, 23 images (a job ends inside an image)", 2, {5, 6}, {3, 3}, 1, 1,
+         {1, 1, 1, 1}, true, false, 6, 9, 3, 23},
+        {"Conv 1-D padded copy, k 5", 1, {37}, {5}, 1, 1, {2, 1}, true, true, 3, 8, 1, 2},
+        {"Conv 3-D padded copy, 2x3x3", 3, {4, 6, 7}, {2, 3, 3}, 1, 1, {1, 1, 0, 0, 1, 2}, true, false, 3, 5, 1, 2},
+        {"Conv 3x3 stride 2 packed, Relu", 2, {15, 12}, {3, 3}, 2, 1, {1, 1, 1, 1}, true, true, 8, 12, 1, 2},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         struct mps_graph *g = mps_graph_new();
         struct mps_error err = {{0}};
         th_seed(rows[r].name);
+        int rank = rows[r].rank;
         int64_t ci = rows[r].cin, co = rows[r].cout;
-        int x = mps_graph_add_value(g, "x", MPS_F32, &(struct mps_shape){4, {rows[r].images, ci, rows[r].h, rows[r].w}});
-        int in[3] = {x, th_add_random_const(g, "w", &(struct mps_shape){4, {co, ci, 3, 3}}, -1, 1),
-                     rows[r].bias ? th_add_random_const(g, "b", &(struct mps_shape){1, {co}}, -1, 1) : -1};
-        int y = mps_graph_add_value(g, "y", MPS_F32, NULL);
+        struct mps_shape xs = {rank + 2, {rows[r].images, ci}}, ws = {rank + 2, {co, ci / rows[r].group}};
         union mps_op_params p;
         mps_op_params_default(MPS_OP_CONV, &p);
-        memcpy(p.conv.win.pad, (int64_t[]){rows[r].pads[0], rows[r].pads[1], rows[r].pads[2], rows[r].pads[3]},
-               4 * sizeof(int64_t));
+        for (int j = 0; j < rank; j++) {
+            xs.dim[2 + j] = rows[r].size[j];
+            ws.dim[2 + j] = rows[r].k[j];
+            p.conv.win.stride[j] = rows[r].stride;
+            p.conv.win.dilation[j] = rows[r].dilation;
+            p.conv.win.pad[j] = rows[r].pads[j];
+            p.conv.win.pad[rank + j] = rows[r].pads[rank + j];
+        }
+        p.conv.group = rows[r].group;
         p.conv.act = (struct mps_fused_act){rows[r].relu, MPS_OP_RELU, {0, 0}};
+        int x = mps_graph_add_value(g, "x", MPS_F32, &xs);
+        int in[3] = {x, th_add_random_const(g, "w", &ws, -1, 1),
+                     rows[r].bias ? th_add_random_const(g, "b", &(struct mps_shape){1, {co}}, -1, 1) : -1};
+        int y = mps_graph_add_value(g, "y", MPS_F32, NULL);
         mps_graph_add_input(g, x, &err);
         mps_graph_add_node(g, MPS_OP_CONV, "conv", in, rows[r].bias ? 3 : 2, &y, 1, &p, &err);
         mps_graph_add_output(g, y, &err);
@@ -634,6 +661,10 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
         th_ref_graph(g, &t, &want);
         for (int k = 0; k < n_backends; k++) {
             struct mps_tensor got[1];
+            if (backends[k]->supports && !backends[k]->supports(g, &g->nodes[0])) {
+                th_skip("%s [%s]: the backend does not support this node", rows[r].name, backends[k]->name);
+                continue;
+            }
             if (th_run(backends[k], g, &t, got, &err) != MPS_OK) {
                 th_fail("%s [%s]: %s", rows[r].name, backends[k]->name, err.msg);
                 continue;

@@ -43,6 +43,39 @@ static bool mps_conv_is_pointwise(const struct mps_conv_geom *q)
 /* Images and groups whose products run as one job (pgemm.h's batch). */
 enum { MPS_CONV_BATCH = MPS_PGEMM_PREPACK_MAX };
 
+/* A packed convolution of stride 1 (not 1x1) reads its im2col from a
+   zero-padded copy of each image and group's input: every panel row is then
+   a few runs copied whole from one plane, with no padding to test. The
+   copies of one job's items share at most MPS_CONV_PADDED_BYTES (or hold one
+   item); MPS_CONV_SLACK floats follow each item, as a panel row copied whole
+   may read past the last plane. */
+enum { MPS_CONV_PADDED_BYTES = 8 << 20, MPS_CONV_SLACK = 64 };
+
+static bool mps_conv_reads_padded(const struct mps_conv_geom *q)
+{
+    return q->w.s[0] == 1 && q->w.s[1] == 1 && q->w.s[2] == 1 && !mps_conv_is_pointwise(q);
+}
+
+/* Sizes of the padded planes (stride 1: output + (kernel - 1) * dilation, the
+   input with both pads) and floats of one item's copy, a multiple of 16. */
+static int64_t mps_conv_padded(const struct mps_conv_geom *q, int64_t dims[3])
+{
+    for (int j = 0; j < 3; j++)
+        dims[j] = q->w.out[j] + (q->w.k[j] - 1) * q->w.d[j];
+    return (q->c / q->g * dims[0] * dims[1] * dims[2] + MPS_CONV_SLACK + 15) / 16 * 16;
+}
+
+/* Items (images x groups) of one job of the packed path. */
+static int64_t mps_conv_chunk(const struct mps_conv_geom *q)
+{
+    int64_t count = q->n * q->g < MPS_CONV_BATCH ? q->n * q->g : MPS_CONV_BATCH;
+    if (mps_conv_reads_padded(q)) {
+        int64_t dims[3], fit = MPS_CONV_PADDED_BYTES / (int64_t)sizeof(float) / mps_conv_padded(q, dims);
+        count = count < fit ? count : fit > 1 ? fit : 1;
+    }
+    return count;
+}
+
 /* How a Conv node runs, decided from the graph at compile. */
 enum mps_conv_path {
     MPS_CONV_DEPTHWISE, /* one input channel a group: direct */
@@ -73,8 +106,9 @@ size_t mps_cpu_conv_scratch(const struct mps_graph *g, const struct mps_node *n)
     switch (mps_conv_path_of(g, n, &q)) {
     case MPS_CONV_WINOGRAD: return mps_winograd_scratch(g, n);
     case MPS_CONV_PACKED: {
-        int64_t count = q.n * q.g < MPS_CONV_BATCH ? q.n * q.g : MPS_CONV_BATCH;
-        return mps_pgemm_shared_bytes(count, q.m / q.g, q.out_plane, q.c / q.g * q.taps);
+        int64_t count = mps_conv_chunk(&q), dims[3];
+        size_t shared = (mps_pgemm_shared_bytes(count, q.m / q.g, q.out_plane, q.c / q.g * q.taps) + 63) / 64 * 64;
+        return shared + (mps_conv_reads_padded(&q) ? sizeof(float) * (size_t)(count * mps_conv_padded(&q, dims)) + 64 : 0);
     }
     case MPS_CONV_BLAS: return mps_conv_is_pointwise(&q) ? 0 : (size_t)(q.c / q.g * q.taps * q.out_plane) * sizeof(float);
     default: return 0;
@@ -301,8 +335,110 @@ static void mps_conv_epilogue_rows(void *ctx, int64_t begin, int64_t end)
 /* The im2col matrix of one image and group, as the B operand of W B. */
 struct mps_conv_im2col {
     const struct mps_conv_geom *q;
-    const float *x; /* the group's first input channel of the image */
+    const float *x; /* the group's first input channel of the image, or its padded copy */
+    int64_t dims[3], plane; /* the padded copy's planes (mps_conv_padded) */
 };
+
+/* The padded copies of a job's items: rows [begin, end) (item * channels + channel). */
+struct mps_conv_padding {
+    const struct mps_conv_geom *q;
+    const float *x; /* the first item's image */
+    float *dst;     /* the first item's copy */
+    int64_t first, item_floats, dims[3];
+};
+
+static void mps_conv_pad_channels(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_conv_padding *pd = ctx;
+    const struct mps_conv_geom *q = pd->q;
+    const struct mps_cpu_window3 *w = &q->w;
+    int64_t cg = q->c / q->g, plane = pd->dims[0] * pd->dims[1] * pd->dims[2];
+    int64_t inside = w->in[2] < pd->dims[2] - w->pb[2] ? w->in[2] : pd->dims[2] - w->pb[2];
+    inside = inside > 0 ? inside : 0;
+    for (int64_t r = begin; r < end; r++) {
+        int64_t i = r / cg, c = r % cg, bi = (pd->first + i) / q->g, gi = (pd->first + i) % q->g;
+        const float *xc = pd->x + ((bi - pd->first / q->g) * q->c + gi * cg + c) * q->in_plane;
+        float *dc = pd->dst + i * pd->item_floats + c * plane;
+        for (int64_t z = 0; z < pd->dims[0]; z++)
+            for (int64_t y = 0; y < pd->dims[1]; y++) {
+                float *d = dc + (z * pd->dims[1] + y) * pd->dims[2];
+                int64_t iz = z - w->pb[0], iy = y - w->pb[1];
+                if (iz < 0 || iz >= w->in[0] || iy < 0 || iy >= w->in[1]) {
+                    memset(d, 0, sizeof(float) * (size_t)pd->dims[2]);
+                    continue;
+                }
+                memset(d, 0, sizeof(float) * (size_t)w->pb[2]);
+                memcpy(d + w->pb[2], xc + (iz * w->in[1] + iy) * w->in[2], sizeof(float) * (size_t)inside);
+                memset(d + w->pb[2] + inside, 0, sizeof(float) * (size_t)(pd->dims[2] - w->pb[2] - inside));
+            }
+        if (c == cg - 1) /* what a panel row copied whole may read past the last plane */
+            memset(dc + plane, 0, sizeof(float) * (size_t)(pd->item_floats - cg * plane));
+    }
+}
+
+/* One row of a panel of w floats, copied whole (the sizes the families use inline). */
+static inline void mps_conv_copy_row(float *d, const float *s, int w)
+{
+    switch (w) {
+    case 8: memcpy(d, s, 8 * sizeof(float)); break;
+    case 16: memcpy(d, s, 16 * sizeof(float)); break;
+    case 32: memcpy(d, s, 32 * sizeof(float)); break;
+    default: memcpy(d, s, sizeof(float) * (size_t)w);
+    }
+}
+
+enum { MPS_CONV_RUNS = 64 }; /* the widest panel a family packs, and more */
+
+/* mps_conv_pack_im2col for stride 1 from the padded copy: the panel's
+   outputs fall in runs along output rows, each of which reads one run of a
+   padded row (shifted by the tap); every panel row copies each run as a
+   whole row of w floats, in order, each overwriting the previous one's
+   overhang, except the block's last row and a panel past the end of the
+   plane, which copy exactly. */
+static void mps_conv_pack_padded(const void *ctx, int64_t i0, int64_t ni, int64_t k0, int64_t kc, int w, float *dst)
+{
+    const struct mps_conv_im2col *s = ctx;
+    const struct mps_conv_geom *q = s->q;
+    const struct mps_cpu_window3 *win = &q->w;
+    int64_t ow_n = win->out[2], oh_n = win->out[1];
+    int64_t at[MPS_CONV_RUNS + 1], from[MPS_CONV_RUNS];
+    for (int64_t p0 = i0; p0 < i0 + ni; p0 += w, dst += kc * w) {
+        int64_t valid = q->out_plane - p0 < w ? q->out_plane - p0 : w, runs = 0;
+        valid = valid > 0 ? valid : 0;
+        for (int64_t j = 0; j < valid; runs++) {
+            int64_t p = p0 + j, ow = p % ow_n, row = p / ow_n;
+            at[runs] = j;
+            from[runs] = ((row / oh_n) * s->dims[1] + row % oh_n) * s->dims[2] + ow;
+            j += valid - j < ow_n - ow ? valid - j : ow_n - ow;
+        }
+        at[runs] = valid;
+        bool last = p0 + w >= i0 + ni;
+        /* row k0 + kk of the im2col: channel c, tap (td, th, tw), stepped without a division */
+        int64_t c = k0 / q->taps, t = k0 % q->taps;
+        int64_t tw = t % win->k[2], th = t / win->k[2] % win->k[1], td = t / (win->k[1] * win->k[2]);
+        for (int64_t kk = 0; kk < kc; kk++) {
+            const float *xr = s->x + c * s->plane + (td * win->d[0] * s->dims[1] + th * win->d[1]) * s->dims[2] +
+                              tw * win->d[2];
+            if (++tw == win->k[2]) {
+                tw = 0;
+                if (++th == win->k[1]) {
+                    th = 0;
+                    if (++td == win->k[0])
+                        td = 0, c++;
+                }
+            }
+            float *d = dst + kk * w;
+            if (valid == w && !(last && kk == kc - 1)) {
+                for (int64_t u = 0; u < runs; u++)
+                    mps_conv_copy_row(d + at[u], xr + from[u], w);
+                continue;
+            }
+            for (int64_t u = 0; u < runs; u++)
+                memcpy(d + at[u], xr + from[u], sizeof(float) * (size_t)(at[u + 1] - at[u]));
+            memset(d + valid, 0, sizeof(float) * (size_t)(w - valid));
+        }
+    }
+}
 
 /* Packs output positions [i0, i0 + ni) (B's columns) and rows [k0, k0 + kc) of
    the im2col matrix (row = input channel * taps + tap) into panels of w, from
@@ -357,23 +493,37 @@ static void mps_conv_packed_run(const struct mps_cpu_args *a, const struct mps_c
 {
     const struct mps_tensor *x = &a->in[0], *b = &a->in[2];
     const struct mps_fused_act *act = &a->node->p.conv.act;
-    int64_t cg = q->c / q->g, mg = q->m / q->g, kdim = cg * q->taps, total = q->n * q->g;
+    int64_t cg = q->c / q->g, mg = q->m / q->g, kdim = cg * q->taps, total = q->n * q->g, chunk = mps_conv_chunk(q);
     size_t per = mps_pgemm_packed_bytes(a->uk, mg, kdim, true);
     struct mps_tile_epi e = mps_tile_epi_none();
-    bool inline_act = mps_pgemm_act_epi(act, &e);
+    bool inline_act = mps_pgemm_act_epi(act, &e), padded = mps_conv_reads_padded(q);
+    size_t shared = (mps_pgemm_shared_bytes(chunk, mg, q->out_plane, kdim) + 63) / 64 * 64;
+    struct mps_conv_padding pd = {.q = q, .dst = (float *)(((uintptr_t)a->scratch + shared + 63) & ~(uintptr_t)63)};
+    pd.item_floats = mps_conv_padded(q, pd.dims);
     struct mps_conv_im2col im[MPS_CONV_BATCH];
     struct mps_pgemm_strided rows[MPS_CONV_BATCH];
     struct mps_pgemm_item items[MPS_CONV_BATCH];
-    for (int64_t first = 0; first < total; first += MPS_CONV_BATCH) {
-        int64_t count = total - first < MPS_CONV_BATCH ? total - first : MPS_CONV_BATCH;
+    for (int64_t first = 0; first < total; first += chunk) {
+        int64_t count = total - first < chunk ? total - first : chunk;
+        if (padded) {
+            pd.first = first;
+            pd.x = (const float *)x->data + first / q->g * q->c * q->in_plane;
+            mps_pool_for(a->pool, count * cg, pd.item_floats / cg, mps_conv_pad_channels, &pd);
+        }
         for (int64_t i = 0; i < count; i++) {
             int64_t bi = (first + i) / q->g, gi = (first + i) % q->g;
             const float *xg = (const float *)x->data + (bi * q->c + gi * cg) * q->in_plane;
-            im[i] = (struct mps_conv_im2col){q, xg};
+            im[i] = (struct mps_conv_im2col){.q = q, .x = xg};
+            if (padded) {
+                im[i].x = pd.dst + i * pd.item_floats;
+                memcpy(im[i].dims, pd.dims, sizeof pd.dims);
+                im[i].plane = pd.dims[0] * pd.dims[1] * pd.dims[2];
+            }
             rows[i] = (struct mps_pgemm_strided){xg, 1, q->in_plane, q->out_plane};
             items[i] = (struct mps_pgemm_item){
                 .a = {.packed = (const float *)((const unsigned char *)a->packed + MPS_CONV_HEADER + per * (size_t)gi)},
                 .b = mps_conv_is_pointwise(q) ? (struct mps_pgemm_operand){.pack = mps_pgemm_pack_strided, .ctx = &rows[i]}
+                     : padded                 ? (struct mps_pgemm_operand){.pack = mps_conv_pack_padded, .ctx = &im[i]}
                                               : (struct mps_pgemm_operand){.pack = mps_conv_pack_im2col, .ctx = &im[i]},
                 .c = (float *)a->out[0].data + (bi * q->m + gi * mg) * q->out_plane,
                 .bias = b->data ? (const float *)b->data + gi * mg : NULL};
