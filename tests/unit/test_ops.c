@@ -216,6 +216,8 @@ static const struct th_case th_cases[] = {
     /* MaxPool */
     {"MaxPool 2x2 stride 2", MPS_OP_MAX_POOL, P(pool, .win = WIN2(2, 2, 2, 2, 1, 1, 0, 0, 0, 0)), IN(F(1, 3, 8, 8)),
      OUT(S(1, 3, 4, 4))},
+    {"MaxPool 2x2 stride 2, odd sizes, rows over 64 outputs", MPS_OP_MAX_POOL,
+     P(pool, .win = WIN2(2, 2, 2, 2, 1, 1, 0, 0, 0, 0)), IN(F(2, 2, 7, 133)), OUT(S(2, 2, 3, 66))},
     {"MaxPool 3x3 stride 2 pad 1", MPS_OP_MAX_POOL, P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1)),
      IN(F(2, 2, 7, 7)), OUT(S(2, 2, 4, 4))},
     {"MaxPool ceil_mode", MPS_OP_MAX_POOL, P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 0, 0, 0, 0), .ceil_mode = true),

@@ -139,6 +139,34 @@ static void mps_pool_dense_run(const float *x, const struct mps_cpu_window3 *w, 
     }
 }
 
+/* The 2x2 stride-2 MaxPool of most small CNNs, without pads, on a whole
+   plane: per output row, the maximum down the two input rows (one contiguous
+   pass), then across each pair; loops the compiler vectorizes, no work per row
+   beyond them. */
+static bool mps_max2x2_applies(const struct mps_cpu_window3 *w)
+{
+    bool ok = w->in[0] == 1 && w->k[0] == 1 && w->out[0] == 1;
+    for (int j = 1; j < 3; j++)
+        ok = ok && w->k[j] == 2 && w->s[j] == 2 && w->d[j] == 1 && w->pb[j] == 0 && 2 * w->out[j] <= w->in[j];
+    return ok;
+}
+
+static void mps_max2x2_plane(const float *x, const struct mps_cpu_window3 *w, float *y)
+{
+    float v[2 * MPS_POOL_RUN];
+    for (int64_t oh = 0; oh < w->out[1]; oh++) {
+        const float *r0 = x + 2 * oh * w->in[2], *r1 = r0 + w->in[2];
+        float *out = y + oh * w->out[2];
+        for (int64_t c0 = 0; c0 < w->out[2]; c0 += MPS_POOL_RUN) {
+            int64_t m = w->out[2] - c0 < MPS_POOL_RUN ? w->out[2] - c0 : MPS_POOL_RUN;
+            for (int64_t j = 0; j < 2 * m; j++)
+                v[j] = mps_max_nan(r0[2 * c0 + j], r1[2 * c0 + j]);
+            for (int64_t i = 0; i < m; i++)
+                out[c0 + i] = mps_max_nan(v[2 * i], v[2 * i + 1]);
+        }
+    }
+}
+
 static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_pool_job *q = ctx;
@@ -149,9 +177,14 @@ static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)
     /* MaxPool's optional flat argmax; only a node with two outputs has that slot */
     int64_t *indices = is_max && n->n_out > 1 ? q->a->out[1].data : NULL;
     bool dense = !indices && w->d[2] == 1; /* a window row is contiguous in the input */
+    bool max2x2 = is_max && !indices && mps_max2x2_applies(w);
     for (int64_t p = begin; p < end; p++) {
         const float *x = (const float *)q->a->in[0].data + p * in_plane;
         float *y = (float *)q->a->out[0].data + p * out_plane;
+        if (max2x2) {
+            mps_max2x2_plane(x, w, y);
+            continue;
+        }
         int64_t o = 0;
         for (int64_t od = 0; od < w->out[0]; od++) {
             int64_t dlo, dhi, dpad;
