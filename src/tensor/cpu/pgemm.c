@@ -53,6 +53,16 @@ void mps_pgemm_pack_strided(const void *ctx, int64_t i0, int64_t ni, int64_t k0,
                 for (int64_t r = rows; r < w; r++)
                     to[r] = 0.0f;
             }
+        } else if (s->cs == 1) { /* k contiguous (A row-major: a Gemm's input): read along k, write across */
+            for (int64_t r = 0; r < w; r++) {
+                const float *from = src + r * s->rs;
+                if (r < rows)
+                    for (int64_t kk = 0; kk < kc; kk++)
+                        dst[kk * w + r] = from[kk];
+                else
+                    for (int64_t kk = 0; kk < kc; kk++)
+                        dst[kk * w + r] = 0.0f;
+            }
         } else {
             for (int64_t kk = 0; kk < kc; kk++)
                 for (int64_t r = 0; r < w; r++)
