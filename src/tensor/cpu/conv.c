@@ -2,9 +2,10 @@
    weights (a trained layer), the weights are packed at compile and the
    convolution runs on the micro-kernels (pgemm.h) as W [out channels x
    in channels * taps] times the im2col matrix, whose blocks the packer builds
-   straight from the input, a cache-sized block at a time (no im2col in
-   memory); 3x3 stride-1 layers with enough channels run as Winograd
-   (winograd.c), depthwise ones directly. Run-time weights: im2col + sgemm.
+   a cache-sized block at a time (no im2col in memory): for stride 1 from a
+   zero-padded copy of the input (whole runs, no padding to test), else from
+   the input itself; 3x3 stride-1 layers with 64+ input channels run as
+   Winograd (winograd.c), depthwise ones directly. Run-time weights: im2col + sgemm.
    ConvTranspose: sgemm + col2im. Every rank runs as 3-D: missing leading
    spatial dims have size 1. */
 #include <string.h>
