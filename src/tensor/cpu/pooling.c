@@ -99,17 +99,6 @@ static void mps_pool_dense_run(const float *x, const struct mps_cpu_window3 *w, 
     int64_t dlo = taps[0], dhi = taps[1], dpad = taps[2], hlo = taps[3], hhi = taps[4], hpad = taps[5];
     int64_t cells = (dhi - dlo) * (hhi - hlo) * w->k[2], sw = w->s[2];
     float div = (float)(include_pad ? dpad * hpad * w->k[2] : cells);
-    if (is_max && w->k[2] == 2 && sw == 2 && dhi - dlo == 1 && hhi - hlo == 2) {
-        /* the 2x2 stride-2 MaxPool of most small CNNs: both window rows in one pass */
-        int64_t id = od * w->s[0] - w->pb[0] + dlo * w->d[0], ih = oh * w->s[1] - w->pb[1] + hlo * w->d[1];
-        const float *r0 = x + (id * w->in[1] + ih) * w->in[2] + ow0 * 2 - w->pb[2];
-        const float *r1 = r0 + w->d[1] * w->in[2];
-        for (int64_t i = 0; i < n; i++) {
-            float a = r0[2 * i], b = r0[2 * i + 1], c = r1[2 * i], d = r1[2 * i + 1];
-            y[i] = mps_max_nan(mps_max_nan(a, b), mps_max_nan(c, d));
-        }
-        return;
-    }
     if (is_max && cells > 0 && w->k[2] <= MPS_POOL_RUN && sw <= 8) {
         mps_max_separable(x, w, od, oh, ow0, n, taps, y);
         return;

@@ -54,13 +54,12 @@ bool mps_winograd_applies(const struct mps_graph *g, const struct mps_node *n)
         if (p->win.kernel[j] != 3 || p->win.stride[j] != 1 || p->win.dilation[j] != 1)
             return false;
     /* measured on resnet18 (2 cores): a gain from 14x14 outputs up (49 tiles; 1.8 -> 1.3 ms
-       on its 256-channel layer), a loss at 7x7 (16 tiles: 2.1 -> 2.4 ms). Below 64 input
-       channels the im2col GEMM read from a padded copy (conv.c) is faster: mnist_cnn's
-       16 -> 32 layer at batch 8, 0.29 -> 0.18 ms; fashion_cnn's 32 -> 64 even;
-       squeezenet1_1 at 1 thread 13.0 -> 12.4 ms with its 16-48 channel layers direct */
+       on its 256-channel layer), a loss at 7x7 (16 tiles: 2.1 -> 2.4 ms); and below 16
+       channels the 16 small GEMMs cost more than im2col's one (the cpu asks for more:
+       conv.c) */
     const struct mps_shape *ys = &g->values[n->out[0]].shape;
     int64_t tiles = (ys->dim[2] + 1) / 2 * ((ys->dim[3] + 1) / 2);
-    return p->group == 1 && ws->dim[0] >= 16 && ws->dim[1] >= 64 && tiles >= 32 && ys->dim[3] + 4 <= MPS_WINOGRAD_ROW;
+    return p->group == 1 && ws->dim[0] >= 16 && ws->dim[1] >= 16 && tiles >= 32 && ys->dim[3] + 4 <= MPS_WINOGRAD_ROW;
 }
 
 /* V (16 x channels x tiles, the tiles rounded up to the widest panel of any
