@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "file.h"
 #include "onnx_internal.h"
@@ -144,21 +145,6 @@ bool mps_onnx_dtype(int32_t v, enum mps_dtype *dt)
     }
 }
 
-/* Rejects a location that could leave the model's folder. */
-static bool mps_onnx_safe_location(const char *loc)
-{
-    if (!loc[0] || loc[0] == '/' || strchr(loc, '\\') || strchr(loc, ':'))
-        return false;
-    for (const char *p = loc; *p;) {
-        const char *slash = strchr(p, '/');
-        size_t len = slash ? (size_t)(slash - p) : strlen(p);
-        if (len == 2 && p[0] == '.' && p[1] == '.')
-            return false;
-        p += len + (slash ? 1 : 0);
-    }
-    return true;
-}
-
 /* Reads length bytes at offset of the external file named by t into dst. */
 static enum mps_status mps_onnx_external(struct mps_onnx_ctx *c, const Onnx__TensorProto *t, const char *what,
                                          void *dst, size_t bytes, struct mps_error *err)
@@ -182,29 +168,23 @@ static enum mps_status mps_onnx_external(struct mps_onnx_ctx *c, const Onnx__Ten
     }
     if (!loc)
         return mps_fail(err, MPS_ERR_MODEL, "tensor '%s': external data without a location", what);
-    if (!mps_onnx_safe_location(loc))
-        return mps_fail(err, MPS_ERR_MODEL, "tensor '%s': external data location '%s' is not a relative path "
-                        "inside the model's folder", what, loc);
     if (length >= 0 && (unsigned long long)length != bytes)
         return mps_fail(err, MPS_ERR_MODEL, "tensor '%s': external data length %lld, but its shape needs %zu bytes",
                         what, length, bytes);
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s/%s", c->dir, loc) >= (int)sizeof path)
-        return mps_fail(err, MPS_ERR_MODEL, "tensor '%s': external data path too long", what);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return mps_fail(err, MPS_ERR_MODEL, "tensor '%s': cannot open external data file '%s': %s", what, path,
-                        strerror(errno));
-    enum mps_status st = MPS_OK;
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0)
-        size = ftell(f);
-    if (size < 0 || offset > size || (unsigned long long)(size - offset) < bytes)
-        st = mps_fail(err, MPS_ERR_MODEL, "tensor '%s': external data '%s' holds %ld bytes, fewer than offset %lld "
-                      "+ %zu", what, loc, size, offset, bytes);
-    else if (fseek(f, (long)offset, SEEK_SET) != 0 || fread(dst, 1, bytes, f) != bytes)
-        st = mps_fail(err, MPS_ERR_MODEL, "tensor '%s': cannot read external data '%s'", what, loc);
-    fclose(f);
+    int fd;
+    int64_t size;
+    enum mps_status st = mps_file_open_inside(c->dir, loc, MPS_ERR_MODEL, &fd, &size, err);
+    if (st) {
+        char why[sizeof err->msg];
+        memcpy(why, err->msg, sizeof why);
+        return mps_fail(err, st, "tensor '%s': external data in the model's folder '%s': %s", what, c->dir, why);
+    }
+    if (offset > size || (unsigned long long)(size - offset) < bytes)
+        st = mps_fail(err, MPS_ERR_MODEL, "tensor '%s': external data '%s' holds %lld bytes, fewer than offset %lld "
+                      "+ %zu", what, loc, (long long)size, offset, bytes);
+    else if ((st = mps_file_pread(fd, dst, bytes, offset, MPS_ERR_MODEL, err)))
+        mps_fail(err, st, "tensor '%s': external data '%s' could not be read", what, loc);
+    close(fd);
     return st;
 }
 
@@ -598,7 +578,7 @@ enum mps_status mps_onnx_load(const char *path, const struct mps_onnx_opts *opts
     char dir[4096];
     const char *slash = strrchr(path, '/');
     if (slash)
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
     else
         snprintf(dir, sizeof dir, ".");
     st = mps_onnx_load_buffer(buf, len, dir, opts, model, err);

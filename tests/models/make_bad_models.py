@@ -123,9 +123,34 @@ def external(name, location, offset, length, extra=None):
 
 weights = rng.standard_normal((4, 3)).astype(np.float32).tobytes()
 save("external_ok.onnx", external("w", "external_ok.onnx.data", 16, 48, bytes(16) + weights), "ok")
-save("external_missing.onnx", external("w", "nowhere.data", 0, 48), "model", "cannot open external data file")
+save("external_missing.onnx", external("w", "nowhere.data", 0, 48), "model", "'nowhere.data': cannot open: No such file")
 save("external_past_end.onnx", external("w", "external_short.data", 40, 48, weights), "model", "fewer than offset")
-save("external_escape.onnx", external("w", "../outside.data", 0, 48), "model", "not a relative path")
+save("external_escape.onnx", external("w", "../outside.data", 0, 48), "model", "leaves the folder")
+save("external_absolute.onnx", external("w", "/etc/passwd", 0, 48), "model", "is not a relative path")
+
+
+# links are refused wherever they point, a FIFO without waiting for a writer, a folder as a folder
+def link(name, target):
+    path = os.path.join(OUT, name)
+    if os.path.lexists(path):
+        os.remove(path)
+    os.symlink(target, path)
+
+
+link("external_link.data", "/etc/passwd")
+save("external_link.onnx", external("w", "external_link.data", 0, 48), "model", "'external_link.data' is a symbolic link")
+link("external_inside_link.data", "external_ok.onnx.data")
+save("external_inside_link.onnx", external("w", "external_inside_link.data", 16, 48), "model",
+     "'external_inside_link.data' is a symbolic link")
+link("etc", "/etc")
+save("external_folder_link.onnx", external("w", "./etc/passwd", 0, 48), "model", "'./etc' is a symbolic link")
+fifo = os.path.join(OUT, "external.fifo")
+if not os.path.exists(fifo):
+    os.mkfifo(fifo)
+save("external_fifo.onnx", external("w", "external.fifo", 0, 48), "model", "'external.fifo' is not a regular file")
+os.makedirs(os.path.join(OUT, "external_dir"), exist_ok=True)
+save("external_dir.onnx", external("w", "external_dir", 0, 48), "model", "'external_dir' is not a regular file")
+save("external_trailing_slash.onnx", external("w", "external_dir/", 0, 48), "model", "names a folder")
 save("external_length.onnx", external("w", "external_ok.onnx.data", 0, 44), "model", "length 44")
 
 # legal but rare forms must load and run (test_onnx_files runs the "ok" ones)
