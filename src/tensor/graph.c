@@ -278,16 +278,45 @@ const char *mps_node_label(const struct mps_node *n, char *buf, size_t size)
 
 /* Kahn's algorithm over nodes, taking the lowest ready index first so that
    an already sorted graph keeps its order. */
+/* A binary min-heap of node indices: the sort takes the lowest-index ready
+   node, so a file already in order keeps its order. */
+static void mps_heap_push(int *h, int *n, int k)
+{
+    int i = (*n)++;
+    for (; i > 0 && h[(i - 1) / 2] > k; i = (i - 1) / 2)
+        h[i] = h[(i - 1) / 2];
+    h[i] = k;
+}
+
+static int mps_heap_pop(int *h, int *n)
+{
+    int top = h[0], last = h[--*n], i = 0;
+    for (int c; (c = 2 * i + 1) < *n; i = c) {
+        if (c + 1 < *n && h[c + 1] < h[c])
+            c++;
+        if (h[c] >= last)
+            break;
+        h[i] = h[c];
+    }
+    h[i] = last;
+    return top;
+}
+
 enum mps_status mps_graph_sort(struct mps_graph *g, struct mps_error *err)
 {
     enum mps_status st = MPS_OK;
-    int nn = g->n_nodes;
-    bool *is_input = calloc((size_t)g->n_values + 1, sizeof *is_input);
-    int *pending = calloc((size_t)nn + 1, sizeof *pending);  /* unmet inputs per node */
+    int nn = g->n_nodes, nv = g->n_values, n_use = 0;
+    for (int k = 0; k < nn; k++)
+        n_use += g->nodes[k].n_in;
+    bool *is_input = calloc((size_t)nv + 1, sizeof *is_input);
+    int *pending = calloc((size_t)nn + 1, sizeof *pending); /* unmet inputs per node */
+    int *first = calloc((size_t)nv + 2, sizeof *first);      /* readers of value v: use[first[v] .. first[v + 1]) */
+    int *use = malloc(sizeof *use * ((size_t)n_use + 1));
+    int *heap = malloc(sizeof *heap * ((size_t)nn + 1));
     int *order = malloc(sizeof *order * ((size_t)nn + 1));
     bool *done = calloc((size_t)nn + 1, sizeof *done);
     struct mps_node *sorted = malloc(sizeof *sorted * ((size_t)nn + 1));
-    if (!is_input || !pending || !order || !done || !sorted) {
+    if (!is_input || !pending || !first || !use || !heap || !order || !done || !sorted) {
         st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
         goto out;
     }
@@ -300,37 +329,38 @@ enum mps_status mps_graph_sort(struct mps_graph *g, struct mps_error *err)
             if (v < 0)
                 continue;
             const struct mps_value *val = &g->values[v];
-            if (val->producer >= 0)
+            if (val->producer >= 0) {
                 pending[k]++;
-            else if (!val->data && !is_input[v]) {
+                first[v + 2]++;
+            } else if (!val->data && !is_input[v]) {
                 st = mps_fail(err, MPS_ERR_MODEL, "node '%s' (%s): input '%s' is not a graph input, an initializer "
                               "or any node's output", n->name, mps_op_name(n->op), val->name);
                 goto out;
             }
         }
     }
-    /* Repeatedly take the lowest-index node with no pending input: O(n^2) in the
-       worst case, which is nothing next to running the model. */
-    int count = 0;
-    while (count < nn) {
-        int pick = -1;
-        for (int k = 0; k < nn && pick < 0; k++)
-            if (!done[k] && pending[k] == 0)
-                pick = k;
-        if (pick < 0)
-            break;
+    for (int v = 0; v < nv; v++) /* counts at first[v + 2] into starts at first[v + 1], then filled below */
+        first[v + 2] += first[v + 1];
+    for (int k = 0; k < nn; k++)
+        for (int i = 0; i < g->nodes[k].n_in; i++) {
+            int v = g->nodes[k].in[i];
+            if (v >= 0 && g->values[v].producer >= 0)
+                use[first[v + 1]++] = k;
+        }
+    /* Kahn's algorithm, O((nodes + edges) log nodes) */
+    int count = 0, n_heap = 0;
+    for (int k = 0; k < nn; k++)
+        if (pending[k] == 0)
+            mps_heap_push(heap, &n_heap, k);
+    while (n_heap > 0) {
+        int pick = mps_heap_pop(heap, &n_heap);
         done[pick] = true;
         order[count++] = pick;
         const struct mps_node *p = &g->nodes[pick];
-        for (int k = 0; k < nn; k++) {
-            if (done[k])
-                continue;
-            const struct mps_node *n = &g->nodes[k];
-            for (int i = 0; i < n->n_in; i++)
-                for (int o = 0; o < p->n_out; o++)
-                    if (n->in[i] == p->out[o])
-                        pending[k]--;
-        }
+        for (int o = 0; o < p->n_out; o++)
+            for (int u = first[p->out[o]]; u < first[p->out[o] + 1]; u++)
+                if (--pending[use[u]] == 0)
+                    mps_heap_push(heap, &n_heap, use[u]);
     }
     if (count < nn) {
         int k = 0;
@@ -359,6 +389,9 @@ enum mps_status mps_graph_sort(struct mps_graph *g, struct mps_error *err)
 out:
     free(is_input);
     free(pending);
+    free(first);
+    free(use);
+    free(heap);
     free(order);
     free(done);
     free(sorted);

@@ -1,7 +1,8 @@
 /* test_memplan.c: the arena plan. On random graphs no two values whose
    lifetimes meet share a byte (a view shares its root's on purpose, and its
    root lives as long as it), the arena is never larger than all values laid
-   end to end, a chain reuses memory, and every backend running from its plan
+   end to end, each value sits where the greedy rule puts it (checked by brute
+   force), a chain reuses memory, and every backend running from its plan
    (cuda's with views) matches the reference. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,55 @@ static bool th_plan_valid(const struct mps_graph *g, const struct mps_memplan *m
             }
         }
     return true;
+}
+
+/* The plan's greedy rule, checked by brute force: values taken largest first
+   (lower index first among equals), each at the lowest offset where it overlaps
+   no value taken before it whose lifetime meets its own. */
+static bool th_plan_greedy(const struct mps_graph *g, const struct mps_memplan *mp, char *why, size_t size)
+{
+    int n = 0, *order = malloc(sizeof *order * (size_t)(g->n_values + 1));
+    int64_t *bytes = malloc(sizeof *bytes * (size_t)(g->n_values + 1));
+    for (int v = 0; v < g->n_values; v++) {
+        bytes[v] = (mps_shape_numel(&g->values[v].shape) * 4 + 63) / 64 * 64;
+        bytes[v] = bytes[v] ? bytes[v] : 64;
+        if (mp->offset[v] >= 0 && mp->alias[v] < 0)
+            order[n++] = v;
+    }
+    for (int i = 1; i < n; i++) /* insertion sort: bytes descending, then index */
+        for (int j = i; j > 0 && (bytes[order[j]] > bytes[order[j - 1]] ||
+                                  (bytes[order[j]] == bytes[order[j - 1]] && order[j] < order[j - 1])); j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    bool ok = true;
+    for (int i = 0; i < n && ok; i++) {
+        int v = order[i];
+        int64_t best = -1;
+        for (int c = -1; c < i; c++) { /* candidates: 0 and the end of each earlier value it meets */
+            int u = c < 0 ? -1 : order[c];
+            bool meets = u >= 0 && !(mp->last[u] < mp->first[v] || mp->last[v] < mp->first[u]);
+            if (u >= 0 && !meets)
+                continue;
+            int64_t at = u < 0 ? 0 : mp->offset[u] + bytes[u];
+            bool free_here = best < 0 || at < best;
+            for (int j = 0; j < i && free_here; j++) {
+                int w = order[j];
+                if (!(mp->last[w] < mp->first[v] || mp->last[v] < mp->first[w]))
+                    free_here = !(at < mp->offset[w] + bytes[w] && mp->offset[w] < at + bytes[v]);
+            }
+            if (free_here)
+                best = at;
+        }
+        ok = mp->offset[v] == best;
+        if (!ok)
+            snprintf(why, size, "'%s' at %lld, but the lowest free offset is %lld", g->values[v].name,
+                     (long long)mp->offset[v], (long long)best);
+    }
+    free(order);
+    free(bytes);
+    return ok;
 }
 
 static bool th_bytes_meet(const struct mps_graph *g, const struct mps_memplan *mp, int u, int v)
@@ -147,6 +197,9 @@ static void test_random_dags(void)
             th_check(ok, "%s%s: no two live values overlap%s%s", seed, views ? " (views)" : "", ok ? "" : ": ",
                      ok ? "" : why);
             th_check(mp.size <= mp.total, "%s: arena %zu bytes <= %zu laid end to end", seed, mp.size, mp.total);
+            ok = th_plan_greedy(g, &mp, why, sizeof why);
+            th_check(ok, "%s%s: each value at the lowest free offset, largest first%s%s", seed, views ? " (views)" : "",
+                     ok ? "" : ": ", ok ? "" : why);
             mps_memplan_free(&mp);
         }
         /* a backend computing some nodes in the kernel of the node before (cuda's Conv+MaxPool) */
