@@ -127,16 +127,22 @@ int mps_cli_inspect(int argc, char **argv)
     const struct mps_graph *g = m->graph;
     char a[256];
     int64_t params = 0, macs = 0, flops = 0, weight_bytes = 0;
+    bool *read = calloc((size_t)g->n_values + 1, sizeof *read);
+    if (!read) {
+        st = mps_fail(&err, MPS_ERR_RUNTIME, "out of memory");
+        goto out;
+    }
+    for (int k = 0; k < g->n_nodes; k++)
+        for (int i = 0; i < g->nodes[k].n_in; i++)
+            if (g->nodes[k].in[i] >= 0)
+                read[g->nodes[k].in[i]] = true;
     for (int v = 0; v < g->n_values; v++) {
-        bool read = false;
-        for (int k = 0; k < g->n_nodes && !read; k++)
-            for (int i = 0; i < g->nodes[k].n_in && !read; i++)
-                read = g->nodes[k].in[i] == v;
-        if (read && mps_inspect_is_weight(&g->values[v])) {
+        if (read[v] && mps_inspect_is_weight(&g->values[v])) {
             params += mps_shape_numel(&g->values[v].shape);
             weight_bytes += (int64_t)(mps_shape_numel(&g->values[v].shape) * (int64_t)mps_dtype_size(g->values[v].dtype));
         }
     }
+    free(read);
     root = json->count ? cJSON_CreateObject() : NULL;
     cJSON *jnodes = NULL;
     if (root) {

@@ -179,6 +179,10 @@ save("typed_fields.onnx", model([helper.make_node("Reshape", ["a", "shape"], ["a
                                  helper.make_node("Mul", ["kf", "df"], ["kd"], name="kd"),
                                  helper.make_node("Add", ["xa", "kd"], ["y"], name="add")],
                                 [vi("x", [6])], [vi("y", [6])], typed), "ok")
+# 100,000 Negs listed last first: the topological sort must reorder them all, in time linear in the graph
+chain = [helper.make_node("Neg", [f"v{i}" if i else "x"], [f"v{i + 1}" if i + 1 < 100000 else "y"], name=f"neg{i}")
+         for i in range(100000)]
+save("chain_100000_reversed.onnx", model(chain[::-1], [vi("x", [2])], [vi("y", [2])]), "ok")
 save("raw_output.onnx", model([helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape")], [vi("x", [1, 4])],
                                [vi("y", [1, 2, 2])], [numpy_helper.from_array(np.array([1, 2, 2], np.int64), "s")]),
      "ok")

@@ -20,6 +20,7 @@ static const struct {
     {"constant_node.onnx", 2, {2, 3}},                     /* x + 1 */
     {"float16_typed.onnx", 2, {2, 0}},                     /* x + {1, -2} from FLOAT16 bit patterns */
     {"typed_fields.onnx", 6, {2.5f, 3.5f, 4.5f, 9.5f, 11.5f, 13.5f}}, /* x * a + 3 * 0.5 */
+    {"chain_100000_reversed.onnx", 2, {1, 2}},                        /* x negated 100,000 times */
 };
 
 static void th_check_numbers(const char *file, struct mps_model *m)
