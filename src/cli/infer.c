@@ -173,19 +173,25 @@ static enum mps_status mps_infer_expect(struct mps_infer_result *r, struct mps_e
     if (!top)
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     mps_infer_top1(r, top);
-    r->expect_ok = true;
+    r->expect_ok = total > 0; /* no item is no evidence */
+    if (!total)
+        mps_fail(err, MPS_ERR_CHECK, "--expect %s: no input item was run", r->expect);
     for (int64_t i = 0; i < total && r->expect_ok; i++)
         r->expect_ok = top[i] == want;
-    if (!r->expect_ok) {
+    if (total && !r->expect_ok) {
         int64_t i = 0, at = 0;
         int f = 0;
         while (top[i] == want)
             i++;
         while (at + r->files[f].items <= i) /* the file item i came from */
             at += r->files[f++].items;
-        mps_fail(err, MPS_ERR_CHECK, "--expect %s: %s%s has top class %lld '%s'", r->expect, r->files[f].path,
-                 r->files[f].items > 1 ? " (an item of it)" : "", (long long)top[i],
-                 top[i] < r->n_labels ? r->labels[top[i]] : "");
+        if (top[i] < 0)
+            mps_fail(err, MPS_ERR_CHECK, "--expect %s: %s%s has no top class: its output is NaN", r->expect,
+                     r->files[f].path, r->files[f].items > 1 ? " (an item of it)" : "");
+        else
+            mps_fail(err, MPS_ERR_CHECK, "--expect %s: %s%s has top class %lld '%s'", r->expect, r->files[f].path,
+                     r->files[f].items > 1 ? " (an item of it)" : "", (long long)top[i],
+                     top[i] < r->n_labels ? r->labels[top[i]] : "");
     }
     free(top);
     return r->expect_ok ? MPS_OK : MPS_ERR_CHECK;
@@ -214,8 +220,20 @@ static enum mps_status mps_infer_check(struct mps_infer_result *r, struct mps_er
         r->tol.log = mps_model_probabilities(r->model, 0);
         mps_compare(MPS_F32, out->data, ref.data, n, r->tol, &r->check);
         r->compared = true;
-        r->check_ok = r->check.ok;
-        mps_compare_str(&r->check, n, r->tol, r->check_detail, sizeof r->check_detail);
+        /* NaN matching NaN, or nothing compared, shows nothing about the model */
+        int64_t nan_out = 0, nan_ref = 0;
+        for (int64_t i = 0; i < n; i++) {
+            nan_out += isnan(((const float *)out->data)[i]);
+            nan_ref += isnan(((const float *)ref.data)[i]);
+        }
+        int len = 0;
+        if (nan_out || nan_ref)
+            len = snprintf(r->check_detail, sizeof r->check_detail, "%lld of %lld output and %lld reference values "
+                           "are NaN, and a check needs numbers; ", (long long)nan_out, (long long)n, (long long)nan_ref);
+        mps_compare_str(&r->check, n, r->tol, r->check_detail + len, sizeof r->check_detail - (size_t)len);
+        if (n == 0)
+            snprintf(r->check_detail, sizeof r->check_detail, "the reference is empty: nothing to compare");
+        r->check_ok = r->check.ok && n > 0 && !nan_out && !nan_ref;
     }
     free(ref.data);
     if (!r->check_ok)

@@ -61,7 +61,7 @@ struct mps_infer_result {
     bool compared;                /* the shapes agreed and check holds the comparison */
     struct mps_tolerance tol;     /* --rtol, --atol */
     struct mps_comparison check;
-    char check_detail[256];
+    char check_detail[512];
 };
 
 /* input.c: decodes the files (PNG or .npy) into groups for the loaded model m;

@@ -57,7 +57,11 @@ static enum mps_status mps_infer_decode(struct mps_infer_result *r, int f, const
             for (int i = 0; whole && i < item->ndim; i++)
                 whole = t.shape.dim[i + 1] == item->dim[i];
             d->items = one ? 1 : whole ? t.shape.dim[0] : -1;
-            if (d->items < 0 || (!free_batch && d->items != batch)) {
+            if (d->items == 0) {
+                st = mps_fail(err, MPS_ERR_INPUT, ".npy shape %s holds no items to run",
+                              mps_shape_str(&t.shape, a, sizeof a));
+                free(t.data);
+            } else if (d->items < 0 || (!free_batch && d->items != batch)) {
                 struct mps_shape want = {item->ndim + 1, {batch}};
                 memcpy(want.dim + 1, item->dim, sizeof(int64_t) * (size_t)item->ndim);
                 st = mps_fail(err, MPS_ERR_INPUT, ".npy shape %s does not fit the model's input %s%s",

@@ -92,6 +92,16 @@ static void mps_report_top(const double *p, int64_t k, int64_t n, int64_t *idx)
     }
 }
 
+/* The classes whose probability is NaN (a NaN output, or softmax of an
+   infinite logit): an item with any has no top class. */
+static int64_t mps_report_nan(const double *p, int64_t k)
+{
+    int64_t n = 0;
+    for (int64_t c = 0; c < k; c++)
+        n += isnan(p[c]);
+    return n;
+}
+
 /* One batch item: where its output row is and which file it came from. */
 struct mps_report_item {
     const struct mps_infer_group *g;
@@ -126,6 +136,8 @@ void mps_infer_top1(const struct mps_infer_result *r, int64_t *top1)
     for (int64_t i = 0; p && items && i < n; i++) {
         mps_infer_probabilities(r, items[i].g, items[i].row, p, k);
         mps_report_top(p, k, 1, &top1[i]);
+        if (mps_report_nan(p, k))
+            top1[i] = -1;
     }
     free(items);
     free(p);
@@ -189,8 +201,16 @@ void mps_infer_print_text(const struct mps_infer_result *r, bool quiet)
             continue;
         }
         mps_infer_probabilities(r, g, items[it].row, p, k);
-        int64_t n = r->top_k < k ? r->top_k : k;
+        int64_t n = r->top_k < k ? r->top_k : k, n_nan = mps_report_nan(p, k);
         mps_report_top(p, k, quiet ? 1 : n, idx);
+        if (n_nan) {
+            if (quiet)
+                printf("%s%snan\n", many ? name : "", many ? ": " : "");
+            else
+                printf("input      %s  %s -> %s\n  top-k     none: %lld of %lld class values are NaN\n", name,
+                       file->source, mps_shape_str(&g->in[0].shape, a, sizeof a), (long long)n_nan, (long long)k);
+            continue;
+        }
         if (quiet) {
             printf("%s%s%lld %s %.4f\n", many ? name : "", many ? ": " : "", (long long)idx[0],
                    mps_report_label(r, idx[0]), p[idx[0]]);
@@ -271,8 +291,14 @@ int mps_infer_print_json(const struct mps_infer_result *r)
         cJSON *top = cJSON_AddArrayToObject(res, "top");
         if (r->output_kind) {
             mps_infer_probabilities(r, items[it].g, items[it].row, p, k);
-            int64_t n = r->top_k < k ? r->top_k : k;
+            int64_t n = r->top_k < k ? r->top_k : k, n_nan = mps_report_nan(p, k);
             mps_report_top(p, k, n, idx);
+            if (n_nan) {
+                char why[96];
+                snprintf(why, sizeof why, "%lld of %lld class values are NaN", (long long)n_nan, (long long)k);
+                cJSON_AddStringToObject(cJSON_AddObjectToObject(res, "error"), "message", why);
+                n = 0;
+            }
             for (int64_t i = 0; i < n; i++) {
                 cJSON *c = cJSON_CreateObject();
                 cJSON_AddNumberToObject(c, "index", (double)idx[i]);

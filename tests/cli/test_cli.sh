@@ -163,9 +163,22 @@ check "the report says how many elements are beyond the bound" grep -q '1 of 10 
 expect "--check: --atol widens the bound" 0 infer "$cnn" "$in/gray8.png" --check "$tmp/far.npy" --atol 1e-3 \
   "${q[@]}"
 expect "--check: a NaN output against a finite reference fails" 5 infer "$cnn" "$in/nan.npy" --check "$ref" "${q[@]}"
-check "the NaN mismatch is an infinite error" grep -q 'max error inf' "$err"
+check "the NaN mismatch is an infinite error" grep -q '10 of 10 output and 0 reference values are NaN.*max error inf' "$err"
 expect "--output of a NaN output" 0 infer "$cnn" "$in/nan.npy" --output "$tmp/nan_out.npy" "${q[@]}"
-expect "--check: NaN matches NaN" 0 infer "$cnn" "$in/nan.npy" --check "$tmp/nan_out.npy" "${q[@]}"
+expect "--check: NaN against NaN is no evidence and fails" 5 infer "$cnn" "$in/nan.npy" --check "$tmp/nan_out.npy" "${q[@]}"
+check "--check names the NaN on both sides" grep -q '10 of 10 output and 10 reference values are NaN, and a check needs numbers' "$err"
+expect "-q on a NaN output" 0 infer "$cnn" "$in/nan.npy" -q
+check "-q prints nan, not a class" grep -qx 'nan' "$out"
+expect "text on a NaN output" 0 infer "$cnn" "$in/nan.npy" "${q[@]}"
+check "the text says there is no top class" grep -q 'none: 10 of 10 class values are NaN' "$out"
+expect "--json on a NaN output" 0 infer "$cnn" "$in/nan.npy" --json "${q[@]}"
+check "--json: no top classes, an error, no null" \
+  jq -e '.results[0].top == [] and (.results[0].error.message | test("NaN")) and ([.. | nulls] | length == 0)' "$out" >/dev/null
+expect "--expect on a NaN output fails" 5 infer "$cnn" "$in/nan.npy" --expect 0 "${q[@]}"
+check "--expect says the input has no top class" grep -q 'nan.npy has no top class: its output is NaN' "$err"
+"${PYTHON:-/usr/bin/python3}" -c "import numpy, sys; numpy.save(sys.argv[1], numpy.zeros((0, 1, 28, 28), numpy.float32)); numpy.save(sys.argv[2], numpy.zeros((0, 10), numpy.float32))" "$tmp/empty_batch.npy" "$tmp/empty_ref.npy"
+expect "a .npy of no items is refused, --expect does not pass" 4 infer "$cnn" "$tmp/empty_batch.npy" --expect 7 "${q[@]}"
+check "the empty .npy is named with its shape" grep -q 'empty_batch.npy: .npy shape \[0,1,28,28\] holds no items' "$err"
 expect "--check of probabilities (a Softmax output)" 0 infer "$mlp" "$in/gray8.png" \
   --check "$src/models/refs/mnist_mlp/7_seven_0.npy" --json "${q[@]}"
 check "probabilities are compared as logarithms" jq -e '.checks.check | .passed and .logarithms' "$out" >/dev/null
