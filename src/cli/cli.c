@@ -2,6 +2,7 @@
 
 #include <argtable2.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 
 int mps_cli_exit_code(enum mps_status s)
@@ -54,4 +55,40 @@ int mps_cli_parse(int argc, char **argv, void **argtable, struct arg_lit *help, 
     }
     *done = false;
     return MPS_EXIT_OK;
+}
+
+const char *mps_cli_count(int64_t n, char *buf, size_t size)
+{
+    char digits[32];
+    int len = snprintf(digits, sizeof digits, "%lld", (long long)(n < 0 ? -n : n)), at = 0;
+    char tmp[48];
+    if (n < 0)
+        tmp[at++] = '-';
+    for (int i = 0; i < len; i++) {
+        if (i && (len - i) % 3 == 0)
+            tmp[at++] = ',';
+        tmp[at++] = digits[i];
+    }
+    snprintf(buf, size, "%.*s", at, tmp);
+    return buf;
+}
+
+const char *mps_cli_bytes(double bytes, char *buf, size_t size)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int u = 0;
+    for (; bytes >= 1024 && u < 6; u++)
+        bytes /= 1024;
+    snprintf(buf, size, u ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
+    return buf;
+}
+
+const char *mps_cli_si(double v, char *buf, size_t size)
+{
+    static const char *const prefix[] = {"", " k", " M", " G", " T", " P", " E"};
+    int p = 0;
+    for (; v >= 1000 && p < 6; p++)
+        v /= 1000;
+    snprintf(buf, size, "%.4g%s", v, prefix[p]);
+    return buf;
 }

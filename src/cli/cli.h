@@ -5,6 +5,8 @@
 
 #include <argtable2.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "status.h"
 
@@ -39,6 +41,12 @@ void mps_cli_error(const char *subject, const char *fmt, ...)
    and returns MPS_EXIT_USAGE with *done set. Otherwise *done is false. */
 int mps_cli_parse(int argc, char **argv, void **argtable, struct arg_lit *help, struct arg_end *end,
                   const char *summary, bool *done);
+
+/* Numbers for people: 1806336 as "1,806,336"; 3.2e9 bytes as "3.0 GiB" (B, KiB,
+   MiB... by 1024); 2258000 as "2.258 M" (k, M, G... by 1000). Return buf. */
+const char *mps_cli_count(int64_t n, char *buf, size_t size);
+const char *mps_cli_bytes(double bytes, char *buf, size_t size);
+const char *mps_cli_si(double v, char *buf, size_t size);
 
 /* The subcommands (one file each). */
 int mps_cli_info(int argc, char **argv);

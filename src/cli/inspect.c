@@ -208,8 +208,9 @@ int mps_cli_inspect(int argc, char **argv)
             cJSON_AddNumberToObject(o, "flops", (double)c.flops);
             cJSON_AddItemToArray(jnodes, o);
         } else {
-            printf("%4d  %-32.32s %-18s %-20s %11lld %14lld\n", k, n->name, op, a, (long long)c.params,
-                   (long long)c.flops);
+            char np[32], nf[32];
+            printf("%4d  %-32.32s %-18s %-20s %11s %14s\n", k, n->name, op, a, mps_cli_count(c.params, np, sizeof np),
+                   mps_cli_count(c.flops, nf, sizeof nf));
         }
     }
     if (root) {
@@ -222,10 +223,13 @@ int mps_cli_inspect(int argc, char **argv)
         cJSON_AddNumberToObject(t, "arena_bytes", (double)mp.size);
         cJSON_AddNumberToObject(t, "activation_bytes_without_reuse", (double)mp.total);
     } else {
-        printf("\ntotals     %d nodes, %lld parameters (%.1f KiB of weights), %.4g MFLOPs (%.4g M multiply-accumulates)\n",
-               g->n_nodes, (long long)params, (double)weight_bytes / 1024, (double)flops / 1e6, (double)macs / 1e6);
-        printf("memory     activations: %.1f KiB in one arena (%.1f KiB if every tensor had its own)\n",
-               (double)mp.size / 1024, (double)mp.total / 1024);
+        char nn[32], np[32], wb[32], nf[32], nm[32], as[32], at[32];
+        printf("\ntotals     %s nodes, %s parameters (%s of weights), %sFLOPs (%s multiply-accumulates)\n",
+               mps_cli_count(g->n_nodes, nn, sizeof nn), mps_cli_count(params, np, sizeof np),
+               mps_cli_bytes((double)weight_bytes, wb, sizeof wb), mps_cli_si((double)flops, nf, sizeof nf),
+               mps_cli_si((double)macs, nm, sizeof nm));
+        printf("memory     activations: %s in one arena (%s if every tensor had its own)\n",
+               mps_cli_bytes((double)mp.size, as, sizeof as), mps_cli_bytes((double)mp.total, at, sizeof at));
     }
     cJSON *jb = root ? cJSON_AddArrayToObject(root, "backends") : NULL;
     for (size_t i = 0; i < sizeof mps_inspect_known / sizeof mps_inspect_known[0]; i++) {

@@ -82,8 +82,8 @@ enum mps_status mps_passes_fold(struct mps_graph *g, struct mps_error *err)
             if (!out[o])
                 st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory folding node '%s'", n->name);
         }
-        if (!st)
-            st = mps_cpu_eval_node(g, n, out, err);
+        if (!st && (st = mps_cpu_eval_node(g, n, out, err)) == MPS_ERR_INPUT)
+            st = MPS_ERR_MODEL; /* every value it read is the model's own */
         for (int o = 0; o < n->n_out && !st; o++)
             g->values[n->out[o]].data = out[o];
         dead[k] = true;

@@ -255,6 +255,13 @@ static enum mps_status mps_shape_gather(struct mps_graph *g, struct mps_node *n,
     int r = x->shape.ndim - 1 + idx->shape.ndim;
     if (r > MPS_MAX_DIMS)
         return mps_shape_fail(n, err, "the output would have rank %d", r);
+    for (int64_t i = 0, len = x->shape.dim[axis]; idx->data && i < mps_shape_numel(&idx->shape); i++) {
+        /* constant indices are the model's: one out of range is a bad model, found at load */
+        int64_t at = idx->dtype == MPS_I64 ? ((const int64_t *)idx->data)[i] : ((const int32_t *)idx->data)[i];
+        if (at < -len || at >= len)
+            return mps_shape_fail(n, err, "index %lld is out of range for an axis of %lld", (long long)at,
+                                  (long long)len);
+    }
     struct mps_shape out = {0, {0}};
     for (int i = 0; i < axis; i++)
         out.dim[out.ndim++] = x->shape.dim[i];

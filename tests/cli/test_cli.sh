@@ -209,6 +209,11 @@ for f in truncated_61 random_0 png_magic cycle huge_dims short_raw_data external
 done
 expect "unsupported op: exit 3" 3 infer "$tmp/bad/unsupported_op.onnx" "$in/vec4.npy"
 check "the unsupported op is named with its node" grep -q "node 'up' (Resize): op Resize is not supported" "$err"
+expect "a constant Gather index out of range: exit 3, not 4" 3 infer "$tmp/bad/gather_const_index_oob.onnx" "$in/vec4.npy"
+expect "inspect refuses it too (no backend 'runs every node')" 3 inspect "$tmp/bad/gather_const_index_oob.onnx"
+check "inspect names the node" grep -q "node 'gat' (Gather): index 7 is out of range" "$err"
+expect "inspect on a 100,000-node chain" 0 inspect "$tmp/bad/chain_100000_reversed.onnx"
+check "inspect counts its nodes" grep -q "100,000 nodes" "$out"
 expect "unsupported attribute: exit 3" 3 infer "$tmp/bad/unsupported_attr.onnx" "$in/vec4.npy"
 check "the attribute is named" grep -q "node 'relu' (Relu): attribute 'alpha' is not supported" "$err"
 
@@ -261,7 +266,10 @@ expect "inspect --help" 0 inspect --help
 expect "inspect" 0 inspect "$cnn"
 check "inspect shows inputs with their free dims" grep -q 'image f32 \[batch=1,1,28,28\]' "$out"
 check "inspect shows the metadata" grep -q 'mean: 0.1307' "$out"
-check "inspect shows the totals and the arena" bash -c "grep -q '^totals .*105866 parameters' $out && grep -q '^memory ' $out"
+check "inspect shows the totals and the arena" \
+  bash -c "grep -q '^totals .*105,866 parameters (413.5 KiB of weights), 2.258 MFLOPs (1.117 M multiply' $out &&
+           grep -q '^memory .*98.0 KiB in one arena' $out"
+check "inspect separates the thousands of a node's FLOPs" grep -Eq '^ +3 .* 4,640 +1,806,336$' "$out"
 check "inspect says which backends run every node" grep -Eq '^backends +cpu +runs every node' "$out"
 expect "inspect --json" 0 inspect "$cnn" --json
 check "inspect --json fields" jq -e '.schema_version == 1 and .totals.params == 105866 and (.nodes | length) == 10

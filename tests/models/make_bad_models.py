@@ -153,6 +153,16 @@ save("external_dir.onnx", external("w", "external_dir", 0, 48), "model", "'exter
 save("external_trailing_slash.onnx", external("w", "external_dir/", 0, 48), "model", "names a folder")
 save("external_length.onnx", external("w", "external_ok.onnx.data", 0, 44), "model", "length 44")
 
+# constant Gather indices out of range are the model's fault, found at load (not exit 4 at run)
+idx7 = numpy_helper.from_array(np.array([7], np.int64), "i")
+save("gather_const_index_oob.onnx", model([helper.make_node("Gather", ["x", "i"], ["y"], name="gat", axis=1)],
+                                          [vi("x", [1, 4])], [vi("y", [1, 1])], [idx7]),
+     "model", "node 'gat' (Gather): index 7 is out of range for an axis of 4")
+save("gather_folded_oob.onnx", model([helper.make_node("Gather", ["c", "i"], ["t"], name="gatc", axis=0),
+                                      helper.make_node("Add", ["x", "t"], ["y"], name="add")], [vi("x", [1])],
+                                     [vi("y", [1])], [idx7, numpy_helper.from_array(np.array([1, 2], np.float32), "c")]),
+     "model", "node 'gatc' (Gather): index 7 is out of range for an axis of 2")
+
 # legal but rare forms must load and run (test_onnx_files runs the "ok" ones)
 save("legacy_axis_broadcast.onnx", model([helper.make_node("Add", ["x", "b"], ["y"], name="add", broadcast=1, axis=0)],
                                          [vi("x", [2, 3])], [vi("y", [2, 3])],
