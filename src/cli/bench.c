@@ -102,7 +102,7 @@ static enum mps_status mps_bench_backends(const char *list, const struct mps_bac
         const struct mps_backend *be = mps_backend_find(items[i]);
         struct mps_backend_info info;
         if (!be)
-            return mps_fail(err, MPS_ERR_USAGE, "backend '%s' is not compiled into this mpsrun", items[i]);
+            return mps_backend_unknown(items[i], err);
         enum mps_status st = be->probe(&info, err);
         if (st != MPS_OK) { /* a usage error stays one (a bad MPSRUN_CPU_KERNELS); else the machine lacks it */
             char why[sizeof err->msg];

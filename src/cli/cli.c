@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <unistd.h>
 
 int mps_cli_exit_code(enum mps_status s)
 {
@@ -91,4 +92,32 @@ const char *mps_cli_si(double v, char *buf, size_t size)
         v /= 1000;
     snprintf(buf, size, "%.4g%s", v, prefix[p]);
     return buf;
+}
+
+enum mps_status mps_cli_int(const struct arg_int *a, const char *name, int lo, int hi, int def, int *v,
+                            struct mps_error *err)
+{
+    *v = a->count ? a->ival[0] : def;
+    if (*v < lo || *v > hi)
+        return mps_fail(err, MPS_ERR_USAGE, "%s must be %d to %d, not %d", name, lo, hi, *v);
+    return MPS_OK;
+}
+
+int mps_cli_max_threads(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus > 16 ? 4 * (int)cpus : 64;
+}
+
+enum mps_status mps_cli_threads(const struct arg_int *a, int *threads, struct mps_error *err)
+{
+    *threads = 0;
+    if (!a->count)
+        return MPS_OK;
+    int max = mps_cli_max_threads();
+    if (a->ival[0] < 1 || a->ival[0] > max)
+        return mps_fail(err, MPS_ERR_USAGE, "--threads must be 1 to %d here (4 per CPU, at least 64), not %d", max,
+                        a->ival[0]);
+    *threads = a->ival[0];
+    return MPS_OK;
 }

@@ -48,6 +48,16 @@ const char *mps_cli_count(int64_t n, char *buf, size_t size);
 const char *mps_cli_bytes(double bytes, char *buf, size_t size);
 const char *mps_cli_si(double v, char *buf, size_t size);
 
+/* An optional integer option: def when absent, else a usage error naming it
+   ("--repeat must be 0 to 1000000, not -1") unless lo to hi. */
+enum mps_status mps_cli_int(const struct arg_int *a, const char *name, int lo, int hi, int def, int *v,
+                            struct mps_error *err);
+/* --threads: 0 when absent (one per core), else 1 to mps_cli_max_threads()
+   (4 per CPU, at least 64): a thread per core is the most that helps, and
+   100,000 would start for seconds and gigabytes before anything failed. */
+int mps_cli_max_threads(void);
+enum mps_status mps_cli_threads(const struct arg_int *a, int *threads, struct mps_error *err);
+
 /* The subcommands (one file each). */
 int mps_cli_info(int argc, char **argv);
 int mps_cli_infer(int argc, char **argv);

@@ -2,7 +2,11 @@
    and reports what it sees, with timings; --expect and --check turn it into a
    check for CI scripts (exit code 5). */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,41 +26,44 @@ static double mps_now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Parses "a" or "a,b,c" into v (1 or 3 values, the first repeated); false if malformed. */
-static bool mps_infer_floats(const char *s, float *v)
+/* Parses "a" or "a,b,c" into v (1 or 3 finite values, the first repeated);
+   *n gets the count; false if malformed. */
+static bool mps_infer_floats(const char *s, float *v, int *n)
 {
-    int n = 0;
     char *end;
-    for (const char *p = s; n < 3; p = end + 1) {
-        v[n++] = strtof(p, &end);
-        if (end == p)
+    *n = 0;
+    for (const char *p = s; *n < 3; p = end + 1) {
+        v[*n] = strtof(p, &end);
+        if (end == p || !isfinite(v[(*n)++]))
             return false;
         if (*end == '\0')
             break;
         if (*end != ',')
             return false;
     }
-    if (n == 1)
+    if (*n == 1)
         v[1] = v[2] = v[0];
-    return n == 1 || n == 3;
+    return *n == 1 || *n == 3;
 }
 
-/* "28x28" or "28" into height and width. */
+#define MPS_INFER_MAX_SIDE 65536
+
+/* "28x28" or "28" into height and width; false unless each is 1 to MPS_INFER_MAX_SIDE. */
 static bool mps_infer_size(const char *s, int64_t *h, int64_t *w)
 {
     char *end;
     long long a = strtoll(s, &end, 10), b = a;
-    if (end == s || a <= 0)
+    if (end == s)
         return false;
     if (*end == 'x' || *end == 'X') {
         const char *p = end + 1;
         b = strtoll(p, &end, 10);
-        if (end == p || b <= 0)
+        if (end == p)
             return false;
     }
     *h = a;
     *w = b;
-    return *end == '\0' && a <= 1 << 16 && b <= 1 << 16;
+    return *end == '\0' && a >= 1 && b >= 1 && a <= MPS_INFER_MAX_SIDE && b <= MPS_INFER_MAX_SIDE;
 }
 
 /* Labels from FILE (one per line) or the model's "labels" metadata (a JSON
@@ -110,7 +117,9 @@ static enum mps_status mps_infer_labels(struct mps_infer_result *r, const char *
 }
 
 /* Image size, channels and normalization: flags, else the model's metadata,
-   else the model's input shape and no normalization. */
+   else the model's input shape and no normalization. A flag the model
+   contradicts (--size on a model that fixes it, three --mean values for one
+   channel) is a usage error, said before any input is read. */
 static enum mps_status mps_infer_prep(struct mps_infer_result *r, const char *mean, const char *std, const char *size,
                                       struct mps_error *err)
 {
@@ -119,54 +128,106 @@ static enum mps_status mps_infer_prep(struct mps_infer_result *r, const char *me
     const struct mps_value *in = &g->values[g->inputs[0]];
     const struct mps_model_input *decl = &r->model->inputs[0];
     *p = (struct mps_infer_prep){.channels = 3, .mean = {0, 0, 0}, .std = {1, 1, 1}, .norm_from = "none"};
+    bool fixed = false; /* the model's shape says the image size */
     if (in->shape.ndim == 4) {
         p->channels = decl->symbolic[1] ? 3 : (int)in->shape.dim[1];
         if (!decl->symbolic[2] && !decl->symbolic[3]) {
             p->height = in->shape.dim[2];
             p->width = in->shape.dim[3];
+            fixed = true;
         }
     } else if (in->shape.ndim == 3) { /* [N, H, W]: one gray channel */
         p->channels = 1;
         p->height = in->shape.dim[1];
         p->width = in->shape.dim[2];
+        fixed = !decl->symbolic[1] && !decl->symbolic[2];
     } else {
         p->channels = 1; /* a flat [N, D] input: the metadata says the image size */
     }
-    const char *meta_size = mps_model_meta(r->model, "image_size");
-    if (size && !mps_infer_size(size, &p->height, &p->width))
-        return mps_fail(err, MPS_ERR_USAGE, "--size '%s' is not HxW", size);
-    if (!size && meta_size && !p->height && !mps_infer_size(meta_size, &p->height, &p->width))
-        return mps_fail(err, MPS_ERR_MODEL, "the model's image_size metadata '%s' is not HxW", meta_size);
     if (p->channels != 1 && p->channels != 3)
         p->channels = 1; /* not an image model: PNG inputs are refused later with the input's shape */
-    const char *m = mean ? mean : mps_model_meta(r->model, "mean"), *s = std ? std : mps_model_meta(r->model, "std");
-    if (m && !mps_infer_floats(m, p->mean))
-        return mps_fail(err, mean ? MPS_ERR_USAGE : MPS_ERR_MODEL, "mean '%s' is not a or a,b,c", m);
-    if (s && !mps_infer_floats(s, p->std))
-        return mps_fail(err, std ? MPS_ERR_USAGE : MPS_ERR_MODEL, "std '%s' is not a or a,b,c", s);
-    for (int c = 0; c < 3; c++)
-        if (!(p->std[c] > 0))
-            return mps_fail(err, MPS_ERR_USAGE, "std must be positive");
-    if (m || s)
-        p->norm_from = mean || std ? "flags" : "model metadata";
+    const char *meta_size = mps_model_meta(r->model, "image_size");
+    int64_t h, w;
+    if (size) {
+        mps_infer_size(size, &h, &w); /* checked with the options */
+        if (fixed && (h != p->height || w != p->width))
+            return mps_fail(err, MPS_ERR_USAGE, "--size %s: the model fixes its images at %lldx%lld", size,
+                            (long long)p->height, (long long)p->width);
+        if (in->shape.ndim == 2 && !decl->symbolic[1] && h * w * p->channels != in->shape.dim[1])
+            return mps_fail(err, MPS_ERR_USAGE, "--size %s gives %lld values per image; the model's input takes %lld",
+                            size, (long long)(h * w * p->channels), (long long)in->shape.dim[1]);
+        p->height = h;
+        p->width = w;
+    } else if (meta_size && !p->height && !mps_infer_size(meta_size, &p->height, &p->width)) {
+        return mps_fail(err, MPS_ERR_MODEL, "the model's image_size metadata '%s' is not HxW", meta_size);
+    }
+    const char *flag[2] = {mean, std}, *name[2] = {"--mean", "--std"}, *key[2] = {"mean", "std"};
+    float *dst[2] = {p->mean, p->std};
+    for (int i = 0; i < 2; i++) {
+        const char *text = flag[i] ? flag[i] : mps_model_meta(r->model, key[i]);
+        int n = 0;
+        if (!text)
+            continue;
+        p->norm_from = flag[0] || flag[1] ? "flags" : "model metadata";
+        if (!mps_infer_floats(text, dst[i], &n) || (i == 1 && !(dst[i][0] > 0 && dst[i][1] > 0 && dst[i][2] > 0)))
+            return flag[i] ? mps_fail(err, MPS_ERR_USAGE, "%s %s: give 1 or 3 finite numbers%s", name[i], text,
+                                      i ? ", each above 0" : "")
+                           : mps_fail(err, MPS_ERR_MODEL, "the model's %s metadata '%s' is not 1 or 3 finite numbers%s",
+                                      key[i], text, i ? " above 0" : "");
+        if (flag[i] && n == 3 && p->channels == 1)
+            return mps_fail(err, MPS_ERR_USAGE, "%s %s: 3 values, but the model's images have 1 channel", name[i],
+                            text);
+    }
     return MPS_OK;
 }
 
-/* --expect CLASS: an index or a label; every input's top-1 must be it. */
-static enum mps_status mps_infer_expect(struct mps_infer_result *r, struct mps_error *err)
+/* What --labels and --expect need of the loaded model, checked before any
+   input is read: a classifier's output, as many labels as classes, and
+   --expect naming one of them, by index or by label (the exact label, else
+   the one label equal to it ignoring case). */
+static enum mps_status mps_infer_classes(struct mps_infer_result *r, const char *labels_file, struct mps_error *err)
 {
+    int64_t k = r->model->graph->n_inputs == 1 ? mps_infer_graph_classes(r->model->graph) : 0;
+    char a[128];
+    const struct mps_value *out = &r->model->graph->values[r->model->graph->outputs[0]];
+    if (!k && (labels_file || r->expect))
+        return mps_fail(err, MPS_ERR_USAGE, "%s needs a classifier: the model's output is %s %s, not [batch, classes]",
+                        r->expect ? "--expect" : "--labels", mps_dtype_name(out->dtype),
+                        mps_shape_str(&out->shape, a, sizeof a));
+    if (labels_file && r->n_labels != k)
+        return mps_fail(err, MPS_ERR_USAGE, "--labels %s: %d labels for the model's %lld classes", labels_file,
+                        r->n_labels, (long long)k);
+    if (!r->expect)
+        return MPS_OK;
     char *end;
     long long want = strtoll(r->expect, &end, 10);
-    if (end == r->expect || *end) {
-        want = -1;
-        for (int i = 0; i < r->n_labels && want < 0; i++)
-            if (strcmp(r->labels[i], r->expect) == 0)
-                want = i;
-        if (want < 0)
-            return mps_fail(err, MPS_ERR_USAGE, "--expect '%s' is neither a class index nor one of the labels",
-                            r->expect);
+    if (end != r->expect && !*end) {
+        if (want < 0 || want >= k)
+            return mps_fail(err, MPS_ERR_USAGE, "--expect %s: the model has %lld classes (0 to %lld)", r->expect,
+                            (long long)k, (long long)k - 1);
+        r->expect_class = want;
+        return MPS_OK;
     }
-    int64_t total = 0;
+    int exact = -1, folded = -1, n_folded = 0;
+    for (int i = 0; i < r->n_labels && i < k; i++) {
+        if (!strcmp(r->labels[i], r->expect) && exact < 0)
+            exact = i;
+        if (!strcasecmp(r->labels[i], r->expect) && n_folded++ == 0)
+            folded = i;
+    }
+    if (exact < 0 && n_folded != 1)
+        return mps_fail(err, MPS_ERR_USAGE, "--expect '%s' is neither a class index (0 to %lld) nor %s", r->expect,
+                        (long long)k - 1, !r->n_labels ? "a label (the model has none; see --labels)"
+                                          : n_folded ? "one label ignoring case (several match)"
+                                                     : "one of the labels");
+    r->expect_class = exact >= 0 ? exact : folded;
+    return MPS_OK;
+}
+
+/* --expect CLASS: every input's top-1 must be r->expect_class. */
+static enum mps_status mps_infer_expect(struct mps_infer_result *r, struct mps_error *err)
+{
+    int64_t want = r->expect_class, total = 0;
     for (int f = 0; f < r->n_files; f++)
         total += r->files[f].items;
     int64_t *top = malloc(sizeof *top * (size_t)(total + 1));
@@ -241,6 +302,21 @@ static enum mps_status mps_infer_check(struct mps_infer_result *r, struct mps_er
     return MPS_OK;
 }
 
+/* --output: a file that can be written, found out before the run (the write
+   after it still reports its own failure). */
+static enum mps_status mps_infer_writable(const char *path, struct mps_error *err)
+{
+    struct stat st;
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (slash == path ? 1 : (int)(slash - path)) : 1, slash ? path : ".");
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return mps_fail(err, MPS_ERR_USAGE, "--output %s: is a folder", path);
+    if ((stat(path, &st) == 0 && access(path, W_OK) != 0) || (stat(path, &st) != 0 && access(dir, W_OK | X_OK) != 0))
+        return mps_fail(err, MPS_ERR_USAGE, "--output %s: cannot write: %s", path, strerror(errno));
+    return MPS_OK;
+}
+
 /* Compiles the model for the backend and runs every group; times group 0's runs. */
 static enum mps_status mps_infer_run(struct mps_infer_result *r, const struct mps_compile_opts *co, int warmup,
                                      int repeat, struct mps_error *err)
@@ -289,22 +365,22 @@ int mps_cli_infer(int argc, char **argv)
     struct arg_file *inputs = arg_filen(NULL, NULL, "INPUT", 1, 1 << 16, "PNG images or .npy arrays (f32)");
     struct arg_str *backend = arg_str0(NULL, "backend", "B", "auto (default), cpu, cuda or mps");
     struct arg_str *precision = arg_str0(NULL, "precision", "P", "fp32 (default), tf32 or fp16 (GPU backends)");
-    struct arg_int *threads = arg_int0(NULL, "threads", "N", "CPU threads (default: one per core)");
-    struct arg_int *top_k = arg_int0(NULL, "top-k", "K", "classes to show per input (default 5)");
-    struct arg_file *labels = arg_file0(NULL, "labels", "FILE", "class labels, one per line");
-    struct arg_str *mean = arg_str0(NULL, "mean", "a,b,c", "per-channel mean after scaling pixels to [0,1]");
-    struct arg_str *std = arg_str0(NULL, "std", "a,b,c", "per-channel standard deviation");
-    struct arg_str *size = arg_str0(NULL, "size", "HxW", "image size when the model does not fix it");
-    struct arg_int *repeat = arg_int0(NULL, "repeat", "N", "timed runs after the first (default 10)");
-    struct arg_int *warmup = arg_int0(NULL, "warmup", "N", "untimed runs before them (default 1)");
+    struct arg_int *threads = arg_int0(NULL, "threads", "N", "CPU threads, 1 to 64 (4 per CPU if more; default: one per core)");
+    struct arg_int *top_k = arg_int0(NULL, "top-k", "K", "classes to show per input, 1 to 64 (default 5)");
+    struct arg_file *labels = arg_file0(NULL, "labels", "FILE", "class labels, one per line, one per class");
+    struct arg_str *mean = arg_str0(NULL, "mean", "a,b,c", "per-channel mean after scaling pixels to [0,1]: 1 or 3 numbers");
+    struct arg_str *std = arg_str0(NULL, "std", "a,b,c", "per-channel standard deviation: 1 or 3 numbers above 0");
+    struct arg_str *size = arg_str0(NULL, "size", "HxW", "image size when the model does not fix it (sides 1 to 65536)");
+    struct arg_int *repeat = arg_int0(NULL, "repeat", "N", "timed runs after the first, 0 to 1000000 (default 10)");
+    struct arg_int *warmup = arg_int0(NULL, "warmup", "N", "untimed runs before them, 0 to 1000000 (default 1)");
     struct arg_lit *json = arg_lit0(NULL, "json", "print one JSON object (schema_version 1)");
     struct arg_file *output = arg_file0(NULL, "output", "out.npy", "write the first output to a .npy file");
-    struct arg_str *expect = arg_str0(NULL, "expect", "CLASS", "exit 5 unless every input's top class is CLASS");
+    struct arg_str *expect = arg_str0(NULL, "expect", "CLASS", "exit 5 unless every input's top class is CLASS (an index, or a label in any case)");
     struct arg_file *check = arg_file0(NULL, "check", "ref.npy", "exit 5 unless the first output matches");
-    struct arg_dbl *rtol = arg_dbl0(NULL, "rtol", "R", "--check's tolerance, relative to the reference's largest "
-                                    "magnitude (default 1e-5)");
-    struct arg_dbl *atol = arg_dbl0(NULL, "atol", "A", "--check's absolute tolerance (default 0)");
-    struct arg_lit *quiet = arg_lit0("q", "quiet", "print only the top class of each input");
+    struct arg_dbl *rtol = arg_dbl0(NULL, "rtol", "R", "--check's tolerance, 0 to 1, relative to the reference's "
+                                    "largest magnitude (default 1e-5)");
+    struct arg_dbl *atol = arg_dbl0(NULL, "atol", "A", "--check's absolute tolerance, 0 or more (default 0)");
+    struct arg_lit *quiet = arg_lit0("q", "quiet", "print only the top class of each input (not with --json)");
     struct arg_lit *help = arg_lit0("h", "help", "print this help");
     struct arg_end *end = arg_end(20);
     void *argtable[] = {model, inputs, backend, precision, threads, top_k, labels, mean, std, size, repeat, warmup,
@@ -315,35 +391,52 @@ int mps_cli_infer(int argc, char **argv)
                            "and the timings of loading, compiling, preprocessing and running. Labels,\n"
                            "normalization and image size come from the model's metadata unless given.",
                            &done);
-    struct mps_infer_result r = {.top_k = top_k->count ? top_k->ival[0] : 5,
-                                 .precision = precision->count ? precision->sval[0] : "fp32",
+    struct mps_infer_result r = {.precision = precision->count ? precision->sval[0] : "fp32",
                                  .expect = expect->count ? expect->sval[0] : NULL,
                                  .check_path = check->count ? check->filename[0] : NULL};
     struct mps_error err = {{0}};
     const char *subject = NULL;
     enum mps_status st = MPS_OK;
-    int n_repeat = repeat->count ? repeat->ival[0] : 10, n_warmup = warmup->count ? warmup->ival[0] : 1;
-    struct mps_compile_opts co = {.threads = threads->count ? threads->ival[0] : 0};
+    int n_repeat = 0, n_warmup = 0;
+    struct mps_compile_opts co = {0};
     r.tol = (struct mps_tolerance){.rtol = rtol->count ? rtol->dval[0] : 1e-5, .atol = atol->count ? atol->dval[0] : 0};
     if (done)
+        goto out;
+    /* every option that needs no model, before any work: one message per problem, naming the option */
+    int64_t h, w;
+    float v[3];
+    int nv;
+    if ((st = mps_cli_int(top_k, "--top-k", 1, MPS_INFER_MAX_TOP, 5, &r.top_k, &err)) ||
+        (st = mps_cli_int(repeat, "--repeat", 0, 1000000, 10, &n_repeat, &err)) ||
+        (st = mps_cli_int(warmup, "--warmup", 0, 1000000, 1, &n_warmup, &err)) ||
+        (st = mps_cli_threads(threads, &co.threads, &err)))
         goto out;
     if (!(r.tol.rtol >= 0 && r.tol.rtol <= 1))
         st = mps_fail(&err, MPS_ERR_USAGE, "--rtol must be 0 to 1, not %g", r.tol.rtol);
     else if (!(r.tol.atol >= 0 && isfinite(r.tol.atol)))
         st = mps_fail(&err, MPS_ERR_USAGE, "--atol must be a finite number not below 0, not %g", r.tol.atol);
-    if (st)
-        goto out;
-    if (r.top_k < 1 || r.top_k > MPS_INFER_MAX_TOP || n_repeat < 0 || n_warmup < 0 || co.threads < 0)
-        st = mps_fail(&err, MPS_ERR_USAGE, "--top-k must be 1 to %d; --repeat, --warmup, --threads not negative",
-                      MPS_INFER_MAX_TOP);
-    else if (!strcmp(r.precision, "fp32"))
-        co.precision = MPS_PRECISION_FP32;
-    else if (!strcmp(r.precision, "tf32"))
-        co.precision = MPS_PRECISION_TF32;
-    else if (!strcmp(r.precision, "fp16"))
-        co.precision = MPS_PRECISION_FP16;
+    else if ((rtol->count || atol->count) && !check->count)
+        st = mps_fail(&err, MPS_ERR_USAGE, "%s sets --check's tolerance: give --check too", rtol->count ? "--rtol"
+                                                                                                        : "--atol");
+    else if (!strcmp(r.precision, "fp32") || !strcmp(r.precision, "tf32") || !strcmp(r.precision, "fp16"))
+        co.precision = !strcmp(r.precision, "fp32")   ? MPS_PRECISION_FP32
+                       : !strcmp(r.precision, "tf32") ? MPS_PRECISION_TF32
+                                                      : MPS_PRECISION_FP16;
     else
-        st = mps_fail(&err, MPS_ERR_USAGE, "--precision must be fp32, tf32 or fp16");
+        st = mps_fail(&err, MPS_ERR_USAGE, "--precision must be fp32, tf32 or fp16, not '%s'", r.precision);
+    if (!st && backend->count && strcmp(backend->sval[0], "auto") && !mps_backend_find(backend->sval[0]))
+        st = mps_backend_unknown(backend->sval[0], &err);
+    else if (!st && size->count && !mps_infer_size(size->sval[0], &h, &w))
+        st = mps_fail(&err, MPS_ERR_USAGE, "--size %s: give HxW or N, each side 1 to %d", size->sval[0],
+                      MPS_INFER_MAX_SIDE);
+    else if (!st && mean->count && !mps_infer_floats(mean->sval[0], v, &nv))
+        st = mps_fail(&err, MPS_ERR_USAGE, "--mean %s: give 1 or 3 finite numbers", mean->sval[0]);
+    else if (!st && std->count && (!mps_infer_floats(std->sval[0], v, &nv) || !(v[0] > 0 && v[1] > 0 && v[2] > 0)))
+        st = mps_fail(&err, MPS_ERR_USAGE, "--std %s: give 1 or 3 finite numbers, each above 0", std->sval[0]);
+    else if (!st && json->count && quiet->count)
+        st = mps_fail(&err, MPS_ERR_USAGE, "--json and --quiet are two report forms: give one");
+    else if (!st && output->count)
+        st = mps_infer_writable(output->filename[0], &err);
     if (st)
         goto out;
 
@@ -355,12 +448,15 @@ int mps_cli_infer(int argc, char **argv)
     if (!st && r.model->graph->n_inputs == 0)
         st = mps_fail(&err, MPS_ERR_MODEL, "the model has no runtime inputs");
     if (!st && r.model->graph->n_inputs == 1)
-        st = mps_infer_prep(&r, mean->count ? mean->sval[0] : NULL, std->count ? std->sval[0] : NULL,
-                            size->count ? size->sval[0] : NULL, &err);
+        if ((st = mps_infer_prep(&r, mean->count ? mean->sval[0] : NULL, std->count ? std->sval[0] : NULL,
+                                 size->count ? size->sval[0] : NULL, &err)) == MPS_ERR_USAGE)
+            subject = NULL;
     if (!st) {
         subject = labels->count ? labels->filename[0] : subject;
         st = mps_infer_labels(&r, labels->count ? labels->filename[0] : NULL, &err);
     }
+    if (!st && (st = mps_infer_classes(&r, labels->count ? labels->filename[0] : NULL, &err)) == MPS_ERR_USAGE)
+        subject = NULL;
     struct mps_shape shape;
     const char *bad_file = NULL;
     t0 = mps_now_ms();
@@ -393,16 +489,12 @@ int mps_cli_infer(int argc, char **argv)
         goto out;
     mps_infer_classify(&r);
     if (output->count && (st = mps_npy_write(output->filename[0], &r.groups[0].out[0], &err)))
-        subject = output->filename[0];
+        subject = NULL; /* the message names the file */
     enum mps_status check_st = MPS_OK;
     if (!st && r.check_path)
         check_st = mps_infer_check(&r, &err);
-    if (!st && !check_st && r.expect) {
-        if (!r.output_kind)
-            st = mps_fail(&err, MPS_ERR_USAGE, "--expect needs a classifier: the output is not [batch, classes]");
-        else
-            check_st = mps_infer_expect(&r, &err);
-    }
+    if (!st && !check_st && r.expect)
+        check_st = mps_infer_expect(&r, &err);
     if (!st) {
         if (json->count)
             mps_infer_print_json(&r);

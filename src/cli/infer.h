@@ -57,6 +57,7 @@ struct mps_infer_result {
     int n_runs;
     /* checks: NULL when not asked */
     const char *expect, *check_path;
+    int64_t expect_class;         /* --expect resolved to an index */
     bool expect_ok, check_ok;
     bool compared;                /* the shapes agreed and check holds the comparison */
     struct mps_tolerance tol;     /* --rtol, --atol */
@@ -74,6 +75,8 @@ void mps_infer_free_groups(struct mps_infer_result *r);
 /* Class probabilities of item i of group g's first output, converted by the output kind. */
 void mps_infer_probabilities(const struct mps_infer_result *r, const struct mps_infer_group *g, int64_t item,
                              double *p, int64_t k);
+/* The classes of g's first output when it is [batch, K, 1...] f32 with K > 1, else 0. */
+int64_t mps_infer_graph_classes(const struct mps_graph *g);
 /* Decides r->output_kind from the model's metadata or the values. */
 void mps_infer_classify(struct mps_infer_result *r);
 /* Index of the top class of each file, in file order, into top1[n_files]. */

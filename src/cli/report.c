@@ -23,6 +23,17 @@ static int64_t mps_report_classes(const struct mps_infer_group *g)
     return o->shape.dim[1] > 1 ? o->shape.dim[1] : 0;
 }
 
+int64_t mps_infer_graph_classes(const struct mps_graph *g)
+{
+    const struct mps_value *o = &g->values[g->outputs[0]];
+    if (o->dtype != MPS_F32 || o->shape.ndim < 2)
+        return 0;
+    for (int i = 2; i < o->shape.ndim; i++)
+        if (o->shape.dim[i] != 1)
+            return 0;
+    return o->shape.dim[1] > 1 ? o->shape.dim[1] : 0;
+}
+
 void mps_infer_classify(struct mps_infer_result *r)
 {
     r->output_kind = NULL;
@@ -182,7 +193,7 @@ void mps_infer_print_text(const struct mps_infer_result *r, bool quiet)
     if (!quiet) {
         printf("model      %s (opset %lld%s%s)\n", r->model->path, (long long)r->model->opset,
                r->model->producer[0] ? ", " : "", r->model->producer);
-        printf("backend    %s: %s (%s)\n", r->backend->name, r->device.device, r->why_backend);
+        printf("backend    %s: %s; %s\n", r->backend->name, r->device.device, r->why_backend);
         if (r->output_kind)
             printf("output     '%s' %s: %s\n", r->model->graph->values[r->model->graph->outputs[0]].name,
                    mps_shape_str(&r->groups[0].out[0].shape, a, sizeof a), mps_report_kind_text(r));

@@ -49,6 +49,16 @@ int mps_backend_unsupported(const struct mps_backend *be, const struct mps_graph
     return count;
 }
 
+enum mps_status mps_backend_unknown(const char *name, struct mps_error *err)
+{
+    static const char *const known[] = {"cpu", "cuda", "mps"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(name, known[i]))
+            return mps_fail(err, MPS_ERR_USAGE, "backend '%s' is not compiled into this mpsrun (see mpsrun info)",
+                            name);
+    return mps_fail(err, MPS_ERR_USAGE, "unknown backend '%s' (auto, cpu, cuda or mps)", name);
+}
+
 enum mps_status mps_backend_choose(const struct mps_graph *g, const char *name, const struct mps_backend **be,
                                    char *why, size_t why_size, struct mps_error *err)
 {
@@ -58,8 +68,7 @@ enum mps_status mps_backend_choose(const struct mps_graph *g, const char *name, 
     if (strcmp(name, "auto") != 0) {
         const struct mps_backend *b = mps_backend_find(name);
         if (!b)
-            return mps_fail(err, MPS_ERR_USAGE, "backend '%s' is not compiled into this mpsrun (see mpsrun info)",
-                            name);
+            return mps_backend_unknown(name, err);
         enum mps_status st = b->probe(&info, &probe_err);
         if (st != MPS_OK) /* a usage error stays one (a bad MPSRUN_CPU_KERNELS); else the machine lacks it */
             return mps_fail(err, st == MPS_ERR_USAGE ? st : MPS_ERR_RUNTIME, "backend '%s' is not available: %s", name,
@@ -69,12 +78,12 @@ enum mps_status mps_backend_choose(const struct mps_graph *g, const char *name, 
             return mps_fail(err, MPS_ERR_MODEL, "backend '%s' cannot run %d node%s: %s", name, bad,
                             bad == 1 ? "" : "s", list);
         *be = b;
-        snprintf(why, why_size, "%s: requested", name);
+        snprintf(why, why_size, "requested");
         return MPS_OK;
     }
     int n;
     const struct mps_backend *const *all = mps_backend_list(&n);
-    size_t used = (size_t)snprintf(why, why_size, "cpu:");
+    size_t used = (size_t)snprintf(why, why_size, "no GPU backend runs it here");
     for (int i = 0; i < n; i++) {
         const struct mps_backend *b = all[i];
         if (b == &mps_backend_cpu)
@@ -86,14 +95,14 @@ enum mps_status mps_backend_choose(const struct mps_graph *g, const char *name, 
             reason = list;
         if (!reason) {
             *be = b;
-            snprintf(why, why_size, "%s: the first GPU backend available that runs every node", b->name);
+            snprintf(why, why_size, "the first GPU backend available that runs every node");
             return MPS_OK;
         }
         if (used < why_size)
-            used += (size_t)snprintf(why + used, why_size - used, " %s unavailable (%s);", b->name, reason);
+            used += (size_t)snprintf(why + used, why_size - used, "; %s: %s", b->name, reason);
     }
-    if (n == 1 && used < why_size)
-        snprintf(why + used, why_size - used, " no GPU backend is compiled in");
+    if (n == 1)
+        snprintf(why, why_size, "no GPU backend is compiled in");
     *be = &mps_backend_cpu;
     return MPS_OK;
 }

@@ -6,7 +6,7 @@
 
        const struct mps_backend *be;
        char why[256];
-       mps_backend_choose(g, "auto", &be, why, sizeof why, &err);   // "cpu: no GPU backend is available"
+       mps_backend_choose(g, "auto", &be, why, sizeof why, &err);   // cpu, "no GPU backend is compiled in"
        struct mps_plan *plan;
        mps_plan_compile(be, g, &(struct mps_compile_opts){.threads = 0}, &plan, &err);
        mps_plan_run(plan, inputs, outputs, &err);   // as often as wanted; allocates nothing
@@ -79,10 +79,14 @@ const struct mps_backend *const *mps_backend_list(int *count);
 /* The backend compiled in under name, or NULL. */
 const struct mps_backend *mps_backend_find(const char *name);
 
+/* The usage error for a backend name mps_backend_find does not know: one of
+   the backends mpsrun has but this build lacks, or no backend at all. */
+enum mps_status mps_backend_unknown(const char *name, struct mps_error *err);
 /* Picks the backend for g. name "auto": the first available GPU backend that
-   supports every node, else cpu; why says which was chosen and why.
-   An explicit name that is not compiled in, not available, or cannot run
-   every node is an error: the message lists the unsupported nodes. */
+   supports every node, else cpu; why says why ("requested", or why no GPU
+   backend ran it, each one's reason after a ';'). An explicit name that is
+   not compiled in, not available, or cannot run every node is an error: the
+   message lists the unsupported nodes. */
 enum mps_status mps_backend_choose(const struct mps_graph *g, const char *name, const struct mps_backend **be,
                                    char *why, size_t why_size, struct mps_error *err);
 

@@ -201,6 +201,44 @@ expect "--size junk" 2 infer "$cnn" "$in/gray8.png" --size 28by28
 expect "--expect an unknown label" 2 infer "$cnn" "$in/gray8.png" --expect giraffe
 expect "no INPUT" 2 infer "$cnn"
 
+# usage NAME TEXT ARGS...: exit 2 before any work (nothing on stdout), one error line containing TEXT
+usage() {
+  local name=$1 text=$2
+  shift 2
+  expect "$name" 2 "$@"
+  check "$name: one message naming the option, before any output" \
+    bash -c '[ ! -s "$1" ] && [ "$(wc -l < "$2")" = 1 ] && grep -qF -- "$3" "$2"' _ "$out" "$err" "$text"
+}
+printf 'a\nb\n' > "$tmp/two_labels.txt"
+usage "--repeat -1" "--repeat must be 0 to 1000000, not -1" infer "$cnn" "$in/gray8.png" --repeat=-1
+usage "--warmup -1" "--warmup must be 0 to 1000000, not -1" infer "$cnn" "$in/gray8.png" --warmup=-1
+usage "--top-k 65" "--top-k must be 1 to 64, not 65" infer "$cnn" "$in/gray8.png" --top-k 65
+usage "--threads 0" "--threads must be 1 to" infer "$cnn" "$in/gray8.png" --threads 0
+usage "--threads 100000 (refused at once, no threads started)" "not 100000" infer "$cnn" "$in/gray8.png" --threads 100000
+usage "--rtol without --check" "--rtol sets --check's tolerance: give --check too" infer "$cnn" "$in/gray8.png" --rtol 0.1
+usage "--mean nan" "--mean nan: give 1 or 3 finite numbers" infer "$cnn" "$in/gray8.png" --mean nan
+usage "--std inf" "--std inf: give 1 or 3 finite numbers, each above 0" infer "$cnn" "$in/gray8.png" --std inf
+usage "--mean with 3 values on a 1-channel model" "--mean 0.1,0.2,0.3: 3 values, but the model's images have 1 channel" \
+  infer "$cnn" "$in/gray8.png" --mean 0.1,0.2,0.3
+usage "--size too large" "--size 100000x100000: give HxW or N, each side 1 to 65536" infer "$cnn" "$in/gray8.png" \
+  --size 100000x100000
+usage "--size that the model contradicts (not an input error)" "--size 14x14: the model fixes its images at 28x28" \
+  infer "$cnn" "$in/gray8.png" --size 14x14
+usage "--backend gpu" "unknown backend 'gpu' (auto, cpu, cuda or mps)" infer "$cnn" "$in/gray8.png" --backend gpu
+usage "--labels with 2 lines for 10 classes" "two_labels.txt: 2 labels for the model's 10 classes" \
+  infer "$cnn" "$in/gray8.png" --labels "$tmp/two_labels.txt"
+usage "--expect past the classes (before the run, not exit 5)" "--expect 42: the model has 10 classes (0 to 9)" \
+  infer "$cnn" "$in/gray8.png" --expect 42
+usage "--expect an unknown label (before the results)" "--expect 'giraffe' is neither a class index (0 to 9) nor one of" \
+  infer "$cnn" "$in/gray8.png" --expect giraffe
+usage "--expect on a model that is not a classifier" "--expect needs a classifier" \
+  infer "$tmp/bad/raw_output.onnx" "$in/vec4.npy" --expect 1
+usage "--output in a missing folder (before the run, named once)" "--output $tmp/none/x.npy: cannot write" \
+  infer "$cnn" "$in/gray8.png" --output "$tmp/none/x.npy"
+usage "--output a folder" "--output $tmp: is a folder" infer "$cnn" "$in/gray8.png" --output "$tmp"
+usage "--json with --quiet" "--json and --quiet are two report forms" infer "$cnn" "$in/gray8.png" --json --quiet
+expect "--expect matches a label in any case" 0 infer "$cnn" "$in/gray8.png" --expect SEVEN --quiet
+
 # bad models: exit 3, naming the file, the node and the reason
 expect "missing model file" 3 infer "$tmp/none.onnx" "$in/gray8.png"
 check "the missing model is named" grep -q "mpsrun: error: $tmp/none.onnx: cannot open" "$err"
