@@ -115,28 +115,57 @@ static enum mps_status mps_bench_backends(const char *list, const struct mps_bac
     return MPS_OK;
 }
 
-/* The options both bench targets share, parsed and checked once. */
+/* The options both bench targets share, parsed and checked before any work. */
 struct mps_bench_opts {
-    int repeat, warmup;
+    int repeat, warmup, threads;
     char buf[64];
     char *prec_name[3];
     enum mps_precision prec[3];
     int n_precs;
     const struct mps_backend *be[8];
     int n_be;
+    unsigned skip[8]; /* per backend: MPS_PRECISION_BIT of each asked precision it does not compute in */
+    int n_pairs;      /* backend and precision pairs that run */
 };
 
 static enum mps_status mps_bench_opts_parse(struct mps_bench_opts *o, struct arg_str *backends, struct arg_str *precs,
-                                            struct arg_int *repeat, struct arg_int *warmup, struct arg_lit *json,
-                                            struct arg_lit *csv, struct mps_error *err)
+                                            struct arg_int *threads, struct arg_int *repeat, struct arg_int *warmup,
+                                            struct arg_lit *json, struct arg_lit *csv, struct mps_error *err)
 {
-    o->repeat = repeat->count ? repeat->ival[0] : 20;
-    o->warmup = warmup->count ? warmup->ival[0] : 3;
-    if (o->repeat < 1 || o->warmup < 0 || json->count + csv->count > 1)
-        return mps_fail(err, MPS_ERR_USAGE, "--repeat must be at least 1, --warmup not negative; --json or --csv");
-    enum mps_status st = mps_bench_precisions(precs->count ? precs->sval[0] : "fp32", o->buf, sizeof o->buf,
-                                              o->prec_name, o->prec, &o->n_precs, err);
-    return st ? st : mps_bench_backends(backends->count ? backends->sval[0] : "all", o->be, &o->n_be, err);
+    enum mps_status st;
+    if ((st = mps_cli_int(repeat, "--repeat", 1, 1000000, 20, &o->repeat, err)) ||
+        (st = mps_cli_int(warmup, "--warmup", 0, 1000000, 3, &o->warmup, err)) ||
+        (st = mps_cli_threads(threads, &o->threads, err)))
+        return st;
+    if (json->count && csv->count)
+        return mps_fail(err, MPS_ERR_USAGE, "--json and --csv are two report forms: give one");
+    if ((st = mps_bench_precisions(precs->count ? precs->sval[0] : "fp32", o->buf, sizeof o->buf, o->prec_name,
+                                   o->prec, &o->n_precs, err)) ||
+        (st = mps_bench_backends(backends->count ? backends->sval[0] : "all", o->be, &o->n_be, err)))
+        return st;
+    /* a pair a backend cannot compute is said up front and skipped; nothing to run is a usage error */
+    char none[sizeof err->msg / 2] = "";
+    for (int b = 0; b < o->n_be; b++)
+        for (int p = 0; p < o->n_precs; p++) {
+            if (o->be[b]->precisions & MPS_PRECISION_BIT(o->prec[p])) {
+                o->n_pairs++;
+                continue;
+            }
+            o->skip[b] |= MPS_PRECISION_BIT(o->prec[p]);
+            size_t used = strlen(none);
+            snprintf(none + used, sizeof none - used, "%s%s %s", used ? ", " : "", o->be[b]->name, o->prec_name[p]);
+        }
+    if (!o->n_pairs)
+        return mps_fail(err, MPS_ERR_USAGE, "--precision %s: no backend asked computes in it (%s)",
+                        precs->count ? precs->sval[0] : "fp32", none);
+    if (none[0])
+        fprintf(stderr, "mpsrun: bench: skipping %s: not a precision of that backend\n", none);
+    return MPS_OK;
+}
+
+static bool mps_bench_skipped(const struct mps_bench_opts *o, int b, int p)
+{
+    return o->skip[b] & MPS_PRECISION_BIT(o->prec[p]);
 }
 
 /* The header: CPU model and cores, BLAS and threads, GPUs. */
@@ -363,31 +392,28 @@ static int mps_bench_matmul(int argc, char **argv)
     char sbuf[512], *size_list[32];
     int n_sizes = mps_bench_split(sizes->count ? sizes->sval[0] : "64,256,1024", sbuf, sizeof sbuf, size_list, 32);
     struct mps_bench_opts opts = {0};
-    st = mps_bench_opts_parse(&opts, backends, precs, repeat, warmup, json, csv, &err);
-    rows = calloc((size_t)(n_sizes * opts.n_be * opts.n_precs + 1), sizeof *rows);
+    st = mps_bench_opts_parse(&opts, backends, precs, threads, repeat, warmup, json, csv, &err);
     for (int s = 0; !st && s < n_sizes; s++) {
         int64_t m, n, k;
-        if (!mps_bench_size(size_list[s], &m, &n, &k)) {
-            st = mps_fail(&err, MPS_ERR_USAGE, "size '%s' is not n or MxNxK (1 to 32768)", size_list[s]);
-            break;
-        }
+        if (!mps_bench_size(size_list[s], &m, &n, &k))
+            st = mps_fail(&err, MPS_ERR_USAGE, "--sizes: '%s' is not n or MxNxK (1 to 32768)", size_list[s]);
+    }
+    rows = calloc((size_t)(n_sizes * opts.n_pairs + 1), sizeof *rows);
+    for (int s = 0; !st && s < n_sizes; s++) {
+        int64_t m, n, k;
+        mps_bench_size(size_list[s], &m, &n, &k);
         for (int b = 0; !st && b < opts.n_be; b++)
             for (int p = 0; !st && p < opts.n_precs; p++) {
                 enum mps_precision prec = opts.prec[p];
+                if (mps_bench_skipped(&opts, b, p))
+                    continue;
                 struct mps_bench_row *row = &rows[n_rows];
                 *row = (struct mps_bench_row){
                     .backend = opts.be[b]->name, .precision = opts.prec_name[p], .m = m, .n = n, .k = k};
-                mps_bench_progress("bench matmul: %d/%d  %s %s %lldx%lldx%lld", n_rows + 1,
-                                   n_sizes * opts.n_be * opts.n_precs, row->backend, row->precision, (long long)m,
-                                   (long long)n, (long long)k);
+                mps_bench_progress("bench matmul: %d/%d  %s %s %lldx%lldx%lld", n_rows + 1, n_sizes * opts.n_pairs,
+                                   row->backend, row->precision, (long long)m, (long long)n, (long long)k);
                 mps_bench_rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(seed->count ? seed->ival[0] : 1);
-                st = mps_bench_matmul_one(opts.be[b], prec, threads->count ? threads->ival[0] : 0, row, opts.warmup,
-                                          opts.repeat, &err);
-                if (st == MPS_ERR_USAGE && opts.n_precs > 1) { /* this backend lacks this precision: say so, go on */
-                    fprintf(stderr, "mpsrun: bench: %s %s skipped: %s\n", row->backend, row->precision, err.msg);
-                    st = MPS_OK;
-                    continue;
-                }
+                st = mps_bench_matmul_one(opts.be[b], prec, opts.threads, row, opts.warmup, opts.repeat, &err);
                 n_rows++;
             }
     }
@@ -425,9 +451,8 @@ static int mps_bench_matmul(int argc, char **argv)
             }
             cJSON_AddItemToArray(res, o);
         }
-        char *text = cJSON_Print(root);
-        puts(text ? text : "{}");
-        free(text);
+        if (!mps_cli_json_print(root))
+            st = mps_fail(&err, MPS_ERR_RUNTIME, "out of memory");
         cJSON_Delete(root);
     } else if (csv->count) {
         printf("backend,precision,m,n,k,median_ms,p10_ms,p90_ms,gflops,max_rel_err,direct_median_ms,direct_gflops\n");
@@ -478,32 +503,59 @@ static int mps_bench_node_cmp(const void *a, const void *b)
     return x > y ? -1 : x < y;
 }
 
-/* Prints each node's median share of a run, biggest first. */
-static void mps_bench_profile(const struct mps_graph *g, double *node_ms, int runs)
+/* Each node's median time over runs into nodes[n], biggest first; returns the sum of the medians. */
+static double mps_bench_node_medians(const struct mps_graph *g, const double *node_ms, int runs,
+                                     struct mps_bench_node *nodes)
 {
     int n = g->n_nodes;
-    struct mps_bench_node *nodes = calloc((size_t)n + 1, sizeof *nodes);
     double total = 0, *col = malloc(sizeof(double) * (size_t)runs);
-    for (int k = 0; nodes && col && k < n; k++) {
+    for (int k = 0; col && k < n; k++) {
         for (int r = 0; r < runs; r++)
             col[r] = node_ms[r * n + k];
         nodes[k] = (struct mps_bench_node){k, mps_bench_stats(col, runs).median};
         total += nodes[k].ms;
     }
-    if (nodes && col) {
-        qsort(nodes, (size_t)n, sizeof *nodes, mps_bench_node_cmp);
-        printf("  %-10s %7s  %-24s %-28s %s\n", "median ms", "share", "op", "node", "output");
-        for (int i = 0; i < n; i++) {
-            const struct mps_node *nd = &g->nodes[nodes[i].index];
-            char op[48], shape[96];
-            printf("  %10.4f %6.1f%%  %-24s %-28.28s %s\n", nodes[i].ms, total > 0 ? 100 * nodes[i].ms / total : 0,
-                   mps_node_label(nd, op, sizeof op), nd->name,
-                   mps_shape_str(&g->values[nd->out[0]].shape, shape, sizeof shape));
-        }
-        printf("  %10.4f 100.0%%  (sum of the nodes' medians)\n", total);
-    }
-    free(nodes);
     free(col);
+    qsort(nodes, (size_t)n, sizeof *nodes, mps_bench_node_cmp);
+    return total;
+}
+
+/* The profile: each node's median and share, biggest first, as text lines, JSON (into o) or CSV rows. */
+static void mps_bench_profile(const struct mps_graph *g, const double *node_ms, int runs, cJSON *o, bool csv,
+                              const char *csv_row)
+{
+    struct mps_bench_node *nodes = calloc((size_t)g->n_nodes + 1, sizeof *nodes);
+    if (!nodes)
+        return;
+    double total = mps_bench_node_medians(g, node_ms, runs, nodes);
+    cJSON *arr = o ? cJSON_AddArrayToObject(o, "profile") : NULL;
+    if (!o && !csv)
+        printf("  %-10s %7s  %-24s %-28s %s\n", "median ms", "share", "op", "node", "output");
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct mps_node *nd = &g->nodes[nodes[i].index];
+        char op[48], shape[96];
+        double share = total > 0 ? nodes[i].ms / total : 0;
+        mps_node_label(nd, op, sizeof op);
+        mps_shape_str(&g->values[nd->out[0]].shape, shape, sizeof shape);
+        if (arr) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "node", nd->name);
+            cJSON_AddStringToObject(e, "op", op);
+            cJSON_AddStringToObject(e, "output", shape);
+            cJSON_AddNumberToObject(e, "median_ms", nodes[i].ms);
+            cJSON_AddNumberToObject(e, "share", share);
+            cJSON_AddItemToArray(arr, e);
+        } else if (csv) {
+            char name[512], label[96];
+            printf("%s%.6f,,,,,%s,%s,%.6f\n", csv_row, nodes[i].ms, mps_cli_csv_quote(nd->name, name, sizeof name),
+                   mps_cli_csv_quote(op, label, sizeof label), share);
+        } else {
+            printf("  %10.4f %6.1f%%  %-24s %-28.28s %s\n", nodes[i].ms, 100 * share, op, nd->name, shape);
+        }
+    }
+    if (!o && !csv)
+        printf("  %10.4f 100.0%%  (sum of the nodes' medians)\n", total);
+    free(nodes);
 }
 
 /* Loads path with every input's free batch dim set to batch; random inputs. */
@@ -576,7 +628,15 @@ static int mps_bench_model(int argc, char **argv)
     char bbuf[256], *batch_list[16];
     int n_batch = mps_bench_split(batches->count ? batches->sval[0] : "1", bbuf, sizeof bbuf, batch_list, 16);
     struct mps_bench_opts opts = {0};
-    st = mps_bench_opts_parse(&opts, backends, precs, repeat, warmup, json, csv, &err);
+    st = mps_bench_opts_parse(&opts, backends, precs, threads, repeat, warmup, json, csv, &err);
+    for (int bi = 0; !st && bi < n_batch; bi++) {
+        char *endp;
+        long long batch = strtoll(batch_list[bi], &endp, 10);
+        if (endp == batch_list[bi] || *endp || batch < 1 || batch > 65536)
+            st = mps_fail(&err, MPS_ERR_USAGE, "--batch: '%s' is not a size from 1 to 65536", batch_list[bi]);
+    }
+    if (st)
+        goto out;
     if (json->count) {
         root = cJSON_CreateObject();
         cJSON_AddNumberToObject(root, "schema_version", 1);
@@ -584,7 +644,8 @@ static int mps_bench_model(int argc, char **argv)
         mps_bench_machine(cJSON_AddObjectToObject(root, "machine"), false);
         res = cJSON_AddArrayToObject(root, "results");
     } else if (csv->count) {
-        printf("model,backend,precision,batch,median_ms,p10_ms,p90_ms,inferences_per_s,resident_median_ms\n");
+        printf("model,backend,precision,batch,median_ms,p10_ms,p90_ms,inferences_per_s,resident_median_ms%s\n",
+               profile->count ? ",node,op,share" : "");
     } else if (!st) {
         mps_bench_machine(NULL, true);
         printf("model    %s\n\n%-7s %-5s %6s %10s %9s %9s %14s %12s\n", model->filename[0], "backend", "prec",
@@ -592,15 +653,12 @@ static int mps_bench_model(int argc, char **argv)
     }
     mps_bench_rng = 0x9e3779b97f4a7c15ull;
     for (int bi = 0; !st && bi < n_batch; bi++) {
-        char *endp;
-        long long batch = strtoll(batch_list[bi], &endp, 10);
-        if (endp == batch_list[bi] || *endp || batch < 1 || batch > 65536) {
-            st = mps_fail(&err, MPS_ERR_USAGE, "batch '%s' is not a size from 1 to 65536", batch_list[bi]);
-            break;
-        }
+        long long batch = strtoll(batch_list[bi], NULL, 10);
         for (int b = 0; !st && b < opts.n_be; b++)
             for (int p = 0; !st && p < opts.n_precs; p++) {
                 enum mps_precision prec = opts.prec[p];
+                if (mps_bench_skipped(&opts, b, p))
+                    continue;
                 mps_bench_progress("bench model: batch %lld, %s %s", batch, opts.be[b]->name, opts.prec_name[p]);
                 struct mps_model *m = NULL;
                 struct mps_tensor in[8] = {{0}}, *out = NULL;
@@ -616,7 +674,7 @@ static int mps_bench_model(int argc, char **argv)
                 }
                 if (!st)
                     st = mps_plan_compile(opts.be[b], m->graph,
-                                          &(struct mps_compile_opts){.threads = threads->count ? threads->ival[0] : 0, .precision = prec},
+                                          &(struct mps_compile_opts){.threads = opts.threads, .precision = prec},
                                           &plan, &err);
                 const struct mps_graph *g = m ? m->graph : NULL;
                 if (!st) {
@@ -668,13 +726,21 @@ static int mps_bench_model(int argc, char **argv)
                         cJSON_AddNumberToObject(o, "inferences_per_s", ips);
                         if (opts.be[b]->rerun)
                             cJSON_AddNumberToObject(o, "resident_median_ms", resident.median);
+                        if (node_ms)
+                            mps_bench_profile(g, node_ms, opts.repeat, o, false, NULL);
+                        else if (profile->count)
+                            cJSON_AddStringToObject(o, "profile_unavailable", "the backend cannot time its nodes");
                         cJSON_AddItemToArray(res, o);
                     } else if (csv->count) {
-                        printf("%s,%s,%s,%lld,%.6f,%.6f,%.6f,%.2f,", model->filename[0], opts.be[b]->name,
-                               opts.prec_name[p], batch, t.median, t.p10, t.p90, ips);
+                        char path[1024], row[1200];
+                        snprintf(row, sizeof row, "%s,%s,%s,%lld,", mps_cli_csv_quote(model->filename[0], path,
+                                 sizeof path), opts.be[b]->name, opts.prec_name[p], batch);
+                        printf("%s%.6f,%.6f,%.6f,%.2f,", row, t.median, t.p10, t.p90, ips);
                         if (opts.be[b]->rerun)
                             printf("%.6f", resident.median);
-                        printf("\n");
+                        printf("%s\n", profile->count ? ",,," : "");
+                        if (node_ms) /* a row per node after the model's */
+                            mps_bench_profile(g, node_ms, opts.repeat, NULL, true, row);
                     } else {
                         printf("%-7s %-5s %6lld %10.4f %9.4f %9.4f %14.1f", opts.be[b]->name, opts.prec_name[p],
                                batch, t.median, t.p10, t.p90, ips);
@@ -684,7 +750,7 @@ static int mps_bench_model(int argc, char **argv)
                             printf(" %12s", "-");
                         printf("\n");
                         if (node_ms)
-                            mps_bench_profile(g, node_ms, opts.repeat);
+                            mps_bench_profile(g, node_ms, opts.repeat, NULL, false, NULL);
                         else if (profile->count)
                             printf("  (the %s backend cannot time its nodes)\n", opts.be[b]->name);
                     }
@@ -702,9 +768,8 @@ static int mps_bench_model(int argc, char **argv)
     }
     mps_bench_progress_done();
     if (!st && root) {
-        char *text = cJSON_Print(root);
-        puts(text ? text : "{}");
-        free(text);
+        if (!mps_cli_json_print(root))
+            st = mps_fail(&err, MPS_ERR_RUNTIME, "out of memory");
     }
 out:
     cJSON_Delete(root);

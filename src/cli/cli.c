@@ -1,9 +1,12 @@
 #include "cli.h"
 
 #include <argtable2.h>
+#include <cjson/cJSON.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 int mps_cli_exit_code(enum mps_status s)
@@ -120,4 +123,89 @@ enum mps_status mps_cli_threads(const struct arg_int *a, int *threads, struct mp
                         a->ival[0]);
     *threads = a->ival[0];
     return MPS_OK;
+}
+
+const char *mps_cli_csv_quote(const char *s, char *buf, size_t size)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        snprintf(buf, size, "%s", s);
+        return buf;
+    }
+    size_t n = 0;
+    buf[n++] = '"';
+    for (const char *p = s; *p && n + 3 < size; p++) {
+        if (*p == '"')
+            buf[n++] = '"';
+        buf[n++] = *p;
+    }
+    buf[n++] = '"';
+    buf[n] = '\0';
+    return buf;
+}
+
+/* The length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong
+   forms, no surrogates, nothing past U+10FFFF), or 0. */
+static int mps_cli_utf8_len(const unsigned char *s)
+{
+    if (s[0] < 0x80)
+        return 1;
+    int n = s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3 : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+    unsigned lo = s[0] == 0xe0 ? 0xa0 : s[0] == 0xf0 ? 0x90 : 0x80, hi = s[0] == 0xed ? 0x9f : s[0] == 0xf4 ? 0x8f : 0xbf;
+    for (int i = 1; i < n; i++)
+        if (s[i] < (i == 1 ? lo : 0x80) || s[i] > (i == 1 ? hi : 0xbf))
+            return 0;
+    return n;
+}
+
+/* s with each byte that is not part of well-formed UTF-8 replaced by U+FFFD,
+   in a cJSON_malloc'd copy; NULL when s is well-formed already (or on OOM). */
+static char *mps_cli_utf8_fix(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t len = strlen(s), i = 0;
+    while (i < len && mps_cli_utf8_len(p + i))
+        i += (size_t)mps_cli_utf8_len(p + i);
+    if (i >= len)
+        return NULL;
+    char *out = cJSON_malloc(3 * len + 1), *o = out;
+    for (i = 0; out && i < len;) {
+        int n = mps_cli_utf8_len(p + i);
+        if (n) {
+            memcpy(o, p + i, (size_t)n);
+            o += n, i += (size_t)n;
+        } else {
+            memcpy(o, "\xef\xbf\xbd", 3);
+            o += 3, i++;
+        }
+    }
+    if (out)
+        *o = '\0';
+    return out;
+}
+
+static void mps_cli_json_fix(cJSON *item)
+{
+    for (; item; item = item->next) {
+        char *fixed;
+        if (item->string && (fixed = mps_cli_utf8_fix(item->string))) {
+            cJSON_free(item->string);
+            item->string = fixed;
+        }
+        if (cJSON_IsString(item) && item->valuestring && (fixed = mps_cli_utf8_fix(item->valuestring))) {
+            cJSON_free(item->valuestring);
+            item->valuestring = fixed;
+        }
+        mps_cli_json_fix(item->child);
+    }
+}
+
+bool mps_cli_json_print(cJSON *root)
+{
+    mps_cli_json_fix(root);
+    char *text = cJSON_Print(root);
+    if (!text)
+        return false;
+    puts(text);
+    cJSON_free(text);
+    return true;
 }

@@ -58,6 +58,16 @@ enum mps_status mps_cli_int(const struct arg_int *a, const char *name, int lo, i
 int mps_cli_max_threads(void);
 enum mps_status mps_cli_threads(const struct arg_int *a, int *threads, struct mps_error *err);
 
+/* s as one CSV field (RFC 4180): in double quotes, each '"' doubled, when it
+   holds a comma, a quote or a line break; as it is otherwise. Returns buf. */
+const char *mps_cli_csv_quote(const char *s, char *buf, size_t size);
+
+/* Prints root as JSON on stdout, each string (a file name, a node name, a
+   label) made well-formed UTF-8 first: a byte that is not part of it becomes
+   U+FFFD, so the output always parses. False when out of memory. */
+struct cJSON;
+bool mps_cli_json_print(struct cJSON *root);
+
 /* The subcommands (one file each). */
 int mps_cli_info(int argc, char **argv);
 int mps_cli_infer(int argc, char **argv);

@@ -63,14 +63,12 @@ static int mps_info_json(const struct mps_info_row *rows)
         }
         cJSON_AddItemToArray(backends, b);
     }
-    char *text = cJSON_Print(root);
+    bool printed = mps_cli_json_print(root);
     cJSON_Delete(root);
-    if (!text) {
+    if (!printed) {
         mps_cli_error("info", "out of memory");
         return MPS_EXIT_RUNTIME;
     }
-    puts(text);
-    free(text);
     return MPS_EXIT_OK;
 }
 

@@ -254,9 +254,8 @@ int mps_cli_inspect(int argc, char **argv)
         }
     }
     if (root) {
-        char *text = cJSON_Print(root);
-        puts(text ? text : "{}");
-        free(text);
+        if (!mps_cli_json_print(root))
+            st = mps_fail(&err, MPS_ERR_RUNTIME, "out of memory");
     }
 out:
     cJSON_Delete(root);

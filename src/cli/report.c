@@ -274,7 +274,6 @@ void mps_infer_print_text(const struct mps_infer_result *r, bool quiet)
 int mps_infer_print_json(const struct mps_infer_result *r)
 {
     cJSON *root = cJSON_CreateObject(), *j;
-    char *text = NULL;
     cJSON_AddNumberToObject(root, "schema_version", 1);
     j = cJSON_AddObjectToObject(root, "model");
     cJSON_AddStringToObject(j, "path", r->model->path);
@@ -369,11 +368,7 @@ int mps_infer_print_json(const struct mps_infer_result *r)
             }
         }
     }
-    text = cJSON_Print(root);
+    bool printed = mps_cli_json_print(root);
     cJSON_Delete(root);
-    if (!text)
-        return MPS_EXIT_RUNTIME;
-    puts(text);
-    free(text);
-    return MPS_EXIT_OK;
+    return printed ? MPS_EXIT_OK : MPS_EXIT_RUNTIME;
 }

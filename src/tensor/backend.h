@@ -25,6 +25,7 @@
 #include "tensor.h"
 
 enum mps_precision { MPS_PRECISION_FP32, MPS_PRECISION_TF32, MPS_PRECISION_FP16 };
+#define MPS_PRECISION_BIT(p) (1u << (p))
 
 struct mps_compile_opts {
     int threads;                  /* CPU threads; 0: one per core */
@@ -43,6 +44,7 @@ struct mps_backend_info {
 struct mps_backend {
     const char *name;        /* "cpu", "cuda", "mps": what --backend takes */
     const char *description; /* one line for `mpsrun info` */
+    unsigned precisions;     /* MPS_PRECISION_BIT of each precision it computes in; compile refuses the others */
     /* MPS_OK when the backend can run on this machine, with info filled;
        otherwise a status and the reason in err (no device, driver too old). */
     enum mps_status (*probe)(struct mps_backend_info *info, struct mps_error *err);

@@ -23,14 +23,16 @@ expect() {
   fi
 }
 
-# check NAME COMMAND...: runs a shell check on the last output
+# check NAME COMMAND...: runs a shell check on the last output. Its verdict goes
+# to fd 3 (the script's stdout), so that `check ... jq ... >/dev/null` hides only jq's.
+exec 3>&1
 check() {
   local name=$1
   shift
   if "$@"; then
-    echo "ok   $name"; passed=$((passed + 1))
+    echo "ok   $name" >&3; passed=$((passed + 1))
   else
-    echo "FAIL $name"; sed 's/^/     /' "$out" "$err" | head -20; failed=$((failed + 1))
+    echo "FAIL $name" >&3; sed 's/^/     /' "$out" "$err" | head -20 >&3; failed=$((failed + 1))
   fi
 }
 
@@ -284,7 +286,38 @@ expect "bench matmul --sizes 0" 2 bench matmul --sizes 0
 expect "bench matmul --sizes 2x3" 2 bench matmul --sizes 2x3
 expect "bench matmul --backend nope" 2 bench matmul --backend nope
 expect "bench matmul --precision fp16 on cpu" 2 bench matmul --backend cpu --precision fp16 --sizes 8
-expect "bench matmul --json --csv" 2 bench matmul --json --csv
+usage "bench matmul --json --csv: one message" "bench matmul: --json and --csv are two report forms: give one" \
+  bench matmul --json --csv
+usage "bench matmul --threads 100000" "--threads must be 1 to" bench matmul --threads 100000 --sizes 8
+usage "bench matmul --repeat 0" "--repeat must be 1 to 1000000, not 0" bench matmul --repeat 0 --sizes 8
+usage "bench model --warmup -1" "--warmup must be 0 to 1000000, not -1" bench model "$mlp" --warmup=-1
+usage "bench matmul --sizes 8,junk, before any size is timed" "--sizes: 'junk' is not n or MxNxK" \
+  bench matmul --sizes 8,junk
+usage "bench model --batch 1,0, before any batch is timed" "--batch: '0' is not a size from 1 to 65536" \
+  bench model "$mlp" --batch 1,0
+usage "bench model --precision fp16 on cpu: nothing runs, said before any work" \
+  "--precision fp16: no backend asked computes in it (cpu fp16)" bench model "$mlp" --backend cpu --precision fp16
+expect "bench model --precision fp32,fp16 on cpu: the pair cpu cannot compute is skipped" 0 \
+  bench model "$mlp" --backend cpu --precision fp32,fp16 --repeat 2 --csv
+check "the skipped pair is said, and only fp32 rows follow" bash -c "grep -q 'skipping cpu fp16' $err &&
+  [ \$(grep -c ',cpu,fp32,' $out) = 1 ] && ! grep -q fp16 $out"
+cp "$mlp" "$tmp/a,b\"c.onnx"
+expect "bench model --profile --csv on a path with a comma and a quote" 0 bench model "$tmp/a,b\"c.onnx" --repeat 2 \
+  --profile --csv
+check "the CSV parses: the path quoted, a row for the model and one per node with shares summing to 1" \
+  "${PYTHON:-/usr/bin/python3}" -c "
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert all(r['model'].endswith('a,b\"c.onnx') for r in rows), rows
+nodes = [r for r in rows if r['node']]
+assert len(rows) == 1 + len(nodes) and len(nodes) == 5 and abs(sum(float(r['share']) for r in nodes) - 1) < 1e-6, rows
+" "$out"
+expect "bench model --profile --json" 0 bench model "$cnn" --repeat 3 --profile --json
+check "the JSON has each node's median and share" jq -e '.results[0].profile | any(.op == "Conv+Relu")
+  and (map(.share) | add | . > 0.999 and . < 1.001) and all(.median_ms >= 0 and (.node | length) > 0)' "$out" >/dev/null
+cp "$in/gray8.png" "$tmp/$(printf 'bad\xff\xfename.png')"
+expect "infer --json on a file name that is not UTF-8" 0 infer "$cnn" "$tmp/$(printf 'bad\xff\xfename.png')" --json
+check "the JSON parses, the bad bytes as U+FFFD" jq -e '.results[0].input | endswith("bad\ufffd\ufffdname.png")' "$out" >/dev/null
 expect "bench model --help" 0 bench model --help
 expect "bench model with batches" 0 bench model "$mlp" --batch 1,4 --repeat 3 --json
 check "bench model --json has one result per batch" jq -e '.results | length == 2 and .[1].batch == 4

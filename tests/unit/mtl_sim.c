@@ -496,6 +496,7 @@ static enum mps_status th_sim_probe(struct mps_backend_info *info, struct mps_er
 const struct mps_backend th_backend_mps_sim = {
     .name = "mps-sim",
     .description = "the Apple GPU backend's lowering, executed in double by the tests",
+    .precisions = MPS_PRECISION_BIT(MPS_PRECISION_FP32), /* it executes the fp32 lowering */
     .probe = th_sim_probe,
     .supports = th_sim_supports,
     .compile = th_sim_compile,

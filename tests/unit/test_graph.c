@@ -191,6 +191,19 @@ static void test_backends(void)
     th_check(mps_plan_compile(&mps_backend_cpu, g, &(struct mps_compile_opts){.precision = MPS_PRECISION_FP16},
                               &plan, &err) == MPS_ERR_USAGE,
              "cpu refuses fp16: %s", err.msg);
+    /* each available backend compiles in exactly the precisions it declares (bench checks them before running) */
+    const struct mps_backend *bes[8];
+    int nb = th_backends(bes, 8);
+    for (int b = 0; b < nb; b++)
+        for (int p = MPS_PRECISION_FP32; p <= MPS_PRECISION_FP16; p++) {
+            bool declared = bes[b]->precisions & MPS_PRECISION_BIT(p);
+            st = mps_plan_compile(bes[b], g, &(struct mps_compile_opts){.precision = (enum mps_precision)p}, &plan,
+                                  &err);
+            th_check(declared ? st == MPS_OK : st == MPS_ERR_USAGE, "%s %s %s as it declares", bes[b]->name,
+                     declared ? "compiles in" : "refuses", (const char *[]){"fp32", "tf32", "fp16"}[p]);
+            if (st == MPS_OK)
+                mps_plan_free(plan);
+        }
     if (mps_plan_compile(&mps_backend_cpu, g, &(struct mps_compile_opts){0}, &plan, &err) == MPS_OK) {
         float in[6] = {-1, 2, -3, 4, -5, 6}, out[6];
         struct mps_shape wrong = {2, {3, 2}};

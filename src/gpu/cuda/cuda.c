@@ -423,6 +423,8 @@ static enum mps_status mps_cuda_bench_baseline(int64_t m, int64_t n, int64_t k, 
 const struct mps_backend mps_backend_cuda = {
     .name = "cuda",
     .description = "NVIDIA GPU: cuBLAS GEMMs, own kernels, the whole run replayed as one CUDA graph",
+    .precisions = MPS_PRECISION_BIT(MPS_PRECISION_FP32) | MPS_PRECISION_BIT(MPS_PRECISION_TF32) |
+                  MPS_PRECISION_BIT(MPS_PRECISION_FP16),
     .probe = mps_cuda_probe,
     .supports = mps_cuda_supports,
     .compile = mps_cuda_compile,

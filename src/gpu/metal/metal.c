@@ -48,6 +48,7 @@ static enum mps_status mps_metal_bench_baseline(int64_t m, int64_t n, int64_t k,
 const struct mps_backend mps_backend_metal = {
     .name = "mps",
     .description = "Apple GPU: the whole model as one MPSGraph executable on unified memory",
+    .precisions = MPS_PRECISION_BIT(MPS_PRECISION_FP32) | MPS_PRECISION_BIT(MPS_PRECISION_FP16),
     .probe = mps_mtl_probe,
     .supports = mps_metal_supports,
     .compile = mps_metal_compile,

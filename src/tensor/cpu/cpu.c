@@ -476,6 +476,7 @@ const struct mps_backend mps_backend_cpu = {
     .name = "cpu",
     .description = "CPU: its own micro-kernels for layers with constant weights (AVX-512, AVX2, NEON or C), "
                    "cblas_sgemm for other products, over a pthread pool",
+    .precisions = MPS_PRECISION_BIT(MPS_PRECISION_FP32),
     .probe = mps_cpu_probe,
     .supports = NULL, /* every op: the reference and the fallback */
     .compile = mps_cpu_compile,
