@@ -48,8 +48,10 @@ struct mps_infer_result {
     int n_groups;
     const char **labels; /* n_labels entries or NULL */
     int n_labels;
-    const char *output_kind; /* "probabilities", "log_probabilities", "logits" or NULL: not a classifier */
-    bool kind_from_model;    /* said by the model's metadata, not inferred from the values */
+    const char *output_kind; /* "probabilities", "log_probabilities", "logits", "scores" (an activation's
+                                output, ranked as it is) or NULL: not a classifier */
+    char kind_why[96];       /* "the model ends in Softmax", "the model's metadata says so", ... */
+    int n_png;               /* inputs decoded from PNG (the report says how) */
     int top_k;
     /* timings, milliseconds */
     double t_load, t_compile, t_preprocess, t_first;

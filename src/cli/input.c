@@ -46,6 +46,7 @@ static enum mps_status mps_infer_decode(struct mps_infer_result *r, int f, const
         st = d->data ? mps_image_decode(buf, len, &o, d->data, &info, err)
                      : mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
         snprintf(file->source, sizeof file->source, "PNG %s %ux%u", info.format, info.width, info.height);
+        r->n_png++;
     } else if (len < 6 || memcmp(buf, "\x93NUMPY", 6) != 0) {
         st = mps_fail(err, MPS_ERR_INPUT, "not a PNG or .npy file (neither signature)");
     } else {

@@ -34,6 +34,53 @@ int64_t mps_infer_graph_classes(const struct mps_graph *g)
     return o->shape.dim[1] > 1 ? o->shape.dim[1] : 0;
 }
 
+/* The op that computes g's first output, through views and with a fused
+   activation counted as the op it is: what the model's last layer is. */
+static enum mps_op mps_report_last_op(const struct mps_graph *g)
+{
+    int v = g->outputs[0];
+    while (g->values[v].producer >= 0) {
+        const struct mps_node *n = &g->nodes[g->values[v].producer];
+        const struct mps_fused_act *act = mps_node_act(n);
+        if (act && act->on)
+            return act->op;
+        switch (n->op) {
+        case MPS_OP_RESHAPE:
+        case MPS_OP_FLATTEN:
+        case MPS_OP_SQUEEZE:
+        case MPS_OP_UNSQUEEZE:
+        case MPS_OP_IDENTITY:
+        case MPS_OP_DROPOUT: v = n->in[0]; continue;
+        default: return n->op;
+        }
+    }
+    return MPS_OP_IDENTITY; /* an input or a constant */
+}
+
+/* Whether op, ending a model, gives scores that softmax would misread:
+   bounded or one-sided values (a Relu's, a Sigmoid's), not logits. */
+static bool mps_report_scores(enum mps_op op)
+{
+    switch (op) {
+    case MPS_OP_RELU:
+    case MPS_OP_LEAKY_RELU:
+    case MPS_OP_ELU:
+    case MPS_OP_SELU:
+    case MPS_OP_SIGMOID:
+    case MPS_OP_HARD_SIGMOID:
+    case MPS_OP_HARD_SWISH:
+    case MPS_OP_TANH:
+    case MPS_OP_SOFTPLUS:
+    case MPS_OP_SOFTSIGN:
+    case MPS_OP_GELU:
+    case MPS_OP_CLIP:
+    case MPS_OP_ABS:
+    case MPS_OP_EXP:
+    case MPS_OP_SQRT: return true;
+    default: return false;
+    }
+}
+
 void mps_infer_classify(struct mps_infer_result *r)
 {
     r->output_kind = NULL;
@@ -43,9 +90,17 @@ void mps_infer_classify(struct mps_infer_result *r)
     if (k == 0)
         return;
     const char *said = mps_model_meta(r->model, "output");
-    if (said && (!strcmp(said, "probabilities") || !strcmp(said, "log_probabilities") || !strcmp(said, "logits"))) {
+    if (said && (!strcmp(said, "probabilities") || !strcmp(said, "log_probabilities") || !strcmp(said, "logits") ||
+                 !strcmp(said, "scores"))) {
         r->output_kind = said;
-        r->kind_from_model = true;
+        snprintf(r->kind_why, sizeof r->kind_why, "the model's metadata says so");
+        return;
+    }
+    enum mps_op last = mps_report_last_op(r->model->graph);
+    if (last == MPS_OP_SOFTMAX || last == MPS_OP_LOG_SOFTMAX || mps_report_scores(last)) {
+        r->output_kind = last == MPS_OP_SOFTMAX ? "probabilities" : last == MPS_OP_LOG_SOFTMAX ? "log_probabilities"
+                                                                                             : "scores";
+        snprintf(r->kind_why, sizeof r->kind_why, "the model ends in %s", mps_op_name(last));
         return;
     }
     bool prob = true, logp = true;
@@ -66,6 +121,8 @@ void mps_infer_classify(struct mps_infer_result *r)
         }
     }
     r->output_kind = prob ? "probabilities" : logp ? "log_probabilities" : "logits";
+    snprintf(r->kind_why, sizeof r->kind_why, "%s", prob ? "rows sum to 1" : logp ? "exponentials sum to 1"
+                                                                            : "not probabilities");
 }
 
 void mps_infer_probabilities(const struct mps_infer_result *r, const struct mps_infer_group *g, int64_t item,
@@ -76,7 +133,7 @@ void mps_infer_probabilities(const struct mps_infer_result *r, const struct mps_
     for (int64_t c = 0; c < k; c++)
         mx = y[c] > mx ? y[c] : mx;
     for (int64_t c = 0; c < k; c++) {
-        if (!strcmp(r->output_kind, "probabilities"))
+        if (!strcmp(r->output_kind, "probabilities") || !strcmp(r->output_kind, "scores"))
             p[c] = y[c];
         else if (!strcmp(r->output_kind, "log_probabilities"))
             p[c] = exp(y[c]);
@@ -159,13 +216,15 @@ static const char *mps_report_label(const struct mps_infer_result *r, int64_t c)
     return c < r->n_labels ? r->labels[c] : "";
 }
 
-static const char *mps_report_kind_text(const struct mps_infer_result *r)
+/* "logits, softmax applied (the model ends in Gemm)" */
+static void mps_report_kind_text(const struct mps_infer_result *r, char *buf, size_t size)
 {
-    if (!strcmp(r->output_kind, "probabilities"))
-        return r->kind_from_model ? "probabilities (the model says so)" : "probabilities (rows sum to 1)";
-    if (!strcmp(r->output_kind, "log_probabilities"))
-        return "log-probabilities, exponentiated";
-    return "logits, softmax applied";
+    const char *k = r->output_kind;
+    snprintf(buf, size, "%s (%s)", !strcmp(k, "probabilities")       ? "probabilities"
+                                   : !strcmp(k, "log_probabilities") ? "log-probabilities, exponentiated"
+                                   : !strcmp(k, "scores")            ? "scores, ranked as they are"
+                                                                     : "logits, softmax applied",
+             r->kind_why);
 }
 
 static void mps_report_stats(const struct mps_infer_result *r, double *p50, double *p10, double *p90)
@@ -194,10 +253,19 @@ void mps_infer_print_text(const struct mps_infer_result *r, bool quiet)
         printf("model      %s (opset %lld%s%s)\n", r->model->path, (long long)r->model->opset,
                r->model->producer[0] ? ", " : "", r->model->producer);
         printf("backend    %s: %s; %s\n", r->backend->name, r->device.device, r->why_backend);
-        if (r->output_kind)
+        char kind[160];
+        if (r->output_kind) {
+            mps_report_kind_text(r, kind, sizeof kind);
             printf("output     '%s' %s: %s\n", r->model->graph->values[r->model->graph->outputs[0]].name,
-                   mps_shape_str(&r->groups[0].out[0].shape, a, sizeof a), mps_report_kind_text(r));
+                   mps_shape_str(&r->groups[0].out[0].shape, a, sizeof a), kind);
+        }
+        if (r->n_groups == 1)
+            printf("batch      %s, one run\n", mps_shape_str(&r->groups[0].in[0].shape, a, sizeof a));
+        else
+            printf("batch      %s, one run per input (%d runs)\n", mps_shape_str(&r->groups[0].in[0].shape, a, sizeof a),
+                   r->n_groups);
     }
+    bool scores = r->output_kind && !strcmp(r->output_kind, "scores");
     int64_t n_items;
     struct mps_report_item *items = mps_report_items(r, &n_items);
     for (int64_t it = 0; items && it < n_items; it++) {
@@ -218,8 +286,8 @@ void mps_infer_print_text(const struct mps_infer_result *r, bool quiet)
             if (quiet)
                 printf("%s%snan\n", many ? name : "", many ? ": " : "");
             else
-                printf("input      %s  %s -> %s\n  top-k     none: %lld of %lld class values are NaN\n", name,
-                       file->source, mps_shape_str(&g->in[0].shape, a, sizeof a), (long long)n_nan, (long long)k);
+                printf("input      %s  %s\n  top-k     none: %lld of %lld class values are NaN\n", name, file->source,
+                       (long long)n_nan, (long long)k);
             continue;
         }
         if (quiet) {
@@ -227,10 +295,11 @@ void mps_infer_print_text(const struct mps_infer_result *r, bool quiet)
                    mps_report_label(r, idx[0]), p[idx[0]]);
             continue;
         }
-        printf("input      %s  %s -> %s\n", name, file->source, mps_shape_str(&g->in[0].shape, a, sizeof a));
-        for (int64_t i = 0; i < n; i++)
-            printf("%s %4lld  %-14s %8.4f%%\n", i ? "          " : "  top-k   ", (long long)idx[i],
-                   mps_report_label(r, idx[i]), 100.0 * p[idx[i]]);
+        printf("input      %s  %s\n", name, file->source);
+        for (int64_t i = 0; i < n; i++) {
+            printf("%s %4lld  %-14s ", i ? "          " : "  top-k   ", (long long)idx[i], mps_report_label(r, idx[i]));
+            printf(scores ? "%9.4g\n" : "%8.4f%%\n", scores ? p[idx[i]] : 100.0 * p[idx[i]]);
+        }
     }
     free(items);
     free(p);
@@ -247,17 +316,15 @@ void mps_infer_print_text(const struct mps_infer_result *r, bool quiet)
                                   : t->dtype == MPS_I64 ? (double)((const int64_t *)t->data)[i] : 0.0);
                 printf("%s\n", n > 8 ? " ..." : "");
             }
-    if (r->prep.norm_from)
-        printf("images     %dx%lldx%lld, mean", r->prep.channels, (long long)r->prep.height,
-               (long long)r->prep.width);
-    for (int c = 0; r->prep.norm_from && c < r->prep.channels; c++)
-        printf("%s%g", c ? "," : " ", r->prep.mean[c]);
-    if (r->prep.norm_from)
+    if (r->n_png) { /* how PNGs became tensors; .npy inputs go in as they are */
+        printf("images     %dx%lldx%lld, mean", r->prep.channels, (long long)r->prep.height, (long long)r->prep.width);
+        for (int c = 0; c < r->prep.channels; c++)
+            printf("%s%g", c ? "," : " ", r->prep.mean[c]);
         printf(" std");
-    for (int c = 0; r->prep.norm_from && c < r->prep.channels; c++)
-        printf("%s%g", c ? "," : " ", r->prep.std[c]);
-    if (r->prep.norm_from)
+        for (int c = 0; c < r->prep.channels; c++)
+            printf("%s%g", c ? "," : " ", r->prep.std[c]);
         printf(" (%s)\n", r->prep.norm_from);
+    }
     printf("timings    load %.2f ms, compile %.2f ms, preprocess %.2f ms, first run %.3f ms\n", r->t_load,
            r->t_compile, r->t_preprocess, r->t_first);
     if (r->n_runs > 0) {
@@ -286,6 +353,8 @@ int mps_infer_print_json(const struct mps_infer_result *r)
     cJSON_AddStringToObject(j, "reason", r->why_backend);
     cJSON_AddStringToObject(j, "precision", r->precision);
     cJSON_AddStringToObject(root, "output_kind", r->output_kind ? r->output_kind : "raw");
+    if (r->output_kind)
+        cJSON_AddStringToObject(root, "output_kind_reason", r->kind_why);
     cJSON *results = cJSON_AddArrayToObject(root, "results");
     int64_t k = r->output_kind ? mps_report_classes(&r->groups[0]) : 0;
     double *p = malloc(sizeof(double) * (size_t)(k + 1));
@@ -313,7 +382,8 @@ int mps_infer_print_json(const struct mps_infer_result *r)
                 cJSON *c = cJSON_CreateObject();
                 cJSON_AddNumberToObject(c, "index", (double)idx[i]);
                 cJSON_AddStringToObject(c, "label", mps_report_label(r, idx[i]));
-                cJSON_AddNumberToObject(c, "probability", p[idx[i]]);
+                bool scores = !strcmp(r->output_kind, "scores");
+                cJSON_AddNumberToObject(c, scores ? "score" : "probability", p[idx[i]]);
                 cJSON_AddItemToArray(top, c);
             }
         }

@@ -189,6 +189,10 @@ save("typed_fields.onnx", model([helper.make_node("Reshape", ["a", "shape"], ["a
                                  helper.make_node("Mul", ["kf", "df"], ["kd"], name="kd"),
                                  helper.make_node("Add", ["xa", "kd"], ["y"], name="add")],
                                 [vi("x", [6])], [vi("y", [6])], typed), "ok")
+# a classifier head ending in Relu gives scores, which infer ranks as they are (no softmax)
+save("relu_head.onnx", model([helper.make_node("MatMul", ["x", "w"], ["z"], name="mm"),
+                              helper.make_node("Relu", ["z"], ["y"], name="relu")], [vi("x", [1, 4])], [vi("y", [1, 3])],
+                             [numpy_helper.from_array(np.array([[1, 0, -1]] * 4, np.float32), "w")]), "ok")
 # 100,000 Negs listed last first: the topological sort must reorder them all, in time linear in the graph
 chain = [helper.make_node("Neg", [f"v{i}" if i else "x"], [f"v{i + 1}" if i + 1 < 100000 else "y"], name=f"neg{i}")
          for i in range(100000)]
