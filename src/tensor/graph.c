@@ -276,32 +276,9 @@ const char *mps_node_label(const struct mps_node *n, char *buf, size_t size)
     return buf;
 }
 
-/* Kahn's algorithm over nodes, taking the lowest ready index first so that
-   an already sorted graph keeps its order. */
-/* A binary min-heap of node indices: the sort takes the lowest-index ready
-   node, so a file already in order keeps its order. */
-static void mps_heap_push(int *h, int *n, int k)
-{
-    int i = (*n)++;
-    for (; i > 0 && h[(i - 1) / 2] > k; i = (i - 1) / 2)
-        h[i] = h[(i - 1) / 2];
-    h[i] = k;
-}
-
-static int mps_heap_pop(int *h, int *n)
-{
-    int top = h[0], last = h[--*n], i = 0;
-    for (int c; (c = 2 * i + 1) < *n; i = c) {
-        if (c + 1 < *n && h[c + 1] < h[c])
-            c++;
-        if (h[c] >= last)
-            break;
-        h[i] = h[c];
-    }
-    h[i] = last;
-    return top;
-}
-
+/* Kahn's algorithm, O(nodes + edges). A graph already in order (ONNX asks
+   for that, and exporters write it so) keeps its order: the sort only runs
+   when some node reads a value written after it. */
 enum mps_status mps_graph_sort(struct mps_graph *g, struct mps_error *err)
 {
     enum mps_status st = MPS_OK;
@@ -312,16 +289,15 @@ enum mps_status mps_graph_sort(struct mps_graph *g, struct mps_error *err)
     int *pending = calloc((size_t)nn + 1, sizeof *pending); /* unmet inputs per node */
     int *first = calloc((size_t)nv + 2, sizeof *first);      /* readers of value v: use[first[v] .. first[v + 1]) */
     int *use = malloc(sizeof *use * ((size_t)n_use + 1));
-    int *heap = malloc(sizeof *heap * ((size_t)nn + 1));
-    int *order = malloc(sizeof *order * ((size_t)nn + 1));
-    bool *done = calloc((size_t)nn + 1, sizeof *done);
+    int *order = malloc(sizeof *order * ((size_t)nn + 1)); /* the sorted nodes, and Kahn's queue */
     struct mps_node *sorted = malloc(sizeof *sorted * ((size_t)nn + 1));
-    if (!is_input || !pending || !first || !use || !heap || !order || !done || !sorted) {
+    if (!is_input || !pending || !first || !use || !order || !sorted) {
         st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
         goto out;
     }
     for (int i = 0; i < g->n_inputs; i++)
         is_input[g->inputs[i]] = true;
+    bool in_order = true;
     for (int k = 0; k < nn; k++) {
         const struct mps_node *n = &g->nodes[k];
         for (int i = 0; i < n->n_in; i++) {
@@ -332,6 +308,7 @@ enum mps_status mps_graph_sort(struct mps_graph *g, struct mps_error *err)
             if (val->producer >= 0) {
                 pending[k]++;
                 first[v + 2]++;
+                in_order = in_order && val->producer < k;
             } else if (!val->data && !is_input[v]) {
                 st = mps_fail(err, MPS_ERR_MODEL, "node '%s' (%s): input '%s' is not a graph input, an initializer "
                               "or any node's output", n->name, mps_op_name(n->op), val->name);
@@ -339,6 +316,8 @@ enum mps_status mps_graph_sort(struct mps_graph *g, struct mps_error *err)
             }
         }
     }
+    if (in_order)
+        goto outputs;
     for (int v = 0; v < nv; v++) /* counts at first[v + 2] into starts at first[v + 1], then filled below */
         first[v + 2] += first[v + 1];
     for (int k = 0; k < nn; k++)
@@ -347,25 +326,32 @@ enum mps_status mps_graph_sort(struct mps_graph *g, struct mps_error *err)
             if (v >= 0 && g->values[v].producer >= 0)
                 use[first[v + 1]++] = k;
         }
-    /* Kahn's algorithm, O((nodes + edges) log nodes) */
-    int count = 0, n_heap = 0;
+    int count = 0;
     for (int k = 0; k < nn; k++)
         if (pending[k] == 0)
-            mps_heap_push(heap, &n_heap, k);
-    while (n_heap > 0) {
-        int pick = mps_heap_pop(heap, &n_heap);
-        done[pick] = true;
-        order[count++] = pick;
-        const struct mps_node *p = &g->nodes[pick];
+            order[count++] = k;
+    for (int head = 0; head < count; head++) {
+        const struct mps_node *p = &g->nodes[order[head]];
         for (int o = 0; o < p->n_out; o++)
             for (int u = first[p->out[o]]; u < first[p->out[o] + 1]; u++)
                 if (--pending[use[u]] == 0)
-                    mps_heap_push(heap, &n_heap, use[u]);
+                    order[count++] = use[u];
     }
     if (count < nn) {
+        /* each node left waits on a node left: stepping back nn times lands on a cycle */
         int k = 0;
-        while (done[k])
+        while (pending[k] == 0)
             k++;
+        for (int step = 0; step < nn; step++) {
+            const struct mps_node *n = &g->nodes[k];
+            for (int i = 0; i < n->n_in; i++) {
+                int p = n->in[i] >= 0 ? g->values[n->in[i]].producer : -1;
+                if (p >= 0 && pending[p] > 0) {
+                    k = p;
+                    break;
+                }
+            }
+        }
         st = mps_fail(err, MPS_ERR_MODEL, "the graph has a cycle through node '%s' (%s)", g->nodes[k].name,
                       mps_op_name(g->nodes[k].op));
         goto out;
@@ -379,6 +365,7 @@ enum mps_status mps_graph_sort(struct mps_graph *g, struct mps_error *err)
     }
     if (nn)
         memcpy(g->nodes, sorted, sizeof *sorted * (size_t)nn);
+outputs:
     for (int i = 0; i < g->n_outputs; i++) {
         const struct mps_value *v = &g->values[g->outputs[i]];
         if (v->producer < 0 && !v->data && !is_input[g->outputs[i]]) {
@@ -391,9 +378,7 @@ out:
     free(pending);
     free(first);
     free(use);
-    free(heap);
     free(order);
-    free(done);
     free(sorted);
     return st;
 }

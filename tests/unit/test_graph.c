@@ -67,6 +67,20 @@ static void test_sort(void)
              "topological sort puts the producer first");
     th_check(mps_graph_infer(g, &err) == MPS_OK && g->values[b].shape_known && g->values[b].shape.dim[0] == 4,
              "shapes flow through the sorted graph");
+    /* in order already: x -> p, x -> q, p -> r; kept as listed (a queue of ready nodes would give p q r) */
+    struct mps_graph *h = mps_graph_new();
+    int hx = mps_graph_add_value(h, "x", MPS_F32, &s), hp = mps_graph_add_value(h, "p", MPS_F32, NULL),
+        hq = mps_graph_add_value(h, "q", MPS_F32, NULL), hr = mps_graph_add_value(h, "r", MPS_F32, NULL);
+    mps_graph_add_input(h, hx, &err);
+    mps_graph_add_node(h, MPS_OP_RELU, "p", &hx, 1, &hp, 1, NULL, &err);
+    mps_graph_add_node(h, MPS_OP_RELU, "r", &hp, 1, &hr, 1, NULL, &err);
+    mps_graph_add_node(h, MPS_OP_RELU, "q", &hx, 1, &hq, 1, NULL, &err);
+    mps_graph_add_output(h, hr, &err);
+    mps_graph_add_output(h, hq, &err);
+    th_check(mps_graph_sort(h, &err) == MPS_OK && !strcmp(h->nodes[0].name, "p") && !strcmp(h->nodes[1].name, "r") &&
+                 !strcmp(h->nodes[2].name, "q"),
+             "a graph already in order keeps its order");
+    mps_graph_free(h);
     th_check(mps_graph_add_node(g, MPS_OP_RELU, "again", &x, 1, &b, 1, NULL, &err) == MPS_ERR_MODEL &&
                  strstr(err.msg, "already defined"),
              "a value written by two nodes is rejected: %s", err.msg);
@@ -89,6 +103,21 @@ static void test_cycle(void)
     mps_graph_add_output(g, c, &err);
     th_check(mps_graph_sort(g, &err) == MPS_ERR_MODEL && strstr(err.msg, "cycle") && strstr(err.msg, "add"),
              "a cycle is rejected and named: %s", err.msg);
+    mps_graph_free(g);
+
+    /* a node that reads the cycle, listed first: the message names a node on the cycle, not it */
+    g = mps_graph_new();
+    x = mps_graph_add_value(g, "x", MPS_F32, &s);
+    b = mps_graph_add_value(g, "b", MPS_F32, NULL);
+    c = mps_graph_add_value(g, "c", MPS_F32, NULL);
+    int t = mps_graph_add_value(g, "t", MPS_F32, NULL);
+    mps_graph_add_input(g, x, &err);
+    mps_graph_add_node(g, MPS_OP_NEG, "tail", &c, 1, &t, 1, NULL, &err);
+    mps_graph_add_node(g, MPS_OP_ADD, "add", (int[]){x, c}, 2, &b, 1, NULL, &err);
+    mps_graph_add_node(g, MPS_OP_RELU, "relu", &b, 1, &c, 1, NULL, &err);
+    mps_graph_add_output(g, t, &err);
+    th_check(mps_graph_sort(g, &err) == MPS_ERR_MODEL && strstr(err.msg, "cycle") && !strstr(err.msg, "tail"),
+             "the cycle is named by a node on it: %s", err.msg);
     mps_graph_free(g);
 
     g = mps_graph_new();
