@@ -155,7 +155,42 @@ static enum mps_status mps_image_rgba16(const void *buf, size_t len, uint16_t **
     mps_image_describe(color, depth, png_get_interlace_type(png, pi), info);
     if ((uint64_t)w * h > MPS_IMAGE_MAX_PIXELS)
         png_error(png, "larger than mpsrun decodes (2^26 pixels)");
-    png_set_expand(png); /* palette to RGB, gray < 8 bits to 8, tRNS to alpha */
+    if (color == PNG_COLOR_TYPE_PALETTE) { /* indices read as bytes and looked up here: each one checked */
+        png_set_packing(png);
+        png_set_interlace_handling(png);
+        png_read_update_info(png, pi);
+        if (png_get_rowbytes(png, pi) != w)
+            png_error(png, "unexpected row layout of palette indices");
+        pixels = malloc((size_t)w * h * 8);
+        rows = malloc(sizeof *rows * h);
+        if (!pixels || !rows)
+            png_error(png, "out of memory");
+        for (png_uint_32 y = 0; y < h; y++) /* each row's indices at the end of its RGBA row, expanded in place */
+            rows[y] = (png_bytep)(pixels + (size_t)y * w * 4) + (size_t)w * 7;
+        png_read_image(png, rows);
+        png_read_end(png, NULL);
+        png_colorp pal = NULL;
+        png_bytep trans = NULL;
+        int n_pal = 0, n_trans = 0;
+        png_get_PLTE(png, pi, &pal, &n_pal);
+        png_get_tRNS(png, pi, &trans, &n_trans, NULL);
+        for (png_uint_32 y = 0; y < h; y++)
+            for (png_uint_32 x = 0; x < w; x++) {
+                int i = rows[y][x];
+                if (i >= n_pal)
+                    png_error(png, n_pal ? "a pixel's palette index is past the palette" : "no palette");
+                uint16_t *o = pixels + ((size_t)y * w + x) * 4; /* at or before the index it overwrites */
+                o[0] = (uint16_t)(pal[i].red * 257);
+                o[1] = (uint16_t)(pal[i].green * 257);
+                o[2] = (uint16_t)(pal[i].blue * 257);
+                o[3] = (uint16_t)((i < n_trans ? trans[i] : 255) * 257);
+            }
+        png_destroy_read_struct(&png, &pi, NULL);
+        free(rows);
+        *rgba = pixels;
+        return MPS_OK;
+    }
+    png_set_expand(png); /* gray < 8 bits to 8, tRNS to alpha */
     png_set_expand_16(png);
     png_set_gray_to_rgb(png);
     png_set_add_alpha(png, 0xffff, PNG_FILLER_AFTER);

@@ -43,6 +43,31 @@ def write_adam7(path, img):
 
 
 write_adam7(p("interlaced.png"), gray)
+
+
+def write_palette(path, indices, palette, alpha, depth):
+    """A palette PNG of depth 1, 2, 4 or 8 bits with a tRNS chunk of alpha values (PIL writes 8-bit only)."""
+    chunk = lambda t, d: struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xFFFFFFFF)
+    h, w = indices.shape
+    per = 8 // depth
+    rows = b""
+    for row in indices:
+        packed = bytearray((w + per - 1) // per)
+        for x, i in enumerate(row):
+            packed[x // per] |= int(i) << (8 - depth * (x % per + 1))
+        rows += b"\0" + bytes(packed)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, 3, 0, 0, 0)) +
+                chunk(b"PLTE", bytes(v for c in palette for v in c)) + chunk(b"tRNS", bytes(alpha)) +
+                chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+# 4-bit palette of 16 grays, translucent entries: composited over black, each pixel gray * alpha
+levels, alphas = np.arange(16) * 17, [255 - 8 * i for i in range(16)]
+quant = (gray.astype(np.int32) + 8) // 17
+write_palette(p("palette4_trns.png"), quant, [(v, v, v) for v in levels], alphas, 4)
+# an index (5) past a palette of 2 entries: refused, not read as black
+write_palette(p("bad_palette.png"), np.where(gray > 128, 5, 1), [(0, 0, 0), (255, 255, 255)], [255, 255], 8)
 # 2x nearest: area averaging back to 28x28 gives the original pixels exactly
 Image.fromarray(np.repeat(np.repeat(gray, 2, 0), 2, 1), "L").save(p("big56.png"))
 Image.fromarray(gray, "L").resize((14, 14), Image.BILINEAR).save(p("small14.png"))
@@ -81,6 +106,7 @@ np.save(p("expect_big42.npy"), model_input(np.repeat(np.repeat(big42.astype(np.f
 np.save(p("expect_color.npy"), model_input(rgb.astype(np.float64) @ np.array([0.299, 0.587, 0.114])))
 Image.fromarray(np.stack([gray, np.full_like(gray, 128)], -1), "LA").save(p("half_alpha.png"))
 np.save(p("expect_half_alpha.npy"), model_input(gray * (128 / 255)))
+np.save(p("expect_palette4_trns.npy"), model_input(levels[quant] * (np.array(alphas)[quant] / 255)))
 
 x = model_input(gray)
 np.save(p("digit.npy"), x)

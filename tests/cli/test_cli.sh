@@ -108,7 +108,7 @@ check "the source size is reported, the batch once" bash -c "grep -q 'small14.pn
 expect "a color PNG on a gray model" 0 infer "$cnn" "$in/color.png" "${q[@]}"
 # the pixels each of these reaches the model with, against a reference computed
 # by make_inputs.py and run through the same model
-for f in small14 big42 color half_alpha; do
+for f in small14 big42 color half_alpha palette4_trns; do
   "$mpsrun" infer "$cnn" "$in/expect_$f.npy" --output "$tmp/expect_$f.out.npy" "${q[@]}" >/dev/null
   expect "PNG $f reaches the model as its reference says (--check)" 0 infer "$cnn" "$in/$f.png" \
     --check "$tmp/expect_$f.out.npy" "${q[@]}"
@@ -265,10 +265,12 @@ expect "unsupported attribute: exit 3" 3 infer "$tmp/bad/unsupported_attr.onnx" 
 check "the attribute is named" grep -q "node 'relu' (Relu): attribute 'alpha' is not supported" "$err"
 
 # bad inputs: exit 4, naming the file and the problem
-for f in truncated.png bad_crc.png not_an_image.png empty.png f64.npy wrong_shape.npy fortran.npy truncated.npy; do
+for f in truncated.png bad_crc.png not_an_image.png empty.png f64.npy wrong_shape.npy fortran.npy truncated.npy \
+  bad_palette.png; do
   expect "bad input $f: exit 4" 4 infer "$cnn" "$in/$f"
   check "$f is named in the error" grep -q "mpsrun: error: $in/$f: " "$err"
 done
+check "a palette index past the palette is refused, not read as black" grep -q "palette index is past the palette" "$err"
 check "a float64 .npy says its dtype" bash -c "'$mpsrun' infer '$cnn' '$in/f64.npy' 2>&1 | grep -q \"dtype is '<f8'\""
 expect "missing input file: exit 4" 4 infer "$cnn" "$tmp/none.png"
 
