@@ -43,22 +43,12 @@ static struct mps_bench_stats mps_bench_stats(double *t, int n)
     return (struct mps_bench_stats){t[n / 2], t[n / 10], t[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1]};
 }
 
-/* Splits a comma list into items (copied into buf); returns the count. */
-static int mps_bench_split(const char *list, char *buf, size_t size, char **items, int max)
-{
-    snprintf(buf, size, "%s", list);
-    int n = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok && n < max; tok = strtok_r(NULL, ",", &save))
-        items[n++] = tok;
-    return n;
-}
-
 /* Parses --precision's comma list into names[] and precs[]; *n gets the count. */
 static enum mps_status mps_bench_precisions(const char *list, char *buf, size_t size, char **names,
                                             enum mps_precision *precs, int *n, struct mps_error *err)
 {
-    *n = mps_bench_split(list, buf, size, names, 3);
-    for (int i = 0; i < *n; i++) {
+    enum mps_status st = mps_cli_list("--precision", list, buf, size, names, 3, n, err);
+    for (int i = 0; !st && i < *n; i++) {
         const char *s = names[i];
         if (strcmp(s, "fp32") && strcmp(s, "tf32") && strcmp(s, "fp16"))
             return mps_fail(err, MPS_ERR_USAGE, "precision '%s' is not fp32, tf32 or fp16", s);
@@ -66,7 +56,7 @@ static enum mps_status mps_bench_precisions(const char *list, char *buf, size_t 
                    : !strcmp(s, "tf32") ? MPS_PRECISION_TF32
                                         : MPS_PRECISION_FP16;
     }
-    return MPS_OK;
+    return st;
 }
 
 /* The backends named in list ("all": every available one); unavailable ones are reported and dropped. */
@@ -97,13 +87,13 @@ static enum mps_status mps_bench_backends(const char *list, const struct mps_bac
         }
         return *n ? MPS_OK : mps_fail(err, worst, "no backend is available (%s)", reasons);
     }
-    count = mps_bench_split(list, buf, sizeof buf, items, 8);
-    for (int i = 0; i < count; i++) {
+    enum mps_status st = mps_cli_list("--backend", list, buf, sizeof buf, items, 8, &count, err);
+    for (int i = 0; !st && i < count; i++) {
         const struct mps_backend *be = mps_backend_find(items[i]);
         struct mps_backend_info info;
         if (!be)
             return mps_backend_unknown(items[i], err);
-        enum mps_status st = be->probe(&info, err);
+        st = be->probe(&info, err);
         if (st != MPS_OK) { /* a usage error stays one (a bad MPSRUN_CPU_KERNELS); else the machine lacks it */
             char why[sizeof err->msg];
             memcpy(why, err->msg, sizeof why);
@@ -112,7 +102,7 @@ static enum mps_status mps_bench_backends(const char *list, const struct mps_bac
         }
         out[(*n)++] = be;
     }
-    return MPS_OK;
+    return st;
 }
 
 /* The options both bench targets share, parsed and checked before any work. */
@@ -390,9 +380,12 @@ static int mps_bench_matmul(int argc, char **argv)
     if (done)
         goto out;
     char sbuf[512], *size_list[32];
-    int n_sizes = mps_bench_split(sizes->count ? sizes->sval[0] : "64,256,1024", sbuf, sizeof sbuf, size_list, 32);
+    int n_sizes = 0;
     struct mps_bench_opts opts = {0};
-    st = mps_bench_opts_parse(&opts, backends, precs, threads, repeat, warmup, json, csv, &err);
+    st = mps_cli_list("--sizes", sizes->count ? sizes->sval[0] : "64,256,1024", sbuf, sizeof sbuf, size_list, 32,
+                      &n_sizes, &err);
+    if (!st)
+        st = mps_bench_opts_parse(&opts, backends, precs, threads, repeat, warmup, json, csv, &err);
     for (int s = 0; !st && s < n_sizes; s++) {
         int64_t m, n, k;
         if (!mps_bench_size(size_list[s], &m, &n, &k))
@@ -596,6 +589,36 @@ static enum mps_status mps_bench_model_load(const char *path, int64_t batch, str
     return MPS_OK;
 }
 
+/* What would stop bench model part way, found before any row is printed: a
+   model that does not load, a batch it fixes otherwise, a node a backend
+   asked for cannot run. */
+static enum mps_status mps_bench_model_check(const char *path, char **batches, int n_batch,
+                                             const struct mps_bench_opts *o, struct mps_error *err)
+{
+    struct mps_model *m;
+    enum mps_status st = mps_onnx_load(path, NULL, &m, err);
+    const struct mps_graph *g = st ? NULL : m->graph;
+    for (int bi = 0; !st && bi < n_batch; bi++) {
+        long long batch = strtoll(batches[bi], NULL, 10);
+        for (int i = 0; !st && i < g->n_inputs; i++) {
+            const struct mps_shape *s = &g->values[g->inputs[i]].shape;
+            if (batch != 1 && !(s->ndim > 0 && (m->inputs[i].symbolic[0] || s->dim[0] == batch)))
+                st = mps_fail(err, MPS_ERR_USAGE, "--batch %lld: the model fixes input '%s' at %s", batch,
+                              g->values[g->inputs[i]].name, s->ndim ? "another batch" : "a scalar");
+        }
+    }
+    for (int b = 0; !st && b < o->n_be; b++) {
+        char nodes[sizeof err->msg / 2];
+        int bad = mps_backend_unsupported(o->be[b], g, nodes, sizeof nodes);
+        if (bad)
+            st = mps_fail(err, MPS_ERR_MODEL, "backend %s cannot run %d node%s: %s", o->be[b]->name, bad,
+                          bad > 1 ? "s" : "", nodes);
+    }
+    if (g)
+        mps_model_free(m);
+    return st;
+}
+
 static int mps_bench_model(int argc, char **argv)
 {
     struct arg_rex *cmd = arg_rex1(NULL, NULL, "^model$", "model", 0, "what to measure");
@@ -626,14 +649,21 @@ static int mps_bench_model(int argc, char **argv)
     if (done)
         goto out;
     char bbuf[256], *batch_list[16];
-    int n_batch = mps_bench_split(batches->count ? batches->sval[0] : "1", bbuf, sizeof bbuf, batch_list, 16);
+    int n_batch = 0;
     struct mps_bench_opts opts = {0};
-    st = mps_bench_opts_parse(&opts, backends, precs, threads, repeat, warmup, json, csv, &err);
+    st = mps_cli_list("--batch", batches->count ? batches->sval[0] : "1", bbuf, sizeof bbuf, batch_list, 16, &n_batch,
+                      &err);
+    if (!st)
+        st = mps_bench_opts_parse(&opts, backends, precs, threads, repeat, warmup, json, csv, &err);
     for (int bi = 0; !st && bi < n_batch; bi++) {
         char *endp;
         long long batch = strtoll(batch_list[bi], &endp, 10);
         if (endp == batch_list[bi] || *endp || batch < 1 || batch > 65536)
             st = mps_fail(&err, MPS_ERR_USAGE, "--batch: '%s' is not a size from 1 to 65536", batch_list[bi]);
+    }
+    if (!st) {
+        subject = model->filename[0];
+        st = mps_bench_model_check(subject, batch_list, n_batch, &opts, &err);
     }
     if (st)
         goto out;

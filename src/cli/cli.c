@@ -125,6 +125,31 @@ enum mps_status mps_cli_threads(const struct arg_int *a, int *threads, struct mp
     return MPS_OK;
 }
 
+enum mps_status mps_cli_list(const char *name, const char *list, char *buf, size_t size, char **items, int max, int *n,
+                             struct mps_error *err)
+{
+    *n = 0;
+    if (strlen(list) >= size)
+        return mps_fail(err, MPS_ERR_USAGE, "%s: the list is longer than %zu characters", name, size - 1);
+    memcpy(buf, list, strlen(list) + 1);
+    for (char *p = buf;; p++) {
+        char *item = p;
+        p += strcspn(p, ",");
+        bool last = *p == '\0';
+        *p = '\0';
+        if (!*item)
+            return mps_fail(err, MPS_ERR_USAGE, "%s %s: an empty item", name, list);
+        if (*n == max)
+            return mps_fail(err, MPS_ERR_USAGE, "%s %s: more than %d items", name, list, max);
+        for (int i = 0; i < *n; i++)
+            if (!strcmp(items[i], item))
+                return mps_fail(err, MPS_ERR_USAGE, "%s %s: '%s' is given twice", name, list, item);
+        items[(*n)++] = item;
+        if (last)
+            return MPS_OK;
+    }
+}
+
 const char *mps_cli_csv_quote(const char *s, char *buf, size_t size)
 {
     if (!strpbrk(s, ",\"\r\n")) {

@@ -58,6 +58,12 @@ enum mps_status mps_cli_int(const struct arg_int *a, const char *name, int lo, i
 int mps_cli_max_threads(void);
 enum mps_status mps_cli_threads(const struct arg_int *a, int *threads, struct mps_error *err);
 
+/* Splits option name's comma list (copied into buf) into items[], at most
+   max: an empty item, more than max, or one given twice is a usage error
+   naming the option. *n gets the count. */
+enum mps_status mps_cli_list(const char *name, const char *list, char *buf, size_t size, char **items, int max, int *n,
+                             struct mps_error *err);
+
 /* s as one CSV field (RFC 4180): in double quotes, each '"' doubled, when it
    holds a comma, a quote or a line break; as it is otherwise. Returns buf. */
 const char *mps_cli_csv_quote(const char *s, char *buf, size_t size);

@@ -304,6 +304,16 @@ usage "bench matmul --sizes 8,junk, before any size is timed" "--sizes: 'junk' i
   bench matmul --sizes 8,junk
 usage "bench model --batch 1,0, before any batch is timed" "--batch: '0' is not a size from 1 to 65536" \
   bench model "$mlp" --batch 1,0
+usage "bench matmul --sizes 64,,64: an empty item" "--sizes 64,,64: an empty item" bench matmul --sizes 64,,64
+usage "bench matmul --sizes 64,: a trailing comma" "--sizes 64,: an empty item" bench matmul --sizes 64,
+usage "bench model --backend cpu,cpu: a backend twice" "--backend cpu,cpu: 'cpu' is given twice" \
+  bench model "$mlp" --backend cpu,cpu
+usage "bench model --batch 4 on a model that fixes its batch, before any row" "--batch 4: the model fixes input" \
+  bench model "$tmp/bad/chain_100000_reversed.onnx" --batch 1,4
+for f in "" --json --csv; do
+  expect "bench model on a file that is not a model $f: exit 3" 3 bench model /etc/hostname $f
+  check "bench model on a file that is not a model $f: nothing on stdout" test ! -s "$out"
+done
 usage "bench model --precision fp16 on cpu: nothing runs, said before any work" \
   "--precision fp16: no backend asked computes in it (cpu fp16)" bench model "$mlp" --backend cpu --precision fp16
 expect "bench model --precision fp32,fp16 on cpu: the pair cpu cannot compute is skipped" 0 \
