@@ -20,13 +20,6 @@
 #include "cli.h"
 #include "model.h"
 
-static double mps_bench_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static int mps_bench_cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -185,23 +178,6 @@ static void mps_bench_machine(cJSON *json, bool print)
     }
 }
 
-static void mps_bench_progress(const char *fmt, ...)
-{
-    if (!isatty(2))
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("\r\033[K", stderr);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-}
-
-static void mps_bench_progress_done(void)
-{
-    if (isatty(2))
-        fputs("\r\033[K", stderr);
-}
-
 /* ---- matmul ------------------------------------------------------------------ */
 
 struct mps_bench_row {
@@ -282,17 +258,17 @@ static enum mps_status mps_bench_matmul_one(const struct mps_backend *be, enum m
         /* untimed runs for MPS_BENCH_WARM_MS first: on a VM, cores that sat idle
            (the direct GEMM's turn, or before the first round) run the next tens
            of milliseconds slowly, and a few runs of microseconds do not cover that */
-        for (double t0 = mps_bench_now_ms(); !st && warmup > 0 && mps_bench_now_ms() - t0 < MPS_BENCH_WARM_MS;)
+        for (double t0 = mps_cli_now_ms(); !st && warmup > 0 && mps_cli_now_ms() - t0 < MPS_BENCH_WARM_MS;)
             st = mps_plan_run(plan, &ta, &tc, err);
         for (int r = 0; r < per && !st; r++) {
-            double t0 = mps_bench_now_ms();
+            double t0 = mps_cli_now_ms();
             st = mps_plan_run(plan, &ta, &tc, err);
-            run_times[done + r] = mps_bench_now_ms() - t0;
+            run_times[done + r] = mps_cli_now_ms() - t0;
         }
         for (int r = 0; r < per && !st && row->resident; r++) {
-            double t0 = mps_bench_now_ms();
+            double t0 = mps_cli_now_ms();
             st = be->rerun(plan->state, err);
-            times[done + r] = mps_bench_now_ms() - t0;
+            times[done + r] = mps_cli_now_ms() - t0;
         }
         if (!st && base && be->bench_baseline(m, n, k, prec, threads, round ? 1 : warmup, per, base_times + done, err))
             base = false;
@@ -403,14 +379,14 @@ static int mps_bench_matmul(int argc, char **argv)
                 struct mps_bench_row *row = &rows[n_rows];
                 *row = (struct mps_bench_row){
                     .backend = opts.be[b]->name, .precision = opts.prec_name[p], .m = m, .n = n, .k = k};
-                mps_bench_progress("bench matmul: %d/%d  %s %s %lldx%lldx%lld", n_rows + 1, n_sizes * opts.n_pairs,
+                mps_cli_progress("bench matmul: %d/%d  %s %s %lldx%lldx%lld", n_rows + 1, n_sizes * opts.n_pairs,
                                    row->backend, row->precision, (long long)m, (long long)n, (long long)k);
                 mps_bench_rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(seed->count ? seed->ival[0] : 1);
                 st = mps_bench_matmul_one(opts.be[b], prec, opts.threads, row, opts.warmup, opts.repeat, &err);
                 n_rows++;
             }
     }
-    mps_bench_progress_done();
+    mps_cli_progress_done();
     if (st)
         goto out;
     if (json->count) {
@@ -689,7 +665,7 @@ static int mps_bench_model(int argc, char **argv)
                 enum mps_precision prec = opts.prec[p];
                 if (mps_bench_skipped(&opts, b, p))
                     continue;
-                mps_bench_progress("bench model: batch %lld, %s %s", batch, opts.be[b]->name, opts.prec_name[p]);
+                mps_cli_progress("bench model: batch %lld, %s %s", batch, opts.be[b]->name, opts.prec_name[p]);
                 struct mps_model *m = NULL;
                 struct mps_tensor in[8] = {{0}}, *out = NULL;
                 int n_in = 0;
@@ -718,22 +694,22 @@ static int mps_bench_model(int argc, char **argv)
                     bool prof = profile->count && opts.be[b]->profile;
                     node_ms = prof ? calloc((size_t)opts.repeat * (size_t)g->n_nodes + 1, sizeof *node_ms) : NULL;
                     for (int r = 0; r < opts.warmup + opts.repeat && !st; r++) {
-                        double t0 = mps_bench_now_ms();
+                        double t0 = mps_cli_now_ms();
                         st = node_ms && r >= opts.warmup
                                  ? opts.be[b]->profile(plan->state, in, out,
                                                        node_ms + (size_t)(r - opts.warmup) * g->n_nodes, &err)
                                  : mps_plan_run(plan, in, out, &err);
                         if (r >= opts.warmup)
-                            times[r - opts.warmup] = mps_bench_now_ms() - t0;
+                            times[r - opts.warmup] = mps_cli_now_ms() - t0;
                     }
                 }
                 struct mps_bench_stats resident = {0};
                 if (!st && opts.be[b]->rerun) { /* the same inputs, left on the device by the last run */
                     double *rt = malloc(sizeof(double) * (size_t)opts.repeat);
                     for (int r = 0; rt && r < opts.repeat && !st; r++) {
-                        double t0 = mps_bench_now_ms();
+                        double t0 = mps_cli_now_ms();
                         st = opts.be[b]->rerun(plan->state, &err);
-                        rt[r] = mps_bench_now_ms() - t0;
+                        rt[r] = mps_cli_now_ms() - t0;
                     }
                     if (!rt)
                         st = mps_fail(&err, MPS_ERR_RUNTIME, "out of memory");
@@ -744,7 +720,7 @@ static int mps_bench_model(int argc, char **argv)
                 if (!st) {
                     struct mps_bench_stats t = mps_bench_stats(times, opts.repeat);
                     double ips = (double)batch * 1e3 / t.median;
-                    mps_bench_progress_done();
+                    mps_cli_progress_done();
                     if (res) {
                         cJSON *o = cJSON_CreateObject();
                         cJSON_AddStringToObject(o, "backend", opts.be[b]->name);
@@ -796,7 +772,7 @@ static int mps_bench_model(int argc, char **argv)
                 mps_model_free(m);
             }
     }
-    mps_bench_progress_done();
+    mps_cli_progress_done();
     if (!st && root) {
         if (!mps_cli_json_print(root))
             st = mps_fail(&err, MPS_ERR_RUNTIME, "out of memory");

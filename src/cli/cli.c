@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 int mps_cli_exit_code(enum mps_status s)
@@ -59,6 +60,13 @@ int mps_cli_parse(int argc, char **argv, void **argtable, struct arg_lit *help, 
     }
     *done = false;
     return MPS_EXIT_OK;
+}
+
+double mps_cli_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 const char *mps_cli_count(int64_t n, char *buf, size_t size)
@@ -224,13 +232,35 @@ static void mps_cli_json_fix(cJSON *item)
     }
 }
 
-bool mps_cli_json_print(cJSON *root)
+char *mps_cli_json_text(cJSON *root, bool formatted)
 {
     mps_cli_json_fix(root);
-    char *text = cJSON_Print(root);
+    return formatted ? cJSON_Print(root) : cJSON_PrintUnformatted(root);
+}
+
+bool mps_cli_json_print(cJSON *root)
+{
+    char *text = mps_cli_json_text(root, true);
     if (!text)
         return false;
     puts(text);
     cJSON_free(text);
     return true;
+}
+
+void mps_cli_progress(const char *fmt, ...)
+{
+    if (!isatty(2))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("\r\033[K", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+}
+
+void mps_cli_progress_done(void)
+{
+    if (isatty(2))
+        fputs("\r\033[K", stderr);
 }

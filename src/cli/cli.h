@@ -42,6 +42,9 @@ void mps_cli_error(const char *subject, const char *fmt, ...)
 int mps_cli_parse(int argc, char **argv, void **argtable, struct arg_lit *help, struct arg_end *end,
                   const char *summary, bool *done);
 
+/* Milliseconds on a monotonic clock. */
+double mps_cli_now_ms(void);
+
 /* Numbers for people: 1806336 as "1,806,336"; 3.2e9 bytes as "3.0 GiB" (B, KiB,
    MiB... by 1024); 2258000 as "2.258 M" (k, M, G... by 1000). Return buf. */
 const char *mps_cli_count(int64_t n, char *buf, size_t size);
@@ -73,11 +76,23 @@ const char *mps_cli_csv_quote(const char *s, char *buf, size_t size);
    U+FFFD, so the output always parses. False when out of memory. */
 struct cJSON;
 bool mps_cli_json_print(struct cJSON *root);
+/* The same as text (cJSON_free it), formatted or on one line; NULL when out of memory. */
+char *mps_cli_json_text(struct cJSON *root, bool formatted);
+
+/* A progress line on stderr, redrawn in place, when stderr is a terminal
+   (nothing otherwise: logs and pipes stay clean); _done erases it. */
+void mps_cli_progress(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+void mps_cli_progress_done(void);
 
 /* The subcommands (one file each). */
 int mps_cli_info(int argc, char **argv);
 int mps_cli_infer(int argc, char **argv);
 int mps_cli_bench(int argc, char **argv);
 int mps_cli_inspect(int argc, char **argv);
+int mps_cli_eval(int argc, char **argv);
 
 #endif

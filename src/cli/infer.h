@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 
+#include <argtable2.h>
+
 #include "backend.h"
 #include "compare.h"
 #include "model.h"
@@ -18,20 +20,25 @@ struct mps_infer_prep {
     const char *norm_from; /* "flags", "model metadata" or "none" */
 };
 
-/* One INPUT file, decoded. */
+/* One input file, decoded, or why it could not be. */
 struct mps_infer_file {
     const char *path;
-    char source[96];      /* "PNG gray 8-bit 28x28", "npy [1,1,28,28]" */
-    int64_t items;        /* batch items it contributes */
+    char source[96];      /* "PNG gray 8-bit 28x28", "npy f32 [1,1,28,28]" */
+    int64_t items;        /* batch items it gave; 0 when it failed */
+    int64_t index;        /* its place in the whole input list */
+    bool png;             /* decoded from a PNG */
+    enum mps_status st;   /* MPS_OK, or why it failed */
+    char error[sizeof((struct mps_error *)0)->msg]; /* the failure, without the path */
 };
 
 /* A batch run as one: the input tensors of the graph, built from files. */
 struct mps_infer_group {
     int first_file, n_files;          /* files [first, first + n) */
-    struct mps_tensor in[8];          /* per graph input, owned */
+    struct mps_tensor in[8];          /* per graph input; owned unless borrowed */
     int n_in;
-    struct mps_tensor *out;           /* per graph output, owned */
+    struct mps_tensor *out;           /* per graph output; owned unless borrowed */
     int n_out;
+    bool borrowed;                    /* in and out belong to a stream (stream.c) */
 };
 
 struct mps_infer_result {
@@ -55,8 +62,10 @@ struct mps_infer_result {
     int top_k;
     /* timings, milliseconds */
     double t_load, t_compile, t_preprocess, t_first;
+    double t_run, t_total; /* a stream's: every run, and the whole stream from start to end */
     double *t_runs;
     int n_runs;
+    int64_t n_items, n_failed; /* a stream's counts so far: items run, files that failed */
     /* checks: NULL when not asked */
     const char *expect, *check_path;
     int64_t expect_class;         /* --expect resolved to an index */
@@ -67,23 +76,78 @@ struct mps_infer_result {
     char check_detail[512];
 };
 
-/* input.c: decodes the files (PNG or .npy) into groups for the loaded model m;
-   *shape gets the graph input shape the groups need (batch resolved). */
-enum mps_status mps_infer_inputs(struct mps_infer_result *r, char **paths, int n_paths, struct mps_shape *shape,
-                                 struct mps_error *err, const char **bad_file);
+/* setup.c: the options infer and eval share, as argtable2 entries. */
+struct mps_infer_args {
+    struct arg_str *backend, *precision;
+    struct arg_int *threads, *batch;
+    struct arg_file *labels;
+    struct arg_str *mean, *std, *size;
+};
+void mps_infer_args_make(struct mps_infer_args *a);
+/* Checks what needs no model (a usage error naming the option): precision
+   and threads into co and r->precision, --batch into *batch. */
+enum mps_status mps_infer_args_check(const struct mps_infer_args *a, struct mps_infer_result *r,
+                                     struct mps_compile_opts *co, int *batch, struct mps_error *err);
+/* Loads the model at path into r (timed) and checks the options against it:
+   image size, channels and normalization (r->prep), labels, classes (and
+   r->expect against them), a --batch the model fixes otherwise. *subject
+   gets what a failure is about: the model, the labels file, or NULL for a
+   usage error. */
+enum mps_status mps_infer_setup(struct mps_infer_result *r, const char *path, const struct mps_infer_args *a,
+                                const char **subject, struct mps_error *err);
+
+/* input.c */
+/* Decodes file->path, a PNG or a .npy, for a model whose input items have
+   shape item, by prep: a PNG is one item, written to dst; a .npy's items go
+   to dst when there are at most room of them, else to *spill (a new buffer,
+   free() it). fixed_batch > 0: the model fixes its batch there and the file
+   must give exactly that many items. Sets file->items, source and png;
+   MPS_ERR_INPUT with the reason (no path) when the file is bad,
+   MPS_ERR_RUNTIME when out of memory. Safe to call from any thread. */
+enum mps_status mps_infer_decode(const struct mps_infer_prep *prep, const struct mps_shape *item, int64_t fixed_batch,
+                                 struct mps_infer_file *file, float *dst, int64_t room, float **spill,
+                                 struct mps_error *err);
+/* A model with several inputs: one .npy per input, in order, as one group
+   (r->files and r->groups, owned: mps_infer_free_groups). */
+enum mps_status mps_infer_multi(struct mps_infer_result *r, char **paths, int n_paths, struct mps_error *err,
+                                const char **bad_file);
 void mps_infer_free_groups(struct mps_infer_result *r);
 
-/* report.c */
-/* Class probabilities of item i of group g's first output, converted by the output kind. */
-void mps_infer_probabilities(const struct mps_infer_result *r, const struct mps_infer_group *g, int64_t item,
-                             double *p, int64_t k);
+/* report.c: what infer prints, chunk by chunk as a stream runs. */
+enum mps_infer_form {
+    MPS_INFER_TEXT,  /* for a person */
+    MPS_INFER_QUIET, /* --quiet: one tab-separated line per item */
+    MPS_INFER_JSON,  /* --json: one JSON object, its results written as they come */
+    MPS_INFER_JSONL, /* --jsonl: one JSON object per item (or failed file), a line each */
+};
+
+struct mps_infer_report {
+    enum mps_infer_form form;
+    bool stream;        /* several inputs: chunks, their count and speed; else one run and its timings */
+    int64_t batch;      /* a stream's --batch */
+    int64_t total;      /* inputs in this process's share */
+    bool keep_going;
+    const char *shard;  /* "shard 1 of 4 (Slurm array task): inputs 2,500 to 4,999 of 10,000", or NULL */
+    /* internal */
+    bool classified, head;
+    struct cJSON *held; /* --json: results of files that failed before the head */
+    int64_t n_results;  /* --json: results written, for the commas */
+    double *p;          /* scratch for one item's class values */
+};
+
 /* The classes of g's first output when it is [batch, K, 1...] f32 with K > 1, else 0. */
 int64_t mps_infer_graph_classes(const struct mps_graph *g);
-/* Decides r->output_kind from the model's metadata or the values. */
-void mps_infer_classify(struct mps_infer_result *r);
-/* Index of the top class of each file, in file order, into top1[n_files]. */
-void mps_infer_top1(const struct mps_infer_result *r, int64_t *top1);
-void mps_infer_print_text(const struct mps_infer_result *r, bool quiet);
-int mps_infer_print_json(const struct mps_infer_result *r);
+/* Decides r->output_kind from the model's metadata, its last op, else the values of g (NULL: none yet). */
+void mps_infer_classify(struct mps_infer_result *r, const struct mps_infer_group *g);
+/* Class values of item `item` of g's first output, converted by r->output_kind, into p[k]. */
+void mps_infer_probabilities(const struct mps_infer_result *r, const struct mps_infer_group *g, int64_t item,
+                             double *p, int64_t k);
+/* The top class of p[k] (ties: the lower index), or -1 when a value is NaN. */
+int64_t mps_infer_top1(const double *p, int64_t k);
+/* Reports r's current chunk (stream.h's mps_stream_fn, ctx a struct mps_infer_report). */
+enum mps_status mps_infer_report_chunk(void *ctx, struct mps_infer_result *r, struct mps_error *err);
+/* What comes after the last chunk: timings, counts, checks. False when out of memory. */
+bool mps_infer_report_end(struct mps_infer_report *rep, struct mps_infer_result *r);
+void mps_infer_report_free(struct mps_infer_report *rep);
 
 #endif

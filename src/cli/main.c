@@ -8,6 +8,8 @@ static const struct mps_cli_command mps_cli_commands[] = {
     {"infer", "run a model on PNG or .npy inputs: top classes, outputs, timings, checks", mps_cli_infer},
     {"bench", "time matmul or a model on each backend, beside the vendor library; --profile per node",
      mps_cli_bench},
+    {"eval", "a classifier's accuracy on a folder of class folders: top-1, top-5, per class, confusion",
+     mps_cli_eval},
     {"inspect", "a model's inputs, outputs, layers, shapes, parameters, FLOPs, memory, backends", mps_cli_inspect},
     {"info", "backends compiled in and available, devices, memory, BLAS configuration", mps_cli_info},
 };

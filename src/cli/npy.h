@@ -21,4 +21,15 @@ enum mps_status mps_npy_read(const char *path, struct mps_tensor *t, struct mps_
 /* Writes t (f32, f16, f64, i64, i32, u8 or bool; contiguous) as a version 1.0 .npy file. */
 enum mps_status mps_npy_write(const char *path, const struct mps_tensor *t, struct mps_error *err);
 
+/* A .npy written item by item (infer's --output over a stream): the file
+   is opened at once, each append writes items of the item shape, and close
+   writes the count into the header. The file must be a regular file. */
+struct mps_npy_stream;
+enum mps_status mps_npy_stream_open(const char *path, enum mps_dtype dtype, const struct mps_shape *item,
+                                    struct mps_npy_stream **s, struct mps_error *err);
+enum mps_status mps_npy_stream_append(struct mps_npy_stream *s, const void *data, int64_t items,
+                                      struct mps_error *err);
+/* Writes the header and closes; NULL is a no-op. */
+enum mps_status mps_npy_stream_close(struct mps_npy_stream *s, struct mps_error *err);
+
 #endif

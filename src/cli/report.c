@@ -1,7 +1,11 @@
-/* report.c: what infer prints: per input the top-k classes with labels and
-   probabilities (softmax applied only to logits, and said so), or the raw
-   outputs of a model that is not a classifier; timings; checks. Text for a
-   person, one JSON object (schema_version 1, README) for scripts. */
+/* report.c: what infer prints, chunk by chunk as a stream runs: per input
+   item the top-k classes with labels and probabilities (softmax applied only
+   to logits, and said so), or the raw outputs of a model that is not a
+   classifier; a file that failed with its reason; then timings, counts and
+   checks. Four forms: text for a person, tab-separated lines (--quiet), one
+   JSON object (--json, schema_version 1, README) whose results are written
+   as they come, and a JSON object per line (--jsonl). Nothing is kept from
+   chunk to chunk but counts. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +14,8 @@
 
 #include "cli.h"
 #include "infer.h"
+
+#define MPS_REPORT_TEXT_VALUES 8 /* raw values the text shows per output */
 
 /* Classes per item of the first output, or 0 when it is not [batch, K, 1...]. */
 static int64_t mps_report_classes(const struct mps_infer_group *g)
@@ -81,13 +87,11 @@ static bool mps_report_scores(enum mps_op op)
     }
 }
 
-void mps_infer_classify(struct mps_infer_result *r)
+void mps_infer_classify(struct mps_infer_result *r, const struct mps_infer_group *g)
 {
     r->output_kind = NULL;
-    if (r->model->graph->n_inputs != 1)
-        return;
-    int64_t k = mps_report_classes(&r->groups[0]);
-    if (k == 0)
+    int64_t k = r->model->graph->n_inputs == 1 ? mps_infer_graph_classes(r->model->graph) : 0;
+    if (k == 0 || (g && mps_report_classes(g) != k))
         return;
     const char *said = mps_model_meta(r->model, "output");
     if (said && (!strcmp(said, "probabilities") || !strcmp(said, "log_probabilities") || !strcmp(said, "logits") ||
@@ -103,26 +107,24 @@ void mps_infer_classify(struct mps_infer_result *r)
         snprintf(r->kind_why, sizeof r->kind_why, "the model ends in %s", mps_op_name(last));
         return;
     }
-    bool prob = true, logp = true;
-    for (int gi = 0; gi < r->n_groups; gi++) {
-        const struct mps_infer_group *g = &r->groups[gi];
-        const float *y = g->out[0].data;
-        for (int64_t b = 0; b < g->out[0].shape.dim[0]; b++) {
-            double sum = 0, esum = 0;
-            for (int64_t c = 0; c < k; c++) {
-                double v = y[b * k + c];
-                prob = prob && v >= 0 && v <= 1;
-                logp = logp && v <= 0;
-                sum += v;
-                esum += exp(v);
-            }
-            prob = prob && fabs(sum - 1) < 1e-3;
-            logp = logp && fabs(esum - 1) < 1e-3;
+    bool prob = g != NULL, logp = g != NULL;
+    const float *y = g ? g->out[0].data : NULL;
+    for (int64_t b = 0; g && b < g->out[0].shape.dim[0]; b++) {
+        double sum = 0, esum = 0;
+        for (int64_t c = 0; c < k; c++) {
+            double v = y[b * k + c];
+            prob = prob && v >= 0 && v <= 1;
+            logp = logp && v <= 0;
+            sum += v;
+            esum += exp(v);
         }
+        prob = prob && fabs(sum - 1) < 1e-3;
+        logp = logp && fabs(esum - 1) < 1e-3;
     }
     r->output_kind = prob ? "probabilities" : logp ? "log_probabilities" : "logits";
     snprintf(r->kind_why, sizeof r->kind_why, "%s", prob ? "rows sum to 1" : logp ? "exponentials sum to 1"
-                                                                            : "not probabilities");
+                                                    : g ? "not probabilities"
+                                                        : "no output was computed to say otherwise");
 }
 
 void mps_infer_probabilities(const struct mps_infer_result *r, const struct mps_infer_group *g, int64_t item,
@@ -170,45 +172,11 @@ static int64_t mps_report_nan(const double *p, int64_t k)
     return n;
 }
 
-/* One batch item: where its output row is and which file it came from. */
-struct mps_report_item {
-    const struct mps_infer_group *g;
-    int file;
-    int64_t row;     /* in the group's output */
-    int64_t in_file; /* its index within its file */
-};
-
-/* Every item of every file, in file order; free() the list. */
-static struct mps_report_item *mps_report_items(const struct mps_infer_result *r, int64_t *n)
+int64_t mps_infer_top1(const double *p, int64_t k)
 {
-    int64_t total = 0;
-    for (int f = 0; f < r->n_files; f++)
-        total += r->files[f].items;
-    struct mps_report_item *list = malloc(sizeof *list * (size_t)(total + 1));
-    *n = 0;
-    for (int gi = 0; list && gi < r->n_groups; gi++) {
-        const struct mps_infer_group *g = &r->groups[gi];
-        int64_t row = 0;
-        for (int f = g->first_file; f < g->first_file + g->n_files; f++)
-            for (int64_t i = 0; i < r->files[f].items; i++)
-                list[(*n)++] = (struct mps_report_item){g, f, row++, i};
-    }
-    return list;
-}
-
-void mps_infer_top1(const struct mps_infer_result *r, int64_t *top1)
-{
-    int64_t k = mps_report_classes(&r->groups[0]), n;
-    double *p = malloc(sizeof(double) * (size_t)(k + 1));
-    struct mps_report_item *items = mps_report_items(r, &n);
-    for (int64_t i = 0; p && items && i < n; i++) {
-        mps_infer_probabilities(r, items[i].g, items[i].row, p, k);
-        mps_report_top(p, k, 1, &top1[i]);
-        if (mps_report_nan(p, k))
-            top1[i] = -1;
-    }
-    free(items);
-    free(p);
+    int64_t top;
+    mps_report_top(p, k, 1, &top);
+    return mps_report_nan(p, k) ? -1 : top;
 }
 
 static const char *mps_report_label(const struct mps_infer_result *r, int64_t c)
@@ -243,103 +211,245 @@ static void mps_report_stats(const struct mps_infer_result *r, double *p50, doub
     free(s);
 }
 
-void mps_infer_print_text(const struct mps_infer_result *r, bool quiet)
+/* "x.npy[2]" for an item of a file of several, else the path. */
+static const char *mps_report_name(const struct mps_infer_file *f, int64_t item, char *buf, size_t size)
 {
-    int64_t k = r->output_kind ? mps_report_classes(&r->groups[0]) : 0;
-    double *p = malloc(sizeof(double) * (size_t)(k + 1));
-    int64_t idx[64];
-    char a[128];
-    if (!quiet) {
-        printf("model      %s (opset %lld%s%s)\n", r->model->path, (long long)r->model->opset,
-               r->model->producer[0] ? ", " : "", r->model->producer);
-        printf("backend    %s: %s; %s\n", r->backend->name, r->device.device, r->why_backend);
-        char kind[160];
-        if (r->output_kind) {
-            mps_report_kind_text(r, kind, sizeof kind);
-            printf("output     '%s' %s: %s\n", r->model->graph->values[r->model->graph->outputs[0]].name,
-                   mps_shape_str(&r->groups[0].out[0].shape, a, sizeof a), kind);
-        }
-        if (r->n_groups == 1)
-            printf("batch      %s, one run\n", mps_shape_str(&r->groups[0].in[0].shape, a, sizeof a));
-        else
-            printf("batch      %s, one run per input (%d runs)\n", mps_shape_str(&r->groups[0].in[0].shape, a, sizeof a),
-                   r->n_groups);
-    }
-    bool scores = r->output_kind && !strcmp(r->output_kind, "scores");
-    int64_t n_items;
-    struct mps_report_item *items = mps_report_items(r, &n_items);
-    for (int64_t it = 0; items && it < n_items; it++) {
-        const struct mps_infer_group *g = items[it].g;
-        const struct mps_infer_file *file = &r->files[items[it].file];
-        bool many = r->n_files > 1 || file->items > 1;
-        char name[300];
-        snprintf(name, sizeof name, file->items > 1 ? "%s[%lld]" : "%s", file->path, (long long)items[it].in_file);
-        if (!r->output_kind) {
-            if (!quiet)
-                printf("input      %s  %s\n", name, file->source);
-            continue;
-        }
-        mps_infer_probabilities(r, g, items[it].row, p, k);
-        int64_t n = r->top_k < k ? r->top_k : k, n_nan = mps_report_nan(p, k);
-        mps_report_top(p, k, quiet ? 1 : n, idx);
-        if (n_nan) {
-            if (quiet)
-                printf("%s%snan\n", many ? name : "", many ? ": " : "");
-            else
-                printf("input      %s  %s\n  top-k     none: %lld of %lld class values are NaN\n", name, file->source,
-                       (long long)n_nan, (long long)k);
-            continue;
-        }
-        if (quiet) {
-            printf("%s%s%lld %s %.4f\n", many ? name : "", many ? ": " : "", (long long)idx[0],
-                   mps_report_label(r, idx[0]), p[idx[0]]);
-            continue;
-        }
-        printf("input      %s  %s\n", name, file->source);
-        for (int64_t i = 0; i < n; i++) {
-            printf("%s %4lld  %-14s ", i ? "          " : "  top-k   ", (long long)idx[i], mps_report_label(r, idx[i]));
-            printf(scores ? "%9.4g\n" : "%8.4f%%\n", scores ? p[idx[i]] : 100.0 * p[idx[i]]);
-        }
-    }
-    free(items);
-    free(p);
-    if (quiet)
-        return;
-    if (!r->output_kind) /* not a classifier: the raw outputs */
-        for (int gi = 0; gi < r->n_groups; gi++)
-            for (int o = 0; o < r->groups[gi].n_out; o++) {
-                const struct mps_tensor *t = &r->groups[gi].out[o];
-                int64_t n = mps_shape_numel(&t->shape);
-                printf("output %d   %s %s:", o, mps_dtype_name(t->dtype), mps_shape_str(&t->shape, a, sizeof a));
-                for (int64_t i = 0; i < n && i < 8; i++)
-                    printf(" %g", t->dtype == MPS_F32 ? ((const float *)t->data)[i]
-                                  : t->dtype == MPS_I64 ? (double)((const int64_t *)t->data)[i] : 0.0);
-                printf("%s\n", n > 8 ? " ..." : "");
-            }
-    if (r->n_png) { /* how PNGs became tensors; .npy inputs go in as they are */
-        printf("images     %dx%lldx%lld, mean", r->prep.channels, (long long)r->prep.height, (long long)r->prep.width);
-        for (int c = 0; c < r->prep.channels; c++)
-            printf("%s%g", c ? "," : " ", r->prep.mean[c]);
-        printf(" std");
-        for (int c = 0; c < r->prep.channels; c++)
-            printf("%s%g", c ? "," : " ", r->prep.std[c]);
-        printf(" (%s)\n", r->prep.norm_from);
-    }
-    printf("timings    load %.2f ms, compile %.2f ms, preprocess %.2f ms, first run %.3f ms\n", r->t_load,
-           r->t_compile, r->t_preprocess, r->t_first);
-    if (r->n_runs > 0) {
-        double p50, p10, p90;
-        mps_report_stats(r, &p50, &p10, &p90);
-        printf("           %d runs: median %.3f ms, p10 %.3f ms, p90 %.3f ms\n", r->n_runs, p50, p10, p90);
-    }
-    if (r->expect)
-        printf("expect     %s: %s\n", r->expect, r->expect_ok ? "passed" : "FAILED");
-    if (r->check_path)
-        printf("check      %s: %s (%s)\n", r->check_path, r->check_ok ? "passed" : "FAILED", r->check_detail);
+    snprintf(buf, size, f->items > 1 ? "%s[%lld]" : "%s", f->path, (long long)item);
+    return buf;
 }
 
-int mps_infer_print_json(const struct mps_infer_result *r)
+/* Writes s as a field of a tab-separated line: a backslash, tab, newline
+   or carriage return written as \\, \t, \n, \r, so that a line always splits. */
+static void mps_report_tsv(const char *s)
 {
+    for (; *s; s++)
+        switch (*s) {
+        case '\\': fputs("\\\\", stdout); break;
+        case '\t': fputs("\\t", stdout); break;
+        case '\n': fputs("\\n", stdout); break;
+        case '\r': fputs("\\r", stdout); break;
+        default: putchar(*s);
+        }
+}
+
+/* A float for JSON: NaN and infinities, which JSON lacks, as null. */
+static void mps_report_json_float(double v)
+{
+    if (isfinite(v))
+        printf("%.9g", v);
+    else
+        fputs("null", stdout);
+}
+
+/* The values of item `item` of output o: first and count. */
+static const struct mps_tensor *mps_report_slice(const struct mps_infer_group *g, int o, int64_t item, int64_t *first,
+                                                 int64_t *count, struct mps_shape *shape)
+{
+    const struct mps_tensor *t = &g->out[o];
+    int64_t rows = t->shape.ndim ? t->shape.dim[0] : 1, n = mps_shape_numel(&t->shape);
+    bool batched = t->shape.ndim > 0 && rows == g->in[0].shape.dim[0];
+    *count = batched ? n / (rows ? rows : 1) : n;
+    *first = batched ? item * *count : 0;
+    *shape = t->shape;
+    if (batched) { /* the item's own shape, without the batch */
+        shape->ndim--;
+        memmove(shape->dim, shape->dim + 1, sizeof(int64_t) * (size_t)shape->ndim);
+    }
+    return t;
+}
+
+static double mps_report_value(const struct mps_tensor *t, int64_t i)
+{
+    switch (t->dtype) {
+    case MPS_F32: return ((const float *)t->data)[i];
+    case MPS_I64: return (double)((const int64_t *)t->data)[i];
+    case MPS_I32: return ((const int32_t *)t->data)[i];
+    case MPS_U8: return ((const uint8_t *)t->data)[i];
+    case MPS_BOOL: return ((const bool *)t->data)[i];
+    default: return NAN;
+    }
+}
+
+/* One result as a JSON object (the --json results[] entry and a --jsonl
+   line): the file, the item, the top classes or the error; raw values are
+   written by the caller (they can be millions: not through cJSON). */
+static cJSON *mps_report_json_item(const struct mps_infer_report *rep, const struct mps_infer_result *r,
+                                   const struct mps_infer_file *f, const struct mps_infer_group *g, int64_t item,
+                                   int64_t row)
+{
+    cJSON *res = cJSON_CreateObject();
+    cJSON_AddStringToObject(res, "input", f->path);
+    cJSON_AddNumberToObject(res, "index", (double)f->index);
+    if (f->st) {
+        cJSON *e = cJSON_AddObjectToObject(res, "error");
+        cJSON_AddStringToObject(e, "message", f->error);
+        cJSON_AddNumberToObject(e, "exit_code", mps_cli_exit_code(f->st));
+        return res;
+    }
+    cJSON_AddNumberToObject(res, "item", (double)item);
+    cJSON_AddStringToObject(res, "source", f->source);
+    if (!r->output_kind)
+        return res;
+    cJSON *top = cJSON_AddArrayToObject(res, "top");
+    int64_t k = mps_report_classes(g), idx[64];
+    mps_infer_probabilities(r, g, row, rep->p, k);
+    int64_t n = r->top_k < k ? r->top_k : k, n_nan = mps_report_nan(rep->p, k);
+    if (n_nan) {
+        char why[96];
+        snprintf(why, sizeof why, "%lld of %lld class values are NaN", (long long)n_nan, (long long)k);
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(res, "error"), "message", why);
+        return res;
+    }
+    mps_report_top(rep->p, k, n, idx);
+    bool scores = !strcmp(r->output_kind, "scores");
+    for (int64_t i = 0; i < n; i++) {
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddNumberToObject(c, "index", (double)idx[i]);
+        cJSON_AddStringToObject(c, "label", mps_report_label(r, idx[i]));
+        cJSON_AddNumberToObject(c, scores ? "score" : "probability", rep->p[idx[i]]);
+        cJSON_AddItemToArray(top, c);
+    }
+    return res;
+}
+
+/* Prints a result object; with raw values (jsonl of a model that is not a
+   classifier), each output's name, shape and values are spliced in. */
+static bool mps_report_json_write(cJSON *res, const struct mps_infer_result *r, const struct mps_infer_group *g,
+                                  int64_t row, bool values)
+{
+    char *text = mps_cli_json_text(res, false);
+    if (!text)
+        return false;
+    if (!values) {
+        fputs(text, stdout);
+        cJSON_free(text);
+        return true;
+    }
+    text[strlen(text) - 1] = '\0'; /* the closing brace, written after the outputs */
+    fputs(text, stdout);
+    cJSON_free(text);
+    fputs(",\"outputs\":[", stdout);
+    for (int o = 0; o < g->n_out; o++) {
+        int64_t first, count;
+        struct mps_shape shape;
+        const struct mps_tensor *t = mps_report_slice(g, o, row, &first, &count, &shape);
+        cJSON *name = cJSON_CreateString(r->model->graph->values[r->model->graph->outputs[o]].name);
+        char *quoted = name ? mps_cli_json_text(name, false) : NULL;
+        printf("%s{\"name\":%s,\"dtype\":\"%s\",\"shape\":[", o ? "," : "", quoted ? quoted : "\"\"",
+               mps_dtype_name(t->dtype));
+        cJSON_free(quoted);
+        cJSON_Delete(name);
+        for (int d = 0; d < shape.ndim; d++)
+            printf("%s%lld", d ? "," : "", (long long)shape.dim[d]);
+        fputs("],\"values\":[", stdout);
+        for (int64_t i = 0; i < count; i++) {
+            if (i)
+                putchar(',');
+            mps_report_json_float(mps_report_value(t, first + i));
+        }
+        fputs("]}", stdout);
+    }
+    fputs("]}", stdout);
+    return true;
+}
+
+static void mps_report_text_item(const struct mps_infer_report *rep, const struct mps_infer_result *r,
+                                 const struct mps_infer_file *f, const struct mps_infer_group *g, int64_t item,
+                                 int64_t row)
+{
+    char name[300];
+    mps_report_name(f, item, name, sizeof name);
+    if (f->st) {
+        printf("input      %s  error: %s\n", f->path, f->error);
+        return;
+    }
+    printf("input      %s  %s\n", name, f->source);
+    if (!r->output_kind) { /* not a classifier: the first values of each output */
+        for (int o = 0; o < g->n_out; o++) {
+            int64_t first, count;
+            struct mps_shape shape;
+            char a[128];
+            const struct mps_tensor *t = mps_report_slice(g, o, row, &first, &count, &shape);
+            printf("  output %d  %s %s:", o, mps_dtype_name(t->dtype), mps_shape_str(&shape, a, sizeof a));
+            for (int64_t i = 0; i < count && i < MPS_REPORT_TEXT_VALUES; i++)
+                printf(" %g", mps_report_value(t, first + i));
+            printf("%s\n", count > MPS_REPORT_TEXT_VALUES ? " ..." : "");
+        }
+        return;
+    }
+    int64_t k = mps_report_classes(g), idx[64];
+    mps_infer_probabilities(r, g, row, rep->p, k);
+    int64_t n = r->top_k < k ? r->top_k : k, n_nan = mps_report_nan(rep->p, k);
+    if (n_nan) {
+        printf("  top-k     none: %lld of %lld class values are NaN\n", (long long)n_nan, (long long)k);
+        return;
+    }
+    mps_report_top(rep->p, k, n, idx);
+    bool scores = !strcmp(r->output_kind, "scores");
+    for (int64_t i = 0; i < n; i++) {
+        printf("%s %4lld  %-14s ", i ? "          " : "  top-k   ", (long long)idx[i], mps_report_label(r, idx[i]));
+        printf(scores ? "%9.4g\n" : "%8.4f%%\n", scores ? rep->p[idx[i]] : 100.0 * rep->p[idx[i]]);
+    }
+}
+
+/* --quiet: "PATH<tab>ITEM<tab>CLASS<tab>LABEL<tab>VALUE" (class "-" and value
+   nan when NaN), or for a model that is not a classifier PATH, ITEM and the
+   first output's values; a failed file prints nothing here (its error goes to stderr). */
+static void mps_report_quiet_item(const struct mps_infer_report *rep, const struct mps_infer_result *r,
+                                  const struct mps_infer_file *f, const struct mps_infer_group *g, int64_t item,
+                                  int64_t row)
+{
+    if (f->st)
+        return;
+    mps_report_tsv(f->path);
+    printf("\t%lld", (long long)item);
+    if (!r->output_kind) {
+        int64_t first, count;
+        struct mps_shape shape;
+        const struct mps_tensor *t = mps_report_slice(g, 0, row, &first, &count, &shape);
+        for (int64_t i = 0; i < count; i++)
+            printf("\t%.9g", mps_report_value(t, first + i));
+        putchar('\n');
+        return;
+    }
+    int64_t k = mps_report_classes(g);
+    mps_infer_probabilities(r, g, row, rep->p, k);
+    int64_t top = mps_infer_top1(rep->p, k);
+    if (top < 0) {
+        fputs("\t-\t\tnan\n", stdout);
+        return;
+    }
+    printf("\t%lld\t", (long long)top);
+    mps_report_tsv(mps_report_label(r, top));
+    printf("\t%.6g\n", rep->p[top]);
+}
+
+/* The head of the text report and of --json: what ran, how; g the first run (NULL: none ran). */
+static bool mps_report_head(struct mps_infer_report *rep, const struct mps_infer_result *r,
+                            const struct mps_infer_group *g)
+{
+    char a[128], b[32];
+    rep->head = true;
+    if (rep->form == MPS_INFER_TEXT) {
+        printf("model      %s (opset %lld%s%s)\n", r->model->path, (long long)r->model->opset,
+               r->model->producer[0] ? ", " : "", r->model->producer);
+        if (r->backend)
+            printf("backend    %s: %s; %s\n", r->backend->name, r->device.device, r->why_backend);
+        char kind[160];
+        if (r->output_kind && g) {
+            mps_report_kind_text(r, kind, sizeof kind);
+            printf("output     '%s' %s: %s\n", r->model->graph->values[r->model->graph->outputs[0]].name,
+                   mps_shape_str(&g->out[0].shape, a, sizeof a), kind);
+        }
+        if (rep->shard)
+            printf("inputs     %s\n", rep->shard);
+        if (!rep->stream && g)
+            printf("batch      %s, one run\n", mps_shape_str(&g->in[0].shape, a, sizeof a));
+        else if (g)
+            printf("batch      %s a run, %s input%s\n", mps_shape_str(&g->in[0].shape, a, sizeof a),
+                   mps_cli_count(rep->total, b, sizeof b), rep->total == 1 ? "" : "s");
+        return true;
+    }
     cJSON *root = cJSON_CreateObject(), *j;
     cJSON_AddNumberToObject(root, "schema_version", 1);
     j = cJSON_AddObjectToObject(root, "model");
@@ -347,60 +457,144 @@ int mps_infer_print_json(const struct mps_infer_result *r)
     cJSON_AddNumberToObject(j, "opset", (double)r->model->opset);
     cJSON_AddNumberToObject(j, "ir_version", (double)r->model->ir_version);
     cJSON_AddStringToObject(j, "producer", r->model->producer);
-    j = cJSON_AddObjectToObject(root, "backend");
-    cJSON_AddStringToObject(j, "name", r->backend->name);
-    cJSON_AddStringToObject(j, "device", r->device.device);
-    cJSON_AddStringToObject(j, "reason", r->why_backend);
-    cJSON_AddStringToObject(j, "precision", r->precision);
+    if (r->backend) {
+        j = cJSON_AddObjectToObject(root, "backend");
+        cJSON_AddStringToObject(j, "name", r->backend->name);
+        cJSON_AddStringToObject(j, "device", r->device.device);
+        cJSON_AddStringToObject(j, "reason", r->why_backend);
+        cJSON_AddStringToObject(j, "precision", r->precision);
+    }
     cJSON_AddStringToObject(root, "output_kind", r->output_kind ? r->output_kind : "raw");
     if (r->output_kind)
         cJSON_AddStringToObject(root, "output_kind_reason", r->kind_why);
-    cJSON *results = cJSON_AddArrayToObject(root, "results");
-    int64_t k = r->output_kind ? mps_report_classes(&r->groups[0]) : 0;
-    double *p = malloc(sizeof(double) * (size_t)(k + 1));
-    int64_t idx[64];
-    int64_t n_items;
-    struct mps_report_item *items = mps_report_items(r, &n_items);
-    for (int64_t it = 0; items && it < n_items; it++) {
-        const struct mps_infer_file *file = &r->files[items[it].file];
-        cJSON *res = cJSON_CreateObject();
-        cJSON_AddStringToObject(res, "input", file->path);
-        cJSON_AddNumberToObject(res, "item", (double)items[it].in_file);
-        cJSON_AddStringToObject(res, "source", file->source);
-        cJSON *top = cJSON_AddArrayToObject(res, "top");
-        if (r->output_kind) {
-            mps_infer_probabilities(r, items[it].g, items[it].row, p, k);
-            int64_t n = r->top_k < k ? r->top_k : k, n_nan = mps_report_nan(p, k);
-            mps_report_top(p, k, n, idx);
-            if (n_nan) {
-                char why[96];
-                snprintf(why, sizeof why, "%lld of %lld class values are NaN", (long long)n_nan, (long long)k);
-                cJSON_AddStringToObject(cJSON_AddObjectToObject(res, "error"), "message", why);
-                n = 0;
-            }
-            for (int64_t i = 0; i < n; i++) {
-                cJSON *c = cJSON_CreateObject();
-                cJSON_AddNumberToObject(c, "index", (double)idx[i]);
-                cJSON_AddStringToObject(c, "label", mps_report_label(r, idx[i]));
-                bool scores = !strcmp(r->output_kind, "scores");
-                cJSON_AddNumberToObject(c, scores ? "score" : "probability", p[idx[i]]);
-                cJSON_AddItemToArray(top, c);
-            }
-        }
-        cJSON_AddItemToArray(results, res);
-    }
-    free(items);
-    free(p);
     cJSON *outs = cJSON_AddArrayToObject(root, "outputs");
-    for (int o = 0; o < r->groups[0].n_out; o++) {
+    for (int o = 0; g && o < g->n_out; o++) {
         cJSON *out = cJSON_CreateObject(), *shape = cJSON_AddArrayToObject(out, "shape");
-        const struct mps_tensor *t = &r->groups[0].out[o];
+        const struct mps_tensor *t = &g->out[o];
         cJSON_AddStringToObject(out, "name", r->model->graph->values[r->model->graph->outputs[o]].name);
         cJSON_AddStringToObject(out, "dtype", mps_dtype_name(t->dtype));
         for (int d = 0; d < t->shape.ndim; d++)
             cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->shape.dim[d]));
         cJSON_AddItemToArray(outs, out);
     }
+    char *text = mps_cli_json_text(root, false);
+    cJSON_Delete(root);
+    if (!text)
+        return false;
+    text[strlen(text) - 1] = '\0'; /* the object goes on with the results */
+    printf("%s,\"results\":[", text);
+    cJSON_free(text);
+    for (cJSON *held = rep->held ? rep->held->child : NULL; held; held = held->next) {
+        char *h = mps_cli_json_text(held, false);
+        if (!h)
+            return false;
+        printf("%s\n%s", rep->n_results++ ? "," : "", h);
+        cJSON_free(h);
+    }
+    cJSON_Delete(rep->held);
+    rep->held = NULL;
+    return true;
+}
+
+enum mps_status mps_infer_report_chunk(void *ctx, struct mps_infer_result *r, struct mps_error *err)
+{
+    struct mps_infer_report *rep = ctx;
+    const struct mps_infer_group *g = r->n_groups ? &r->groups[0] : NULL;
+    if (!rep->classified && g) {
+        mps_infer_classify(r, g);
+        rep->classified = true;
+    }
+    if (!rep->p && !(rep->p = malloc(sizeof(double) * (size_t)(mps_infer_graph_classes(r->model->graph) + 1))))
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    bool json = rep->form == MPS_INFER_JSON || rep->form == MPS_INFER_JSONL;
+    if (g && !rep->head && (rep->form == MPS_INFER_TEXT || rep->form == MPS_INFER_JSON) && !mps_report_head(rep, r, g))
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    int64_t row = 0;
+    for (int fi = 0; fi < r->n_files; fi++) {
+        const struct mps_infer_file *f = &r->files[fi];
+        if (f->st && rep->keep_going) /* said at once on stderr; the run goes on */
+            mps_cli_error(f->path, "%s", f->error);
+        if (f->st && !rep->keep_going)
+            continue; /* the stream stops with its error, said once */
+        for (int64_t it = 0; it < (f->st ? 1 : f->items); it++, row += !f->st) {
+            if (!json) {
+                if (rep->form == MPS_INFER_TEXT)
+                    mps_report_text_item(rep, r, f, g, it, row);
+                else
+                    mps_report_quiet_item(rep, r, f, g, it, row);
+                continue;
+            }
+            cJSON *res = mps_report_json_item(rep, r, f, g, it, row);
+            if (!res)
+                return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+            if (rep->form == MPS_INFER_JSON && !rep->head) { /* a failed file before anything ran */
+                if (!rep->held && !(rep->held = cJSON_CreateArray())) {
+                    cJSON_Delete(res);
+                    return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+                }
+                cJSON_AddItemToArray(rep->held, res);
+                continue;
+            }
+            if (rep->form == MPS_INFER_JSON)
+                printf("%s\n", rep->n_results++ ? "," : "");
+            bool values = rep->form == MPS_INFER_JSONL && !r->output_kind && !f->st;
+            bool ok = mps_report_json_write(res, r, g, row, values);
+            cJSON_Delete(res);
+            if (!ok)
+                return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+            if (rep->form == MPS_INFER_JSONL)
+                putchar('\n');
+        }
+    }
+    fflush(stdout); /* a chunk's results reach a pipe as soon as they are known */
+    return MPS_OK;
+}
+
+bool mps_infer_report_end(struct mps_infer_report *rep, struct mps_infer_result *r)
+{
+    char a[32], b[32], c[32];
+    if (!rep->classified)
+        mps_infer_classify(r, NULL);
+    if (!rep->head && (rep->form == MPS_INFER_TEXT || rep->form == MPS_INFER_JSON) && !mps_report_head(rep, r, NULL))
+        return false;
+    double rate = r->t_total > 0 ? (double)(r->n_items) * 1e3 / r->t_total : 0;
+    if (rep->form == MPS_INFER_TEXT) {
+        if (r->n_png) { /* how PNGs became tensors; .npy inputs go in as they are */
+            printf("images     %dx%lldx%lld, mean", r->prep.channels, (long long)r->prep.height,
+                   (long long)r->prep.width);
+            for (int ch = 0; ch < r->prep.channels; ch++)
+                printf("%s%g", ch ? "," : " ", r->prep.mean[ch]);
+            printf(" std");
+            for (int ch = 0; ch < r->prep.channels; ch++)
+                printf("%s%g", ch ? "," : " ", r->prep.std[ch]);
+            printf(" (%s)\n", r->prep.norm_from);
+        }
+        if (rep->stream) {
+            printf("timings    load %.2f ms, compile %.2f ms, decode %.2f ms (beside the runs), runs %.2f ms\n",
+                   r->t_load, r->t_compile, r->t_preprocess, r->t_run);
+            printf("           %s items in %.3f s: %s items/s\n", mps_cli_count(r->n_items, a, sizeof a),
+                   r->t_total / 1e3, mps_cli_count((int64_t)(rate + 0.5), b, sizeof b));
+        } else {
+            printf("timings    load %.2f ms, compile %.2f ms, preprocess %.2f ms, first run %.3f ms\n", r->t_load,
+                   r->t_compile, r->t_preprocess, r->t_first);
+        }
+        if (r->n_runs > 0) {
+            double p50, p10, p90;
+            mps_report_stats(r, &p50, &p10, &p90);
+            printf("           %d runs: median %.3f ms, p10 %.3f ms, p90 %.3f ms\n", r->n_runs, p50, p10, p90);
+        }
+        if (r->n_failed)
+            printf("failed     %s of %s input%s (each named above)\n", mps_cli_count(r->n_failed, a, sizeof a),
+                   mps_cli_count(rep->total, c, sizeof c), rep->total == 1 ? "" : "s");
+        if (r->expect)
+            printf("expect     %s: %s\n", r->expect, r->expect_ok ? "passed" : "FAILED");
+        if (r->check_path)
+            printf("check      %s: %s (%s)\n", r->check_path, r->check_ok ? "passed" : "FAILED", r->check_detail);
+        return true;
+    }
+    if (rep->form != MPS_INFER_JSON)
+        return true;
+    cJSON *root = cJSON_CreateObject(), *j;
     j = cJSON_AddObjectToObject(root, "timings_ms");
     cJSON_AddNumberToObject(j, "load", r->t_load);
     cJSON_AddNumberToObject(j, "compile", r->t_compile);
@@ -414,6 +608,15 @@ int mps_infer_print_json(const struct mps_infer_result *r)
         cJSON_AddNumberToObject(j, "p10", p10);
         cJSON_AddNumberToObject(j, "p90", p90);
     }
+    cJSON_AddNumberToObject(j, "all_runs", r->t_run);
+    cJSON_AddNumberToObject(j, "total", r->t_total);
+    j = cJSON_AddObjectToObject(root, "inputs");
+    cJSON_AddNumberToObject(j, "files", (double)rep->total);
+    cJSON_AddNumberToObject(j, "items", (double)r->n_items);
+    cJSON_AddNumberToObject(j, "failed", (double)r->n_failed);
+    cJSON_AddNumberToObject(j, "items_per_s", rate);
+    if (rep->shard)
+        cJSON_AddStringToObject(j, "shard", rep->shard);
     if (r->expect || r->check_path) {
         j = cJSON_AddObjectToObject(root, "checks");
         if (r->expect) {
@@ -422,23 +625,35 @@ int mps_infer_print_json(const struct mps_infer_result *r)
             cJSON_AddBoolToObject(e, "passed", r->expect_ok);
         }
         if (r->check_path) {
-            cJSON *c = cJSON_AddObjectToObject(j, "check");
-            cJSON_AddStringToObject(c, "file", r->check_path);
-            cJSON_AddBoolToObject(c, "passed", r->check_ok);
-            cJSON_AddStringToObject(c, "detail", r->check_detail);
-            cJSON_AddNumberToObject(c, "rtol", r->tol.rtol);
-            cJSON_AddNumberToObject(c, "atol", r->tol.atol);
-            cJSON_AddBoolToObject(c, "logarithms", r->tol.log);
+            cJSON *ck = cJSON_AddObjectToObject(j, "check");
+            cJSON_AddStringToObject(ck, "file", r->check_path);
+            cJSON_AddBoolToObject(ck, "passed", r->check_ok);
+            cJSON_AddStringToObject(ck, "detail", r->check_detail);
+            cJSON_AddNumberToObject(ck, "rtol", r->tol.rtol);
+            cJSON_AddNumberToObject(ck, "atol", r->tol.atol);
+            cJSON_AddBoolToObject(ck, "logarithms", r->tol.log);
             if (r->compared) { /* cJSON writes an infinite error (a NaN mismatch) as null */
-                cJSON_AddNumberToObject(c, "scale", r->check.scale);
-                cJSON_AddNumberToObject(c, "worst_element", (double)r->check.worst);
-                cJSON_AddNumberToObject(c, "max_abs_err", r->check.abs_err);
-                cJSON_AddNumberToObject(c, "max_rel_err", r->check.rel_err);
-                cJSON_AddNumberToObject(c, "elements_outside", (double)r->check.n_bad);
+                cJSON_AddNumberToObject(ck, "scale", r->check.scale);
+                cJSON_AddNumberToObject(ck, "worst_element", (double)r->check.worst);
+                cJSON_AddNumberToObject(ck, "max_abs_err", r->check.abs_err);
+                cJSON_AddNumberToObject(ck, "max_rel_err", r->check.rel_err);
+                cJSON_AddNumberToObject(ck, "elements_outside", (double)r->check.n_bad);
             }
         }
     }
-    bool printed = mps_cli_json_print(root);
+    char *text = mps_cli_json_text(root, false);
     cJSON_Delete(root);
-    return printed ? MPS_EXIT_OK : MPS_EXIT_RUNTIME;
+    if (!text)
+        return false;
+    printf("\n],%s\n", text + 1); /* the results' array closed, the rest of the object after them */
+    cJSON_free(text);
+    return true;
+}
+
+void mps_infer_report_free(struct mps_infer_report *rep)
+{
+    cJSON_Delete(rep->held);
+    free(rep->p);
+    rep->held = NULL;
+    rep->p = NULL;
 }

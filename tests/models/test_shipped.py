@@ -23,7 +23,6 @@ import numpy as np
 
 mpsrun, src, out = sys.argv[1:4]
 MODELS = {"mnist_mlp": "mnist", "mnist_cnn": "mnist", "fashion_cnn": "fashion"}
-CHUNK = 400
 RTOL = 1e-5  # --check's default
 passed = failed = 0
 
@@ -55,16 +54,19 @@ for model, dataset in MODELS.items():
         truth = [int(line) for line in f]
     with open(os.path.join(src, "models", "refs", model, "heldout.txt")) as f:
         torch_pred = [int(line) for line in f if not line.startswith("#")]
-    files = [os.path.join(heldout, f"{i:05d}.png") for i in range(len(truth))]
+    # the whole folder in one stream: its files in name order, results as tab-separated lines
     ours, outputs = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        for i in range(0, len(files), CHUNK):
-            npy = os.path.join(tmp, "out.npy")
-            run = infer(onnx, files[i:i + CHUNK], "--quiet", "--repeat", "0", "--warmup", "0", "--output", npy)
-            if run.returncode != 0:
-                check(False, f"{model}: mpsrun failed on images {i}..: {run.stderr.strip()}")
-                break
-            ours += [int(line.split(": ")[1].split()[0]) for line in run.stdout.splitlines()]
+        npy = os.path.join(tmp, "out.npy")
+        run = subprocess.run([mpsrun, "infer", onnx, heldout, "--quiet", "--output", npy], capture_output=True,
+                             text=True)
+        if run.returncode != 0:
+            check(False, f"{model}: mpsrun failed on the held-out folder: {run.stderr.strip()}")
+        else:
+            rows = [line.split("\t") for line in run.stdout.splitlines()]
+            check([r[0] for r in rows] == [os.path.join(heldout, f"{i:05d}.png") for i in range(len(truth))],
+                  f"{model}: one line per held-out PNG, in the folder's name order")
+            ours = [int(r[2]) for r in rows]
             outputs.append(np.load(npy))
     values = np.concatenate(outputs) if outputs else np.zeros((0, 10))
     agree = sum(a == b for a, b in zip(ours, torch_pred))

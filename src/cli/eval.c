@@ -1,0 +1,382 @@
+/* eval.c: `mpsrun eval MODEL DIR`: a classifier's accuracy on a folder of
+   class subfolders (each named by a class index or label): top-1 and top-5
+   accuracy, per-class precision and recall, the confusion matrix; text or
+   JSON. The images stream through as in infer (stream.h). */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "infer.h"
+#include "inputs.h"
+#include "stream.h"
+
+struct mps_eval {
+    int64_t k;            /* classes */
+    int64_t *truth;       /* per input of the list: its folder's class */
+    int64_t *confusion;   /* [k][k]: true class row, predicted column */
+    int64_t *images;      /* per class: images of it run */
+    int64_t top1, top5;   /* items whose class is first, among the first five */
+    int64_t no_class;     /* items whose output held NaN: counted wrong, in no column */
+    int64_t failed;
+    int n_folders;
+    char **folder;        /* per class: its folder's name, or NULL */
+    double *p;
+    double t_start, t_drawn;
+    int64_t total;
+};
+
+/* The class a folder name stands for: an index, the exact label, else the
+   one label equal to it ignoring case; -1 if none. */
+static int64_t mps_eval_class(const struct mps_infer_result *r, int64_t k, const char *name)
+{
+    char *end;
+    long long v = strtoll(name, &end, 10);
+    if (end != name && !*end)
+        return v >= 0 && v < k ? v : -1;
+    int64_t folded = -1, n_folded = 0;
+    for (int64_t c = 0; c < r->n_labels && c < k; c++) {
+        if (!strcmp(r->labels[c], name))
+            return c;
+        if (!strcasecmp(r->labels[c], name) && n_folded++ == 0)
+            folded = c;
+    }
+    return n_folded == 1 ? folded : -1;
+}
+
+static int mps_eval_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The class folders of dir, in name order, walked into list with e->truth. */
+static enum mps_status mps_eval_folders(struct mps_eval *e, const struct mps_infer_result *r, const char *dir,
+                                        struct mps_inputs *list, struct mps_error *err)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return mps_fail(err, MPS_ERR_INPUT, "%s: cannot read the folder: %s", dir, strerror(errno));
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    enum mps_status st = MPS_OK;
+    for (struct dirent *de; !st && (de = readdir(d));) {
+        if (de->d_name[0] == '.')
+            continue;
+        char **grown = n < cap ? names : realloc(names, sizeof *grown * (cap = cap ? cap * 2 : 32));
+        if (!grown || !(grown[n] = strdup(de->d_name)))
+            st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory listing %s", dir);
+        else
+            n++;
+        names = grown ? grown : names;
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, mps_eval_cmp);
+    char path[4096];
+    size_t cap_truth = 0;
+    for (size_t i = 0; !st && i < n; i++) {
+        struct stat s;
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (stat(path, &s) != 0 || !S_ISDIR(s.st_mode)) {
+            size_t len = strlen(names[i]);
+            if (len > 4 && (!strcasecmp(names[i] + len - 4, ".png") || !strcasecmp(names[i] + len - 4, ".npy")))
+                st = mps_fail(err, MPS_ERR_INPUT, "%s: an image outside the class folders (DIR/CLASS/image)", path);
+            continue; /* other files (a README, a labels list) are not inputs */
+        }
+        int64_t c = mps_eval_class(r, e->k, names[i]);
+        if (c < 0) {
+            st = mps_fail(err, MPS_ERR_INPUT, "%s: names no class: give class folders named by index (0 to %lld)%s",
+                          path, (long long)e->k - 1, r->n_labels ? " or by label" : "");
+            break;
+        }
+        if (e->folder[c]) {
+            st = mps_fail(err, MPS_ERR_INPUT, "%s: class %lld already has the folder '%s'", path, (long long)c,
+                          e->folder[c]);
+            break;
+        }
+        e->folder[c] = strdup(names[i]);
+        e->n_folders++;
+        int64_t before = list->n;
+        if ((st = mps_inputs_add(list, path, err)))
+            break;
+        if ((size_t)list->n > cap_truth) {
+            cap_truth = (size_t)list->n * 2;
+            int64_t *grown = realloc(e->truth, sizeof *grown * cap_truth);
+            if (!grown) {
+                st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+                break;
+            }
+            e->truth = grown;
+        }
+        for (int64_t j = before; j < list->n; j++)
+            e->truth[j] = c;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    if (!st && !e->n_folders)
+        st = mps_fail(err, MPS_ERR_INPUT, "%s: no class folders in it (DIR/CLASS/image)", dir);
+    else if (!st && !list->n)
+        st = mps_fail(err, MPS_ERR_INPUT, "%s: its class folders hold no .png or .npy file", dir);
+    return st;
+}
+
+static enum mps_status mps_eval_chunk(void *ctx, struct mps_infer_result *r, struct mps_error *err)
+{
+    struct mps_eval *e = ctx;
+    (void)err;
+    if (!r->output_kind && r->n_groups)
+        mps_infer_classify(r, &r->groups[0]);
+    int64_t row = 0, k = e->k;
+    for (int f = 0; f < r->n_files; f++) {
+        const struct mps_infer_file *file = &r->files[f];
+        if (file->st) {
+            mps_cli_error(file->path, "%s", file->error);
+            e->failed++;
+            continue;
+        }
+        int64_t truth = e->truth[file->index];
+        for (int64_t it = 0; it < file->items; it++, row++) {
+            mps_infer_probabilities(r, &r->groups[0], row, e->p, k);
+            int64_t top = mps_infer_top1(e->p, k), above = 0;
+            e->images[truth]++;
+            if (top < 0) {
+                e->no_class++;
+                continue;
+            }
+            e->confusion[truth * k + top]++;
+            e->top1 += top == truth;
+            for (int64_t c = 0; c < k; c++) /* classes ranked above the true one (ties: the lower index first) */
+                above += e->p[c] > e->p[truth] || (e->p[c] == e->p[truth] && c < truth);
+            e->top5 += above < 5;
+        }
+    }
+    return MPS_OK;
+}
+
+static void mps_eval_progress(void *ctx, int64_t done)
+{
+    struct mps_eval *e = ctx;
+    double now = mps_cli_now_ms();
+    if (now - e->t_drawn < 100 && done < e->total)
+        return;
+    e->t_drawn = now;
+    double rate = (double)done * 1e3 / (now - e->t_start > 1 ? now - e->t_start : 1);
+    char a[32], b[32], c[32];
+    mps_cli_progress("mpsrun: eval %s/%s images, %s/s", mps_cli_count(done, a, sizeof a),
+                     mps_cli_count(e->total, b, sizeof b), mps_cli_count((int64_t)rate, c, sizeof c));
+}
+
+/* precision of class c: the share of items predicted c that are c; NaN when none is */
+static double mps_eval_precision(const struct mps_eval *e, int64_t c, int64_t *predicted)
+{
+    *predicted = 0;
+    for (int64_t t = 0; t < e->k; t++)
+        *predicted += e->confusion[t * e->k + c];
+    return *predicted ? (double)e->confusion[c * e->k + c] / (double)*predicted : NAN;
+}
+
+static void mps_eval_text(const struct mps_eval *e, const struct mps_infer_result *r, const char *dir)
+{
+    char a[32], b[32], c[32];
+    int64_t n = r->n_items, k = e->k;
+    printf("model      %s (opset %lld%s%s)\n", r->model->path, (long long)r->model->opset,
+           r->model->producer[0] ? ", " : "", r->model->producer);
+    if (r->backend)
+        printf("backend    %s: %s; %s\n", r->backend->name, r->device.device, r->why_backend);
+    printf("data       %s: %d class folders, %s images%s\n", dir, e->n_folders, mps_cli_count(n, a, sizeof a),
+           e->failed ? " run" : "");
+    printf("top-1      %7.3f%%  (%s of %s)\n", n ? 100.0 * (double)e->top1 / (double)n : 0.0,
+           mps_cli_count(e->top1, b, sizeof b), mps_cli_count(n, c, sizeof c));
+    if (k > 5)
+        printf("top-5      %7.3f%%  (%s of %s)\n", n ? 100.0 * (double)e->top5 / (double)n : 0.0,
+               mps_cli_count(e->top5, b, sizeof b), mps_cli_count(n, c, sizeof c));
+    if (e->no_class)
+        printf("no class   %s images: their outputs hold NaN (counted wrong)\n", mps_cli_count(e->no_class, a, sizeof a));
+    printf("per class  %-18s %9s %9s %8s\n", "", "precision", "recall", "images");
+    for (int64_t cl = 0; cl < k; cl++) {
+        int64_t predicted;
+        double prec = mps_eval_precision(e, cl, &predicted);
+        char label[64];
+        snprintf(label, sizeof label, "%lld %s", (long long)cl, cl < r->n_labels ? r->labels[cl] : "");
+        printf("           %-18.18s ", label);
+        if (predicted)
+            printf("%8.2f%% ", 100.0 * prec);
+        else
+            printf("%9s ", "-");
+        if (e->images[cl])
+            printf("%8.2f%% ", 100.0 * (double)e->confusion[cl * k + cl] / (double)e->images[cl]);
+        else
+            printf("%9s ", "-");
+        printf("%8s\n", mps_cli_count(e->images[cl], a, sizeof a));
+    }
+    printf("confusion  rows: true class, columns: predicted class\n      ");
+    for (int64_t cl = 0; cl < k; cl++)
+        printf(" %6lld", (long long)cl);
+    printf("\n");
+    for (int64_t t = 0; t < k; t++) {
+        printf("%6lld", (long long)t);
+        for (int64_t p = 0; p < k; p++)
+            printf(" %6lld", (long long)e->confusion[t * k + p]);
+        printf("\n");
+    }
+    double rate = r->t_total > 0 ? (double)n * 1e3 / r->t_total : 0;
+    printf("timings    load %.2f ms, compile %.2f ms, decode %.2f ms (beside the runs), runs %.2f ms\n", r->t_load,
+           r->t_compile, r->t_preprocess, r->t_run);
+    printf("           %s images in %.3f s: %s images/s\n", mps_cli_count(n, a, sizeof a), r->t_total / 1e3,
+           mps_cli_count((int64_t)(rate + 0.5), b, sizeof b));
+    if (e->failed)
+        printf("failed     %s images (each named on stderr)\n", mps_cli_count(e->failed, a, sizeof a));
+}
+
+static bool mps_eval_json(const struct mps_eval *e, const struct mps_infer_result *r, const char *dir)
+{
+    int64_t n = r->n_items, k = e->k;
+    cJSON *root = cJSON_CreateObject(), *j;
+    cJSON_AddNumberToObject(root, "schema_version", 1);
+    j = cJSON_AddObjectToObject(root, "model");
+    cJSON_AddStringToObject(j, "path", r->model->path);
+    cJSON_AddNumberToObject(j, "opset", (double)r->model->opset);
+    cJSON_AddStringToObject(j, "producer", r->model->producer);
+    if (r->backend) {
+        j = cJSON_AddObjectToObject(root, "backend");
+        cJSON_AddStringToObject(j, "name", r->backend->name);
+        cJSON_AddStringToObject(j, "device", r->device.device);
+        cJSON_AddStringToObject(j, "reason", r->why_backend);
+        cJSON_AddStringToObject(j, "precision", r->precision);
+    }
+    cJSON_AddStringToObject(root, "folder", dir);
+    cJSON_AddNumberToObject(root, "images", (double)n);
+    cJSON_AddNumberToObject(root, "failed", (double)e->failed);
+    cJSON_AddNumberToObject(root, "no_class", (double)e->no_class);
+    cJSON_AddNumberToObject(root, "top1", n ? (double)e->top1 / (double)n : 0);
+    cJSON_AddNumberToObject(root, "top5", n ? (double)e->top5 / (double)n : 0);
+    cJSON_AddNumberToObject(root, "correct1", (double)e->top1);
+    cJSON_AddNumberToObject(root, "correct5", (double)e->top5);
+    cJSON *classes = cJSON_AddArrayToObject(root, "classes"), *conf = cJSON_AddArrayToObject(root, "confusion");
+    for (int64_t c = 0; c < k; c++) {
+        int64_t predicted;
+        double prec = mps_eval_precision(e, c, &predicted);
+        cJSON *o = cJSON_CreateObject(), *row = cJSON_CreateArray();
+        cJSON_AddNumberToObject(o, "index", (double)c);
+        cJSON_AddStringToObject(o, "label", c < r->n_labels ? r->labels[c] : "");
+        if (e->folder[c])
+            cJSON_AddStringToObject(o, "folder", e->folder[c]);
+        cJSON_AddNumberToObject(o, "images", (double)e->images[c]);
+        cJSON_AddNumberToObject(o, "predicted", (double)predicted);
+        if (predicted)
+            cJSON_AddNumberToObject(o, "precision", prec);
+        else
+            cJSON_AddNullToObject(o, "precision");
+        if (e->images[c])
+            cJSON_AddNumberToObject(o, "recall", (double)e->confusion[c * k + c] / (double)e->images[c]);
+        else
+            cJSON_AddNullToObject(o, "recall");
+        cJSON_AddItemToArray(classes, o);
+        for (int64_t p = 0; p < k; p++)
+            cJSON_AddItemToArray(row, cJSON_CreateNumber((double)e->confusion[c * k + p]));
+        cJSON_AddItemToArray(conf, row);
+    }
+    j = cJSON_AddObjectToObject(root, "timings_ms");
+    cJSON_AddNumberToObject(j, "load", r->t_load);
+    cJSON_AddNumberToObject(j, "compile", r->t_compile);
+    cJSON_AddNumberToObject(j, "decode", r->t_preprocess);
+    cJSON_AddNumberToObject(j, "runs", r->t_run);
+    cJSON_AddNumberToObject(j, "total", r->t_total);
+    cJSON_AddNumberToObject(root, "images_per_s", r->t_total > 0 ? (double)n * 1e3 / r->t_total : 0);
+    bool ok = mps_cli_json_print(root);
+    cJSON_Delete(root);
+    return ok;
+}
+
+int mps_cli_eval(int argc, char **argv)
+{
+    struct arg_file *model = arg_file1(NULL, NULL, "MODEL", "an ONNX classifier");
+    struct arg_file *dir = arg_file1(NULL, NULL, "DIR", "a folder of class folders (DIR/CLASS/images), each named "
+                                     "by class index or label");
+    struct mps_infer_args a;
+    mps_infer_args_make(&a);
+    struct arg_lit *json = arg_lit0(NULL, "json", "print one JSON object (schema_version 1)");
+    struct arg_lit *keep_going = arg_lit0(NULL, "keep-going", "an image that fails is said and skipped; exit 4 at the "
+                                          "end if any did");
+    struct arg_lit *help = arg_lit0("h", "help", "print this help");
+    struct arg_end *end = arg_end(20);
+    void *argtable[] = {model,  dir,   a.backend, a.precision, a.threads, a.batch, a.labels,
+                        a.mean, a.std, a.size,    json,        keep_going, help,   end};
+    bool done;
+    int rc = mps_cli_parse(argc, argv, argtable, help, end,
+                           "Runs the classifier MODEL over every image in DIR's class folders and prints\n"
+                           "its top-1 and top-5 accuracy, each class's precision and recall, and the\n"
+                           "confusion matrix. The images stream through in batches, as with infer.",
+                           &done);
+    struct mps_infer_result r = {.top_k = 5};
+    struct mps_eval e = {0};
+    struct mps_inputs list = {0};
+    struct mps_error err = {{0}};
+    struct mps_compile_opts co = {0};
+    const char *subject = NULL;
+    int n_batch;
+    enum mps_status st = MPS_OK;
+    if (done)
+        goto out;
+    if ((st = mps_infer_args_check(&a, &r, &co, &n_batch, &err)) ||
+        (st = mps_infer_setup(&r, model->filename[0], &a, &subject, &err)))
+        goto out;
+    e.k = mps_infer_graph_classes(r.model->graph);
+    if (!e.k || r.model->graph->n_inputs != 1) {
+        st = mps_fail(&err, MPS_ERR_USAGE, "eval needs a classifier: one input, and an output of [batch, classes]");
+        goto out;
+    }
+    e.confusion = calloc((size_t)(e.k * e.k), sizeof *e.confusion);
+    e.images = calloc((size_t)e.k, sizeof *e.images);
+    e.folder = calloc((size_t)e.k, sizeof *e.folder);
+    e.p = malloc(sizeof *e.p * (size_t)e.k);
+    if (!e.confusion || !e.images || !e.folder || !e.p) {
+        st = mps_fail(&err, MPS_ERR_RUNTIME, "out of memory");
+        goto out;
+    }
+    subject = NULL;
+    if ((st = mps_eval_folders(&e, &r, dir->filename[0], &list, &err)))
+        goto out;
+    e.total = list.n;
+    subject = model->filename[0];
+    struct mps_stream_opts so = {.batch = a.batch->count ? n_batch : mps_stream_default_batch(&r),
+                                 .keep_going = keep_going->count > 0, .co = &co,
+                                 .backend = a.backend->count ? a.backend->sval[0] : "auto",
+                                 .progress = mps_eval_progress};
+    e.t_start = mps_cli_now_ms();
+    st = mps_stream_run(&r, &list, &so, mps_eval_chunk, &e, &err, &subject);
+    mps_cli_progress_done();
+    if (st)
+        goto out;
+    if (!(json->count ? mps_eval_json(&e, &r, dir->filename[0]) : (mps_eval_text(&e, &r, dir->filename[0]), true))) {
+        st = mps_fail(&err, MPS_ERR_RUNTIME, "out of memory");
+    } else if (e.failed) {
+        char x[32], y[32];
+        st = mps_fail(&err, MPS_ERR_INPUT, "%s of %s images failed (each named above)", mps_cli_count(e.failed, x, sizeof x),
+                      mps_cli_count(list.n, y, sizeof y));
+        subject = NULL;
+    }
+out:
+    if (st) {
+        mps_cli_error(subject, "%s", err.msg);
+        rc = mps_cli_exit_code(st);
+    }
+    for (int64_t c = 0; e.folder && c < e.k; c++)
+        free(e.folder[c]);
+    free(e.folder);
+    free(e.confusion);
+    free(e.images);
+    free(e.truth);
+    free(e.p);
+    mps_inputs_free(&list);
+    free(r.t_runs);
+    mps_model_free(r.model);
+    arg_freetable(argtable, sizeof argtable / sizeof argtable[0]);
+    return rc;
+}

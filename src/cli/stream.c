@@ -1,0 +1,386 @@
+/* stream.c: the chunked run over many inputs (stream.h): a decoder thread
+   fills one chunk while the main thread runs the other. */
+#include "stream.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "memplan.h"
+
+#define MPS_STREAM_PLANS 4 /* batch sizes compiled at once; the least recently used one goes */
+
+/* Files decoded into one batch. */
+struct mps_stream_chunk {
+    struct mps_infer_file *files;
+    int n_files, cap_files;
+    float *data; /* [cap_items, item...] */
+    int64_t items, cap_items;
+    bool ready;  /* decoded, not yet run and reported */
+    bool last;   /* no chunk after it */
+    double decode_ms;
+    enum mps_status fatal; /* the decoder could not go on (out of memory) */
+    struct mps_error fatal_err;
+};
+
+/* A plan for one batch size. */
+struct mps_stream_plan {
+    int64_t batch;
+    struct mps_model *model;
+    struct mps_plan *plan;
+    struct mps_tensor *out; /* per graph output, owned */
+    uint64_t used;          /* last use, for eviction */
+};
+
+struct mps_stream {
+    struct mps_infer_result *r;
+    const struct mps_inputs *list;
+    const struct mps_stream_opts *o;
+    struct mps_shape item; /* one item of the model's input */
+    int64_t per;           /* floats an item */
+    int64_t batch;         /* items a chunk holds: --batch, or the fixed batch */
+    bool free_batch;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct mps_stream_chunk chunk[2];
+    bool stop;                      /* the main thread is done: the decoder ends */
+    int64_t next;                   /* the next path to decode */
+    struct mps_infer_file carry;    /* a .npy that did not fit the chunk before */
+    float *carry_data;              /* its items, NULL when none */
+    struct mps_stream_plan plans[MPS_STREAM_PLANS];
+    int n_plans;
+    uint64_t tick;
+};
+
+static bool mps_stream_stopped(struct mps_stream *s)
+{
+    pthread_mutex_lock(&s->mu);
+    bool stop = s->stop;
+    pthread_mutex_unlock(&s->mu);
+    return stop;
+}
+
+/* Room for n items in c. */
+static bool mps_stream_reserve(struct mps_stream *s, struct mps_stream_chunk *c, int64_t n)
+{
+    if (n <= c->cap_items)
+        return true;
+    float *data = realloc(c->data, sizeof(float) * (size_t)(n * s->per + 1));
+    if (!data)
+        return false;
+    c->data = data;
+    c->cap_items = n;
+    return true;
+}
+
+static bool mps_stream_add_file(struct mps_stream_chunk *c, const struct mps_infer_file *f)
+{
+    if (c->n_files == c->cap_files) {
+        int cap = c->cap_files ? c->cap_files * 2 : 64;
+        struct mps_infer_file *files = realloc(c->files, sizeof *files * (size_t)cap);
+        if (!files)
+            return false;
+        c->files = files;
+        c->cap_files = cap;
+    }
+    c->files[c->n_files++] = *f;
+    return true;
+}
+
+/* Decodes files into c until it holds s->batch items, the list ends, a .npy
+   does not fit, or (without keep_going) a file fails. */
+static void mps_stream_fill(struct mps_stream *s, struct mps_stream_chunk *c)
+{
+    double t0 = mps_cli_now_ms();
+    c->n_files = 0;
+    c->items = 0;
+    c->last = false;
+    c->fatal_err.msg[0] = '\0';
+    bool oom = !mps_stream_reserve(s, c, s->batch);
+    if (!oom && s->carry_data) { /* the .npy the chunk before had no room for: this chunk is new */
+        oom = !mps_stream_reserve(s, c, s->carry.items) || !mps_stream_add_file(c, &s->carry);
+        if (!oom) {
+            memcpy(c->data, s->carry_data, sizeof(float) * (size_t)(s->carry.items * s->per));
+            c->items = s->carry.items;
+        }
+        free(s->carry_data);
+        s->carry_data = NULL;
+    }
+    while (!oom && c->items < s->batch && s->next < s->list->n && !mps_stream_stopped(s)) {
+        struct mps_infer_file f = {.path = mps_inputs_path(s->list, s->next), .index = s->list->first + s->next};
+        s->next++;
+        float *spill = NULL;
+        struct mps_error e = {{0}};
+        enum mps_status st = mps_infer_decode(&s->r->prep, &s->item, s->free_batch ? 0 : s->batch, &f,
+                                              c->data + c->items * s->per, s->batch - c->items, &spill, &e);
+        if (st == MPS_ERR_RUNTIME) {
+            oom = true;
+            c->fatal_err = e;
+            break;
+        }
+        if (st) {
+            f.st = st;
+            snprintf(f.error, sizeof f.error, "%s", e.msg);
+            oom = !mps_stream_add_file(c, &f);
+            if (!s->o->keep_going) {
+                c->last = true;
+                break;
+            }
+            continue;
+        }
+        if (spill && c->items > 0) { /* a .npy of more items than are left: it starts the next chunk */
+            s->carry = f;
+            s->carry_data = spill;
+            break;
+        }
+        if (spill) { /* more items than a chunk takes, alone in this one */
+            oom = !mps_stream_reserve(s, c, f.items);
+            if (!oom)
+                memcpy(c->data, spill, sizeof(float) * (size_t)(f.items * s->per));
+            free(spill);
+        }
+        oom = oom || !mps_stream_add_file(c, &f);
+        c->items += f.items;
+    }
+    c->fatal = oom ? MPS_ERR_RUNTIME : MPS_OK;
+    if (oom && !c->fatal_err.msg[0])
+        mps_fail(&c->fatal_err, MPS_ERR_RUNTIME, "out of memory decoding inputs");
+    c->last = c->last || oom || (s->next >= s->list->n && !s->carry_data) || mps_stream_stopped(s);
+    c->decode_ms = mps_cli_now_ms() - t0;
+}
+
+static void *mps_stream_decoder(void *arg)
+{
+    struct mps_stream *s = arg;
+    for (int k = 0;; k ^= 1) {
+        struct mps_stream_chunk *c = &s->chunk[k];
+        pthread_mutex_lock(&s->mu);
+        while (c->ready && !s->stop)
+            pthread_cond_wait(&s->cv, &s->mu);
+        bool stop = s->stop;
+        pthread_mutex_unlock(&s->mu);
+        if (stop)
+            break;
+        mps_stream_fill(s, c);
+        pthread_mutex_lock(&s->mu);
+        c->ready = true;
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        if (c->last)
+            break;
+    }
+    return NULL;
+}
+
+static void mps_stream_plan_free(struct mps_stream_plan *p)
+{
+    for (int o = 0; p->out && p->model && o < p->model->graph->n_outputs; o++)
+        free(p->out[o].data);
+    free(p->out);
+    mps_plan_free(p->plan);
+    mps_model_free(p->model);
+    *p = (struct mps_stream_plan){0};
+}
+
+/* The plan for a run of `items` items: cached, else loaded and compiled (the
+   first one also chooses the backend). */
+static enum mps_status mps_stream_plan(struct mps_stream *s, int64_t items, struct mps_stream_plan **out,
+                                       struct mps_error *err)
+{
+    struct mps_infer_result *r = s->r;
+    for (int i = 0; i < s->n_plans; i++)
+        if (s->plans[i].batch == items) {
+            s->plans[i].used = ++s->tick;
+            *out = &s->plans[i];
+            return MPS_OK;
+        }
+    int slot = s->n_plans;
+    if (slot == MPS_STREAM_PLANS) { /* the least recently used goes */
+        slot = 0;
+        for (int i = 1; i < s->n_plans; i++)
+            if (s->plans[i].used < s->plans[slot].used)
+                slot = i;
+        mps_stream_plan_free(&s->plans[slot]);
+    } else {
+        s->n_plans++;
+    }
+    struct mps_stream_plan *p = &s->plans[slot];
+    *p = (struct mps_stream_plan){.batch = items, .used = ++s->tick};
+    struct mps_shape shape = {s->item.ndim + 1, {items}};
+    memcpy(shape.dim + 1, s->item.dim, sizeof(int64_t) * (size_t)s->item.ndim);
+    double t0 = mps_cli_now_ms();
+    enum mps_status st =
+        mps_onnx_load(r->model->path, &(struct mps_onnx_opts){.n_shapes = 1, .shapes = &shape}, &p->model, err);
+    r->t_load += mps_cli_now_ms() - t0;
+    const struct mps_graph *g = p->model ? p->model->graph : NULL;
+    if (!st && !r->backend &&
+        !(st = mps_backend_choose(g, s->o->backend, &r->backend, r->why_backend, sizeof r->why_backend, err)))
+        st = r->backend->probe(&r->device, err);
+    if (!st)
+        st = mps_passes_fuse(p->model->graph, r->backend, err);
+    t0 = mps_cli_now_ms();
+    if (!st)
+        st = mps_plan_compile(r->backend, g, s->o->co, &p->plan, err);
+    r->t_compile += mps_cli_now_ms() - t0;
+    if (!st && !(p->out = calloc((size_t)g->n_outputs, sizeof *p->out)))
+        st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    for (int o = 0; !st && o < g->n_outputs; o++) {
+        const struct mps_value *v = &g->values[g->outputs[o]];
+        p->out[o] = mps_tensor_make(v->dtype, &v->shape,
+                                    malloc(mps_dtype_size(v->dtype) * (size_t)(mps_shape_numel(&v->shape) + 1)));
+        if (!p->out[o].data)
+            st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    }
+    if (st) {
+        mps_stream_plan_free(p);
+        s->n_plans--;
+        if (slot != s->n_plans)
+            s->plans[slot] = s->plans[s->n_plans];
+        return st;
+    }
+    *out = p;
+    return MPS_OK;
+}
+
+/* Runs chunk c (when it holds items) and hands it to fn. */
+static enum mps_status mps_stream_chunk_run(struct mps_stream *s, struct mps_stream_chunk *c, bool first,
+                                            mps_stream_fn fn, void *ctx, struct mps_error *err)
+{
+    struct mps_infer_result *r = s->r;
+    struct mps_infer_group grp = {.first_file = 0, .n_files = c->n_files, .n_in = 1, .borrowed = true};
+    enum mps_status st = MPS_OK;
+    r->t_preprocess += c->decode_ms;
+    if (c->items > 0) {
+        struct mps_stream_plan *p;
+        if ((st = mps_stream_plan(s, c->items, &p, err)))
+            return st;
+        struct mps_shape shape = {s->item.ndim + 1, {c->items}};
+        memcpy(shape.dim + 1, s->item.dim, sizeof(int64_t) * (size_t)s->item.ndim);
+        grp.in[0] = mps_tensor_make(MPS_F32, &shape, c->data);
+        grp.out = p->out;
+        grp.n_out = p->model->graph->n_outputs;
+        double t0 = mps_cli_now_ms();
+        st = mps_plan_run(p->plan, grp.in, grp.out, err);
+        double ms = mps_cli_now_ms() - t0;
+        r->t_run += ms;
+        if (first)
+            r->t_first = ms;
+        for (int i = 0; first && !st && i < s->o->warmup; i++)
+            st = mps_plan_run(p->plan, grp.in, grp.out, err);
+        if (first && !st && s->o->repeat > 0 && !(r->t_runs = calloc((size_t)s->o->repeat, sizeof *r->t_runs)))
+            st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+        for (int i = 0; first && !st && i < s->o->repeat; i++) {
+            t0 = mps_cli_now_ms();
+            st = mps_plan_run(p->plan, grp.in, grp.out, err);
+            r->t_runs[r->n_runs++] = mps_cli_now_ms() - t0;
+        }
+        if (st)
+            return st;
+    }
+    r->files = c->files;
+    r->n_files = c->n_files;
+    r->groups = c->items > 0 ? &grp : NULL;
+    r->n_groups = c->items > 0;
+    for (int f = 0; f < c->n_files; f++) {
+        r->n_png += c->files[f].png;
+        r->n_items += c->files[f].items;
+        r->n_failed += c->files[f].st != MPS_OK;
+    }
+    st = fn(ctx, r, err);
+    r->files = NULL;
+    r->groups = NULL;
+    r->n_files = r->n_groups = 0;
+    return st;
+}
+
+enum mps_status mps_stream_run(struct mps_infer_result *r, const struct mps_inputs *list,
+                               const struct mps_stream_opts *o, mps_stream_fn fn, void *ctx, struct mps_error *err,
+                               const char **subject)
+{
+    const struct mps_graph *g = r->model->graph;
+    const struct mps_value *in = &g->values[g->inputs[0]];
+    if (g->n_inputs != 1 || in->shape.ndim < 1 || in->dtype != MPS_F32)
+        return mps_fail(err, MPS_ERR_MODEL, "the model's input '%s' is not a batch of f32 data", in->name);
+    struct mps_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    *s = (struct mps_stream){.r = r, .list = list, .o = o, .item = {in->shape.ndim - 1, {0}}};
+    memcpy(s->item.dim, in->shape.dim + 1, sizeof(int64_t) * (size_t)s->item.ndim);
+    s->per = mps_shape_numel(&s->item);
+    s->free_batch = r->model->inputs[0].symbolic[0];
+    s->batch = s->free_batch ? o->batch : in->shape.dim[0];
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    double t0 = mps_cli_now_ms();
+    pthread_t thread;
+    enum mps_status st = MPS_OK;
+    if (pthread_create(&thread, NULL, mps_stream_decoder, s) != 0) {
+        st = mps_fail(err, MPS_ERR_RUNTIME, "cannot start the decoding thread");
+        goto out;
+    }
+    int64_t done = 0; /* inputs run and reported */
+    for (int k = 0, n = 0;; k ^= 1, n++) {
+        struct mps_stream_chunk *c = &s->chunk[k];
+        pthread_mutex_lock(&s->mu);
+        while (!c->ready)
+            pthread_cond_wait(&s->cv, &s->mu);
+        pthread_mutex_unlock(&s->mu);
+        if (c->fatal) {
+            *err = c->fatal_err;
+            st = c->fatal;
+        } else {
+            st = mps_stream_chunk_run(s, c, n == 0, fn, ctx, err);
+        }
+        done += c->n_files;
+        if (!st && o->progress)
+            o->progress(ctx, done);
+        for (int f = 0; !st && !o->keep_going && f < c->n_files; f++)
+            if (c->files[f].st) { /* the first failure ends the stream, after what came before it */
+                st = mps_fail(err, c->files[f].st, "%s", c->files[f].error);
+                *subject = c->files[f].path;
+            }
+        bool last = c->last;
+        pthread_mutex_lock(&s->mu);
+        c->ready = false;
+        s->stop = st != MPS_OK || last;
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        if (st || last)
+            break;
+    }
+    pthread_join(thread, NULL);
+out:
+    r->t_total = mps_cli_now_ms() - t0;
+    for (int i = 0; i < s->n_plans; i++)
+        mps_stream_plan_free(&s->plans[i]);
+    for (int k = 0; k < 2; k++) {
+        free(s->chunk[k].files);
+        free(s->chunk[k].data);
+    }
+    free(s->carry_data);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+    return st;
+}
+
+int64_t mps_stream_default_batch(const struct mps_infer_result *r)
+{
+    const struct mps_graph *g = r->model->graph;
+    struct mps_memplan mp;
+    struct mps_error err;
+    size_t per = 0;
+    if (mps_memplan_build(g, 64, NULL, &mp, &err) == MPS_OK) {
+        per = mp.size;
+        mps_memplan_free(&mp);
+    }
+    for (int i = 0; i < g->n_inputs; i++)
+        per += mps_dtype_size(g->values[g->inputs[i]].dtype) * (size_t)mps_shape_numel(&g->values[g->inputs[i]].shape);
+    int64_t batch = 32;
+    while (batch > 1 && (size_t)batch * per > ((size_t)256 << 20))
+        batch /= 2;
+    return batch;
+}

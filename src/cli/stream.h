@@ -1,0 +1,49 @@
+/* stream.h: runs a model over a list of inputs in chunks, for infer and
+   eval. Internal to src/cli.
+
+   The inputs are decoded into chunks of up to `batch` items on a thread of
+   their own while the chunk before runs, so memory is two chunks and the
+   plans, whatever the number of inputs. Each chunk, once run, goes to the
+   caller's function with r->files holding its files (one that failed has
+   st set and no items) and r->groups[0] its run (r->n_groups is 0 when no
+   file of the chunk decoded):
+
+       struct mps_stream_opts o = {.batch = 32, .keep_going = true, .co = &co, .backend = "auto"};
+       mps_stream_run(&r, &list, &o, print_chunk, ctx, &err, &subject);
+
+   A model whose batch dim is free compiles once for `batch` and once for
+   each other size a chunk needs (the last one, a .npy of more items); a
+   file is never split between runs. A model that fixes its batch runs one
+   file a run, each file filling the batch. Without keep_going the stream
+   stops at the first file that fails, after the chunk before it and the
+   files of its own chunk that come before it have run and been reported;
+   the status is then that file's, with *subject its path. */
+#ifndef MPS_CLI_STREAM_H
+#define MPS_CLI_STREAM_H
+
+#include "infer.h"
+#include "inputs.h"
+
+struct mps_stream_opts {
+    int64_t batch;                       /* items a run takes, when the model's batch is free */
+    bool keep_going;                     /* a file that fails is recorded and the stream goes on */
+    const struct mps_compile_opts *co;
+    const char *backend;                 /* "auto" or a name */
+    int warmup, repeat;                  /* runs of the first chunk again, untimed and timed (r->t_runs) */
+    void (*progress)(void *ctx, int64_t done); /* optional: after each chunk, inputs done so far */
+};
+
+/* Called with each chunk after its run; a status other than MPS_OK stops the stream with it. */
+typedef enum mps_status (*mps_stream_fn)(void *ctx, struct mps_infer_result *r, struct mps_error *err);
+
+/* Runs r->model over list. r holds the loaded model and prep (mps_infer_prep);
+   the stream sets r->backend, device, why_backend, the timings and counts. */
+enum mps_status mps_stream_run(struct mps_infer_result *r, const struct mps_inputs *list,
+                               const struct mps_stream_opts *o, mps_stream_fn fn, void *ctx, struct mps_error *err,
+                               const char **subject);
+
+/* The batch to run a free-batch model at when --batch is not given: up to 32
+   items, fewer where their activations would pass 256 MiB (r->model at batch 1). */
+int64_t mps_stream_default_batch(const struct mps_infer_result *r);
+
+#endif
