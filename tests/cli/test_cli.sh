@@ -6,35 +6,7 @@
 set -u
 mpsrun=${1:?usage: test_cli.sh path/to/mpsrun SRC}
 src=${2:?usage: test_cli.sh path/to/mpsrun SRC}
-passed=0 failed=0 skipped=0
-out=$(mktemp) err=$(mktemp) tmp=$(mktemp -d)
-trap 'rm -rf "$out" "$err" "$tmp"' EXIT
-
-# expect NAME CODE ARGS...: runs mpsrun ARGS, checks the exit code
-expect() {
-  local name=$1 code=$2
-  shift 2
-  "$mpsrun" "$@" >"$out" 2>"$err"
-  local rc=$?
-  if [ "$rc" -eq "$code" ]; then
-    echo "ok   $name (exit $rc)"; passed=$((passed + 1))
-  else
-    echo "FAIL $name: exit $rc, expected $code"; sed 's/^/     /' "$err"; failed=$((failed + 1))
-  fi
-}
-
-# check NAME COMMAND...: runs a shell check on the last output. Its verdict goes
-# to fd 3 (the script's stdout), so that `check ... jq ... >/dev/null` hides only jq's.
-exec 3>&1
-check() {
-  local name=$1
-  shift
-  if "$@"; then
-    echo "ok   $name" >&3; passed=$((passed + 1))
-  else
-    echo "FAIL $name" >&3; sed 's/^/     /' "$out" "$err" | head -20 >&3; failed=$((failed + 1))
-  fi
-}
+source "$(dirname "$0")/lib.sh"
 
 expect "--version" 0 --version
 check "--version prints the version" grep -Eq '^mpsrun [0-9]+\.[0-9]+\.[0-9]+$' "$out"
@@ -214,14 +186,6 @@ expect "--size junk" 2 infer "$cnn" "$in/gray8.png" --size 28by28
 expect "--expect an unknown label" 2 infer "$cnn" "$in/gray8.png" --expect giraffe
 expect "no INPUT" 2 infer "$cnn"
 
-# usage NAME TEXT ARGS...: exit 2 before any work (nothing on stdout), one error line containing TEXT
-usage() {
-  local name=$1 text=$2
-  shift 2
-  expect "$name" 2 "$@"
-  check "$name: one message naming the option, before any output" \
-    bash -c '[ ! -s "$1" ] && [ "$(wc -l < "$2")" = 1 ] && grep -qF -- "$3" "$2"' _ "$out" "$err" "$text"
-}
 printf 'a\nb\n' > "$tmp/two_labels.txt"
 usage "--repeat -1" "--repeat must be 0 to 1000000, not -1" infer "$cnn" "$in/gray8.png" --repeat=-1
 usage "--warmup -1" "--warmup must be 0 to 1000000, not -1" infer "$cnn" "$in/gray8.png" --warmup=-1

