@@ -277,6 +277,7 @@ static enum mps_status mps_stream_chunk_run(struct mps_stream *s, struct mps_str
             st = mps_plan_run(p->plan, grp.in, grp.out, err);
             r->t_runs[r->n_runs++] = mps_cli_now_ms() - t0;
         }
+        mps_plan_rest(p->plan); /* the decoder gets the cores until the next chunk */
         if (st)
             return st;
     }

@@ -155,6 +155,12 @@ enum mps_status mps_plan_run(struct mps_plan *plan, const struct mps_tensor *in,
     return plan->backend->run(plan->state, in, out, err);
 }
 
+void mps_plan_rest(struct mps_plan *plan)
+{
+    if (plan && plan->backend->rest)
+        plan->backend->rest(plan->state);
+}
+
 void mps_plan_free(struct mps_plan *plan)
 {
     if (!plan)

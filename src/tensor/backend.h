@@ -59,6 +59,10 @@ struct mps_backend {
     enum mps_status (*run)(void *state, const struct mps_tensor *in, struct mps_tensor *out, struct mps_error *err);
     /* Frees state; NULL is a no-op. */
     void (*free)(void *state);
+    /* Optional: the caller will not run the plan for a while (a stream that
+       reports a chunk and waits for the next one to be decoded): release the
+       CPUs a run keeps warm between runs (cpu: its threads stop spinning). */
+    void (*rest)(void *state);
     /* Optional: runs like run and writes each node's time, in milliseconds, into
        node_ms (one per node of the graph, in its order). `bench model --profile`. */
     enum mps_status (*profile)(void *state, const struct mps_tensor *in, struct mps_tensor *out, double *node_ms,
@@ -110,6 +114,8 @@ enum mps_status mps_plan_compile(const struct mps_backend *be, const struct mps_
 enum mps_status mps_plan_run(struct mps_plan *plan, const struct mps_tensor *in, struct mps_tensor *out,
                              struct mps_error *err);
 void mps_plan_free(struct mps_plan *plan);
+/* The backend's rest, where it has one. */
+void mps_plan_rest(struct mps_plan *plan);
 
 /* The backends' tables (backend.c lists those compiled in). */
 extern const struct mps_backend mps_backend_cpu;

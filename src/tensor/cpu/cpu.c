@@ -321,6 +321,11 @@ static enum mps_status mps_cpu_run(void *state, const struct mps_tensor *in, str
     return mps_cpu_run_nodes(state, in, out, NULL, err);
 }
 
+static void mps_cpu_rest(void *state)
+{
+    mps_pool_rest(((struct mps_cpu_state *)state)->pool);
+}
+
 static enum mps_status mps_cpu_profile(void *state, const struct mps_tensor *in, struct mps_tensor *out,
                                        double *node_ms, struct mps_error *err)
 {
@@ -482,6 +487,7 @@ const struct mps_backend mps_backend_cpu = {
     .compile = mps_cpu_compile,
     .run = mps_cpu_run,
     .free = mps_cpu_free,
+    .rest = mps_cpu_rest,
     .profile = mps_cpu_profile,
     .bench_baseline = mps_cpu_bench_baseline,
 };

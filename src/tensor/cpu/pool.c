@@ -41,6 +41,7 @@ struct mps_pool {
     pthread_cond_t wake;    /* a new job, or shutdown */
     pthread_cond_t idle;    /* the last worker finished the job */
     atomic_uint_fast64_t generation; /* bumped per job, under lock */
+    atomic_uint_fast64_t resting;    /* the generation after which workers sleep at once (mps_pool_rest) */
     atomic_int running;     /* workers still on the current job */
     atomic_bool stop;
     /* the current job */
@@ -101,7 +102,9 @@ static void *mps_pool_main(void *arg)
            before sleeping (the BLAS runs inside these threads, so the spin
            takes no core that anything else is waiting for) */
         int64_t until = mps_pool_now_ns() + MPS_POOL_WORKER_SPIN_NS;
-        for (int i = 0; atomic_load(&p->generation) == seen && !atomic_load(&p->stop); i++) {
+        for (int i = 0; atomic_load(&p->generation) == seen && atomic_load(&p->resting) != seen &&
+                        !atomic_load(&p->stop);
+             i++) {
             if ((i & 63) == 63 && mps_pool_now_ns() > until)
                 break;
             mps_pool_relax();
@@ -138,6 +141,7 @@ enum mps_status mps_pool_new(int threads, struct mps_pool **pool, struct mps_err
     pthread_cond_init(&p->idle, NULL);
     atomic_init(&p->next, 0);
     atomic_init(&p->generation, 0);
+    atomic_init(&p->resting, UINT64_MAX);
     atomic_init(&p->running, 0);
     atomic_init(&p->stop, false);
     if (threads > 1) {
@@ -177,6 +181,12 @@ void mps_pool_free(struct mps_pool *p)
     pthread_mutex_destroy(&p->lock);
     free(p->workers);
     free(p);
+}
+
+void mps_pool_rest(struct mps_pool *p)
+{
+    if (p)
+        atomic_store(&p->resting, atomic_load(&p->generation));
 }
 
 int mps_pool_threads(const struct mps_pool *p)

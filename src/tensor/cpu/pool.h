@@ -29,6 +29,10 @@ enum mps_status mps_pool_new(int threads, struct mps_pool **pool, struct mps_err
 /* Joins the workers and frees the pool; NULL is a no-op. */
 void mps_pool_free(struct mps_pool *pool);
 int mps_pool_threads(const struct mps_pool *pool);
+/* The workers stop spinning for the next job and sleep now: the caller will
+   not call for a while (a stream decoding its next chunk), and a spinning
+   worker would take a core from whatever runs meanwhile. */
+void mps_pool_rest(struct mps_pool *pool);
 /* Operations a chunk of work must hold to be worth another thread. */
 #define MPS_POOL_GRAIN 32768
 
