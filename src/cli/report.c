@@ -288,9 +288,9 @@ static cJSON *mps_report_json_item(const struct mps_infer_report *rep, const str
     }
     cJSON_AddNumberToObject(res, "item", (double)item);
     cJSON_AddStringToObject(res, "source", f->source);
+    cJSON *top = cJSON_AddArrayToObject(res, "top");
     if (!r->output_kind)
         return res;
-    cJSON *top = cJSON_AddArrayToObject(res, "top");
     int64_t k = mps_report_classes(g), idx[64];
     mps_infer_probabilities(r, g, row, rep->p, k);
     int64_t n = r->top_k < k ? r->top_k : k, n_nan = mps_report_nan(rep->p, k);

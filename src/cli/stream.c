@@ -19,6 +19,9 @@ struct mps_stream_chunk {
     int n_files, cap_files;
     float *data; /* [cap_items, item...] */
     int64_t items, cap_items;
+    float *staged;                /* the backend's staging for this chunk (host_io), or NULL: data is
+                                     staged unless a .npy too large for it made the chunk grow */
+    struct mps_tensor *staged_out; /* the outputs a run from staged writes, per graph output */
     bool ready;  /* decoded, not yet run and reported */
     bool last;   /* no chunk after it */
     double decode_ms;
@@ -33,6 +36,7 @@ struct mps_stream_plan {
     struct mps_plan *plan;
     struct mps_tensor *out; /* per graph output, owned */
     uint64_t used;          /* last use, for eviction */
+    bool kept;              /* never evicted: the chunks are staged in it */
 };
 
 struct mps_stream {
@@ -63,14 +67,18 @@ static bool mps_stream_stopped(struct mps_stream *s)
     return stop;
 }
 
-/* Room for n items in c. */
+/* Room for n items in c, keeping its items (a staged chunk moves to memory of its own). */
 static bool mps_stream_reserve(struct mps_stream *s, struct mps_stream_chunk *c, int64_t n)
 {
     if (n <= c->cap_items)
         return true;
-    float *data = realloc(c->data, sizeof(float) * (size_t)(n * s->per + 1));
+    bool staged = c->data && c->data == c->staged;
+    float *data = staged ? malloc(sizeof(float) * (size_t)(n * s->per + 1))
+                         : realloc(c->data, sizeof(float) * (size_t)(n * s->per + 1));
     if (!data)
         return false;
+    if (staged)
+        memcpy(data, c->data, sizeof(float) * (size_t)(c->items * s->per));
     c->data = data;
     c->cap_items = n;
     return true;
@@ -99,6 +107,11 @@ static void mps_stream_fill(struct mps_stream *s, struct mps_stream_chunk *c)
     c->items = 0;
     c->last = false;
     c->fatal_err.msg[0] = '\0';
+    if (c->staged && c->data != c->staged) { /* back to the staging after a chunk that outgrew it */
+        free(c->data);
+        c->data = c->staged;
+        c->cap_items = s->batch;
+    }
     bool oom = !mps_stream_reserve(s, c, s->batch);
     if (!oom && s->carry_data) { /* the .npy the chunk before had no room for: this chunk is new */
         oom = !mps_stream_reserve(s, c, s->carry.items) || !mps_stream_add_file(c, &s->carry);
@@ -199,9 +212,9 @@ static enum mps_status mps_stream_plan(struct mps_stream *s, int64_t items, stru
         }
     int slot = s->n_plans;
     if (slot == MPS_STREAM_PLANS) { /* the least recently used goes */
-        slot = 0;
-        for (int i = 1; i < s->n_plans; i++)
-            if (s->plans[i].used < s->plans[slot].used)
+        slot = -1;
+        for (int i = 0; i < s->n_plans; i++)
+            if (!s->plans[i].kept && (slot < 0 || s->plans[i].used < s->plans[slot].used))
                 slot = i;
         mps_stream_plan_free(&s->plans[slot]);
     } else {
@@ -245,6 +258,31 @@ static enum mps_status mps_stream_plan(struct mps_stream *s, int64_t items, stru
     return MPS_OK;
 }
 
+/* Before the first chunk: the plan for a whole chunk, and where the
+   backend has staging of its own (a GPU's pinned memory), each chunk decoded
+   straight into one of its two slots, so that a run copies nothing on the
+   host and the decoder fills one slot while the other runs. */
+static enum mps_status mps_stream_stage(struct mps_stream *s, struct mps_error *err)
+{
+    struct mps_stream_plan *p;
+    enum mps_status st = mps_stream_plan(s, s->batch, &p, err);
+    if (st || !s->r->backend->host_io)
+        return st;
+    p->kept = true;
+    int n_out = p->model->graph->n_outputs;
+    for (int k = 0; k < 2 && !st; k++) {
+        struct mps_stream_chunk *c = &s->chunk[k];
+        struct mps_tensor in[8];
+        if (p->model->graph->n_inputs > 8 || !(c->staged_out = calloc((size_t)n_out, sizeof *c->staged_out)))
+            return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+        if ((st = mps_plan_host_io(p->plan, k, in, c->staged_out, err)))
+            return st;
+        c->data = c->staged = in[0].data;
+        c->cap_items = s->batch;
+    }
+    return MPS_OK;
+}
+
 /* Runs chunk c (when it holds items) and hands it to fn. */
 static enum mps_status mps_stream_chunk_run(struct mps_stream *s, struct mps_stream_chunk *c, bool first,
                                             mps_stream_fn fn, void *ctx, struct mps_error *err)
@@ -260,7 +298,7 @@ static enum mps_status mps_stream_chunk_run(struct mps_stream *s, struct mps_str
         struct mps_shape shape = {s->item.ndim + 1, {c->items}};
         memcpy(shape.dim + 1, s->item.dim, sizeof(int64_t) * (size_t)s->item.ndim);
         grp.in[0] = mps_tensor_make(MPS_F32, &shape, c->data);
-        grp.out = p->out;
+        grp.out = c->data == c->staged && c->items == s->batch ? c->staged_out : p->out;
         grp.n_out = p->model->graph->n_outputs;
         double t0 = mps_cli_now_ms();
         st = mps_plan_run(p->plan, grp.in, grp.out, err);
@@ -318,6 +356,8 @@ enum mps_status mps_stream_run(struct mps_infer_result *r, const struct mps_inpu
     double t0 = mps_cli_now_ms();
     pthread_t thread;
     enum mps_status st = MPS_OK;
+    if (list->n >= s->batch && (st = mps_stream_stage(s, err)))
+        goto out;
     if (pthread_create(&thread, NULL, mps_stream_decoder, s) != 0) {
         st = mps_fail(err, MPS_ERR_RUNTIME, "cannot start the decoding thread");
         goto out;
@@ -359,7 +399,9 @@ out:
         mps_stream_plan_free(&s->plans[i]);
     for (int k = 0; k < 2; k++) {
         free(s->chunk[k].files);
-        free(s->chunk[k].data);
+        if (s->chunk[k].data != s->chunk[k].staged)
+            free(s->chunk[k].data);
+        free(s->chunk[k].staged_out);
     }
     free(s->carry_data);
     pthread_cond_destroy(&s->cv);

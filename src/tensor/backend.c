@@ -155,6 +155,14 @@ enum mps_status mps_plan_run(struct mps_plan *plan, const struct mps_tensor *in,
     return plan->backend->run(plan->state, in, out, err);
 }
 
+enum mps_status mps_plan_host_io(struct mps_plan *plan, int slot, struct mps_tensor *in, struct mps_tensor *out,
+                                 struct mps_error *err)
+{
+    if (!plan->backend->host_io)
+        return mps_fail(err, MPS_ERR_USAGE, "the %s backend has no staging of its own", plan->backend->name);
+    return plan->backend->host_io(plan->state, slot, in, out, err);
+}
+
 void mps_plan_rest(struct mps_plan *plan)
 {
     if (plan && plan->backend->rest)

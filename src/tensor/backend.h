@@ -57,6 +57,13 @@ struct mps_backend {
     /* Runs: in[] in graph input order, out[] in graph output order, contiguous
        host tensors of the graph's dtypes and shapes, owned by the caller. */
     enum mps_status (*run)(void *state, const struct mps_tensor *in, struct mps_tensor *out, struct mps_error *err);
+    /* Optional, for backends that stage through host memory of their own (a
+       GPU's pinned buffers): fills in[] and out[] (graph order, the graph's
+       dtypes and shapes) with tensors on that memory. A run given in[] there
+       copies nothing in; out[] there, nothing out. Two slots (0, 1), so that
+       a caller can fill one while the other runs. Owned by the state. */
+    enum mps_status (*host_io)(void *state, int slot, struct mps_tensor *in, struct mps_tensor *out,
+                               struct mps_error *err);
     /* Frees state; NULL is a no-op. */
     void (*free)(void *state);
     /* Optional: the caller will not run the plan for a while (a stream that
@@ -114,6 +121,10 @@ enum mps_status mps_plan_compile(const struct mps_backend *be, const struct mps_
 enum mps_status mps_plan_run(struct mps_plan *plan, const struct mps_tensor *in, struct mps_tensor *out,
                              struct mps_error *err);
 void mps_plan_free(struct mps_plan *plan);
+/* The backend's host_io (in[] and out[] on its staging slot), where it has
+   one; else MPS_ERR_USAGE, and the caller uses memory of its own. */
+enum mps_status mps_plan_host_io(struct mps_plan *plan, int slot, struct mps_tensor *in, struct mps_tensor *out,
+                                 struct mps_error *err);
 /* The backend's rest, where it has one. */
 void mps_plan_rest(struct mps_plan *plan);
 

@@ -4,7 +4,9 @@
    handle and workspace, and the whole run — input copies, every node's
    kernels and GEMMs, output copies — captured into one CUDA graph. A run
    copies the inputs into pinned memory, replays the graph, waits once, and
-   copies the outputs out: no allocation, no per-op synchronization. A second
+   copies the outputs out: no allocation, no per-op synchronization. A caller
+   that writes its inputs straight into the pinned staging (host_io: two
+   slots, each with its own graph) skips those host copies. A second
    graph without the copies replays the nodes alone on what the last run left
    on the device (rerun: bench's resident time); profile launches the nodes
    one by one between events.
@@ -40,10 +42,13 @@ static void mps_cuda_free(void *state)
     struct mps_cuda_state *s = state;
     if (!s)
         return;
-    if (s->exec)
-        cudaGraphExecDestroy(s->exec);
-    if (s->graph)
-        cudaGraphDestroy(s->graph);
+    for (int k = 0; k < 2; k++) {
+        if (s->exec[k])
+            cudaGraphExecDestroy(s->exec[k]);
+        if (s->graph[k])
+            cudaGraphDestroy(s->graph[k]);
+        cudaFreeHost(s->pinned[k]);
+    }
     if (s->nodes_exec)
         cudaGraphExecDestroy(s->nodes_exec);
     if (s->nodes_graph)
@@ -60,7 +65,6 @@ static void mps_cuda_free(void *state)
     cudaFree(s->packed_block);
     free(s->packed);
     free(s->writer);
-    cudaFreeHost(s->pinned);
     if (s->blas)
         mps_cublas.destroy(s->blas);
     if (s->stream)
@@ -135,8 +139,9 @@ static enum mps_status mps_cuda_memory(struct mps_cuda_state *s, struct mps_erro
     cudaError_t e = cudaMalloc(&s->arena, mp.size + scratch + 256);
     if (e == cudaSuccess && weights)
         e = cudaMalloc(&s->weights, weights);
+    s->pinned_bytes = pinned + 256;
     if (e == cudaSuccess)
-        e = cudaMallocHost(&s->pinned, pinned + 256);
+        e = cudaMallocHost(&s->pinned[0], s->pinned_bytes);
     if (e != cudaSuccess) {
         mps_memplan_free(&mp);
         return mps_fail(err, MPS_ERR_RUNTIME, "cannot allocate %zu bytes of activations, %zu of weights: %s",
@@ -197,14 +202,14 @@ static enum mps_status mps_cuda_node(struct mps_cuda_state *s, int k, struct mps
     return MPS_OK;
 }
 
-/* Enqueues the copies of the inputs from pinned memory (in) or of the outputs to it. */
-static enum mps_status mps_cuda_copies(struct mps_cuda_state *s, bool in, struct mps_error *err)
+/* Enqueues the copies of the inputs from staging slot `slot` (in) or of the outputs to it. */
+static enum mps_status mps_cuda_copies(struct mps_cuda_state *s, int slot, bool in, struct mps_error *err)
 {
     const struct mps_graph *g = s->g;
     for (int i = 0; i < (in ? g->n_inputs : g->n_outputs); i++) {
         int v = in ? g->inputs[i] : g->outputs[i];
         size_t bytes = mps_cuda_bytes(&g->values[v]);
-        unsigned char *pin = (unsigned char *)s->pinned + (in ? s->in_pin[i] : s->out_pin[i]);
+        unsigned char *pin = (unsigned char *)s->pinned[slot] + (in ? s->in_pin[i] : s->out_pin[i]);
         if (bytes)
             MPS_CUDA_CHECK(cudaMemcpyAsync(in ? s->dptr[v] : pin, in ? pin : s->dptr[v], bytes,
                                            in ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s->stream));
@@ -212,21 +217,21 @@ static enum mps_status mps_cuda_copies(struct mps_cuda_state *s, bool in, struct
     return MPS_OK;
 }
 
-/* Records every node, between the copies when copies is set. */
-static enum mps_status mps_cuda_record(struct mps_cuda_state *s, bool copies, struct mps_error *err)
+/* Records every node, between the copies from and to staging slot `slot` (-1: no copies). */
+static enum mps_status mps_cuda_record(struct mps_cuda_state *s, int slot, struct mps_error *err)
 {
-    enum mps_status st = copies ? mps_cuda_copies(s, true, err) : MPS_OK;
+    enum mps_status st = slot >= 0 ? mps_cuda_copies(s, slot, true, err) : MPS_OK;
     for (int k = 0; k < s->g->n_nodes && !st; k++)
         st = mps_cuda_node(s, k, err);
-    return st || !copies ? st : mps_cuda_copies(s, false, err);
+    return st || slot < 0 ? st : mps_cuda_copies(s, slot, false, err);
 }
 
 /* Captures the record into *graph and instantiates it; a failure inside still ends the capture. */
-static enum mps_status mps_cuda_capture(struct mps_cuda_state *s, bool copies, cudaGraph_t *graph,
+static enum mps_status mps_cuda_capture(struct mps_cuda_state *s, int slot, cudaGraph_t *graph,
                                         cudaGraphExec_t *exec, struct mps_error *err)
 {
     MPS_CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
-    enum mps_status st = mps_cuda_record(s, copies, err);
+    enum mps_status st = mps_cuda_record(s, slot, err);
     cudaError_t e = cudaStreamEndCapture(s->stream, graph);
     if (st)
         return st;
@@ -262,8 +267,8 @@ static enum mps_status mps_cuda_setup(struct mps_cuda_state *s, const struct mps
     mps_cuda_fuse(s);
     st = mps_cuda_memory(s, err);
     if (!st)
-        st = mps_cuda_capture(s, true, &s->graph, &s->exec, err);
-    return st ? st : mps_cuda_capture(s, false, &s->nodes_graph, &s->nodes_exec, err);
+        st = mps_cuda_capture(s, 0, &s->graph[0], &s->exec[0], err);
+    return st ? st : mps_cuda_capture(s, -1, &s->nodes_graph, &s->nodes_exec, err);
 }
 
 static enum mps_status mps_cuda_compile(const struct mps_graph *g, const struct mps_compile_opts *opts, void **state,
@@ -282,26 +287,67 @@ static enum mps_status mps_cuda_compile(const struct mps_graph *g, const struct 
     return MPS_OK;
 }
 
-/* The host side of a run: in[] into the pinned staging (in), or the staging into out[]. */
-static void mps_cuda_stage(struct mps_cuda_state *s, const struct mps_tensor *in, struct mps_tensor *out)
+/* The staging slot in[] already lies in (a caller that filled host_io's
+   buffers), else -1. */
+static int mps_cuda_slot_of(const struct mps_cuda_state *s, const struct mps_tensor *in)
+{
+    for (int k = 0; k < 2; k++)
+        if (s->pinned[k] && s->g->n_inputs > 0 && in[0].data == (unsigned char *)s->pinned[k] + s->in_pin[0])
+            return k;
+    return -1;
+}
+
+/* The host side of a run: in[] into staging slot `slot`, or the slot into out[];
+   a tensor that is the slot's own buffer is not copied. */
+static void mps_cuda_stage(struct mps_cuda_state *s, int slot, const struct mps_tensor *in, struct mps_tensor *out)
 {
     const struct mps_graph *g = s->g;
-    unsigned char *pin = s->pinned;
+    unsigned char *pin = s->pinned[slot];
     for (int i = 0; in && i < g->n_inputs; i++)
-        memcpy(pin + s->in_pin[i], in[i].data, mps_tensor_bytes(&in[i]));
+        if (in[i].data != pin + s->in_pin[i])
+            memcpy(pin + s->in_pin[i], in[i].data, mps_tensor_bytes(&in[i]));
     for (int i = 0; out && i < g->n_outputs; i++)
-        memcpy(out[i].data, pin + s->out_pin[i], mps_tensor_bytes(&out[i]));
+        if (out[i].data != pin + s->out_pin[i])
+            memcpy(out[i].data, pin + s->out_pin[i], mps_tensor_bytes(&out[i]));
 }
 
 static enum mps_status mps_cuda_run(void *state, const struct mps_tensor *in, struct mps_tensor *out,
                                     struct mps_error *err)
 {
     struct mps_cuda_state *s = state;
-    mps_cuda_stage(s, in, NULL);
-    MPS_CUDA_CHECK(cudaGraphLaunch(s->exec, s->stream));
+    int slot = mps_cuda_slot_of(s, in);
+    slot = slot < 0 ? 0 : slot;
+    mps_cuda_stage(s, slot, in, NULL);
+    MPS_CUDA_CHECK(cudaGraphLaunch(s->exec[slot], s->stream));
     MPS_CUDA_CHECK(cudaStreamSynchronize(s->stream));
-    mps_cuda_stage(s, NULL, out);
+    mps_cuda_stage(s, slot, NULL, out);
     s->ran = true;
+    return MPS_OK;
+}
+
+/* Staging slot `slot` as host tensors (the second slot and its graph made on first use). */
+static enum mps_status mps_cuda_host_io(void *state, int slot, struct mps_tensor *in, struct mps_tensor *out,
+                                        struct mps_error *err)
+{
+    struct mps_cuda_state *s = state;
+    const struct mps_graph *g = s->g;
+    if (slot < 0 || slot > 1)
+        return mps_fail(err, MPS_ERR_USAGE, "staging slot %d: there are two, 0 and 1", slot);
+    if (!s->pinned[slot]) {
+        MPS_CUDA_CHECK(cudaMallocHost(&s->pinned[slot], s->pinned_bytes));
+        enum mps_status st = mps_cuda_capture(s, slot, &s->graph[slot], &s->exec[slot], err);
+        if (st)
+            return st;
+    }
+    unsigned char *pin = s->pinned[slot];
+    for (int i = 0; in && i < g->n_inputs; i++) {
+        const struct mps_value *v = &g->values[g->inputs[i]];
+        in[i] = mps_tensor_make(v->dtype, &v->shape, pin + s->in_pin[i]);
+    }
+    for (int i = 0; out && i < g->n_outputs; i++) {
+        const struct mps_value *v = &g->values[g->outputs[i]];
+        out[i] = mps_tensor_make(v->dtype, &v->shape, pin + s->out_pin[i]);
+    }
     return MPS_OK;
 }
 
@@ -327,8 +373,8 @@ static enum mps_status mps_cuda_profile(void *state, const struct mps_tensor *in
     for (int k = 0; k <= g->n_nodes; k++)
         if (!s->events[k])
             MPS_CUDA_CHECK(cudaEventCreate(&s->events[k]));
-    mps_cuda_stage(s, in, NULL);
-    enum mps_status st = mps_cuda_copies(s, true, err);
+    mps_cuda_stage(s, 0, in, NULL);
+    enum mps_status st = mps_cuda_copies(s, 0, true, err);
     for (int k = 0; k < g->n_nodes && !st; k++) {
         MPS_CUDA_CHECK(cudaEventRecord(s->events[k], s->stream));
         st = mps_cuda_node(s, k, err);
@@ -336,7 +382,7 @@ static enum mps_status mps_cuda_profile(void *state, const struct mps_tensor *in
     if (st)
         return st;
     MPS_CUDA_CHECK(cudaEventRecord(s->events[g->n_nodes], s->stream));
-    if ((st = mps_cuda_copies(s, false, err)))
+    if ((st = mps_cuda_copies(s, 0, false, err)))
         return st;
     MPS_CUDA_CHECK(cudaStreamSynchronize(s->stream));
     for (int k = 0; k < g->n_nodes; k++) {
@@ -344,7 +390,7 @@ static enum mps_status mps_cuda_profile(void *state, const struct mps_tensor *in
         MPS_CUDA_CHECK(cudaEventElapsedTime(&ms, s->events[k], s->events[k + 1]));
         node_ms[k] = ms;
     }
-    mps_cuda_stage(s, NULL, out);
+    mps_cuda_stage(s, 0, NULL, out);
     s->ran = true;
     return MPS_OK;
 }
@@ -429,6 +475,7 @@ const struct mps_backend mps_backend_cuda = {
     .supports = mps_cuda_supports,
     .compile = mps_cuda_compile,
     .run = mps_cuda_run,
+    .host_io = mps_cuda_host_io,
     .free = mps_cuda_free,
     .profile = mps_cuda_profile,
     .rerun = mps_cuda_rerun,

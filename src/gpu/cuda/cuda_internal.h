@@ -57,15 +57,19 @@ struct mps_cuda_state {
     enum mps_precision precision;
     cudaStream_t stream;
     cublasHandle_t blas;
-    void *workspace, *arena, *scratch, *weights, *pinned, *packed_block;
+    void *workspace, *arena, *scratch, *weights, *packed_block;
+    void *pinned[2];   /* host staging, two slots (the second made on first use by host_io): the copies in the
+                          graph read the inputs from and write the outputs to a slot, so that a caller can
+                          fill one slot while the other runs */
+    size_t pinned_bytes; /* a slot's */
     void **packed;   /* per node: its weights prepared at compile (Winograd's U), or NULL */
     int *writer;     /* per node: the node whose kernels compute it: itself, a Conv before a
                         MaxPool it computes too, or the first Gemm of a chain (mps_cuda_fuse); the memory plan's */
     void **dptr;     /* per value: its device memory */
     void **in_dev;   /* per graph input: a device buffer */
     size_t *in_pin, *out_pin; /* per graph input / output: offset of its staging in pinned */
-    cudaGraph_t graph, nodes_graph; /* the whole run; the nodes alone */
-    cudaGraphExec_t exec, nodes_exec;
+    cudaGraph_t graph[2], nodes_graph; /* the whole run, per staging slot; the nodes alone */
+    cudaGraphExec_t exec[2], nodes_exec;
     cudaEvent_t *events; /* profile's, one per node and one more; made on first use */
     bool ran;            /* a run has put inputs on the device */
 };
