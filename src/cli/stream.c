@@ -1,5 +1,7 @@
 /* stream.c: the chunked run over many inputs (stream.h): a decoder thread
-   fills one chunk while the main thread runs the other. */
+   fills one chunk while the main thread runs the other. The decoder reads
+   files a window at a time (a chunk's worth), decoding the window's files
+   in parallel on a pool of its own, then lays them into chunks in order. */
 #include "stream.h"
 
 #include <pthread.h>
@@ -9,6 +11,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "cpu/pool.h"
 #include "memplan.h"
 
 #define MPS_STREAM_PLANS 4 /* batch sizes compiled at once; the least recently used one goes */
@@ -39,6 +42,14 @@ struct mps_stream_plan {
     bool kept;              /* never evicted: the chunks are staged in it */
 };
 
+/* A file decoded ahead of its chunk. */
+struct mps_stream_file {
+    struct mps_infer_file f;
+    float *data;                 /* its items (f.items of them), NULL when it failed */
+    enum mps_status fatal;       /* out of memory while decoding it */
+    struct mps_error fatal_err;
+};
+
 struct mps_stream {
     struct mps_infer_result *r;
     const struct mps_inputs *list;
@@ -52,8 +63,9 @@ struct mps_stream {
     struct mps_stream_chunk chunk[2];
     bool stop;                      /* the main thread is done: the decoder ends */
     int64_t next;                   /* the next path to decode */
-    struct mps_infer_file carry;    /* a .npy that did not fit the chunk before */
-    float *carry_data;              /* its items, NULL when none */
+    struct mps_pool *pool;          /* the decoder's threads */
+    struct mps_stream_file *window; /* files decoded, waiting for their chunk: [at, n_window) */
+    int64_t n_window, at, cap_window;
     struct mps_stream_plan plans[MPS_STREAM_PLANS];
     int n_plans;
     uint64_t tick;
@@ -98,8 +110,57 @@ static bool mps_stream_add_file(struct mps_stream_chunk *c, const struct mps_inf
     return true;
 }
 
-/* Decodes files into c until it holds s->batch items, the list ends, a .npy
-   does not fit, or (without keep_going) a file fails. */
+/* Decodes window files [b, e), each into a buffer of its own. */
+static void mps_stream_decode(void *ctx, int64_t b, int64_t e)
+{
+    struct mps_stream *s = ctx;
+    for (int64_t i = b; i < e; i++) {
+        struct mps_stream_file *w = &s->window[i];
+        float *one = malloc(sizeof(float) * (size_t)(s->per + 1)), *spill = NULL;
+        struct mps_error err = {{0}};
+        enum mps_status st = one ? mps_infer_decode(&s->r->prep, &s->item, s->free_batch ? 0 : s->batch, &w->f, one, 1,
+                                                    &spill, &err)
+                                 : mps_fail(&err, MPS_ERR_RUNTIME, "out of memory decoding %s", w->f.path);
+        w->data = spill ? spill : one;
+        if (spill || st)
+            free(one);
+        if (st) {
+            w->data = NULL;
+            if (st == MPS_ERR_RUNTIME) {
+                w->fatal = st;
+                w->fatal_err = err;
+            }
+            w->f.st = st;
+            snprintf(w->f.error, sizeof w->f.error, "%s", err.msg);
+        }
+    }
+}
+
+/* The next window of files, a chunk's worth, decoded in parallel. */
+static bool mps_stream_window(struct mps_stream *s)
+{
+    int64_t count = s->list->n - s->next < s->batch ? s->list->n - s->next : s->batch;
+    if (count > s->cap_window) {
+        struct mps_stream_file *w = realloc(s->window, sizeof *w * (size_t)count);
+        if (!w)
+            return false;
+        s->window = w;
+        s->cap_window = count;
+    }
+    for (int64_t i = 0; i < count; i++)
+        s->window[i] = (struct mps_stream_file){
+            .f = {.path = mps_inputs_path(s->list, s->next + i), .index = s->list->first + s->next + i}};
+    s->next += count;
+    s->n_window = count;
+    s->at = 0;
+    mps_pool_for(s->pool, count, MPS_POOL_GRAIN, mps_stream_decode, s); /* a file is work enough for a thread */
+    mps_pool_rest(s->pool); /* the runs get the cores until the next window */
+    return true;
+}
+
+/* Lays decoded files into c until it holds s->batch items, the files run
+   out, a .npy does not fit (it starts the next chunk), or (without
+   keep_going) a file has failed. */
 static void mps_stream_fill(struct mps_stream *s, struct mps_stream_chunk *c)
 {
     double t0 = mps_cli_now_ms();
@@ -113,55 +174,36 @@ static void mps_stream_fill(struct mps_stream *s, struct mps_stream_chunk *c)
         c->cap_items = s->batch;
     }
     bool oom = !mps_stream_reserve(s, c, s->batch);
-    if (!oom && s->carry_data) { /* the .npy the chunk before had no room for: this chunk is new */
-        oom = !mps_stream_reserve(s, c, s->carry.items) || !mps_stream_add_file(c, &s->carry);
-        if (!oom) {
-            memcpy(c->data, s->carry_data, sizeof(float) * (size_t)(s->carry.items * s->per));
-            c->items = s->carry.items;
-        }
-        free(s->carry_data);
-        s->carry_data = NULL;
-    }
-    while (!oom && c->items < s->batch && s->next < s->list->n && !mps_stream_stopped(s)) {
-        struct mps_infer_file f = {.path = mps_inputs_path(s->list, s->next), .index = s->list->first + s->next};
-        s->next++;
-        float *spill = NULL;
-        struct mps_error e = {{0}};
-        enum mps_status st = mps_infer_decode(&s->r->prep, &s->item, s->free_batch ? 0 : s->batch, &f,
-                                              c->data + c->items * s->per, s->batch - c->items, &spill, &e);
-        if (st == MPS_ERR_RUNTIME) {
+    while (!oom && c->items < s->batch && !mps_stream_stopped(s)) {
+        if (s->at == s->n_window && (s->next >= s->list->n || (oom = !mps_stream_window(s))))
+            break;
+        struct mps_stream_file *w = &s->window[s->at];
+        if (w->fatal) {
             oom = true;
-            c->fatal_err = e;
+            c->fatal_err = w->fatal_err;
             break;
         }
-        if (st) {
-            f.st = st;
-            snprintf(f.error, sizeof f.error, "%s", e.msg);
-            oom = !mps_stream_add_file(c, &f);
-            if (!s->o->keep_going) {
-                c->last = true;
-                break;
-            }
-            continue;
-        }
-        if (spill && c->items > 0) { /* a .npy of more items than are left: it starts the next chunk */
-            s->carry = f;
-            s->carry_data = spill;
+        if (!w->f.st && c->items > 0 && c->items + w->f.items > s->batch)
+            break; /* a .npy of more items than are left: it starts the next chunk */
+        if (!w->f.st && (oom = !mps_stream_reserve(s, c, c->items + w->f.items)))
+            break;
+        if (!w->f.st)
+            memcpy(c->data + c->items * s->per, w->data, sizeof(float) * (size_t)(w->f.items * s->per));
+        if ((oom = !mps_stream_add_file(c, &w->f)))
+            break;
+        c->items += w->f.items;
+        free(w->data);
+        w->data = NULL;
+        s->at++;
+        if (w->f.st && !s->o->keep_going) {
+            c->last = true;
             break;
         }
-        if (spill) { /* more items than a chunk takes, alone in this one */
-            oom = !mps_stream_reserve(s, c, f.items);
-            if (!oom)
-                memcpy(c->data, spill, sizeof(float) * (size_t)(f.items * s->per));
-            free(spill);
-        }
-        oom = oom || !mps_stream_add_file(c, &f);
-        c->items += f.items;
     }
     c->fatal = oom ? MPS_ERR_RUNTIME : MPS_OK;
     if (oom && !c->fatal_err.msg[0])
         mps_fail(&c->fatal_err, MPS_ERR_RUNTIME, "out of memory decoding inputs");
-    c->last = c->last || oom || (s->next >= s->list->n && !s->carry_data) || mps_stream_stopped(s);
+    c->last = c->last || oom || (s->next >= s->list->n && s->at == s->n_window) || mps_stream_stopped(s);
     c->decode_ms = mps_cli_now_ms() - t0;
 }
 
@@ -355,8 +397,8 @@ enum mps_status mps_stream_run(struct mps_infer_result *r, const struct mps_inpu
     pthread_cond_init(&s->cv, NULL);
     double t0 = mps_cli_now_ms();
     pthread_t thread;
-    enum mps_status st = MPS_OK;
-    if (list->n >= s->batch && (st = mps_stream_stage(s, err)))
+    enum mps_status st = mps_pool_new(o->co->threads, &s->pool, err);
+    if (st || (list->n >= s->batch && (st = mps_stream_stage(s, err))))
         goto out;
     if (pthread_create(&thread, NULL, mps_stream_decoder, s) != 0) {
         st = mps_fail(err, MPS_ERR_RUNTIME, "cannot start the decoding thread");
@@ -403,7 +445,10 @@ out:
             free(s->chunk[k].data);
         free(s->chunk[k].staged_out);
     }
-    free(s->carry_data);
+    for (int64_t i = s->at; i < s->n_window; i++)
+        free(s->window[i].data);
+    free(s->window);
+    mps_pool_free(s->pool);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s);
