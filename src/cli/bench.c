@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "cli.h"
 #include "model.h"
 
@@ -25,10 +26,6 @@ static int mps_bench_cmp(const void *a, const void *b)
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
-
-struct mps_bench_stats {
-    double median, p10, p90;
-};
 
 static struct mps_bench_stats mps_bench_stats(double *t, int n)
 {
@@ -171,26 +168,48 @@ static void mps_bench_machine(cJSON *json, bool print)
             }
         } else if (ok) {
             if (print)
-                printf("gpu      %s: %s, %.1f GiB\n", all[i]->name, info.device, (double)info.memory_bytes / (1 << 30));
+                printf("gpu      %s: %s, %.1f GiB%s", all[i]->name, info.device, (double)info.memory_bytes / (1 << 30),
+                       info.peak_gflops > 0 ? "" : "\n");
+            if (print && info.peak_gflops > 0)
+                printf(", fp32 peak %.1f TFLOP/s\n", info.peak_gflops / 1e3);
             if (gpus)
                 cJSON_AddItemToArray(gpus, cJSON_CreateString(info.device));
+            if (json && info.peak_gflops > 0) {
+                cJSON *peaks = cJSON_GetObjectItem(json, "peak_fp32_gflops");
+                peaks = peaks ? peaks : cJSON_AddObjectToObject(json, "peak_fp32_gflops");
+                cJSON_AddNumberToObject(peaks, all[i]->name, info.peak_gflops);
+            }
+        }
+    }
+}
+
+/* The machine in a line, for a chart's title: the CPU, its kernels and
+   threads, the GPUs; *peak gets the first GPU's fp32 peak (0: none known). */
+static void mps_bench_machine_text(char *buf, size_t size, double *peak)
+{
+    int n;
+    const struct mps_backend *const *all = mps_backend_list(&n);
+    size_t used = 0;
+    *peak = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && used < size; i++) {
+        struct mps_backend_info info;
+        struct mps_error err = {{0}};
+        if (all[i]->probe(&info, &err) != MPS_OK)
+            continue;
+        if (all[i] == &mps_backend_cpu) {
+            char kernels[64] = "";
+            sscanf(info.detail, "kernels %63s", kernels);
+            used += (size_t)snprintf(buf + used, size - used, "%s%s, %s kernels, %d threads", used ? "; " : "",
+                                     info.device, kernels, info.threads);
+        } else {
+            used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? "; " : "", info.device);
+            *peak = *peak > 0 ? *peak : info.peak_gflops;
         }
     }
 }
 
 /* ---- matmul ------------------------------------------------------------------ */
-
-struct mps_bench_row {
-    const char *backend, *precision;
-    int64_t m, n, k;
-    struct mps_bench_stats t; /* resident when the backend can (GPUs), else the run path */
-    bool resident;
-    struct mps_bench_stats run; /* the run path, host copies included (resident rows) */
-    double gflops, max_err;
-    bool has_base;
-    struct mps_bench_stats base;
-    double base_gflops;
-};
 
 /* Milliseconds of untimed runs before each round of timed ones. */
 #define MPS_BENCH_WARM_MS 20.0
@@ -339,9 +358,10 @@ static int mps_bench_matmul(int argc, char **argv)
     struct arg_int *seed = arg_int0(NULL, "seed", "S", "random data seed (default 1)");
     struct arg_lit *json = arg_lit0(NULL, "json", "print one JSON object (schema_version 1)");
     struct arg_lit *csv = arg_lit0(NULL, "csv", "print CSV rows");
+    struct arg_file *plot = arg_file0(NULL, "plot", "FILE.svg", "draw GFLOP/s against size, beside each vendor GEMM");
     struct arg_lit *help = arg_lit0("h", "help", "print this help");
     struct arg_end *end = arg_end(20);
-    void *argtable[] = {cmd, sizes, backends, precs, threads, repeat, warmup, seed, json, csv, help, end};
+    void *argtable[] = {cmd, sizes, backends, precs, threads, repeat, warmup, seed, json, csv, plot, help, end};
     bool done;
     int rc = mps_cli_parse(argc, argv, argtable, help, end,
                            "Times C = A B through each backend's compile and run path (A an input, B a weight),\n"
@@ -362,6 +382,8 @@ static int mps_bench_matmul(int argc, char **argv)
                       &n_sizes, &err);
     if (!st)
         st = mps_bench_opts_parse(&opts, backends, precs, threads, repeat, warmup, json, csv, &err);
+    if (!st)
+        st = mps_cli_plot_path(plot, &err);
     for (int s = 0; !st && s < n_sizes; s++) {
         int64_t m, n, k;
         if (!mps_bench_size(size_list[s], &m, &n, &k))
@@ -387,6 +409,12 @@ static int mps_bench_matmul(int argc, char **argv)
             }
     }
     mps_cli_progress_done();
+    if (!st && plot->count) {
+        char machine[512];
+        double peak;
+        mps_bench_machine_text(machine, sizeof machine, &peak);
+        st = mps_bench_plot_matmul(plot->filename[0], machine, rows, n_rows, peak, &err);
+    }
     if (st)
         goto out;
     if (json->count) {
@@ -527,6 +555,34 @@ static void mps_bench_profile(const struct mps_graph *g, const double *node_ms, 
     free(nodes);
 }
 
+/* The largest nodes of a profile, as chart bars: the 12 largest, then the rest as "other". */
+static void mps_bench_bars(const struct mps_graph *g, const double *node_ms, int runs, struct mps_bench_result *row)
+{
+    struct mps_bench_node *nodes = calloc((size_t)g->n_nodes + 1, sizeof *nodes);
+    int top = g->n_nodes > 13 ? 12 : g->n_nodes;
+    row->bars = calloc((size_t)top + 1, sizeof *row->bars);
+    if (!nodes || !row->bars) {
+        free(nodes);
+        free(row->bars);
+        row->bars = NULL;
+        return;
+    }
+    double total = mps_bench_node_medians(g, node_ms, runs, nodes), shown = 0;
+    for (int i = 0; i < top; i++) {
+        const struct mps_node *nd = &g->nodes[nodes[i].index];
+        char op[48];
+        snprintf(row->bars[i].label, sizeof row->bars[i].label, "%s %s", mps_node_label(nd, op, sizeof op), nd->name);
+        row->bars[i].ms = nodes[i].ms;
+        shown += nodes[i].ms;
+    }
+    row->n_bars = top;
+    if (top < g->n_nodes) {
+        snprintf(row->bars[top].label, sizeof row->bars[top].label, "other (%d nodes)", g->n_nodes - top);
+        row->bars[row->n_bars++].ms = total - shown;
+    }
+    free(nodes);
+}
+
 /* Loads path with every input's free batch dim set to batch; random inputs. */
 static enum mps_status mps_bench_model_load(const char *path, int64_t batch, struct mps_model **m,
                                             struct mps_tensor *in, int *n_in, struct mps_error *err)
@@ -608,9 +664,12 @@ static int mps_bench_model(int argc, char **argv)
     struct arg_lit *profile = arg_lit0(NULL, "profile", "time every node too (cpu, cuda)");
     struct arg_lit *json = arg_lit0(NULL, "json", "print one JSON object (schema_version 1)");
     struct arg_lit *csv = arg_lit0(NULL, "csv", "print CSV rows");
+    struct arg_file *plot = arg_file0(NULL, "plot", "FILE.svg", "draw latency and throughput against batch (and, "
+                                      "with --profile, the largest nodes)");
     struct arg_lit *help = arg_lit0("h", "help", "print this help");
     struct arg_end *end = arg_end(20);
-    void *argtable[] = {cmd, model, batches, backends, precs, threads, repeat, warmup, profile, json, csv, help, end};
+    void *argtable[] = {cmd, model, batches, backends, precs, threads, repeat, warmup, profile, json, csv, plot, help,
+                        end};
     bool done;
     int rc = mps_cli_parse(argc, argv, argtable, help, end,
                            "Times MODEL on random inputs per batch size, backend and precision: latency\n"
@@ -622,6 +681,8 @@ static int mps_bench_model(int argc, char **argv)
     enum mps_status st = MPS_OK;
     const char *subject = "bench model";
     cJSON *root = NULL, *res = NULL;
+    struct mps_bench_result *kept = NULL; /* the rows, for --plot */
+    int n_kept = 0;
     if (done)
         goto out;
     char bbuf[256], *batch_list[16];
@@ -637,10 +698,14 @@ static int mps_bench_model(int argc, char **argv)
         if (endp == batch_list[bi] || *endp || batch < 1 || batch > 65536)
             st = mps_fail(&err, MPS_ERR_USAGE, "--batch: '%s' is not a size from 1 to 65536", batch_list[bi]);
     }
+    if (!st)
+        st = mps_cli_plot_path(plot, &err);
     if (!st) {
         subject = model->filename[0];
         st = mps_bench_model_check(subject, batch_list, n_batch, &opts, &err);
     }
+    if (!st && plot->count && !(kept = calloc((size_t)(n_batch * opts.n_pairs + 1), sizeof *kept)))
+        st = mps_fail(&err, MPS_ERR_RUNTIME, "out of memory");
     if (st)
         goto out;
     if (json->count) {
@@ -733,6 +798,13 @@ static int mps_bench_model(int argc, char **argv)
                     struct mps_bench_stats t = mps_bench_stats(times, opts.repeat);
                     double ips = (double)batch * 1e3 / t.median;
                     mps_cli_progress_done();
+                    if (kept) {
+                        kept[n_kept] = (struct mps_bench_result){
+                            .backend = opts.be[b]->name, .precision = opts.prec_name[p], .batch = batch, .t = t, .ips = ips};
+                        if (node_ms)
+                            mps_bench_bars(g, node_ms, opts.repeat, &kept[n_kept]);
+                        n_kept++;
+                    }
                     if (res) {
                         cJSON *o = cJSON_CreateObject();
                         cJSON_AddStringToObject(o, "backend", opts.be[b]->name);
@@ -789,7 +861,17 @@ static int mps_bench_model(int argc, char **argv)
         if (!mps_cli_json_print(root))
             st = mps_fail(&err, MPS_ERR_RUNTIME, "out of memory");
     }
+    if (!st && kept) {
+        char machine[512];
+        double peak;
+        mps_bench_machine_text(machine, sizeof machine, &peak);
+        subject = NULL; /* the message names the file */
+        st = mps_bench_plot_model(plot->filename[0], model->filename[0], machine, kept, n_kept, &err);
+    }
 out:
+    for (int i = 0; i < n_kept; i++)
+        free(kept[i].bars);
+    free(kept);
     cJSON_Delete(root);
     if (st) {
         mps_cli_error(subject, "%s", err.msg);

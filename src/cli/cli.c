@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <errno.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -158,6 +161,31 @@ enum mps_status mps_cli_list(const char *name, const char *list, char *buf, size
     }
 }
 
+enum mps_status mps_cli_writable(const char *name, const char *path, struct mps_error *err)
+{
+    struct stat st;
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (slash == path ? 1 : (int)(slash - path)) : 1, slash ? path : ".");
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return mps_fail(err, MPS_ERR_USAGE, "%s %s: is a folder", name, path);
+    if ((stat(path, &st) == 0 && access(path, W_OK) != 0) || (stat(path, &st) != 0 && access(dir, W_OK | X_OK) != 0))
+        return mps_fail(err, MPS_ERR_USAGE, "%s %s: cannot write: %s", name, path, strerror(errno));
+    return MPS_OK;
+}
+
+enum mps_status mps_cli_plot_path(const struct arg_file *plot, struct mps_error *err)
+{
+    if (!plot->count)
+        return MPS_OK;
+    const char *p = plot->filename[0];
+    size_t n = strlen(p);
+    if (n < 4 || strcasecmp(p + n - 4, ".svg"))
+        return mps_fail(err, MPS_ERR_USAGE, "--plot %s: mpsrun draws SVG; name the file .svg (rsvg-convert or a "
+                        "browser turns it into a PNG)", p);
+    return mps_cli_writable("--plot", p, err);
+}
+
 const char *mps_cli_csv_quote(const char *s, char *buf, size_t size)
 {
     if (!strpbrk(s, ",\"\r\n")) {
@@ -178,7 +206,7 @@ const char *mps_cli_csv_quote(const char *s, char *buf, size_t size)
 
 /* The length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong
    forms, no surrogates, nothing past U+10FFFF), or 0. */
-static int mps_cli_utf8_len(const unsigned char *s)
+int mps_cli_utf8_len(const unsigned char *s)
 {
     if (s[0] < 0x80)
         return 1;

@@ -67,6 +67,12 @@ enum mps_status mps_cli_threads(const struct arg_int *a, int *threads, struct mp
 enum mps_status mps_cli_list(const char *name, const char *list, char *buf, size_t size, char **items, int max, int *n,
                              struct mps_error *err);
 
+/* Whether option name's path can be written, found out before any work: a
+   usage error naming the option when it is a folder or not writable. */
+enum mps_status mps_cli_writable(const char *name, const char *path, struct mps_error *err);
+/* --plot's file, when given: named .svg, writable. */
+enum mps_status mps_cli_plot_path(const struct arg_file *plot, struct mps_error *err);
+
 /* s as one CSV field (RFC 4180): in double quotes, each '"' doubled, when it
    holds a comma, a quote or a line break; as it is otherwise. Returns buf. */
 const char *mps_cli_csv_quote(const char *s, char *buf, size_t size);
@@ -76,6 +82,8 @@ const char *mps_cli_csv_quote(const char *s, char *buf, size_t size);
    U+FFFD, so the output always parses. False when out of memory. */
 struct cJSON;
 bool mps_cli_json_print(struct cJSON *root);
+/* The length of the well-formed UTF-8 sequence at s (RFC 3629), or 0. */
+int mps_cli_utf8_len(const unsigned char *s);
 /* The same as text (cJSON_free it), formatted or on one line; NULL when out of memory. */
 char *mps_cli_json_text(struct cJSON *root, bool formatted);
 

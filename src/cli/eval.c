@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "infer.h"
 #include "inputs.h"
+#include "plot.h"
 #include "stream.h"
 
 struct mps_eval {
@@ -294,6 +295,72 @@ static bool mps_eval_json(const struct mps_eval *e, const struct mps_infer_resul
     return ok;
 }
 
+/* --plot: the confusion matrix as a heat map beside each class's recall
+   (with more than 40 classes, the 40 of lowest recall). */
+static enum mps_status mps_eval_plot(const struct mps_eval *e, const struct mps_infer_result *r, const char *path,
+                                     const char *dir, struct mps_error *err)
+{
+    int k = (int)e->k, shown = k > 40 ? 40 : k;
+    char **names = calloc((size_t)k, sizeof *names);
+    const char **bar_labels = calloc((size_t)k, sizeof *bar_labels);
+    double *recall = calloc((size_t)k, sizeof *recall), *bar_values = calloc((size_t)k, sizeof *bar_values);
+    int *order = calloc((size_t)k, sizeof *order);
+    enum mps_status st = MPS_OK;
+    for (int c = 0; names && c < k; c++) {
+        char buf[96];
+        snprintf(buf, sizeof buf, "%d %s", c, c < r->n_labels ? r->labels[c] : "");
+        if (!(names[c] = strdup(buf)))
+            break;
+    }
+    if (!names || !bar_labels || !recall || !bar_values || !order || !names[k - 1]) {
+        st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+        goto out;
+    }
+    for (int c = 0; c < k; c++) {
+        recall[c] = e->images[c] ? 100.0 * (double)e->confusion[(size_t)c * (size_t)k + (size_t)c] / (double)e->images[c]
+                                 : NAN;
+        order[c] = c;
+    }
+    if (k > shown) /* the classes of lowest recall first (insertion sort: a few thousand at most) */
+        for (int i = 1; i < k; i++)
+            for (int j = i; j > 0 && !(recall[order[j - 1]] <= recall[order[j]]); j--) {
+                int t = order[j];
+                order[j] = order[j - 1];
+                order[j - 1] = t;
+            }
+    for (int i = 0; i < shown; i++) {
+        bar_labels[i] = names[order[i]];
+        bar_values[i] = recall[order[i]];
+    }
+    char title[600], sub[96], count[32];
+    snprintf(title, sizeof title, "eval %s on %s: top-1 %.2f%% of %s images", r->model->path, dir,
+             r->n_items ? 100.0 * (double)e->top1 / (double)r->n_items : 0.0,
+             mps_cli_count(r->n_items, count, sizeof count));
+    snprintf(sub, sizeof sub, k > shown ? "recall: the %d classes of lowest" : "recall of each class", shown);
+    double heat_h = fmax(560, 14.0 * k + 200), bars_h = 100 + 22.0 * shown;
+    struct mps_svg *svg;
+    if ((st = mps_svg_open(path, 1240, 40 + fmax(heat_h, bars_h), title, &svg, err)))
+        goto out;
+    mps_svg_heat(svg, &(struct mps_plot_box){0, 36, 660, heat_h},
+                 &(struct mps_plot_heat){.title = "confusion matrix (each row shaded by its share of the row)",
+                                         .xlabel = "predicted class", .ylabel = "true class",
+                                         .labels = (const char *const *)names, .counts = e->confusion, .n = k});
+    mps_svg_bars(svg, &(struct mps_plot_box){680, 36, 560, bars_h},
+                 &(struct mps_plot_bars){.title = sub, .xlabel = "recall: the share of the class's images given it",
+                                         .labels = bar_labels, .values = bar_values, .n = shown, .unit = "%",
+                                         .max = 100});
+    st = mps_svg_close(svg, err);
+out:
+    for (int c = 0; names && c < k; c++)
+        free(names[c]);
+    free(names);
+    free(bar_labels);
+    free(recall);
+    free(bar_values);
+    free(order);
+    return st;
+}
+
 int mps_cli_eval(int argc, char **argv)
 {
     struct arg_file *model = arg_file1(NULL, NULL, "MODEL", "an ONNX classifier");
@@ -304,10 +371,11 @@ int mps_cli_eval(int argc, char **argv)
     struct arg_lit *json = arg_lit0(NULL, "json", "print one JSON object (schema_version 1)");
     struct arg_lit *keep_going = arg_lit0(NULL, "keep-going", "an image that fails is said and skipped; exit 4 at the "
                                           "end if any did");
+    struct arg_file *plot = arg_file0(NULL, "plot", "FILE.svg", "draw the confusion matrix and each class's recall");
     struct arg_lit *help = arg_lit0("h", "help", "print this help");
     struct arg_end *end = arg_end(20);
-    void *argtable[] = {model,  dir,   a.backend, a.precision, a.threads, a.batch, a.labels,
-                        a.mean, a.std, a.size,    json,        keep_going, help,   end};
+    void *argtable[] = {model,  dir,   a.backend, a.precision, a.threads, a.batch,    a.labels, a.mean,
+                        a.std,  a.size, json,     keep_going,  plot,      help,       end};
     bool done;
     int rc = mps_cli_parse(argc, argv, argtable, help, end,
                            "Runs the classifier MODEL over every image in DIR's class folders and prints\n"
@@ -324,7 +392,7 @@ int mps_cli_eval(int argc, char **argv)
     enum mps_status st = MPS_OK;
     if (done)
         goto out;
-    if ((st = mps_infer_args_check(&a, &r, &co, &n_batch, &err)) ||
+    if ((st = mps_infer_args_check(&a, &r, &co, &n_batch, &err)) || (st = mps_cli_plot_path(plot, &err)) ||
         (st = mps_infer_setup(&r, model->filename[0], &a, &subject, &err)))
         goto out;
     e.k = mps_infer_graph_classes(r.model->graph);
@@ -356,6 +424,8 @@ int mps_cli_eval(int argc, char **argv)
         goto out;
     if (!(json->count ? mps_eval_json(&e, &r, dir->filename[0]) : (mps_eval_text(&e, &r, dir->filename[0]), true))) {
         st = mps_fail(&err, MPS_ERR_RUNTIME, "out of memory");
+    } else if (plot->count && (st = mps_eval_plot(&e, &r, plot->filename[0], dir->filename[0], &err))) {
+        subject = NULL; /* the message names the file */
     } else if (e.failed) {
         char x[32], y[32];
         st = mps_fail(&err, MPS_ERR_INPUT, "%s of %s images failed (each named above)", mps_cli_count(e.failed, x, sizeof x),

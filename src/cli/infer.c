@@ -173,21 +173,6 @@ static enum mps_status mps_infer_check(struct mps_infer_result *r, const struct 
     return MPS_OK;
 }
 
-/* --output: a file that can be written, found out before the run (the write
-   after it still reports its own failure). */
-static enum mps_status mps_infer_writable(const char *path, struct mps_error *err)
-{
-    struct stat st;
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    snprintf(dir, sizeof dir, "%.*s", slash ? (slash == path ? 1 : (int)(slash - path)) : 1, slash ? path : ".");
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return mps_fail(err, MPS_ERR_USAGE, "--output %s: is a folder", path);
-    if ((stat(path, &st) == 0 && access(path, W_OK) != 0) || (stat(path, &st) != 0 && access(dir, W_OK | X_OK) != 0))
-        return mps_fail(err, MPS_ERR_USAGE, "--output %s: cannot write: %s", path, strerror(errno));
-    return MPS_OK;
-}
-
 /* A model with several inputs: one .npy each, one run, timed as --repeat says. */
 static enum mps_status mps_infer_multi_run(struct mps_infer_result *r, struct mps_infer_run *run, char **paths,
                                            int n_paths, const char *backend, const struct mps_compile_opts *co,
@@ -321,7 +306,7 @@ int mps_cli_infer(int argc, char **argv)
     else if (shard->count)
         st = mps_inputs_shard_parse(shard->sval[0], &shard_k, &shard_n, &shard_from, &err);
     if (!st && output->count)
-        st = mps_infer_writable(output->filename[0], &err);
+        st = mps_cli_writable("--output", output->filename[0], &err);
     if (st)
         goto out;
     run.rep = (struct mps_infer_report){.form = json->count    ? MPS_INFER_JSON

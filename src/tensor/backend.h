@@ -39,6 +39,7 @@ struct mps_backend_info {
     uint64_t memory_bytes; /* device (or system) memory; 0 when unknown */
     int threads;           /* CPU threads a run uses by default (the pool's for cpu); 0 for GPUs */
     char detail[256];      /* backend specifics: BLAS, driver version, ... */
+    double peak_gflops;    /* fp32 multiply-adds at the device's clock, GFLOP/s; 0 when unknown */
 };
 
 struct mps_backend {

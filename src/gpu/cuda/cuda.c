@@ -413,6 +413,11 @@ static enum mps_status mps_cuda_probe(struct mps_backend_info *info, struct mps_
              prop.multiProcessorCount);
     info->memory_bytes = prop.totalGlobalMem;
     info->threads = 0;
+    /* fp32 lanes per SM: 64 on sm_60/70/80, 128 on sm_61, 86, 89, 90 and later */
+    int lanes = prop.major >= 9 || (prop.major == 8 && prop.minor > 0) || (prop.major == 6 && prop.minor > 0) ? 128 : 64;
+    int khz = 0;
+    if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0) == cudaSuccess)
+        info->peak_gflops = 2.0 * lanes * prop.multiProcessorCount * khz / 1e6;
     snprintf(info->detail, sizeof info->detail, "CUDA driver %d.%d, runtime %d.%d, cuBLAS", driver / 1000,
              driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
     return MPS_OK;
