@@ -3,7 +3,6 @@
    accuracy, per-class precision and recall, the confusion matrix; text or
    JSON. The images stream through as in infer (stream.h). */
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -51,33 +50,13 @@ static int64_t mps_eval_class(const struct mps_infer_result *r, int64_t k, const
     return n_folded == 1 ? folded : -1;
 }
 
-static int mps_eval_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* The class folders of dir, in name order, walked into list with e->truth. */
 static enum mps_status mps_eval_folders(struct mps_eval *e, const struct mps_infer_result *r, const char *dir,
                                         struct mps_inputs *list, struct mps_error *err)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return mps_fail(err, MPS_ERR_INPUT, "%s: cannot read the folder: %s", dir, strerror(errno));
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    enum mps_status st = MPS_OK;
-    for (struct dirent *de; !st && (de = readdir(d));) {
-        if (de->d_name[0] == '.')
-            continue;
-        char **grown = n < cap ? names : realloc(names, sizeof *grown * (cap = cap ? cap * 2 : 32));
-        if (!grown || !(grown[n] = strdup(de->d_name)))
-            st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory listing %s", dir);
-        else
-            n++;
-        names = grown ? grown : names;
-    }
-    closedir(d);
-    qsort(names, n, sizeof *names, mps_eval_cmp);
+    char **names;
+    size_t n;
+    enum mps_status st = mps_inputs_names(dir, &names, &n, err);
     char path[4096];
     size_t cap_truth = 0;
     for (size_t i = 0; !st && i < n; i++) {
@@ -117,9 +96,7 @@ static enum mps_status mps_eval_folders(struct mps_eval *e, const struct mps_inf
         for (int64_t j = before; j < list->n; j++)
             e->truth[j] = c;
     }
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
+    mps_inputs_names_free(names, n);
     if (!st && !e->n_folders)
         st = mps_fail(err, MPS_ERR_INPUT, "%s: no class folders in it (DIR/CLASS/image)", dir);
     else if (!st && !list->n)
@@ -186,10 +163,7 @@ static void mps_eval_text(const struct mps_eval *e, const struct mps_infer_resul
 {
     char a[32], b[32], c[32];
     int64_t n = r->n_items, k = e->k;
-    printf("model      %s (opset %lld%s%s)\n", r->model->path, (long long)r->model->opset,
-           r->model->producer[0] ? ", " : "", r->model->producer);
-    if (r->backend)
-        printf("backend    %s: %s; %s\n", r->backend->name, r->device.device, r->why_backend);
+    mps_infer_text_head(r);
     printf("data       %s: %d class folders, %s images%s\n", dir, e->n_folders, mps_cli_count(n, a, sizeof a),
            e->failed ? " run" : "");
     printf("top-1      %7.3f%%  (%s of %s)\n", n ? 100.0 * (double)e->top1 / (double)n : 0.0,
@@ -238,19 +212,7 @@ static void mps_eval_text(const struct mps_eval *e, const struct mps_infer_resul
 static bool mps_eval_json(const struct mps_eval *e, const struct mps_infer_result *r, const char *dir)
 {
     int64_t n = r->n_items, k = e->k;
-    cJSON *root = cJSON_CreateObject(), *j;
-    cJSON_AddNumberToObject(root, "schema_version", 1);
-    j = cJSON_AddObjectToObject(root, "model");
-    cJSON_AddStringToObject(j, "path", r->model->path);
-    cJSON_AddNumberToObject(j, "opset", (double)r->model->opset);
-    cJSON_AddStringToObject(j, "producer", r->model->producer);
-    if (r->backend) {
-        j = cJSON_AddObjectToObject(root, "backend");
-        cJSON_AddStringToObject(j, "name", r->backend->name);
-        cJSON_AddStringToObject(j, "device", r->device.device);
-        cJSON_AddStringToObject(j, "reason", r->why_backend);
-        cJSON_AddStringToObject(j, "precision", r->precision);
-    }
+    cJSON *root = mps_infer_json_head(r), *j;
     cJSON_AddStringToObject(root, "folder", dir);
     cJSON_AddNumberToObject(root, "images", (double)n);
     cJSON_AddNumberToObject(root, "failed", (double)e->failed);

@@ -144,6 +144,13 @@ void mps_infer_probabilities(const struct mps_infer_result *r, const struct mps_
                              double *p, int64_t k);
 /* The top class of p[k] (ties: the lower index), or -1 when a value is NaN. */
 int64_t mps_infer_top1(const double *p, int64_t k);
+/* The lines that open a text report, "model" and "backend" (eval's too). */
+void mps_infer_text_head(const struct mps_infer_result *r);
+/* A JSON object with schema_version, model{path,opset,ir_version,producer}
+   and backend{name,device,reason,precision} (when one ran): what --json
+   reports open with (eval's too). */
+struct cJSON;
+struct cJSON *mps_infer_json_head(const struct mps_infer_result *r);
 /* Reports r's current chunk (stream.h's mps_stream_fn, ctx a struct mps_infer_report). */
 enum mps_status mps_infer_report_chunk(void *ctx, struct mps_infer_result *r, struct mps_error *err);
 /* What comes after the last chunk: timings, counts, checks. False when out of memory. */

@@ -3,7 +3,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,12 +56,11 @@ static int mps_inputs_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The folder dir, its entries in byte order, recursively. */
-static enum mps_status mps_inputs_walk(struct mps_inputs *in, const char *dir, int depth, struct mps_error *err)
+enum mps_status mps_inputs_names(const char *dir, char ***out, size_t *n_out, struct mps_error *err)
 {
-    if (depth > 256)
-        return mps_fail(err, MPS_ERR_INPUT, "%s: folders nested more than 256 deep", dir);
     DIR *d = opendir(dir);
+    *out = NULL;
+    *n_out = 0;
     if (!d)
         return mps_fail(err, MPS_ERR_INPUT, "%s: cannot read the folder: %s", dir, strerror(errno));
     char **names = NULL;
@@ -71,46 +69,54 @@ static enum mps_status mps_inputs_walk(struct mps_inputs *in, const char *dir, i
     for (struct dirent *e; !st && (e = readdir(d));) {
         if (e->d_name[0] == '.')
             continue;
-        if (n == cap) {
-            char **grown = realloc(names, sizeof *grown * (cap = cap ? cap * 2 : 64));
-            if (!grown) {
-                st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory listing %s", dir);
-                break;
-            }
-            names = grown;
-        }
-        if (!(names[n] = strdup(e->d_name)))
+        char **grown = n < cap ? names : realloc(names, sizeof *grown * (cap = cap ? cap * 2 : 64));
+        if (!grown || !(grown[n] = strdup(e->d_name)))
             st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory listing %s", dir);
         else
             n++;
+        names = grown ? grown : names;
     }
-    int fd = dirfd(d);
+    closedir(d);
     if (!st)
         qsort(names, n, sizeof *names, mps_inputs_cmp);
-    for (size_t i = 0; !st && i < n; i++) {
-        struct stat ls, s;
-        if (fstatat(fd, names[i], &ls, AT_SYMLINK_NOFOLLOW) != 0)
-            continue; /* gone since readdir */
-        bool is_dir = S_ISDIR(ls.st_mode);
-        bool link_to_dir = S_ISLNK(ls.st_mode) && fstatat(fd, names[i], &s, 0) == 0 && S_ISDIR(s.st_mode);
-        if (is_dir) {
-            size_t len = strlen(dir) + strlen(names[i]) + 2;
-            char *sub = malloc(len);
-            if (!sub) {
-                st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory listing %s", dir);
-                break;
-            }
-            snprintf(sub, len, "%s%s%s", dir, dir[0] && dir[strlen(dir) - 1] == '/' ? "" : "/", names[i]);
-            st = mps_inputs_walk(in, sub, depth + 1, err);
-            free(sub);
-        } else if (!link_to_dir && mps_inputs_wanted(names[i])) {
-            st = mps_inputs_push(in, dir, names[i], err);
-        }
-    }
+    *out = names;
+    *n_out = n;
+    return st;
+}
+
+void mps_inputs_names_free(char **names, size_t n)
+{
     for (size_t i = 0; i < n; i++)
         free(names[i]);
     free(names);
-    closedir(d);
+}
+
+/* The folder dir, its entries in byte order, recursively. */
+static enum mps_status mps_inputs_walk(struct mps_inputs *in, const char *dir, int depth, struct mps_error *err)
+{
+    if (depth > 256)
+        return mps_fail(err, MPS_ERR_INPUT, "%s: folders nested more than 256 deep", dir);
+    char **names;
+    size_t n;
+    enum mps_status st = mps_inputs_names(dir, &names, &n, err);
+    for (size_t i = 0; !st && i < n; i++) {
+        size_t len = strlen(dir) + strlen(names[i]) + 2;
+        char *path = malloc(len);
+        if (!path) {
+            st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory listing %s", dir);
+            break;
+        }
+        snprintf(path, len, "%s%s%s", dir, dir[0] && dir[strlen(dir) - 1] == '/' ? "" : "/", names[i]);
+        struct stat ls, s;
+        if (lstat(path, &ls) != 0) /* gone since the listing */
+            ;
+        else if (S_ISDIR(ls.st_mode))
+            st = mps_inputs_walk(in, path, depth + 1, err);
+        else if (!(S_ISLNK(ls.st_mode) && stat(path, &s) == 0 && S_ISDIR(s.st_mode)) && mps_inputs_wanted(names[i]))
+            st = mps_inputs_push(in, dir, names[i], err);
+        free(path);
+    }
+    mps_inputs_names_free(names, n);
     return st;
 }
 

@@ -55,6 +55,11 @@ void mps_inputs_shard(struct mps_inputs *in, int64_t k, int64_t n);
 enum mps_status mps_inputs_shard_parse(const char *value, int64_t *k, int64_t *n, const char **from,
                                        struct mps_error *err);
 
+/* The names in folder dir, but those starting with '.', in byte order:
+   *names (n of them) to free with mps_inputs_names_free. */
+enum mps_status mps_inputs_names(const char *dir, char ***names, size_t *n, struct mps_error *err);
+void mps_inputs_names_free(char **names, size_t n);
+
 static inline const char *mps_inputs_path(const struct mps_inputs *in, int64_t i)
 {
     return in->text + in->at[i];

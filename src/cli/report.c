@@ -424,6 +424,33 @@ static void mps_report_quiet_item(const struct mps_infer_report *rep, const stru
     printf("\t%.6g\n", rep->p[top]);
 }
 
+void mps_infer_text_head(const struct mps_infer_result *r)
+{
+    printf("model      %s (opset %lld%s%s)\n", r->model->path, (long long)r->model->opset,
+           r->model->producer[0] ? ", " : "", r->model->producer);
+    if (r->backend)
+        printf("backend    %s: %s; %s\n", r->backend->name, r->device.device, r->why_backend);
+}
+
+cJSON *mps_infer_json_head(const struct mps_infer_result *r)
+{
+    cJSON *root = cJSON_CreateObject(), *j;
+    cJSON_AddNumberToObject(root, "schema_version", 1);
+    j = cJSON_AddObjectToObject(root, "model");
+    cJSON_AddStringToObject(j, "path", r->model->path);
+    cJSON_AddNumberToObject(j, "opset", (double)r->model->opset);
+    cJSON_AddNumberToObject(j, "ir_version", (double)r->model->ir_version);
+    cJSON_AddStringToObject(j, "producer", r->model->producer);
+    if (r->backend) {
+        j = cJSON_AddObjectToObject(root, "backend");
+        cJSON_AddStringToObject(j, "name", r->backend->name);
+        cJSON_AddStringToObject(j, "device", r->device.device);
+        cJSON_AddStringToObject(j, "reason", r->why_backend);
+        cJSON_AddStringToObject(j, "precision", r->precision);
+    }
+    return root;
+}
+
 /* The head of the text report and of --json: what ran, how; g the first run (NULL: none ran). */
 static bool mps_report_head(struct mps_infer_report *rep, const struct mps_infer_result *r,
                             const struct mps_infer_group *g)
@@ -431,10 +458,7 @@ static bool mps_report_head(struct mps_infer_report *rep, const struct mps_infer
     char a[128], b[32];
     rep->head = true;
     if (rep->form == MPS_INFER_TEXT) {
-        printf("model      %s (opset %lld%s%s)\n", r->model->path, (long long)r->model->opset,
-               r->model->producer[0] ? ", " : "", r->model->producer);
-        if (r->backend)
-            printf("backend    %s: %s; %s\n", r->backend->name, r->device.device, r->why_backend);
+        mps_infer_text_head(r);
         char kind[160];
         if (r->output_kind && g) {
             mps_report_kind_text(r, kind, sizeof kind);
@@ -450,20 +474,7 @@ static bool mps_report_head(struct mps_infer_report *rep, const struct mps_infer
                    mps_cli_count(rep->total, b, sizeof b), rep->total == 1 ? "" : "s");
         return true;
     }
-    cJSON *root = cJSON_CreateObject(), *j;
-    cJSON_AddNumberToObject(root, "schema_version", 1);
-    j = cJSON_AddObjectToObject(root, "model");
-    cJSON_AddStringToObject(j, "path", r->model->path);
-    cJSON_AddNumberToObject(j, "opset", (double)r->model->opset);
-    cJSON_AddNumberToObject(j, "ir_version", (double)r->model->ir_version);
-    cJSON_AddStringToObject(j, "producer", r->model->producer);
-    if (r->backend) {
-        j = cJSON_AddObjectToObject(root, "backend");
-        cJSON_AddStringToObject(j, "name", r->backend->name);
-        cJSON_AddStringToObject(j, "device", r->device.device);
-        cJSON_AddStringToObject(j, "reason", r->why_backend);
-        cJSON_AddStringToObject(j, "precision", r->precision);
-    }
+    cJSON *root = mps_infer_json_head(r);
     cJSON_AddStringToObject(root, "output_kind", r->output_kind ? r->output_kind : "raw");
     if (r->output_kind)
         cJSON_AddStringToObject(root, "output_kind_reason", r->kind_why);
