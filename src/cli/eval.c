@@ -28,8 +28,6 @@ struct mps_eval {
     int n_folders;
     char **folder;        /* per class: its folder's name, or NULL */
     double *p;
-    double t_start, t_drawn;
-    int64_t total;
 };
 
 /* The class a folder name stands for: an index, the exact label, else the
@@ -135,19 +133,6 @@ static enum mps_status mps_eval_chunk(void *ctx, struct mps_infer_result *r, str
         }
     }
     return MPS_OK;
-}
-
-static void mps_eval_progress(void *ctx, int64_t done)
-{
-    struct mps_eval *e = ctx;
-    double now = mps_cli_now_ms();
-    if (now - e->t_drawn < 100 && done < e->total)
-        return;
-    e->t_drawn = now;
-    double rate = (double)done * 1e3 / (now - e->t_start > 1 ? now - e->t_start : 1);
-    char a[32], b[32], c[32];
-    mps_cli_progress("mpsrun: eval %s/%s images, %s/s", mps_cli_count(done, a, sizeof a),
-                     mps_cli_count(e->total, b, sizeof b), mps_cli_count((int64_t)rate, c, sizeof c));
 }
 
 /* precision of class c: the share of items predicted c that are c; NaN when none is */
@@ -373,15 +358,12 @@ int mps_cli_eval(int argc, char **argv)
     subject = NULL;
     if ((st = mps_eval_folders(&e, &r, dir->filename[0], &list, &err)))
         goto out;
-    e.total = list.n;
     subject = model->filename[0];
     struct mps_stream_opts so = {.batch = a.batch->count ? n_batch : mps_stream_default_batch(&r),
                                  .keep_going = keep_going->count > 0, .co = &co,
                                  .backend = a.backend->count ? a.backend->sval[0] : "auto",
-                                 .progress = mps_eval_progress};
-    e.t_start = mps_cli_now_ms();
+                                 .progress = true};
     st = mps_stream_run(&r, &list, &so, mps_eval_chunk, &e, &err, &subject);
-    mps_cli_progress_done();
     if (st)
         goto out;
     if (!(json->count ? mps_eval_json(&e, &r, dir->filename[0]) : (mps_eval_text(&e, &r, dir->filename[0]), true))) {

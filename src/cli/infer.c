@@ -32,24 +32,8 @@ struct mps_infer_run {
     int64_t kept_cap;                 /* items kept has room for */
     const char *output;               /* --output, or NULL */
     struct mps_npy_stream *npy;
-    double t_start, t_drawn;          /* the stream's start, the progress line's last redraw */
 };
 
-/* The stream's progress line: done of total, speed, time left (stderr on a terminal only). */
-static void mps_infer_progress(void *ctx, int64_t done)
-{
-    struct mps_infer_run *run = ctx;
-    double now = mps_cli_now_ms();
-    if (now - run->t_drawn < 100 && done < run->rep.total)
-        return; /* ten redraws a second at most */
-    run->t_drawn = now;
-    double rate = (double)done * 1e3 / (now - run->t_start > 1 ? now - run->t_start : 1);
-    int left = rate > 0 ? (int)((double)(run->rep.total - done) / rate + 0.5) : 0;
-    char a[32], b[32], c[32];
-    mps_cli_progress("mpsrun: %s/%s inputs, %s/s, %d:%02d left", mps_cli_count(done, a, sizeof a),
-                     mps_cli_count(run->rep.total, b, sizeof b), mps_cli_count((int64_t)rate, c, sizeof c), left / 60,
-                     left % 60);
-}
 
 static enum mps_status mps_infer_tally(struct mps_infer_run *run, const struct mps_infer_result *r,
                                        struct mps_error *err)
@@ -352,10 +336,8 @@ int mps_cli_infer(int argc, char **argv)
     } else {
         struct mps_stream_opts so = {.batch = run.rep.batch, .keep_going = run.rep.keep_going, .co = &co,
                                      .backend = be, .warmup = n_warmup, .repeat = n_repeat,
-                                     .progress = stream ? mps_infer_progress : NULL};
-        run.t_start = mps_cli_now_ms();
+                                     .progress = stream};
         st = mps_stream_run(&r, &list, &so, mps_infer_chunk, &run, &err, &subject);
-        mps_cli_progress_done();
     }
     if (st)
         goto out;

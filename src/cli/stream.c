@@ -404,7 +404,8 @@ enum mps_status mps_stream_run(struct mps_infer_result *r, const struct mps_inpu
         st = mps_fail(err, MPS_ERR_RUNTIME, "cannot start the decoding thread");
         goto out;
     }
-    int64_t done = 0; /* inputs run and reported */
+    int64_t done = 0;     /* inputs run and reported */
+    double drawn = -1e9; /* when the progress line was last drawn */
     for (int k = 0, n = 0;; k ^= 1, n++) {
         struct mps_stream_chunk *c = &s->chunk[k];
         pthread_mutex_lock(&s->mu);
@@ -418,8 +419,15 @@ enum mps_status mps_stream_run(struct mps_infer_result *r, const struct mps_inpu
             st = mps_stream_chunk_run(s, c, n == 0, fn, ctx, err);
         }
         done += c->n_files;
-        if (!st && o->progress)
-            o->progress(ctx, done);
+        if (!st && o->progress && (mps_cli_now_ms() - drawn >= 100 || done == list->n)) { /* ten a second at most */
+            drawn = mps_cli_now_ms();
+            double rate = (double)done * 1e3 / (drawn - t0 > 1 ? drawn - t0 : 1);
+            int left = rate > 0 ? (int)((double)(list->n - done) / rate + 0.5) : 0;
+            char a[32], b[32], x[32];
+            mps_cli_progress("mpsrun: %s/%s inputs, %s/s, %d:%02d left", mps_cli_count(done, a, sizeof a),
+                             mps_cli_count(list->n, b, sizeof b), mps_cli_count((int64_t)rate, x, sizeof x),
+                             left / 60, left % 60);
+        }
         for (int f = 0; !st && !o->keep_going && f < c->n_files; f++)
             if (c->files[f].st) { /* the first failure ends the stream, after what came before it */
                 st = mps_fail(err, c->files[f].st, "%s", c->files[f].error);
@@ -435,6 +443,8 @@ enum mps_status mps_stream_run(struct mps_infer_result *r, const struct mps_inpu
             break;
     }
     pthread_join(thread, NULL);
+    if (o->progress)
+        mps_cli_progress_done();
 out:
     r->t_total = mps_cli_now_ms() - t0;
     for (int i = 0; i < s->n_plans; i++)

@@ -30,7 +30,7 @@ struct mps_stream_opts {
     const struct mps_compile_opts *co;
     const char *backend;                 /* "auto" or a name */
     int warmup, repeat;                  /* runs of the first chunk again, untimed and timed (r->t_runs) */
-    void (*progress)(void *ctx, int64_t done); /* optional: after each chunk, inputs done so far */
+    bool progress;                       /* a progress line on stderr when it is a terminal: done/total, speed, time left */
 };
 
 /* Called with each chunk after its run; a status other than MPS_OK stops the stream with it. */
