@@ -31,7 +31,8 @@ struct mps_infer_run {
     struct mps_tensor kept;           /* [items so far, item...] f32 */
     int64_t kept_cap;                 /* items kept has room for */
     const char *output;               /* --output, or NULL */
-    struct mps_npy_stream *npy;
+    struct mps_npy_stream *npy;       /* its file, opened before the run */
+    bool write_failed;                /* writing it failed (the message names the file) */
 };
 
 
@@ -102,15 +103,8 @@ static enum mps_status mps_infer_chunk(void *ctx, struct mps_infer_result *r, st
         return st;
     if (run->checking && (st = mps_infer_keep(run, out, err)))
         return st;
-    if (run->output && !run->npy) {
-        struct mps_shape item = out->shape;
-        item.ndim = item.ndim ? item.ndim - 1 : 0;
-        memmove(item.dim, out->shape.dim + 1, sizeof(int64_t) * (size_t)item.ndim);
-        if ((st = mps_npy_stream_open(run->output, out->dtype, &item, &run->npy, err)))
-            return st;
-    }
-    if (run->npy)
-        st = mps_npy_stream_append(run->npy, out->data, out->shape.ndim ? out->shape.dim[0] : 1, err);
+    if (run->npy && (st = mps_npy_stream_append(run->npy, out->data, out->shape.ndim ? out->shape.dim[0] : 1, err)))
+        run->write_failed = true;
     return st;
 }
 
@@ -327,6 +321,18 @@ int mps_cli_infer(int argc, char **argv)
         goto out;
     }
 
+    /* --output opened now, so that a file that cannot be written is said before any input runs */
+    if (run.output) {
+        const struct mps_value *o = &r.model->graph->values[r.model->graph->outputs[0]];
+        struct mps_shape item = o->shape; /* each run appends its items of the output */
+        item.ndim = item.ndim ? item.ndim - 1 : 0;
+        memmove(item.dim, o->shape.dim + 1, sizeof(int64_t) * (size_t)item.ndim);
+        if ((st = mps_npy_stream_open(run.output, o->dtype, &item, &run.npy, &err))) {
+            subject = NULL; /* the message names the file */
+            goto out;
+        }
+    }
+
     /* the run: one model input streams, several take one .npy each */
     const char *be = a.backend->count ? a.backend->sval[0] : "auto";
     run.rep.batch = a.batch->count ? n_batch : mps_stream_default_batch(&r);
@@ -339,19 +345,13 @@ int mps_cli_infer(int argc, char **argv)
                                      .progress = stream};
         st = mps_stream_run(&r, &list, &so, mps_infer_chunk, &run, &err, &subject);
     }
-    if (st)
+    if (st) {
+        subject = run.write_failed ? NULL : subject;
         goto out;
+    }
 
     /* the checks, the report's end, the exit code */
-    if (run.output && !run.npy) { /* nothing ran: an empty array of the output's item shape */
-        const struct mps_value *o = &r.model->graph->values[r.model->graph->outputs[0]];
-        struct mps_shape item = o->shape;
-        item.ndim = item.ndim ? item.ndim - 1 : 0;
-        memmove(item.dim, o->shape.dim + 1, sizeof(int64_t) * (size_t)item.ndim);
-        st = mps_npy_stream_open(run.output, o->dtype, &item, &run.npy, &err);
-    }
-    if (!st)
-        st = mps_npy_stream_close(run.npy, &err);
+    st = mps_npy_stream_close(run.npy, &err);
     run.npy = NULL;
     if (st) {
         subject = NULL; /* the message names the file */

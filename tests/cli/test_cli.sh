@@ -111,6 +111,10 @@ expect "--threads 1 --backend cpu --precision fp32" 0 infer "$cnn" "$in/gray8.pn
 expect "--output writes the raw output" 0 infer "$cnn" "$in/gray8.png" --output "$tmp/out.npy" "${q[@]}"
 check "--output is a .npy the reference equals" "$mpsrun" infer "$cnn" "$in/gray8.png" --check "$tmp/out.npy" \
   --rtol 0 --atol 0 --quiet "${q[@]}"
+expect "--output that cannot be written (not a regular file): exit 1 before any output" 1 infer "$cnn" \
+  "$in/gray8.png" --output /dev/null
+check "said once, naming the file, nothing on stdout" bash -c "[ ! -s $out ] && [ \$(wc -l < $err) = 1 ] &&
+  grep -qx 'mpsrun: error: /dev/null: cannot write: not a regular file (the item count is written last)' $err"
 expect "--expect by index" 0 infer "$cnn" "$in/gray8.png" --expect 7 --quiet
 expect "--expect by label" 0 infer "$cnn" "$in/gray8.png" --expect seven --quiet
 expect "--expect a wrong class: exit 5" 5 infer "$cnn" "$in/gray8.png" --expect 3 --quiet
