@@ -49,8 +49,12 @@ static void mps_bench_series(const struct mps_bench_line *lines, int n, const bo
                              struct mps_plot_series *out)
 {
     for (int i = 0; i < n; i++)
-        out[i] = (struct mps_plot_series){.name = lines[i].name, .n = lines[i].n, .x = lines[i].x, .y = lines[i].y,
-                                          .lo = with_bars ? lines[i].lo : NULL, .hi = with_bars ? lines[i].hi : NULL,
+        out[i] = (struct mps_plot_series){.name = lines[i].name,
+                                          .n = lines[i].n,
+                                          .x = lines[i].x,
+                                          .y = lines[i].y,
+                                          .lo = with_bars ? lines[i].lo : NULL,
+                                          .hi = with_bars ? lines[i].hi : NULL,
                                           .dashed = dashed && dashed[i]};
 }
 
@@ -123,7 +127,8 @@ enum mps_status mps_bench_plot_model(const char *path, const char *model, const 
         const struct mps_bench_result *r = &rows[i];
         char name[96];
         snprintf(name, sizeof name, "%s %s", r->backend, r->precision);
-        struct mps_bench_line *a = mps_bench_line_get(lat, &n_lat, name, n), *b = mps_bench_line_get(ips, &n_ips, name, n);
+        struct mps_bench_line *a = mps_bench_line_get(lat, &n_lat, name, n),
+                              *b = mps_bench_line_get(ips, &n_ips, name, n);
         if (!a || !b)
             break;
         a->x[a->n] = (double)r->batch, a->y[a->n] = r->t.median, a->lo[a->n] = r->t.p10, a->hi[a->n++] = r->t.p90;
@@ -143,11 +148,19 @@ enum mps_status mps_bench_plot_model(const char *path, const char *model, const 
         return st;
     }
     mps_svg_lines(svg, &(struct mps_plot_box){0, 36, 600, 420},
-                  &(struct mps_plot_axes){.title = "latency: median, bars from p10 to p90", .xlabel = "batch",
-                                          .ylabel = "ms per run", .xlog = true, .series = s_lat, .n_series = n_lat});
+                  &(struct mps_plot_axes){.title = "latency: median, bars from p10 to p90",
+                                          .xlabel = "batch",
+                                          .ylabel = "ms per run",
+                                          .xlog = true,
+                                          .series = s_lat,
+                                          .n_series = n_lat});
     mps_svg_lines(svg, &(struct mps_plot_box){600, 36, 600, 420},
-                  &(struct mps_plot_axes){.title = "throughput", .xlabel = "batch", .ylabel = "inferences/s",
-                                          .xlog = true, .series = s_ips, .n_series = n_ips});
+                  &(struct mps_plot_axes){.title = "throughput",
+                                          .xlabel = "batch",
+                                          .ylabel = "inferences/s",
+                                          .xlog = true,
+                                          .series = s_ips,
+                                          .n_series = n_ips});
     double y = 470;
     for (int i = 0; i < n; i++) {
         const struct mps_bench_result *r = &rows[i];
@@ -162,8 +175,12 @@ enum mps_status mps_bench_plot_model(const char *path, const char *model, const 
         snprintf(sub, sizeof sub, "profile, %s %s, batch %lld: each node's median time", r->backend, r->precision,
                  (long long)r->batch);
         mps_svg_bars(svg, &(struct mps_plot_box){0, y, 1200, 70 + 22.0 * m},
-                     &(struct mps_plot_bars){.title = sub, .xlabel = "ms (fused nodes as in the text: Conv+Relu)",
-                                             .labels = labels, .values = values, .n = m, .unit = " ms"});
+                     &(struct mps_plot_bars){.title = sub,
+                                             .xlabel = "ms (fused nodes as in the text: Conv+Relu)",
+                                             .labels = labels,
+                                             .values = values,
+                                             .n = m,
+                                             .unit = " ms"});
         y += 90 + 22.0 * m;
     }
     mps_bench_lines_free(lat, n_lat);

@@ -18,15 +18,15 @@
 #include "stream.h"
 
 struct mps_eval {
-    int64_t k;            /* classes */
-    int64_t *truth;       /* per input of the list: its folder's class */
-    int64_t *confusion;   /* [k][k]: true class row, predicted column */
-    int64_t *images;      /* per class: images of it run */
-    int64_t top1, top5;   /* items whose class is first, among the first five */
-    int64_t no_class;     /* items whose output held NaN: counted wrong, in no column */
+    int64_t k;          /* classes */
+    int64_t *truth;     /* per input of the list: its folder's class */
+    int64_t *confusion; /* [k][k]: true class row, predicted column */
+    int64_t *images;    /* per class: images of it run */
+    int64_t top1, top5; /* items whose class is first, among the first five */
+    int64_t no_class;   /* items whose output held NaN: counted wrong, in no column */
     int64_t failed;
     int n_folders;
-    char **folder;        /* per class: its folder's name, or NULL */
+    char **folder; /* per class: its folder's name, or NULL */
     double *p;
 };
 
@@ -157,7 +157,8 @@ static void mps_eval_text(const struct mps_eval *e, const struct mps_infer_resul
         printf("top-5      %7.3f%%  (%s of %s)\n", n ? 100.0 * (double)e->top5 / (double)n : 0.0,
                mps_cli_count(e->top5, b, sizeof b), mps_cli_count(n, c, sizeof c));
     if (e->no_class)
-        printf("no class   %s images: their outputs hold NaN (counted wrong)\n", mps_cli_count(e->no_class, a, sizeof a));
+        printf("no class   %s images: their outputs hold NaN (counted wrong)\n",
+               mps_cli_count(e->no_class, a, sizeof a));
     printf("per class  %-18s %9s %9s %8s\n", "", "precision", "recall", "images");
     for (int64_t cl = 0; cl < k; cl++) {
         int64_t predicted;
@@ -264,8 +265,8 @@ static enum mps_status mps_eval_plot(const struct mps_eval *e, const struct mps_
         goto out;
     }
     for (int c = 0; c < k; c++) {
-        recall[c] = e->images[c] ? 100.0 * (double)e->confusion[(size_t)c * (size_t)k + (size_t)c] / (double)e->images[c]
-                                 : NAN;
+        recall[c] =
+            e->images[c] ? 100.0 * (double)e->confusion[(size_t)c * (size_t)k + (size_t)c] / (double)e->images[c] : NAN;
         order[c] = c;
     }
     if (k > shown) /* the classes of lowest recall first (insertion sort: a few thousand at most) */
@@ -290,11 +291,18 @@ static enum mps_status mps_eval_plot(const struct mps_eval *e, const struct mps_
         goto out;
     mps_svg_heat(svg, &(struct mps_plot_box){0, 36, 660, heat_h},
                  &(struct mps_plot_heat){.title = "confusion matrix (each row shaded by its share of the row)",
-                                         .xlabel = "predicted class", .ylabel = "true class",
-                                         .labels = (const char *const *)names, .counts = e->confusion, .n = k});
+                                         .xlabel = "predicted class",
+                                         .ylabel = "true class",
+                                         .labels = (const char *const *)names,
+                                         .counts = e->confusion,
+                                         .n = k});
     mps_svg_bars(svg, &(struct mps_plot_box){680, 36, 560, bars_h},
-                 &(struct mps_plot_bars){.title = sub, .xlabel = "recall: the share of the class's images given it",
-                                         .labels = bar_labels, .values = bar_values, .n = shown, .unit = "%",
+                 &(struct mps_plot_bars){.title = sub,
+                                         .xlabel = "recall: the share of the class's images given it",
+                                         .labels = bar_labels,
+                                         .values = bar_values,
+                                         .n = shown,
+                                         .unit = "%",
                                          .max = 100});
     st = mps_svg_close(svg, err);
 out:
@@ -311,18 +319,20 @@ out:
 int mps_cli_eval(int argc, char **argv)
 {
     struct arg_file *model = arg_file1(NULL, NULL, "MODEL", "an ONNX classifier");
-    struct arg_file *dir = arg_file1(NULL, NULL, "DIR", "a folder of class folders (DIR/CLASS/images), each named "
+    struct arg_file *dir = arg_file1(NULL, NULL, "DIR",
+                                     "a folder of class folders (DIR/CLASS/images), each named "
                                      "by class index or label");
     struct mps_infer_args a;
     mps_infer_args_make(&a);
     struct arg_lit *json = arg_lit0(NULL, "json", "print one JSON object (schema_version 1)");
-    struct arg_lit *keep_going = arg_lit0(NULL, "keep-going", "an image that fails is said and skipped; exit 4 at the "
+    struct arg_lit *keep_going = arg_lit0(NULL, "keep-going",
+                                          "an image that fails is said and skipped; exit 4 at the "
                                           "end if any did");
     struct arg_file *plot = arg_file0(NULL, "plot", "FILE.svg", "draw the confusion matrix and each class's recall");
     struct arg_lit *help = arg_lit0("h", "help", "print this help");
     struct arg_end *end = arg_end(20);
-    void *argtable[] = {model,  dir,   a.backend, a.precision, a.threads, a.batch,    a.labels, a.mean,
-                        a.std,  a.size, json,     keep_going,  plot,      help,       end};
+    void *argtable[] = {model, dir,    a.backend, a.precision, a.threads, a.batch, a.labels, a.mean,
+                        a.std, a.size, json,      keep_going,  plot,      help,    end};
     bool done;
     int rc = mps_cli_parse(argc, argv, argtable, help, end,
                            "Runs the classifier MODEL over every image in DIR's class folders and prints\n"
@@ -360,7 +370,8 @@ int mps_cli_eval(int argc, char **argv)
         goto out;
     subject = model->filename[0];
     struct mps_stream_opts so = {.batch = a.batch->count ? n_batch : mps_stream_default_batch(&r),
-                                 .keep_going = keep_going->count > 0, .co = &co,
+                                 .keep_going = keep_going->count > 0,
+                                 .co = &co,
                                  .backend = a.backend->count ? a.backend->sval[0] : "auto",
                                  .progress = true};
     st = mps_stream_run(&r, &list, &so, mps_eval_chunk, &e, &err, &subject);
@@ -372,8 +383,8 @@ int mps_cli_eval(int argc, char **argv)
         subject = NULL; /* the message names the file */
     } else if (e.failed) {
         char x[32], y[32];
-        st = mps_fail(&err, MPS_ERR_INPUT, "%s of %s images failed (each named above)", mps_cli_count(e.failed, x, sizeof x),
-                      mps_cli_count(list.n, y, sizeof y));
+        st = mps_fail(&err, MPS_ERR_INPUT, "%s of %s images failed (each named above)",
+                      mps_cli_count(e.failed, x, sizeof x), mps_cli_count(list.n, y, sizeof y));
         subject = NULL;
     }
 out:

@@ -217,8 +217,11 @@ enum mps_status mps_inputs_shard_parse(const char *value, int64_t *k, int64_t *n
         step = step < 1 ? 1 : step;
         *from = "Slurm array task";
         if (id < min || tasks < 1)
-            return mps_fail(err, MPS_ERR_USAGE, "--shard %s: SLURM_ARRAY_TASK_ID=%s with SLURM_ARRAY_TASK_COUNT=%s "
-                            "is not a shard", value, slurm, getenv("SLURM_ARRAY_TASK_COUNT") ? getenv("SLURM_ARRAY_TASK_COUNT") : "(unset)");
+            return mps_fail(err, MPS_ERR_USAGE,
+                            "--shard %s: SLURM_ARRAY_TASK_ID=%s with SLURM_ARRAY_TASK_COUNT=%s "
+                            "is not a shard",
+                            value, slurm,
+                            getenv("SLURM_ARRAY_TASK_COUNT") ? getenv("SLURM_ARRAY_TASK_COUNT") : "(unset)");
         if (count > 0 && count != tasks)
             return mps_fail(err, MPS_ERR_USAGE, "--shard %s: the Slurm array has %lld tasks", value, (long long)tasks);
         *k = (id - min) / step;
@@ -228,11 +231,15 @@ enum mps_status mps_inputs_shard_parse(const char *value, int64_t *k, int64_t *n
         *k = mps_inputs_number(kube);
         *n = count;
         if (count < 1)
-            return mps_fail(err, MPS_ERR_USAGE, "--shard auto: JOB_COMPLETION_INDEX=%s gives the index only; give "
-                            "the Job's completions too: --shard auto/N", kube);
+            return mps_fail(err, MPS_ERR_USAGE,
+                            "--shard auto: JOB_COMPLETION_INDEX=%s gives the index only; give "
+                            "the Job's completions too: --shard auto/N",
+                            kube);
     } else {
-        return mps_fail(err, MPS_ERR_USAGE, "--shard %s: no scheduler's shard in the environment (neither "
-                        "SLURM_ARRAY_TASK_ID nor JOB_COMPLETION_INDEX is set)", value);
+        return mps_fail(err, MPS_ERR_USAGE,
+                        "--shard %s: no scheduler's shard in the environment (neither "
+                        "SLURM_ARRAY_TASK_ID nor JOB_COMPLETION_INDEX is set)",
+                        value);
     }
     if (*k < 0 || *k >= *n)
         return mps_fail(err, MPS_ERR_USAGE, "--shard %s: index %lld from the %s is not below the count %lld", value,

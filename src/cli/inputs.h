@@ -32,9 +32,9 @@ struct mps_inputs {
     size_t len, cap; /* bytes of text used, allocated */
     size_t *at;      /* per path: its offset in text; owned */
     int64_t n, cap_n;
-    int64_t first;   /* after mps_inputs_shard: index (in the whole list) of path 0 */
-    int64_t total;   /* after mps_inputs_shard: paths in the whole list */
-    bool listed;     /* a folder, a list or stdin was among the arguments (not only files named) */
+    int64_t first; /* after mps_inputs_shard: index (in the whole list) of path 0 */
+    int64_t total; /* after mps_inputs_shard: paths in the whole list */
+    bool listed;   /* a folder, a list or stdin was among the arguments (not only files named) */
 };
 
 /* Adds what arg names: a file, a folder (walked), "@FILE" (a list of
@@ -56,7 +56,7 @@ enum mps_status mps_inputs_shard_parse(const char *value, int64_t *k, int64_t *n
                                        struct mps_error *err);
 
 /* The names in folder dir, but those starting with '.', in byte order:
-   *names (n of them) to free with mps_inputs_names_free. */
+ *names (n of them) to free with mps_inputs_names_free. */
 enum mps_status mps_inputs_names(const char *dir, char ***names, size_t *n, struct mps_error *err);
 void mps_inputs_names_free(char **names, size_t n);
 

@@ -84,8 +84,8 @@ enum mps_status mps_svg_close(struct mps_svg *svg, struct mps_error *err)
     fputs("</svg>\n", svg->f);
     bool ok = !ferror(svg->f);
     ok = fclose(svg->f) == 0 && ok;
-    enum mps_status st = ok ? MPS_OK : mps_fail(err, MPS_ERR_RUNTIME, "%s: cannot write: %s", svg->path,
-                                                strerror(errno));
+    enum mps_status st =
+        ok ? MPS_OK : mps_fail(err, MPS_ERR_RUNTIME, "%s: cannot write: %s", svg->path, strerror(errno));
     free(svg);
     return st;
 }
@@ -161,8 +161,10 @@ void mps_svg_lines(struct mps_svg *svg, const struct mps_plot_box *box, const st
     /* x: a margin of half a step on each side, so no point sits on the frame */
     double xpad = ax->xlog ? pow(2, (log2(xhi) - log2(xlo)) * 0.04) : (xhi - xlo) * 0.04;
     double xa = ax->xlog ? xlo / xpad : xlo - xpad, xb = ax->xlog ? xhi * xpad : xhi + xpad;
-    fprintf(f, "<g class=\"panel\">\n<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
-            "stroke=\"#333\"/>\n", left, top, right - left, bottom - top);
+    fprintf(f,
+            "<g class=\"panel\">\n<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+            "stroke=\"#333\"/>\n",
+            left, top, right - left, bottom - top);
     char num[32];
     if (ax->ylog) {
         for (double t = ylo; t <= yhi * 1.0001; t *= 10) {
@@ -201,8 +203,10 @@ void mps_svg_lines(struct mps_svg *svg, const struct mps_plot_box *box, const st
     mps_svg_text(svg, box->x + 18, (top + bottom) / 2, "middle", "axis-label", 12, rot, "%s", ax->ylabel);
     if (ax->ref > 0) {
         double y = mps_plot_map(ax->ref, ylo, yhi, bottom, top, ax->ylog);
-        fprintf(f, "<line class=\"ref\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" "
-                "stroke-dasharray=\"2,3\"/>\n", left, y, right, y);
+        fprintf(f,
+                "<line class=\"ref\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" "
+                "stroke-dasharray=\"2,3\"/>\n",
+                left, y, right, y);
         mps_svg_text(svg, right - 4, y - 5, "end", NULL, 11, "fill=\"#666\"", "%s", ax->ref_label ? ax->ref_label : "");
     }
     /* the series, then the legend */
@@ -227,8 +231,10 @@ void mps_svg_lines(struct mps_svg *svg, const struct mps_plot_box *box, const st
                 continue;
             double x = mps_plot_map(se->x[i], xa, xb, left, right, ax->xlog);
             if (se->lo && se->hi && mps_plot_usable(se->lo[i], ax->ylog) && isfinite(se->hi[i]))
-                fprintf(f, "<path class=\"errorbar\" stroke=\"%s\" d=\"M%.1f %.1fL%.1f %.1fM%.1f %.1fL%.1f %.1fM%.1f "
-                        "%.1fL%.1f %.1f\"/>\n", c, x, mps_plot_map(se->lo[i], ylo, yhi, bottom, top, ax->ylog), x,
+                fprintf(f,
+                        "<path class=\"errorbar\" stroke=\"%s\" d=\"M%.1f %.1fL%.1f %.1fM%.1f %.1fL%.1f %.1fM%.1f "
+                        "%.1fL%.1f %.1f\"/>\n",
+                        c, x, mps_plot_map(se->lo[i], ylo, yhi, bottom, top, ax->ylog), x,
                         mps_plot_map(se->hi[i], ylo, yhi, bottom, top, ax->ylog), x - 4,
                         mps_plot_map(se->lo[i], ylo, yhi, bottom, top, ax->ylog), x + 4,
                         mps_plot_map(se->lo[i], ylo, yhi, bottom, top, ax->ylog), x - 4,
@@ -290,10 +296,13 @@ void mps_svg_heat(struct mps_svg *svg, const struct mps_plot_box *box, const str
         for (int c = 0; c < n; c++) {
             int64_t v = h->counts[(size_t)r * (size_t)n + (size_t)c];
             double t = total ? (double)v / (double)total : 0; /* white (0) to dark blue (1) */
-            int red = (int)(247 - t * (247 - 8)), green = (int)(251 - t * (251 - 48)), blue = (int)(255 - t * (255 - 107));
+            int red = (int)(247 - t * (247 - 8)), green = (int)(251 - t * (251 - 48)),
+                blue = (int)(255 - t * (255 - 107));
             double x = left + cell * c, y = top + cell * r;
-            fprintf(f, "<rect class=\"cell\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-                    "fill=\"rgb(%d,%d,%d)\" stroke=\"#fff\"/>\n", x, y, cell, cell, red, green, blue);
+            fprintf(f,
+                    "<rect class=\"cell\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                    "fill=\"rgb(%d,%d,%d)\" stroke=\"#fff\"/>\n",
+                    x, y, cell, cell, red, green, blue);
             if (numbers && v)
                 mps_svg_text(svg, x + cell / 2, y + cell / 2 + 4, "middle", NULL, cell < 30 ? 9 : 11,
                              t > 0.5 ? "fill=\"white\"" : NULL, "%lld", (long long)v);

@@ -27,19 +27,19 @@ struct mps_plot_box {
 };
 
 struct mps_plot_series {
-    const char *name;    /* in the legend */
+    const char *name; /* in the legend */
     int n;
-    const double *x, *y; /* n points; a point with a y that is not finite and above 0 on a log axis is left out */
+    const double *x, *y;   /* n points; a point with a y that is not finite and above 0 on a log axis is left out */
     const double *lo, *hi; /* optional: an error bar from lo to hi at each point */
-    bool dashed;         /* drawn dashed, in the colour of the series before it (a baseline beside its series) */
+    bool dashed;           /* drawn dashed, in the colour of the series before it (a baseline beside its series) */
 };
 
 struct mps_plot_axes {
     const char *title, *xlabel, *ylabel;
-    bool xlog, ylog;     /* log scales (base 2 for x, 10 for y) */
+    bool xlog, ylog; /* log scales (base 2 for x, 10 for y) */
     const struct mps_plot_series *series;
     int n_series;
-    double ref;          /* above 0: a horizontal line at this y (a peak), labelled ref_label */
+    double ref; /* above 0: a horizontal line at this y (a peak), labelled ref_label */
     const char *ref_label;
 };
 
@@ -48,8 +48,8 @@ struct mps_plot_bars {
     const char *const *labels;
     const double *values; /* n of them, drawn in the order given */
     int n;
-    const char *unit;     /* after each value, e.g. "ms", "%" */
-    double max;           /* the value a full bar stands for (100 for a percentage); 0: the largest */
+    const char *unit; /* after each value, e.g. "ms", "%" */
+    double max;       /* the value a full bar stands for (100 for a percentage); 0: the largest */
 };
 
 struct mps_plot_heat {

@@ -13,7 +13,7 @@
 #include "infer.h"
 
 /* Parses "a" or "a,b,c" into v (1 or 3 finite values, the first repeated);
-   *n gets the count; false if malformed. */
+ *n gets the count; false if malformed. */
 static bool mps_infer_floats(const char *s, float *v, int *n)
 {
     char *end;
@@ -203,9 +203,10 @@ static enum mps_status mps_infer_classes(struct mps_infer_result *r, const char 
     }
     if (exact < 0 && n_folded != 1)
         return mps_fail(err, MPS_ERR_USAGE, "--expect '%s' is neither a class index (0 to %lld) nor %s", r->expect,
-                        (long long)k - 1, !r->n_labels ? "a label (the model has none; see --labels)"
-                                          : n_folded ? "one label ignoring case (several match)"
-                                                     : "one of the labels");
+                        (long long)k - 1,
+                        !r->n_labels ? "a label (the model has none; see --labels)"
+                        : n_folded   ? "one label ignoring case (several match)"
+                                     : "one of the labels");
     r->expect_class = exact >= 0 ? exact : folded;
     return MPS_OK;
 }
@@ -215,7 +216,8 @@ void mps_infer_args_make(struct mps_infer_args *a)
     a->backend = arg_str0(NULL, "backend", "B", "auto (default), cpu, cuda or mps");
     a->precision = arg_str0(NULL, "precision", "P", "fp32 (default), tf32 or fp16 (GPU backends)");
     a->threads = arg_int0(NULL, "threads", "N", "CPU threads, 1 to 64 (4 per CPU if more; default: one per core)");
-    a->batch = arg_int0(NULL, "batch", "N", "items a run takes over many inputs, 1 to 65536 "
+    a->batch = arg_int0(NULL, "batch", "N",
+                        "items a run takes over many inputs, 1 to 65536 "
                         "(default: up to 32, fewer for large activations)");
     a->labels = arg_file0(NULL, "labels", "FILE", "class labels, one per line, one per class");
     a->mean = arg_str0(NULL, "mean", "a,b,c", "per-channel mean after scaling pixels to [0,1]: 1 or 3 numbers");

@@ -22,11 +22,11 @@ struct mps_stream_chunk {
     int n_files, cap_files;
     float *data; /* [cap_items, item...] */
     int64_t items, cap_items;
-    float *staged;                /* the backend's staging for this chunk (host_io), or NULL: data is
-                                     staged unless a .npy too large for it made the chunk grow */
+    float *staged;                 /* the backend's staging for this chunk (host_io), or NULL: data is
+                                      staged unless a .npy too large for it made the chunk grow */
     struct mps_tensor *staged_out; /* the outputs a run from staged writes, per graph output */
-    bool ready;  /* decoded, not yet run and reported */
-    bool last;   /* no chunk after it */
+    bool ready;                    /* decoded, not yet run and reported */
+    bool last;                     /* no chunk after it */
     double decode_ms;
     enum mps_status fatal; /* the decoder could not go on (out of memory) */
     struct mps_error fatal_err;
@@ -45,8 +45,8 @@ struct mps_stream_plan {
 /* A file decoded ahead of its chunk. */
 struct mps_stream_file {
     struct mps_infer_file f;
-    float *data;                 /* its items (f.items of them), NULL when it failed */
-    enum mps_status fatal;       /* out of memory while decoding it */
+    float *data;           /* its items (f.items of them), NULL when it failed */
+    enum mps_status fatal; /* out of memory while decoding it */
     struct mps_error fatal_err;
 };
 
@@ -118,9 +118,9 @@ static void mps_stream_decode(void *ctx, int64_t b, int64_t e)
         struct mps_stream_file *w = &s->window[i];
         float *one = malloc(sizeof(float) * (size_t)(s->per + 1)), *spill = NULL;
         struct mps_error err = {{0}};
-        enum mps_status st = one ? mps_infer_decode(&s->r->prep, &s->item, s->free_batch ? 0 : s->batch, &w->f, one, 1,
-                                                    &spill, &err)
-                                 : mps_fail(&err, MPS_ERR_RUNTIME, "out of memory decoding %s", w->f.path);
+        enum mps_status st =
+            one ? mps_infer_decode(&s->r->prep, &s->item, s->free_batch ? 0 : s->batch, &w->f, one, 1, &spill, &err)
+                : mps_fail(&err, MPS_ERR_RUNTIME, "out of memory decoding %s", w->f.path);
         w->data = spill ? spill : one;
         if (spill || st)
             free(one);
@@ -404,7 +404,7 @@ enum mps_status mps_stream_run(struct mps_infer_result *r, const struct mps_inpu
         st = mps_fail(err, MPS_ERR_RUNTIME, "cannot start the decoding thread");
         goto out;
     }
-    int64_t done = 0;     /* inputs run and reported */
+    int64_t done = 0;    /* inputs run and reported */
     double drawn = -1e9; /* when the progress line was last drawn */
     for (int k = 0, n = 0;; k ^= 1, n++) {
         struct mps_stream_chunk *c = &s->chunk[k];
@@ -425,8 +425,8 @@ enum mps_status mps_stream_run(struct mps_infer_result *r, const struct mps_inpu
             int left = rate > 0 ? (int)((double)(list->n - done) / rate + 0.5) : 0;
             char a[32], b[32], x[32];
             mps_cli_progress("mpsrun: %s/%s inputs, %s/s, %d:%02d left", mps_cli_count(done, a, sizeof a),
-                             mps_cli_count(list->n, b, sizeof b), mps_cli_count((int64_t)rate, x, sizeof x),
-                             left / 60, left % 60);
+                             mps_cli_count(list->n, b, sizeof b), mps_cli_count((int64_t)rate, x, sizeof x), left / 60,
+                             left % 60);
         }
         for (int f = 0; !st && !o->keep_going && f < c->n_files; f++)
             if (c->files[f].st) { /* the first failure ends the stream, after what came before it */

@@ -25,12 +25,12 @@
 #include "inputs.h"
 
 struct mps_stream_opts {
-    int64_t batch;                       /* items a run takes, when the model's batch is free */
-    bool keep_going;                     /* a file that fails is recorded and the stream goes on */
+    int64_t batch;   /* items a run takes, when the model's batch is free */
+    bool keep_going; /* a file that fails is recorded and the stream goes on */
     const struct mps_compile_opts *co;
-    const char *backend;                 /* "auto" or a name */
-    int warmup, repeat;                  /* runs of the first chunk again, untimed and timed (r->t_runs) */
-    bool progress;                       /* a progress line on stderr when it is a terminal: done/total, speed, time left */
+    const char *backend; /* "auto" or a name */
+    int warmup, repeat;  /* runs of the first chunk again, untimed and timed (r->t_runs) */
+    bool progress;       /* a progress line on stderr when it is a terminal: done/total, speed, time left */
 };
 
 /* Called with each chunk after its run; a status other than MPS_OK stops the stream with it. */
