@@ -35,7 +35,6 @@ struct mps_infer_run {
     bool write_failed;                /* writing it failed (the message names the file) */
 };
 
-
 static enum mps_status mps_infer_tally(struct mps_infer_run *run, const struct mps_infer_result *r,
                                        struct mps_error *err)
 {
