@@ -39,7 +39,8 @@ struct mps_stream_plan {
     struct mps_plan *plan;
     struct mps_tensor *out; /* per graph output, owned */
     uint64_t used;          /* last use, for eviction */
-    bool kept;              /* never evicted: the chunks are staged in it */
+    bool kept;              /* never evicted: the chunks are staged in it, or it is shared */
+    bool shared;            /* model is the stream's own r->model (its batch), not loaded for the plan */
 };
 
 /* A file decoded ahead of its chunk. */
@@ -236,7 +237,8 @@ static void mps_stream_plan_free(struct mps_stream_plan *p)
         free(p->out[o].data);
     free(p->out);
     mps_plan_free(p->plan);
-    mps_model_free(p->model);
+    if (!p->shared)
+        mps_model_free(p->model);
     *p = (struct mps_stream_plan){0};
 }
 
@@ -267,8 +269,15 @@ static enum mps_status mps_stream_plan(struct mps_stream *s, int64_t items, stru
     struct mps_shape shape = {s->item.ndim + 1, {items}};
     memcpy(shape.dim + 1, s->item.dim, sizeof(int64_t) * (size_t)s->item.ndim);
     double t0 = mps_cli_now_ms();
-    enum mps_status st =
-        mps_onnx_load(r->model->path, &(struct mps_onnx_opts){.n_shapes = 1, .shapes = &shape}, &p->model, err);
+    enum mps_status st = MPS_OK;
+    const struct mps_value *in = &r->model->graph->values[r->model->graph->inputs[0]];
+    bool shared = false; /* the model as loaded fits this batch, and no other plan took it */
+    for (int i = 0; i < s->n_plans; i++)
+        shared = shared || s->plans[i].shared;
+    if (!shared && in->shape.dim[0] == items) /* kept: fused for the backend once, it stays with the stream */
+        p->model = r->model, p->shared = p->kept = true;
+    else
+        st = mps_onnx_load(r->model->path, &(struct mps_onnx_opts){.n_shapes = 1, .shapes = &shape}, &p->model, err);
     r->t_load += mps_cli_now_ms() - t0;
     const struct mps_graph *g = p->model ? p->model->graph : NULL;
     if (!st && !r->backend &&
