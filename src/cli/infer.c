@@ -344,22 +344,26 @@ int mps_cli_infer(int argc, char **argv)
                                      .progress = stream};
         st = mps_stream_run(&r, &list, &so, mps_infer_chunk, &run, &err, &subject);
     }
-    if (st) {
+    if (st && !r.stopped) {
         subject = run.write_failed ? NULL : subject;
         goto out;
     }
 
-    /* the checks, the report's end, the exit code */
-    st = mps_npy_stream_close(run.npy, &err);
-    run.npy = NULL;
-    if (st) {
+    /* the checks, the report's end, the exit code; a stream stopped at a bad
+       file ends its report (a --json document stays whole), checks nothing
+       and exits with that file's error */
+    struct mps_error stop = err;
+    const char *stop_subject = subject;
+    if ((st = mps_npy_stream_close(run.npy, &err))) {
+        run.npy = NULL;
         subject = NULL; /* the message names the file */
         goto out;
     }
+    run.npy = NULL;
     enum mps_status check_st = MPS_OK;
-    if (r.check_path)
+    if (r.check_path && !r.stopped)
         check_st = mps_infer_check(&r, &run.kept, &err);
-    if (!check_st && r.expect) {
+    if (!check_st && r.expect && !r.stopped) {
         r.expect_ok = run.expect_items > 0 && !run.expect_bad; /* no item is no evidence */
         char x[32], y[32];
         if (!run.expect_items)
@@ -371,9 +375,14 @@ int mps_cli_infer(int argc, char **argv)
                                 r.expect, mps_cli_count(run.expect_bad, x, sizeof x),
                                 mps_cli_count(run.expect_items, y, sizeof y), run.expect_first);
     }
-    if (!mps_infer_report_end(&run.rep, &r))
+    if (!mps_infer_report_end(&run.rep, &r)) {
         st = mps_fail(&err, MPS_ERR_RUNTIME, "out of memory");
-    else if (r.n_failed) {
+    } else if (r.stopped) {
+        err = stop;
+        st = MPS_ERR_INPUT;
+        subject = stop_subject;
+        goto out;
+    } else if (r.n_failed) {
         char x[32], y[32];
         st = mps_fail(&err, MPS_ERR_INPUT, "%s of %s inputs failed (each named above)",
                       mps_cli_count(r.n_failed, x, sizeof x), mps_cli_count(list.n, y, sizeof y));

@@ -66,6 +66,8 @@ struct mps_infer_result {
     double *t_runs;
     int n_runs;
     int64_t n_items, n_failed; /* a stream's counts so far: items run, files that failed */
+    int64_t n_done;            /* files reported so far (with the ones that failed) */
+    bool stopped;              /* the stream stopped at a file that failed (without keep_going) */
     /* checks: NULL when not asked */
     const char *expect, *check_path;
     int64_t expect_class;         /* --expect resolved to an index */

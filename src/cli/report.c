@@ -525,8 +525,8 @@ enum mps_status mps_infer_report_chunk(void *ctx, struct mps_infer_result *r, st
         const struct mps_infer_file *f = &r->files[fi];
         if (f->st && rep->keep_going) /* said at once on stderr; the run goes on */
             mps_cli_error(f->path, "%s", f->error);
-        if (f->st && !rep->keep_going)
-            continue; /* the stream stops with its error, said once */
+        if (f->st && !json)
+            continue; /* text and TSV: stderr says it (without keep_going, the stream's last word) */
         for (int64_t it = 0; it < (f->st ? 1 : f->items); it++, row += !f->st) {
             if (!json) {
                 if (rep->form == MPS_INFER_TEXT)
@@ -594,7 +594,10 @@ bool mps_infer_report_end(struct mps_infer_report *rep, struct mps_infer_result 
             mps_report_stats(r, &p50, &p10, &p90);
             printf("           %d runs: median %.3f ms, p10 %.3f ms, p90 %.3f ms\n", r->n_runs, p50, p10, p90);
         }
-        if (r->n_failed)
+        if (r->stopped)
+            printf("stopped    at an input that failed (named on stderr): %s of %s inputs not run\n",
+                   mps_cli_count(rep->total - r->n_done, a, sizeof a), mps_cli_count(rep->total, c, sizeof c));
+        else if (r->n_failed)
             printf("failed     %s of %s input%s (each named above)\n", mps_cli_count(r->n_failed, a, sizeof a),
                    mps_cli_count(rep->total, c, sizeof c), rep->total == 1 ? "" : "s");
         if (r->expect)
@@ -625,6 +628,7 @@ bool mps_infer_report_end(struct mps_infer_report *rep, struct mps_infer_result 
     cJSON_AddNumberToObject(j, "files", (double)rep->total);
     cJSON_AddNumberToObject(j, "items", (double)r->n_items);
     cJSON_AddNumberToObject(j, "failed", (double)r->n_failed);
+    cJSON_AddNumberToObject(j, "not_run", (double)(rep->total - r->n_done));
     cJSON_AddNumberToObject(j, "items_per_s", rate);
     if (rep->shard)
         cJSON_AddStringToObject(j, "shard", rep->shard);

@@ -379,6 +379,7 @@ static enum mps_status mps_stream_chunk_run(struct mps_stream *s, struct mps_str
         r->n_items += c->files[f].items;
         r->n_failed += c->files[f].st != MPS_OK;
     }
+    r->n_done += c->n_files;
     st = fn(ctx, r, err);
     r->files = NULL;
     r->groups = NULL;
@@ -441,6 +442,7 @@ enum mps_status mps_stream_run(struct mps_infer_result *r, const struct mps_inpu
             if (c->files[f].st) { /* the first failure ends the stream, after what came before it */
                 st = mps_fail(err, c->files[f].st, "%s", c->files[f].error);
                 *subject = c->files[f].path;
+                r->stopped = true;
             }
         bool last = c->last;
         pthread_mutex_lock(&s->mu);

@@ -97,6 +97,12 @@ head -c 100 "$tmp/flat/00005.png" >"$tmp/bad/00005.png"
 expect "without --keep-going a bad file stops the stream: exit 4" 4 infer "$cnn" "$tmp/bad" -q --batch 3
 check "the inputs before it are reported, none after" bash -c '[ "$(cut -f1 "$1" | sed "s|^.*/||" | tr "\n" " ")" = "00000.png 00001.png 00002.png 00003.png " ]' _ "$out"
 check "the error names the file" grep -q "mpsrun: error: $tmp/bad/00004.png: not a PNG or .npy file" "$err"
+expect "without --keep-going, --json stops at the bad file" 4 infer "$cnn" "$tmp/bad" --json --batch 3
+check "the JSON is still one whole object: the 4 files before it, then its error; 5 inputs not run" jq -e \
+  '(.results | length) == 5 and .results[4].error.exit_code == 4 and .inputs.not_run == 5 and .inputs.failed == 1' \
+  "$out" >/dev/null
+expect "without --keep-going, the text says where it stopped" 4 infer "$cnn" "$tmp/bad" --batch 3
+check "stopped, and how many were not run" grep -q '^stopped    at an input that failed (named on stderr): 5 of 10 inputs not run' "$out"
 expect "--keep-going: every good file reported, exit 4" 4 infer "$cnn" "$tmp/bad" -q --keep-going
 check "8 results" bash -c '[ $(wc -l < "$1") = 8 ]' _ "$out"
 check "each bad file named on stderr, and the count" bash -c "grep -q '00004.png: not a PNG' $err &&
