@@ -37,15 +37,21 @@ enum mps_status mps_mtl_probe(struct mps_backend_info *info, struct mps_error *e
 
 /* Transcribes program p (lowered from g) into one MPSGraph, compiles it into
    an MPSGraphExecutable for its static shapes, and allocates shared-storage
-   buffers for the inputs and outputs. MPSGraph exceptions become
+   buffers for the inputs and outputs, two sets. MPSGraph exceptions become
    MPS_ERR_MODEL naming the node. g and p may be freed afterwards. */
 enum mps_status mps_mtl_build(const struct mps_graph *g, const struct mps_mtl_program *p, struct mps_mtl_plan **plan,
                               struct mps_error *err);
 /* Copies in[] into the shared input buffers, runs the executable once on
    the command queue (one command buffer, waited for), copies the results
-   out. Tensors as mps_plan_run checked them. */
+   out. Tensors as mps_plan_run checked them. A plan has two sets of shared
+   buffers (slots); in[] that are a slot's own buffers (mps_mtl_host_io) run
+   from there without a copy, and out[] that are its outputs are not copied. */
 enum mps_status mps_mtl_execute(struct mps_mtl_plan *plan, const struct mps_tensor *in, struct mps_tensor *out,
                                 struct mps_error *err);
+/* Slot k's shared buffers as tensors of g's inputs and outputs (unified
+   memory: the CPU writes what the GPU reads). */
+enum mps_status mps_mtl_host_io(struct mps_mtl_plan *plan, const struct mps_graph *g, int k, struct mps_tensor *in,
+                                struct mps_tensor *out, struct mps_error *err);
 /* NULL is a no-op. */
 void mps_mtl_plan_free(struct mps_mtl_plan *plan);
 

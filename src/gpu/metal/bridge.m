@@ -17,15 +17,24 @@
 #error "bridge.m must be compiled with -fobjc-arc"
 #endif
 
+/* One set of shared buffers a run reads and writes: a plan has two, so that
+   a caller can fill one while the other runs (mps_mtl_host_io). */
+@interface MPSRunSlot : NSObject
+@property(nonatomic, strong) NSArray<id<MTLBuffer>> *inputBuffers;   /* graph input order */
+@property(nonatomic, strong) NSArray<id<MTLBuffer>> *outputBuffers;  /* graph output order */
+@property(nonatomic, strong) NSArray<MPSGraphTensorData *> *feeds;   /* the executable's feed order */
+@property(nonatomic, strong) NSArray<MPSGraphTensorData *> *results; /* the executable's target order */
+@end
+
+@implementation MPSRunSlot
+@end
+
 /* A compiled model: what a run needs, owned by ARC and handed to C retained. */
 @interface MPSRunPlan : NSObject
 @property(nonatomic, strong) MPSGraph *graph;
 @property(nonatomic, strong) MPSGraphExecutable *executable;
 @property(nonatomic, strong) id<MTLCommandQueue> queue;
-@property(nonatomic, strong) NSArray<id<MTLBuffer>> *inputBuffers;   /* graph input order */
-@property(nonatomic, strong) NSArray<id<MTLBuffer>> *outputBuffers;  /* graph output order */
-@property(nonatomic, strong) NSArray<MPSGraphTensorData *> *feeds;   /* the executable's feed order */
-@property(nonatomic, strong) NSArray<MPSGraphTensorData *> *results; /* the executable's target order */
+@property(nonatomic, strong) NSArray<MPSRunSlot *> *slots; /* two */
 @end
 
 @implementation MPSRunPlan
@@ -351,25 +360,15 @@ enum mps_status mps_mtl_build(const struct mps_graph *g, const struct mps_mtl_pr
 
         NSMutableArray<MPSGraphTensor *> *placeholders = [NSMutableArray array], *targets = [NSMutableArray array];
         NSMutableDictionary<MPSGraphTensor *, MPSGraphShapedType *> *feeds = [NSMutableDictionary dictionary];
-        NSMutableArray<id<MTLBuffer>> *inputs = [NSMutableArray array], *outputs = [NSMutableArray array];
         for (int i = 0; i < p->n_inputs; i++) {
             const struct mps_value *v = &g->values[g->inputs[i]];
             MPSGraphTensor *t = tensors[(NSUInteger)p->inputs[i]];
             [placeholders addObject:t];
             feeds[t] = [[MPSGraphShapedType alloc] initWithShape:mps_mtl_shape(&v->shape)
                                                         dataType:mps_mtl_type(v->dtype)];
-            id<MTLBuffer> b = mps_mtl_buffer(device, v, err);
-            if (!b)
-                return MPS_ERR_RUNTIME;
-            [inputs addObject:b];
         }
-        for (int i = 0; i < p->n_outputs; i++) {
+        for (int i = 0; i < p->n_outputs; i++)
             [targets addObject:tensors[(NSUInteger)p->outputs[i]]];
-            id<MTLBuffer> b = mps_mtl_buffer(device, &g->values[g->outputs[i]], err);
-            if (!b)
-                return MPS_ERR_RUNTIME;
-            [outputs addObject:b];
-        }
         MPSGraphCompilationDescriptor *cd = [MPSGraphCompilationDescriptor new];
         @try {
             plan.executable = [plan.graph compileWithDevice:[MPSGraphDevice deviceWithMTLDevice:device]
@@ -389,13 +388,32 @@ enum mps_status mps_mtl_build(const struct mps_graph *g, const struct mps_mtl_pr
             plan.executable.feedTensors ? plan.executable.feedTensors : placeholders;
         NSArray<MPSGraphTensor *> *target_order =
             plan.executable.targetTensors ? plan.executable.targetTensors : targets;
-        plan.feeds = mps_mtl_order(feed_order, placeholders, inputs, g, g->inputs);
-        plan.results = mps_mtl_order(target_order, targets, outputs, g, g->outputs);
-        if (!plan.feeds || !plan.results || plan.results.count != (NSUInteger)p->n_outputs)
-            return mps_fail(err, MPS_ERR_RUNTIME,
-                            "mps: the compiled executable's inputs or outputs are not the model's");
-        plan.inputBuffers = inputs;
-        plan.outputBuffers = outputs;
+        NSMutableArray<MPSRunSlot *> *slots = [NSMutableArray arrayWithCapacity:2];
+        for (int k = 0; k < 2; k++) {
+            MPSRunSlot *slot = [MPSRunSlot new];
+            NSMutableArray<id<MTLBuffer>> *inputs = [NSMutableArray array], *outputs = [NSMutableArray array];
+            for (int i = 0; i < p->n_inputs; i++) {
+                id<MTLBuffer> b = mps_mtl_buffer(device, &g->values[g->inputs[i]], err);
+                if (!b)
+                    return MPS_ERR_RUNTIME;
+                [inputs addObject:b];
+            }
+            for (int i = 0; i < p->n_outputs; i++) {
+                id<MTLBuffer> b = mps_mtl_buffer(device, &g->values[g->outputs[i]], err);
+                if (!b)
+                    return MPS_ERR_RUNTIME;
+                [outputs addObject:b];
+            }
+            slot.feeds = mps_mtl_order(feed_order, placeholders, inputs, g, g->inputs);
+            slot.results = mps_mtl_order(target_order, targets, outputs, g, g->outputs);
+            if (!slot.feeds || !slot.results || slot.results.count != (NSUInteger)p->n_outputs)
+                return mps_fail(err, MPS_ERR_RUNTIME,
+                                "mps: the compiled executable's inputs or outputs are not the model's");
+            slot.inputBuffers = inputs;
+            slot.outputBuffers = outputs;
+            [slots addObject:slot];
+        }
+        plan.slots = slots;
         plan.queue = [device newCommandQueue];
         if (!plan.queue)
             return mps_fail(err, MPS_ERR_RUNTIME, "mps: cannot create a command queue");
@@ -409,8 +427,14 @@ enum mps_status mps_mtl_execute(struct mps_mtl_plan *handle, const struct mps_te
 {
     MPSRunPlan *plan = (__bridge MPSRunPlan *)(void *)handle;
     @autoreleasepool {
-        for (NSUInteger i = 0; i < plan.inputBuffers.count; i++)
-            memcpy(plan.inputBuffers[i].contents, in[i].data, mps_tensor_bytes(&in[i]));
+        /* the slot whose buffers the caller filled (mps_mtl_host_io), else slot 0 and a copy */
+        MPSRunSlot *slot = plan.slots[0];
+        for (MPSRunSlot *s in plan.slots)
+            if (s.inputBuffers.count && s.inputBuffers[0].contents == in[0].data)
+                slot = s;
+        for (NSUInteger i = 0; i < slot.inputBuffers.count; i++)
+            if (slot.inputBuffers[i].contents != in[i].data)
+                memcpy(slot.inputBuffers[i].contents, in[i].data, mps_tensor_bytes(&in[i]));
         /* the completion handler carries the run's NSError; the semaphore
            makes sure it has been called before the error is read */
         dispatch_semaphore_t done = dispatch_semaphore_create(0);
@@ -424,8 +448,8 @@ enum mps_status mps_mtl_execute(struct mps_mtl_plan *handle, const struct mps_te
         };
         @try {
             [plan.executable runWithMTLCommandQueue:plan.queue
-                                        inputsArray:plan.feeds
-                                       resultsArray:plan.results
+                                        inputsArray:slot.feeds
+                                       resultsArray:slot.results
                                 executionDescriptor:ed];
         } @catch (NSException *e) {
             return mps_fail(err, MPS_ERR_RUNTIME, "mps: the run was refused: %s", mps_mtl_text(e.reason));
@@ -434,8 +458,27 @@ enum mps_status mps_mtl_execute(struct mps_mtl_plan *handle, const struct mps_te
         if (failure)
             return mps_fail(err, MPS_ERR_RUNTIME, "mps: the GPU run failed: %s",
                             mps_mtl_text(failure.localizedDescription));
-        for (NSUInteger i = 0; i < plan.outputBuffers.count; i++)
-            memcpy(out[i].data, plan.outputBuffers[i].contents, mps_tensor_bytes(&out[i]));
+        for (NSUInteger i = 0; i < slot.outputBuffers.count; i++)
+            if (slot.outputBuffers[i].contents != out[i].data)
+                memcpy(out[i].data, slot.outputBuffers[i].contents, mps_tensor_bytes(&out[i]));
+    }
+    return MPS_OK;
+}
+
+enum mps_status mps_mtl_host_io(struct mps_mtl_plan *handle, const struct mps_graph *g, int k, struct mps_tensor *in,
+                                struct mps_tensor *out, struct mps_error *err)
+{
+    MPSRunPlan *plan = (__bridge MPSRunPlan *)(void *)handle;
+    if (k < 0 || (NSUInteger)k >= plan.slots.count)
+        return mps_fail(err, MPS_ERR_USAGE, "mps: staging slot %d: there are two, 0 and 1", k);
+    MPSRunSlot *slot = plan.slots[(NSUInteger)k];
+    for (NSUInteger i = 0; in && i < slot.inputBuffers.count; i++) {
+        const struct mps_value *v = &g->values[g->inputs[i]];
+        in[i] = mps_tensor_make(v->dtype, &v->shape, slot.inputBuffers[i].contents);
+    }
+    for (NSUInteger i = 0; out && i < slot.outputBuffers.count; i++) {
+        const struct mps_value *v = &g->values[g->outputs[i]];
+        out[i] = mps_tensor_make(v->dtype, &v->shape, slot.outputBuffers[i].contents);
     }
     return MPS_OK;
 }
