@@ -123,17 +123,18 @@ static void mps_image_describe(int color, int depth, int interlace, struct mps_i
              interlace == PNG_INTERLACE_ADAM7 ? " interlaced" : "");
 }
 
-/* Decodes buf into rows of 16-bit RGBA (native byte order): palettes,
-   gray, low bit depths and transparency expanded, interlacing undone, and no
-   gamma transform, so 8-bit values come back as v * 257 exactly. */
-static enum mps_status mps_image_rgba16(const void *buf, size_t len, uint16_t **rgba, struct mps_image_info *info,
-                                        struct mps_error *err)
+/* Decodes buf into rows of RGBA: 8-bit samples for files of 8 bits or fewer
+   (palettes, gray and low bit depths expanded, transparency to alpha), 16-bit
+   ones (native byte order) for 16-bit files, *wide then set; interlacing
+   undone, and no gamma transform, so values come back as the file has them. */
+static enum mps_status mps_image_rgba(const void *buf, size_t len, void **rgba, bool *wide, struct mps_image_info *info,
+                                      struct mps_error *err)
 {
     char why[sizeof err->msg] = "";
     struct mps_png_src src = {buf, len, 0};
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, why, mps_png_error, mps_png_warning);
     png_infop pi = png ? png_create_info_struct(png) : NULL;
-    uint16_t *volatile pixels = NULL;
+    unsigned char *volatile pixels = NULL;
     png_bytep *volatile rows = NULL;
     if (!pi) {
         png_destroy_read_struct(&png, NULL, NULL);
@@ -155,18 +156,20 @@ static enum mps_status mps_image_rgba16(const void *buf, size_t len, uint16_t **
     mps_image_describe(color, depth, png_get_interlace_type(png, pi), info);
     if ((uint64_t)w * h > MPS_IMAGE_MAX_PIXELS)
         png_error(png, "larger than mpsrun decodes (2^26 pixels)");
+    *wide = depth == 16;
+    size_t px = *wide ? 8 : 4; /* bytes a pixel */
     if (color == PNG_COLOR_TYPE_PALETTE) { /* indices read as bytes and looked up here: each one checked */
         png_set_packing(png);
         png_set_interlace_handling(png);
         png_read_update_info(png, pi);
         if (png_get_rowbytes(png, pi) != w)
             png_error(png, "unexpected row layout of palette indices");
-        pixels = malloc((size_t)w * h * 8);
+        pixels = malloc((size_t)w * h * 4);
         rows = malloc(sizeof *rows * h);
         if (!pixels || !rows)
             png_error(png, "out of memory");
         for (png_uint_32 y = 0; y < h; y++) /* each row's indices at the end of its RGBA row, expanded in place */
-            rows[y] = (png_bytep)(pixels + (size_t)y * w * 4) + (size_t)w * 7;
+            rows[y] = pixels + (size_t)y * w * 4 + (size_t)w * 3;
         png_read_image(png, rows);
         png_read_end(png, NULL);
         png_colorp pal = NULL;
@@ -179,11 +182,11 @@ static enum mps_status mps_image_rgba16(const void *buf, size_t len, uint16_t **
                 int i = rows[y][x];
                 if (i >= n_pal)
                     png_error(png, n_pal ? "a pixel's palette index is past the palette" : "no palette");
-                uint16_t *o = pixels + ((size_t)y * w + x) * 4; /* at or before the index it overwrites */
-                o[0] = (uint16_t)(pal[i].red * 257);
-                o[1] = (uint16_t)(pal[i].green * 257);
-                o[2] = (uint16_t)(pal[i].blue * 257);
-                o[3] = (uint16_t)((i < n_trans ? trans[i] : 255) * 257);
+                unsigned char *o = pixels + ((size_t)y * w + x) * 4; /* at or before the index it overwrites */
+                o[0] = pal[i].red;
+                o[1] = pal[i].green;
+                o[2] = pal[i].blue;
+                o[3] = i < n_trans ? trans[i] : 255;
             }
         png_destroy_read_struct(&png, &pi, NULL);
         free(rows);
@@ -191,22 +194,22 @@ static enum mps_status mps_image_rgba16(const void *buf, size_t len, uint16_t **
         return MPS_OK;
     }
     png_set_expand(png); /* gray < 8 bits to 8, tRNS to alpha */
-    png_set_expand_16(png);
     png_set_gray_to_rgb(png);
-    png_set_add_alpha(png, 0xffff, PNG_FILLER_AFTER);
+    png_set_add_alpha(png, *wide ? 0xffff : 0xff, PNG_FILLER_AFTER);
     png_set_interlace_handling(png);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    png_set_swap(png); /* PNG stores 16-bit samples big-endian */
+    if (*wide)
+        png_set_swap(png); /* PNG stores 16-bit samples big-endian */
 #endif
     png_read_update_info(png, pi);
-    if (png_get_rowbytes(png, pi) != (size_t)w * 8)
+    if (png_get_rowbytes(png, pi) != (size_t)w * px)
         png_error(png, "unexpected row layout after expansion");
-    pixels = malloc((size_t)w * h * 8);
+    pixels = malloc((size_t)w * h * px);
     rows = malloc(sizeof *rows * h);
     if (!pixels || !rows)
         png_error(png, "out of memory");
     for (png_uint_32 y = 0; y < h; y++)
-        rows[y] = (png_bytep)(pixels + (size_t)y * w * 4);
+        rows[y] = pixels + (size_t)y * w * px;
     png_read_image(png, rows);
     png_read_end(png, NULL);
     png_destroy_read_struct(&png, &pi, NULL);
@@ -220,34 +223,47 @@ enum mps_status mps_image_decode(const void *buf, size_t len, const struct mps_i
 {
     if (!mps_image_is_png(buf, len))
         return mps_fail(err, MPS_ERR_INPUT, "not a PNG file (no PNG signature)");
-    uint16_t *rgba = NULL;
-    enum mps_status st = mps_image_rgba16(buf, len, &rgba, info, err);
+    void *rgba = NULL;
+    bool wide;
+    enum mps_status st = mps_image_rgba(buf, len, &rgba, &wide, info, err);
     if (st)
         return st;
     size_t pixels = (size_t)info->width * info->height;
-    float *planes = malloc(sizeof(float) * pixels * (size_t)o->channels);
+    bool same = info->width == o->width && info->height == o->height; /* no resize: straight into out */
+    float *planes = same ? out : malloc(sizeof(float) * pixels * (size_t)o->channels);
     struct mps_tap *ty = malloc(sizeof *ty * (size_t)o->height), *tx = malloc(sizeof *tx * (size_t)o->width);
     if (!planes || !ty || !tx) {
         st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory decoding a %ux%u PNG", info->width, info->height);
     } else {
+        const unsigned char *p8 = rgba;
+        const uint16_t *p16 = rgba;
         for (size_t i = 0; i < pixels; i++) {
-            const uint16_t *p = rgba + 4 * i;
-            float a = p[3] / 65535.0f, r = p[0] / 257.0f, g = p[1] / 257.0f, b = p[2] / 257.0f; /* 0..255 */
+            /* 0..255, and alpha 0..1: a 16-bit v * 257 divides back to the v of 8 bits exactly, and
+               a * 257 / 65535 rounds as a / 255 does (the same rational number) */
+            float r = wide ? p16[4 * i] / 257.0f : p8[4 * i], g = wide ? p16[4 * i + 1] / 257.0f : p8[4 * i + 1],
+                  b = wide ? p16[4 * i + 2] / 257.0f : p8[4 * i + 2],
+                  a = wide ? p16[4 * i + 3] / 65535.0f : p8[4 * i + 3] / 255.0f;
             if (o->channels == 1) /* gray stays exact; color becomes luma; alpha composites over black */
-                planes[i] = (p[0] == p[1] && p[1] == p[2] ? r : 0.299f * r + 0.587f * g + 0.114f * b) * a;
+                planes[i] = (r == g && g == b ? r : 0.299f * r + 0.587f * g + 0.114f * b) * a;
             else
                 for (int c = 0; c < 3; c++)
                     planes[(size_t)c * pixels + i] = (c == 0 ? r : c == 1 ? g : b) * a;
         }
-        mps_image_taps(info->height, o->height, ty);
-        mps_image_taps(info->width, o->width, tx);
-        for (int c = 0; c < o->channels; c++)
+        for (int c = 0; same && c < o->channels; c++) /* what the resize computes at scale 1 (weights 1 and 0) */
+            for (size_t i = 0; i < pixels; i++)
+                out[(size_t)c * pixels + i] = (out[(size_t)c * pixels + i] / 255.0f - o->mean[c]) / o->std[c];
+        if (!same) {
+            mps_image_taps(info->height, o->height, ty);
+            mps_image_taps(info->width, o->width, tx);
+        }
+        for (int c = 0; !same && c < o->channels; c++)
             mps_image_resize(planes + (size_t)c * pixels, info->height, info->width,
                              out + (size_t)c * (size_t)(o->height * o->width), o->height, o->width, ty, tx,
                              o->mean[c], o->std[c]);
     }
     free(rgba);
-    free(planes);
+    if (!same)
+        free(planes);
     free(ty);
     free(tx);
     return st;

@@ -46,7 +46,9 @@ struct mps_stream_plan {
 /* A file decoded ahead of its chunk. */
 struct mps_stream_file {
     struct mps_infer_file f;
-    float *data;           /* its items (f.items of them), NULL when it failed */
+    float *data; /* its items (f.items of them): its place in window_data, or a .npy's own buffer; NULL when
+                    it failed */
+    bool own;    /* data is the .npy's own buffer, freed once laid into a chunk */
     enum mps_status fatal; /* out of memory while decoding it */
     struct mps_error fatal_err;
 };
@@ -66,6 +68,7 @@ struct mps_stream {
     int64_t next;                   /* the next path to decode */
     struct mps_pool *pool;          /* the decoder's threads */
     struct mps_stream_file *window; /* files decoded, waiting for their chunk: [at, n_window) */
+    float *window_data;             /* an item's room per window file: [cap_window, item...] */
     int64_t n_window, at, cap_window;
     struct mps_stream_plan plans[MPS_STREAM_PLANS];
     int n_plans;
@@ -117,14 +120,12 @@ static void mps_stream_decode(void *ctx, int64_t b, int64_t e)
     struct mps_stream *s = ctx;
     for (int64_t i = b; i < e; i++) {
         struct mps_stream_file *w = &s->window[i];
-        float *one = malloc(sizeof(float) * (size_t)(s->per + 1)), *spill = NULL;
+        float *spill = NULL;
         struct mps_error err = {{0}};
-        enum mps_status st =
-            one ? mps_infer_decode(&s->r->prep, &s->item, s->free_batch ? 0 : s->batch, &w->f, one, 1, &spill, &err)
-                : mps_fail(&err, MPS_ERR_RUNTIME, "out of memory decoding %s", w->f.path);
-        w->data = spill ? spill : one;
-        if (spill || st)
-            free(one);
+        enum mps_status st = mps_infer_decode(&s->r->prep, &s->item, s->free_batch ? 0 : s->batch, &w->f,
+                                              s->window_data + i * s->per, 1, &spill, &err);
+        w->data = spill ? spill : s->window_data + i * s->per;
+        w->own = spill != NULL;
         if (st) {
             w->data = NULL;
             if (st == MPS_ERR_RUNTIME) {
@@ -143,9 +144,12 @@ static bool mps_stream_window(struct mps_stream *s)
     int64_t count = s->list->n - s->next < s->batch ? s->list->n - s->next : s->batch;
     if (count > s->cap_window) {
         struct mps_stream_file *w = realloc(s->window, sizeof *w * (size_t)count);
-        if (!w)
+        if (w)
+            s->window = w;
+        float *data = w ? realloc(s->window_data, sizeof(float) * (size_t)(count * s->per + 1)) : NULL;
+        if (!data)
             return false;
-        s->window = w;
+        s->window_data = data;
         s->cap_window = count;
     }
     for (int64_t i = 0; i < count; i++)
@@ -193,7 +197,8 @@ static void mps_stream_fill(struct mps_stream *s, struct mps_stream_chunk *c)
         if ((oom = !mps_stream_add_file(c, &w->f)))
             break;
         c->items += w->f.items;
-        free(w->data);
+        if (w->own)
+            free(w->data);
         w->data = NULL;
         s->at++;
         if (w->f.st && !s->o->keep_going) {
@@ -467,8 +472,10 @@ out:
         free(s->chunk[k].staged_out);
     }
     for (int64_t i = s->at; i < s->n_window; i++)
-        free(s->window[i].data);
+        if (s->window[i].own)
+            free(s->window[i].data);
     free(s->window);
+    free(s->window_data);
     mps_pool_free(s->pool);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
