@@ -77,7 +77,7 @@ enum mps_status mps_inputs_names(const char *dir, char ***out, size_t *n_out, st
         names = grown ? grown : names;
     }
     closedir(d);
-    if (!st)
+    if (!st && n)
         qsort(names, n, sizeof *names, mps_inputs_cmp);
     *out = names;
     *n_out = n;
