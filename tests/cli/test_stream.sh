@@ -150,9 +150,12 @@ if command -v parallel >/dev/null; then
   parallel -k "$mpsrun" infer "$cnn" "$tmp/flat" --jsonl --batch 10 --shard {}/4 ::: 0 1 2 3 >"$tmp/merged.jsonl"
   "$mpsrun" infer "$cnn" "$tmp/flat" --jsonl --batch 10 >"$tmp/one.jsonl"
   check "4 shards through GNU parallel, merged: byte for byte one process's --jsonl" cmp -s "$tmp/merged.jsonl" "$tmp/one.jsonl"
+  # at the default batch the shards' chunks differ from one process's, and a probability's last digit may
+  # round the other way (0.96176 beside 0.961761 under the avx2 kernels): the rest must be the same
   parallel -k "$mpsrun" infer "$cnn" "$tmp/flat" -q --shard {}/4 ::: 0 1 2 3 >"$tmp/merged.tsv"
-  check "4 shards through GNU parallel at the default batch, merged: one process's -q lines" \
-    cmp -s "$tmp/merged.tsv" "$tmp/folder.tsv"
+  check "4 shards through GNU parallel at the default batch, merged: one process's -q lines (probabilities to 1e-5)" \
+    bash -c 'paste "$1" "$2" | awk -F"\t" "NF != 10 || \$1 != \$6 || \$2 != \$7 || \$3 != \$8 || \$4 != \$9 ||
+      (\$5 - \$10 > 1e-5 || \$10 - \$5 > 1e-5) { bad++ } END { exit bad > 0 || NR != 200 }"' _ "$tmp/merged.tsv" "$tmp/folder.tsv"
 else
   echo "skip GNU parallel sharding: parallel is not installed (scripts/setup installs it)"; skipped=$((skipped + 2))
 fi
