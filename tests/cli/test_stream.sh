@@ -147,12 +147,12 @@ expect "more shards than inputs: an empty shard is no error" 0 infer "$cnn" "$tm
 check "it prints nothing" test ! -s "$out"
 if command -v parallel >/dev/null; then
   # --batch 10 keeps every item in the same chunk composition sharded or not: the bytes must agree
-  parallel -k "$mpsrun" infer "$cnn" "$tmp/flat" --jsonl --batch 10 --shard {}/4 ::: 0 1 2 3 >"$tmp/merged.jsonl"
+  parallel -k "$mpsrun" infer "$cnn" "$tmp/flat" --jsonl --batch 10 --shard {}/4 ::: 0 1 2 3 </dev/null >"$tmp/merged.jsonl"
   "$mpsrun" infer "$cnn" "$tmp/flat" --jsonl --batch 10 >"$tmp/one.jsonl"
   check "4 shards through GNU parallel, merged: byte for byte one process's --jsonl" cmp -s "$tmp/merged.jsonl" "$tmp/one.jsonl"
   # at the default batch the shards' chunks differ from one process's, and a probability's last digit may
   # round the other way (0.96176 beside 0.961761 under the avx2 kernels): the rest must be the same
-  parallel -k "$mpsrun" infer "$cnn" "$tmp/flat" -q --shard {}/4 ::: 0 1 2 3 >"$tmp/merged.tsv"
+  parallel -k "$mpsrun" infer "$cnn" "$tmp/flat" -q --shard {}/4 ::: 0 1 2 3 </dev/null >"$tmp/merged.tsv"
   check "4 shards through GNU parallel at the default batch, merged: one process's -q lines (probabilities to 1e-5)" \
     bash -c 'paste "$1" "$2" | awk -F"\t" "NF != 10 || \$1 != \$6 || \$2 != \$7 || \$3 != \$8 || \$4 != \$9 ||
       (\$5 - \$10 > 1e-5 || \$10 - \$5 > 1e-5) { bad++ } END { exit bad > 0 || NR != 200 }"' _ "$tmp/merged.tsv" "$tmp/folder.tsv"
@@ -162,7 +162,7 @@ fi
 
 # ---- the progress line -----------------------------------------------------------------
 if command -v script >/dev/null; then
-  script -qec "'$mpsrun' infer '$cnn' '$tmp/flat' -q >/dev/null" "$tmp/typescript" >/dev/null 2>&1
+  script -qec "'$mpsrun' infer '$cnn' '$tmp/flat' -q >/dev/null" "$tmp/typescript" </dev/null >/dev/null 2>&1
   check "on a terminal, a progress line: done/total, images/s, time left" \
     grep -aEq 'mpsrun: [0-9,]+/200 inputs, [0-9,]+/s, [0-9]+:[0-9]{2} left' "$tmp/typescript"
 else
