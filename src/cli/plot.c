@@ -194,7 +194,7 @@ void mps_svg_lines(struct mps_svg *svg, const struct mps_plot_box *box, const st
             double x = mps_plot_map(v, xa, xb, left, right, ax->xlog);
             fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n", x, bottom, x,
                     bottom + 4);
-            mps_svg_text(svg, x, bottom + 17, "middle", NULL, 11, NULL, "%s", mps_plot_num(v, num, sizeof num));
+            mps_svg_text(svg, x, bottom + 17, "middle", NULL, 11, NULL, "%g", v); /* sizes, batches: as given */
         }
     mps_svg_text(svg, (left + right) / 2, top - 10, "middle", "panel-title", 13, NULL, "%s", ax->title);
     mps_svg_text(svg, (left + right) / 2, bottom + 38, "middle", "axis-label", 12, NULL, "%s", ax->xlabel);
