@@ -50,15 +50,9 @@ static enum mps_op mps_report_last_op(const struct mps_graph *g)
         const struct mps_fused_act *act = mps_node_act(n);
         if (act && act->on)
             return act->op;
-        switch (n->op) {
-        case MPS_OP_RESHAPE:
-        case MPS_OP_FLATTEN:
-        case MPS_OP_SQUEEZE:
-        case MPS_OP_UNSQUEEZE:
-        case MPS_OP_IDENTITY:
-        case MPS_OP_DROPOUT: v = n->in[0]; continue;
-        default: return n->op;
-        }
+        if (!mps_op_is_view(n->op))
+            return n->op;
+        v = n->in[0];
     }
     return MPS_OP_IDENTITY; /* an input or a constant */
 }

@@ -268,6 +268,19 @@ struct mps_fused_act *mps_node_act(const struct mps_node *n)
     }
 }
 
+bool mps_op_is_view(enum mps_op op)
+{
+    switch (op) {
+    case MPS_OP_RESHAPE:
+    case MPS_OP_FLATTEN:
+    case MPS_OP_SQUEEZE:
+    case MPS_OP_UNSQUEEZE:
+    case MPS_OP_IDENTITY:
+    case MPS_OP_DROPOUT: return true;
+    default: return false;
+    }
+}
+
 const char *mps_node_label(const struct mps_node *n, char *buf, size_t size)
 {
     const struct mps_fused_act *act = mps_node_act(n);

@@ -121,6 +121,9 @@ const struct mps_value *mps_node_input(const struct mps_graph *g, const struct m
    Div), or NULL when its op has none. Like strchr it drops the const: the
    fuse pass writes through it, everyone else only reads. */
 struct mps_fused_act *mps_node_act(const struct mps_node *n);
+/* Whether op's output is its first input's bytes as they are (Reshape,
+   Flatten, Squeeze, Unsqueeze, Identity, Dropout): a view of them. */
+bool mps_op_is_view(enum mps_op op);
 
 /* n's op with its fused activation, "Conv" or "Add+Relu", into buf. */
 const char *mps_node_label(const struct mps_node *n, char *buf, size_t size);

@@ -30,15 +30,7 @@ void mps_memplan_free(struct mps_memplan *mp)
 
 static bool mps_memplan_is_view(const struct mps_node *n)
 {
-    switch (n->op) {
-    case MPS_OP_RESHAPE:
-    case MPS_OP_FLATTEN:
-    case MPS_OP_SQUEEZE:
-    case MPS_OP_UNSQUEEZE:
-    case MPS_OP_IDENTITY:
-    case MPS_OP_DROPOUT: return n->n_in > 0 && n->in[0] >= 0;
-    default: return false;
-    }
+    return mps_op_is_view(n->op) && n->n_in > 0 && n->in[0] >= 0;
 }
 
 /* The values placed so far, found by lifetime without looking at the others:
