@@ -31,9 +31,8 @@ struct mps_infer_file {
     char error[sizeof((struct mps_error *)0)->msg]; /* the failure, without the path */
 };
 
-/* A batch run as one: the input tensors of the graph, built from files. */
+/* A batch run as one: the input tensors of the graph, built from the files r->files holds. */
 struct mps_infer_group {
-    int first_file, n_files;          /* files [first, first + n) */
     struct mps_tensor in[8];          /* per graph input; owned unless borrowed */
     int n_in;
     struct mps_tensor *out;           /* per graph output; owned unless borrowed */
@@ -43,7 +42,6 @@ struct mps_infer_group {
 
 struct mps_infer_result {
     struct mps_model *model;
-    struct mps_model *labels_owner; /* the first load, when the model was loaded again for the batch */
     const struct mps_backend *backend;
     struct mps_backend_info device;
     char why_backend[256];

@@ -89,7 +89,7 @@ enum mps_status mps_infer_multi(struct mps_infer_result *r, char **paths, int n_
     r->n_files = n_paths;
     r->n_groups = 1;
     struct mps_infer_group *grp = &r->groups[0];
-    *grp = (struct mps_infer_group){.first_file = 0, .n_files = n_paths};
+    *grp = (struct mps_infer_group){0};
     for (int i = 0; i < g->n_inputs; i++) {
         r->files[i].path = paths[i];
         r->files[i].index = i;

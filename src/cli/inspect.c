@@ -23,13 +23,9 @@ struct mps_inspect_node {
 
 static bool mps_inspect_moves_only(enum mps_op op)
 {
+    if (mps_op_is_view(op))
+        return true;
     switch (op) {
-    case MPS_OP_RESHAPE:
-    case MPS_OP_FLATTEN:
-    case MPS_OP_SQUEEZE:
-    case MPS_OP_UNSQUEEZE:
-    case MPS_OP_IDENTITY:
-    case MPS_OP_DROPOUT:
     case MPS_OP_SHAPE:
     case MPS_OP_CONSTANT:
     case MPS_OP_TRANSPOSE:
