@@ -12,12 +12,21 @@
    meets in any order (the activations here shrink errors or keep them), plus
    4 ulps of the result for the activation's own rounding; a wrong tile,
    offset or epilogue misses it by orders of magnitude. NaN must come out of
-   every epilogue as NaN. `test_pgemm neon` runs only the families whose
+   every epilogue as NaN.
+
+   The 3x3 depthwise kernel (dw3) likewise, on planes from 1x1 to wider than
+   a few steps, stride 1 and 2, pads 0 to 2 on either side, each epilogue
+   and a NaN, against the double sum of its nine taps (bound: 11 terms). Each
+   plane lies against an inaccessible page, once ending at it and once
+   starting after it, so that a read outside the plane fails the test (a
+   fault) on every family. `test_pgemm neon` runs only the families whose
    name contains "neon" (under an emulator, the others take long). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../../src/tensor/cpu/isa.h"
 #include "../../src/tensor/cpu/pgemm.h"
@@ -156,6 +165,98 @@ static void th_product(const struct mps_ukernels *uk, struct mps_pool *pool, int
     free(d.a), free(d.b), free(d.c), free(d.res), free(d.bias), free(d.want), free(d.bound);
 }
 
+/* n floats that end at (after: start just after) a page no access may touch. */
+static float *th_fenced(size_t n, bool after, void **map, size_t *map_bytes)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = (n * sizeof(float) + page - 1) / page * page + page;
+    unsigned char *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    *map = m, *map_bytes = bytes;
+    if (after) {
+        mprotect(m, page, PROT_NONE);
+        return (float *)(m + page);
+    }
+    mprotect(m + bytes - page, page, PROT_NONE);
+    return (float *)(m + bytes - page) - n;
+}
+
+/* One plane through uk->dw3: h x w input, stride s, pads pt, pl (bottom and
+   right: whatever the output size leaves), the epilogue epi's activation. */
+static void th_dw3(const struct mps_ukernels *uk, int64_t h, int64_t w, int s, int64_t pt, int64_t pl, int64_t out_h,
+                   int64_t out_w, enum th_epi epi, bool nan, bool after)
+{
+    void *map = NULL;
+    size_t map_bytes = 0;
+    float *x = th_fenced((size_t)(h * w), after, &map, &map_bytes), k[9], bias = (float)th_uniform(-1, 1);
+    if (!x) {
+        th_fail("[%s] dw3: no memory for the fenced plane", uk->name);
+        return;
+    }
+    float *y = malloc(sizeof(float) * (size_t)(out_h * out_w + 1));
+    for (int64_t i = 0; i < h * w; i++)
+        x[i] = (float)th_uniform(-1, 1);
+    for (int i = 0; i < 9; i++)
+        k[i] = (float)th_uniform(-1, 1);
+    if (nan)
+        x[(h / 2) * w + w / 2] = NAN;
+    struct mps_tile_epi e = mps_tile_epi_none();
+    struct mps_fused_act act = {.on = epi != TH_NONE && epi != TH_BIAS_ROWS,
+                                .op = epi == TH_CLIP ? MPS_OP_CLIP : epi == TH_LEAKY ? MPS_OP_LEAKY_RELU : MPS_OP_RELU,
+                                .p = {.alpha = epi == TH_CLIP ? -0.5f : 0.1f, .beta = 0.5f}};
+    mps_pgemm_act_epi(&act, &e);
+    struct mps_dw3_geom g = {.h = h, .w = w, .pt = pt, .pl = pl, .out_h = out_h, .out_w = out_w, .s = s};
+    uk->dw3(&g, x, k, bias, y, &e);
+    int64_t bad = -1, nan_ok = 1;
+    double worst = 0, want_bad = 0;
+    for (int64_t oh = 0; oh < out_h; oh++)
+        for (int64_t ow = 0; ow < out_w; ow++) {
+            double v = bias, mag = fabs(bias);
+            for (int th = 0; th < 3; th++)
+                for (int tw = 0; tw < 3; tw++) {
+                    int64_t i = oh * s - pt + th, j = ow * s - pl + tw;
+                    if (i >= 0 && i < h && j >= 0 && j < w)
+                        v += (double)k[th * 3 + tw] * x[i * w + j], mag += fabs((double)k[th * 3 + tw] * x[i * w + j]);
+                }
+            double want = th_ref_act(act.on ? epi : TH_NONE, v), got = y[oh * out_w + ow];
+            double bound = 11 * 0x1p-24 * mag + 0x1p-22 * fabs(want) + 1e-30, err = fabs(got - want);
+            bool ok = isnan(want) ? isnan(got) : err <= bound;
+            if (isnan(want) != isnan(got))
+                nan_ok = 0;
+            if (!ok && bad < 0)
+                bad = oh * out_w + ow, want_bad = want;
+            worst = !isnan(want) && err / bound > worst ? err / bound : worst;
+        }
+    th_check(bad < 0 && nan_ok,
+             "[%s] dw3 %lldx%lld stride %d pads %lld,%lld -> %lldx%lld, %s%s, %s a fence: %s (worst %.2f of the bound)",
+             uk->name, (long long)h, (long long)w, s, (long long)pt, (long long)pl, (long long)out_h, (long long)out_w,
+             !act.on ? "no activation" : epi == TH_RES_RELU ? "Relu" : th_epi_names[epi], nan ? ", a NaN" : "",
+             after ? "after" : "before", bad < 0 ? "within" : "OUTSIDE", worst);
+    if (bad >= 0)
+        printf("     output %lld: got %.9g, want %.9g\n", (long long)bad, y[bad], want_bad);
+    free(y);
+    munmap(map, map_bytes);
+}
+
+/* The planes of th_dw3: sizes across the families' steps (4, 8, 16 outputs) and the row ends. */
+static void th_dw3_all(const struct mps_ukernels *uk)
+{
+    static const int64_t sizes[][2] = {{1, 1}, {2, 2}, {3, 5}, {7, 7}, {14, 14}, {5, 17}, {9, 33}, {4, 40}, {3, 71}};
+    enum th_epi epis[] = {TH_NONE, TH_RES_RELU, TH_CLIP, TH_LEAKY};
+    int at = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (int s = 1; s <= 2; s++)
+            for (int64_t pad = 0; pad <= 2; pad++, at++) {
+                int64_t h = sizes[i][0], w = sizes[i][1], pt = pad, pl = (pad + (int64_t)i) % 3;
+                int64_t pbm = (pad + 1) % 3, prt = pad; /* bottom and right pads */
+                int64_t out_h = h + pt + pbm >= 3 ? (h + pt + pbm - 3) / s + 1 : 0;
+                int64_t out_w = w + pl + prt >= 3 ? (w + pl + prt - 3) / s + 1 : 0;
+                if (out_h <= 0 || out_w <= 0)
+                    continue;
+                th_dw3(uk, h, w, s, pt, pl, out_h, out_w, epis[at % 4], at % 5 == 0, at % 2 == 0);
+            }
+}
+
 int main(int argc, char **argv)
 {
     const struct mps_ukernels *const *all;
@@ -190,6 +291,7 @@ int main(int argc, char **argv)
             th_product(uk, pools[1], 2 * uk->mr + 1, 2 * uk->nr + 3, uk->kc + 3, true, false, (enum th_epi)epi, false);
             th_product(uk, pools[0], uk->mr + 1, uk->nr + 1, 17, false, true, (enum th_epi)epi, true);
         }
+        th_dw3_all(uk);
     }
     for (int t = 0; t < 3; t++)
         mps_pool_free(pools[t]);

@@ -5,7 +5,8 @@
    a cache-sized block at a time (no im2col in memory): for stride 1 from a
    zero-padded copy of the input (whole runs, no padding to test), else from
    the input itself; 3x3 stride-1 layers with 64+ input channels run as
-   Winograd (winograd.c), depthwise ones directly. Run-time weights: im2col + sgemm.
+   Winograd (winograd.c), depthwise ones directly (3x3 ones on the family's
+   dw3 kernel, ukernels.h). Run-time weights: im2col + sgemm.
    ConvTranspose: sgemm + col2im. Every rank runs as 3-D: missing leading
    spatial dims have size 1. */
 #include <string.h>
@@ -158,6 +159,7 @@ struct mps_conv_job {
     const float *w, *bias;
     float *col, *y;
     const struct mps_fused_act *act;
+    const struct mps_ukernels *uk; /* depthwise: the family whose dw3 runs 3x3 planes */
 };
 
 /* Input coordinate of output position o along axis j for kernel tap t, or -1 outside. */
@@ -251,73 +253,42 @@ static void mps_dw_taps(const struct mps_conv_geom *q, const float *xc, const fl
     }
 }
 
-/* The 3x3 window of mobilenets and small CNNs, stride S (a constant, so that
-   the strided loads vectorize): each output's nine products summed in one
-   expression, in the order mps_dw_taps adds them (the same bits where the
-   compiler contracts neither into fused multiply-adds, as gcc's -std=c11 does not). */
-#define MPS_DW3_ROW(S)                                                                                                 \
-    for (int64_t ow = lo; ow < hi; ow++) {                                                                             \
-        const float *u = r0 + ow * (S), *v = r1 + ow * (S), *t = r2 + ow * (S);                                        \
-        yr[ow] = bias + k[0] * u[0] + k[1] * u[1] + k[2] * u[2] + k[3] * v[0] + k[4] * v[1] + k[5] * v[2] +            \
-                 k[6] * t[0] + k[7] * t[1] + k[8] * t[2];                                                              \
-    }
-
-/* True when the rows of output row oh all lie inside the input and the kernel
-   is 3x3 (depth 1), undilated, stride 1 or 2 in both axes. */
-static bool mps_dw3_fits(const struct mps_cpu_window3 *w, int64_t oh)
+/* True when the layer is 2-D (depth 1, no padding along it), the kernel
+   3x3, undilated, stride 1 or 2 in both axes: the family's dw3 kernel runs it. */
+static bool mps_dw3_applies(const struct mps_cpu_window3 *w)
 {
-    int64_t ih = oh * w->s[1] - w->pb[1];
-    return w->k[0] == 1 && w->k[1] == 3 && w->k[2] == 3 && w->d[1] == 1 && w->d[2] == 1 && w->s[1] == w->s[2] &&
-           (w->s[2] == 1 || w->s[2] == 2) && ih >= 0 && ih + 2 < w->in[1];
+    return w->in[0] == 1 && w->out[0] == 1 && w->pb[0] == 0 && w->k[0] == 1 && w->k[1] == 3 && w->k[2] == 3 &&
+           w->d[1] == 1 && w->d[2] == 1 && w->s[1] == w->s[2] && (w->s[2] == 1 || w->s[2] == 2);
 }
 
-/* One output of a row that mps_dw3_fits, at input column i - pb (some of its
-   three columns in the padding): the sum mps_dw_taps makes, in its order. */
-static float mps_dw3_edge(const float *r0, const float *k, float bias, int64_t i, int64_t pb, int64_t in_w)
-{
-    float acc = bias;
-    for (int64_t th = 0; th < 3; th++)
-        for (int64_t tw = 0; tw < 3; tw++)
-            if (i + tw - pb >= 0 && i + tw - pb < in_w)
-                acc += k[th * 3 + tw] * r0[th * in_w + i + tw];
-    return acc;
-}
-
-/* One output plane (batch * channel) per item. */
+/* One output plane (batch * channel) per item: a 3x3 layer on the family's
+   dw3 kernel, the activation in its store where the tile's epilogue has it;
+   other windows in the general form. */
 static void mps_conv_depthwise_planes(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_conv_job *jb = ctx;
     const struct mps_conv_geom *q = jb->q;
     const struct mps_cpu_window3 *w = &q->w;
-    int64_t per_group = q->m / q->g, ow_n = w->out[2], s = w->s[2];
-    /* outputs [lo, hi) of a row whose three columns lie inside the input */
-    int64_t lo = (w->pb[2] + s - 1) / s, hi = w->in[2] + w->pb[2] >= 3 ? (w->in[2] + w->pb[2] - 3) / s + 1 : 0;
-    hi = hi < ow_n ? hi : ow_n;
-    lo = lo < hi ? lo : hi;
+    int64_t per_group = q->m / q->g;
+    struct mps_tile_epi e = mps_tile_epi_none();
+    bool inline_act = mps_pgemm_act_epi(jb->act, &e), dw3 = mps_dw3_applies(w);
+    struct mps_dw3_geom g = {.h = w->in[1], .w = w->in[2], .pt = w->pb[1], .pl = w->pb[2], .out_h = w->out[1],
+                             .out_w = w->out[2], .s = (int)w->s[2]};
     for (int64_t p = begin; p < end; p++) {
         int64_t b = p / q->m, m = p % q->m, c = m / per_group;
         const float *xc = jb->x + (b * q->c + c) * q->in_plane, *k = jb->w + m * q->taps;
         float *y = jb->y + p * q->out_plane, bias = jb->bias ? jb->bias[m] : 0.0f;
+        if (dw3) {
+            jb->uk->dw3(&g, xc, k, bias, y, &e);
+            if (!inline_act)
+                mps_cpu_act_inplace(jb->act, y, q->out_plane);
+            continue;
+        }
         for (int64_t od = 0; od < w->out[0]; od++)
             for (int64_t oh = 0; oh < w->out[1]; oh++) {
-                float *yr = y + (od * w->out[1] + oh) * ow_n;
-                int64_t id = od * w->s[0] - w->pb[0];
-                if (!mps_dw3_fits(w, oh) || id < 0 || id >= w->in[0]) {
-                    mps_dw_taps(q, xc, k, bias, od, oh, 0, ow_n, yr);
-                    mps_cpu_act_inplace(jb->act, yr, ow_n);
-                    continue;
-                }
-                const float *r0 = xc + (id * w->in[1] + oh * s - w->pb[1]) * w->in[2] - w->pb[2];
-                const float *r1 = r0 + w->in[2], *r2 = r1 + w->in[2];
-                if (s == 1)
-                    MPS_DW3_ROW(1)
-                else
-                    MPS_DW3_ROW(2)
-                for (int64_t ow = 0; ow < lo; ow++)
-                    yr[ow] = mps_dw3_edge(r0, k, bias, ow * s, w->pb[2], w->in[2]);
-                for (int64_t ow = hi; ow < ow_n; ow++)
-                    yr[ow] = mps_dw3_edge(r0, k, bias, ow * s, w->pb[2], w->in[2]);
-                mps_cpu_act_inplace(jb->act, yr, ow_n);
+                float *yr = y + (od * w->out[1] + oh) * w->out[2];
+                mps_dw_taps(q, xc, k, bias, od, oh, 0, w->out[2], yr);
+                mps_cpu_act_inplace(jb->act, yr, w->out[2]);
             }
     }
 }
@@ -543,7 +514,7 @@ enum mps_status mps_cpu_conv(const struct mps_cpu_args *a, struct mps_error *err
     struct mps_tensor *y = &a->out[0];
     struct mps_conv_geom q = mps_conv_geom_of(a->node, &x->shape, &y->shape);
     struct mps_conv_job jb = {.q = &q, .x = x->data, .w = w->data, .bias = b->data, .y = y->data,
-                              .act = &a->node->p.conv.act};
+                              .act = &a->node->p.conv.act, .uk = a->uk ? a->uk : &mps_ukernels_c};
     (void)err;
     if (a->packed) {
         if (((const struct mps_conv_packed *)a->packed)->path == MPS_CONV_WINOGRAD)

@@ -163,6 +163,81 @@ static void mps_avx2_gemm(int64_t k, const float *a, const float *b, float *c, i
     }
 }
 
+/* The even and the odd elements of the sixteen floats a, b. */
+static inline void mps_avx2_deinterleave(__m256 a, __m256 b, __m256 *even, __m256 *odd)
+{
+    __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); /* a0 a2 b0 b2 | a4 a6 b4 b6 */
+    __m256 o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+    *even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+    *odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+/* Columns [from, from + 8) of a row of w floats, zeros outside the row
+   (masked lanes never fault); before the row's start, its first floats are
+   loaded and moved up to the lanes they belong to. */
+static inline __m256 mps_avx2_cols(const float *row, int64_t w, int64_t from)
+{
+    int64_t a = from < 0 ? (-from < 8 ? -from : 8) : 0, b = w - from < 8 ? w - from : 8;
+    if (b <= a)
+        return _mm256_setzero_ps();
+    if (from >= 0)
+        return b == 8 ? _mm256_loadu_ps(row + from) : _mm256_maskload_ps(row + from, mps_avx2_mask((int)b));
+    __m256 v = _mm256_maskload_ps(row, mps_avx2_mask((int)(b - a)));
+    __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    v = _mm256_permutevar8x32_ps(v, _mm256_sub_epi32(lanes, _mm256_set1_epi32((int)a)));
+    return _mm256_andnot_ps(_mm256_castsi256_ps(mps_avx2_mask((int)a)), v); /* lanes below a: zeros */
+}
+
+/* acc plus one input row's three taps for eight outputs from column c (see ukernel_avx512.c). */
+static inline __m256 mps_avx2_dw3_row(__m256 acc, const float *row, int64_t w, int64_t c, int s, bool inside,
+                                      __m256 k0, __m256 k1, __m256 k2)
+{
+    __m256 x0, x1, x2, unused;
+    if (s == 1) {
+        x0 = inside ? _mm256_loadu_ps(row + c) : mps_avx2_cols(row, w, c);
+        x1 = inside ? _mm256_loadu_ps(row + c + 1) : mps_avx2_cols(row, w, c + 1);
+        x2 = inside ? _mm256_loadu_ps(row + c + 2) : mps_avx2_cols(row, w, c + 2);
+    } else { /* x0, x1: columns c .. c + 15 apart; x2: the evens of c + 2 .. c + 16 */
+        mps_avx2_deinterleave(inside ? _mm256_loadu_ps(row + c) : mps_avx2_cols(row, w, c),
+                              inside ? _mm256_loadu_ps(row + c + 8) : mps_avx2_cols(row, w, c + 8), &x0, &x1);
+        mps_avx2_deinterleave(inside ? _mm256_loadu_ps(row + c + 2) : mps_avx2_cols(row, w, c + 2),
+                              inside ? _mm256_maskload_ps(row + c + 10, mps_avx2_mask(7))
+                                     : mps_avx2_cols(row, w, c + 10),
+                              &x2, &unused);
+    }
+    acc = _mm256_fmadd_ps(k0, x0, acc);
+    acc = _mm256_fmadd_ps(k1, x1, acc);
+    return _mm256_fmadd_ps(k2, x2, acc);
+}
+
+/* 3x3 depthwise planes, eight outputs a step (see ukernel_avx512.c). */
+static void mps_avx2_dw3(const struct mps_dw3_geom *g, const float *x, const float *k, float bias, float *y,
+                         const struct mps_tile_epi *e)
+{
+    __m256 k0 = _mm256_broadcast_ss(k), k1 = _mm256_broadcast_ss(k + 1), k2 = _mm256_broadcast_ss(k + 2);
+    __m256 k3 = _mm256_broadcast_ss(k + 3), k4 = _mm256_broadcast_ss(k + 4), k5 = _mm256_broadcast_ss(k + 5);
+    __m256 k6 = _mm256_broadcast_ss(k + 6), k7 = _mm256_broadcast_ss(k + 7), k8 = _mm256_broadcast_ss(k + 8);
+    int s = g->s;
+    for (int64_t oh = 0; oh < g->out_h; oh++) {
+        int64_t i0 = oh * s - g->pt; /* input rows i0 .. i0 + 2, those in [0, h) */
+        bool r0 = i0 >= 0 && i0 < g->h, r1 = i0 + 1 >= 0 && i0 + 1 < g->h, r2 = i0 + 2 >= 0 && i0 + 2 < g->h;
+        const float *row = x + i0 * g->w;
+        for (int64_t ow = 0; ow < g->out_w; ow += 8) {
+            int64_t c = ow * s - g->pl; /* the step reads columns [c, c + 7 s + 3) */
+            bool inside = c >= 0 && c + 7 * s + 3 <= g->w;
+            __m256 acc = _mm256_set1_ps(bias);
+            if (r0)
+                acc = mps_avx2_dw3_row(acc, row, g->w, c, s, inside, k0, k1, k2);
+            if (r1)
+                acc = mps_avx2_dw3_row(acc, row + g->w, g->w, c, s, inside, k3, k4, k5);
+            if (r2)
+                acc = mps_avx2_dw3_row(acc, row + 2 * g->w, g->w, c, s, inside, k6, k7, k8);
+            int n = g->out_w - ow < 8 ? (int)(g->out_w - ow) : 8;
+            mps_avx2_store(y + oh * g->out_w + ow, acc, n, MPS_TILE_FINISH, e, 0, 0);
+        }
+    }
+}
+
 const struct mps_ukernels mps_ukernels_avx2 = {
     .name = "avx2",
     .describe = "AVX2 + FMA, 6 x 16 float tiles",
@@ -171,4 +246,5 @@ const struct mps_ukernels mps_ukernels_avx2 = {
     .kc = KC,
     .supported = mps_x86_has_avx2,
     .gemm = mps_avx2_gemm,
+    .dw3 = mps_avx2_dw3,
 };

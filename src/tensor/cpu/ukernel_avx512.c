@@ -156,6 +156,74 @@ static void mps_avx512_gemm(int64_t k, const float *a, const float *b, float *c,
     }
 }
 
+/* Columns [from, from + 16) of a row of w floats, zeros outside the row:
+   masked lanes never fault, and before the row's start an expanding load
+   puts its first floats in the lanes they belong to. */
+static inline __m512 mps_avx512_cols(const float *row, int64_t w, int64_t from)
+{
+    int64_t a = from < 0 ? -from : 0, b = w - from < 16 ? w - from : 16;
+    if (b <= a)
+        return _mm512_setzero_ps();
+    __mmask16 m = (__mmask16)(((1u << b) - 1u) & ~((1u << a) - 1u));
+    return from < 0 ? _mm512_maskz_expandloadu_ps(m, row) : _mm512_maskz_loadu_ps(m, row + from);
+}
+
+/* acc plus one input row's three taps for sixteen outputs from column c, s
+   apart: inside the row plain loads, at its ends the columns that exist;
+   stride 2 takes the even and odd inputs apart (vpermt2ps). */
+static inline __m512 mps_avx512_dw3_row(__m512 acc, const float *row, int64_t w, int64_t c, int s, bool inside,
+                                        __m512 k0, __m512 k1, __m512 k2)
+{
+    __m512 x0, x1, x2;
+    if (s == 1) {
+        x0 = inside ? _mm512_loadu_ps(row + c) : mps_avx512_cols(row, w, c);
+        x1 = inside ? _mm512_loadu_ps(row + c + 1) : mps_avx512_cols(row, w, c + 1);
+        x2 = inside ? _mm512_loadu_ps(row + c + 2) : mps_avx512_cols(row, w, c + 2);
+    } else { /* x0, x1: columns c .. c + 31 apart; x2: the evens of c + 2 .. c + 32 */
+        const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+        __m512 lo = inside ? _mm512_loadu_ps(row + c) : mps_avx512_cols(row, w, c);
+        __m512 hi = inside ? _mm512_loadu_ps(row + c + 16) : mps_avx512_cols(row, w, c + 16);
+        __m512 lo2 = inside ? _mm512_loadu_ps(row + c + 2) : mps_avx512_cols(row, w, c + 2);
+        __m512 hi2 = inside ? _mm512_maskz_loadu_ps(0x7fff, row + c + 18) : mps_avx512_cols(row, w, c + 18);
+        x0 = _mm512_permutex2var_ps(lo, even, hi);
+        x1 = _mm512_permutex2var_ps(lo, odd, hi);
+        x2 = _mm512_permutex2var_ps(lo2, even, hi2);
+    }
+    acc = _mm512_fmadd_ps(k0, x0, acc);
+    acc = _mm512_fmadd_ps(k1, x1, acc);
+    return _mm512_fmadd_ps(k2, x2, acc);
+}
+
+/* 3x3 depthwise planes, sixteen outputs a step; input rows in the padding
+   are skipped, the last step of a row stores only its outputs. */
+static void mps_avx512_dw3(const struct mps_dw3_geom *g, const float *x, const float *k, float bias, float *y,
+                           const struct mps_tile_epi *e)
+{
+    __m512 k0 = _mm512_set1_ps(k[0]), k1 = _mm512_set1_ps(k[1]), k2 = _mm512_set1_ps(k[2]);
+    __m512 k3 = _mm512_set1_ps(k[3]), k4 = _mm512_set1_ps(k[4]), k5 = _mm512_set1_ps(k[5]);
+    __m512 k6 = _mm512_set1_ps(k[6]), k7 = _mm512_set1_ps(k[7]), k8 = _mm512_set1_ps(k[8]);
+    int s = g->s;
+    for (int64_t oh = 0; oh < g->out_h; oh++) {
+        int64_t i0 = oh * s - g->pt; /* input rows i0 .. i0 + 2, those in [0, h) */
+        bool r0 = i0 >= 0 && i0 < g->h, r1 = i0 + 1 >= 0 && i0 + 1 < g->h, r2 = i0 + 2 >= 0 && i0 + 2 < g->h;
+        const float *row = x + i0 * g->w;
+        for (int64_t ow = 0; ow < g->out_w; ow += 16) {
+            int64_t c = ow * s - g->pl; /* the step reads columns [c, c + 15 s + 3) */
+            bool inside = c >= 0 && c + 15 * s + 3 <= g->w;
+            __m512 acc = _mm512_set1_ps(bias);
+            if (r0)
+                acc = mps_avx512_dw3_row(acc, row, g->w, c, s, inside, k0, k1, k2);
+            if (r1)
+                acc = mps_avx512_dw3_row(acc, row + g->w, g->w, c, s, inside, k3, k4, k5);
+            if (r2)
+                acc = mps_avx512_dw3_row(acc, row + 2 * g->w, g->w, c, s, inside, k6, k7, k8);
+            int n = g->out_w - ow < 16 ? (int)(g->out_w - ow) : 16;
+            mps_avx512_store(y + oh * g->out_w + ow, acc, n, MPS_TILE_FINISH, e, 0, 0);
+        }
+    }
+}
+
 const struct mps_ukernels mps_ukernels_avx512 = {
     .name = "avx512",
     .describe = "AVX-512F, 8 x 32 float tiles",
@@ -164,4 +232,5 @@ const struct mps_ukernels mps_ukernels_avx512 = {
     .kc = KC,
     .supported = mps_x86_has_avx512,
     .gemm = mps_avx512_gemm,
+    .dw3 = mps_avx512_dw3,
 };

@@ -27,11 +27,49 @@ static void mps_c_gemm(int64_t k, const float *a, const float *b, float *c, int6
                     v += e->bias[e->bias_cols ? j : r];
                 if (e->res)
                     v += e->res[r * e->ldr + j];
-                v = v < e->lo ? e->lo : v > e->hi ? e->hi : v; /* NaN stays NaN */
-                v = v < 0 ? e->slope * v : v;
+                v = mps_tile_epi_act(e, v);
             }
             *y = v;
         }
+}
+
+/* Row by row, tap by tap over the outputs the tap reaches inside the input
+   (the order of the general depthwise loop); S a constant, so that the
+   compiler vectorizes the strided loads. */
+static inline void mps_c_dw3_plane(const struct mps_dw3_geom *g, const int S, const float *x, const float *k,
+                                   float bias, float *y, const struct mps_tile_epi *e)
+{
+    for (int64_t oh = 0; oh < g->out_h; oh++) {
+        float *yr = y + oh * g->out_w;
+        for (int64_t ow = 0; ow < g->out_w; ow++)
+            yr[ow] = bias;
+        for (int64_t th = 0; th < 3; th++) {
+            int64_t ih = oh * S - g->pt + th;
+            if (ih < 0 || ih >= g->h)
+                continue;
+            for (int64_t tw = 0; tw < 3; tw++) {
+                /* outputs [lo, hi) read columns ow S - pl + tw inside [0, w) */
+                int64_t first = g->pl - tw, lo = first <= 0 ? 0 : (first + S - 1) / S;
+                int64_t hi = g->w - 1 + g->pl - tw < 0 ? 0 : (g->w - 1 + g->pl - tw) / S + 1;
+                hi = hi < g->out_w ? hi : g->out_w;
+                const float *xr = x + ih * g->w - g->pl + tw;
+                float kv = k[th * 3 + tw];
+                for (int64_t ow = lo; ow < hi; ow++)
+                    yr[ow] += kv * xr[ow * S];
+            }
+        }
+        for (int64_t ow = 0; ow < g->out_w; ow++)
+            yr[ow] = mps_tile_epi_act(e, yr[ow]);
+    }
+}
+
+static void mps_c_dw3(const struct mps_dw3_geom *g, const float *x, const float *k, float bias, float *y,
+                      const struct mps_tile_epi *e)
+{
+    if (g->s == 1)
+        mps_c_dw3_plane(g, 1, x, k, bias, y, e);
+    else
+        mps_c_dw3_plane(g, 2, x, k, bias, y, e);
 }
 
 static bool mps_c_supported(void)
@@ -47,4 +85,5 @@ const struct mps_ukernels mps_ukernels_c = {
     .kc = KC,
     .supported = mps_c_supported,
     .gemm = mps_c_gemm,
+    .dw3 = mps_c_dw3,
 };

@@ -139,6 +139,54 @@ static void mps_neon_gemm(int64_t k, const float *a, const float *b, float *c, i
     }
 }
 
+/* Columns [c, c + need) of a row of w floats: in place where they lie inside
+   the row, else copied into buf with zeros for those outside (need <= 9). */
+static inline const float *mps_neon_cols(const float *row, int64_t w, int64_t c, int64_t need, float *buf)
+{
+    if (c >= 0 && c + need <= w)
+        return row + c;
+    for (int64_t i = 0; i < need; i++)
+        buf[i] = c + i >= 0 && c + i < w ? row[c + i] : 0.0f;
+    return buf;
+}
+
+/* acc plus one input row's three taps for four outputs from column c, s
+   apart; stride 2 through vld2q (the even and the odd inputs apart). */
+static inline float32x4_t mps_neon_dw3_row(float32x4_t acc, const float *row, int64_t w, int64_t c, int s,
+                                           const float *k)
+{
+    float buf[12];
+    const float *p = mps_neon_cols(row, w, c, 3 * s + 3, buf);
+    float32x4_t x0, x1, x2;
+    if (s == 1) {
+        x0 = vld1q_f32(p), x1 = vld1q_f32(p + 1), x2 = vld1q_f32(p + 2);
+    } else { /* p[0 .. 7] apart, then p[2 .. 8]'s evens: x0 shifted by one lane, p[8] last */
+        float32x4x2_t v = vld2q_f32(p);
+        x0 = v.val[0], x1 = v.val[1], x2 = vextq_f32(x0, vdupq_n_f32(p[8]), 1);
+    }
+    acc = vfmaq_n_f32(acc, x0, k[0]);
+    acc = vfmaq_n_f32(acc, x1, k[1]);
+    return vfmaq_n_f32(acc, x2, k[2]);
+}
+
+/* 3x3 depthwise planes, four outputs a step; input rows in the padding are
+   skipped, the last step of a row stores only its outputs. */
+static void mps_neon_dw3(const struct mps_dw3_geom *g, const float *x, const float *k, float bias, float *y,
+                         const struct mps_tile_epi *e)
+{
+    for (int64_t oh = 0; oh < g->out_h; oh++) {
+        int64_t i0 = oh * g->s - g->pt;
+        for (int64_t ow = 0; ow < g->out_w; ow += 4) {
+            float32x4_t acc = vdupq_n_f32(bias);
+            for (int64_t th = 0; th < 3; th++)
+                if (i0 + th >= 0 && i0 + th < g->h)
+                    acc = mps_neon_dw3_row(acc, x + (i0 + th) * g->w, g->w, ow * g->s - g->pl, g->s, k + 3 * th);
+            int n = g->out_w - ow < 4 ? (int)(g->out_w - ow) : 4;
+            mps_neon_store(y + oh * g->out_w + ow, acc, n, MPS_TILE_FINISH, e, 0, 0);
+        }
+    }
+}
+
 static bool mps_neon_supported(void)
 {
     return true; /* Advanced SIMD is part of every arm64 CPU */
@@ -152,4 +200,5 @@ const struct mps_ukernels mps_ukernels_neon = {
     .kc = KC,
     .supported = mps_neon_supported,
     .gemm = mps_neon_gemm,
+    .dw3 = mps_neon_dw3,
 };

@@ -37,6 +37,30 @@ struct mps_tile_epi mps_tile_epi_none(void);
 typedef void (*mps_ugemm_fn)(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int rows, int cols,
                              int flags, const struct mps_tile_epi *epi);
 
+/* One output plane of a 3x3 depthwise convolution (the mobilenets' layer):
+   for oh < out_h, ow < out_w,
+
+       y[oh out_w + ow] = act(bias + sum over th, tw < 3 of k[3 th + tw] * x(oh s - pt + th, ow s - pl + tw))
+
+   x(i, j) = x[i w + j] inside the h x w input plane, else 0 (the padding);
+   nothing outside the plane is read. act is the epilogue's clamp and slope
+   (its bias and residual must be NULL). */
+struct mps_dw3_geom {
+    int64_t h, w;         /* the input plane */
+    int64_t pt, pl;       /* padding before the first row and column */
+    int64_t out_h, out_w; /* the output plane */
+    int s;                /* stride, 1 or 2, along both axes */
+};
+typedef void (*mps_udw3_fn)(const struct mps_dw3_geom *g, const float *x, const float *k, float bias, float *y,
+                            const struct mps_tile_epi *epi);
+
+/* The epilogue's activation on one value (what the kernels' stores do). */
+static inline float mps_tile_epi_act(const struct mps_tile_epi *e, float v)
+{
+    v = v < e->lo ? e->lo : v > e->hi ? e->hi : v; /* NaN stays NaN */
+    return v < 0 ? e->slope * v : v;
+}
+
 struct mps_ukernels {
     const char *name;     /* "avx512", "avx2", "neon", "c" */
     const char *describe; /* "AVX-512F, 8 x 32 float tiles" */
@@ -44,6 +68,7 @@ struct mps_ukernels {
     int kc;               /* k per block: an a and a b panel of kc fit the L1 cache together */
     bool (*supported)(void); /* whether this CPU and OS run it */
     mps_ugemm_fn gemm;
+    mps_udw3_fn dw3;
 };
 
 /* The families this build holds (isa.c lists them; each is NULL-free). */
