@@ -205,19 +205,18 @@ static void mps_avx512_dw3(const struct mps_dw3_geom *g, const float *x, const f
     __m512 k6 = _mm512_set1_ps(k[6]), k7 = _mm512_set1_ps(k[7]), k8 = _mm512_set1_ps(k[8]);
     int s = g->s;
     for (int64_t oh = 0; oh < g->out_h; oh++) {
-        int64_t i0 = oh * s - g->pt; /* input rows i0 .. i0 + 2, those in [0, h) */
+        int64_t i0 = oh * s - g->pt; /* input rows i0 .. i0 + 2; only those in [0, h) are addressed */
         bool r0 = i0 >= 0 && i0 < g->h, r1 = i0 + 1 >= 0 && i0 + 1 < g->h, r2 = i0 + 2 >= 0 && i0 + 2 < g->h;
-        const float *row = x + i0 * g->w;
         for (int64_t ow = 0; ow < g->out_w; ow += 16) {
             int64_t c = ow * s - g->pl; /* the step reads columns [c, c + 15 s + 3) */
             bool inside = c >= 0 && c + 15 * s + 3 <= g->w;
             __m512 acc = _mm512_set1_ps(bias);
             if (r0)
-                acc = mps_avx512_dw3_row(acc, row, g->w, c, s, inside, k0, k1, k2);
+                acc = mps_avx512_dw3_row(acc, x + i0 * g->w, g->w, c, s, inside, k0, k1, k2);
             if (r1)
-                acc = mps_avx512_dw3_row(acc, row + g->w, g->w, c, s, inside, k3, k4, k5);
+                acc = mps_avx512_dw3_row(acc, x + (i0 + 1) * g->w, g->w, c, s, inside, k3, k4, k5);
             if (r2)
-                acc = mps_avx512_dw3_row(acc, row + 2 * g->w, g->w, c, s, inside, k6, k7, k8);
+                acc = mps_avx512_dw3_row(acc, x + (i0 + 2) * g->w, g->w, c, s, inside, k6, k7, k8);
             int n = g->out_w - ow < 16 ? (int)(g->out_w - ow) : 16;
             mps_avx512_store(y + oh * g->out_w + ow, acc, n, MPS_TILE_FINISH, e, 0, 0);
         }

@@ -52,10 +52,11 @@ static inline void mps_c_dw3_plane(const struct mps_dw3_geom *g, const int S, co
                 int64_t first = g->pl - tw, lo = first <= 0 ? 0 : (first + S - 1) / S;
                 int64_t hi = g->w - 1 + g->pl - tw < 0 ? 0 : (g->w - 1 + g->pl - tw) / S + 1;
                 hi = hi < g->out_w ? hi : g->out_w;
-                const float *xr = x + ih * g->w - g->pl + tw;
+                const float *row = x + ih * g->w;
+                int64_t off = tw - g->pl;
                 float kv = k[th * 3 + tw];
                 for (int64_t ow = lo; ow < hi; ow++)
-                    yr[ow] += kv * xr[ow * S];
+                    yr[ow] += kv * row[ow * S + off];
             }
         }
         for (int64_t ow = 0; ow < g->out_w; ow++)
