@@ -5,8 +5,9 @@
    the activation arena, and which backends can run every node.
 
    FLOPs: 2 per multiply-accumulate of Conv, ConvTranspose, Gemm and MatMul,
-   one per output element of the other computing ops, none for ops that only
-   move data. Parameters: elements of the floating-point initializers a node
+   and of an interpolating Resize (per output, the taps of the axes it
+   resizes: 2 each linear, 4 cubic), one per output element of the other
+   computing ops, none for ops that only move data (a nearest Resize too). Parameters: elements of the floating-point initializers a node
    reads; each initializer counts once in the totals. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -35,6 +36,7 @@ static bool mps_inspect_moves_only(enum mps_op op)
     case MPS_OP_GATHER:
     case MPS_OP_EXPAND:
     case MPS_OP_PAD:
+    case MPS_OP_RESIZE: /* nearest: the interpolating modes count their taps */
     case MPS_OP_CAST: return true;
     default: return false;
     }
@@ -72,6 +74,16 @@ static struct mps_inspect_node mps_inspect_cost(const struct mps_graph *g, const
     case MPS_OP_MATMUL:
         c.macs = out * x->dim[x->ndim - 1];
         break;
+    case MPS_OP_RESIZE: {
+        const struct mps_resize_params *p = &n->p.resize;
+        int64_t taps = 1;
+        for (int d = 0; d < y->ndim && p->mode != MPS_RESIZE_NEAREST; d++)
+            if (x->dim[d] != y->dim[d] || p->scale[d] != 1.0)
+                taps *= p->mode == MPS_RESIZE_LINEAR ? 2 : 4;
+        c.macs = taps > 1 ? out * taps : 0;
+        c.flops = 2 * c.macs;
+        return c;
+    }
     default:
         break;
     }

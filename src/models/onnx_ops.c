@@ -601,6 +601,94 @@ static enum mps_status mps_map_pad(struct mps_onnx_ctx *c, struct mps_onnx_node 
     return MPS_OK;
 }
 
+/* Resize (opsets 10 to 19) and Upsample (7 to 9): the inputs become Resize's
+   newest form (X, roi, scales, sizes); opset 10's Resize and every Upsample
+   map coordinates as "asymmetric" and take the nearest input as onnxruntime
+   does for them (MPS_NEAREST_LEGACY). */
+static enum mps_status mps_map_resize(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                      struct mps_error *err)
+{
+    static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+                                         "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+    static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+    struct mps_resize_params *r = &p->resize;
+    bool legacy = strcmp(n->np->op_type, "Upsample") == 0 || c->opset < 11;
+    char mode[32], coord[32], nearest[32], policy[32];
+    int64_t antialias, exclude, axes[MPS_MAX_DIMS];
+    int n_axes;
+    enum mps_status st = mps_attr_string(n, "mode", "nearest", mode, sizeof mode, err);
+    if (!st)
+        st = mps_attr_string(n, "coordinate_transformation_mode", "half_pixel", coord, sizeof coord, err);
+    if (!st)
+        st = mps_attr_string(n, "nearest_mode", "round_prefer_floor", nearest, sizeof nearest, err);
+    if (!st)
+        st = mps_attr_string(n, "keep_aspect_ratio_policy", "stretch", policy, sizeof policy, err);
+    if (!st)
+        st = mps_attr_int(n, "antialias", 0, &antialias, err);
+    if (!st)
+        st = mps_attr_int(n, "exclude_outside", 0, &exclude, err);
+    if (!st)
+        st = mps_attr_float(n, "cubic_coeff_a", -0.75f, &r->cubic_a, err);
+    if (!st)
+        st = mps_attr_float(n, "extrapolation_value", 0.0f, &r->extrapolation, err);
+    if (!st)
+        st = mps_attr_ints(n, "axes", axes, MPS_MAX_DIMS, &n_axes, err);
+    if (st)
+        return st;
+    if (!strcmp(mode, "nearest"))
+        r->mode = MPS_RESIZE_NEAREST;
+    else if (!strcmp(mode, "linear") || (legacy && !strcmp(mode, "bilinear")))
+        r->mode = MPS_RESIZE_LINEAR;
+    else if (!strcmp(mode, "cubic") && !legacy)
+        r->mode = MPS_RESIZE_CUBIC;
+    else
+        return mps_onnx_fail(n, err, "mode '%s' is not supported (nearest, linear%s are)", mode,
+                             legacy ? "" : ", cubic");
+    r->exclude_outside = exclude != 0;
+    r->coord = MPS_COORD_ASYMMETRIC;
+    r->nearest = MPS_NEAREST_LEGACY;
+    if (!legacy) {
+        int i = 0;
+        while (i < 6 && strcmp(coord, coords[i]))
+            i++;
+        if (i == 6)
+            return mps_onnx_fail(n, err, "coordinate_transformation_mode '%s' is not supported", coord);
+        r->coord = (enum mps_resize_coord)i;
+        for (i = 0; i < 4 && strcmp(nearest, nearests[i]); i++)
+            ;
+        if (i == 4)
+            return mps_onnx_fail(n, err, "nearest_mode '%s' is not supported", nearest);
+        r->nearest = (enum mps_resize_nearest)i;
+    }
+    if (antialias)
+        return mps_onnx_fail(n, err, "antialias is not supported");
+    if (strcmp(policy, "stretch"))
+        return mps_onnx_fail(n, err, "keep_aspect_ratio_policy '%s' is not supported (stretch is)", policy);
+    r->n_axes = n_axes > 0 ? n_axes : 0;
+    for (int i = 0; i < r->n_axes; i++)
+        r->axes[i] = axes[i];
+    if (!legacy)
+        return MPS_OK;
+    /* Upsample 7: scales as an attribute; Upsample 9 and Resize 10: (X, scales) */
+    const Onnx__AttributeProto *a = mps_attr(n, "scales");
+    int scales = n->n_in > 1 ? n->in[1] : -1;
+    if (a) {
+        if (n->n_in > 1)
+            return mps_onnx_fail(n, err, "scales given both as attribute and as input");
+        if (a->n_floats > MPS_MAX_DIMS)
+            return mps_onnx_fail(n, err, "attribute 'scales' has %zu values", a->n_floats);
+        struct mps_shape s = {1, {(int64_t)a->n_floats}};
+        if ((scales = mps_onnx_const(c, n->name, MPS_F32, &s, a->floats)) < 0)
+            return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    }
+    if (scales < 0)
+        return mps_onnx_fail(n, err, "scales are required");
+    n->in[1] = -1;
+    n->in[2] = scales;
+    n->n_in = 3;
+    return MPS_OK;
+}
+
 /* ---- the table ---------------------------------------------------------------------- */
 
 struct mps_onnx_rule {
@@ -678,6 +766,11 @@ static const struct mps_onnx_rule mps_onnx_rules[] = {
     {"ConstantOfShape", MPS_OP_CONSTANT_OF_SHAPE, "value", mps_map_constant_of_shape},
     {"Expand", MPS_OP_EXPAND, "", NULL},
     {"Pad", MPS_OP_PAD, "mode pads value", mps_map_pad},
+    {"Resize", MPS_OP_RESIZE,
+     "mode coordinate_transformation_mode nearest_mode cubic_coeff_a exclude_outside extrapolation_value antialias "
+     "axes keep_aspect_ratio_policy",
+     mps_map_resize},
+    {"Upsample", MPS_OP_RESIZE, "mode scales", mps_map_resize},
 };
 
 static bool mps_onnx_listed(const char *list, const char *name)

@@ -95,6 +95,9 @@ void mps_op_params_default(enum mps_op op, union mps_op_params *p)
     case MPS_OP_CONSTANT_OF_SHAPE:
         p->fill.dtype = MPS_F32;
         break;
+    case MPS_OP_RESIZE:
+        p->resize.cubic_a = -0.75f;
+        break;
     default:
         break;
     }

@@ -146,6 +146,45 @@ struct mps_pad_params {
     double value; /* constant mode (resolved from the optional input) */
 };
 
+enum mps_resize_mode { MPS_RESIZE_NEAREST, MPS_RESIZE_LINEAR, MPS_RESIZE_CUBIC };
+/* How an output coordinate maps to the input (ONNX coordinate_transformation_mode). */
+enum mps_resize_coord {
+    MPS_COORD_HALF_PIXEL,           /* (o + 0.5) / scale - 0.5 */
+    MPS_COORD_PYTORCH_HALF_PIXEL,   /* the same, but 0 where the output axis has length 1 */
+    MPS_COORD_ALIGN_CORNERS,        /* o (in - 1) / (out - 1), 0 where out is 1 */
+    MPS_COORD_ASYMMETRIC,           /* o / scale */
+    MPS_COORD_TF_HALF_PIXEL_FOR_NN, /* (o + 0.5) / scale */
+    MPS_COORD_TF_CROP_AND_RESIZE,   /* from roi's start to its end; outside the input: extrapolation */
+};
+/* Which input a nearest Resize takes for a coordinate x (ONNX nearest_mode). */
+enum mps_resize_nearest {
+    MPS_NEAREST_ROUND_PREFER_FLOOR, /* the nearest; on a tie, the lower */
+    MPS_NEAREST_ROUND_PREFER_CEIL,
+    MPS_NEAREST_FLOOR,
+    MPS_NEAREST_CEIL,
+    MPS_NEAREST_LEGACY, /* opset < 11 and Upsample: floor when the axis grows, ceil when it shrinks */
+};
+
+/* Resize (and Upsample): each output coordinate maps to an input coordinate
+   (coord), which takes the nearest input (nearest) or interpolates the two
+   around it, axis by axis (linear); indices outside the input are clamped to
+   its edge. scale[d]: the scale the model gives for axis d, or out / in when
+   it gives sizes (resolved; 1 for an axis not resized). The ONNX defaults
+   (nearest, half_pixel, round_prefer_floor) are the zero values; resize.h
+   has the rule that turns them into each output's inputs and weights. */
+struct mps_resize_params {
+    enum mps_resize_mode mode;
+    enum mps_resize_coord coord;
+    enum mps_resize_nearest nearest;
+    float cubic_a;        /* cubic: the kernel's A (ONNX default -0.75) */
+    bool exclude_outside; /* cubic: taps outside the input weigh 0, the others renormalized */
+    float extrapolation;  /* tf_crop_and_resize: the value of outputs that map outside the input */
+    int64_t axes[MPS_MAX_DIMS]; /* the axes scales or sizes name (ONNX opset 18); n_axes 0: every axis */
+    int n_axes;
+    double scale[MPS_MAX_DIMS];
+    double roi[2 * MPS_MAX_DIMS]; /* tf_crop_and_resize: axis d from roi[d] to roi[MPS_MAX_DIMS + d] (resolved) */
+};
+
 /* ConstantOfShape: every element is value, converted to dtype. */
 struct mps_fill_params {
     enum mps_dtype dtype;
@@ -167,6 +206,7 @@ union mps_op_params {
     struct mps_shape_params shape;
     struct mps_pad_params pad;
     struct mps_fill_params fill;
+    struct mps_resize_params resize;
 };
 
 /* Fills p with the ONNX defaults of op (everything else zero). */

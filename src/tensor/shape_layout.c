@@ -1,5 +1,6 @@
 /* shape_layout.c: shape rules of the layout and shape ops. Constant inputs
    (shape, axes, starts, pads, ...) are resolved here into the node's params. */
+#include <math.h>
 #include <string.h>
 
 #include "shape_rules.h"
@@ -369,6 +370,76 @@ static enum mps_status mps_shape_pad(struct mps_graph *g, struct mps_node *n, st
     return MPS_OK;
 }
 
+/* Resize: X, roi (read for tf_crop_and_resize only), then scales or sizes,
+   constants, for every axis or for params' axes. */
+static enum mps_status mps_shape_resize(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0), *scales = mps_shape_in(g, n, 2), *sizes = mps_shape_in(g, n, 3);
+    struct mps_resize_params *p = &n->p.resize;
+    int r = x->shape.ndim, na = p->n_axes ? p->n_axes : r;
+    enum mps_status st = mps_shape_need_dtype(g, n, 0, MPS_DT_FLOAT, err);
+    if (st)
+        return st;
+    bool has_scales = scales && mps_shape_numel(&scales->shape) > 0, has_sizes = sizes && mps_shape_numel(&sizes->shape) > 0;
+    if (has_scales == has_sizes)
+        return mps_shape_fail(n, err, "exactly one of scales and sizes must be given");
+    int64_t axes[MPS_MAX_DIMS], v[MPS_MAX_DIMS];
+    double f[MPS_MAX_DIMS];
+    for (int i = 0; i < na; i++)
+        axes[i] = p->n_axes ? p->axes[i] : i;
+    uint32_t mask;
+    if ((st = mps_shape_axes_mask(n, axes, na, r, &mask, err)))
+        return st;
+    int count = 0;
+    if (has_sizes) {
+        if ((st = mps_shape_const_ints(g, n, 3, v, MPS_MAX_DIMS, &count, err)))
+            return st;
+    } else {
+        if (!scales->data || scales->dtype != MPS_F32 || scales->shape.ndim != 1)
+            return mps_shape_fail(n, err, "scales must be a constant list of floats");
+        count = (int)scales->shape.dim[0];
+        for (int i = 0; i < count && i < MPS_MAX_DIMS; i++)
+            f[i] = ((const float *)scales->data)[i];
+    }
+    if (count != na)
+        return mps_shape_fail(n, err, "%s has %d entries for %d axes", has_sizes ? "sizes" : "scales", count, na);
+    struct mps_shape out = x->shape;
+    for (int d = 0; d < MPS_MAX_DIMS; d++)
+        p->scale[d] = 1.0, p->roi[d] = 0.0, p->roi[MPS_MAX_DIMS + d] = 1.0;
+    if (p->coord == MPS_COORD_TF_CROP_AND_RESIZE) {
+        const struct mps_value *roi = mps_shape_in(g, n, 1);
+        if (!roi || !roi->data || roi->dtype != MPS_F32 || mps_shape_numel(&roi->shape) != 2 * na)
+            return mps_shape_fail(n, err, "roi must be a constant list of %d floats (tf_crop_and_resize)", 2 * na);
+        for (int i = 0; i < na; i++) {
+            int a = mps_axis(axes[i], r);
+            p->roi[a] = ((const float *)roi->data)[i];
+            p->roi[MPS_MAX_DIMS + a] = ((const float *)roi->data)[na + i];
+        }
+    }
+    for (int i = 0; i < na; i++) {
+        int a = mps_axis(axes[i], r);
+        int64_t in = x->shape.dim[a];
+        double span = p->roi[MPS_MAX_DIMS + a] - p->roi[a];
+        if (has_sizes) {
+            if (v[i] < 0)
+                return mps_shape_fail(n, err, "sizes entry %lld is negative", (long long)v[i]);
+            out.dim[a] = v[i];
+            p->scale[a] = in > 0 ? (double)v[i] / (double)in : 1.0;
+        } else {
+            if (!(f[i] > 0) || !(span * f[i] * (double)in >= 0) || span * f[i] * (double)in > (double)INT32_MAX)
+                return mps_shape_fail(n, err, "scale %g of axis %d is not a positive factor of a sane size", f[i], a);
+            out.dim[a] = (int64_t)floor((double)in * span * f[i]);
+            p->scale[a] = f[i];
+        }
+        if (out.dim[a] > 0 && in == 0)
+            return mps_shape_fail(n, err, "axis %d is empty and cannot be resized to %lld", a, (long long)out.dim[a]);
+    }
+    if (mps_shape_numel(&out) < 0)
+        return mps_shape_fail(n, err, "the output is too large");
+    mps_shape_set(g, n, 0, x->dtype, &out);
+    return MPS_OK;
+}
+
 const mps_shape_rule mps_shape_layout_rules[MPS_OP_COUNT] = {
     [MPS_OP_RESHAPE] = mps_shape_reshape,
     [MPS_OP_FLATTEN] = mps_shape_flatten,
@@ -384,4 +455,5 @@ const mps_shape_rule mps_shape_layout_rules[MPS_OP_COUNT] = {
     [MPS_OP_CONSTANT_OF_SHAPE] = mps_shape_constant_of_shape,
     [MPS_OP_EXPAND] = mps_shape_expand,
     [MPS_OP_PAD] = mps_shape_pad,
+    [MPS_OP_RESIZE] = mps_shape_resize,
 };

@@ -12,7 +12,8 @@
    without the optimizing passes, and both runs must agree by the same rule.
    Integer and one-element inputs (shapes, axes, bounds the suite feeds at
    run time) are given to the loader as values: mpsrun compiles a model for
-   them, as it does for input shapes.
+   them, as it does for input shapes; so are short float lists (Resize's
+   scales and roi) where the model does not load without them.
    A test is skipped, with its reason, when it uses an op outside mpsrun's
    set, a data type mpsrun does not support, or training mode; anything else
    that goes wrong is a failure. EXPECTED lists the tests that must pass (one
@@ -39,10 +40,12 @@ struct mps_conf_set {
     int n_rt;
 };
 
-/* Whether the suite's input t is a parameter the model is specialized for. */
-static bool mps_conf_is_param(const struct mps_tensor *t)
+/* Whether the suite's input t is a parameter the model is specialized for
+   (lists: short 1-D float lists too). */
+static bool mps_conf_is_param(const struct mps_tensor *t, bool lists)
 {
-    return t->dtype == MPS_I64 || t->dtype == MPS_I32 || mps_shape_numel(&t->shape) <= 1;
+    return t->dtype == MPS_I64 || t->dtype == MPS_I32 || mps_shape_numel(&t->shape) <= 1 ||
+           (lists && t->shape.ndim == 1 && t->shape.dim[0] <= 2 * MPS_MAX_DIMS);
 }
 
 static int mps_conf_cmp(const void *a, const void *b)
@@ -212,15 +215,6 @@ static enum mps_conf_result mps_conf_test(const char *dir, const struct mps_back
             mps_model_free(m);
             r = MPS_CONF_SKIP;
         }
-        for (int i = 0; i < sets[s].n_in; i++)
-            if (!mps_conf_is_param(&sets[s].in[i]))
-                sets[s].rt[sets[s].n_rt++] = sets[s].in[i];
-        for (int i = 0; s > 0 && i < sets[s].n_in; i++)
-            if (mps_conf_is_param(&sets[s].in[i]) &&
-                memcmp(sets[s].in[i].data, sets[0].in[i].data, mps_tensor_bytes(&sets[s].in[i])) != 0) {
-                snprintf(why, size, "data set %d gives other parameter values than data set 0", s);
-                r = MPS_CONF_FAIL;
-            }
     }
     if (r == MPS_CONF_PASS && n_sets == 0) {
         snprintf(why, size, "no test data sets");
@@ -228,17 +222,33 @@ static enum mps_conf_result mps_conf_test(const char *dir, const struct mps_back
     }
     struct mps_shape shapes[MPS_CONF_MAX_IO];
     struct mps_tensor values[MPS_CONF_MAX_IO];
-    for (int i = 0; r == MPS_CONF_PASS && i < sets[0].n_in; i++) {
-        shapes[i] = sets[0].in[i].shape;
-        values[i] = sets[0].in[i];
-        if (!mps_conf_is_param(&values[i]))
-            values[i].data = NULL;
-    }
     struct mps_onnx_opts o = {.n_shapes = sets[0].n_in, .shapes = shapes, .values = values};
-    if (r == MPS_CONF_PASS && mps_onnx_load(path, &o, &opt, &err)) {
-        const char *scope = mps_conf_out_of_scope(err.msg);
-        snprintf(why, size, "%s%s%s", scope ? scope : "", scope ? ": " : "", err.msg);
-        r = scope ? MPS_CONF_SKIP : MPS_CONF_FAIL;
+    for (int lists = 0; lists < 2 && r == MPS_CONF_PASS && !opt; lists++) {
+        for (int s = 0; s < n_sets && r == MPS_CONF_PASS; s++) {
+            sets[s].n_rt = 0;
+            for (int i = 0; i < sets[s].n_in; i++)
+                if (!mps_conf_is_param(&sets[s].in[i], lists))
+                    sets[s].rt[sets[s].n_rt++] = sets[s].in[i];
+            for (int i = 0; s > 0 && i < sets[s].n_in; i++)
+                if (mps_conf_is_param(&sets[s].in[i], lists) &&
+                    memcmp(sets[s].in[i].data, sets[0].in[i].data, mps_tensor_bytes(&sets[s].in[i])) != 0) {
+                    snprintf(why, size, "data set %d gives other parameter values than data set 0", s);
+                    r = MPS_CONF_FAIL;
+                }
+        }
+        for (int i = 0; r == MPS_CONF_PASS && i < sets[0].n_in; i++) {
+            shapes[i] = sets[0].in[i].shape;
+            values[i] = sets[0].in[i];
+            if (!mps_conf_is_param(&values[i], lists))
+                values[i].data = NULL;
+        }
+        if (r == MPS_CONF_PASS && mps_onnx_load(path, &o, &opt, &err)) {
+            if (!lists && strstr(err.msg, "must be a constant"))
+                continue; /* again with the float lists as values */
+            const char *scope = mps_conf_out_of_scope(err.msg);
+            snprintf(why, size, "%s%s%s", scope ? scope : "", scope ? ": " : "", err.msg);
+            r = scope ? MPS_CONF_SKIP : MPS_CONF_FAIL;
+        }
     }
     o.no_optimize = true;
     if (r == MPS_CONF_PASS && mps_onnx_load(path, &o, &raw, &err)) {

@@ -1,6 +1,7 @@
 #include "ref.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 int64_t ref_numel(const struct mps_shape *s)
@@ -516,6 +517,108 @@ static void ref_pad(const struct mps_pad_params *p, const struct ref_tensor *in,
     }
 }
 
+/* Resize from the ONNX spec: each axis' output coordinate o becomes a weight
+   for every input index along it (a dense row of weights); the output is the
+   sum over the input of the product of the axes' weights. Scales come from
+   in[2] or from in[3] (sizes / input lengths), for p->axes or every axis;
+   the output length in the coordinate formulas is input length x scale,
+   unrounded, as the spec's reference has it. */
+static double ref_resize_x(const struct mps_resize_params *p, double o, double in, double out, double scale,
+                           double start, double end)
+{
+    switch (p->coord) {
+    case MPS_COORD_HALF_PIXEL: return (o + 0.5) / scale - 0.5;
+    case MPS_COORD_PYTORCH_HALF_PIXEL: return out > 1 ? (o + 0.5) / scale - 0.5 : 0;
+    case MPS_COORD_ALIGN_CORNERS: return out == 1 ? 0 : o * (in - 1) / (out - 1);
+    case MPS_COORD_ASYMMETRIC: return o / scale;
+    case MPS_COORD_TF_HALF_PIXEL_FOR_NN: return (o + 0.5) / scale;
+    case MPS_COORD_TF_CROP_AND_RESIZE:
+        return out == 1 ? (end - start) * (in - 1) / 2 + start * (in - 1)
+                        : o * (end - start) * (in - 1) / (out - 1) + start * (in - 1);
+    }
+    return 0;
+}
+
+static void ref_resize_weights(const struct mps_resize_params *p, double x, int64_t n, double scale, double *w)
+{
+    for (int64_t i = 0; i < n; i++)
+        w[i] = 0;
+    double f = floor(x), r = x - f;
+#define REF_AT(i) w[(i) < 0 ? 0 : (i) >= n ? n - 1 : (i)]
+    if (p->mode == MPS_RESIZE_NEAREST) {
+        double k = p->nearest == MPS_NEAREST_FLOOR ? f
+                   : p->nearest == MPS_NEAREST_CEIL ? ceil(x)
+                   : p->nearest == MPS_NEAREST_LEGACY ? (scale < 1 ? ceil(x) : f)
+                   : r == 0.5 ? (p->nearest == MPS_NEAREST_ROUND_PREFER_CEIL ? f + 1 : f)
+                              : round(x);
+        REF_AT((int64_t)k) += 1;
+    } else if (p->mode == MPS_RESIZE_LINEAR) {
+        REF_AT((int64_t)f) += 1 - r;
+        REF_AT((int64_t)f + 1) += r;
+    } else {
+        double a = p->cubic_a, c[4], sum = 0;
+        for (int k = 0; k < 4; k++) {
+            double d = fabs(x - (f - 1 + k));
+            c[k] = d <= 1 ? ((a + 2) * d - (a + 3)) * d * d + 1 : d < 2 ? ((a * d - 5 * a) * d + 8 * a) * d - 4 * a : 0;
+            if (p->exclude_outside && (f - 1 + k < 0 || f - 1 + k >= n))
+                c[k] = 0;
+            sum += c[k];
+        }
+        for (int k = 0; k < 4; k++)
+            REF_AT((int64_t)f - 1 + k) += p->exclude_outside ? c[k] / sum : c[k];
+    }
+#undef REF_AT
+}
+
+static void ref_resize(const struct mps_resize_params *p, const struct ref_tensor *in, int n_in, struct ref_tensor *out)
+{
+    const struct mps_shape *xs = &in[0].shape, *ys = &out[0].shape;
+    int r = xs->ndim;
+    double scale[MPS_MAX_DIMS], start[MPS_MAX_DIMS], end[MPS_MAX_DIMS];
+    bool sizes = n_in > 3 && in[3].d && ref_numel(&in[3].shape) > 0, crop = p->coord == MPS_COORD_TF_CROP_AND_RESIZE;
+    const struct ref_tensor *given = sizes ? &in[3] : &in[2];
+    int64_t listed = ref_numel(&given->shape);
+    for (int d = 0; d < r; d++)
+        scale[d] = 1, start[d] = 0, end[d] = 1;
+    for (int64_t i = 0; i < listed; i++) {
+        int d = ref_axis(p->n_axes ? p->axes[i] : i, r);
+        scale[d] = sizes ? given->d[i] / (double)xs->dim[d] : given->d[i];
+        if (crop)
+            start[d] = in[1].d[i], end[d] = in[1].d[listed + i];
+    }
+    double *w[MPS_MAX_DIMS];
+    bool *outside[MPS_MAX_DIMS];
+    for (int d = 0; d < r; d++) {
+        double len = (double)xs->dim[d];
+        w[d] = calloc((size_t)(ys->dim[d] * xs->dim[d] + 1), sizeof(double));
+        outside[d] = calloc((size_t)ys->dim[d] + 1, sizeof(bool));
+        for (int64_t o = 0; o < ys->dim[d]; o++) {
+            double x = ref_resize_x(p, (double)o, len, len * scale[d], scale[d], start[d], end[d]);
+            outside[d][o] = crop && (x < 0 || x > len - 1);
+            ref_resize_weights(p, x, xs->dim[d], scale[d], w[d] + o * xs->dim[d]);
+        }
+    }
+    int64_t yi[MPS_MAX_DIMS], xi[MPS_MAX_DIMS];
+    for (int64_t o = 0; o < ref_numel(ys); o++) {
+        ref_unravel(ys, o, yi);
+        double acc = 0;
+        bool extrapolate = false;
+        for (int d = 0; d < r; d++)
+            extrapolate = extrapolate || outside[d][yi[d]];
+        for (int64_t i = 0; i < ref_numel(xs) && !extrapolate; i++) {
+            ref_unravel(xs, i, xi);
+            double weight = 1;
+            for (int d = 0; d < r && weight != 0; d++)
+                weight *= w[d][yi[d] * xs->dim[d] + xi[d]];
+            if (weight != 0) /* inputs no tap reaches stay out, NaN included */
+                acc += weight * in[0].d[i];
+        }
+        out[0].d[o] = extrapolate ? p->extrapolation : acc;
+    }
+    for (int d = 0; d < r; d++)
+        free(w[d]), free(outside[d]);
+}
+
 static void ref_fused_act(const struct mps_fused_act *act, struct ref_tensor *y)
 {
     for (int64_t i = 0; act->on && i < ref_numel(&y->shape); i++)
@@ -612,6 +715,7 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
         }
         break;
     case MPS_OP_PAD: ref_pad(&p->pad, in, n_in, out); break;
+    case MPS_OP_RESIZE: ref_resize(&p->resize, in, n_in, out); break;
     default: /* the elementwise unary ops */
         for (int64_t i = 0; i < ny; i++)
             out[0].d[i] = ref_unary1(op, &p->act, in[0].d[i]);

@@ -45,6 +45,8 @@ struct th_case {
 #define CI_SCALAR(v) {.dt = MPS_I64, .shape = SCALAR, .is_const = true, .vals = (const double[]){v}, .n_vals = 1}
 #define CF_SCALAR(v) {.dt = MPS_F32, .shape = SCALAR, .is_const = true, .vals = (const double[]){v}, .n_vals = 1}
 #define CF(...) {.dt = MPS_F32, .shape = S(__VA_ARGS__), .is_const = true}
+#define CFL(...) {.dt = MPS_F32, .shape = {1, {N_OF(double, __VA_ARGS__)}}, .is_const = true, \
+                  .vals = (const double[]){__VA_ARGS__}, .n_vals = N_OF(double, __VA_ARGS__)}
 #define OMIT {.omitted = true}
 #define IN(...) .n_in = N_OF(struct th_input, __VA_ARGS__), .in = {__VA_ARGS__}
 #define OUT(...) .n_out = N_OF(struct mps_shape, __VA_ARGS__), .out = {__VA_ARGS__}
@@ -410,6 +412,55 @@ static const struct th_case th_cases[] = {
      OUT(S(3, 4))},
     {"Pad with axes", MPS_OP_PAD, P(pad, .mode = MPS_PAD_CONSTANT), IN(F(2, 3, 4), CI(1, 1), OMIT, CI(-1)),
      OUT(S(2, 3, 6))},
+    /* Resize: X, roi, scales, sizes */
+    {"Resize nearest x2 (ONNX defaults: half_pixel, round_prefer_floor)", MPS_OP_RESIZE,
+     P(resize, .mode = MPS_RESIZE_NEAREST), IN(F(1, 2, 3, 4), OMIT, CFL(1, 1, 2, 2)), OUT(S(1, 2, 6, 8))},
+    {"Resize nearest 0.6 and x2 round_prefer_ceil asymmetric (ties along W)", MPS_OP_RESIZE,
+     P(resize, .mode = MPS_RESIZE_NEAREST, .coord = MPS_COORD_ASYMMETRIC, .nearest = MPS_NEAREST_ROUND_PREFER_CEIL),
+     IN(F(1, 1, 5, 7), OMIT, CFL(1, 1, 0.6, 2)), OUT(S(1, 1, 3, 14))},
+    {"Resize nearest x2 round_prefer_floor asymmetric (ties)", MPS_OP_RESIZE,
+     P(resize, .mode = MPS_RESIZE_NEAREST, .coord = MPS_COORD_ASYMMETRIC), IN(F(1, 2, 3, 4), OMIT, CFL(1, 1, 2, 2)),
+     OUT(S(1, 2, 6, 8))},
+    {"Resize nearest sizes floor align_corners", MPS_OP_RESIZE,
+     P(resize, .mode = MPS_RESIZE_NEAREST, .coord = MPS_COORD_ALIGN_CORNERS, .nearest = MPS_NEAREST_FLOOR),
+     IN(F(2, 3, 4, 5), OMIT, OMIT, CI(2, 3, 7, 9)), OUT(S(2, 3, 7, 9))},
+    {"Resize nearest sizes ceil tf_half_pixel_for_nn, shrinking", MPS_OP_RESIZE,
+     P(resize, .mode = MPS_RESIZE_NEAREST, .coord = MPS_COORD_TF_HALF_PIXEL_FOR_NN, .nearest = MPS_NEAREST_CEIL),
+     IN(F(1, 2, 9, 10), OMIT, OMIT, CI(1, 2, 4, 3)), OUT(S(1, 2, 4, 3))},
+    {"Resize nearest legacy (Upsample, opset 10): x3 and 0.5", MPS_OP_RESIZE,
+     P(resize, .mode = MPS_RESIZE_NEAREST, .coord = MPS_COORD_ASYMMETRIC, .nearest = MPS_NEAREST_LEGACY),
+     IN(F(1, 1, 4, 6), OMIT, CFL(1, 1, 3, 0.5)), OUT(S(1, 1, 12, 3))},
+    {"Resize linear x2 half_pixel (bilinear, align_corners=False)", MPS_OP_RESIZE,
+     P(resize, .mode = MPS_RESIZE_LINEAR), IN(F(1, 3, 5, 6), OMIT, CFL(1, 1, 2, 2)), OUT(S(1, 3, 10, 12))},
+    {"Resize linear sizes align_corners", MPS_OP_RESIZE,
+     P(resize, .mode = MPS_RESIZE_LINEAR, .coord = MPS_COORD_ALIGN_CORNERS),
+     IN(F(2, 2, 4, 4), OMIT, OMIT, CI(2, 2, 7, 9)), OUT(S(2, 2, 7, 9))},
+    {"Resize linear pytorch_half_pixel to a 1-pixel axis", MPS_OP_RESIZE,
+     P(resize, .mode = MPS_RESIZE_LINEAR, .coord = MPS_COORD_PYTORCH_HALF_PIXEL),
+     IN(F(1, 2, 6, 5), OMIT, OMIT, CI(1, 2, 1, 3)), OUT(S(1, 2, 1, 3))},
+    {"Resize linear asymmetric 0.5 with a roi given", MPS_OP_RESIZE,
+     P(resize, .mode = MPS_RESIZE_LINEAR, .coord = MPS_COORD_ASYMMETRIC),
+     IN(F(1, 1, 8, 6), CF(8), CFL(1, 1, 0.5, 0.5)), OUT(S(1, 1, 4, 3))},
+    {"Resize linear 3-D volume (each output from eight inputs)", MPS_OP_RESIZE,
+     P(resize, .mode = MPS_RESIZE_LINEAR), IN(F(1, 1, 3, 4, 5), OMIT, CFL(1, 1, 2, 1.5, 2)), OUT(S(1, 1, 6, 6, 10))},
+    {"Resize linear along the leading axis (element by element)", MPS_OP_RESIZE,
+     P(resize, .mode = MPS_RESIZE_LINEAR), IN(F(3, 2, 4), OMIT, CFL(2, 1, 1)), OUT(S(6, 2, 4))},
+    {"Resize linear, axes [-1] (opset 18)", MPS_OP_RESIZE,
+     P(resize, .mode = MPS_RESIZE_LINEAR, .axes = {-1}, .n_axes = 1), IN(F(1, 2, 3, 4), OMIT, CFL(2.5)),
+     OUT(S(1, 2, 3, 10))},
+    {"Resize cubic x2 half_pixel", MPS_OP_RESIZE, P(resize, .mode = MPS_RESIZE_CUBIC, .cubic_a = -0.75f),
+     IN(F(1, 2, 4, 5), OMIT, CFL(1, 1, 2, 2)), OUT(S(1, 2, 8, 10))},
+    {"Resize cubic A -0.5 exclude_outside, sizes shrinking", MPS_OP_RESIZE,
+     P(resize, .mode = MPS_RESIZE_CUBIC, .cubic_a = -0.5f, .exclude_outside = true),
+     IN(F(1, 1, 8, 8), OMIT, OMIT, CI(1, 1, 5, 3)), OUT(S(1, 1, 5, 3))},
+    {"Resize linear tf_crop_and_resize, extrapolating past the input", MPS_OP_RESIZE,
+     P(resize, .mode = MPS_RESIZE_LINEAR, .coord = MPS_COORD_TF_CROP_AND_RESIZE, .extrapolation = 7.5f),
+     IN(F(1, 1, 4, 5), CFL(0, 0, -0.2, 0.3, 1, 1, 0.9, 1.4), OMIT, CI(1, 1, 5, 6)), OUT(S(1, 1, 5, 6))},
+    {"Resize nearest tf_crop_and_resize by scales, axes [2, 3]", MPS_OP_RESIZE,
+     P(resize, .mode = MPS_RESIZE_NEAREST, .coord = MPS_COORD_TF_CROP_AND_RESIZE, .axes = {2, 3}, .n_axes = 2),
+     IN(F(1, 2, 6, 6), CFL(0.2, 0.1, 0.8, 0.7), CFL(2, 1.5)), OUT(S(1, 2, 7, 5))},
+    {"Resize to an empty axis", MPS_OP_RESIZE, P(resize, .mode = MPS_RESIZE_LINEAR),
+     IN(F(1, 1, 3, 3), OMIT, OMIT, CI(1, 1, 0, 3)), OUT(S(1, 1, 0, 3))},
 };
 
 #define TH_N_CASES (int)(sizeof th_cases / sizeof th_cases[0])

@@ -92,12 +92,14 @@ static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
     [MPS_OP_CONSTANT_OF_SHAPE] = mps_cpu_fill,
     [MPS_OP_EXPAND] = mps_cpu_expand,
     [MPS_OP_PAD] = mps_cpu_pad,
+    [MPS_OP_RESIZE] = mps_cpu_resize,
 };
 
 static const mps_cpu_scratch mps_cpu_scratch_fns[MPS_OP_COUNT] = {
     [MPS_OP_MATMUL] = mps_cpu_matmul_scratch,
     [MPS_OP_CONV] = mps_cpu_conv_scratch,
     [MPS_OP_CONV_TRANSPOSE] = mps_cpu_conv_scratch,
+    [MPS_OP_RESIZE] = mps_cpu_resize_scratch,
 };
 
 static const mps_cpu_pack mps_cpu_pack_fns[MPS_OP_COUNT] = {
