@@ -48,6 +48,10 @@ int mps_cu_gather(const void *x, const void *idx, int idx64, void *y, int64_t ou
 /* mode: enum mps_pad_mode; pads[2*nd] begin then end; fill: elem bytes of the constant. */
 int mps_cu_pad(const void *x, void *y, int nd, const int64_t *xdim, const int64_t *ydim, const int64_t *pads, int mode,
                const void *fill, size_t elem, void *stream);
+struct mps_resize_params;
+/* Resize of an f32 tensor (op.h, resize.h). */
+int mps_cu_resize(const float *x, float *y, int nd, const int64_t *xdim, const int64_t *ydim,
+                  const struct mps_resize_params *p, void *stream);
 
 /* conv.cu */
 /* im2col of batch images side by side: col[channels * taps][batch * plane], image b read

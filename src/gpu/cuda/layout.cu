@@ -3,6 +3,7 @@
 
 #include "common.cuh"
 #include "op.h"
+#include "resize.h"
 
 template <typename T, typename I> __global__ static void mps_cu_copy_k(T *dst, const T *src, mps_cu_walk w, int64_t n)
 {
@@ -107,4 +108,62 @@ extern "C" int mps_cu_pad(const void *x, void *y, int nd, const int64_t *xdim, c
     }
     memcpy(g.fill, fill, elem);
     MPS_CU_LAUNCH(mps_cu_pad_k, n, stream, (const unsigned char *)x, (unsigned char *)y, g, mode, (int)elem, n);
+}
+
+struct mps_cu_resize_geom {
+    int nd;
+    int64_t xdim[MPS_CU_MAX_DIMS], ydim[MPS_CU_MAX_DIMS];
+};
+
+/* One output a thread: each axis' taps (resize.h, the CPU kernel's rule),
+   then the weighted sum over every combination of them. */
+__global__ static void mps_cu_resize_k(const float *x, float *y, mps_cu_resize_geom g, mps_resize_params p, int64_t n)
+{
+    mps_cu_wait();
+    MPS_CU_FOR(o, n)
+    {
+        struct mps_resize_taps t[MPS_CU_MAX_DIMS];
+        int64_t rem = o, stride[MPS_CU_MAX_DIMS], s = 1;
+        bool inside = true;
+        for (int d = g.nd - 1; d >= 0; d--) {
+            mps_resize_taps(&p, d, rem % g.ydim[d], g.xdim[d], &t[d]);
+            inside = inside && t[d].n > 0;
+            rem /= g.ydim[d];
+            stride[d] = s;
+            s *= g.xdim[d];
+        }
+        if (!inside) {
+            y[o] = p.extrapolation;
+            continue;
+        }
+        int k[MPS_CU_MAX_DIMS] = {0};
+        float acc = 0.0f;
+        for (;;) {
+            int64_t at = 0;
+            float w = 1.0f;
+            for (int d = 0; d < g.nd; d++)
+                at += t[d].i[k[d]] * stride[d], w *= t[d].w[k[d]];
+            acc += w * x[at];
+            int d = g.nd - 1;
+            while (d >= 0 && ++k[d] == t[d].n)
+                k[d--] = 0;
+            if (d < 0)
+                break;
+        }
+        y[o] = acc;
+    }
+}
+
+extern "C" int mps_cu_resize(const float *x, float *y, int nd, const int64_t *xdim, const int64_t *ydim,
+                             const struct mps_resize_params *p, void *stream)
+{
+    mps_cu_resize_geom g;
+    g.nd = nd;
+    int64_t n = 1;
+    for (int d = 0; d < nd; d++) {
+        g.xdim[d] = xdim[d];
+        g.ydim[d] = ydim[d];
+        n *= ydim[d];
+    }
+    MPS_CU_LAUNCH(mps_cu_resize_k, n, stream, x, y, g, *p, n);
 }

@@ -598,6 +598,17 @@ static enum mps_status mps_cuda_pad(struct mps_cuda_state *s, const struct mps_n
     return MPS_OK;
 }
 
+static enum mps_status mps_cuda_resize(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    const struct mps_value *x = MPS_INV(0), *y = MPS_OUTV(0);
+    if (mps_shape_numel(&y->shape) == 0)
+        return MPS_OK;
+    MPS_CU_CHECK(mps_cu_resize(MPS_IN(0), MPS_OUT(0), y->shape.ndim, x->shape.dim, y->shape.dim, &n->p.resize,
+                               s->stream));
+    return MPS_OK;
+}
+
 mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
 {
     switch (op) {
@@ -644,6 +655,7 @@ mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
     case MPS_OP_SHAPE:
     case MPS_OP_CONSTANT_OF_SHAPE: return mps_cuda_fill_node;
     case MPS_OP_PAD: return mps_cuda_pad;
+    case MPS_OP_RESIZE: return mps_cuda_resize;
     default: return mps_cuda_unary;
     }
 }
