@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "lower_impl.h"
+#include "resize.h"
 
 struct mps_mtl_block {
     struct mps_mtl_block *next;
@@ -114,6 +115,17 @@ bool mps_mtl_node_supported(const struct mps_graph *g, const struct mps_node *n,
             return MPS_MTL_WHY("%s of %s: MPSGraph does not document integer rounding", mps_op_name(n->op),
                                mps_dtype_name(g->values[n->out[0]].dtype));
         break;
+    case MPS_OP_RESIZE: {
+        const struct mps_shape *y = &g->values[n->out[0]].shape;
+        if (n->p.resize.coord == MPS_COORD_TF_CROP_AND_RESIZE)
+            return MPS_MTL_WHY("tf_crop_and_resize: its extrapolated outputs are not a product of the input");
+        if (x->shape.ndim < 2)
+            return MPS_MTL_WHY("a %d-D resize: the lowering resizes the last two axes", x->shape.ndim);
+        for (int d = 0; d < x->shape.ndim - 2; d++)
+            if (!mps_resize_identity(&n->p.resize, d, x->shape.dim[d], y->dim[d]))
+                return MPS_MTL_WHY("axis %d resized: the lowering resizes the last two axes only", d);
+        break;
+    }
     case MPS_OP_GATHER: {
         const struct mps_value *idx = &g->values[n->in[1]];
         if (!idx->data)

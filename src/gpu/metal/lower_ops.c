@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "lower_impl.h"
+#include "resize.h"
 
 static const struct mps_shape *mps_mtl_vshape(const struct mps_mtl_lowerer *L, int v)
 {
@@ -567,6 +568,51 @@ static void mps_mtl_lower_pad(struct mps_mtl_lowerer *L, const struct mps_node *
     mps_mtl_define(L, n->out[0], mps_mtl_slice(L, x, start, step, mps_mtl_vshape(L, n->out[0])));
 }
 
+/* A constant f32 matrix rows x cols (the step's data owned by the program), cast to the compute type. */
+static int mps_mtl_matrix(struct mps_mtl_lowerer *L, const float *data, int64_t rows, int64_t cols)
+{
+    struct mps_shape s = {2, {rows, cols}};
+    struct mps_mtl_step *st;
+    int id = mps_mtl_emit(L, MPS_MTL_CONSTANT, 0, MPS_F32, &s, NULL, 0, &st);
+    if (id < 0)
+        return -1;
+    st->p.constant.data = data;
+    st->p.constant.bytes = sizeof(float) * (size_t)(rows * cols);
+    return mps_mtl_cast(L, id, mps_mtl_compute_dtype(L, MPS_F32));
+}
+
+/* Resize of the last two axes (the others keep their size: supports() checks)
+   as two products with constant matrices, Y = Wh X Ww^T: row o of Wh holds
+   output row o's taps (resize.h, the CPU kernel's rule), so every mode and
+   coordinate transform is ONNX's exactly, on MPSGraph's matrix product. */
+static void mps_mtl_lower_resize(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    const struct mps_resize_params *q = &n->p.resize;
+    const struct mps_shape *xs = mps_mtl_vshape(L, n->in[0]), *ys = mps_mtl_vshape(L, n->out[0]);
+    int r = xs->ndim, x = mps_mtl_value(L, n->in[0]);
+    int64_t ih = xs->dim[r - 2], iw = xs->dim[r - 1], oh = ys->dim[r - 2], ow = ys->dim[r - 1];
+    float *wh = mps_mtl_alloc(L, sizeof(float) * (size_t)(oh * ih)), *wt = mps_mtl_alloc(L, sizeof(float) * (size_t)(iw * ow));
+    if (!wh || !wt || x < 0) {
+        mps_mtl_define(L, n->out[0], -1);
+        return;
+    }
+    memset(wh, 0, sizeof(float) * (size_t)(oh * ih));
+    memset(wt, 0, sizeof(float) * (size_t)(iw * ow));
+    struct mps_resize_taps t;
+    for (int64_t o = 0; o < oh; o++) {
+        mps_resize_taps(q, r - 2, o, ih, &t);
+        for (int k = 0; k < t.n; k++)
+            wh[o * ih + t.i[k]] += t.w[k];
+    }
+    for (int64_t o = 0; o < ow; o++) { /* Ww transposed: column o */
+        mps_resize_taps(q, r - 1, o, iw, &t);
+        for (int k = 0; k < t.n; k++)
+            wt[t.i[k] * ow + o] += t.w[k];
+    }
+    int y = mps_mtl_matmul_ids(L, x, mps_mtl_matrix(L, wt, iw, ow));
+    mps_mtl_define_as(L, n->out[0], mps_mtl_matmul_ids(L, mps_mtl_matrix(L, wh, oh, ih), y));
+}
+
 /* Gather with constant indices: negatives resolved here into an int32
    constant (rank >= 1; a scalar index becomes [1] and the result is
    reshaped to the inferred shape). */
@@ -728,6 +774,7 @@ static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
     [MPS_OP_CONSTANT_OF_SHAPE] = mps_mtl_lower_fill,
     [MPS_OP_EXPAND] = mps_mtl_lower_expand,
     [MPS_OP_PAD] = mps_mtl_lower_pad,
+    [MPS_OP_RESIZE] = mps_mtl_lower_resize,
 };
 
 bool mps_mtl_op_lowered(enum mps_op op)
