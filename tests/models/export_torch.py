@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Exports MLPs, CNNs and torchvision classification models with PyTorch and
-writes each as an ONNX test case in the layout of the ONNX backend test suite:
+"""Exports MLPs, CNNs, torchvision classification and segmentation models and
+a small U-Net with PyTorch and writes each as an ONNX test case in the layout
+of the ONNX backend test suite:
 
     OUT/test_<name>/model.onnx
     OUT/test_<name>/test_data_set_0/input_0.pb    (serialized TensorProto)
@@ -9,7 +10,7 @@ writes each as an ONNX test case in the layout of the ONNX backend test suite:
 tests/conformance/runner.c then runs them through mpsrun and compares.
 Weights are random (torchvision's initialization, seeded), models are in
 eval mode. Each model is exported at its own opset so that 11 to 17 are all
-covered. Two more cases are rewritten into the form PyTorch's newer
+covered (and 9, for Upsample). Two more cases are rewritten into the form PyTorch's newer
 exporter writes (opset 18: Reduce axes as inputs, weights in external data
 model.onnx.data), because only PyTorch 1.13 is in Debian; the real thing,
 the MLP and the small CNN exported by PyTorch 2.11's default (dynamo)
@@ -60,6 +61,40 @@ def vision(name, **kw):
     return lambda: getattr(torchvision.models, name)(weights=None, **kw)
 
 
+class Segmentation(torch.nn.Module):
+    """A torchvision segmentation model's "out" (its forward returns a dict)."""
+
+    def __init__(self, name):
+        super().__init__()
+        self.model = getattr(torchvision.models.segmentation, name)(weights=None, weights_backbone=None)
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
+class SmallUNet(torch.nn.Module):
+    """A U-Net-style decoder: a skip Concat after each upsampling, one
+    bilinear with align_corners (Resize by scales) and one nearest, then a
+    per-pixel class score. nearest: both nearest (opset 9's Upsample has no
+    half-pixel or align_corners bilinear that matches PyTorch's)."""
+
+    def __init__(self, nearest=False):
+        super().__init__()
+        self.first = dict(mode="nearest") if nearest else dict(mode="bilinear", align_corners=True)
+        conv = lambda i, o: torch.nn.Sequential(torch.nn.Conv2d(i, o, 3, padding=1), torch.nn.ReLU())
+        self.down1, self.down2, self.bottom = conv(3, 8), conv(8, 16), conv(16, 16)
+        self.up2, self.up1, self.head = conv(32, 8), conv(16, 8), torch.nn.Conv2d(8, 5, 1)
+
+    def forward(self, x):
+        d1 = self.down1(x)
+        d2 = self.down2(torch.nn.functional.max_pool2d(d1, 2))
+        b = self.bottom(torch.nn.functional.max_pool2d(d2, 2))
+        u2 = torch.nn.functional.interpolate(b, scale_factor=2, **self.first)
+        u2 = self.up2(torch.cat([u2, d2], 1))
+        u1 = self.up1(torch.cat([torch.nn.functional.interpolate(u2, scale_factor=2, mode="nearest"), d1], 1))
+        return self.head(u1)
+
+
 # name: (constructor, input shape, opset, dynamic batch exported as a symbolic dim)
 CASES = {
     "mlp_784_512_512_10": (MLP, (4, 1, 28, 28), 11, True),
@@ -74,6 +109,12 @@ CASES = {
     "regnet_x_400mf": (vision("regnet_x_400mf"), (1, 3, 224, 224), 14, False),
     "densenet121": (vision("densenet121"), (1, 3, 224, 224), 13, False),
     "convnext_tiny": (vision("convnext_tiny"), (1, 3, 224, 224), 17, False),
+    # outputs that are images: Resize (sizes from Shape, bilinear), Upsample (opset 9), skip Concats
+    "lraspp_mobilenet_v3_large": (lambda: Segmentation("lraspp_mobilenet_v3_large"), (1, 3, 224, 224), 13, False),
+    "deeplabv3_mobilenet_v3_large": (lambda: Segmentation("deeplabv3_mobilenet_v3_large"), (1, 3, 160, 160), 11,
+                                     False),
+    "small_unet": (SmallUNet, (2, 3, 48, 40), 11, True),
+    "small_unet_opset9": (lambda: SmallUNet(nearest=True), (1, 3, 32, 32), 9, False),
 }
 
 # Rewritten into the opset 18 form with external data (see the module doc).
