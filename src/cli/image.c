@@ -1,5 +1,6 @@
 #include "image.h"
 
+#include <errno.h>
 #include <png.h>
 #include <setjmp.h>
 #include <stdbool.h>
@@ -280,4 +281,53 @@ enum mps_status mps_image_load(const char *path, const struct mps_image_opts *o,
     st = mps_image_decode(buf, len, o, out, info, err);
     free(buf);
     return st;
+}
+
+/* Pascal VOC's palette: class k's color from its bits, interleaved high to low. */
+static void mps_image_palette(png_color *pal)
+{
+    for (int k = 0; k < 256; k++) {
+        int c = k, rgb[3] = {0, 0, 0};
+        for (int bit = 7; c; bit--, c >>= 3)
+            for (int j = 0; j < 3; j++)
+                rgb[j] |= ((c >> j) & 1) << bit;
+        pal[k] = (png_color){(png_byte)rgb[0], (png_byte)rgb[1], (png_byte)rgb[2]};
+    }
+}
+
+enum mps_status mps_image_write(const char *path, int channels, int64_t h, int64_t w, const uint8_t *pixels,
+                                bool palette, struct mps_error *err)
+{
+    if (h <= 0 || w <= 0 || h > INT32_MAX || w > INT32_MAX || (uint64_t)h * (uint64_t)w > MPS_IMAGE_MAX_PIXELS)
+        return mps_fail(err, MPS_ERR_USAGE, "%s: a %lldx%lld picture cannot be written", path, (long long)h,
+                        (long long)w);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return mps_fail(err, MPS_ERR_INPUT, "%s: cannot write: %s", path, strerror(errno));
+    char why[sizeof err->msg] = "out of memory";
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, why, mps_png_error, mps_png_warning);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    volatile bool ok = false;
+    if (png && info && !setjmp(png_jmpbuf(png))) {
+        png_color pal[256];
+        png_init_io(png, f);
+        png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8,
+                     palette ? PNG_COLOR_TYPE_PALETTE : channels == 3 ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_GRAY,
+                     PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+        if (palette) {
+            mps_image_palette(pal);
+            png_set_PLTE(png, info, pal, 256);
+        }
+        png_write_info(png, info);
+        for (int64_t y = 0; y < h; y++)
+            png_write_row(png, (png_const_bytep)(pixels + (size_t)(y * w * (palette ? 1 : channels))));
+        png_write_end(png, NULL);
+        ok = true;
+    }
+    png_destroy_write_struct(png ? &png : NULL, info ? &info : NULL);
+    if (fclose(f) != 0 && ok) {
+        snprintf(why, sizeof why, "%s", strerror(errno));
+        ok = false;
+    }
+    return ok ? MPS_OK : mps_fail(err, MPS_ERR_INPUT, "%s: cannot write: %s", path, why);
 }

@@ -14,6 +14,7 @@
 #ifndef MPS_IMAGE_H
 #define MPS_IMAGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,6 +40,12 @@ enum mps_status mps_image_decode(const void *buf, size_t len, const struct mps_i
 /* The same for the file at path. */
 enum mps_status mps_image_load(const char *path, const struct mps_image_opts *o, float *out,
                                struct mps_image_info *info, struct mps_error *err);
+/* Writes pixels (h rows of w pixels, 8 bits a channel, channels 1 or 3
+   interleaved) as a gray or RGB PNG at path; with palette, pixels are one
+   byte a pixel, class indices, written as a palette PNG whose colors are
+   Pascal VOC's (class 0 black, 1 dark red, 2 dark green, ...). */
+enum mps_status mps_image_write(const char *path, int channels, int64_t h, int64_t w, const uint8_t *pixels,
+                                bool palette, struct mps_error *err);
 /* Whether buf starts with the PNG signature. */
 int mps_image_is_png(const void *buf, size_t len);
 

@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "file.h"
+#include "image.h"
 #include "infer.h"
 #include "inputs.h"
 #include "npy.h"
@@ -32,8 +33,107 @@ struct mps_infer_run {
     int64_t kept_cap;                 /* items kept has room for */
     const char *output;               /* --output, or NULL */
     struct mps_npy_stream *npy;       /* its file, opened before the run */
-    bool write_failed;                /* writing it failed (the message names the file) */
+    bool write_failed;                /* writing it or a picture failed (the message names the file) */
+    const char *png;                  /* --output-png: a .png file (one item), else a folder */
+    bool png_folder, png_mask;        /* PATH is a folder; the output is a class mask (else an image) */
+    int64_t png_written;              /* pictures written */
+    uint8_t *pixels;                  /* one picture's bytes */
 };
+
+/* --output-png: whether the first output can be pictures, and which kind:
+   [batch, C, H, W] or [batch, H, W]; a class mask when it is integer, when
+   --mask asks, or when C is neither 1 nor 3 (the class per pixel is the
+   argmax over C); else an image of C channels. */
+static enum mps_status mps_infer_png_kind(const struct mps_value *o, bool mask, bool *is_mask, struct mps_error *err)
+{
+    char buf[64];
+    int r = o->shape.ndim;
+    bool integer = o->dtype == MPS_I64 || o->dtype == MPS_I32 || o->dtype == MPS_U8;
+    int64_t c = r == 4 ? o->shape.dim[1] : 1;
+    if ((r != 3 && r != 4) || (!integer && o->dtype != MPS_F32))
+        return mps_fail(err, MPS_ERR_USAGE, "--output-png writes pictures: the model's first output must be "
+                        "[batch, channels, height, width] or [batch, height, width], not %s %s",
+                        mps_dtype_name(o->dtype), mps_shape_str(&o->shape, buf, sizeof buf));
+    if (integer && c != 1)
+        return mps_fail(err, MPS_ERR_USAGE, "--output-png: an integer output is a class mask of one channel, not %lld",
+                        (long long)c);
+    if (mask && !integer && c < 2)
+        return mps_fail(err, MPS_ERR_USAGE, "--mask takes the class with the largest score at each pixel: the output "
+                        "has %lld channel", (long long)c);
+    *is_mask = integer || mask || (c != 1 && c != 3);
+    if (*is_mask && !integer && c > 256)
+        return mps_fail(err, MPS_ERR_USAGE, "--output-png: %lld classes; a palette PNG holds 256", (long long)c);
+    return MPS_OK;
+}
+
+/* Row `row` of the chunk's first output as one picture's bytes: a mask's class
+   per pixel (the first largest score; NaN scores never win; integers as they
+   are, 0 to 255), an image's values v in [0, 1] as round(255 v), clamped
+   (NaN: 0), channels interleaved. */
+static enum mps_status mps_infer_pixels(const struct mps_infer_run *run, const struct mps_tensor *out, int64_t row,
+                                        struct mps_error *err)
+{
+    int r = out->shape.ndim;
+    int64_t c = r == 4 ? out->shape.dim[1] : 1, h = out->shape.dim[r - 2], w = out->shape.dim[r - 1], plane = h * w;
+    const float *f = (const float *)out->data + row * c * plane;
+    for (int64_t i = 0; i < plane; i++) {
+        if (!run->png_mask) {
+            for (int64_t k = 0; k < c; k++) {
+                float v = f[k * plane + i];
+                run->pixels[i * c + k] = (uint8_t)(v > 0 ? (v < 1 ? lrintf(v * 255.0f) : 255) : 0);
+            }
+        } else if (out->dtype == MPS_F32) {
+            int64_t best = 0;
+            for (int64_t k = 1; k < c; k++)
+                if (f[k * plane + i] > f[best * plane + i] || f[best * plane + i] != f[best * plane + i])
+                    best = k;
+            run->pixels[i] = (uint8_t)best;
+        } else {
+            int64_t at = row * plane + i;
+            int64_t v = out->dtype == MPS_I64   ? ((const int64_t *)out->data)[at]
+                        : out->dtype == MPS_I32 ? ((const int32_t *)out->data)[at]
+                                                : ((const uint8_t *)out->data)[at];
+            if (v < 0 || v > 255)
+                return mps_fail(err, MPS_ERR_RUNTIME, "--output-png: class %lld at pixel %lld is outside the palette's "
+                                "0 to 255", (long long)v, (long long)i);
+            run->pixels[i] = (uint8_t)v;
+        }
+    }
+    return MPS_OK;
+}
+
+/* Writes the chunk's pictures: PATH itself for the one item of a .png PATH,
+   else PATH/NNNNNN.png by the input's place in the list (NNNNNN_K.png for
+   item K of a .npy holding several). */
+static enum mps_status mps_infer_pictures(struct mps_infer_run *run, const struct mps_infer_result *r,
+                                          struct mps_error *err)
+{
+    const struct mps_tensor *out = &r->groups[0].out[0];
+    int rank = out->shape.ndim;
+    int64_t row = 0, h = out->shape.dim[rank - 2], w = out->shape.dim[rank - 1];
+    int channels = run->png_mask ? 1 : (int)(rank == 4 ? out->shape.dim[1] : 1);
+    for (int fi = 0; fi < r->n_files; fi++)
+        for (int64_t it = 0; it < r->files[fi].items; it++, row++) {
+            char path[4096];
+            if (!run->png_folder && run->png_written)
+                return mps_fail(err, MPS_ERR_USAGE, "--output-png %s is one file, and the inputs give several "
+                                "items: name a folder", run->png);
+            if (!run->png_folder)
+                snprintf(path, sizeof path, "%s", run->png);
+            else if (r->files[fi].items > 1)
+                snprintf(path, sizeof path, "%s/%06lld_%lld.png", run->png, (long long)r->files[fi].index,
+                         (long long)it);
+            else
+                snprintf(path, sizeof path, "%s/%06lld.png", run->png, (long long)r->files[fi].index);
+            enum mps_status st = mps_infer_pixels(run, out, row, err);
+            if (!st)
+                st = mps_image_write(path, channels, h, w, run->pixels, run->png_mask, err);
+            if (st)
+                return st;
+            run->png_written++;
+        }
+    return MPS_OK;
+}
 
 static enum mps_status mps_infer_tally(struct mps_infer_run *run, const struct mps_infer_result *r,
                                        struct mps_error *err)
@@ -103,6 +203,8 @@ static enum mps_status mps_infer_chunk(void *ctx, struct mps_infer_result *r, st
     if (run->checking && (st = mps_infer_keep(run, out, err)))
         return st;
     if (run->npy && (st = mps_npy_stream_append(run->npy, out->data, out->shape.ndim ? out->shape.dim[0] : 1, err)))
+        run->write_failed = true;
+    if (!st && run->png && (st = mps_infer_pictures(run, r, err)))
         run->write_failed = true;
     return st;
 }
@@ -228,6 +330,10 @@ int mps_cli_infer(int argc, char **argv)
     struct arg_str *shard = arg_str0(NULL, "shard", "K/N", "run part K of N of the inputs (K from 0), or auto, "
                                      "auto/N: K (and N) from Slurm or Kubernetes");
     struct arg_file *output = arg_file0(NULL, "output", "out.npy", "write the first output (every item) to a .npy file");
+    struct arg_file *png = arg_file0(NULL, "output-png", "PATH", "write the first output as pictures: a .png file for "
+                                     "one input, else a folder of NNNNNN.png by input order (a class mask, or an image)");
+    struct arg_lit *mask = arg_lit0(NULL, "mask", "with --output-png: a class mask even where the output has 1 or 3 "
+                                    "channels (a 3-class model)");
     struct arg_str *expect = arg_str0(NULL, "expect", "CLASS", "exit 5 unless every input's top class is CLASS (an index, or a label in any case)");
     struct arg_file *check = arg_file0(NULL, "check", "ref.npy", "exit 5 unless the first output matches");
     struct arg_dbl *rtol = arg_dbl0(NULL, "rtol", "R", "--check's tolerance, 0 to 1, relative to the reference's "
@@ -237,7 +343,8 @@ int mps_cli_infer(int argc, char **argv)
     struct arg_end *end = arg_end(20);
     void *argtable[] = {model,  inputs, a.backend,  a.precision, a.threads, a.batch, top_k,      a.labels,
                         a.mean, a.std,  a.size,     repeat,      warmup,    json,    jsonl,      quiet,
-                        keep_going, shard, output, expect,     check,       rtol,      atol,    help,       end};
+                        keep_going, shard, output, png,        mask,        expect,    check,   rtol,       atol,
+                        help,       end};
     bool done;
     int rc = mps_cli_parse(argc, argv, argtable, help, end,
                            "Runs MODEL on each INPUT and prints the top classes with their probabilities.\n"
@@ -247,7 +354,8 @@ int mps_cli_infer(int argc, char **argv)
                            &done);
     struct mps_infer_result r = {.expect = expect->count ? expect->sval[0] : NULL,
                                  .check_path = check->count ? check->filename[0] : NULL};
-    struct mps_infer_run run = {.output = output->count ? output->filename[0] : NULL, .checking = check->count > 0};
+    struct mps_infer_run run = {.output = output->count ? output->filename[0] : NULL, .checking = check->count > 0,
+                                .png = png->count ? png->filename[0] : NULL};
     struct mps_inputs list = {0};
     struct mps_error err = {{0}};
     const char *subject = NULL;
@@ -284,6 +392,19 @@ int mps_cli_infer(int argc, char **argv)
         st = mps_inputs_shard_parse(shard->sval[0], &shard_k, &shard_n, &shard_from, &err);
     if (!st && output->count)
         st = mps_cli_writable("--output", output->filename[0], &err);
+    if (!st && mask->count && !png->count)
+        st = mps_fail(&err, MPS_ERR_USAGE, "--mask says how --output-png writes: give --output-png too");
+    if (!st && run.png) {
+        size_t len = strlen(run.png);
+        struct stat sb;
+        run.png_folder = !(len > 4 && !strcasecmp(run.png + len - 4, ".png"));
+        if (!run.png_folder)
+            st = mps_cli_writable("--output-png", run.png, &err);
+        else if (stat(run.png, &sb) == 0 && !S_ISDIR(sb.st_mode))
+            st = mps_fail(&err, MPS_ERR_USAGE, "--output-png %s: not a folder (name a folder, or a file .png)", run.png);
+        else if (stat(run.png, &sb) != 0 && mkdir(run.png, 0777) != 0)
+            st = mps_fail(&err, MPS_ERR_USAGE, "--output-png %s: cannot make the folder: %s", run.png, strerror(errno));
+    }
     if (st)
         goto out;
     run.rep = (struct mps_infer_report){.form = json->count    ? MPS_INFER_JSON
@@ -309,6 +430,11 @@ int mps_cli_infer(int argc, char **argv)
         goto out;
     }
     run.rep.total = list.n;
+    if (run.png && !run.png_folder && list.n > 1) {
+        st = mps_fail(&err, MPS_ERR_USAGE, "--output-png %s is one file, and there are %lld inputs: name a folder",
+                      run.png, (long long)list.n);
+        goto out;
+    }
 
     /* the model, and what the options need of it, before any input is read */
     if ((st = mps_infer_setup(&r, model->filename[0], &a, &subject, &err)))
@@ -328,6 +454,19 @@ int mps_cli_infer(int argc, char **argv)
         memmove(item.dim, o->shape.dim + 1, sizeof(int64_t) * (size_t)item.ndim);
         if ((st = mps_npy_stream_open(run.output, o->dtype, &item, &run.npy, &err))) {
             subject = NULL; /* the message names the file */
+            goto out;
+        }
+    }
+
+    if (run.png) {
+        const struct mps_value *o = &r.model->graph->values[r.model->graph->outputs[0]];
+        int64_t plane = o->shape.ndim >= 2 ? o->shape.dim[o->shape.ndim - 1] * o->shape.dim[o->shape.ndim - 2] : 0;
+        if ((st = mps_infer_png_kind(o, mask->count > 0, &run.png_mask, &err))) {
+            subject = NULL;
+            goto out;
+        }
+        if (!(run.pixels = malloc((size_t)(plane * 3 + 1)))) {
+            st = mps_fail(&err, MPS_ERR_RUNTIME, "out of memory");
             goto out;
         }
     }
@@ -377,6 +516,18 @@ int mps_cli_infer(int argc, char **argv)
     }
     if (!mps_infer_report_end(&run.rep, &r)) {
         st = mps_fail(&err, MPS_ERR_RUNTIME, "out of memory");
+    } else if (run.png_written && run.rep.form == MPS_INFER_TEXT && !r.stopped) {
+        const struct mps_value *o = &r.model->graph->values[r.model->graph->outputs[0]];
+        int64_t c = o->shape.ndim == 4 ? o->shape.dim[1] : 1;
+        char x[32], kind[96];
+        if (!run.png_mask)
+            snprintf(kind, sizeof kind, "%s images, [0, 1] as 0 to 255", c == 3 ? "RGB" : "gray");
+        else if (o->dtype == MPS_F32)
+            snprintf(kind, sizeof kind, "class masks (the largest of %lld scores a pixel), VOC palette", (long long)c);
+        else
+            snprintf(kind, sizeof kind, "class masks (the output's classes), VOC palette");
+        printf("pictures   %s PNG file%s %s %s: %s\n", mps_cli_count(run.png_written, x, sizeof x),
+               run.png_written > 1 ? "s" : "", run.png_folder ? "in" : "as", run.png, kind);
     } else if (r.stopped) {
         err = stop;
         st = MPS_ERR_INPUT;
@@ -397,6 +548,7 @@ out:
         rc = mps_cli_exit_code(st);
     }
     mps_npy_stream_close(run.npy, &err);
+    free(run.pixels);
     mps_infer_report_free(&run.rep);
     free(run.kept.data);
     mps_inputs_free(&list);

@@ -323,6 +323,66 @@ expect "bench model --batch 0" 2 bench model "$cnn" --batch 0
 expect "bench model on a fixed-batch model with --batch 2" 2 bench model "$tmp/bad/external_ok.onnx" --batch 2
 expect "bench model on a bad model" 3 bench model "$tmp/bad/cycle.onnx"
 
+# ---- --output-png: class masks and images --------------------------------------
+"${PYTHON:-/usr/bin/python3}" - "$tmp/pics" <<'PY'
+import os, sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+d = sys.argv[1]
+os.makedirs(os.path.join(d, "in"), exist_ok=True)
+def save(name, nodes, out_type, out_shape, inits=()):
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 6, 5])],
+                          [helper.make_tensor_value_info("y", out_type, out_shape)], list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, os.path.join(d, name + ".onnx"))
+rng = np.random.default_rng(7)
+w = numpy_helper.from_array(rng.standard_normal((4, 3, 1, 1)).astype(np.float32), "w")
+save("seg4", [helper.make_node("Conv", ["x", "w"], ["y"])], TensorProto.FLOAT, ["N", 4, 6, 5], [w])
+save("rgb", [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["s", "k"], ["y"])],
+     TensorProto.FLOAT, ["N", 3, 6, 5], [numpy_helper.from_array(np.array(1.2, np.float32), "k")])
+save("ints", [helper.make_node("ReduceMax", ["x"], ["r"], axes=[1], keepdims=1), helper.make_node("Abs", ["r"], ["a"]),
+              helper.make_node("Mul", ["a", "k"], ["m"]), helper.make_node("Cast", ["m"], ["y"], to=TensorProto.INT64)],
+     TensorProto.INT64, ["N", 1, 6, 5], [numpy_helper.from_array(np.array(3.0, np.float32), "k")])
+for i in range(2):
+    np.save(os.path.join(d, "in", f"{i}.npy"), rng.standard_normal((1, 3, 6, 5)).astype(np.float32))
+np.save(os.path.join(d, "three.npy"), rng.standard_normal((3, 3, 6, 5)).astype(np.float32))
+PY
+pics=$tmp/pics
+expect "--output-png: a class mask" 0 infer "$pics/seg4.onnx" "$pics/in/0.npy" --output-png "$tmp/mask.png" --output "$tmp/seg.npy"
+check "the report says what it wrote" grep -q "^pictures   1 PNG file as $tmp/mask.png: class masks (the largest of 4 scores" "$out"
+pngcheck() { "${PYTHON:-/usr/bin/python3}" -c "$1" "${@:2}"; }
+check "the mask is the argmax over the channels, in VOC's palette" pngcheck '
+import sys, numpy as np
+from PIL import Image
+im = Image.open(sys.argv[1]); y = np.load(sys.argv[2])
+assert im.mode == "P" and im.getpalette()[:9] == [0, 0, 0, 128, 0, 0, 0, 128, 0], (im.mode, im.getpalette()[:9])
+assert (np.array(im) == y[0].argmax(0)).all()' "$tmp/mask.png" "$tmp/seg.npy"
+expect "--output-png: an RGB image" 0 infer "$pics/rgb.onnx" "$pics/in/1.npy" --output-png "$tmp/rgb.png" --output "$tmp/rgb.npy"
+check "an image is [0, 1] as 0 to 255, clamped and rounded" pngcheck '
+import sys, numpy as np
+from PIL import Image
+im = Image.open(sys.argv[1]); y = np.load(sys.argv[2])[0]
+want = np.rint(np.clip(y, 0, 1) * np.float32(255)).astype(np.uint8).transpose(1, 2, 0)
+assert im.mode == "RGB" and (np.array(im) == want).all() and want.max() == 255' "$tmp/rgb.png" "$tmp/rgb.npy"
+expect "--output-png --mask: a 3-channel output as classes" 0 infer "$pics/rgb.onnx" "$pics/in/1.npy" --output-png "$tmp/rgbmask.png" --mask
+check "--mask makes it a palette mask" pngcheck '
+import sys, numpy as np
+from PIL import Image
+im = Image.open(sys.argv[1]); assert im.mode == "P" and (np.array(im) == np.load(sys.argv[2])[0].argmax(0)).all()' "$tmp/rgbmask.png" "$tmp/rgb.npy"
+expect "--output-png: an integer output is the mask" 0 infer "$pics/ints.onnx" "$pics/in/0.npy" --output-png "$tmp/ints.png" --output "$tmp/ints.npy"
+check "its classes as they are" pngcheck '
+import sys, numpy as np
+from PIL import Image
+assert (np.array(Image.open(sys.argv[1])) == np.load(sys.argv[2])[0, 0]).all()' "$tmp/ints.png" "$tmp/ints.npy"
+expect "--output-png DIR over a folder and a 3-item .npy" 0 infer "$pics/seg4.onnx" "$pics/in" "$pics/three.npy" --output-png "$tmp/masks" -q
+check "one PNG per item, named by input order" bash -c '[ "$(cd "$1" && ls | tr "\n" " ")" = "000000.png 000001.png 000002_0.png 000002_1.png 000002_2.png " ]' _ "$tmp/masks"
+usage "--output-png FILE.png over several inputs" "name a folder" infer "$pics/seg4.onnx" "$pics/in" --output-png "$tmp/one.png"
+usage "--mask alone" "--mask says how --output-png writes" infer "$pics/seg4.onnx" "$pics/in/0.npy" --mask
+expect "--output-png on a classifier" 2 infer "$cnn" "$in/gray8.png" --output-png "$tmp/x.png"
+check "says the output is no picture" grep -q "first output must be \[batch, channels, height, width\]" "$err"
+
 # ---- inspect -------------------------------------------------------------------
 expect "inspect --help" 0 inspect --help
 expect "inspect" 0 inspect "$cnn"
