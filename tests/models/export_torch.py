@@ -27,6 +27,9 @@ import onnx.numpy_helper
 import torch
 import torchvision
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "peers"))
+import peer_models  # noqa: E402  (Segmentation: a torchvision segmentation model's "out")
+
 
 class MLP(torch.nn.Module):
     """784-512-512-10, as in the issue's benchmarks."""
@@ -59,17 +62,6 @@ class SmallCNN(torch.nn.Module):
 
 def vision(name, **kw):
     return lambda: getattr(torchvision.models, name)(weights=None, **kw)
-
-
-class Segmentation(torch.nn.Module):
-    """A torchvision segmentation model's "out" (its forward returns a dict)."""
-
-    def __init__(self, name):
-        super().__init__()
-        self.model = getattr(torchvision.models.segmentation, name)(weights=None, weights_backbone=None)
-
-    def forward(self, x):
-        return self.model(x)["out"]
 
 
 class SmallUNet(torch.nn.Module):
@@ -110,9 +102,10 @@ CASES = {
     "densenet121": (vision("densenet121"), (1, 3, 224, 224), 13, False),
     "convnext_tiny": (vision("convnext_tiny"), (1, 3, 224, 224), 17, False),
     # outputs that are images: Resize (sizes from Shape, bilinear), Upsample (opset 9), skip Concats
-    "lraspp_mobilenet_v3_large": (lambda: Segmentation("lraspp_mobilenet_v3_large"), (1, 3, 224, 224), 13, False),
-    "deeplabv3_mobilenet_v3_large": (lambda: Segmentation("deeplabv3_mobilenet_v3_large"), (1, 3, 160, 160), 11,
-                                     False),
+    "lraspp_mobilenet_v3_large": (lambda: peer_models.Segmentation("lraspp_mobilenet_v3_large"), (1, 3, 224, 224),
+                                  13, False),
+    "deeplabv3_mobilenet_v3_large": (lambda: peer_models.Segmentation("deeplabv3_mobilenet_v3_large"),
+                                     (1, 3, 160, 160), 11, False),
     "small_unet": (SmallUNet, (2, 3, 48, 40), 11, True),
     "small_unet_opset9": (lambda: SmallUNet(nearest=True), (1, 3, 32, 32), 9, False),
 }
