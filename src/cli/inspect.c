@@ -36,6 +36,8 @@ static bool mps_inspect_moves_only(enum mps_op op)
     case MPS_OP_GATHER:
     case MPS_OP_EXPAND:
     case MPS_OP_PAD:
+    case MPS_OP_DEPTH_TO_SPACE:
+    case MPS_OP_SPACE_TO_DEPTH:
     case MPS_OP_RESIZE: /* nearest: the interpolating modes count their taps */
     case MPS_OP_CAST: return true;
     default: return false;

@@ -689,6 +689,24 @@ static enum mps_status mps_map_resize(struct mps_onnx_ctx *c, struct mps_onnx_no
     return MPS_OK;
 }
 
+static enum mps_status mps_map_depth(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                     struct mps_error *err)
+{
+    char mode[16];
+    (void)c;
+    if (!mps_attr(n, "blocksize"))
+        return mps_onnx_fail(n, err, "attribute 'blocksize' is required");
+    enum mps_status st = mps_attr_int(n, "blocksize", 0, &p->depth.block, err);
+    if (!st)
+        st = mps_attr_string(n, "mode", "DCR", mode, sizeof mode, err);
+    if (st)
+        return st;
+    if (strcmp(mode, "DCR") && strcmp(mode, "CRD"))
+        return mps_onnx_fail(n, err, "mode '%s' is not DCR or CRD", mode);
+    p->depth.crd = !strcmp(mode, "CRD");
+    return MPS_OK;
+}
+
 /* ---- the table ---------------------------------------------------------------------- */
 
 struct mps_onnx_rule {
@@ -771,6 +789,8 @@ static const struct mps_onnx_rule mps_onnx_rules[] = {
      "axes keep_aspect_ratio_policy",
      mps_map_resize},
     {"Upsample", MPS_OP_RESIZE, "mode scales", mps_map_resize},
+    {"DepthToSpace", MPS_OP_DEPTH_TO_SPACE, "blocksize mode", mps_map_depth},
+    {"SpaceToDepth", MPS_OP_SPACE_TO_DEPTH, "blocksize", mps_map_depth},
 };
 
 static bool mps_onnx_listed(const char *list, const char *name)

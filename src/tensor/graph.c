@@ -281,6 +281,31 @@ bool mps_op_is_view(enum mps_op op)
     }
 }
 
+void mps_depth_view(const struct mps_node *n, const struct mps_shape *x, struct mps_shape *view, int perm[6])
+{
+    int64_t b = n->p.depth.block, nn = x->dim[0], c = x->dim[1], h = x->dim[2], w = x->dim[3];
+    static const int dcr[6] = {0, 3, 4, 1, 5, 2}, crd[6] = {0, 1, 4, 2, 5, 3}, s2d[6] = {0, 3, 5, 1, 2, 4};
+    const int *p = dcr; /* DCR: channel (i b + j) C' + c; CRD: c b b + i b + j */
+    *view = (struct mps_shape){6, {nn, b, b, c / (b * b), h, w}};
+    if (n->op == MPS_OP_SPACE_TO_DEPTH)
+        *view = (struct mps_shape){6, {nn, c, h / b, b, w / b, b}}, p = s2d;
+    else if (n->p.depth.crd)
+        *view = (struct mps_shape){6, {nn, c / (b * b), b, b, h, w}}, p = crd;
+    memcpy(perm, p, sizeof(int) * 6);
+}
+
+void mps_depth_transpose(const struct mps_node *n, const struct mps_shape *x, struct mps_shape *out6, int64_t src[6])
+{
+    struct mps_shape view;
+    int perm[6];
+    int64_t vs[MPS_MAX_DIMS];
+    mps_depth_view(n, x, &view, perm);
+    mps_shape_strides(&view, vs);
+    *out6 = (struct mps_shape){6, {0}};
+    for (int i = 0; i < 6; i++)
+        out6->dim[i] = view.dim[perm[i]], src[i] = vs[perm[i]];
+}
+
 const char *mps_node_label(const struct mps_node *n, char *buf, size_t size)
 {
     const struct mps_fused_act *act = mps_node_act(n);

@@ -124,6 +124,13 @@ struct mps_fused_act *mps_node_act(const struct mps_node *n);
 /* Whether op's output is its first input's bytes as they are (Reshape,
    Flatten, Squeeze, Unsqueeze, Identity, Dropout): a view of them. */
 bool mps_op_is_view(enum mps_op op);
+/* DepthToSpace and SpaceToDepth as the transpose they are: the input [N,C,H,W]
+   seen as six dims (view), permuted (output dim i is view dim perm[i]) into
+   six dims whose contiguous layout is the output's. */
+void mps_depth_view(const struct mps_node *n, const struct mps_shape *x, struct mps_shape *view, int perm[6]);
+/* The same as a strided copy: out6, the permuted dims, and src[i], the
+   input's stride (elements) along out6's dim i. */
+void mps_depth_transpose(const struct mps_node *n, const struct mps_shape *x, struct mps_shape *out6, int64_t src[6]);
 
 /* n's op with its fused activation, "Conv" or "Add+Relu", into buf. */
 const char *mps_node_label(const struct mps_node *n, char *buf, size_t size);

@@ -185,6 +185,12 @@ struct mps_resize_params {
     double roi[2 * MPS_MAX_DIMS]; /* tf_crop_and_resize: axis d from roi[d] to roi[MPS_MAX_DIMS + d] (resolved) */
 };
 
+/* DepthToSpace (mode DCR or CRD) and SpaceToDepth, blocks of block x block. */
+struct mps_depth_params {
+    int64_t block;
+    bool crd; /* DepthToSpace: channels as (C, blocks), not (blocks, C) */
+};
+
 /* ConstantOfShape: every element is value, converted to dtype. */
 struct mps_fill_params {
     enum mps_dtype dtype;
@@ -207,6 +213,7 @@ union mps_op_params {
     struct mps_pad_params pad;
     struct mps_fill_params fill;
     struct mps_resize_params resize;
+    struct mps_depth_params depth;
 };
 
 /* Fills p with the ONNX defaults of op (everything else zero). */

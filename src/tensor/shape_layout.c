@@ -440,6 +440,34 @@ static enum mps_status mps_shape_resize(struct mps_graph *g, struct mps_node *n,
     return MPS_OK;
 }
 
+/* DepthToSpace, SpaceToDepth: [N,C,H,W], blocks that divide what they split. */
+static enum mps_status mps_shape_depth(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    int64_t b = n->p.depth.block;
+    char buf[64];
+    if (x->shape.ndim != 4)
+        return mps_shape_fail(n, err, "the input must be [N, C, H, W], not %s", mps_shape_str(&x->shape, buf, sizeof buf));
+    if (b < 1 || b > 4096)
+        return mps_shape_fail(n, err, "blocksize %lld is not 1 to 4096", (long long)b);
+    struct mps_shape out = x->shape;
+    if (n->op == MPS_OP_DEPTH_TO_SPACE) {
+        if (x->shape.dim[1] % (b * b))
+            return mps_shape_fail(n, err, "%lld channels do not split into blocks of %lld x %lld",
+                                  (long long)x->shape.dim[1], (long long)b, (long long)b);
+        out.dim[1] /= b * b, out.dim[2] *= b, out.dim[3] *= b;
+    } else {
+        if (x->shape.dim[2] % b || x->shape.dim[3] % b)
+            return mps_shape_fail(n, err, "%lldx%lld is not made of %lld x %lld blocks", (long long)x->shape.dim[2],
+                                  (long long)x->shape.dim[3], (long long)b, (long long)b);
+        out.dim[1] *= b * b, out.dim[2] /= b, out.dim[3] /= b;
+    }
+    if (mps_shape_numel(&out) < 0)
+        return mps_shape_fail(n, err, "the output is too large");
+    mps_shape_set(g, n, 0, x->dtype, &out);
+    return MPS_OK;
+}
+
 const mps_shape_rule mps_shape_layout_rules[MPS_OP_COUNT] = {
     [MPS_OP_RESHAPE] = mps_shape_reshape,
     [MPS_OP_FLATTEN] = mps_shape_flatten,
@@ -456,4 +484,6 @@ const mps_shape_rule mps_shape_layout_rules[MPS_OP_COUNT] = {
     [MPS_OP_EXPAND] = mps_shape_expand,
     [MPS_OP_PAD] = mps_shape_pad,
     [MPS_OP_RESIZE] = mps_shape_resize,
+    [MPS_OP_DEPTH_TO_SPACE] = mps_shape_depth,
+    [MPS_OP_SPACE_TO_DEPTH] = mps_shape_depth,
 };

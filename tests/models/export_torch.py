@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Exports MLPs, CNNs, torchvision classification and segmentation models and
-a small U-Net with PyTorch and writes each as an ONNX test case in the layout
-of the ONNX backend test suite:
+"""Exports MLPs, CNNs, torchvision classification and segmentation models, a
+small U-Net and an ESPCN-style super-resolution net with PyTorch and writes
+each as an ONNX test case in the layout of the ONNX backend test suite:
 
     OUT/test_<name>/model.onnx
     OUT/test_<name>/test_data_set_0/input_0.pb    (serialized TensorProto)
@@ -64,6 +64,20 @@ def vision(name, **kw):
     return lambda: getattr(torchvision.models, name)(weights=None, **kw)
 
 
+class SmallESPCN(torch.nn.Module):
+    """ESPCN-style super-resolution: convolutions to 3 x r^2 channels, then
+    PixelShuffle (DepthToSpace, CRD) to an image r times larger."""
+
+    def __init__(self, r=3):
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 5, padding=2), torch.nn.Tanh(),
+                                        torch.nn.Conv2d(16, 8, 3, padding=1), torch.nn.Tanh(),
+                                        torch.nn.Conv2d(8, 3 * r * r, 3, padding=1), torch.nn.PixelShuffle(r))
+
+    def forward(self, x):
+        return torch.sigmoid(self.body(x))
+
+
 class SmallUNet(torch.nn.Module):
     """A U-Net-style decoder: a skip Concat after each upsampling, one
     bilinear with align_corners (Resize by scales) and one nearest, then a
@@ -108,6 +122,7 @@ CASES = {
                                      (1, 3, 160, 160), 11, False),
     "small_unet": (SmallUNet, (2, 3, 48, 40), 11, True),
     "small_unet_opset9": (lambda: SmallUNet(nearest=True), (1, 3, 32, 32), 9, False),
+    "small_espcn": (SmallESPCN, (2, 3, 24, 20), 12, True),
 }
 
 # Rewritten into the opset 18 form with external data (see the module doc).

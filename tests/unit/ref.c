@@ -619,6 +619,28 @@ static void ref_resize(const struct mps_resize_params *p, const struct ref_tenso
         free(w[d]), free(outside[d]);
 }
 
+/* DepthToSpace and SpaceToDepth by the spec's formulas: output (n, c, h, w)
+   reads the input channel its block position (i, j) names. */
+static void ref_depth(enum mps_op op, const struct mps_depth_params *p, const struct ref_tensor *in,
+                      struct ref_tensor *out)
+{
+    const struct mps_shape *xs = &in[0].shape, *ys = &out[0].shape;
+    int64_t b = p->block, yi[MPS_MAX_DIMS];
+    for (int64_t o = 0; o < ref_numel(ys); o++) {
+        ref_unravel(ys, o, yi);
+        int64_t xi[4] = {yi[0], 0, 0, 0};
+        if (op == MPS_OP_DEPTH_TO_SPACE) {
+            int64_t i = yi[2] % b, j = yi[3] % b;
+            xi[1] = p->crd ? yi[1] * b * b + i * b + j : (i * b + j) * ys->dim[1] + yi[1];
+            xi[2] = yi[2] / b, xi[3] = yi[3] / b;
+        } else {
+            int64_t k = yi[1] / xs->dim[1];
+            xi[1] = yi[1] % xs->dim[1], xi[2] = yi[2] * b + k / b, xi[3] = yi[3] * b + k % b;
+        }
+        out[0].d[o] = in[0].d[ref_ravel(xs, xi)];
+    }
+}
+
 static void ref_fused_act(const struct mps_fused_act *act, struct ref_tensor *y)
 {
     for (int64_t i = 0; act->on && i < ref_numel(&y->shape); i++)
@@ -716,6 +738,8 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
         break;
     case MPS_OP_PAD: ref_pad(&p->pad, in, n_in, out); break;
     case MPS_OP_RESIZE: ref_resize(&p->resize, in, n_in, out); break;
+    case MPS_OP_DEPTH_TO_SPACE:
+    case MPS_OP_SPACE_TO_DEPTH: ref_depth(op, &p->depth, in, out); break;
     default: /* the elementwise unary ops */
         for (int64_t i = 0; i < ny; i++)
             out[0].d[i] = ref_unary1(op, &p->act, in[0].d[i]);

@@ -609,6 +609,19 @@ static enum mps_status mps_cuda_resize(struct mps_cuda_state *s, const struct mp
     return MPS_OK;
 }
 
+/* DepthToSpace, SpaceToDepth: the six-dim transpose they are (graph.h). */
+static enum mps_status mps_cuda_depth(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    struct mps_shape out6;
+    int64_t src[6], dst[MPS_MAX_DIMS];
+    mps_depth_transpose(n, &MPS_INV(0)->shape, &out6, src);
+    mps_shape_strides(&out6, dst);
+    struct mps_cu_walk w = mps_cuda_walk(&out6, dst, src, NULL);
+    MPS_CU_CHECK(mps_cu_copy(MPS_OUT(0), MPS_IN(0), &w, mps_dtype_size(MPS_OUTV(0)->dtype), s->stream));
+    return MPS_OK;
+}
+
 mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
 {
     switch (op) {
@@ -656,6 +669,8 @@ mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
     case MPS_OP_CONSTANT_OF_SHAPE: return mps_cuda_fill_node;
     case MPS_OP_PAD: return mps_cuda_pad;
     case MPS_OP_RESIZE: return mps_cuda_resize;
+    case MPS_OP_DEPTH_TO_SPACE:
+    case MPS_OP_SPACE_TO_DEPTH: return mps_cuda_depth;
     default: return mps_cuda_unary;
     }
 }

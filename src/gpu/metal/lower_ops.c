@@ -454,6 +454,23 @@ static void mps_mtl_lower_transpose(struct mps_mtl_lowerer *L, const struct mps_
     mps_mtl_define(L, n->out[0], y);
 }
 
+/* DepthToSpace, SpaceToDepth: reshaped to six dims, permuted, reshaped back (graph.h). */
+static void mps_mtl_lower_depth(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    struct mps_shape view, out6;
+    int perm[6];
+    int64_t src[6];
+    mps_depth_view(n, mps_mtl_vshape(L, n->in[0]), &view, perm);
+    mps_depth_transpose(n, mps_mtl_vshape(L, n->in[0]), &out6, src);
+    int x = mps_mtl_reshape(L, mps_mtl_value(L, n->in[0]), &view);
+    struct mps_mtl_step *st;
+    int y = x < 0 ? -1 : mps_mtl_emit(L, MPS_MTL_PERMUTE, 0, mps_mtl_dtype(L, x), &out6, &x, 1, &st);
+    if (y >= 0)
+        for (int i = 0; i < 6; i++)
+            st->p.perm[i] = perm[i];
+    mps_mtl_define(L, n->out[0], mps_mtl_reshape(L, y, mps_mtl_vshape(L, n->out[0])));
+}
+
 static void mps_mtl_lower_concat(struct mps_mtl_lowerer *L, const struct mps_node *n)
 {
     int *ids = mps_mtl_alloc(L, sizeof(int) * (size_t)n->n_in), count = 0;
@@ -775,6 +792,8 @@ static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
     [MPS_OP_EXPAND] = mps_mtl_lower_expand,
     [MPS_OP_PAD] = mps_mtl_lower_pad,
     [MPS_OP_RESIZE] = mps_mtl_lower_resize,
+    [MPS_OP_DEPTH_TO_SPACE] = mps_mtl_lower_depth,
+    [MPS_OP_SPACE_TO_DEPTH] = mps_mtl_lower_depth,
 };
 
 bool mps_mtl_op_lowered(enum mps_op op)

@@ -93,6 +93,8 @@ static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
     [MPS_OP_EXPAND] = mps_cpu_expand,
     [MPS_OP_PAD] = mps_cpu_pad,
     [MPS_OP_RESIZE] = mps_cpu_resize,
+    [MPS_OP_DEPTH_TO_SPACE] = mps_cpu_depth,
+    [MPS_OP_SPACE_TO_DEPTH] = mps_cpu_depth,
 };
 
 static const mps_cpu_scratch mps_cpu_scratch_fns[MPS_OP_COUNT] = {

@@ -60,6 +60,17 @@ enum mps_status mps_cpu_transpose(const struct mps_cpu_args *a, struct mps_error
     return MPS_OK;
 }
 
+enum mps_status mps_cpu_depth(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    struct mps_shape out6;
+    int64_t src[6], dst[MPS_MAX_DIMS];
+    mps_depth_transpose(a->node, &a->in[0].shape, &out6, src);
+    mps_shape_strides(&out6, dst);
+    (void)err;
+    mps_cpu_copy_strided(a->out[0].data, dst, a->in[0].data, src, &out6, mps_dtype_size(a->out[0].dtype));
+    return MPS_OK;
+}
+
 enum mps_status mps_cpu_slice(const struct mps_cpu_args *a, struct mps_error *err)
 {
     const struct mps_tensor *x = &a->in[0];
