@@ -707,6 +707,21 @@ static enum mps_status mps_map_depth(struct mps_onnx_ctx *c, struct mps_onnx_nod
     return MPS_OK;
 }
 
+static enum mps_status mps_map_arg(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                   struct mps_error *err)
+{
+    int64_t keep, last;
+    (void)c;
+    enum mps_status st = mps_attr_int(n, "axis", 0, &p->arg.axis, err);
+    if (!st)
+        st = mps_attr_int(n, "keepdims", 1, &keep, err);
+    if (!st)
+        st = mps_attr_int(n, "select_last_index", 0, &last, err);
+    p->arg.keepdims = keep != 0;
+    p->arg.last = last != 0;
+    return st;
+}
+
 /* ---- the table ---------------------------------------------------------------------- */
 
 struct mps_onnx_rule {
@@ -790,6 +805,8 @@ static const struct mps_onnx_rule mps_onnx_rules[] = {
      mps_map_resize},
     {"Upsample", MPS_OP_RESIZE, "mode scales", mps_map_resize},
     {"DepthToSpace", MPS_OP_DEPTH_TO_SPACE, "blocksize mode", mps_map_depth},
+    {"ArgMax", MPS_OP_ARG_MAX, "axis keepdims select_last_index", mps_map_arg},
+    {"ArgMin", MPS_OP_ARG_MIN, "axis keepdims select_last_index", mps_map_arg},
     {"SpaceToDepth", MPS_OP_SPACE_TO_DEPTH, "blocksize", mps_map_depth},
 };
 

@@ -98,6 +98,10 @@ void mps_op_params_default(enum mps_op op, union mps_op_params *p)
     case MPS_OP_RESIZE:
         p->resize.cubic_a = -0.75f;
         break;
+    case MPS_OP_ARG_MAX:
+    case MPS_OP_ARG_MIN:
+        p->arg.keepdims = true;
+        break;
     default:
         break;
     }

@@ -112,6 +112,14 @@ struct mps_reduce_params {
     bool noop_with_empty_axes;
 };
 
+/* ArgMax, ArgMin: the int64 index of the largest (smallest) element along
+   axis (resolved to >= 0); the first on a tie, the last with last. A NaN
+   counts as beyond every number (numpy's and PyTorch's rule). */
+struct mps_arg_params {
+    int64_t axis;
+    bool keepdims, last;
+};
+
 /* Flatten, Concat, Split, Gather (axis, resolved to >= 0); Squeeze and
    Unsqueeze (axes bitmask, resolved: of the input for Squeeze, of the output
    for Unsqueeze); Reshape (allowzero). */
@@ -214,6 +222,7 @@ union mps_op_params {
     struct mps_fill_params fill;
     struct mps_resize_params resize;
     struct mps_depth_params depth;
+    struct mps_arg_params arg;
 };
 
 /* Fills p with the ONNX defaults of op (everything else zero). */

@@ -482,6 +482,29 @@ static enum mps_status mps_shape_softmax(struct mps_graph *g, struct mps_node *n
     return mps_shape_same(g, n, err);
 }
 
+/* ArgMax, ArgMin: int64 indices along the axis, kept as 1 or dropped. */
+static enum mps_status mps_shape_arg(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    enum mps_status st = mps_shape_need_dtype(g, n, 0, MPS_DT_FLOAT | MPS_DT_INT, err);
+    if (!st)
+        st = mps_shape_resolve_axis(n, &n->p.arg.axis, x->shape.ndim, err);
+    if (st)
+        return st;
+    int a = (int)n->p.arg.axis;
+    if (x->shape.dim[a] == 0)
+        return mps_shape_fail(n, err, "axis %d is empty: it has no largest or smallest element", a);
+    struct mps_shape out = x->shape;
+    if (n->p.arg.keepdims) {
+        out.dim[a] = 1;
+    } else {
+        memmove(out.dim + a, out.dim + a + 1, sizeof(int64_t) * (size_t)(out.ndim - a - 1));
+        out.ndim--;
+    }
+    mps_shape_set(g, n, 0, MPS_I64, &out);
+    return MPS_OK;
+}
+
 static enum mps_status mps_shape_reduce(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
     const struct mps_value *x = mps_shape_in(g, n, 0);
@@ -562,6 +585,8 @@ static const mps_shape_rule mps_shape_math_rules[MPS_OP_COUNT] = {
     [MPS_OP_REDUCE_SUM] = mps_shape_reduce,
     [MPS_OP_REDUCE_MAX] = mps_shape_reduce,
     [MPS_OP_REDUCE_MIN] = mps_shape_reduce,
+    [MPS_OP_ARG_MAX] = mps_shape_arg,
+    [MPS_OP_ARG_MIN] = mps_shape_arg,
 };
 
 enum mps_status mps_graph_infer_node(struct mps_graph *g, struct mps_node *n, struct mps_error *err)

@@ -641,6 +641,33 @@ static void ref_depth(enum mps_op op, const struct mps_depth_params *p, const st
     }
 }
 
+/* ArgMax, ArgMin as numpy has them (a NaN beats every number), ties to the
+   first index, or the last with select_last_index. */
+static void ref_arg(enum mps_op op, const struct mps_arg_params *p, const struct ref_tensor *in, struct ref_tensor *out)
+{
+    const struct mps_shape *xs = &in[0].shape;
+    int a = ref_axis(p->axis, xs->ndim);
+    int64_t yi[MPS_MAX_DIMS], xi[MPS_MAX_DIMS];
+    for (int64_t o = 0; o < ref_numel(&out[0].shape); o++) {
+        ref_unravel(&out[0].shape, o, yi);
+        for (int d = 0, k = 0; d < xs->ndim; d++) /* the output's index with the axis put back */
+            xi[d] = d == a ? 0 : yi[p->keepdims ? d : k], k += d != a || p->keepdims;
+        int64_t best = -1;
+        double bv = 0;
+        for (int64_t i = 0; i < xs->dim[a]; i++) {
+            xi[a] = i;
+            double v = in[0].d[ref_ravel(xs, xi)];
+            bool nan = isnan(v), best_nan = best >= 0 && isnan(bv);
+            bool better = best < 0 || (nan && !best_nan) ||
+                          (!nan && !best_nan && (op == MPS_OP_ARG_MAX ? v > bv : v < bv));
+            bool tie = best >= 0 && ((nan && best_nan) || (!nan && !best_nan && v == bv));
+            if (better || (tie && p->last))
+                best = i, bv = v;
+        }
+        out[0].d[o] = (double)best;
+    }
+}
+
 static void ref_fused_act(const struct mps_fused_act *act, struct ref_tensor *y)
 {
     for (int64_t i = 0; act->on && i < ref_numel(&y->shape); i++)
@@ -738,6 +765,8 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
         break;
     case MPS_OP_PAD: ref_pad(&p->pad, in, n_in, out); break;
     case MPS_OP_RESIZE: ref_resize(&p->resize, in, n_in, out); break;
+    case MPS_OP_ARG_MAX:
+    case MPS_OP_ARG_MIN: ref_arg(op, &p->arg, in, out); break;
     case MPS_OP_DEPTH_TO_SPACE:
     case MPS_OP_SPACE_TO_DEPTH: ref_depth(op, &p->depth, in, out); break;
     default: /* the elementwise unary ops */

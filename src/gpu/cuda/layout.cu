@@ -167,3 +167,39 @@ extern "C" int mps_cu_resize(const float *x, float *y, int nd, const int64_t *xd
     }
     MPS_CU_LAUNCH(mps_cu_resize_k, n, stream, x, y, g, *p, n);
 }
+
+/* ArgMax, ArgMin (op.h: struct mps_arg_params): one output a thread, scanning the axis. */
+__device__ static inline double mps_cu_load(const void *x, int dtype, int64_t i)
+{
+    return dtype == MPS_F32 ? (double)((const float *)x)[i]
+           : dtype == MPS_I64 ? (double)((const int64_t *)x)[i]
+                              : (double)((const int32_t *)x)[i];
+}
+
+__global__ static void mps_cu_arg_k(const void *x, int dtype, int64_t *y, int64_t len, int64_t inner, int max, int last,
+                                    int64_t n)
+{
+    mps_cu_wait();
+    MPS_CU_FOR(o, n)
+    {
+        int64_t base = o / inner * len * inner + o % inner, best = 0;
+        double bv = mps_cu_load(x, dtype, base);
+        for (int64_t k = 1; k < len; k++) {
+            double v = mps_cu_load(x, dtype, base + k * inner);
+            bool beats = bv != bv ? (last && v != v)
+                         : v != v ? true
+                         : max    ? (v > bv || (last && v == bv))
+                                  : (v < bv || (last && v == bv));
+            if (beats)
+                best = k, bv = v;
+        }
+        y[o] = best;
+    }
+}
+
+extern "C" int mps_cu_arg(const void *x, int dtype, int64_t *y, int64_t outer, int64_t len, int64_t inner, int max,
+                          int last, void *stream)
+{
+    int64_t n = outer * inner;
+    MPS_CU_LAUNCH(mps_cu_arg_k, n, stream, x, dtype, y, len, inner, max, last, n);
+}

@@ -82,6 +82,7 @@ enum mps_status mps_cpu_fused_act(const struct mps_cpu_args *a, struct mps_error
 enum mps_status mps_cpu_binary(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_prelu(const struct mps_cpu_args *a, struct mps_error *err);
 /* reduce.c */
+enum mps_status mps_cpu_arg(const struct mps_cpu_args *a, struct mps_error *err); /* ArgMax, ArgMin */
 enum mps_status mps_cpu_reduce(const struct mps_cpu_args *a, struct mps_error *err);
 /* layout.c */
 enum mps_status mps_cpu_transpose(const struct mps_cpu_args *a, struct mps_error *err);
@@ -111,6 +112,8 @@ struct mps_cpu_window3 mps_cpu_window3(const struct mps_window *w, const struct 
 /* Writes v converted to dtype t at element i of p (floats round, integers
    truncate and saturate, bool is v != 0). */
 void mps_cpu_store(void *p, enum mps_dtype t, int64_t i, double v);
+/* Element i of a tensor of dtype t as a double. */
+double mps_cpu_load(const void *p, enum mps_dtype t, int64_t i);
 
 /* Copies a strided view: dst[i] = src[i] over shape, strides in elements of
    elem bytes. The workhorse of transpose, slice, expand, concat and split. */

@@ -67,3 +67,41 @@ enum mps_status mps_cpu_reduce(const struct mps_cpu_args *a, struct mps_error *e
     mps_pool_for(a->pool, outputs, q.red_count, mps_reduce_outputs, &q);
     return MPS_OK;
 }
+
+/* Whether v beats best for ArgMax (max) or ArgMin: a NaN beats every number;
+   on a tie, a later index wins only with last. */
+static bool mps_arg_beats(double v, double best, bool max, bool last)
+{
+    if (best != best)
+        return last && v != v;
+    if (v != v)
+        return true;
+    return max ? (v > best || (last && v == best)) : (v < best || (last && v == best));
+}
+
+enum mps_status mps_cpu_arg(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_tensor *x = &a->in[0];
+    const struct mps_arg_params *p = &a->node->p.arg;
+    int64_t len = x->shape.dim[p->axis], outer = 1, inner = 1;
+    for (int d = 0; d < x->shape.ndim; d++)
+        if (d < p->axis)
+            outer *= x->shape.dim[d];
+        else if (d > p->axis)
+            inner *= x->shape.dim[d];
+    bool max = a->node->op == MPS_OP_ARG_MAX;
+    int64_t *y = a->out[0].data;
+    (void)err;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            int64_t base = o * len * inner + i, best = 0;
+            double bv = mps_cpu_load(x->data, x->dtype, base);
+            for (int64_t k = 1; k < len; k++) {
+                double v = mps_cpu_load(x->data, x->dtype, base + k * inner);
+                if (mps_arg_beats(v, bv, max, p->last))
+                    best = k, bv = v;
+            }
+            y[o * inner + i] = best;
+        }
+    return MPS_OK;
+}

@@ -116,7 +116,7 @@ enum mps_status mps_cpu_copy(const struct mps_cpu_args *a, struct mps_error *err
     return MPS_OK;
 }
 
-static double mps_cast_read(const void *p, enum mps_dtype t, int64_t i)
+double mps_cpu_load(const void *p, enum mps_dtype t, int64_t i)
 {
     switch (t) {
     case MPS_F32: return ((const float *)p)[i];
@@ -183,6 +183,6 @@ enum mps_status mps_cpu_cast(const struct mps_cpu_args *a, struct mps_error *err
         return MPS_OK;
     }
     for (int64_t i = 0; i < n; i++)
-        mps_cpu_store(y->data, y->dtype, i, mps_cast_read(x->data, x->dtype, i));
+        mps_cpu_store(y->data, y->dtype, i, mps_cpu_load(x->data, x->dtype, i));
     return MPS_OK;
 }
