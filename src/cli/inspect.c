@@ -7,7 +7,8 @@
    FLOPs: 2 per multiply-accumulate of Conv, ConvTranspose, Gemm and MatMul,
    and of an interpolating Resize (per output, the taps of the axes it
    resizes: 2 each linear, 4 cubic), one per output element of the other
-   computing ops, none for ops that only move data (a nearest Resize too). Parameters: elements of the floating-point initializers a node
+   computing ops, none for ops that only move data (a nearest Resize too).
+   Parameters: elements of the floating-point initializers a node
    reads; each initializer counts once in the totals. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "cli.h"
 #include "memplan.h"
 #include "model.h"
+#include "resize.h"
 
 struct mps_inspect_node {
     int64_t params, macs, flops;
@@ -38,7 +40,6 @@ static bool mps_inspect_moves_only(enum mps_op op)
     case MPS_OP_PAD:
     case MPS_OP_DEPTH_TO_SPACE:
     case MPS_OP_SPACE_TO_DEPTH:
-    case MPS_OP_RESIZE: /* nearest: the interpolating modes count their taps */
     case MPS_OP_CAST: return true;
     default: return false;
     }
@@ -80,7 +81,7 @@ static struct mps_inspect_node mps_inspect_cost(const struct mps_graph *g, const
         const struct mps_resize_params *p = &n->p.resize;
         int64_t taps = 1;
         for (int d = 0; d < y->ndim && p->mode != MPS_RESIZE_NEAREST; d++)
-            if (x->dim[d] != y->dim[d] || p->scale[d] != 1.0)
+            if (!mps_resize_identity(p, d, x->dim[d], y->dim[d]))
                 taps *= p->mode == MPS_RESIZE_LINEAR ? 2 : 4;
         c.macs = taps > 1 ? out * taps : 0;
         c.flops = 2 * c.macs;
