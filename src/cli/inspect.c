@@ -88,6 +88,11 @@ static struct mps_inspect_node mps_inspect_cost(const struct mps_graph *g, const
         return c;
     }
     default:
+        if (mps_op_is_reduce(n->op)) { /* one step per input element; a product first for L2, SumSquare */
+            bool square = n->op == MPS_OP_REDUCE_L2 || n->op == MPS_OP_REDUCE_SUM_SQUARE;
+            c.flops = mps_shape_numel(x) * (square ? 2 : 1);
+            return c;
+        }
         break;
     }
     c.flops = c.macs ? 2 * c.macs : mps_inspect_moves_only(n->op) ? 0 : out;

@@ -28,6 +28,11 @@ enum mps_op mps_op_from_name(const char *name)
     return MPS_OP_COUNT;
 }
 
+bool mps_op_is_reduce(enum mps_op op)
+{
+    return op >= MPS_OP_REDUCE_MEAN && op <= MPS_OP_REDUCE_LOG_SUM_EXP;
+}
+
 static void mps_op_window_default(struct mps_window *w)
 {
     for (int i = 0; i < MPS_MAX_SPATIAL; i++)
@@ -80,12 +85,6 @@ void mps_op_params_default(enum mps_op op, union mps_op_params *p)
     case MPS_OP_CAST:
         p->cast.to = MPS_F32;
         break;
-    case MPS_OP_REDUCE_MEAN:
-    case MPS_OP_REDUCE_SUM:
-    case MPS_OP_REDUCE_MAX:
-    case MPS_OP_REDUCE_MIN:
-        p->reduce.keepdims = true;
-        break;
     case MPS_OP_FLATTEN:
         p->axis.axis = 1;
         break;
@@ -103,6 +102,8 @@ void mps_op_params_default(enum mps_op op, union mps_op_params *p)
         p->arg.keepdims = true;
         break;
     default:
+        if (mps_op_is_reduce(op))
+            p->reduce.keepdims = true;
         break;
     }
 }

@@ -35,6 +35,8 @@ const struct mps_op_info *mps_op_info(enum mps_op op);
 const char *mps_op_name(enum mps_op op);
 /* The op whose ONNX name is name, or MPS_OP_COUNT when there is none. */
 enum mps_op mps_op_from_name(const char *name);
+/* ReduceMean, ReduceSum, ... ReduceLogSumExp: the ops of struct mps_reduce_params. */
+bool mps_op_is_reduce(enum mps_op op);
 
 /* Scalar parameters of elementwise ops:
    LeakyRelu alpha; Elu alpha; Selu alpha, gamma in beta; HardSigmoid alpha, beta;
@@ -105,7 +107,12 @@ struct mps_cast_params {
     enum mps_dtype to;
 };
 
-/* ReduceMean/Sum/Max/Min. */
+/* ReduceMean, Sum, Max, Min, Prod, L1, L2, SumSquare, LogSum, LogSumExp
+   (mps_op_is_reduce). An empty box (an axis of size 0) reduces to the op's
+   identity where it has one: 0 (Sum, L1, L2, SumSquare), 1 (Prod), -inf
+   (LogSum, LogSumExp); Mean, Max and Min refuse it. Over no axes
+   (noop_with_empty_axes) each element is its own box: L1 gives |x|,
+   SumSquare x*x, LogSum log x, as ONNX's reference does. */
 struct mps_reduce_params {
     uint32_t axes;             /* resolved: bit i set when input axis i is reduced */
     bool keepdims;

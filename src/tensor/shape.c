@@ -527,7 +527,8 @@ static enum mps_status mps_shape_reduce(struct mps_graph *g, struct mps_node *n,
             out.dim[out.ndim++] = x->shape.dim[i];
         else if (n->p.reduce.keepdims)
             out.dim[out.ndim++] = 1;
-        if ((mask & (1u << i)) && x->shape.dim[i] == 0 && n->op != MPS_OP_REDUCE_SUM)
+        if ((mask & (1u << i)) && x->shape.dim[i] == 0 &&
+            (n->op == MPS_OP_REDUCE_MEAN || n->op == MPS_OP_REDUCE_MAX || n->op == MPS_OP_REDUCE_MIN))
             return mps_shape_fail(n, err, "cannot reduce an empty axis");
     }
     mps_shape_set(g, n, 0, MPS_F32, &out);
@@ -585,6 +586,12 @@ static const mps_shape_rule mps_shape_math_rules[MPS_OP_COUNT] = {
     [MPS_OP_REDUCE_SUM] = mps_shape_reduce,
     [MPS_OP_REDUCE_MAX] = mps_shape_reduce,
     [MPS_OP_REDUCE_MIN] = mps_shape_reduce,
+    [MPS_OP_REDUCE_PROD] = mps_shape_reduce,
+    [MPS_OP_REDUCE_L1] = mps_shape_reduce,
+    [MPS_OP_REDUCE_L2] = mps_shape_reduce,
+    [MPS_OP_REDUCE_SUM_SQUARE] = mps_shape_reduce,
+    [MPS_OP_REDUCE_LOG_SUM] = mps_shape_reduce,
+    [MPS_OP_REDUCE_LOG_SUM_EXP] = mps_shape_reduce,
     [MPS_OP_ARG_MAX] = mps_shape_arg,
     [MPS_OP_ARG_MIN] = mps_shape_arg,
 };

@@ -151,8 +151,9 @@ static bool th_sim_reduce(const struct mps_mtl_step *s, const struct ref_tensor 
     int64_t ny = ref_numel(&ys), *count = calloc((size_t)ny + 1, sizeof *count), idx[MPS_MAX_DIMS];
     bool is_max = s->kind == MPS_MTL_REDUCE && s->fn == MPS_MTL_REDUCE_MAX;
     bool is_min = s->kind == MPS_MTL_REDUCE && s->fn == MPS_MTL_REDUCE_MIN;
+    bool is_prod = s->kind == MPS_MTL_REDUCE && s->fn == MPS_MTL_REDUCE_PROD;
     for (int64_t o = 0; o < ny; o++)
-        y->d[o] = is_max ? -INFINITY : is_min ? INFINITY : 0;
+        y->d[o] = is_max ? -INFINITY : is_min ? INFINITY : is_prod ? 1 : 0;
     for (int64_t i = 0; i < ref_numel(&x->shape); i++) {
         th_sim_unravel(&x->shape, i, idx);
         int64_t o = 0;
@@ -162,7 +163,7 @@ static bool th_sim_reduce(const struct mps_mtl_step *s, const struct ref_tensor 
         if (mean)
             y->d[o] += (v - mean->d[o]) * (v - mean->d[o]);
         else
-            y->d[o] = is_max ? fmax(y->d[o], v) : is_min ? fmin(y->d[o], v) : y->d[o] + v;
+            y->d[o] = is_max ? fmax(y->d[o], v) : is_min ? fmin(y->d[o], v) : is_prod ? y->d[o] * v : y->d[o] + v;
         count[o]++;
     }
     for (int64_t o = 0; o < ny; o++)

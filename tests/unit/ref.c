@@ -394,10 +394,19 @@ static void ref_reduce(enum mps_op op, const struct mps_reduce_params *p, const 
     for (int i = 0; i < xs->ndim; i++)
         if (red[i])
             ks.dim[i] = 1;
-    double *acc = out[0].d;
-    for (int64_t o = 0; o < ref_numel(&ks); o++)
-        acc[o] = op == MPS_OP_REDUCE_MAX ? -INFINITY : op == MPS_OP_REDUCE_MIN ? INFINITY : 0;
+    /* LogSumExp: the spec's log(sum(exp(v))), each exp scaled by a constant of its box (here its
+       first element) so that no double overflows */
+    double *acc = out[0].d, *shift = calloc((size_t)ref_numel(&ks) + 1, sizeof *shift);
     int64_t idx[MPS_MAX_DIMS];
+    for (int64_t f = ref_numel(xs) - 1; f >= 0; f--) {
+        ref_unravel(xs, f, idx);
+        for (int i = 0; i < xs->ndim; i++)
+            if (red[i])
+                idx[i] = 0;
+        shift[ref_ravel(&ks, idx)] = in[0].d[f];
+    }
+    for (int64_t o = 0; o < ref_numel(&ks); o++)
+        acc[o] = op == MPS_OP_REDUCE_MAX ? -INFINITY : op == MPS_OP_REDUCE_MIN ? INFINITY : op == MPS_OP_REDUCE_PROD ? 1 : 0;
     for (int64_t f = 0; f < ref_numel(xs); f++) {
         ref_unravel(xs, f, idx);
         for (int i = 0; i < xs->ndim; i++)
@@ -405,11 +414,26 @@ static void ref_reduce(enum mps_op op, const struct mps_reduce_params *p, const 
                 idx[i] = 0;
         int64_t o = ref_ravel(&ks, idx);
         double v = in[0].d[f];
-        acc[o] = op == MPS_OP_REDUCE_MAX ? fmax(acc[o], v) : op == MPS_OP_REDUCE_MIN ? fmin(acc[o], v) : acc[o] + v;
+        switch (op) {
+        case MPS_OP_REDUCE_MAX: acc[o] = fmax(acc[o], v); break;
+        case MPS_OP_REDUCE_MIN: acc[o] = fmin(acc[o], v); break;
+        case MPS_OP_REDUCE_PROD: acc[o] *= v; break;
+        case MPS_OP_REDUCE_L1: acc[o] += fabs(v); break;
+        case MPS_OP_REDUCE_L2:
+        case MPS_OP_REDUCE_SUM_SQUARE: acc[o] += v * v; break;
+        case MPS_OP_REDUCE_LOG_SUM_EXP: acc[o] += exp(v - shift[o]); break;
+        default: acc[o] += v; break;
+        }
     }
-    if (op == MPS_OP_REDUCE_MEAN)
-        for (int64_t o = 0; o < ref_numel(&ks); o++)
-            acc[o] /= (double)(ref_numel(xs) / ref_numel(&ks));
+    for (int64_t o = 0; o < ref_numel(&ks); o++)
+        switch (op) {
+        case MPS_OP_REDUCE_MEAN: acc[o] /= (double)(ref_numel(xs) / ref_numel(&ks)); break;
+        case MPS_OP_REDUCE_L2: acc[o] = sqrt(acc[o]); break;
+        case MPS_OP_REDUCE_LOG_SUM: acc[o] = log(acc[o]); break;
+        case MPS_OP_REDUCE_LOG_SUM_EXP: acc[o] = log(acc[o]) + shift[o]; break;
+        default: break;
+        }
+    free(shift);
 }
 
 static void ref_transpose(const struct mps_transpose_params *p, const struct ref_tensor *in, struct ref_tensor *out)
@@ -733,7 +757,13 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     case MPS_OP_REDUCE_MEAN:
     case MPS_OP_REDUCE_SUM:
     case MPS_OP_REDUCE_MAX:
-    case MPS_OP_REDUCE_MIN: ref_reduce(op, &p->reduce, in, n_in, out); break;
+    case MPS_OP_REDUCE_MIN:
+    case MPS_OP_REDUCE_PROD:
+    case MPS_OP_REDUCE_L1:
+    case MPS_OP_REDUCE_L2:
+    case MPS_OP_REDUCE_SUM_SQUARE:
+    case MPS_OP_REDUCE_LOG_SUM:
+    case MPS_OP_REDUCE_LOG_SUM_EXP: ref_reduce(op, &p->reduce, in, n_in, out); break;
     case MPS_OP_IDENTITY:
     case MPS_OP_DROPOUT:
     case MPS_OP_CONSTANT:

@@ -135,7 +135,7 @@ int mps_cu_layer_norm(const float *x, const float *scale, const float *bias, flo
                       int64_t rows, int64_t row, const struct mps_cu_walk *sw, const struct mps_cu_walk *bw, float eps,
                       void *stream);
 int mps_cu_softmax(const float *x, float *y, int64_t outer, int64_t len, int64_t inner, int log, void *stream);
-/* ReduceMean/Sum/Max/Min: keep (s0 strides of the kept dims), red (s0 strides of the reduced ones). */
+/* The Reduce* ops (op: enum mps_op; reduce.h): keep (s0 strides of the kept dims), red (s0 strides of the reduced ones). */
 int mps_cu_reduce(int op, const float *x, float *y, int64_t outputs, const struct mps_cu_walk *keep,
                   const struct mps_cu_walk *red, void *stream);
 

@@ -673,7 +673,13 @@ mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
     case MPS_OP_REDUCE_MEAN:
     case MPS_OP_REDUCE_SUM:
     case MPS_OP_REDUCE_MAX:
-    case MPS_OP_REDUCE_MIN: return mps_cuda_reduce;
+    case MPS_OP_REDUCE_MIN:
+    case MPS_OP_REDUCE_PROD:
+    case MPS_OP_REDUCE_L1:
+    case MPS_OP_REDUCE_L2:
+    case MPS_OP_REDUCE_SUM_SQUARE:
+    case MPS_OP_REDUCE_LOG_SUM:
+    case MPS_OP_REDUCE_LOG_SUM_EXP: return mps_cuda_reduce;
     case MPS_OP_TRANSPOSE:
     case MPS_OP_SLICE:
     case MPS_OP_EXPAND: return mps_cuda_layout;

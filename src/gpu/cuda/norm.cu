@@ -1,10 +1,11 @@
 // norm.cu: BatchNormalization, LayerNormalization, Softmax/LogSoftmax, and the
-// Reduce ops. Sums in double, as the CPU reference does.
+// Reduce ops. Sums in double, as the CPU kernels do (reduce.h).
 #include <float.h>
 #include <math.h>
 
 #include "common.cuh"
 #include "op.h"
+#include "reduce.h"
 
 template <typename I>
 __global__ static void mps_cu_bn_k(const float *x, const float *scale, const float *bias, const float *mean,
@@ -97,17 +98,10 @@ __global__ static void mps_cu_reduce_k(int op, const float *x, float *y, int64_t
     MPS_CU_FOR(o, outputs)
     {
         int64_t base = mps_cu_bcast_at(keep, o);
-        double acc = op == MPS_OP_REDUCE_MAX ? -INFINITY : op == MPS_OP_REDUCE_MIN ? INFINITY : 0.0;
-        for (int64_t r = 0; r < count; r++) {
-            double v = x[base + mps_cu_bcast_at(red, r)];
-            if (op == MPS_OP_REDUCE_MAX)
-                acc = v > acc || v != v ? v : acc;
-            else if (op == MPS_OP_REDUCE_MIN)
-                acc = v < acc || v != v ? v : acc;
-            else
-                acc += v;
-        }
-        y[o] = (float)(op == MPS_OP_REDUCE_MEAN ? acc / (double)count : acc);
+        struct mps_reduce_acc acc = mps_reduce_start((enum mps_op)op);
+        for (int64_t r = 0; r < count; r++)
+            mps_reduce_step((enum mps_op)op, &acc, x[base + mps_cu_bcast_at(red, r)]);
+        y[o] = (float)mps_reduce_finish((enum mps_op)op, &acc, count);
     }
 }
 

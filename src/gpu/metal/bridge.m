@@ -137,6 +137,7 @@ static MPSGraphTensor *mps_mtl_reduce_op(MPSGraph *g, int fn, MPSGraphTensor *x,
     case MPS_MTL_REDUCE_MAX: return [g reductionMaximumWithTensor:x axes:axes name:nil];
     case MPS_MTL_REDUCE_MIN: return [g reductionMinimumWithTensor:x axes:axes name:nil];
     case MPS_MTL_REDUCE_MEAN: return [g meanOfTensor:x axes:axes name:nil];
+    case MPS_MTL_REDUCE_PROD: return [g reductionProductWithTensor:x axes:axes name:nil];
     default: return nil;
     }
 }

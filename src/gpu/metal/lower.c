@@ -435,7 +435,7 @@ static void mps_mtl_dump_ints(FILE *f, const char *label, const int64_t *v, int 
 
 static void mps_mtl_dump_step(FILE *f, const struct mps_mtl_step *s)
 {
-    static const char *const reduce[] = {"sum", "max", "min", "mean"};
+    static const char *const reduce[] = {"sum", "max", "min", "mean", "prod"};
     switch (s->kind) {
     case MPS_MTL_PLACEHOLDER: fprintf(f, " input %d", s->p.index); break;
     case MPS_MTL_CONSTANT: fprintf(f, " %zu bytes", s->p.constant.bytes); break;

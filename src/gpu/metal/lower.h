@@ -94,6 +94,7 @@ enum mps_mtl_reduce {
     MPS_MTL_REDUCE_MAX,
     MPS_MTL_REDUCE_MIN,
     MPS_MTL_REDUCE_MEAN,
+    MPS_MTL_REDUCE_PROD,
     MPS_MTL_REDUCE_COUNT
 };
 

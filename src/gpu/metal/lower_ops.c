@@ -2,6 +2,7 @@
    follow the CPU kernels (cpu/unary.c, cpu/binary.c) so that both backends
    compute the same function; where MPSGraph has no single operation (Elu,
    Softplus, LogSoftmax, ...) the lowering composes it from ones it has. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -317,10 +318,11 @@ static void mps_mtl_lower_pool(struct mps_mtl_lowerer *L, const struct mps_node 
 
 /* ---- normalization ---------------------------------------------------------------------------- */
 
+/* fn over axes, reduced dims kept as 1; x itself when axes is empty. */
 static int mps_mtl_reduce(struct mps_mtl_lowerer *L, enum mps_mtl_reduce fn, int x, uint32_t axes)
 {
-    if (x < 0)
-        return -1;
+    if (x < 0 || !axes)
+        return x;
     struct mps_shape s = *mps_mtl_shape(L, x);
     for (int i = 0; i < s.ndim; i++)
         if (axes & (1u << i))
@@ -429,18 +431,42 @@ static void mps_mtl_lower_prelu(struct mps_mtl_lowerer *L, const struct mps_node
 
 /* ---- reductions and layout -------------------------------------------------------------------------- */
 
+/* The reductions MPSGraph has are one step; the others are built from them
+   as their definitions read (reduce.h), LogSumExp shifted by its maximum
+   (clamped to the finite range, so that an infinite maximum gives inf - inf
+   nowhere and an all -inf box gives -inf). No axes: each element alone. */
 static void mps_mtl_lower_reduce(struct mps_mtl_lowerer *L, const struct mps_node *n)
 {
     static const enum mps_mtl_reduce fns[MPS_OP_COUNT] = {
         [MPS_OP_REDUCE_SUM] = MPS_MTL_REDUCE_SUM,           [MPS_OP_REDUCE_MAX] = MPS_MTL_REDUCE_MAX,
         [MPS_OP_REDUCE_MIN] = MPS_MTL_REDUCE_MIN,           [MPS_OP_REDUCE_MEAN] = MPS_MTL_REDUCE_MEAN,
         [MPS_OP_GLOBAL_AVERAGE_POOL] = MPS_MTL_REDUCE_MEAN, [MPS_OP_GLOBAL_MAX_POOL] = MPS_MTL_REDUCE_MAX,
+        [MPS_OP_REDUCE_PROD] = MPS_MTL_REDUCE_PROD,
     };
-    int x = mps_mtl_value(L, n->in[0]), rank = mps_mtl_vshape(L, n->in[0])->ndim;
+    int x = mps_mtl_value(L, n->in[0]), rank = mps_mtl_vshape(L, n->in[0])->ndim, y;
     uint32_t axes = n->op == MPS_OP_GLOBAL_AVERAGE_POOL || n->op == MPS_OP_GLOBAL_MAX_POOL
                         ? (uint32_t)((1u << rank) - 1) & ~3u /* every spatial axis */
                         : n->p.reduce.axes;
-    mps_mtl_define_as(L, n->out[0], axes ? mps_mtl_reduce(L, fns[n->op], x, axes) : x); /* no axes: noop */
+    switch (n->op) {
+    case MPS_OP_REDUCE_L1: y = mps_mtl_reduce(L, MPS_MTL_REDUCE_SUM, mps_mtl_unary(L, MPS_MTL_ABS, x), axes); break;
+    case MPS_OP_REDUCE_L2:
+    case MPS_OP_REDUCE_SUM_SQUARE:
+        y = mps_mtl_reduce(L, MPS_MTL_REDUCE_SUM, mps_mtl_binary(L, MPS_MTL_MUL, x, x), axes);
+        if (n->op == MPS_OP_REDUCE_L2)
+            y = mps_mtl_unary(L, MPS_MTL_SQRT, y);
+        break;
+    case MPS_OP_REDUCE_LOG_SUM: y = mps_mtl_unary(L, MPS_MTL_LOG, mps_mtl_reduce(L, MPS_MTL_REDUCE_SUM, x, axes)); break;
+    case MPS_OP_REDUCE_LOG_SUM_EXP: {
+        double big = mps_mtl_dtype(L, x) == MPS_F16 ? 65504.0 : FLT_MAX; /* the largest finite value */
+        int m = mps_mtl_reduce(L, MPS_MTL_REDUCE_MAX, x, axes);
+        m = mps_mtl_binary_scalar(L, MPS_MTL_MAX, mps_mtl_binary_scalar(L, MPS_MTL_MIN, m, big), -big);
+        int e = mps_mtl_unary(L, MPS_MTL_EXP, mps_mtl_binary(L, MPS_MTL_SUB, x, m));
+        y = mps_mtl_binary(L, MPS_MTL_ADD, mps_mtl_unary(L, MPS_MTL_LOG, mps_mtl_reduce(L, MPS_MTL_REDUCE_SUM, e, axes)), m);
+        break;
+    }
+    default: y = mps_mtl_reduce(L, fns[n->op], x, axes); break;
+    }
+    mps_mtl_define_as(L, n->out[0], y);
 }
 
 static void mps_mtl_lower_transpose(struct mps_mtl_lowerer *L, const struct mps_node *n)
@@ -777,6 +803,12 @@ static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
     [MPS_OP_REDUCE_SUM] = mps_mtl_lower_reduce,
     [MPS_OP_REDUCE_MAX] = mps_mtl_lower_reduce,
     [MPS_OP_REDUCE_MIN] = mps_mtl_lower_reduce,
+    [MPS_OP_REDUCE_PROD] = mps_mtl_lower_reduce,
+    [MPS_OP_REDUCE_L1] = mps_mtl_lower_reduce,
+    [MPS_OP_REDUCE_L2] = mps_mtl_lower_reduce,
+    [MPS_OP_REDUCE_SUM_SQUARE] = mps_mtl_lower_reduce,
+    [MPS_OP_REDUCE_LOG_SUM] = mps_mtl_lower_reduce,
+    [MPS_OP_REDUCE_LOG_SUM_EXP] = mps_mtl_lower_reduce,
     [MPS_OP_RESHAPE] = mps_mtl_lower_reshape,
     [MPS_OP_FLATTEN] = mps_mtl_lower_reshape,
     [MPS_OP_TRANSPOSE] = mps_mtl_lower_transpose,

@@ -1,8 +1,10 @@
-/* reduce.c: ReduceMean, ReduceSum, ReduceMax, ReduceMin over any set of axes.
-   Each output element walks its box of reduced input elements; sums in double. */
+/* reduce.c: the Reduce* ops over any set of axes, and ArgMax/ArgMin. Each
+   output element walks its box of reduced input elements, folded in double
+   by reduce.h's rule. */
 #include <math.h>
 
 #include "kernels.h"
+#include "reduce.h"
 
 struct mps_reduce_job {
     const struct mps_cpu_args *a;
@@ -24,24 +26,16 @@ static void mps_reduce_outputs(void *ctx, int64_t begin, int64_t end)
             base += rem % q->keep_dim[d] * q->keep_st[d];
             rem /= q->keep_dim[d];
         }
-        double acc = op == MPS_OP_REDUCE_MAX ? -INFINITY : op == MPS_OP_REDUCE_MIN ? INFINITY : 0.0;
+        struct mps_reduce_acc acc = mps_reduce_start(op);
         for (int64_t r = 0; r < q->red_count; r++) {
             int64_t off = base, rr = r;
             for (int d = q->n_red - 1; d >= 0; d--) {
                 off += rr % q->red_dim[d] * q->red_st[d];
                 rr /= q->red_dim[d];
             }
-            double v = x[off];
-            if (op == MPS_OP_REDUCE_MAX)
-                acc = v > acc || v != v ? v : acc;
-            else if (op == MPS_OP_REDUCE_MIN)
-                acc = v < acc || v != v ? v : acc;
-            else
-                acc += v;
+            mps_reduce_step(op, &acc, x[off]);
         }
-        if (op == MPS_OP_REDUCE_MEAN)
-            acc /= (double)q->red_count;
-        y[o] = (float)acc;
+        y[o] = (float)mps_reduce_finish(op, &acc, q->red_count);
     }
 }
 

@@ -217,6 +217,9 @@ typedef void (^MPSGraphExecutableCompletionHandler)(NSArray<MPSGraphTensorData *
 - (MPSGraphTensor *)reductionMinimumWithTensor:(MPSGraphTensor *)tensor
                                           axes:(NSArray<NSNumber *> *_Nullable)axes
                                           name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)reductionProductWithTensor:(MPSGraphTensor *)tensor
+                                          axes:(NSArray<NSNumber *> *)axes
+                                          name:(NSString *_Nullable)name;
 /* NormalizationOps */
 - (MPSGraphTensor *)meanOfTensor:(MPSGraphTensor *)tensor axes:(NSArray<NSNumber *> *)axes name:(NSString *_Nullable)name;
 - (MPSGraphTensor *)varianceOfTensor:(MPSGraphTensor *)tensor
