@@ -215,6 +215,19 @@ static enum mps_status mps_map_binary(struct mps_onnx_ctx *c, struct mps_onnx_no
     return rank == b->shape.ndim ? MPS_OK : mps_map_align(c, n, 1, rank, err);
 }
 
+static enum mps_status mps_map_isinf(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                     struct mps_error *err)
+{
+    int64_t neg, pos;
+    enum mps_status st = mps_attr_int(n, "detect_negative", 1, &neg, err);
+    if (!st)
+        st = mps_attr_int(n, "detect_positive", 1, &pos, err);
+    p->isinf.negative = neg != 0;
+    p->isinf.positive = pos != 0;
+    (void)c;
+    return st;
+}
+
 /* PRelu before opset 7: a slope of C values is per channel (axis 1). */
 static enum mps_status mps_map_prelu(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                      struct mps_error *err)
@@ -780,6 +793,18 @@ static const struct mps_onnx_rule mps_onnx_rules[] = {
     {"Min", MPS_OP_MIN, "", NULL},
     {"Sum", MPS_OP_SUM, "", NULL},
     {"Mean", MPS_OP_MEAN, "", NULL},
+    {"Greater", MPS_OP_GREATER, "broadcast axis", mps_map_binary},
+    {"Less", MPS_OP_LESS, "broadcast axis", mps_map_binary},
+    {"Equal", MPS_OP_EQUAL, "broadcast axis", mps_map_binary},
+    {"GreaterOrEqual", MPS_OP_GREATER_OR_EQUAL, "", NULL},
+    {"LessOrEqual", MPS_OP_LESS_OR_EQUAL, "", NULL},
+    {"And", MPS_OP_AND, "broadcast axis", mps_map_binary},
+    {"Or", MPS_OP_OR, "broadcast axis", mps_map_binary},
+    {"Xor", MPS_OP_XOR, "broadcast axis", mps_map_binary},
+    {"Not", MPS_OP_NOT, "", NULL},
+    {"IsNaN", MPS_OP_IS_NAN, "", NULL},
+    {"IsInf", MPS_OP_IS_INF, "detect_negative detect_positive", mps_map_isinf},
+    {"Where", MPS_OP_WHERE, "", NULL},
     {"ReduceMean", MPS_OP_REDUCE_MEAN, "axes keepdims noop_with_empty_axes", mps_map_reduce},
     {"ReduceSum", MPS_OP_REDUCE_SUM, "axes keepdims noop_with_empty_axes", mps_map_reduce},
     {"ReduceMax", MPS_OP_REDUCE_MAX, "axes keepdims noop_with_empty_axes", mps_map_reduce},

@@ -206,6 +206,11 @@ struct mps_depth_params {
     bool crd; /* DepthToSpace: channels as (C, blocks), not (blocks, C) */
 };
 
+/* IsInf: which infinities count. */
+struct mps_isinf_params {
+    bool negative, positive;
+};
+
 /* ConstantOfShape: every element is value, converted to dtype. */
 struct mps_fill_params {
     enum mps_dtype dtype;
@@ -230,6 +235,7 @@ union mps_op_params {
     struct mps_resize_params resize;
     struct mps_depth_params depth;
     struct mps_arg_params arg;
+    struct mps_isinf_params isinf;
 };
 
 /* Fills p with the ONNX defaults of op (everything else zero). */

@@ -196,6 +196,34 @@ static enum mps_status mps_shape_broadcast_op(struct mps_graph *g, struct mps_no
     return MPS_OK;
 }
 
+/* Comparisons, And/Or/Xor, Not, IsNaN, IsInf: operands of one dtype, broadcast; a bool result.
+   Where: a bool condition, x and y of one dtype; the result has theirs. */
+static enum mps_status mps_shape_logic(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    bool logic = n->op == MPS_OP_AND || n->op == MPS_OP_OR || n->op == MPS_OP_XOR || n->op == MPS_OP_NOT;
+    bool where = n->op == MPS_OP_WHERE;
+    unsigned want = logic ? MPS_DT(MPS_BOOL)
+                    : n->op == MPS_OP_IS_NAN || n->op == MPS_OP_IS_INF
+                        ? MPS_DT_FLOAT
+                        : MPS_DT_FLOAT | MPS_DT_INT | MPS_DT(MPS_U8) | MPS_DT(MPS_BOOL);
+    const struct mps_value *first = mps_shape_in(g, n, where ? 1 : 0);
+    struct mps_shape s = mps_shape_in(g, n, 0)->shape;
+    for (int i = 0; i < n->n_in; i++) {
+        const struct mps_value *v = mps_shape_in(g, n, i);
+        enum mps_status st = mps_shape_need_dtype(g, n, i, where ? (i ? MPS_DT_ANY : MPS_DT(MPS_BOOL)) : want, err);
+        if (st)
+            return st;
+        if ((i > 0 || !where) && v->dtype != first->dtype)
+            return mps_shape_fail(n, err, "inputs have dtypes %s and %s; they must match", mps_dtype_name(first->dtype),
+                                  mps_dtype_name(v->dtype));
+        struct mps_error why;
+        if (mps_shape_broadcast(&s, &v->shape, &s, &why))
+            return mps_shape_fail(n, err, "%s", why.msg);
+    }
+    mps_shape_set(g, n, 0, where ? first->dtype : MPS_BOOL, &s);
+    return MPS_OK;
+}
+
 /* PRelu: slope broadcasts to X (one direction only). */
 static enum mps_status mps_shape_prelu(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
@@ -573,6 +601,18 @@ static const mps_shape_rule mps_shape_math_rules[MPS_OP_COUNT] = {
     [MPS_OP_DROPOUT] = mps_shape_dropout,
     [MPS_OP_CAST] = mps_shape_cast,
     [MPS_OP_PRELU] = mps_shape_prelu,
+    [MPS_OP_GREATER] = mps_shape_logic,
+    [MPS_OP_LESS] = mps_shape_logic,
+    [MPS_OP_EQUAL] = mps_shape_logic,
+    [MPS_OP_GREATER_OR_EQUAL] = mps_shape_logic,
+    [MPS_OP_LESS_OR_EQUAL] = mps_shape_logic,
+    [MPS_OP_AND] = mps_shape_logic,
+    [MPS_OP_OR] = mps_shape_logic,
+    [MPS_OP_XOR] = mps_shape_logic,
+    [MPS_OP_NOT] = mps_shape_logic,
+    [MPS_OP_IS_NAN] = mps_shape_logic,
+    [MPS_OP_IS_INF] = mps_shape_logic,
+    [MPS_OP_WHERE] = mps_shape_logic,
     [MPS_OP_ADD] = mps_shape_broadcast_op,
     [MPS_OP_SUB] = mps_shape_broadcast_op,
     [MPS_OP_MUL] = mps_shape_broadcast_op,

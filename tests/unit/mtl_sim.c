@@ -196,7 +196,17 @@ static bool th_sim_elementwise(const struct mps_mtl_step *s, const struct ref_te
         double a = th_sim_bget(&in[0], idx, r), b = s->n_in > 1 && in[1].d ? th_sim_bget(&in[1], idx, r) : 0;
         switch (s->kind) {
         case MPS_MTL_BINARY:
-            y->d[o] = s->fn == MPS_MTL_GREATER ? a > b : s->fn == MPS_MTL_GREATER_EQUAL ? a >= b : a < b;
+            switch (s->fn) {
+            case MPS_MTL_GREATER: y->d[o] = a > b; break;
+            case MPS_MTL_GREATER_EQUAL: y->d[o] = a >= b; break;
+            case MPS_MTL_LESS: y->d[o] = a < b; break;
+            case MPS_MTL_LESS_EQUAL: y->d[o] = a <= b; break;
+            case MPS_MTL_EQUAL: y->d[o] = a == b; break;
+            case MPS_MTL_NOT_EQUAL: y->d[o] = a != b; break;
+            case MPS_MTL_AND: y->d[o] = a != 0 && b != 0; break;
+            case MPS_MTL_OR: y->d[o] = a != 0 || b != 0; break;
+            default: y->d[o] = (a != 0) != (b != 0); break; /* XOR */
+            }
             break;
         case MPS_MTL_SELECT: y->d[o] = a != 0 ? b : th_sim_bget(&in[2], idx, r); break;
         case MPS_MTL_NORMALIZE: {
@@ -262,7 +272,7 @@ static bool th_sim_step(const struct mps_mtl_step *s, struct ref_tensor *t, cons
         [MPS_MTL_SQRT] = MPS_OP_SQRT,         [MPS_MTL_ABS] = MPS_OP_ABS,
         [MPS_MTL_NEG] = MPS_OP_NEG,           [MPS_MTL_RECIPROCAL] = MPS_OP_RECIPROCAL,
         [MPS_MTL_FLOOR] = MPS_OP_FLOOR,       [MPS_MTL_CEIL] = MPS_OP_CEIL,
-        [MPS_MTL_ERF] = MPS_OP_ERF,
+        [MPS_MTL_ERF] = MPS_OP_ERF,           [MPS_MTL_NOT] = MPS_OP_NOT,
     };
     static const enum mps_op binary[MPS_MTL_BINARY_COUNT] = {
         [MPS_MTL_ADD] = MPS_OP_ADD, [MPS_MTL_SUB] = MPS_OP_SUB, [MPS_MTL_MUL] = MPS_OP_MUL, [MPS_MTL_DIV] = MPS_OP_DIV,

@@ -364,6 +364,33 @@ static double ref_binary1(enum mps_op op, double a, double b, bool integer)
     }
 }
 
+/* Comparisons, logic, IsNaN, IsInf (bool results as 0 or 1) and Where, broadcast. */
+static void ref_logic(enum mps_op op, const struct mps_isinf_params *inf, const struct ref_tensor *in, int n_in,
+                      struct ref_tensor *out)
+{
+    const struct mps_shape *ys = &out[0].shape;
+    int64_t idx[MPS_MAX_DIMS];
+    for (int64_t o = 0; o < ref_numel(ys); o++) {
+        ref_unravel(ys, o, idx);
+        double a = ref_bget(&in[0], idx, ys->ndim), b = n_in > 1 ? ref_bget(&in[1], idx, ys->ndim) : 0, r;
+        switch (op) {
+        case MPS_OP_GREATER: r = a > b; break;
+        case MPS_OP_LESS: r = a < b; break;
+        case MPS_OP_EQUAL: r = a == b; break;
+        case MPS_OP_GREATER_OR_EQUAL: r = a >= b; break;
+        case MPS_OP_LESS_OR_EQUAL: r = a <= b; break;
+        case MPS_OP_AND: r = a != 0 && b != 0; break;
+        case MPS_OP_OR: r = a != 0 || b != 0; break;
+        case MPS_OP_XOR: r = (a != 0) != (b != 0); break;
+        case MPS_OP_NOT: r = a == 0; break;
+        case MPS_OP_IS_NAN: r = isnan(a); break;
+        case MPS_OP_IS_INF: r = isinf(a) && (a > 0 ? inf->positive : inf->negative); break;
+        default: r = a != 0 ? b : ref_bget(&in[2], idx, ys->ndim); break; /* Where */
+        }
+        out[0].d[o] = r;
+    }
+}
+
 static void ref_broadcast_op(enum mps_op op, const struct ref_tensor *in, int n_in, struct ref_tensor *out,
                              bool integer)
 {
@@ -754,6 +781,18 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     case MPS_OP_MIN:
     case MPS_OP_SUM:
     case MPS_OP_MEAN: ref_broadcast_op(op, in, n_in, out, in[0].integer); break;
+    case MPS_OP_GREATER:
+    case MPS_OP_LESS:
+    case MPS_OP_EQUAL:
+    case MPS_OP_GREATER_OR_EQUAL:
+    case MPS_OP_LESS_OR_EQUAL:
+    case MPS_OP_AND:
+    case MPS_OP_OR:
+    case MPS_OP_XOR:
+    case MPS_OP_NOT:
+    case MPS_OP_IS_NAN:
+    case MPS_OP_IS_INF:
+    case MPS_OP_WHERE: ref_logic(op, &p->isinf, in, n_in, out); break;
     case MPS_OP_REDUCE_MEAN:
     case MPS_OP_REDUCE_SUM:
     case MPS_OP_REDUCE_MAX:

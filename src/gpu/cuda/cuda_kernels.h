@@ -37,6 +37,13 @@ int mps_cu_unary(int op, float alpha, float beta, const float *x, float *y, int6
 int mps_cu_binary(int op, int dtype, const void *a, const void *b, void *y, const struct mps_cu_walk *w, int act,
                   float alpha, float beta, void *stream);
 int mps_cu_scale(float *y, float s, int64_t n, void *stream);
+/* Comparisons, And/Or/Xor, Not, IsNaN, IsInf (op: enum mps_op) of a and b (a twice for the unary
+   ones) of dtype into bool y; w: s0 a, s1 b, s2 y. inf: IsInf's 1 positive | 2 negative. */
+int mps_cu_logic(int op, int dtype, int inf, const void *a, const void *b, void *y, const struct mps_cu_walk *w,
+                 void *stream);
+/* Where: out (contiguous, walked in order) = cond ? x : y; w: s0 cond, s1 x, s2 y. */
+int mps_cu_where(const void *cond, const void *x, const void *y, void *out, const struct mps_cu_walk *w, size_t elem,
+                 void *stream);
 int mps_cu_cast(int from, int to, const void *x, void *y, int64_t n, void *stream);
 int mps_cu_fill(int dtype, double v, void *y, int64_t n, void *stream);
 

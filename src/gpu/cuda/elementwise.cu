@@ -103,6 +103,104 @@ extern "C" int mps_cu_binary(int op, int dtype, const void *a, const void *b, vo
     return mps_cu_binary_t<int>(f, a, b, y, w, n, stream);
 }
 
+/* Comparisons, And/Or/Xor, Not, IsNaN, IsInf (logic.c's rules): a NaN compares false but != . */
+template <typename T, typename I>
+__global__ static void mps_cu_logic_k(int op, int inf, const T *a, const T *b, unsigned char *y, mps_cu_walk w,
+                                      int64_t n)
+{
+    mps_cu_wait();
+    MPS_CU_FOR_I(i, n)
+    {
+        I oa, ob, oy;
+        mps_cu_offsets<I>(w, i, &oa, &ob, &oy);
+        T u = a[oa], v = b[ob];
+        double d = (double)u;
+        bool r;
+        switch (op) {
+        case MPS_OP_GREATER: r = u > v; break;
+        case MPS_OP_LESS: r = u < v; break;
+        case MPS_OP_EQUAL: r = u == v; break;
+        case MPS_OP_GREATER_OR_EQUAL: r = u >= v; break;
+        case MPS_OP_LESS_OR_EQUAL: r = u <= v; break;
+        case MPS_OP_AND: r = u != T(0) && v != T(0); break;
+        case MPS_OP_OR: r = u != T(0) || v != T(0); break;
+        case MPS_OP_XOR: r = (u != T(0)) != (v != T(0)); break;
+        case MPS_OP_NOT: r = u == T(0); break;
+        case MPS_OP_IS_NAN: r = d != d; break;
+        default: r = ((inf & 1) && d == INFINITY) || ((inf & 2) && d == -INFINITY); break; /* IsInf */
+        }
+        y[oy] = r;
+    }
+}
+
+template <typename T>
+static int mps_cu_logic_t(int op, int inf, const void *a, const void *b, void *y, const mps_cu_walk *w, int64_t n,
+                          void *s)
+{
+    if (n <= 0)
+        return 0;
+    if (MPS_CU_FITS32(mps_cu_walk_span(w)))
+        return mps_cu_launch(mps_cu_logic_k<T, int32_t>, mps_cu_blocks(n), MPS_CU_THREADS, s, op, inf, (const T *)a,
+                             (const T *)b, (unsigned char *)y, *w, n);
+    return mps_cu_launch(mps_cu_logic_k<T, int64_t>, mps_cu_blocks(n), MPS_CU_THREADS, s, op, inf, (const T *)a,
+                         (const T *)b, (unsigned char *)y, *w, n);
+}
+
+extern "C" int mps_cu_logic(int op, int dtype, int inf, const void *a, const void *b, void *y,
+                            const struct mps_cu_walk *w, void *stream)
+{
+    int64_t n = 1;
+    for (int d = 0; d < w->nd; d++)
+        n *= w->dim[d];
+    switch (dtype) {
+    case MPS_F32: return mps_cu_logic_t<float>(op, inf, a, b, y, w, n, stream);
+    case MPS_I64: return mps_cu_logic_t<long long>(op, inf, a, b, y, w, n, stream);
+    case MPS_I32: return mps_cu_logic_t<int>(op, inf, a, b, y, w, n, stream);
+    default: return mps_cu_logic_t<unsigned char>(op, inf, a, b, y, w, n, stream); /* u8, bool */
+    }
+}
+
+/* Where: out[i] (contiguous) = cond ? x : y, elements of type T (by size). */
+template <typename T, typename I>
+__global__ static void mps_cu_where_k(const unsigned char *c, const T *x, const T *y, T *out, mps_cu_walk w,
+                                      int64_t n)
+{
+    mps_cu_wait();
+    MPS_CU_FOR_I(i, n)
+    {
+        I oc, ox, oy;
+        mps_cu_offsets<I>(w, i, &oc, &ox, &oy);
+        out[i] = c[oc] ? x[ox] : y[oy];
+    }
+}
+
+template <typename T>
+static int mps_cu_where_t(const void *c, const void *x, const void *y, void *out, const mps_cu_walk *w, int64_t n,
+                          void *s)
+{
+    if (n <= 0)
+        return 0;
+    if (MPS_CU_FITS32(mps_cu_walk_span(w)))
+        return mps_cu_launch(mps_cu_where_k<T, int32_t>, mps_cu_blocks(n), MPS_CU_THREADS, s, (const unsigned char *)c,
+                             (const T *)x, (const T *)y, (T *)out, *w, n);
+    return mps_cu_launch(mps_cu_where_k<T, int64_t>, mps_cu_blocks(n), MPS_CU_THREADS, s, (const unsigned char *)c,
+                         (const T *)x, (const T *)y, (T *)out, *w, n);
+}
+
+extern "C" int mps_cu_where(const void *cond, const void *x, const void *y, void *out, const struct mps_cu_walk *w,
+                            size_t elem, void *stream)
+{
+    int64_t n = 1;
+    for (int d = 0; d < w->nd; d++)
+        n *= w->dim[d];
+    switch (elem) {
+    case 1: return mps_cu_where_t<unsigned char>(cond, x, y, out, w, n, stream);
+    case 2: return mps_cu_where_t<unsigned short>(cond, x, y, out, w, n, stream);
+    case 4: return mps_cu_where_t<unsigned int>(cond, x, y, out, w, n, stream);
+    default: return mps_cu_where_t<unsigned long long>(cond, x, y, out, w, n, stream);
+    }
+}
+
 __global__ static void mps_cu_scale_k(float *y, float s, int64_t n)
 {
     mps_cu_wait();

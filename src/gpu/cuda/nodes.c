@@ -486,6 +486,29 @@ static enum mps_status mps_cuda_binary(struct mps_cuda_state *s, const struct mp
     return MPS_OK;
 }
 
+static enum mps_status mps_cuda_logic(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    const struct mps_value *y = MPS_OUTV(0);
+    int64_t st[3][MPS_MAX_DIMS];
+    for (int i = 0; i < 3 && i < n->n_in; i++)
+        mps_shape_broadcast_strides(&MPS_INV(i)->shape, &y->shape, st[i]);
+    if (n->op == MPS_OP_WHERE) { /* the output is contiguous: the walk carries the three inputs */
+        struct mps_cu_walk w = mps_cuda_walk(&y->shape, st[0], st[1], st[2]);
+        MPS_CU_CHECK(mps_cu_where(MPS_IN(0), MPS_IN(1), MPS_IN(2), MPS_OUT(0), &w, mps_dtype_size(y->dtype),
+                                  s->stream));
+        return MPS_OK;
+    }
+    int64_t sy[MPS_MAX_DIMS];
+    mps_shape_strides(&y->shape, sy);
+    int b = n->n_in > 1 ? 1 : 0; /* the unary ones read input 0 twice */
+    struct mps_cu_walk w = mps_cuda_walk(&y->shape, st[0], st[b], sy);
+    int inf = (n->p.isinf.positive ? 1 : 0) | (n->p.isinf.negative ? 2 : 0);
+    MPS_CU_CHECK(mps_cu_logic((int)n->op, (int)MPS_INV(0)->dtype, n->op == MPS_OP_IS_INF ? inf : 0, MPS_IN(0),
+                              MPS_IN(b), MPS_OUT(0), &w, s->stream));
+    return MPS_OK;
+}
+
 static enum mps_status mps_cuda_reduce(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
 {
     const struct mps_graph *g = s->g;
@@ -670,6 +693,18 @@ mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
     case MPS_OP_MIN:
     case MPS_OP_SUM:
     case MPS_OP_MEAN: return mps_cuda_binary;
+    case MPS_OP_GREATER:
+    case MPS_OP_LESS:
+    case MPS_OP_EQUAL:
+    case MPS_OP_GREATER_OR_EQUAL:
+    case MPS_OP_LESS_OR_EQUAL:
+    case MPS_OP_AND:
+    case MPS_OP_OR:
+    case MPS_OP_XOR:
+    case MPS_OP_NOT:
+    case MPS_OP_IS_NAN:
+    case MPS_OP_IS_INF:
+    case MPS_OP_WHERE: return mps_cuda_logic;
     case MPS_OP_REDUCE_MEAN:
     case MPS_OP_REDUCE_SUM:
     case MPS_OP_REDUCE_MAX:

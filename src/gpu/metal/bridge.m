@@ -109,6 +109,7 @@ static MPSGraphTensor *mps_mtl_unary_op(MPSGraph *g, int fn, MPSGraphTensor *x)
     case MPS_MTL_FLOOR: return [g floorWithTensor:x name:nil];
     case MPS_MTL_CEIL: return [g ceilWithTensor:x name:nil];
     case MPS_MTL_ERF: return [g erfWithTensor:x name:nil];
+    case MPS_MTL_NOT: return [g notWithTensor:x name:nil];
     default: return nil;
     }
 }
@@ -126,6 +127,12 @@ static MPSGraphTensor *mps_mtl_binary_op(MPSGraph *g, int fn, MPSGraphTensor *a,
     case MPS_MTL_GREATER: return [g greaterThanWithPrimaryTensor:a secondaryTensor:b name:nil];
     case MPS_MTL_GREATER_EQUAL: return [g greaterThanOrEqualToWithPrimaryTensor:a secondaryTensor:b name:nil];
     case MPS_MTL_LESS: return [g lessThanWithPrimaryTensor:a secondaryTensor:b name:nil];
+    case MPS_MTL_LESS_EQUAL: return [g lessThanOrEqualToWithPrimaryTensor:a secondaryTensor:b name:nil];
+    case MPS_MTL_EQUAL: return [g equalWithPrimaryTensor:a secondaryTensor:b name:nil];
+    case MPS_MTL_NOT_EQUAL: return [g notEqualWithPrimaryTensor:a secondaryTensor:b name:nil];
+    case MPS_MTL_AND: return [g logicalANDWithPrimaryTensor:a secondaryTensor:b name:nil];
+    case MPS_MTL_OR: return [g logicalORWithPrimaryTensor:a secondaryTensor:b name:nil];
+    case MPS_MTL_XOR: return [g logicalXORWithPrimaryTensor:a secondaryTensor:b name:nil];
     default: return nil;
     }
 }

@@ -280,7 +280,7 @@ int mps_mtl_binary(struct mps_mtl_lowerer *L, enum mps_mtl_binary fn, int a, int
         L->bug = "operands that do not broadcast";
         return -1;
     }
-    bool compare = fn == MPS_MTL_GREATER || fn == MPS_MTL_GREATER_EQUAL || fn == MPS_MTL_LESS;
+    bool compare = fn >= MPS_MTL_GREATER;
     struct mps_mtl_step *s;
     return mps_mtl_emit(L, MPS_MTL_BINARY, fn, compare ? MPS_BOOL : mps_mtl_dtype(L, a), &shape, (int[]){a, b}, 2, &s);
 }
@@ -405,7 +405,7 @@ const char *mps_mtl_kind_name(enum mps_mtl_kind k)
 const char *mps_mtl_unary_name(int fn)
 {
     static const char *const names[MPS_MTL_UNARY_COUNT] = {
-        "identity", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "abs", "neg", "reciprocal", "floor", "ceil", "erf",
+        "identity", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "abs", "neg", "reciprocal", "floor", "ceil", "erf", "not",
     };
     return fn >= 0 && fn < MPS_MTL_UNARY_COUNT ? names[fn] : "?";
 }
@@ -414,6 +414,7 @@ const char *mps_mtl_binary_name(int fn)
 {
     static const char *const names[MPS_MTL_BINARY_COUNT] = {
         "add", "sub", "mul", "div", "pow", "max", "min", "greater", "greater_equal", "less",
+        "less_equal", "equal", "not_equal", "and", "or", "xor",
     };
     return fn >= 0 && fn < MPS_MTL_BINARY_COUNT ? names[fn] : "?";
 }

@@ -72,6 +72,7 @@ enum mps_mtl_unary {
     MPS_MTL_FLOOR,
     MPS_MTL_CEIL,
     MPS_MTL_ERF,
+    MPS_MTL_NOT, /* of bool */
     MPS_MTL_UNARY_COUNT
 };
 
@@ -85,7 +86,13 @@ enum mps_mtl_binary {
     MPS_MTL_MIN,
     MPS_MTL_GREATER,
     MPS_MTL_GREATER_EQUAL,
-    MPS_MTL_LESS, /* results are bool */
+    MPS_MTL_LESS, /* results from here on are bool */
+    MPS_MTL_LESS_EQUAL,
+    MPS_MTL_EQUAL,
+    MPS_MTL_NOT_EQUAL,
+    MPS_MTL_AND, /* logical, of bool */
+    MPS_MTL_OR,
+    MPS_MTL_XOR,
     MPS_MTL_BINARY_COUNT
 };
 

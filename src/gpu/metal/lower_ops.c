@@ -429,6 +429,40 @@ static void mps_mtl_lower_prelu(struct mps_mtl_lowerer *L, const struct mps_node
     mps_mtl_define_as(L, n->out[0], y);
 }
 
+/* Comparisons and logic are MPSGraph's own (bool results); IsNaN is x != x,
+   IsInf x == inf and/or x == -inf. Where is a select. */
+static void mps_mtl_lower_logic(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    static const enum mps_mtl_binary fns[MPS_OP_COUNT] = {
+        [MPS_OP_GREATER] = MPS_MTL_GREATER,
+        [MPS_OP_LESS] = MPS_MTL_LESS,
+        [MPS_OP_EQUAL] = MPS_MTL_EQUAL,
+        [MPS_OP_GREATER_OR_EQUAL] = MPS_MTL_GREATER_EQUAL,
+        [MPS_OP_LESS_OR_EQUAL] = MPS_MTL_LESS_EQUAL,
+        [MPS_OP_AND] = MPS_MTL_AND,
+        [MPS_OP_OR] = MPS_MTL_OR,
+        [MPS_OP_XOR] = MPS_MTL_XOR,
+    };
+    int x = mps_mtl_value(L, n->in[0]), y;
+    switch (n->op) {
+    case MPS_OP_NOT: y = mps_mtl_unary(L, MPS_MTL_NOT, x); break;
+    case MPS_OP_IS_NAN: y = mps_mtl_binary(L, MPS_MTL_NOT_EQUAL, x, x); break;
+    case MPS_OP_IS_INF: {
+        const struct mps_isinf_params *p = &n->p.isinf;
+        int pos = p->positive ? mps_mtl_binary_scalar(L, MPS_MTL_EQUAL, x, INFINITY) : -1;
+        int neg = p->negative ? mps_mtl_binary_scalar(L, MPS_MTL_EQUAL, x, -INFINITY) : -1;
+        y = p->positive && p->negative ? mps_mtl_binary(L, MPS_MTL_OR, pos, neg)
+            : p->positive              ? pos
+            : p->negative              ? neg
+                                       : mps_mtl_binary_scalar(L, MPS_MTL_EQUAL, x, NAN); /* false everywhere */
+        break;
+    }
+    case MPS_OP_WHERE: y = mps_mtl_select(L, x, mps_mtl_value(L, n->in[1]), mps_mtl_value(L, n->in[2])); break;
+    default: y = mps_mtl_binary(L, fns[n->op], x, mps_mtl_value(L, n->in[1])); break;
+    }
+    mps_mtl_define_as(L, n->out[0], y);
+}
+
 /* ---- reductions and layout -------------------------------------------------------------------------- */
 
 /* The reductions MPSGraph has are one step; the others are built from them
@@ -789,6 +823,18 @@ static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
     [MPS_OP_IDENTITY] = mps_mtl_lower_alias,
     [MPS_OP_DROPOUT] = mps_mtl_lower_alias,
     [MPS_OP_CAST] = mps_mtl_lower_cast,
+    [MPS_OP_GREATER] = mps_mtl_lower_logic,
+    [MPS_OP_LESS] = mps_mtl_lower_logic,
+    [MPS_OP_EQUAL] = mps_mtl_lower_logic,
+    [MPS_OP_GREATER_OR_EQUAL] = mps_mtl_lower_logic,
+    [MPS_OP_LESS_OR_EQUAL] = mps_mtl_lower_logic,
+    [MPS_OP_AND] = mps_mtl_lower_logic,
+    [MPS_OP_OR] = mps_mtl_lower_logic,
+    [MPS_OP_XOR] = mps_mtl_lower_logic,
+    [MPS_OP_NOT] = mps_mtl_lower_logic,
+    [MPS_OP_IS_NAN] = mps_mtl_lower_logic,
+    [MPS_OP_IS_INF] = mps_mtl_lower_logic,
+    [MPS_OP_WHERE] = mps_mtl_lower_logic,
     [MPS_OP_PRELU] = mps_mtl_lower_prelu,
     [MPS_OP_ADD] = mps_mtl_lower_binary,
     [MPS_OP_SUB] = mps_mtl_lower_binary,

@@ -84,6 +84,9 @@ enum mps_status mps_cpu_prelu(const struct mps_cpu_args *a, struct mps_error *er
 /* reduce.c */
 enum mps_status mps_cpu_arg(const struct mps_cpu_args *a, struct mps_error *err); /* ArgMax, ArgMin */
 enum mps_status mps_cpu_reduce(const struct mps_cpu_args *a, struct mps_error *err);
+/* Comparisons, And/Or/Xor/Not, IsNaN, IsInf (logic.c) */
+enum mps_status mps_cpu_logic(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_where(const struct mps_cpu_args *a, struct mps_error *err);
 /* layout.c */
 enum mps_status mps_cpu_transpose(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_concat(const struct mps_cpu_args *a, struct mps_error *err);

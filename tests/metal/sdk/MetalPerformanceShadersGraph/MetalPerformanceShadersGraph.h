@@ -145,6 +145,7 @@ typedef void (^MPSGraphExecutableCompletionHandler)(NSArray<MPSGraphTensorData *
 - (MPSGraphTensor *)floorWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
 - (MPSGraphTensor *)tanhWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
 - (MPSGraphTensor *)erfWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)notWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
 - (MPSGraphTensor *)additionWithPrimaryTensor:(MPSGraphTensor *)primaryTensor
                               secondaryTensor:(MPSGraphTensor *)secondaryTensor
                                          name:(NSString *_Nullable)name;
@@ -175,6 +176,24 @@ typedef void (^MPSGraphExecutableCompletionHandler)(NSArray<MPSGraphTensorData *
 - (MPSGraphTensor *)lessThanWithPrimaryTensor:(MPSGraphTensor *)primaryTensor
                               secondaryTensor:(MPSGraphTensor *)secondaryTensor
                                          name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)lessThanOrEqualToWithPrimaryTensor:(MPSGraphTensor *)primaryTensor
+                                       secondaryTensor:(MPSGraphTensor *)secondaryTensor
+                                                  name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)equalWithPrimaryTensor:(MPSGraphTensor *)primaryTensor
+                           secondaryTensor:(MPSGraphTensor *)secondaryTensor
+                                      name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)notEqualWithPrimaryTensor:(MPSGraphTensor *)primaryTensor
+                              secondaryTensor:(MPSGraphTensor *)secondaryTensor
+                                         name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)logicalANDWithPrimaryTensor:(MPSGraphTensor *)primaryTensor
+                                secondaryTensor:(MPSGraphTensor *)secondaryTensor
+                                           name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)logicalORWithPrimaryTensor:(MPSGraphTensor *)primaryTensor
+                               secondaryTensor:(MPSGraphTensor *)secondaryTensor
+                                          name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)logicalXORWithPrimaryTensor:(MPSGraphTensor *)primaryTensor
+                                secondaryTensor:(MPSGraphTensor *)secondaryTensor
+                                           name:(NSString *_Nullable)name;
 - (MPSGraphTensor *)selectWithPredicateTensor:(MPSGraphTensor *)predicateTensor
                           truePredicateTensor:(MPSGraphTensor *)truePredicateTensor
                          falsePredicateTensor:(MPSGraphTensor *)falseSelectTensor
