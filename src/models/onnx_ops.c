@@ -354,6 +354,13 @@ static enum mps_status mps_map_batch_norm(struct mps_onnx_ctx *c, struct mps_onn
     return MPS_OK;
 }
 
+static enum mps_status mps_map_instance_norm(struct mps_onnx_ctx *c, struct mps_onnx_node *n,
+                                             union mps_op_params *p, struct mps_error *err)
+{
+    (void)c;
+    return mps_attr_float(n, "epsilon", 1e-5f, &p->norm.epsilon, err);
+}
+
 static enum mps_status mps_map_layer_norm(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                           struct mps_error *err)
 {
@@ -757,6 +764,7 @@ static const struct mps_onnx_rule mps_onnx_rules[] = {
     {"GlobalMaxPool", MPS_OP_GLOBAL_MAX_POOL, "", NULL},
     {"BatchNormalization", MPS_OP_BATCH_NORM, "epsilon momentum spatial is_test training_mode", mps_map_batch_norm},
     {"LayerNormalization", MPS_OP_LAYER_NORM, "axis epsilon stash_type", mps_map_layer_norm},
+    {"InstanceNormalization", MPS_OP_INSTANCE_NORM, "epsilon", mps_map_instance_norm},
     {"Softmax", MPS_OP_SOFTMAX, "axis", mps_map_softmax},
     {"LogSoftmax", MPS_OP_LOG_SOFTMAX, "axis", mps_map_softmax},
     {"Relu", MPS_OP_RELU, "", NULL},

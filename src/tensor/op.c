@@ -56,6 +56,7 @@ void mps_op_params_default(enum mps_op op, union mps_op_params *p)
         mps_op_window_default(&p->pool.win);
         break;
     case MPS_OP_BATCH_NORM:
+    case MPS_OP_INSTANCE_NORM:
         p->norm.epsilon = 1e-5f;
         break;
     case MPS_OP_LAYER_NORM:

@@ -456,12 +456,13 @@ static enum mps_status mps_shape_global_pool(struct mps_graph *g, struct mps_nod
     return MPS_OK;
 }
 
+/* BatchNormalization, InstanceNormalization: X (N, C, ...) and [C] operands. */
 static enum mps_status mps_shape_batch_norm(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
     const struct mps_value *x = mps_shape_in(g, n, 0);
     if (x->shape.ndim < 2)
         return mps_shape_fail(n, err, "input must have rank 2 or more (N, C, ...)");
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < n->n_in; i++) {
         const struct mps_value *v = mps_shape_in(g, n, i);
         enum mps_status st = mps_shape_need_dtype(g, n, i, MPS_DT_FLOAT, err);
         if (st)
@@ -573,6 +574,7 @@ static const mps_shape_rule mps_shape_math_rules[MPS_OP_COUNT] = {
     [MPS_OP_GLOBAL_AVERAGE_POOL] = mps_shape_global_pool,
     [MPS_OP_GLOBAL_MAX_POOL] = mps_shape_global_pool,
     [MPS_OP_BATCH_NORM] = mps_shape_batch_norm,
+    [MPS_OP_INSTANCE_NORM] = mps_shape_batch_norm,
     [MPS_OP_LAYER_NORM] = mps_shape_layer_norm,
     [MPS_OP_SOFTMAX] = mps_shape_softmax,
     [MPS_OP_LOG_SOFTMAX] = mps_shape_softmax,

@@ -101,6 +101,35 @@ class SmallUNet(torch.nn.Module):
         return self.head(u1)
 
 
+class SmallStyle(torch.nn.Module):
+    """Fast style transfer (Johnson et al.) in small: reflection padding,
+    InstanceNorm with learned scale and bias, a strided conv, residual blocks,
+    nearest upsampling and a 9x9 conv back to an image."""
+
+    def __init__(self):
+        super().__init__()
+
+        def block(i, o, k, stride=1, relu=True):
+            norm = torch.nn.InstanceNorm2d(o, affine=True)
+            torch.nn.init.uniform_(norm.weight, 0.5, 1.5)
+            torch.nn.init.uniform_(norm.bias, -0.5, 0.5)
+            layers = [torch.nn.ReflectionPad2d(k // 2), torch.nn.Conv2d(i, o, k, stride), norm]
+            return torch.nn.Sequential(*(layers + [torch.nn.ReLU()] if relu else layers))
+
+        self.down = torch.nn.Sequential(block(3, 8, 9), block(8, 16, 3, stride=2))
+        self.res = torch.nn.ModuleList([torch.nn.Sequential(block(16, 16, 3), block(16, 16, 3, relu=False))
+                                        for _ in range(2)])
+        self.up = block(16, 8, 3)
+        self.out = torch.nn.Sequential(torch.nn.ReflectionPad2d(4), torch.nn.Conv2d(8, 3, 9))
+
+    def forward(self, x):
+        h = self.down(x)
+        for r in self.res:
+            h = h + r(h)
+        h = self.up(torch.nn.functional.interpolate(h, scale_factor=2, mode="nearest"))
+        return torch.sigmoid(self.out(h))
+
+
 # name: (constructor, input shape, opset, dynamic batch exported as a symbolic dim)
 CASES = {
     "mlp_784_512_512_10": (MLP, (4, 1, 28, 28), 11, True),
@@ -123,6 +152,7 @@ CASES = {
     "small_unet": (SmallUNet, (2, 3, 48, 40), 11, True),
     "small_unet_opset9": (lambda: SmallUNet(nearest=True), (1, 3, 32, 32), 9, False),
     "small_espcn": (SmallESPCN, (2, 3, 24, 20), 12, True),
+    "small_style": (SmallStyle, (2, 3, 40, 32), 11, True),
 }
 
 # Rewritten into the opset 18 form with external data (see the module doc).

@@ -273,6 +273,21 @@ static void ref_norm(enum mps_op op, const struct mps_norm_params *p, const stru
         }
         return;
     }
+    if (op == MPS_OP_INSTANCE_NORM) { /* per (n, c): mean and variance of the plane, from the definition */
+        int64_t plane = ref_numel(xs) / (xs->dim[0] * xs->dim[1]);
+        for (int64_t q = 0; q < xs->dim[0] * xs->dim[1]; q++) {
+            const double *x = in[0].d + q * plane;
+            double mean = 0, var = 0;
+            for (int64_t i = 0; i < plane; i++)
+                mean += x[i] / (double)plane;
+            for (int64_t i = 0; i < plane; i++)
+                var += (x[i] - mean) * (x[i] - mean) / (double)plane;
+            int64_t c = q % xs->dim[1];
+            for (int64_t i = 0; i < plane; i++)
+                out[0].d[q * plane + i] = (x[i] - mean) / sqrt(var + p->epsilon) * in[1].d[c] + in[2].d[c];
+        }
+        return;
+    }
     int axis = ref_axis(p->axis, xs->ndim);
     if (op == MPS_OP_LAYER_NORM) {
         int64_t row = 1;
@@ -749,6 +764,7 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     case MPS_OP_GLOBAL_AVERAGE_POOL:
     case MPS_OP_GLOBAL_MAX_POOL: ref_global_pool(op, in, out); break;
     case MPS_OP_BATCH_NORM:
+    case MPS_OP_INSTANCE_NORM:
     case MPS_OP_LAYER_NORM:
     case MPS_OP_SOFTMAX:
     case MPS_OP_LOG_SOFTMAX: ref_norm(op, &p->norm, in, n_in, out, n_out); break;

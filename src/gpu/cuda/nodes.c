@@ -415,6 +415,9 @@ static enum mps_status mps_cuda_norm(struct mps_cuda_state *s, const struct mps_
     if (n->op == MPS_OP_BATCH_NORM) {
         MPS_CU_CHECK(mps_cu_batch_norm(MPS_IN(0), MPS_IN(1), MPS_IN(2), MPS_IN(3), MPS_IN(4), n->p.norm.epsilon,
                                        MPS_OUT(0), x->dim[0], x->dim[1], mps_cuda_prod(x, 2, x->ndim), s->stream));
+    } else if (n->op == MPS_OP_INSTANCE_NORM) {
+        MPS_CU_CHECK(mps_cu_instance_norm(MPS_IN(0), MPS_IN(1), MPS_IN(2), n->p.norm.epsilon, MPS_OUT(0),
+                                          x->dim[0] * x->dim[1], x->dim[1], mps_cuda_prod(x, 2, x->ndim), s->stream));
     } else if (n->op == MPS_OP_LAYER_NORM) {
         struct mps_shape tail = {x->ndim - axis, {0}};
         memcpy(tail.dim, x->dim + axis, sizeof(int64_t) * (size_t)tail.ndim);
@@ -672,6 +675,7 @@ mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
     case MPS_OP_GLOBAL_AVERAGE_POOL:
     case MPS_OP_GLOBAL_MAX_POOL: return mps_cuda_pool;
     case MPS_OP_BATCH_NORM:
+    case MPS_OP_INSTANCE_NORM:
     case MPS_OP_LAYER_NORM:
     case MPS_OP_SOFTMAX:
     case MPS_OP_LOG_SOFTMAX: return mps_cuda_norm;

@@ -1,4 +1,4 @@
-// norm.cu: BatchNormalization, LayerNormalization, Softmax/LogSoftmax, and the
+// norm.cu: BatchNormalization, InstanceNormalization, LayerNormalization, Softmax/LogSoftmax, and the
 // Reduce ops. Sums in double, as the CPU kernels do (reduce.h).
 #include <float.h>
 #include <math.h>
@@ -26,6 +26,50 @@ extern "C" int mps_cu_batch_norm(const float *x, const float *scale, const float
 {
     int64_t n = batch * channels * plane;
     MPS_CU_LAUNCH_I(mps_cu_bn_k, n, n, stream, x, scale, bias, mean, var, eps, y, channels, plane, n);
+}
+
+/* The sum of v over the block's threads, in every thread (red: blockDim.x doubles). */
+__device__ static double mps_cu_block_sum(double v, double *red)
+{
+    red[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
+        if (threadIdx.x < s)
+            red[threadIdx.x] += red[threadIdx.x + s];
+        __syncthreads();
+    }
+    double sum = red[0];
+    __syncthreads(); /* red is reused by the next call */
+    return sum;
+}
+
+/* One block per plane (the grid's y and x cover the planes): the threads take strided elements. */
+__global__ static void mps_cu_in_k(const float *x, const float *scale, const float *bias, float eps, float *y,
+                                   int64_t planes, int64_t channels, int64_t plane)
+{
+    __shared__ double red[MPS_CU_THREADS];
+    mps_cu_wait();
+    for (int64_t p = blockIdx.x; p < planes; p += gridDim.x) {
+        const float *xp = x + p * plane;
+        double sum = 0, sq = 0;
+        for (int64_t i = threadIdx.x; i < plane; i += blockDim.x)
+            sum += xp[i];
+        double mean = mps_cu_block_sum(sum, red) / (double)plane;
+        for (int64_t i = threadIdx.x; i < plane; i += blockDim.x)
+            sq += (xp[i] - mean) * (xp[i] - mean);
+        double k = scale[p % channels] / sqrt(mps_cu_block_sum(sq, red) / (double)plane + eps), b = bias[p % channels];
+        for (int64_t i = threadIdx.x; i < plane; i += blockDim.x)
+            y[p * plane + i] = (float)((xp[i] - mean) * k + b);
+    }
+}
+
+extern "C" int mps_cu_instance_norm(const float *x, const float *scale, const float *bias, float eps, float *y,
+                                    int64_t planes, int64_t channels, int64_t plane, void *stream)
+{
+    if (planes <= 0)
+        return 0;
+    unsigned grid = (unsigned)(planes < 65535 ? planes : 65535);
+    return mps_cu_launch(mps_cu_in_k, grid, MPS_CU_THREADS, stream, x, scale, bias, eps, y, planes, channels, plane);
 }
 
 /* Offset into a scale or bias broadcast over the normalized dims (walk dims, s0 strides). */

@@ -46,6 +46,14 @@ static bool mps_mtl_dtype_ok(enum mps_dtype t)
 
 #define MPS_MTL_WHY(...) (snprintf(why, size, __VA_ARGS__), false)
 
+/* Constant inputs that shape inference resolved into the node's parameters
+   (a Resize's roi, scales and sizes; a reduction's axes): never an MPSGraph
+   tensor, so an empty one does not matter. */
+static bool mps_mtl_param_input(const struct mps_node *n, int i)
+{
+    return i > 0 && i < n->n_in && (n->op == MPS_OP_RESIZE || mps_op_is_reduce(n->op));
+}
+
 /* The reasons a node cannot be lowered, whatever the precision. */
 bool mps_mtl_node_supported(const struct mps_graph *g, const struct mps_node *n, char *why, size_t size)
 {
@@ -54,7 +62,7 @@ bool mps_mtl_node_supported(const struct mps_graph *g, const struct mps_node *n,
         return MPS_MTL_WHY("no MPSGraph lowering");
     for (int i = 0; i < n->n_in + n->n_out; i++) {
         int v = i < n->n_in ? n->in[i] : n->out[i - n->n_in];
-        if (v < 0)
+        if (v < 0 || mps_mtl_param_input(n, i))
             continue;
         const struct mps_value *val = &g->values[v];
         if (!mps_mtl_dtype_ok(val->dtype))

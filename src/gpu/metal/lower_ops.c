@@ -346,6 +346,19 @@ static int mps_mtl_normalize(struct mps_mtl_lowerer *L, int x, int mean, int var
     return id;
 }
 
+/* The population variance of x over axes about mean (reduced dims kept as 1). */
+static int mps_mtl_variance(struct mps_mtl_lowerer *L, int x, int mean, uint32_t axes)
+{
+    if (x < 0 || mean < 0)
+        return -1;
+    struct mps_mtl_step *st;
+    int var = mps_mtl_emit(L, MPS_MTL_VARIANCE, 0, mps_mtl_dtype(L, mean), mps_mtl_shape(L, mean), (int[]){x, mean},
+                           2, &st);
+    if (st)
+        st->p.axes = axes;
+    return var;
+}
+
 /* BatchNormalization (inference): the four [C] operands seen as [1,C,1,...]. */
 static void mps_mtl_lower_batch_norm(struct mps_mtl_lowerer *L, const struct mps_node *n)
 {
@@ -359,6 +372,21 @@ static void mps_mtl_lower_batch_norm(struct mps_mtl_lowerer *L, const struct mps
     mps_mtl_define(L, n->out[0], mps_mtl_normalize(L, x, mean, var, gamma, beta, n->p.norm.epsilon));
 }
 
+/* InstanceNormalization: each (n, c) plane's mean and variance over the
+   spatial axes; scale and bias seen as [1,C,1,...]. */
+static void mps_mtl_lower_instance_norm(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    const struct mps_shape *xs = mps_mtl_vshape(L, n->in[0]);
+    struct mps_shape c = {xs->ndim, {0}};
+    for (int i = 0; i < xs->ndim; i++)
+        c.dim[i] = i == 1 ? xs->dim[1] : 1;
+    uint32_t axes = (uint32_t)((1u << xs->ndim) - 1) & ~3u;
+    int x = mps_mtl_value(L, n->in[0]);
+    int mean = mps_mtl_reduce(L, MPS_MTL_REDUCE_MEAN, x, axes), var = mps_mtl_variance(L, x, mean, axes);
+    int gamma = mps_mtl_value_as(L, n->in[1], &c), beta = mps_mtl_value_as(L, n->in[2], &c);
+    mps_mtl_define(L, n->out[0], mps_mtl_normalize(L, x, mean, var, gamma, beta, n->p.norm.epsilon));
+}
+
 /* LayerNormalization over axes [axis, rank): population variance, scale and
    bias broadcast from the right; the optional Mean and InvStdDev outputs. */
 static void mps_mtl_lower_layer_norm(struct mps_mtl_lowerer *L, const struct mps_node *n)
@@ -366,13 +394,7 @@ static void mps_mtl_lower_layer_norm(struct mps_mtl_lowerer *L, const struct mps
     int rank = mps_mtl_vshape(L, n->in[0])->ndim;
     uint32_t axes = (uint32_t)((1u << rank) - 1) & ~(uint32_t)((1u << n->p.norm.axis) - 1);
     int x = mps_mtl_value(L, n->in[0]);
-    int mean = mps_mtl_reduce(L, MPS_MTL_REDUCE_MEAN, x, axes);
-    struct mps_mtl_step *st;
-    int var = mean < 0 ? -1
-                       : mps_mtl_emit(L, MPS_MTL_VARIANCE, 0, mps_mtl_dtype(L, mean), mps_mtl_shape(L, mean),
-                                      (int[]){x, mean}, 2, &st);
-    if (var >= 0)
-        st->p.axes = axes;
+    int mean = mps_mtl_reduce(L, MPS_MTL_REDUCE_MEAN, x, axes), var = mps_mtl_variance(L, x, mean, axes);
     int gamma = mps_mtl_value(L, n->in[1]), beta = n->n_in > 2 ? mps_mtl_value(L, n->in[2]) : -1;
     mps_mtl_define(L, n->out[0], mps_mtl_normalize(L, x, mean, var, gamma, beta, n->p.norm.epsilon));
     if (n->n_out > 1)
@@ -796,6 +818,7 @@ static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
     [MPS_OP_GLOBAL_AVERAGE_POOL] = mps_mtl_lower_reduce,
     [MPS_OP_GLOBAL_MAX_POOL] = mps_mtl_lower_reduce,
     [MPS_OP_BATCH_NORM] = mps_mtl_lower_batch_norm,
+    [MPS_OP_INSTANCE_NORM] = mps_mtl_lower_instance_norm,
     [MPS_OP_LAYER_NORM] = mps_mtl_lower_layer_norm,
     [MPS_OP_SOFTMAX] = mps_mtl_lower_softmax,
     [MPS_OP_LOG_SOFTMAX] = mps_mtl_lower_softmax,

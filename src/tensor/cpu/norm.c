@@ -1,5 +1,5 @@
-/* norm.c: BatchNormalization (inference), LayerNormalization, Softmax and
-   LogSoftmax. Sums are taken in double: these kernels are the reference the
+/* norm.c: BatchNormalization (inference), InstanceNormalization,
+   LayerNormalization, Softmax and LogSoftmax. Sums are taken in double: these kernels are the reference the
    GPU backends are compared with. */
 #include <math.h>
 
@@ -40,6 +40,38 @@ enum mps_status mps_cpu_batch_norm(const struct mps_cpu_args *a, struct mps_erro
     struct mps_norm_job q = {.a = a, .channels = s->dim[1], .plane = mps_norm_prod(s, 2, s->ndim)};
     (void)err;
     mps_pool_for(a->pool, s->dim[0] * s->dim[1], 2 * q.plane, mps_batch_norm_planes, &q);
+    return MPS_OK;
+}
+
+/* InstanceNormalization: each (n, c) plane by its own mean and population variance (two passes). */
+static void mps_instance_norm_planes(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_norm_job *q = ctx;
+    const struct mps_tensor *in = q->a->in;
+    const float *scale = in[1].data, *bias = in[2].data;
+    double eps = q->a->node->p.norm.epsilon;
+    for (int64_t p = begin; p < end; p++) {
+        const float *x = (const float *)in[0].data + p * q->plane;
+        float *y = (float *)q->a->out[0].data + p * q->plane;
+        double sum = 0, sq = 0;
+        for (int64_t i = 0; i < q->plane; i++)
+            sum += x[i];
+        double mean = sum / (double)q->plane;
+        for (int64_t i = 0; i < q->plane; i++)
+            sq += (x[i] - mean) * (x[i] - mean);
+        int64_t c = p % q->channels;
+        double k = scale[c] / sqrt(sq / (double)q->plane + eps), b = bias[c];
+        for (int64_t i = 0; i < q->plane; i++) /* in double: x - mean cancels when the plane sits far from 0 */
+            y[i] = (float)((x[i] - mean) * k + b);
+    }
+}
+
+enum mps_status mps_cpu_instance_norm(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_shape *s = &a->in[0].shape;
+    struct mps_norm_job q = {.a = a, .channels = s->dim[1], .plane = mps_norm_prod(s, 2, s->ndim)};
+    (void)err;
+    mps_pool_for(a->pool, s->dim[0] * s->dim[1], 4 * q.plane, mps_instance_norm_planes, &q);
     return MPS_OK;
 }
 
