@@ -134,6 +134,14 @@ static enum mps_status mps_map_act(struct mps_onnx_ctx *c, struct mps_onnx_node 
     return st;
 }
 
+static enum mps_status mps_map_shrink(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                      struct mps_error *err)
+{
+    (void)c;
+    enum mps_status st = mps_attr_float(n, "lambd", 0.5f, &p->act.alpha, err);
+    return st ? st : mps_attr_float(n, "bias", 0.0f, &p->act.beta, err);
+}
+
 static enum mps_status mps_map_clip(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                     struct mps_error *err)
 {
@@ -787,6 +795,10 @@ static const struct mps_onnx_rule mps_onnx_rules[] = {
     {"Reciprocal", MPS_OP_RECIPROCAL, "", NULL},
     {"Floor", MPS_OP_FLOOR, "", NULL},
     {"Ceil", MPS_OP_CEIL, "", NULL},
+    {"Sign", MPS_OP_SIGN, "", NULL},
+    {"Round", MPS_OP_ROUND, "", NULL},
+    {"ThresholdedRelu", MPS_OP_THRESHOLDED_RELU, "alpha", mps_map_act},
+    {"Shrink", MPS_OP_SHRINK, "lambd bias", mps_map_shrink},
     {"Clip", MPS_OP_CLIP, "min max", mps_map_clip},
     {"Identity", MPS_OP_IDENTITY, "", NULL},
     {"Dropout", MPS_OP_DROPOUT, "ratio seed is_test", mps_map_dropout},

@@ -75,6 +75,12 @@ void mps_op_params_default(enum mps_op op, union mps_op_params *p)
         p->act.alpha = 1.67326319217681884765625f;
         p->act.beta = 1.05070102214813232421875f;
         break;
+    case MPS_OP_THRESHOLDED_RELU:
+        p->act.alpha = 1.0f;
+        break;
+    case MPS_OP_SHRINK:
+        p->act.alpha = 0.5f;
+        break;
     case MPS_OP_HARD_SIGMOID:
         p->act.alpha = 0.2f;
         p->act.beta = 0.5f;

@@ -273,6 +273,7 @@ static bool th_sim_step(const struct mps_mtl_step *s, struct ref_tensor *t, cons
         [MPS_MTL_NEG] = MPS_OP_NEG,           [MPS_MTL_RECIPROCAL] = MPS_OP_RECIPROCAL,
         [MPS_MTL_FLOOR] = MPS_OP_FLOOR,       [MPS_MTL_CEIL] = MPS_OP_CEIL,
         [MPS_MTL_ERF] = MPS_OP_ERF,           [MPS_MTL_NOT] = MPS_OP_NOT,
+        [MPS_MTL_SIGN] = MPS_OP_SIGN,         [MPS_MTL_RINT] = MPS_OP_ROUND,
     };
     static const enum mps_op binary[MPS_MTL_BINARY_COUNT] = {
         [MPS_MTL_ADD] = MPS_OP_ADD, [MPS_MTL_SUB] = MPS_OP_SUB, [MPS_MTL_MUL] = MPS_OP_MUL, [MPS_MTL_DIV] = MPS_OP_DIV,

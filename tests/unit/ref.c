@@ -358,6 +358,13 @@ static double ref_unary1(enum mps_op op, const struct mps_act_params *p, double 
     case MPS_OP_RECIPROCAL: return 1 / x;
     case MPS_OP_FLOOR: return floor(x);
     case MPS_OP_CEIL: return ceil(x);
+    case MPS_OP_SIGN: return x > 0 ? 1 : x < 0 ? -1 : x;
+    case MPS_OP_ROUND: { /* the spec: halves to the even neighbour */
+        double f = floor(x), d = x - f;
+        return d < 0.5 ? f : d > 0.5 ? f + 1 : fmod(f, 2) == 0 ? f : f + 1;
+    }
+    case MPS_OP_THRESHOLDED_RELU: return x > p->alpha ? x : 0;
+    case MPS_OP_SHRINK: return x < -p->alpha ? x + p->beta : x > p->alpha ? x - p->beta : 0;
     default: return x;
     }
 }

@@ -166,6 +166,10 @@ __device__ static inline float mps_cu_act(int op, float v, float alpha, float be
     case MPS_OP_FLOOR: return floorf(v);
     case MPS_OP_CEIL: return ceilf(v);
     case MPS_OP_CLIP: return v != v ? v : v < alpha ? alpha : v > beta ? beta : v;
+    case MPS_OP_SIGN: return v > 0 ? 1.0f : v < 0 ? -1.0f : v;
+    case MPS_OP_ROUND: return rintf(v);
+    case MPS_OP_THRESHOLDED_RELU: return v > alpha ? v : 0.0f;
+    case MPS_OP_SHRINK: return v < -alpha ? v + beta : v > alpha ? v - beta : 0.0f;
     default: return v;
     }
 }

@@ -110,6 +110,8 @@ static MPSGraphTensor *mps_mtl_unary_op(MPSGraph *g, int fn, MPSGraphTensor *x)
     case MPS_MTL_CEIL: return [g ceilWithTensor:x name:nil];
     case MPS_MTL_ERF: return [g erfWithTensor:x name:nil];
     case MPS_MTL_NOT: return [g notWithTensor:x name:nil];
+    case MPS_MTL_SIGN: return [g signWithTensor:x name:nil];
+    case MPS_MTL_RINT: return [g rintWithTensor:x name:nil];
     default: return nil;
     }
 }

@@ -413,7 +413,7 @@ const char *mps_mtl_kind_name(enum mps_mtl_kind k)
 const char *mps_mtl_unary_name(int fn)
 {
     static const char *const names[MPS_MTL_UNARY_COUNT] = {
-        "identity", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "abs", "neg", "reciprocal", "floor", "ceil", "erf", "not",
+        "identity", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "abs", "neg", "reciprocal", "floor", "ceil", "erf", "not", "sign", "rint",
     };
     return fn >= 0 && fn < MPS_MTL_UNARY_COUNT ? names[fn] : "?";
 }

@@ -73,6 +73,8 @@ enum mps_mtl_unary {
     MPS_MTL_CEIL,
     MPS_MTL_ERF,
     MPS_MTL_NOT, /* of bool */
+    MPS_MTL_SIGN,
+    MPS_MTL_RINT, /* halves to even */
     MPS_MTL_UNARY_COUNT
 };
 

@@ -71,6 +71,19 @@ static int mps_mtl_activation(struct mps_mtl_lowerer *L, enum mps_op op, const s
     case MPS_OP_RECIPROCAL: return mps_mtl_unary(L, MPS_MTL_RECIPROCAL, x);
     case MPS_OP_FLOOR: return mps_mtl_unary(L, MPS_MTL_FLOOR, x);
     case MPS_OP_CEIL: return mps_mtl_unary(L, MPS_MTL_CEIL, x);
+    case MPS_OP_SIGN: return mps_mtl_unary(L, MPS_MTL_SIGN, x);
+    case MPS_OP_ROUND: return mps_mtl_unary(L, MPS_MTL_RINT, x);
+    case MPS_OP_THRESHOLDED_RELU: {
+        int keep = mps_mtl_binary_scalar(L, MPS_MTL_GREATER, x, alpha);
+        return mps_mtl_select(L, keep, x, mps_mtl_scalar(L, 0.0, mps_mtl_dtype(L, x)));
+    }
+    case MPS_OP_SHRINK: { /* x < -lambd: x + bias; x > lambd: x - bias; else 0 */
+        int low = mps_mtl_binary_scalar(L, MPS_MTL_LESS, x, -alpha);
+        int high = mps_mtl_binary_scalar(L, MPS_MTL_GREATER, x, alpha);
+        int zero = mps_mtl_scalar(L, 0.0, mps_mtl_dtype(L, x));
+        int upper = mps_mtl_select(L, high, mps_mtl_binary_scalar(L, MPS_MTL_SUB, x, beta), zero);
+        return mps_mtl_select(L, low, mps_mtl_binary_scalar(L, MPS_MTL_ADD, x, beta), upper);
+    }
     /* operands are built one statement at a time: C leaves argument order
        open, and the program (and its dump) must not depend on the compiler */
     case MPS_OP_LEAKY_RELU: {
@@ -842,6 +855,10 @@ static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
     [MPS_OP_RECIPROCAL] = mps_mtl_lower_activation,
     [MPS_OP_FLOOR] = mps_mtl_lower_activation,
     [MPS_OP_CEIL] = mps_mtl_lower_activation,
+    [MPS_OP_SIGN] = mps_mtl_lower_activation,
+    [MPS_OP_ROUND] = mps_mtl_lower_activation,
+    [MPS_OP_THRESHOLDED_RELU] = mps_mtl_lower_activation,
+    [MPS_OP_SHRINK] = mps_mtl_lower_activation,
     [MPS_OP_CLIP] = mps_mtl_lower_activation,
     [MPS_OP_IDENTITY] = mps_mtl_lower_alias,
     [MPS_OP_DROPOUT] = mps_mtl_lower_alias,

@@ -60,6 +60,10 @@ static void mps_unary_chunk(void *ctx, int64_t begin, int64_t end)
     case MPS_OP_FLOOR: MPS_MAP(floorf(v));
     case MPS_OP_CEIL: MPS_MAP(ceilf(v));
     case MPS_OP_CLIP: MPS_MAP(v != v ? v : v < alpha ? alpha : v > beta ? beta : v);
+    case MPS_OP_SIGN: MPS_MAP(v > 0 ? 1.0f : v < 0 ? -1.0f : v); /* 0, -0 and NaN as they are */
+    case MPS_OP_ROUND: MPS_MAP(rintf(v)); /* halves to even, in the default rounding mode */
+    case MPS_OP_THRESHOLDED_RELU: MPS_MAP(v > alpha ? v : 0.0f);
+    case MPS_OP_SHRINK: MPS_MAP(v < -alpha ? v + beta : v > alpha ? v - beta : 0.0f);
     default: break;
     }
 #undef MPS_MAP

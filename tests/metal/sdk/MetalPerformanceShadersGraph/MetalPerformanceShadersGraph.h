@@ -146,6 +146,8 @@ typedef void (^MPSGraphExecutableCompletionHandler)(NSArray<MPSGraphTensorData *
 - (MPSGraphTensor *)tanhWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
 - (MPSGraphTensor *)erfWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
 - (MPSGraphTensor *)notWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)signWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)rintWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
 - (MPSGraphTensor *)additionWithPrimaryTensor:(MPSGraphTensor *)primaryTensor
                               secondaryTensor:(MPSGraphTensor *)secondaryTensor
                                          name:(NSString *_Nullable)name;
