@@ -14,8 +14,10 @@
                   -recommendedMaxWorkingSetSize (10.12), -currentAllocatedSize (10.13),
                   -hasUnifiedMemory (10.15), MTLCommandBuffer -GPUStartTime/-GPUEndTime (10.15)
      MPS          MPSSupportsMTLDevice, MPSMatrixDescriptor, MPSMatrix, MPSMatrixMultiplication (10.13)
-     MPSGraph     11.0: MPSGraph, placeholders, constants, arithmetic, select, matmul,
-                  convolution2D, convolutionTranspose2D, pooling 2D, reductions, mean/variance,
+     MPSGraph     11.0: MPSGraph, placeholders, constants, arithmetic (sign, rint, comparisons,
+                  equal/notEqual, logical not/AND/OR/XOR), select, matmul,
+                  convolution2D, convolutionTranspose2D, pooling 2D, reductions (sum, max, min,
+                  product), mean/variance,
                   normalization, softMax, reshape, transpose (2 dims), slice, concat, pad,
                   gather, MPSGraphTensorData -initWithMTLBuffer:shape:dataType:
                   12.0: castTensor, broadcastTensor, reverseTensor, pooling ceilMode and

@@ -538,6 +538,43 @@ static void mps_mtl_lower_reduce(struct mps_mtl_lowerer *L, const struct mps_nod
     mps_mtl_define_as(L, n->out[0], y);
 }
 
+/* ArgMax and ArgMin from steps whose results MPSGraph documents (its own
+   argMax leaves ties and NaNs unsaid): the extremum along the axis, the
+   positions equal to it (or, in a lane holding a NaN, its NaNs: a NaN beats
+   every number), then the smallest such position from an int32 iota (the
+   largest with select_last_index); int64 out. */
+static void mps_mtl_lower_arg(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    const struct mps_arg_params *p = &n->p.arg;
+    const struct mps_shape *xs = mps_mtl_vshape(L, n->in[0]);
+    int axis = (int)p->axis, x = mps_mtl_value(L, n->in[0]);
+    int64_t len = xs->dim[axis];
+    uint32_t ax = 1u << axis;
+    struct mps_shape is = {xs->ndim, {0}};
+    for (int i = 0; i < xs->ndim; i++)
+        is.dim[i] = i == axis ? len : 1;
+    int32_t *iota = mps_mtl_alloc(L, sizeof(int32_t) * (size_t)len);
+    struct mps_mtl_step *st;
+    int pos = iota ? mps_mtl_emit(L, MPS_MTL_CONSTANT, 0, MPS_I32, &is, NULL, 0, &st) : -1;
+    if (pos < 0 || x < 0) {
+        mps_mtl_define(L, n->out[0], -1);
+        return;
+    }
+    for (int64_t i = 0; i < len; i++)
+        iota[i] = (int32_t)i;
+    st->p.constant.data = iota;
+    st->p.constant.bytes = sizeof(int32_t) * (size_t)len;
+    int nan = mps_mtl_binary(L, MPS_MTL_NOT_EQUAL, x, x);
+    int any = mps_mtl_binary_scalar(L, MPS_MTL_GREATER,
+                                    mps_mtl_reduce(L, MPS_MTL_REDUCE_MAX, mps_mtl_cast(L, nan, MPS_I32), ax), 0.0);
+    int ext = mps_mtl_reduce(L, n->op == MPS_OP_ARG_MAX ? MPS_MTL_REDUCE_MAX : MPS_MTL_REDUCE_MIN, x, ax);
+    int hit = mps_mtl_select(L, any, nan, mps_mtl_binary(L, MPS_MTL_EQUAL, x, ext));
+    int cand = mps_mtl_select(L, hit, pos, mps_mtl_scalar(L, p->last ? -1.0 : (double)len, MPS_I32));
+    int idx = mps_mtl_reduce(L, p->last ? MPS_MTL_REDUCE_MAX : MPS_MTL_REDUCE_MIN, cand, ax);
+    int y = mps_mtl_reshape(L, mps_mtl_cast(L, idx, MPS_I64), mps_mtl_vshape(L, n->out[0]));
+    mps_mtl_define_as(L, n->out[0], y);
+}
+
 static void mps_mtl_lower_transpose(struct mps_mtl_lowerer *L, const struct mps_node *n)
 {
     int x = mps_mtl_value(L, n->in[0]);
@@ -885,6 +922,8 @@ static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
     [MPS_OP_MIN] = mps_mtl_lower_binary,
     [MPS_OP_SUM] = mps_mtl_lower_binary,
     [MPS_OP_MEAN] = mps_mtl_lower_binary,
+    [MPS_OP_ARG_MAX] = mps_mtl_lower_arg,
+    [MPS_OP_ARG_MIN] = mps_mtl_lower_arg,
     [MPS_OP_REDUCE_MEAN] = mps_mtl_lower_reduce,
     [MPS_OP_REDUCE_SUM] = mps_mtl_lower_reduce,
     [MPS_OP_REDUCE_MAX] = mps_mtl_lower_reduce,
