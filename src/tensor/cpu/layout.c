@@ -193,27 +193,60 @@ static int64_t mps_pad_source(enum mps_pad_mode mode, int64_t o, int64_t b, int6
     return i < 0 ? -i : 2 * (d - 1) - i;
 }
 
+struct mps_pad_job {
+    const struct mps_tensor *x;
+    struct mps_tensor *y;
+    const struct mps_pad_params *p;
+    size_t elem;
+    unsigned char fill[8];
+};
+
+/* Output rows [begin, end) (all dims but the last): the source row from the
+   outer dims' rule, then the row's inside as one copy and its edges one
+   element at a time. */
+static void mps_pad_rows(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_pad_job *q = ctx;
+    const struct mps_tensor *x = q->x;
+    const struct mps_pad_params *p = q->p;
+    int nd = q->y->shape.ndim, last = nd - 1;
+    int64_t w = q->y->shape.dim[last], d = x->shape.dim[last], b = p->pads[last], xs = x->stride[last];
+    int64_t lo = b > 0 ? b : 0, hi = b + d < w ? b + d : w; /* outputs [lo, hi) read x directly */
+    size_t elem = q->elem;
+    for (int64_t r = begin; r < end; r++) {
+        int64_t src = 0, rem = r;
+        for (int k = last - 1; k >= 0 && src >= 0; k--) {
+            int64_t i = mps_pad_source(p->mode, rem % q->y->shape.dim[k], p->pads[k], x->shape.dim[k]);
+            rem /= q->y->shape.dim[k];
+            src = i < 0 ? -1 : src + i * x->stride[k];
+        }
+        unsigned char *out = (unsigned char *)q->y->data + (size_t)(r * w) * elem;
+        const unsigned char *in = (const unsigned char *)x->data;
+        for (int64_t o = 0; o < w; o++) {
+            if (o == lo && src >= 0 && xs == 1 && hi > lo) { /* the inside, contiguous */
+                memcpy(out + (size_t)o * elem, in + (size_t)(src + o - b) * elem, (size_t)(hi - lo) * elem);
+                o = hi - 1;
+                continue;
+            }
+            int64_t i = src < 0 ? -1 : mps_pad_source(p->mode, o, b, d);
+            memcpy(out + (size_t)o * elem, i < 0 ? q->fill : in + (size_t)(src + i * xs) * elem, elem);
+        }
+    }
+}
+
 enum mps_status mps_cpu_pad(const struct mps_cpu_args *a, struct mps_error *err)
 {
-    const struct mps_tensor *x = &a->in[0];
     struct mps_tensor *y = &a->out[0];
-    const struct mps_pad_params *p = &a->node->p.pad;
-    int nd = y->shape.ndim;
-    int64_t n = mps_shape_numel(&y->shape), idx[MPS_MAX_DIMS] = {0};
-    size_t elem = mps_dtype_size(y->dtype);
-    unsigned char fill[8];
-    mps_cpu_store(fill, y->dtype, 0, p->value);
+    struct mps_pad_job q = {.x = &a->in[0], .y = y, .p = &a->node->p.pad, .elem = mps_dtype_size(y->dtype)};
+    mps_cpu_store(q.fill, y->dtype, 0, q.p->value);
     (void)err;
-    for (int64_t o = 0; o < n; o++) {
-        int64_t src = 0;
-        for (int d = 0; d < nd && src >= 0; d++) {
-            int64_t i = mps_pad_source(p->mode, idx[d], p->pads[d], x->shape.dim[d]);
-            src = i < 0 ? -1 : src + i * x->stride[d];
-        }
-        memcpy((unsigned char *)y->data + o * (int64_t)elem,
-               src < 0 ? fill : (const unsigned char *)x->data + src * (int64_t)elem, elem);
-        for (int d = nd - 1; d >= 0 && ++idx[d] == y->shape.dim[d]; d--)
-            idx[d] = 0;
+    int64_t n = mps_shape_numel(&y->shape), w = y->shape.ndim ? y->shape.dim[y->shape.ndim - 1] : 1;
+    if (n == 0)
+        return MPS_OK;
+    if (y->shape.ndim == 0) { /* a scalar: nothing to pad */
+        memcpy(y->data, a->in[0].data, q.elem);
+        return MPS_OK;
     }
+    mps_pool_for(a->pool, n / w, w, mps_pad_rows, &q);
     return MPS_OK;
 }
