@@ -272,6 +272,10 @@ static const struct th_case th_cases[] = {
     {"InstanceNormalization 4-D", MPS_OP_INSTANCE_NORM, IN(F(2, 3, 5, 7), F(3), F(3)), OUT(S(2, 3, 5, 7))},
     {"InstanceNormalization 3-D, offset values, eps 1e-2", MPS_OP_INSTANCE_NORM, P(norm, .epsilon = 1e-2f),
      IN(FR(100, 101, 1, 4, 9), F(4), F(4)), OUT(S(1, 4, 9))},
+    /* planes of several 4096-element chunks (cuda merges the chunks' statistics), one far from 0 */
+    {"InstanceNormalization, planes of 5250", MPS_OP_INSTANCE_NORM, IN(F(1, 2, 70, 75), F(2), F(2)), OUT(S(1, 2, 70, 75))},
+    {"InstanceNormalization, planes of 9000 at 100..101", MPS_OP_INSTANCE_NORM, IN(FR(100, 101, 1, 3, 90, 100), F(3), F(3)),
+     OUT(S(1, 3, 90, 100))},
     {"InstanceNormalization 5-D", MPS_OP_INSTANCE_NORM, IN(F(1, 2, 3, 4, 5), F(2), F(2)), OUT(S(1, 2, 3, 4, 5))},
     {"BatchNormalization 2-D eps 1e-3", MPS_OP_BATCH_NORM, P(norm, .epsilon = 1e-3f),
      IN(F(4, 3), F(3), F(3), F(3), FR(0.5, 2, 3)), OUT(S(4, 3))},

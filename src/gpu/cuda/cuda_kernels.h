@@ -138,9 +138,11 @@ int mps_cu_gemv_chain(const float *x, float *y, const struct mps_cu_chain *c, vo
 /* norm.cu */
 int mps_cu_batch_norm(const float *x, const float *scale, const float *bias, const float *mean, const float *var,
                       float eps, float *y, int64_t batch, int64_t channels, int64_t plane, void *stream);
-/* One block per (n, c) plane of planes planes: its mean and population variance in double. */
-int mps_cu_instance_norm(const float *x, const float *scale, const float *bias, float eps, float *y, int64_t planes,
-                         int64_t channels, int64_t plane, void *stream);
+/* InstanceNormalization of planes (n, c) planes: mean and population variance in double, by
+   chunks of MPS_CU_IN_CHUNK; stats: scratch of mps_cu_instance_norm_scratch bytes. */
+#define MPS_CU_IN_CHUNK 4096
+int mps_cu_instance_norm(const float *x, const float *scale, const float *bias, float eps, float *y, double *stats,
+                         int64_t planes, int64_t channels, int64_t plane, void *stream);
 int mps_cu_layer_norm(const float *x, const float *scale, const float *bias, float *y, float *mean, float *inv,
                       int64_t rows, int64_t row, const struct mps_cu_walk *sw, const struct mps_cu_walk *bw, float eps,
                       void *stream);

@@ -212,9 +212,14 @@ static bool mps_cuda_pointwise(const struct mps_cu_window *w)
 /* Depthwise convolutions run as one direct kernel. (Small ones with more
    input channels per group did too, for a launch less: slower on the H100,
    one thread per output summing 144+ products: mnist_cnn's second conv 23 us.) */
-static bool mps_cuda_direct(const struct mps_cu_window *w, int64_t c, int64_t grp)
+/* The direct kernel (one output a thread) takes depthwise layers, and layers
+   of few output channels a group whose outputs are cheap enough: there
+   cuBLAS would get an M of 16 or less and im2col a buffer taps times the
+   input (a style-transfer net's 9x9 conv to 3 channels: 0.44 ms that way). */
+static bool mps_cuda_direct(const struct mps_cu_window *w, int64_t c, int64_t m, int64_t grp)
 {
-    return c / grp == 1 && !mps_cuda_pointwise(w);
+    int64_t taps = w->k[0] * w->k[1] * w->k[2];
+    return !mps_cuda_pointwise(w) && (c / grp == 1 || (m / grp <= 16 && c / grp * taps <= 1024));
 }
 
 /* 3x3 stride-1 convolutions run as Winograd F(2x2, 3x3) where the CPU's rule
@@ -266,7 +271,7 @@ static bool mps_cuda_pool_fuses(const struct mps_graph *g, int k)
             pw.out[j] != pw.in[j] / 2)
             return false;
     struct mps_cuda_conv q = mps_cuda_conv_of(g, n);
-    return mps_winograd_applies(g, n) || mps_cuda_direct(&q.w, q.c, q.grp);
+    return mps_winograd_applies(g, n) || mps_cuda_direct(&q.w, q.c, q.m, q.grp);
 }
 
 void mps_cuda_fuse(struct mps_cuda_state *s)
@@ -282,8 +287,21 @@ void mps_cuda_fuse(struct mps_cuda_state *s)
     }
 }
 
+static int64_t mps_cuda_prod(const struct mps_shape *s, int from, int to)
+{
+    int64_t p = 1;
+    for (int i = from; i < to; i++)
+        p *= s->dim[i];
+    return p;
+}
+
 size_t mps_cuda_scratch(const struct mps_graph *g, const struct mps_node *n)
 {
+    if (n->op == MPS_OP_INSTANCE_NORM) { /* each chunk's mean and M2 */
+        const struct mps_shape *x = &g->values[n->in[0]].shape;
+        int64_t plane = mps_cuda_prod(x, 2, x->ndim), chunks = (plane + MPS_CU_IN_CHUNK - 1) / MPS_CU_IN_CHUNK;
+        return (size_t)(2 * x->dim[0] * x->dim[1] * chunks) * sizeof(double);
+    }
     if (mps_winograd_applies(g, n)) {
         struct mps_cu_wino q = mps_cuda_wino(g, n);
         return (size_t)(16 * (q.c + q.m) * q.n * q.th * q.tw) * sizeof(float);
@@ -293,7 +311,7 @@ size_t mps_cuda_scratch(const struct mps_graph *g, const struct mps_node *n)
     struct mps_cuda_conv q = mps_cuda_conv_of(g, n);
     if (n->op == MPS_OP_CONV_TRANSPOSE)
         return (size_t)(q.mg * q.taps * q.in_plane) * sizeof(float);
-    if (mps_cuda_pointwise(&q.w) || mps_cuda_direct(&q.w, q.c, q.grp))
+    if (mps_cuda_pointwise(&q.w) || mps_cuda_direct(&q.w, q.c, q.m, q.grp))
         return 0;
     int64_t cols = q.batch * q.plane; /* col, then (batch > 1) the GEMM's output */
     return (size_t)(q.cg * q.taps * cols + (q.batch > 1 ? q.m * cols : 0)) * sizeof(float);
@@ -325,7 +343,7 @@ static enum mps_status mps_cuda_conv(struct mps_cuda_state *s, const struct mps_
                                         s->stream));
         return MPS_OK;
     }
-    if (mps_cuda_direct(&w, c, grp)) {
+    if (mps_cuda_direct(&w, c, m, grp)) {
         MPS_CU_CHECK(mps_cu_conv_direct(xd, wd, bias, yd, batch, c, m, grp, &w, act_op, act->p.alpha, act->p.beta,
                                         pool, s->stream));
         return MPS_OK;
@@ -399,14 +417,6 @@ static enum mps_status mps_cuda_pool(struct mps_cuda_state *s, const struct mps_
     return MPS_OK;
 }
 
-static int64_t mps_cuda_prod(const struct mps_shape *s, int from, int to)
-{
-    int64_t p = 1;
-    for (int i = from; i < to; i++)
-        p *= s->dim[i];
-    return p;
-}
-
 static enum mps_status mps_cuda_norm(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
 {
     const struct mps_graph *g = s->g;
@@ -417,7 +427,8 @@ static enum mps_status mps_cuda_norm(struct mps_cuda_state *s, const struct mps_
                                        MPS_OUT(0), x->dim[0], x->dim[1], mps_cuda_prod(x, 2, x->ndim), s->stream));
     } else if (n->op == MPS_OP_INSTANCE_NORM) {
         MPS_CU_CHECK(mps_cu_instance_norm(MPS_IN(0), MPS_IN(1), MPS_IN(2), n->p.norm.epsilon, MPS_OUT(0),
-                                          x->dim[0] * x->dim[1], x->dim[1], mps_cuda_prod(x, 2, x->ndim), s->stream));
+                                          s->scratch, x->dim[0] * x->dim[1], x->dim[1], mps_cuda_prod(x, 2, x->ndim),
+                                          s->stream));
     } else if (n->op == MPS_OP_LAYER_NORM) {
         struct mps_shape tail = {x->ndim - axis, {0}};
         memcpy(tail.dim, x->dim + axis, sizeof(int64_t) * (size_t)tail.ndim);

@@ -43,33 +43,64 @@ __device__ static double mps_cu_block_sum(double v, double *red)
     return sum;
 }
 
-/* One block per plane (the grid's y and x cover the planes): the threads take strided elements. */
-__global__ static void mps_cu_in_k(const float *x, const float *scale, const float *bias, float eps, float *y,
-                                   int64_t planes, int64_t channels, int64_t plane)
+/* InstanceNormalization in two launches over (chunk, plane) blocks of
+   MPS_CU_IN_CHUNK elements, so that a few large planes still fill the GPU:
+   each block takes its chunk's count, mean and sum of squared deviations
+   (two passes, in double) into stats; then each block merges its plane's
+   chunks by Chan's rule and normalizes its chunk, in double. */
+__global__ static void mps_cu_in_stats_k(const float *x, double *stats, int64_t planes, int64_t plane, int64_t chunks)
 {
     __shared__ double red[MPS_CU_THREADS];
     mps_cu_wait();
-    for (int64_t p = blockIdx.x; p < planes; p += gridDim.x) {
+    for (int64_t p = blockIdx.y; p < planes; p += gridDim.y) {
+        int64_t lo = (int64_t)blockIdx.x * MPS_CU_IN_CHUNK, hi = lo + MPS_CU_IN_CHUNK < plane ? lo + MPS_CU_IN_CHUNK : plane;
         const float *xp = x + p * plane;
         double sum = 0, sq = 0;
-        for (int64_t i = threadIdx.x; i < plane; i += blockDim.x)
+        for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x)
             sum += xp[i];
-        double mean = mps_cu_block_sum(sum, red) / (double)plane;
-        for (int64_t i = threadIdx.x; i < plane; i += blockDim.x)
+        double mean = mps_cu_block_sum(sum, red) / (double)(hi - lo);
+        for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x)
             sq += (xp[i] - mean) * (xp[i] - mean);
-        double k = scale[p % channels] / sqrt(mps_cu_block_sum(sq, red) / (double)plane + eps), b = bias[p % channels];
-        for (int64_t i = threadIdx.x; i < plane; i += blockDim.x)
-            y[p * plane + i] = (float)((xp[i] - mean) * k + b);
+        double m2 = mps_cu_block_sum(sq, red);
+        if (threadIdx.x == 0) {
+            stats[2 * (p * chunks + blockIdx.x)] = mean;
+            stats[2 * (p * chunks + blockIdx.x) + 1] = m2;
+        }
+    }
+}
+
+__global__ static void mps_cu_in_apply_k(const float *x, const double *stats, const float *scale, const float *bias,
+                                         float eps, float *y, int64_t planes, int64_t channels, int64_t plane,
+                                         int64_t chunks)
+{
+    mps_cu_wait();
+    for (int64_t p = blockIdx.y; p < planes; p += gridDim.y) {
+        double n = 0, mean = 0, m2 = 0; /* Chan et al.: merge (count, mean, M2) chunk by chunk */
+        for (int64_t k = 0; k < chunks; k++) {
+            double nb = (double)((k + 1) * MPS_CU_IN_CHUNK < plane ? MPS_CU_IN_CHUNK : plane - k * MPS_CU_IN_CHUNK);
+            double mb = stats[2 * (p * chunks + k)], delta = mb - mean, total = n + nb;
+            mean += delta * nb / total;
+            m2 += stats[2 * (p * chunks + k) + 1] + delta * delta * n * nb / total;
+            n = total;
+        }
+        double k = scale[p % channels] / sqrt(m2 / (double)plane + eps), b = bias[p % channels];
+        int64_t lo = (int64_t)blockIdx.x * MPS_CU_IN_CHUNK, hi = lo + MPS_CU_IN_CHUNK < plane ? lo + MPS_CU_IN_CHUNK : plane;
+        for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x)
+            y[p * plane + i] = (float)((x[p * plane + i] - mean) * k + b);
     }
 }
 
 extern "C" int mps_cu_instance_norm(const float *x, const float *scale, const float *bias, float eps, float *y,
-                                    int64_t planes, int64_t channels, int64_t plane, void *stream)
+                                    double *stats, int64_t planes, int64_t channels, int64_t plane, void *stream)
 {
-    if (planes <= 0)
+    if (planes <= 0 || plane <= 0)
         return 0;
-    unsigned grid = (unsigned)(planes < 65535 ? planes : 65535);
-    return mps_cu_launch(mps_cu_in_k, grid, MPS_CU_THREADS, stream, x, scale, bias, eps, y, planes, channels, plane);
+    int64_t chunks = (plane + MPS_CU_IN_CHUNK - 1) / MPS_CU_IN_CHUNK;
+    dim3 grid((unsigned)chunks, (unsigned)(planes < 65535 ? planes : 65535));
+    int rc = mps_cu_launch(mps_cu_in_stats_k, grid, MPS_CU_THREADS, stream, x, stats, planes, plane, chunks);
+    return rc ? rc
+              : mps_cu_launch(mps_cu_in_apply_k, grid, MPS_CU_THREADS, stream, x, (const double *)stats, scale, bias,
+                              eps, y, planes, channels, plane, chunks);
 }
 
 /* Offset into a scale or bias broadcast over the normalized dims (walk dims, s0 strides). */
