@@ -384,13 +384,13 @@ static enum mps_status mps_map_layer_norm(struct mps_onnx_ctx *c, struct mps_onn
     return st;
 }
 
-/* Softmax and LogSoftmax. Before opset 13 they work on the input flattened to
+/* Softmax, LogSoftmax and Hardmax. Before opset 13 they work on the input flattened to
    2-D at axis (default 1): Flatten, then the op on the last axis, then Reshape
    back to the input's shape (a Shape node that the fold pass makes constant). */
 static enum mps_status mps_map_softmax(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                        struct mps_error *err)
 {
-    enum mps_op op = strcmp(n->np->op_type, "Softmax") == 0 ? MPS_OP_SOFTMAX : MPS_OP_LOG_SOFTMAX;
+    enum mps_op op = mps_op_from_name(n->np->op_type);
     enum mps_status st = mps_attr_int(n, "axis", c->opset >= 13 ? -1 : 1, &p->norm.axis, err);
     if (st || c->opset >= 13)
         return st;
@@ -775,6 +775,7 @@ static const struct mps_onnx_rule mps_onnx_rules[] = {
     {"InstanceNormalization", MPS_OP_INSTANCE_NORM, "epsilon", mps_map_instance_norm},
     {"Softmax", MPS_OP_SOFTMAX, "axis", mps_map_softmax},
     {"LogSoftmax", MPS_OP_LOG_SOFTMAX, "axis", mps_map_softmax},
+    {"Hardmax", MPS_OP_HARDMAX, "axis", mps_map_softmax},
     {"Relu", MPS_OP_RELU, "", NULL},
     {"LeakyRelu", MPS_OP_LEAKY_RELU, "alpha", mps_map_act},
     {"Elu", MPS_OP_ELU, "alpha", mps_map_act},

@@ -62,6 +62,7 @@ void mps_op_params_default(enum mps_op op, union mps_op_params *p)
     case MPS_OP_LAYER_NORM:
     case MPS_OP_SOFTMAX:
     case MPS_OP_LOG_SOFTMAX:
+    case MPS_OP_HARDMAX:
         p->norm.axis = -1;
         p->norm.epsilon = 1e-5f;
         break;

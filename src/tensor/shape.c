@@ -578,6 +578,7 @@ static const mps_shape_rule mps_shape_math_rules[MPS_OP_COUNT] = {
     [MPS_OP_LAYER_NORM] = mps_shape_layer_norm,
     [MPS_OP_SOFTMAX] = mps_shape_softmax,
     [MPS_OP_LOG_SOFTMAX] = mps_shape_softmax,
+    [MPS_OP_HARDMAX] = mps_shape_softmax,
     [MPS_OP_RELU] = mps_shape_unary,
     [MPS_OP_LEAKY_RELU] = mps_shape_unary,
     [MPS_OP_ELU] = mps_shape_unary,

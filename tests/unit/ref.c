@@ -859,6 +859,22 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     case MPS_OP_RESIZE: ref_resize(&p->resize, in, n_in, out); break;
     case MPS_OP_ARG_MAX:
     case MPS_OP_ARG_MIN: ref_arg(op, &p->arg, in, out); break;
+    case MPS_OP_HARDMAX: { /* 1 where ArgMax (keepdims) points */
+        struct mps_arg_params ap = {.axis = p->norm.axis, .keepdims = true};
+        struct mps_shape ks = in[0].shape;
+        int a = ref_axis(ap.axis, ks.ndim);
+        ks.dim[a] = 1;
+        struct ref_tensor best = {ks, calloc((size_t)ref_numel(&ks) + 1, sizeof(double)), true};
+        ref_arg(MPS_OP_ARG_MAX, &ap, in, &best);
+        for (int64_t o = 0; o < ny; o++) {
+            ref_unravel(&in[0].shape, o, idx);
+            int64_t at = idx[a];
+            idx[a] = 0;
+            out[0].d[o] = best.d[ref_ravel(&ks, idx)] == (double)at;
+        }
+        free(best.d);
+        break;
+    }
     case MPS_OP_DEPTH_TO_SPACE:
     case MPS_OP_SPACE_TO_DEPTH: ref_depth(op, &p->depth, in, out); break;
     default: /* the elementwise unary ops */

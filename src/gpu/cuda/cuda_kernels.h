@@ -55,9 +55,10 @@ int mps_cu_gather(const void *x, const void *idx, int idx64, void *y, int64_t ou
 /* mode: enum mps_pad_mode; pads[2*nd] begin then end; fill: elem bytes of the constant. */
 int mps_cu_pad(const void *x, void *y, int nd, const int64_t *xdim, const int64_t *ydim, const int64_t *pads, int mode,
                const void *fill, size_t elem, void *stream);
-/* ArgMax (max) or ArgMin along the middle of [outer, len, inner]; x f32, i64 or i32 (enum mps_dtype). */
-int mps_cu_arg(const void *x, int dtype, int64_t *y, int64_t outer, int64_t len, int64_t inner, int max, int last,
-               void *stream);
+/* ArgMax (max) or ArgMin along the middle of [outer, len, inner]; x f32, i64 or i32 (enum mps_dtype);
+   y int64 indices, or (hard: Hardmax) f32 of x's shape, 1 at ArgMax's index. */
+int mps_cu_arg(const void *x, int dtype, void *y, int64_t outer, int64_t len, int64_t inner, int max, int last,
+               int hard, void *stream);
 struct mps_resize_params;
 /* Resize of an f32 tensor (op.h, resize.h). */
 int mps_cu_resize(const float *x, float *y, int nd, const int64_t *xdim, const int64_t *ydim,

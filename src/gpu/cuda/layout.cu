@@ -176,8 +176,8 @@ __device__ static inline double mps_cu_load(const void *x, int dtype, int64_t i)
                               : (double)((const int32_t *)x)[i];
 }
 
-__global__ static void mps_cu_arg_k(const void *x, int dtype, int64_t *y, int64_t len, int64_t inner, int max, int last,
-                                    int64_t n)
+__global__ static void mps_cu_arg_k(const void *x, int dtype, void *y, int64_t len, int64_t inner, int max, int last,
+                                    int hard, int64_t n)
 {
     mps_cu_wait();
     MPS_CU_FOR(o, n)
@@ -193,13 +193,17 @@ __global__ static void mps_cu_arg_k(const void *x, int dtype, int64_t *y, int64_
             if (beats)
                 best = k, bv = v;
         }
-        y[o] = best;
+        if (hard)
+            for (int64_t k = 0; k < len; k++)
+                ((float *)y)[base + k * inner] = k == best ? 1.0f : 0.0f;
+        else
+            ((int64_t *)y)[o] = best;
     }
 }
 
-extern "C" int mps_cu_arg(const void *x, int dtype, int64_t *y, int64_t outer, int64_t len, int64_t inner, int max,
-                          int last, void *stream)
+extern "C" int mps_cu_arg(const void *x, int dtype, void *y, int64_t outer, int64_t len, int64_t inner, int max,
+                          int last, int hard, void *stream)
 {
     int64_t n = outer * inner;
-    MPS_CU_LAUNCH(mps_cu_arg_k, n, stream, x, dtype, y, len, inner, max, last, n);
+    MPS_CU_LAUNCH(mps_cu_arg_k, n, stream, x, dtype, y, len, inner, max, last, hard, n);
 }

@@ -650,14 +650,15 @@ static enum mps_status mps_cuda_arg(struct mps_cuda_state *s, const struct mps_n
 {
     const struct mps_graph *g = s->g;
     const struct mps_value *x = MPS_INV(0);
-    int64_t axis = n->p.arg.axis, outer = 1, inner = 1;
+    bool hard = n->op == MPS_OP_HARDMAX;
+    int64_t axis = hard ? n->p.norm.axis : n->p.arg.axis, outer = 1, inner = 1;
     for (int d = 0; d < x->shape.ndim; d++)
         if (d < axis)
             outer *= x->shape.dim[d];
         else if (d > axis)
             inner *= x->shape.dim[d];
     MPS_CU_CHECK(mps_cu_arg(MPS_IN(0), (int)x->dtype, MPS_OUT(0), outer, x->shape.dim[axis], inner,
-                            n->op == MPS_OP_ARG_MAX, n->p.arg.last, s->stream));
+                            n->op != MPS_OP_ARG_MIN, !hard && n->p.arg.last, hard, s->stream));
     return MPS_OK;
 }
 
@@ -743,7 +744,8 @@ mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
     case MPS_OP_DEPTH_TO_SPACE:
     case MPS_OP_SPACE_TO_DEPTH: return mps_cuda_depth;
     case MPS_OP_ARG_MAX:
-    case MPS_OP_ARG_MIN: return mps_cuda_arg;
+    case MPS_OP_ARG_MIN:
+    case MPS_OP_HARDMAX: return mps_cuda_arg;
     default: return mps_cuda_unary;
     }
 }

@@ -542,12 +542,13 @@ static void mps_mtl_lower_reduce(struct mps_mtl_lowerer *L, const struct mps_nod
    argMax leaves ties and NaNs unsaid): the extremum along the axis, the
    positions equal to it (or, in a lane holding a NaN, its NaNs: a NaN beats
    every number), then the smallest such position from an int32 iota (the
-   largest with select_last_index); int64 out. */
-static void mps_mtl_lower_arg(struct mps_mtl_lowerer *L, const struct mps_node *n)
+   largest with select_last_index). Returns the int32 index, the axis kept
+   as 1; *pos: the iota. */
+static int mps_mtl_arg_index(struct mps_mtl_lowerer *L, int x, int axis, bool max, bool last, int *pos)
 {
-    const struct mps_arg_params *p = &n->p.arg;
-    const struct mps_shape *xs = mps_mtl_vshape(L, n->in[0]);
-    int axis = (int)p->axis, x = mps_mtl_value(L, n->in[0]);
+    if (x < 0)
+        return -1;
+    const struct mps_shape *xs = mps_mtl_shape(L, x);
     int64_t len = xs->dim[axis];
     uint32_t ax = 1u << axis;
     struct mps_shape is = {xs->ndim, {0}};
@@ -555,11 +556,9 @@ static void mps_mtl_lower_arg(struct mps_mtl_lowerer *L, const struct mps_node *
         is.dim[i] = i == axis ? len : 1;
     int32_t *iota = mps_mtl_alloc(L, sizeof(int32_t) * (size_t)len);
     struct mps_mtl_step *st;
-    int pos = iota ? mps_mtl_emit(L, MPS_MTL_CONSTANT, 0, MPS_I32, &is, NULL, 0, &st) : -1;
-    if (pos < 0 || x < 0) {
-        mps_mtl_define(L, n->out[0], -1);
-        return;
-    }
+    *pos = iota ? mps_mtl_emit(L, MPS_MTL_CONSTANT, 0, MPS_I32, &is, NULL, 0, &st) : -1;
+    if (*pos < 0)
+        return -1;
     for (int64_t i = 0; i < len; i++)
         iota[i] = (int32_t)i;
     st->p.constant.data = iota;
@@ -567,11 +566,24 @@ static void mps_mtl_lower_arg(struct mps_mtl_lowerer *L, const struct mps_node *
     int nan = mps_mtl_binary(L, MPS_MTL_NOT_EQUAL, x, x);
     int any = mps_mtl_binary_scalar(L, MPS_MTL_GREATER,
                                     mps_mtl_reduce(L, MPS_MTL_REDUCE_MAX, mps_mtl_cast(L, nan, MPS_I32), ax), 0.0);
-    int ext = mps_mtl_reduce(L, n->op == MPS_OP_ARG_MAX ? MPS_MTL_REDUCE_MAX : MPS_MTL_REDUCE_MIN, x, ax);
+    int ext = mps_mtl_reduce(L, max ? MPS_MTL_REDUCE_MAX : MPS_MTL_REDUCE_MIN, x, ax);
     int hit = mps_mtl_select(L, any, nan, mps_mtl_binary(L, MPS_MTL_EQUAL, x, ext));
-    int cand = mps_mtl_select(L, hit, pos, mps_mtl_scalar(L, p->last ? -1.0 : (double)len, MPS_I32));
-    int idx = mps_mtl_reduce(L, p->last ? MPS_MTL_REDUCE_MAX : MPS_MTL_REDUCE_MIN, cand, ax);
-    int y = mps_mtl_reshape(L, mps_mtl_cast(L, idx, MPS_I64), mps_mtl_vshape(L, n->out[0]));
+    int cand = mps_mtl_select(L, hit, *pos, mps_mtl_scalar(L, last ? -1.0 : (double)len, MPS_I32));
+    return mps_mtl_reduce(L, last ? MPS_MTL_REDUCE_MAX : MPS_MTL_REDUCE_MIN, cand, ax);
+}
+
+/* ArgMax, ArgMin: the index as int64; Hardmax: 1 where the iota is ArgMax's index. */
+static void mps_mtl_lower_arg(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    int x = mps_mtl_value(L, n->in[0]), pos, y;
+    if (n->op == MPS_OP_HARDMAX) {
+        int idx = mps_mtl_arg_index(L, x, (int)n->p.norm.axis, true, false, &pos);
+        y = mps_mtl_cast(L, mps_mtl_binary(L, MPS_MTL_EQUAL, pos, idx), mps_mtl_dtype(L, x));
+    } else {
+        const struct mps_arg_params *p = &n->p.arg;
+        int idx = mps_mtl_arg_index(L, x, (int)p->axis, n->op == MPS_OP_ARG_MAX, p->last, &pos);
+        y = mps_mtl_reshape(L, mps_mtl_cast(L, idx, MPS_I64), mps_mtl_vshape(L, n->out[0]));
+    }
     mps_mtl_define_as(L, n->out[0], y);
 }
 
@@ -924,6 +936,7 @@ static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
     [MPS_OP_MEAN] = mps_mtl_lower_binary,
     [MPS_OP_ARG_MAX] = mps_mtl_lower_arg,
     [MPS_OP_ARG_MIN] = mps_mtl_lower_arg,
+    [MPS_OP_HARDMAX] = mps_mtl_lower_arg,
     [MPS_OP_REDUCE_MEAN] = mps_mtl_lower_reduce,
     [MPS_OP_REDUCE_SUM] = mps_mtl_lower_reduce,
     [MPS_OP_REDUCE_MAX] = mps_mtl_lower_reduce,

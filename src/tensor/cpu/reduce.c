@@ -73,18 +73,21 @@ static bool mps_arg_beats(double v, double best, bool max, bool last)
     return max ? (v > best || (last && v == best)) : (v < best || (last && v == best));
 }
 
+/* ArgMax, ArgMin; Hardmax: 1 at ArgMax's index along the axis, 0 elsewhere. */
 enum mps_status mps_cpu_arg(const struct mps_cpu_args *a, struct mps_error *err)
 {
     const struct mps_tensor *x = &a->in[0];
-    const struct mps_arg_params *p = &a->node->p.arg;
-    int64_t len = x->shape.dim[p->axis], outer = 1, inner = 1;
+    bool hard = a->node->op == MPS_OP_HARDMAX, max = a->node->op != MPS_OP_ARG_MIN;
+    int64_t axis = hard ? a->node->p.norm.axis : a->node->p.arg.axis;
+    bool last = !hard && a->node->p.arg.last;
+    int64_t len = x->shape.dim[axis], outer = 1, inner = 1;
     for (int d = 0; d < x->shape.ndim; d++)
-        if (d < p->axis)
+        if (d < axis)
             outer *= x->shape.dim[d];
-        else if (d > p->axis)
+        else if (d > axis)
             inner *= x->shape.dim[d];
-    bool max = a->node->op == MPS_OP_ARG_MAX;
     int64_t *y = a->out[0].data;
+    float *h = a->out[0].data;
     (void)err;
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
@@ -92,10 +95,14 @@ enum mps_status mps_cpu_arg(const struct mps_cpu_args *a, struct mps_error *err)
             double bv = mps_cpu_load(x->data, x->dtype, base);
             for (int64_t k = 1; k < len; k++) {
                 double v = mps_cpu_load(x->data, x->dtype, base + k * inner);
-                if (mps_arg_beats(v, bv, max, p->last))
+                if (mps_arg_beats(v, bv, max, last))
                     best = k, bv = v;
             }
-            y[o * inner + i] = best;
+            if (hard)
+                for (int64_t k = 0; k < len; k++)
+                    h[base + k * inner] = k == best ? 1.0f : 0.0f;
+            else
+                y[o * inner + i] = best;
         }
     return MPS_OK;
 }
