@@ -717,6 +717,29 @@ static enum mps_status mps_map_resize(struct mps_onnx_ctx *c, struct mps_onnx_no
     return MPS_OK;
 }
 
+static enum mps_status mps_map_trilu(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                     struct mps_error *err)
+{
+    int64_t upper;
+    (void)c;
+    enum mps_status st = mps_attr_int(n, "upper", 1, &upper, err);
+    p->trilu.upper = upper != 0;
+    return st;
+}
+
+static enum mps_status mps_map_cumsum(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                      struct mps_error *err)
+{
+    int64_t exclusive, reverse;
+    (void)c;
+    enum mps_status st = mps_attr_int(n, "exclusive", 0, &exclusive, err);
+    if (!st)
+        st = mps_attr_int(n, "reverse", 0, &reverse, err);
+    p->cumsum.exclusive = exclusive != 0;
+    p->cumsum.reverse = reverse != 0;
+    return st;
+}
+
 static enum mps_status mps_map_depth(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                      struct mps_error *err)
 {
@@ -857,6 +880,8 @@ static const struct mps_onnx_rule mps_onnx_rules[] = {
      mps_map_resize},
     {"Upsample", MPS_OP_RESIZE, "mode scales", mps_map_resize},
     {"DepthToSpace", MPS_OP_DEPTH_TO_SPACE, "blocksize mode", mps_map_depth},
+    {"Trilu", MPS_OP_TRILU, "upper", mps_map_trilu},
+    {"CumSum", MPS_OP_CUM_SUM, "exclusive reverse", mps_map_cumsum},
     {"ArgMax", MPS_OP_ARG_MAX, "axis keepdims select_last_index", mps_map_arg},
     {"ArgMin", MPS_OP_ARG_MIN, "axis keepdims select_last_index", mps_map_arg},
     {"SpaceToDepth", MPS_OP_SPACE_TO_DEPTH, "blocksize", mps_map_depth},

@@ -109,6 +109,9 @@ void mps_op_params_default(enum mps_op op, union mps_op_params *p)
     case MPS_OP_ARG_MIN:
         p->arg.keepdims = true;
         break;
+    case MPS_OP_TRILU:
+        p->trilu.upper = true;
+        break;
     case MPS_OP_IS_INF:
         p->isinf.negative = p->isinf.positive = true;
         break;

@@ -207,6 +207,21 @@ struct mps_depth_params {
     bool crd; /* DepthToSpace: channels as (C, blocks), not (blocks, C) */
 };
 
+/* Trilu: keeps the upper (column - row >= k) or the lower (column - row <= k)
+   triangle of each matrix (the last two dims), zeros the rest; k resolved
+   from the optional input. */
+struct mps_trilu_params {
+    bool upper;
+    int64_t k;
+};
+
+/* CumSum along axis (resolved from its input, >= 0): exclusive leaves each
+   element out of its own sum; reverse sums from the end of the axis. */
+struct mps_cumsum_params {
+    int64_t axis;
+    bool exclusive, reverse;
+};
+
 /* IsInf: which infinities count. */
 struct mps_isinf_params {
     bool negative, positive;
@@ -237,6 +252,8 @@ union mps_op_params {
     struct mps_depth_params depth;
     struct mps_arg_params arg;
     struct mps_isinf_params isinf;
+    struct mps_trilu_params trilu;
+    struct mps_cumsum_params cumsum;
 };
 
 /* Fills p with the ONNX defaults of op (everything else zero). */

@@ -468,6 +468,44 @@ static enum mps_status mps_shape_depth(struct mps_graph *g, struct mps_node *n, 
     return MPS_OK;
 }
 
+/* Trilu: matrices in the last two dims, any dtype; k a constant. */
+static enum mps_status mps_shape_trilu(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    if (x->shape.ndim < 2)
+        return mps_shape_fail(n, err, "the input must have rank 2 or more, not %d", x->shape.ndim);
+    double k = 0;
+    enum mps_status st = mps_shape_in(g, n, 1) ? mps_shape_const_scalar(g, n, 1, &k, err) : MPS_OK;
+    if (st)
+        return st;
+    if (fabs(k) > 4e18)
+        return mps_shape_fail(n, err, "k %g is out of range", k);
+    n->p.trilu.k = (int64_t)k;
+    mps_shape_set(g, n, 0, x->dtype, &x->shape);
+    return MPS_OK;
+}
+
+/* CumSum: f32, i64 or i32; the axis a constant. */
+static enum mps_status mps_shape_cumsum(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    enum mps_status st = mps_shape_need_dtype(g, n, 0, MPS_DT_FLOAT | MPS_DT_INT, err);
+    double axis;
+    if (!st)
+        st = mps_shape_need_dtype(g, n, 1, MPS_DT_INT, err);
+    if (!st)
+        st = mps_shape_const_scalar(g, n, 1, &axis, err);
+    if (st)
+        return st;
+    if (x->shape.ndim < 1)
+        return mps_shape_fail(n, err, "the input must have rank 1 or more");
+    n->p.cumsum.axis = (int64_t)axis;
+    if ((st = mps_shape_resolve_axis(n, &n->p.cumsum.axis, x->shape.ndim, err)))
+        return st;
+    mps_shape_set(g, n, 0, x->dtype, &x->shape);
+    return MPS_OK;
+}
+
 const mps_shape_rule mps_shape_layout_rules[MPS_OP_COUNT] = {
     [MPS_OP_RESHAPE] = mps_shape_reshape,
     [MPS_OP_FLATTEN] = mps_shape_flatten,
@@ -485,5 +523,7 @@ const mps_shape_rule mps_shape_layout_rules[MPS_OP_COUNT] = {
     [MPS_OP_PAD] = mps_shape_pad,
     [MPS_OP_RESIZE] = mps_shape_resize,
     [MPS_OP_DEPTH_TO_SPACE] = mps_shape_depth,
+    [MPS_OP_TRILU] = mps_shape_trilu,
+    [MPS_OP_CUM_SUM] = mps_shape_cumsum,
     [MPS_OP_SPACE_TO_DEPTH] = mps_shape_depth,
 };

@@ -378,6 +378,15 @@ static bool th_sim_step(const struct mps_mtl_step *s, struct ref_tensor *t, cons
         memcpy(y->d, a[0].d, sizeof(double) * (size_t)ny);
         return true;
     case MPS_MTL_SLICE: return th_sim_slice(s, &a[0], y, why, size);
+    case MPS_MTL_CUMSUM: { /* exclusive: the first is 0; reverse: from the end of the axis */
+        mps_op_params_default(MPS_OP_CUM_SUM, &p);
+        p.cumsum.exclusive = s->p.cumsum.exclusive;
+        p.cumsum.reverse = s->p.cumsum.reverse;
+        double axis = s->p.cumsum.axis;
+        struct ref_tensor ops[2] = {a[0], {{1, {1}}, &axis, true}};
+        ref_op(MPS_OP_CUM_SUM, &p, ops, 2, y, 1);
+        return th_sim_shape_is(&a[0].shape, &s->shape, "cumulativeSum", why, size);
+    }
     case MPS_MTL_REVERSE:
         th_sim_reverse(s->p.axes, &a[0], y);
         return th_sim_shape_is(&a[0].shape, &s->shape, "reverse", why, size);

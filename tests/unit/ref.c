@@ -859,6 +859,32 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     case MPS_OP_RESIZE: ref_resize(&p->resize, in, n_in, out); break;
     case MPS_OP_ARG_MAX:
     case MPS_OP_ARG_MIN: ref_arg(op, &p->arg, in, out); break;
+    case MPS_OP_TRILU: { /* k from the input, as the spec has it */
+        int64_t k = n_in > 1 && in[1].d ? (int64_t)in[1].d[0] : 0, nd = in[0].shape.ndim;
+        for (int64_t o = 0; o < ny; o++) {
+            ref_unravel(&in[0].shape, o, idx);
+            int64_t diag = idx[nd - 1] - idx[nd - 2];
+            out[0].d[o] = (p->trilu.upper ? diag >= k : diag <= k) ? in[0].d[o] : 0;
+        }
+        break;
+    }
+    case MPS_OP_CUM_SUM: { /* each output: the sum of its lane's elements before it (after it, reversed) */
+        int a = ref_axis((int64_t)in[1].d[0], in[0].shape.ndim);
+        for (int64_t o = 0; o < ny; o++) {
+            ref_unravel(&in[0].shape, o, idx);
+            int64_t at = idx[a];
+            double sum = 0;
+            for (int64_t k = 0; k < in[0].shape.dim[a]; k++) {
+                bool before = p->cumsum.reverse ? k > at : k < at;
+                if (before || (k == at && !p->cumsum.exclusive)) {
+                    idx[a] = k;
+                    sum += in[0].d[ref_ravel(&in[0].shape, idx)];
+                }
+            }
+            out[0].d[o] = sum;
+        }
+        break;
+    }
     case MPS_OP_HARDMAX: { /* 1 where ArgMax (keepdims) points */
         struct mps_arg_params ap = {.axis = p->norm.axis, .keepdims = true};
         struct mps_shape ks = in[0].shape;

@@ -55,6 +55,12 @@ int mps_cu_gather(const void *x, const void *idx, int idx64, void *y, int64_t ou
 /* mode: enum mps_pad_mode; pads[2*nd] begin then end; fill: elem bytes of the constant. */
 int mps_cu_pad(const void *x, void *y, int nd, const int64_t *xdim, const int64_t *ydim, const int64_t *pads, int mode,
                const void *fill, size_t elem, void *stream);
+/* Trilu of n elements ([mats, rows, cols]) of elem bytes. */
+int mps_cu_trilu(const void *x, void *y, int64_t n, int64_t rows, int64_t cols, int upper, int64_t k, size_t elem,
+                 void *stream);
+/* CumSum along the middle of [outer, len, inner]; dtype f32, i64 or i32. */
+int mps_cu_cumsum(const void *x, void *y, int dtype, int64_t outer, int64_t len, int64_t inner, int exclusive,
+                  int reverse, void *stream);
 /* ArgMax (max) or ArgMin along the middle of [outer, len, inner]; x f32, i64 or i32 (enum mps_dtype);
    y int64 indices, or (hard: Hardmax) f32 of x's shape, 1 at ArgMax's index. */
 int mps_cu_arg(const void *x, int dtype, void *y, int64_t outer, int64_t len, int64_t inner, int max, int last,

@@ -201,6 +201,70 @@ __global__ static void mps_cu_arg_k(const void *x, int dtype, void *y, int64_t l
     }
 }
 
+/* Trilu: element i of [mats, rows, cols] kept or zeroed, elements of type T (by size). */
+template <typename T>
+__global__ static void mps_cu_trilu_k(const T *x, T *y, int64_t rows, int64_t cols, int upper, int64_t k, int64_t n)
+{
+    mps_cu_wait();
+    MPS_CU_FOR(i, n)
+    {
+        int64_t diag = i % cols - i / cols % rows;
+        y[i] = (upper ? diag >= k : diag <= k) ? x[i] : T(0);
+    }
+}
+
+extern "C" int mps_cu_trilu(const void *x, void *y, int64_t n, int64_t rows, int64_t cols, int upper, int64_t k,
+                            size_t elem, void *stream)
+{
+    switch (elem) {
+    case 1: MPS_CU_LAUNCH(mps_cu_trilu_k<unsigned char>, n, stream, (const unsigned char *)x, (unsigned char *)y, rows,
+                          cols, upper, k, n);
+    case 2: MPS_CU_LAUNCH(mps_cu_trilu_k<unsigned short>, n, stream, (const unsigned short *)x, (unsigned short *)y,
+                          rows, cols, upper, k, n);
+    case 4: MPS_CU_LAUNCH(mps_cu_trilu_k<unsigned int>, n, stream, (const unsigned int *)x, (unsigned int *)y, rows,
+                          cols, upper, k, n);
+    default: MPS_CU_LAUNCH(mps_cu_trilu_k<unsigned long long>, n, stream, (const unsigned long long *)x,
+                           (unsigned long long *)y, rows, cols, upper, k, n);
+    }
+}
+
+/* CumSum: one thread a lane of [outer, len, inner]; f32 summed in double, integers wrapping. */
+__global__ static void mps_cu_cumsum_k(const void *x, void *y, int dtype, int64_t len, int64_t inner, int exclusive,
+                                       int reverse, int64_t n)
+{
+    mps_cu_wait();
+    MPS_CU_FOR(o, n)
+    {
+        int64_t base = o / inner * len * inner + o % inner;
+        double acc = 0;
+        unsigned long long iacc = 0;
+        for (int64_t s = 0; s < len; s++) {
+            int64_t at = base + (reverse ? len - 1 - s : s) * inner;
+            if (dtype == MPS_F32) {
+                float v = ((const float *)x)[at];
+                ((float *)y)[at] = (float)(exclusive ? acc : acc + v);
+                acc += v;
+            } else {
+                unsigned long long v = dtype == MPS_I64 ? (unsigned long long)((const long long *)x)[at]
+                                                        : (unsigned long long)(long long)((const int *)x)[at];
+                unsigned long long r = exclusive ? iacc : iacc + v;
+                if (dtype == MPS_I64)
+                    ((long long *)y)[at] = (long long)r;
+                else
+                    ((int *)y)[at] = (int)(unsigned)r;
+                iacc += v;
+            }
+        }
+    }
+}
+
+extern "C" int mps_cu_cumsum(const void *x, void *y, int dtype, int64_t outer, int64_t len, int64_t inner,
+                             int exclusive, int reverse, void *stream)
+{
+    int64_t n = outer * inner;
+    MPS_CU_LAUNCH(mps_cu_cumsum_k, n, stream, x, y, dtype, len, inner, exclusive, reverse, n);
+}
+
 extern "C" int mps_cu_arg(const void *x, int dtype, void *y, int64_t outer, int64_t len, int64_t inner, int max,
                           int last, int hard, void *stream)
 {

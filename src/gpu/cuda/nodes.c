@@ -662,6 +662,28 @@ static enum mps_status mps_cuda_arg(struct mps_cuda_state *s, const struct mps_n
     return MPS_OK;
 }
 
+static enum mps_status mps_cuda_trilu(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    const struct mps_value *y = MPS_OUTV(0);
+    int r = y->shape.ndim;
+    MPS_CU_CHECK(mps_cu_trilu(MPS_IN(0), MPS_OUT(0), mps_shape_numel(&y->shape), y->shape.dim[r - 2],
+                              y->shape.dim[r - 1], n->p.trilu.upper, n->p.trilu.k, mps_dtype_size(y->dtype),
+                              s->stream));
+    return MPS_OK;
+}
+
+static enum mps_status mps_cuda_cumsum(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    const struct mps_value *x = MPS_INV(0);
+    int64_t axis = n->p.cumsum.axis;
+    MPS_CU_CHECK(mps_cu_cumsum(MPS_IN(0), MPS_OUT(0), (int)x->dtype, mps_cuda_prod(&x->shape, 0, (int)axis),
+                               x->shape.dim[axis], mps_cuda_prod(&x->shape, (int)axis + 1, x->shape.ndim),
+                               n->p.cumsum.exclusive, n->p.cumsum.reverse, s->stream));
+    return MPS_OK;
+}
+
 /* DepthToSpace, SpaceToDepth: the six-dim transpose they are (graph.h). */
 static enum mps_status mps_cuda_depth(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
 {
@@ -746,6 +768,8 @@ mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
     case MPS_OP_ARG_MAX:
     case MPS_OP_ARG_MIN:
     case MPS_OP_HARDMAX: return mps_cuda_arg;
+    case MPS_OP_TRILU: return mps_cuda_trilu;
+    case MPS_OP_CUM_SUM: return mps_cuda_cumsum;
     default: return mps_cuda_unary;
     }
 }

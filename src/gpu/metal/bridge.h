@@ -25,7 +25,7 @@
                   -runWithMTLCommandQueue:inputsArray:resultsArray:executionDescriptor:,
                   MPSGraphExecutableExecutionDescriptor
                   12.2: maxPooling2DReturnIndices, returnIndicesMode GlobalFlatten4D
-                  13.0: transposeTensor:permutation:name: */
+                  13.0: transposeTensor:permutation:name:, cumulativeSumWithTensor:axis:exclusive:reverse:name: */
 #ifndef MPS_METAL_BRIDGE_H
 #define MPS_METAL_BRIDGE_H
 

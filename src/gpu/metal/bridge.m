@@ -274,6 +274,12 @@ static MPSGraphTensor *mps_mtl_transcribe(MPSGraph *g, const struct mps_mtl_step
                       strides:mps_mtl_numbers(s->p.slice.stride, s->shape.ndim)
                          name:nil];
     case MPS_MTL_REVERSE: return [g reverseTensor:a axes:mps_mtl_axes(s->p.axes) name:nil];
+    case MPS_MTL_CUMSUM:
+        return [g cumulativeSumWithTensor:a
+                                     axis:s->p.cumsum.axis
+                                exclusive:s->p.cumsum.exclusive
+                                  reverse:s->p.cumsum.reverse
+                                     name:nil];
     case MPS_MTL_CONCAT: return [g concatTensors:(NSArray<MPSGraphTensor *> *)operands dimension:s->p.ax.axis name:nil];
     case MPS_MTL_BROADCAST: return [g broadcastTensor:a toShape:shape name:nil];
     case MPS_MTL_PAD:

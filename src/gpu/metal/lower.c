@@ -405,7 +405,7 @@ const char *mps_mtl_kind_name(enum mps_mtl_kind k)
         "select",           "cast",      "matmul",  "transpose2", "conv2d",
         "conv_transpose2d", "pool2d",    "reduce",  "variance",   "normalize",
         "softmax",          "reshape",   "permute", "slice",      "reverse",
-        "concat",           "broadcast", "pad",     "gather",
+        "concat",           "broadcast", "pad",     "gather",     "cumsum",
     };
     return k < MPS_MTL_KIND_COUNT ? names[k] : "?";
 }
@@ -478,6 +478,10 @@ static void mps_mtl_dump_step(FILE *f, const struct mps_mtl_step *s)
     case MPS_MTL_VARIANCE:
     case MPS_MTL_REVERSE: mps_mtl_dump_axes(f, s->p.axes); break;
     case MPS_MTL_NORMALIZE: fprintf(f, " epsilon %g", (double)s->p.epsilon); break;
+    case MPS_MTL_CUMSUM:
+        fprintf(f, " axis %d%s%s", s->p.cumsum.axis, s->p.cumsum.exclusive ? " exclusive" : "",
+                s->p.cumsum.reverse ? " reverse" : "");
+        break;
     case MPS_MTL_SOFTMAX:
     case MPS_MTL_CONCAT:
     case MPS_MTL_GATHER: fprintf(f, " axis %d", s->p.ax.axis); break;

@@ -55,6 +55,7 @@ enum mps_mtl_kind {
     MPS_MTL_BROADCAST,        /* broadcastTensor:toShape: (to the step's shape) */
     MPS_MTL_PAD,              /* padTensor:withPaddingMode:leftPadding:rightPadding:constantValue: (p.pad) */
     MPS_MTL_GATHER,           /* gatherWithUpdatesTensor:indicesTensor:axis:batchDimensions:0 (in: data, indices) */
+    MPS_MTL_CUMSUM,           /* cumulativeSumWithTensor:axis:exclusive:reverse: (p.cumsum; macOS 13) */
     MPS_MTL_KIND_COUNT
 };
 
@@ -164,6 +165,10 @@ struct mps_mtl_step {
         float epsilon;            /* NORMALIZE */
         int perm[MPS_MAX_DIMS];   /* PERMUTE */
         uint32_t axes;            /* REDUCE, VARIANCE, REVERSE: bit i = axis i */
+        struct {
+            int axis;
+            bool exclusive, reverse;
+        } cumsum;
         struct mps_mtl_conv conv; /* CONV2D, CONV_TRANSPOSE2D (output shape: the step's shape) */
         struct mps_mtl_slice slice;
         struct mps_mtl_pad pad;

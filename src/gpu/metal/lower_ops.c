@@ -572,6 +572,41 @@ static int mps_mtl_arg_index(struct mps_mtl_lowerer *L, int x, int axis, bool ma
     return mps_mtl_reduce(L, last ? MPS_MTL_REDUCE_MAX : MPS_MTL_REDUCE_MIN, cand, ax);
 }
 
+/* Trilu: a select by a constant bool mask of one matrix (broadcast over the others). */
+static void mps_mtl_lower_trilu(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    const struct mps_shape *xs = mps_mtl_vshape(L, n->in[0]);
+    int64_t rows = xs->dim[xs->ndim - 2], cols = xs->dim[xs->ndim - 1];
+    int x = mps_mtl_value(L, n->in[0]);
+    uint8_t *keep = mps_mtl_alloc(L, (size_t)(rows * cols));
+    struct mps_shape ms = {2, {rows, cols}};
+    struct mps_mtl_step *st;
+    int mask = keep && x >= 0 ? mps_mtl_emit(L, MPS_MTL_CONSTANT, 0, MPS_BOOL, &ms, NULL, 0, &st) : -1;
+    if (mask < 0) {
+        mps_mtl_define(L, n->out[0], -1);
+        return;
+    }
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            keep[i * cols + j] = n->p.trilu.upper ? j - i >= n->p.trilu.k : j - i <= n->p.trilu.k;
+    st->p.constant.data = keep;
+    st->p.constant.bytes = (size_t)(rows * cols);
+    mps_mtl_define_as(L, n->out[0], mps_mtl_select(L, mask, x, mps_mtl_scalar(L, 0.0, mps_mtl_dtype(L, x))));
+}
+
+static void mps_mtl_lower_cumsum(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    int x = mps_mtl_value(L, n->in[0]);
+    struct mps_mtl_step *st;
+    int y = x < 0 ? -1 : mps_mtl_emit(L, MPS_MTL_CUMSUM, 0, mps_mtl_dtype(L, x), mps_mtl_shape(L, x), &x, 1, &st);
+    if (y >= 0) {
+        st->p.cumsum.axis = (int)n->p.cumsum.axis;
+        st->p.cumsum.exclusive = n->p.cumsum.exclusive;
+        st->p.cumsum.reverse = n->p.cumsum.reverse;
+    }
+    mps_mtl_define_as(L, n->out[0], y);
+}
+
 /* ArgMax, ArgMin: the index as int64; Hardmax: 1 where the iota is ArgMax's index. */
 static void mps_mtl_lower_arg(struct mps_mtl_lowerer *L, const struct mps_node *n)
 {
@@ -937,6 +972,8 @@ static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
     [MPS_OP_ARG_MAX] = mps_mtl_lower_arg,
     [MPS_OP_ARG_MIN] = mps_mtl_lower_arg,
     [MPS_OP_HARDMAX] = mps_mtl_lower_arg,
+    [MPS_OP_TRILU] = mps_mtl_lower_trilu,
+    [MPS_OP_CUM_SUM] = mps_mtl_lower_cumsum,
     [MPS_OP_REDUCE_MEAN] = mps_mtl_lower_reduce,
     [MPS_OP_REDUCE_SUM] = mps_mtl_lower_reduce,
     [MPS_OP_REDUCE_MAX] = mps_mtl_lower_reduce,

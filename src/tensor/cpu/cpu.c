@@ -120,6 +120,8 @@ static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
     [MPS_OP_PAD] = mps_cpu_pad,
     [MPS_OP_RESIZE] = mps_cpu_resize,
     [MPS_OP_DEPTH_TO_SPACE] = mps_cpu_depth,
+    [MPS_OP_TRILU] = mps_cpu_trilu,
+    [MPS_OP_CUM_SUM] = mps_cpu_cumsum,
     [MPS_OP_SPACE_TO_DEPTH] = mps_cpu_depth,
 };
 

@@ -250,3 +250,27 @@ enum mps_status mps_cpu_pad(const struct mps_cpu_args *a, struct mps_error *err)
     mps_pool_for(a->pool, n / w, w, mps_pad_rows, &q);
     return MPS_OK;
 }
+
+enum mps_status mps_cpu_trilu(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_trilu_params *p = &a->node->p.trilu;
+    const struct mps_shape *s = &a->out[0].shape;
+    int64_t rows = s->dim[s->ndim - 2], cols = s->dim[s->ndim - 1], n = mps_shape_numel(s);
+    int64_t mats = n ? n / (rows * cols) : 0;
+    size_t elem = mps_dtype_size(a->out[0].dtype);
+    const unsigned char *x = a->in[0].data;
+    unsigned char *y = a->out[0].data;
+    (void)err;
+    for (int64_t m = 0; m < mats; m++)
+        for (int64_t i = 0; i < rows; i++) {
+            size_t row = (size_t)((m * rows + i) * cols) * elem;
+            for (int64_t j = 0; j < cols; j++) {
+                bool keep = p->upper ? j - i >= p->k : j - i <= p->k;
+                if (keep)
+                    memcpy(y + row + (size_t)j * elem, x + row + (size_t)j * elem, elem);
+                else
+                    memset(y + row + (size_t)j * elem, 0, elem);
+            }
+        }
+    return MPS_OK;
+}

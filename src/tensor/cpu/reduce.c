@@ -106,3 +106,40 @@ enum mps_status mps_cpu_arg(const struct mps_cpu_args *a, struct mps_error *err)
         }
     return MPS_OK;
 }
+
+/* CumSum: each lane along the axis in order (or from its end), f32 summed in double, integers wrapping. */
+enum mps_status mps_cpu_cumsum(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_cumsum_params *p = &a->node->p.cumsum;
+    const struct mps_tensor *x = &a->in[0];
+    int64_t len = x->shape.dim[p->axis], outer = 1, inner = 1;
+    for (int d = 0; d < x->shape.ndim; d++)
+        if (d < p->axis)
+            outer *= x->shape.dim[d];
+        else if (d > p->axis)
+            inner *= x->shape.dim[d];
+    (void)err;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            double acc = 0;
+            uint64_t iacc = 0;
+            for (int64_t s = 0; s < len; s++) {
+                int64_t k = p->reverse ? len - 1 - s : s, at = (o * len + k) * inner + i;
+                if (x->dtype == MPS_F32) {
+                    float v = ((const float *)x->data)[at];
+                    ((float *)a->out[0].data)[at] = (float)(p->exclusive ? acc : acc + v);
+                    acc += v;
+                } else {
+                    uint64_t v = x->dtype == MPS_I64 ? (uint64_t)((const int64_t *)x->data)[at]
+                                                     : (uint64_t)(int64_t)((const int32_t *)x->data)[at];
+                    uint64_t r = p->exclusive ? iacc : iacc + v;
+                    if (x->dtype == MPS_I64)
+                        ((int64_t *)a->out[0].data)[at] = (int64_t)r;
+                    else
+                        ((int32_t *)a->out[0].data)[at] = (int32_t)(uint32_t)r;
+                    iacc += v;
+                }
+            }
+        }
+    return MPS_OK;
+}

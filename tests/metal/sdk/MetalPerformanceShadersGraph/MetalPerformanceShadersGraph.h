@@ -238,6 +238,11 @@ typedef void (^MPSGraphExecutableCompletionHandler)(NSArray<MPSGraphTensorData *
 - (MPSGraphTensor *)reductionMinimumWithTensor:(MPSGraphTensor *)tensor
                                           axes:(NSArray<NSNumber *> *_Nullable)axes
                                           name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)cumulativeSumWithTensor:(MPSGraphTensor *)tensor
+                                       axis:(NSInteger)axis
+                                  exclusive:(BOOL)exclusive
+                                    reverse:(BOOL)reverse
+                                       name:(NSString *_Nullable)name;
 - (MPSGraphTensor *)reductionProductWithTensor:(MPSGraphTensor *)tensor
                                           axes:(NSArray<NSNumber *> *)axes
                                           name:(NSString *_Nullable)name;
