@@ -223,6 +223,16 @@ static enum mps_status mps_map_binary(struct mps_onnx_ctx *c, struct mps_onnx_no
     return rank == b->shape.ndim ? MPS_OK : mps_map_align(c, n, 1, rank, err);
 }
 
+static enum mps_status mps_map_mod(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                   struct mps_error *err)
+{
+    int64_t f;
+    (void)c;
+    enum mps_status st = mps_attr_int(n, "fmod", 0, &f, err);
+    p->binary.fmod = f != 0;
+    return st;
+}
+
 static enum mps_status mps_map_isinf(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                      struct mps_error *err)
 {
@@ -837,6 +847,7 @@ static const struct mps_onnx_rule mps_onnx_rules[] = {
     {"Min", MPS_OP_MIN, "", NULL},
     {"Sum", MPS_OP_SUM, "", NULL},
     {"Mean", MPS_OP_MEAN, "", NULL},
+    {"Mod", MPS_OP_MOD, "fmod", mps_map_mod},
     {"Greater", MPS_OP_GREATER, "broadcast axis", mps_map_binary},
     {"Less", MPS_OP_LESS, "broadcast axis", mps_map_binary},
     {"Equal", MPS_OP_EQUAL, "broadcast axis", mps_map_binary},

@@ -66,6 +66,7 @@ struct mps_gemm_params {
 /* Add, Sub, Mul, Div: y = act(a op b). */
 struct mps_binary_params {
     struct mps_fused_act act;
+    bool fmod; /* Mod: the remainder's sign is the dividend's (mod.h) */
 };
 
 enum mps_auto_pad { MPS_AUTO_PAD_NOTSET, MPS_AUTO_PAD_SAME_UPPER, MPS_AUTO_PAD_SAME_LOWER, MPS_AUTO_PAD_VALID };

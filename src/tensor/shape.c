@@ -620,6 +620,7 @@ static const mps_shape_rule mps_shape_math_rules[MPS_OP_COUNT] = {
     [MPS_OP_IS_NAN] = mps_shape_logic,
     [MPS_OP_IS_INF] = mps_shape_logic,
     [MPS_OP_WHERE] = mps_shape_logic,
+    [MPS_OP_MOD] = mps_shape_broadcast_op,
     [MPS_OP_ADD] = mps_shape_broadcast_op,
     [MPS_OP_SUB] = mps_shape_broadcast_op,
     [MPS_OP_MUL] = mps_shape_broadcast_op,

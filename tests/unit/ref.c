@@ -369,7 +369,7 @@ static double ref_unary1(enum mps_op op, const struct mps_act_params *p, double 
     }
 }
 
-static double ref_binary1(enum mps_op op, double a, double b, bool integer)
+static double ref_binary1(enum mps_op op, double a, double b, bool integer, bool mod_fmod)
 {
     switch (op) {
     case MPS_OP_ADD:
@@ -382,6 +382,12 @@ static double ref_binary1(enum mps_op op, double a, double b, bool integer)
     case MPS_OP_MAX: return a > b ? a : b;
     case MPS_OP_MIN: return a < b ? a : b;
     case MPS_OP_PRELU: return a < 0 ? a * b : a;
+    case MPS_OP_MOD: { /* the spec: fmod's sign is the dividend's, else the divisor's; an integer by 0: 0 */
+        if (integer && (b == 0 || b == -1))
+            return 0;
+        double r = fmod(a, b);
+        return !mod_fmod && r != 0 && (r < 0) != (b < 0) ? r + b : r;
+    }
     default: return a;
     }
 }
@@ -414,7 +420,7 @@ static void ref_logic(enum mps_op op, const struct mps_isinf_params *inf, const 
 }
 
 static void ref_broadcast_op(enum mps_op op, const struct ref_tensor *in, int n_in, struct ref_tensor *out,
-                             bool integer)
+                             bool integer, bool mod_fmod)
 {
     const struct mps_shape *ys = &out[0].shape;
     int64_t idx[MPS_MAX_DIMS];
@@ -422,7 +428,7 @@ static void ref_broadcast_op(enum mps_op op, const struct ref_tensor *in, int n_
         ref_unravel(ys, o, idx);
         double acc = ref_bget(&in[0], idx, ys->ndim);
         for (int i = 1; i < n_in; i++)
-            acc = ref_binary1(op, acc, ref_bget(&in[i], idx, ys->ndim), integer);
+            acc = ref_binary1(op, acc, ref_bget(&in[i], idx, ys->ndim), integer, mod_fmod);
         out[0].d[o] = op == MPS_OP_MEAN ? acc / n_in : acc;
     }
 }
@@ -796,14 +802,15 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     case MPS_OP_SUB:
     case MPS_OP_MUL:
     case MPS_OP_DIV:
-        ref_broadcast_op(op, in, n_in, out, in[0].integer);
+        ref_broadcast_op(op, in, n_in, out, in[0].integer, false);
         ref_fused_act(&p->binary.act, &out[0]);
         break;
     case MPS_OP_POW:
     case MPS_OP_MAX:
     case MPS_OP_MIN:
     case MPS_OP_SUM:
-    case MPS_OP_MEAN: ref_broadcast_op(op, in, n_in, out, in[0].integer); break;
+    case MPS_OP_MEAN: ref_broadcast_op(op, in, n_in, out, in[0].integer, false); break;
+    case MPS_OP_MOD: ref_broadcast_op(op, in, n_in, out, in[0].integer, p->binary.fmod); break;
     case MPS_OP_GREATER:
     case MPS_OP_LESS:
     case MPS_OP_EQUAL:

@@ -364,6 +364,12 @@ static const struct th_case th_cases[] = {
     {"Mul i64 broadcast", MPS_OP_MUL, IN(IR(MPS_I64, -50, 50, 3, 1), IR(MPS_I64, -50, 50, 1, 4)), OUT(S(3, 4))},
     {"Div i64 truncates", MPS_OP_DIV, IN(IR(MPS_I64, -20, 20, 8), IR(MPS_I64, 1, 5, 8)), OUT(S(8))},
     {"Sub i32", MPS_OP_SUB, IN(IR(MPS_I32, -50, 50, 6), IR(MPS_I32, -50, 50, 6)), OUT(S(6))},
+    {"Mod f32 fmod", MPS_OP_MOD, P(binary, .fmod = true), IN(FR(-9, 9, 4, 5), FR(0.5, 3, 5)), OUT(S(4, 5))},
+    {"Mod f32, the divisor's sign", MPS_OP_MOD, P(binary, .fmod = false), IN(FR(-9, 9, 4, 5), FR(-3, 3, 4, 1)),
+     OUT(S(4, 5))},
+    {"Mod i64, the divisor's sign, by 0", MPS_OP_MOD, P(binary, .fmod = false),
+     IN(IR(MPS_I64, -20, 20, 6, 4), IR(MPS_I64, -4, 4, 4)), OUT(S(6, 4))},
+    {"Mod i32 fmod", MPS_OP_MOD, P(binary, .fmod = true), IN(IR(MPS_I32, -20, 20, 8), IR(MPS_I32, -5, 5, 8)), OUT(S(8))},
     {"PRelu channel slope", MPS_OP_PRELU, IN(F(2, 3, 4, 4), F(3, 1, 1)), OUT(S(2, 3, 4, 4))},
     {"PRelu scalar slope", MPS_OP_PRELU, IN(F(2, 5), F(1)), OUT(S(2, 5))},
     /* comparisons and logic: bool results, compared exactly */

@@ -34,6 +34,7 @@ int mps_cu_setup(void);
 int mps_cu_unary(int op, float alpha, float beta, const float *x, float *y, int64_t n, void *stream);
 /* y = act(a op b) over w (s0: a, s1: b, s2: y), dtype an enum mps_dtype (f32, i64, i32);
    act an activation op with its alpha, beta (f32 only), 0 for none. */
+/* op: enum mps_op; act, alpha, beta: a fused activation (Mod: alpha != 0 is its fmod flag). */
 int mps_cu_binary(int op, int dtype, const void *a, const void *b, void *y, const struct mps_cu_walk *w, int act,
                   float alpha, float beta, void *stream);
 int mps_cu_scale(float *y, float s, int64_t n, void *stream);

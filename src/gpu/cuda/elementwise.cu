@@ -7,6 +7,7 @@
 
 #include "common.cuh"
 #include "cuda_kernels.h"
+#include "mod.h"
 #include "op.h"
 
 
@@ -22,9 +23,11 @@ extern "C" int mps_cu_unary(int op, float alpha, float beta, const float *x, flo
 }
 
 /* Offsets of output element i in the three operands of walk w. */
-template <typename T> __device__ static T mps_cu_bin(int op, T u, T v)
+/* fmod: Mod's flag (mod.h). */
+template <typename T> __device__ static T mps_cu_bin(int op, T u, T v, bool fmod)
 {
     switch (op) {
+    case MPS_OP_MOD: return (T)mps_mod_int((int64_t)u, (int64_t)v, fmod);
     case MPS_OP_SUB: return u - v;
     case MPS_OP_MUL: return u * v;
     case MPS_OP_DIV: return v == T(0) ? T(0) : u / v; /* integers: no trap; floats never take this branch */
@@ -34,9 +37,10 @@ template <typename T> __device__ static T mps_cu_bin(int op, T u, T v)
     }
 }
 
-template <> __device__ float mps_cu_bin<float>(int op, float u, float v)
+template <> __device__ float mps_cu_bin<float>(int op, float u, float v, bool fmod)
 {
     switch (op) {
+    case MPS_OP_MOD: return (float)mps_mod_float(u, v, fmod);
     case MPS_OP_SUB: return u - v;
     case MPS_OP_MUL: return u * v;
     case MPS_OP_DIV: return u / v;
@@ -74,7 +78,8 @@ __global__ static void mps_cu_binary_k(mps_cu_bin_args f, const T *a, const T *b
     {
         I oa, ob, oy;
         mps_cu_offsets<I>(w, i, &oa, &ob, &oy);
-        y[oy] = mps_cu_bin_act<T>(f.act, mps_cu_bin<T>(f.op, a[oa], b[ob]), f.alpha, f.beta);
+        y[oy] = mps_cu_bin_act<T>(f.act, mps_cu_bin<T>(f.op, a[oa], b[ob], f.op == MPS_OP_MOD && f.alpha != 0), f.alpha,
+                                  f.beta);
     }
 }
 

@@ -492,8 +492,9 @@ static enum mps_status mps_cuda_binary(struct mps_cuda_state *s, const struct mp
         mps_shape_broadcast_strides(&va->shape, &y->shape, sa);
         mps_shape_broadcast_strides(&vb->shape, &y->shape, sb);
         struct mps_cu_walk w = mps_cuda_walk(&y->shape, sa, sb, sy);
+        float alpha = op == MPS_OP_MOD ? (float)n->p.binary.fmod : fused ? act->p.alpha : 0; /* Mod: fmod */
         MPS_CU_CHECK(mps_cu_binary(n->n_in == 1 ? MPS_OP_MAX : (int)op, (int)y->dtype, a, b, MPS_OUT(0), &w, fused,
-                                   fused ? act->p.alpha : 0, fused ? act->p.beta : 0, s->stream));
+                                   alpha, fused ? act->p.beta : 0, s->stream));
     }
     if (op == MPS_OP_MEAN)
         MPS_CU_CHECK(mps_cu_scale(MPS_OUT(0), 1.0f / (float)n->n_in, mps_shape_numel(&y->shape), s->stream));
@@ -730,7 +731,8 @@ mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
     case MPS_OP_MAX:
     case MPS_OP_MIN:
     case MPS_OP_SUM:
-    case MPS_OP_MEAN: return mps_cuda_binary;
+    case MPS_OP_MEAN:
+    case MPS_OP_MOD: return mps_cuda_binary;
     case MPS_OP_GREATER:
     case MPS_OP_LESS:
     case MPS_OP_EQUAL:

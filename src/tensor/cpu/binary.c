@@ -1,4 +1,4 @@
-/* binary.c: Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean and PRelu with numpy
+/* binary.c: Add, Sub, Mul, Div, Pow, Mod, Max, Min, Sum, Mean and PRelu with numpy
    broadcasting, for f32 and (except Pow, Mean, PRelu) i64 and i32. Variadic
    ops fold their inputs pairwise into the output. A fused activation (two
    f32 inputs) is applied to each thread's chunk of output once written. */
@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "mod.h"
 
 /* The output is walked in items of up to MPS_BINARY_SEG elements of a row (of
    the merged walk), so that a long flat row is still spread over the threads. */
@@ -14,6 +15,7 @@
 
 struct mps_binary_job {
     enum mps_op op;
+    bool fmod; /* Mod */
     enum mps_dtype dtype;
     const void *a, *b;
     void *y;
@@ -83,6 +85,9 @@ static void mps_binary_items(void *ctx, int64_t begin, int64_t end)
             else if (q->op == MPS_OP_POW)
                 for (int64_t i = 0; i < n; i++)
                     y[i] = powf(a[i * sa], b[i * sb]);
+            else if (q->op == MPS_OP_MOD)
+                for (int64_t i = 0; i < n; i++)
+                    y[i] = (float)mps_mod_float(a[i * sa], b[i * sb], q->fmod);
             else if (q->op == MPS_OP_PRELU)
                 for (int64_t i = 0; i < n; i++)
                     y[i] = a[i * sa] < 0 ? a[i * sa] * b[i * sb] : a[i * sa];
@@ -94,7 +99,8 @@ static void mps_binary_items(void *ctx, int64_t begin, int64_t end)
             for (int64_t i = 0; i < n; i++) { /* unsigned arithmetic: overflow wraps, never traps */
                 int64_t u = a[i * sa], v = b[i * sb];
                 uint64_t x = (uint64_t)u, w = (uint64_t)v;
-                y[i] = q->op == MPS_OP_DIV   ? mps_idiv(u, v)
+                y[i] = q->op == MPS_OP_MOD   ? mps_mod_int(u, v, q->fmod)
+                       : q->op == MPS_OP_DIV ? mps_idiv(u, v)
                        : q->op == MPS_OP_SUB ? (int64_t)(x - w)
                        : q->op == MPS_OP_MUL ? (int64_t)(x * w)
                        : q->op == MPS_OP_MAX ? (u > v ? u : v)
@@ -104,9 +110,10 @@ static void mps_binary_items(void *ctx, int64_t begin, int64_t end)
         } else {
             const int32_t *a = (const int32_t *)q->a + oa, *b = (const int32_t *)q->b + ob;
             int32_t *y = (int32_t *)q->y + oy;
-            if (q->op == MPS_OP_DIV)
+            if (q->op == MPS_OP_DIV || q->op == MPS_OP_MOD)
                 for (int64_t i = 0; i < n; i++)
-                    y[i] = (int32_t)mps_idiv(a[i * sa], b[i * sb]);
+                    y[i] = (int32_t)(q->op == MPS_OP_DIV ? mps_idiv(a[i * sa], b[i * sb])
+                                                         : mps_mod_int(a[i * sa], b[i * sb], q->fmod));
             else
                 for (int64_t i = 0; i < n; i++) {
                     int64_t u = a[i * sa], v = b[i * sb];
@@ -125,12 +132,12 @@ static void mps_binary_items(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-/* y = act(a op b), a and b broadcast to y's shape; act may be NULL. y may be
-   a itself (same shape). */
-static void mps_binary_apply(struct mps_pool *pool, enum mps_op op, const struct mps_tensor *a,
+/* y = act(a op b), a and b broadcast to y's shape; act may be NULL; fmod:
+   Mod's flag. y may be a itself (same shape). */
+static void mps_binary_apply(struct mps_pool *pool, enum mps_op op, bool fmod, const struct mps_tensor *a,
                              const struct mps_tensor *b, struct mps_tensor *y, const struct mps_fused_act *act)
 {
-    struct mps_binary_job q = {.op = op, .dtype = y->dtype, .a = a->data, .b = b->data, .y = y->data, .act = act,
+    struct mps_binary_job q = {.op = op, .fmod = fmod, .dtype = y->dtype, .a = a->data, .b = b->data, .y = y->data, .act = act,
                                .nd = y->shape.ndim};
     memcpy(q.dim, y->shape.dim, sizeof q.dim);
     mps_shape_broadcast_strides(&a->shape, &y->shape, q.sa);
@@ -152,13 +159,14 @@ enum mps_status mps_cpu_binary(const struct mps_cpu_args *a, struct mps_error *e
     (void)err;
     if (n->n_in == 1) { /* Sum, Mean, Max, Min of one input: a copy */
         struct mps_tensor zero = a->in[0];
-        mps_binary_apply(a->pool, MPS_OP_MAX, &a->in[0], &zero, y, NULL);
+        mps_binary_apply(a->pool, MPS_OP_MAX, false, &a->in[0], &zero, y, NULL);
         return MPS_OK;
     }
     const struct mps_fused_act *act = mps_node_act(n); /* Add, Sub, Mul, Div: two inputs, this one step */
-    mps_binary_apply(a->pool, n->op, &a->in[0], &a->in[1], y, act && act->on ? act : NULL);
+    bool fmod = n->op == MPS_OP_MOD && n->p.binary.fmod;
+    mps_binary_apply(a->pool, n->op, fmod, &a->in[0], &a->in[1], y, act && act->on ? act : NULL);
     for (int i = 2; i < n->n_in; i++)
-        mps_binary_apply(a->pool, n->op, y, &a->in[i], y, NULL);
+        mps_binary_apply(a->pool, n->op, false, y, &a->in[i], y, NULL);
     if (n->op == MPS_OP_MEAN) {
         float *p = y->data;
         int64_t count = mps_shape_numel(&y->shape);
@@ -171,6 +179,6 @@ enum mps_status mps_cpu_binary(const struct mps_cpu_args *a, struct mps_error *e
 enum mps_status mps_cpu_prelu(const struct mps_cpu_args *a, struct mps_error *err)
 {
     (void)err;
-    mps_binary_apply(a->pool, MPS_OP_PRELU, &a->in[0], &a->in[1], &a->out[0], NULL);
+    mps_binary_apply(a->pool, MPS_OP_PRELU, false, &a->in[0], &a->in[1], &a->out[0], NULL);
     return MPS_OK;
 }

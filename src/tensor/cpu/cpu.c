@@ -75,6 +75,7 @@ static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
     [MPS_OP_MUL] = mps_cpu_binary,
     [MPS_OP_DIV] = mps_cpu_binary,
     [MPS_OP_POW] = mps_cpu_binary,
+    [MPS_OP_MOD] = mps_cpu_binary,
     [MPS_OP_MAX] = mps_cpu_binary,
     [MPS_OP_MIN] = mps_cpu_binary,
     [MPS_OP_SUM] = mps_cpu_binary,
