@@ -727,6 +727,25 @@ static enum mps_status mps_map_resize(struct mps_onnx_ctx *c, struct mps_onnx_no
     return MPS_OK;
 }
 
+static enum mps_status mps_map_lrn(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                   struct mps_error *err)
+{
+    struct mps_lrn_params *q = &p->lrn;
+    (void)c;
+    if (!mps_attr(n, "size"))
+        return mps_onnx_fail(n, err, "attribute 'size' is required");
+    enum mps_status st = mps_attr_int(n, "size", 1, &q->size, err);
+    if (!st)
+        st = mps_attr_float(n, "alpha", q->alpha, &q->alpha, err);
+    if (!st)
+        st = mps_attr_float(n, "beta", q->beta, &q->beta, err);
+    if (!st)
+        st = mps_attr_float(n, "bias", q->bias, &q->bias, err);
+    if (!st && q->size < 1)
+        return mps_onnx_fail(n, err, "size %lld is not 1 or more", (long long)q->size);
+    return st;
+}
+
 static enum mps_status mps_map_trilu(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                      struct mps_error *err)
 {
@@ -809,6 +828,7 @@ static const struct mps_onnx_rule mps_onnx_rules[] = {
     {"Softmax", MPS_OP_SOFTMAX, "axis", mps_map_softmax},
     {"LogSoftmax", MPS_OP_LOG_SOFTMAX, "axis", mps_map_softmax},
     {"Hardmax", MPS_OP_HARDMAX, "axis", mps_map_softmax},
+    {"LRN", MPS_OP_LRN, "alpha beta bias size", mps_map_lrn},
     {"Relu", MPS_OP_RELU, "", NULL},
     {"LeakyRelu", MPS_OP_LEAKY_RELU, "alpha", mps_map_act},
     {"Elu", MPS_OP_ELU, "alpha", mps_map_act},

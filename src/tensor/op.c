@@ -109,6 +109,11 @@ void mps_op_params_default(enum mps_op op, union mps_op_params *p)
     case MPS_OP_ARG_MIN:
         p->arg.keepdims = true;
         break;
+    case MPS_OP_LRN:
+        p->lrn.alpha = 1e-4f;
+        p->lrn.beta = 0.75f;
+        p->lrn.bias = 1.0f;
+        break;
     case MPS_OP_TRILU:
         p->trilu.upper = true;
         break;

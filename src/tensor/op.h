@@ -223,6 +223,13 @@ struct mps_cumsum_params {
     bool exclusive, reverse;
 };
 
+/* LRN: y = x / (bias + alpha / size * (sum of x^2 over the channels
+   c - floor((size - 1) / 2) .. c + ceil((size - 1) / 2)))^beta. */
+struct mps_lrn_params {
+    float alpha, beta, bias;
+    int64_t size;
+};
+
 /* IsInf: which infinities count. */
 struct mps_isinf_params {
     bool negative, positive;
@@ -255,6 +262,7 @@ union mps_op_params {
     struct mps_isinf_params isinf;
     struct mps_trilu_params trilu;
     struct mps_cumsum_params cumsum;
+    struct mps_lrn_params lrn;
 };
 
 /* Fills p with the ONNX defaults of op (everything else zero). */

@@ -511,6 +511,17 @@ static enum mps_status mps_shape_softmax(struct mps_graph *g, struct mps_node *n
     return mps_shape_same(g, n, err);
 }
 
+/* LRN: (N, C, ...) f32. */
+static enum mps_status mps_shape_lrn(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    enum mps_status st = mps_shape_need_dtype(g, n, 0, MPS_DT_FLOAT, err);
+    if (st)
+        return st;
+    if (mps_shape_in(g, n, 0)->shape.ndim < 2)
+        return mps_shape_fail(n, err, "input must have rank 2 or more (N, C, ...)");
+    return mps_shape_same(g, n, err);
+}
+
 /* ArgMax, ArgMin: int64 indices along the axis, kept as 1 or dropped. */
 static enum mps_status mps_shape_arg(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
@@ -579,6 +590,7 @@ static const mps_shape_rule mps_shape_math_rules[MPS_OP_COUNT] = {
     [MPS_OP_SOFTMAX] = mps_shape_softmax,
     [MPS_OP_LOG_SOFTMAX] = mps_shape_softmax,
     [MPS_OP_HARDMAX] = mps_shape_softmax,
+    [MPS_OP_LRN] = mps_shape_lrn,
     [MPS_OP_RELU] = mps_shape_unary,
     [MPS_OP_LEAKY_RELU] = mps_shape_unary,
     [MPS_OP_ELU] = mps_shape_unary,

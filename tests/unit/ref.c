@@ -260,6 +260,24 @@ static void ref_global_pool(enum mps_op op, const struct ref_tensor *in, struct 
     }
 }
 
+static void ref_lrn(const struct mps_lrn_params *q, const struct ref_tensor *in, struct ref_tensor *out)
+{
+    const struct mps_shape *xs = &in[0].shape;
+    int64_t idx[MPS_MAX_DIMS];
+    int64_t lo = (q->size - 1) / 2, hi = (q->size - 1) - lo; /* floor and ceil of (size - 1) / 2 */
+    for (int64_t o = 0; o < ref_numel(xs); o++) {
+        ref_unravel(xs, o, idx);
+        int64_t c = idx[1];
+        double sum = 0;
+        for (int64_t k = c - lo; k <= c + hi; k++)
+            if (k >= 0 && k < xs->dim[1]) {
+                idx[1] = k;
+                sum += pow(in[0].d[ref_ravel(xs, idx)], 2);
+            }
+        out[0].d[o] = in[0].d[o] / pow(q->bias + q->alpha / (double)q->size * sum, q->beta);
+    }
+}
+
 static void ref_norm(enum mps_op op, const struct mps_norm_params *p, const struct ref_tensor *in, int n_in,
                      struct ref_tensor *out, int n_out)
 {
@@ -781,6 +799,7 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     case MPS_OP_LAYER_NORM:
     case MPS_OP_SOFTMAX:
     case MPS_OP_LOG_SOFTMAX: ref_norm(op, &p->norm, in, n_in, out, n_out); break;
+    case MPS_OP_LRN: ref_lrn(&p->lrn, in, out); break;
     case MPS_OP_CLIP: {
         double lo = n_in > 1 && in[1].d ? in[1].d[0] : -INFINITY, hi = n_in > 2 && in[2].d ? in[2].d[0] : INFINITY;
         for (int64_t i = 0; i < ny; i++)

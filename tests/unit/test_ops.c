@@ -269,6 +269,10 @@ static const struct th_case th_cases[] = {
     /* normalization */
     {"BatchNormalization 4-D", MPS_OP_BATCH_NORM, IN(F(2, 3, 4, 4), F(3), F(3), F(3), FR(0.5, 2, 3)),
      OUT(S(2, 3, 4, 4))},
+    {"LRN size 5 (AlexNet's)", MPS_OP_LRN, P(lrn, .alpha = 1e-4f, .beta = 0.75f, .bias = 2.0f, .size = 5),
+     IN(FR(-9, 9, 2, 7, 4, 3)), OUT(S(2, 7, 4, 3))},
+    {"LRN size 4 (uneven window), strong", MPS_OP_LRN, P(lrn, .alpha = 0.5f, .beta = 0.6f, .bias = 1.0f, .size = 4),
+     IN(F(1, 6, 5)), OUT(S(1, 6, 5))},
     {"InstanceNormalization 4-D", MPS_OP_INSTANCE_NORM, IN(F(2, 3, 5, 7), F(3), F(3)), OUT(S(2, 3, 5, 7))},
     {"InstanceNormalization 3-D, offset values, eps 1e-2", MPS_OP_INSTANCE_NORM, P(norm, .epsilon = 1e-2f),
      IN(FR(100, 101, 1, 4, 9), F(4), F(4)), OUT(S(1, 4, 9))},

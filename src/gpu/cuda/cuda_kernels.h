@@ -146,6 +146,8 @@ int mps_cu_gemv_chain(const float *x, float *y, const struct mps_cu_chain *c, vo
 /* norm.cu */
 int mps_cu_batch_norm(const float *x, const float *scale, const float *bias, const float *mean, const float *var,
                       float eps, float *y, int64_t batch, int64_t channels, int64_t plane, void *stream);
+int mps_cu_lrn(const float *x, float *y, int64_t batch, int64_t channels, int64_t plane, int64_t size, float alpha,
+               float beta, float bias, void *stream);
 /* InstanceNormalization of planes (n, c) planes: mean and population variance in double, by
    chunks of MPS_CU_IN_CHUNK; stats: scratch of mps_cu_instance_norm_scratch bytes. */
 #define MPS_CU_IN_CHUNK 4096

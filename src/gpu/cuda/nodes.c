@@ -425,6 +425,10 @@ static enum mps_status mps_cuda_norm(struct mps_cuda_state *s, const struct mps_
     if (n->op == MPS_OP_BATCH_NORM) {
         MPS_CU_CHECK(mps_cu_batch_norm(MPS_IN(0), MPS_IN(1), MPS_IN(2), MPS_IN(3), MPS_IN(4), n->p.norm.epsilon,
                                        MPS_OUT(0), x->dim[0], x->dim[1], mps_cuda_prod(x, 2, x->ndim), s->stream));
+    } else if (n->op == MPS_OP_LRN) {
+        const struct mps_lrn_params *p = &n->p.lrn;
+        MPS_CU_CHECK(mps_cu_lrn(MPS_IN(0), MPS_OUT(0), x->dim[0], x->dim[1], mps_cuda_prod(x, 2, x->ndim), p->size,
+                                p->alpha, p->beta, p->bias, s->stream));
     } else if (n->op == MPS_OP_INSTANCE_NORM) {
         MPS_CU_CHECK(mps_cu_instance_norm(MPS_IN(0), MPS_IN(1), MPS_IN(2), n->p.norm.epsilon, MPS_OUT(0),
                                           s->scratch, x->dim[0] * x->dim[1], x->dim[1], mps_cuda_prod(x, 2, x->ndim),
@@ -711,6 +715,7 @@ mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
     case MPS_OP_GLOBAL_MAX_POOL: return mps_cuda_pool;
     case MPS_OP_BATCH_NORM:
     case MPS_OP_INSTANCE_NORM:
+    case MPS_OP_LRN:
     case MPS_OP_LAYER_NORM:
     case MPS_OP_SOFTMAX:
     case MPS_OP_LOG_SOFTMAX: return mps_cuda_norm;

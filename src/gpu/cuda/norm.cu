@@ -43,6 +43,32 @@ __device__ static double mps_cu_block_sum(double v, double *red)
     return sum;
 }
 
+/* LRN: one thread an element, its channel window's squares summed in double (the CPU's math). */
+__global__ static void mps_cu_lrn_k(const float *x, float *y, int64_t channels, int64_t plane, int64_t size,
+                                    float alpha, float beta, float bias, int64_t n)
+{
+    mps_cu_wait();
+    MPS_CU_FOR(i, n)
+    {
+        int64_t c = i / plane % channels, first = i - c * plane; /* channel 0 of the image, same position */
+        int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+        int64_t c0 = c - lo < 0 ? 0 : c - lo, c1 = c + hi >= channels ? channels - 1 : c + hi;
+        double sum = 0;
+        for (int64_t k = c0; k <= c1; k++) {
+            double v = x[first + k * plane];
+            sum += v * v;
+        }
+        y[i] = (float)(x[i] / pow((double)bias + (double)alpha / (double)size * sum, (double)beta));
+    }
+}
+
+extern "C" int mps_cu_lrn(const float *x, float *y, int64_t batch, int64_t channels, int64_t plane, int64_t size,
+                          float alpha, float beta, float bias, void *stream)
+{
+    int64_t n = batch * channels * plane;
+    MPS_CU_LAUNCH(mps_cu_lrn_k, n, stream, x, y, channels, plane, size, alpha, beta, bias, n);
+}
+
 /* InstanceNormalization in two launches over (chunk, plane) blocks of
    MPS_CU_IN_CHUNK elements, so that a few large planes still fill the GPU:
    each block takes its chunk's count, mean and sum of squared deviations

@@ -400,6 +400,35 @@ static void mps_mtl_lower_instance_norm(struct mps_mtl_lowerer *L, const struct 
     mps_mtl_define(L, n->out[0], mps_mtl_normalize(L, x, mean, var, gamma, beta, n->p.norm.epsilon));
 }
 
+/* LRN: the squares seen as [N, 1, C, positions], averaged over a (size x 1)
+   window padded with zeros that count (the channel window's sum / size),
+   then y = x * (bias + alpha * average)^-beta. */
+static void mps_mtl_lower_lrn(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    const struct mps_lrn_params *p = &n->p.lrn;
+    const struct mps_shape *xs = mps_mtl_vshape(L, n->in[0]);
+    struct mps_shape s4 = {4, {xs->dim[0], 1, xs->dim[1], mps_shape_numel(xs) / (xs->dim[0] * xs->dim[1])}};
+    int x = mps_mtl_value(L, n->in[0]);
+    int sq = mps_mtl_reshape(L, mps_mtl_binary(L, MPS_MTL_MUL, x, x), &s4);
+    struct mps_mtl_step *st;
+    int avg = sq < 0 ? -1 : mps_mtl_emit(L, MPS_MTL_POOL2D, MPS_MTL_POOL_AVG, mps_mtl_dtype(L, sq), &s4, &sq, 1, &st);
+    if (avg >= 0)
+        st->p.pool = (struct mps_mtl_pool_desc){
+            .kernel_w = 1,
+            .kernel_h = p->size,
+            .stride_x = 1,
+            .stride_y = 1,
+            .dilation_x = 1,
+            .dilation_y = 1,
+            .pad_top = (p->size - 1) / 2,
+            .pad_bottom = p->size - 1 - (p->size - 1) / 2,
+            .include_zero_pad = true,
+        };
+    int base = mps_mtl_binary_scalar(L, MPS_MTL_ADD, mps_mtl_binary_scalar(L, MPS_MTL_MUL, avg, p->alpha), p->bias);
+    int factor = mps_mtl_reshape(L, mps_mtl_binary_scalar(L, MPS_MTL_POW, base, -(double)p->beta), xs);
+    mps_mtl_define_as(L, n->out[0], mps_mtl_binary(L, MPS_MTL_MUL, x, factor));
+}
+
 /* LayerNormalization over axes [axis, rank): population variance, scale and
    bias broadcast from the right; the optional Mean and InvStdDev outputs. */
 static void mps_mtl_lower_layer_norm(struct mps_mtl_lowerer *L, const struct mps_node *n)
@@ -916,6 +945,7 @@ static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
     [MPS_OP_GLOBAL_MAX_POOL] = mps_mtl_lower_reduce,
     [MPS_OP_BATCH_NORM] = mps_mtl_lower_batch_norm,
     [MPS_OP_INSTANCE_NORM] = mps_mtl_lower_instance_norm,
+    [MPS_OP_LRN] = mps_mtl_lower_lrn,
     [MPS_OP_LAYER_NORM] = mps_mtl_lower_layer_norm,
     [MPS_OP_SOFTMAX] = mps_mtl_lower_softmax,
     [MPS_OP_LOG_SOFTMAX] = mps_mtl_lower_softmax,

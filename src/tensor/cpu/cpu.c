@@ -39,6 +39,7 @@ static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
     [MPS_OP_BATCH_NORM] = mps_cpu_batch_norm,
     [MPS_OP_LAYER_NORM] = mps_cpu_layer_norm,
     [MPS_OP_INSTANCE_NORM] = mps_cpu_instance_norm,
+    [MPS_OP_LRN] = mps_cpu_lrn,
     [MPS_OP_SOFTMAX] = mps_cpu_softmax,
     [MPS_OP_LOG_SOFTMAX] = mps_cpu_softmax,
     [MPS_OP_RELU] = mps_cpu_unary,

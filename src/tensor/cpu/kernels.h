@@ -68,6 +68,7 @@ enum mps_status mps_cpu_pool(const struct mps_cpu_args *a, struct mps_error *err
 enum mps_status mps_cpu_global_pool(const struct mps_cpu_args *a, struct mps_error *err);
 /* norm.c */
 enum mps_status mps_cpu_batch_norm(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_lrn(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_instance_norm(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_layer_norm(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_softmax(const struct mps_cpu_args *a, struct mps_error *err);

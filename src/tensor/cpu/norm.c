@@ -43,6 +43,38 @@ enum mps_status mps_cpu_batch_norm(const struct mps_cpu_args *a, struct mps_erro
     return MPS_OK;
 }
 
+/* LRN: each (n, c) plane against the squares of its channel window, in double. */
+static void mps_lrn_planes(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_norm_job *q = ctx;
+    const struct mps_lrn_params *p = &q->a->node->p.lrn;
+    const float *x = q->a->in[0].data;
+    float *y = q->a->out[0].data;
+    int64_t lo = (p->size - 1) / 2, hi = p->size - 1 - lo;
+    double scale = (double)p->alpha / (double)p->size;
+    for (int64_t pl = begin; pl < end; pl++) {
+        int64_t c = pl % q->channels, first = pl - c; /* the image's channel 0 */
+        int64_t c0 = c - lo < 0 ? 0 : c - lo, c1 = c + hi >= q->channels ? q->channels - 1 : c + hi;
+        for (int64_t i = 0; i < q->plane; i++) {
+            double sum = 0;
+            for (int64_t k = c0; k <= c1; k++) {
+                double v = x[(first + k) * q->plane + i];
+                sum += v * v;
+            }
+            y[pl * q->plane + i] = (float)(x[pl * q->plane + i] / pow(p->bias + scale * sum, p->beta));
+        }
+    }
+}
+
+enum mps_status mps_cpu_lrn(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_shape *s = &a->in[0].shape;
+    struct mps_norm_job q = {.a = a, .channels = s->dim[1], .plane = mps_norm_prod(s, 2, s->ndim)};
+    (void)err;
+    mps_pool_for(a->pool, s->dim[0] * s->dim[1], q.plane * (a->node->p.lrn.size + 8), mps_lrn_planes, &q);
+    return MPS_OK;
+}
+
 /* InstanceNormalization: each (n, c) plane by its own mean and population variance (two passes). */
 static void mps_instance_norm_planes(void *ctx, int64_t begin, int64_t end)
 {
