@@ -913,6 +913,8 @@ static const struct mps_onnx_rule mps_onnx_rules[] = {
     {"DepthToSpace", MPS_OP_DEPTH_TO_SPACE, "blocksize mode", mps_map_depth},
     {"Trilu", MPS_OP_TRILU, "upper", mps_map_trilu},
     {"CumSum", MPS_OP_CUM_SUM, "exclusive reverse", mps_map_cumsum},
+    {"Tile", MPS_OP_TILE, "", NULL},
+    {"Range", MPS_OP_RANGE, "", NULL},
     {"ArgMax", MPS_OP_ARG_MAX, "axis keepdims select_last_index", mps_map_arg},
     {"ArgMin", MPS_OP_ARG_MIN, "axis keepdims select_last_index", mps_map_arg},
     {"SpaceToDepth", MPS_OP_SPACE_TO_DEPTH, "blocksize", mps_map_depth},

@@ -420,3 +420,21 @@ out:
     free(sorted);
     return st;
 }
+
+bool mps_tile_view(const struct mps_shape *x, const int64_t *repeats, struct mps_shape *view, int64_t *src)
+{
+    int64_t st[MPS_MAX_DIMS];
+    mps_shape_strides(x, st);
+    view->ndim = 0;
+    for (int i = 0; i < x->ndim; i++) {
+        if (view->ndim + (repeats[i] != 1) + 1 > MPS_MAX_DIMS)
+            return false;
+        if (repeats[i] != 1) {
+            src[view->ndim] = 0;
+            view->dim[view->ndim++] = repeats[i];
+        }
+        src[view->ndim] = st[i];
+        view->dim[view->ndim++] = x->dim[i];
+    }
+    return true;
+}

@@ -132,6 +132,12 @@ void mps_depth_view(const struct mps_node *n, const struct mps_shape *x, struct 
    input's stride (elements) along out6's dim i. */
 void mps_depth_transpose(const struct mps_node *n, const struct mps_shape *x, struct mps_shape *out6, int64_t src[6]);
 
+/* Tile as a strided copy: view, the output seen as [r0, d0, r1, d1, ...]
+   (a repeat of 1 leaves its axis out), and src[i], the input's stride along
+   view dim i (0 along a repeat). False when the view has more than
+   MPS_MAX_DIMS dims. */
+bool mps_tile_view(const struct mps_shape *x, const int64_t *repeats, struct mps_shape *view, int64_t *src);
+
 /* n's op with its fused activation, "Conv" or "Add+Relu", into buf. */
 const char *mps_node_label(const struct mps_node *n, char *buf, size_t size);
 

@@ -230,6 +230,17 @@ struct mps_lrn_params {
     int64_t size;
 };
 
+/* Tile: the repeats per axis (resolved from the constant input). */
+struct mps_tile_params {
+    int64_t repeats[MPS_MAX_DIMS];
+};
+
+/* Range: start + i * delta for i < the output's length (resolved from the
+   constant start, limit and delta). */
+struct mps_range_params {
+    double start, delta;
+};
+
 /* IsInf: which infinities count. */
 struct mps_isinf_params {
     bool negative, positive;
@@ -263,6 +274,8 @@ union mps_op_params {
     struct mps_trilu_params trilu;
     struct mps_cumsum_params cumsum;
     struct mps_lrn_params lrn;
+    struct mps_range_params range;
+    struct mps_tile_params tile;
 };
 
 /* Fills p with the ONNX defaults of op (everything else zero). */

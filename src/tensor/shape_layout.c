@@ -485,6 +485,58 @@ static enum mps_status mps_shape_trilu(struct mps_graph *g, struct mps_node *n, 
     return MPS_OK;
 }
 
+/* Tile: a constant repeat (>= 0) per axis. */
+static enum mps_status mps_shape_tile(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    int64_t r[MPS_MAX_DIMS], src[MPS_MAX_DIMS];
+    int count;
+    enum mps_status st = mps_shape_const_ints(g, n, 1, r, MPS_MAX_DIMS, &count, err);
+    if (st)
+        return st;
+    if (count != x->shape.ndim)
+        return mps_shape_fail(n, err, "%d repeats for an input of rank %d", count, x->shape.ndim);
+    struct mps_shape out = x->shape, view;
+    for (int i = 0; i < count; i++) {
+        if (r[i] < 0)
+            return mps_shape_fail(n, err, "repeat %lld on axis %d is negative", (long long)r[i], i);
+        out.dim[i] *= r[i];
+        n->p.tile.repeats[i] = r[i];
+    }
+    if (mps_shape_numel(&out) < 0)
+        return mps_shape_fail(n, err, "the output is too large");
+    if (!mps_tile_view(&x->shape, r, &view, src))
+        return mps_shape_fail(n, err, "tiling %d axes of rank %d: more than %d dims to walk", count, count,
+                              MPS_MAX_DIMS);
+    mps_shape_set(g, n, 0, x->dtype, &out);
+    return MPS_OK;
+}
+
+/* Range: constant scalars start, limit, delta of one type (f32, i64, i32). */
+static enum mps_status mps_shape_range(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    double v[3];
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    for (int i = 0; i < 3; i++) {
+        enum mps_status st = mps_shape_need_dtype(g, n, i, MPS_DT_FLOAT | MPS_DT_INT, err);
+        if (!st && mps_shape_in(g, n, i)->dtype != x->dtype)
+            return mps_shape_fail(n, err, "start, limit and delta have different dtypes");
+        if (!st)
+            st = mps_shape_const_scalar(g, n, i, &v[i], err);
+        if (st)
+            return st;
+    }
+    if (v[2] == 0 || v[2] != v[2])
+        return mps_shape_fail(n, err, "delta is %g", v[2]);
+    double len = ceil((v[1] - v[0]) / v[2]);
+    if (!(len < 1e9))
+        return mps_shape_fail(n, err, "%g elements are too many", len);
+    n->p.range.start = v[0];
+    n->p.range.delta = v[2];
+    mps_shape_set(g, n, 0, x->dtype, &(struct mps_shape){1, {len > 0 ? (int64_t)len : 0}});
+    return MPS_OK;
+}
+
 /* CumSum: f32, i64 or i32; the axis a constant. */
 static enum mps_status mps_shape_cumsum(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
@@ -525,5 +577,7 @@ const mps_shape_rule mps_shape_layout_rules[MPS_OP_COUNT] = {
     [MPS_OP_DEPTH_TO_SPACE] = mps_shape_depth,
     [MPS_OP_TRILU] = mps_shape_trilu,
     [MPS_OP_CUM_SUM] = mps_shape_cumsum,
+    [MPS_OP_TILE] = mps_shape_tile,
+    [MPS_OP_RANGE] = mps_shape_range,
     [MPS_OP_SPACE_TO_DEPTH] = mps_shape_depth,
 };

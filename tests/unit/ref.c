@@ -885,6 +885,18 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     case MPS_OP_RESIZE: ref_resize(&p->resize, in, n_in, out); break;
     case MPS_OP_ARG_MAX:
     case MPS_OP_ARG_MIN: ref_arg(op, &p->arg, in, out); break;
+    case MPS_OP_TILE: /* output index i along each axis reads input index i mod its dim */
+        for (int64_t o = 0; o < ny; o++) {
+            ref_unravel(&out[0].shape, o, idx);
+            for (int d = 0; d < in[0].shape.ndim; d++)
+                idx[d] %= in[0].shape.dim[d];
+            out[0].d[o] = in[0].d[ref_ravel(&in[0].shape, idx)];
+        }
+        break;
+    case MPS_OP_RANGE:
+        for (int64_t i = 0; i < ny; i++)
+            out[0].d[i] = in[0].d[0] + (double)i * in[2].d[0];
+        break;
     case MPS_OP_TRILU: { /* k from the input, as the spec has it */
         int64_t k = n_in > 1 && in[1].d ? (int64_t)in[1].d[0] : 0, nd = in[0].shape.ndim;
         for (int64_t o = 0; o < ny; o++) {

@@ -47,6 +47,8 @@ int mps_cu_where(const void *cond, const void *x, const void *y, void *out, cons
                  void *stream);
 int mps_cu_cast(int from, int to, const void *x, void *y, int64_t n, void *stream);
 int mps_cu_fill(int dtype, double v, void *y, int64_t n, void *stream);
+/* y[i] = start + i * delta, converted as Cast converts. */
+int mps_cu_range(int dtype, double start, double delta, void *y, int64_t n, void *stream);
 
 /* layout.cu */
 /* dst[walk s0] = src[walk s1], elements of elem bytes. */

@@ -272,15 +272,20 @@ extern "C" int mps_cu_cast(int from, int to, const void *x, void *y, int64_t n, 
     MPS_CU_LAUNCH(mps_cu_cast_k, n, stream, from, to, x, y, n);
 }
 
-__global__ static void mps_cu_fill_k(int dtype, double v, void *y, int64_t n)
+__global__ static void mps_cu_fill_k(int dtype, double v, double step, void *y, int64_t n)
 {
     mps_cu_wait();
-    MPS_CU_FOR(i, n) mps_cu_write(dtype, y, i, v);
+    MPS_CU_FOR(i, n) mps_cu_write(dtype, y, i, v + (double)i * step);
 }
 
 extern "C" int mps_cu_fill(int dtype, double v, void *y, int64_t n, void *stream)
 {
-    MPS_CU_LAUNCH(mps_cu_fill_k, n, stream, dtype, v, y, n);
+    MPS_CU_LAUNCH(mps_cu_fill_k, n, stream, dtype, v, 0.0, y, n);
+}
+
+extern "C" int mps_cu_range(int dtype, double start, double delta, void *y, int64_t n, void *stream)
+{
+    MPS_CU_LAUNCH(mps_cu_fill_k, n, stream, dtype, start, delta, y, n);
 }
 
 template <typename I>

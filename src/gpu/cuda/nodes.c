@@ -617,6 +617,11 @@ static enum mps_status mps_cuda_fill_node(struct mps_cuda_state *s, const struct
 {
     const struct mps_graph *g = s->g;
     const struct mps_value *y = MPS_OUTV(0);
+    if (n->op == MPS_OP_RANGE) {
+        MPS_CU_CHECK(mps_cu_range((int)y->dtype, n->p.range.start, n->p.range.delta, MPS_OUT(0), y->shape.dim[0],
+                                  s->stream));
+        return MPS_OK;
+    }
     if (n->op == MPS_OP_CONSTANT_OF_SHAPE) {
         MPS_CU_CHECK(mps_cu_fill((int)y->dtype, n->p.fill.value, MPS_OUT(0), mps_shape_numel(&y->shape), s->stream));
         return MPS_OK;
@@ -686,6 +691,20 @@ static enum mps_status mps_cuda_cumsum(struct mps_cuda_state *s, const struct mp
     MPS_CU_CHECK(mps_cu_cumsum(MPS_IN(0), MPS_OUT(0), (int)x->dtype, mps_cuda_prod(&x->shape, 0, (int)axis),
                                x->shape.dim[axis], mps_cuda_prod(&x->shape, (int)axis + 1, x->shape.ndim),
                                n->p.cumsum.exclusive, n->p.cumsum.reverse, s->stream));
+    return MPS_OK;
+}
+
+/* Tile: the strided copy it is (graph.h). */
+static enum mps_status mps_cuda_tile(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    struct mps_shape view;
+    int64_t src[MPS_MAX_DIMS], dst[MPS_MAX_DIMS];
+    mps_tile_view(&MPS_INV(0)->shape, n->p.tile.repeats, &view, src);
+    mps_shape_strides(&view, dst);
+    struct mps_cu_walk w = mps_cuda_walk(&view, dst, src, NULL);
+    if (mps_shape_numel(&view))
+        MPS_CU_CHECK(mps_cu_copy(MPS_OUT(0), MPS_IN(0), &w, mps_dtype_size(MPS_OUTV(0)->dtype), s->stream));
     return MPS_OK;
 }
 
@@ -767,7 +786,9 @@ mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
     case MPS_OP_SPLIT: return mps_cuda_blocks;
     case MPS_OP_GATHER: return mps_cuda_gather;
     case MPS_OP_SHAPE:
-    case MPS_OP_CONSTANT_OF_SHAPE: return mps_cuda_fill_node;
+    case MPS_OP_CONSTANT_OF_SHAPE:
+    case MPS_OP_RANGE: return mps_cuda_fill_node;
+    case MPS_OP_TILE: return mps_cuda_tile;
     case MPS_OP_PAD: return mps_cuda_pad;
     case MPS_OP_RESIZE: return mps_cuda_resize;
     case MPS_OP_DEPTH_TO_SPACE:

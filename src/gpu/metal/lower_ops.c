@@ -932,6 +932,49 @@ static void mps_mtl_lower_expand(struct mps_mtl_lowerer *L, const struct mps_nod
     mps_mtl_define(L, n->out[0], mps_mtl_broadcast_to(L, mps_mtl_value(L, n->in[0]), mps_mtl_vshape(L, n->out[0])));
 }
 
+/* Tile: x seen as the view's [1, d0, 1, d1, ...] (graph.h), broadcast to
+   [r0, d0, r1, d1, ...], then the output's shape. */
+static void mps_mtl_lower_tile(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    const struct mps_shape *xs = mps_mtl_vshape(L, n->in[0]);
+    struct mps_shape view, ones;
+    int64_t src[MPS_MAX_DIMS];
+    mps_tile_view(xs, n->p.tile.repeats, &view, src);
+    ones.ndim = 0; /* the view with each repeat's dim 1, as mps_tile_view lays it out */
+    for (int i = 0; i < xs->ndim; i++) {
+        if (n->p.tile.repeats[i] != 1)
+            ones.dim[ones.ndim++] = 1;
+        ones.dim[ones.ndim++] = xs->dim[i];
+    }
+    int x = mps_mtl_reshape(L, mps_mtl_value(L, n->in[0]), &ones);
+    mps_mtl_define_as(L, n->out[0], mps_mtl_reshape(L, mps_mtl_broadcast_to(L, x, &view), mps_mtl_vshape(L, n->out[0])));
+}
+
+/* Range: its values as a constant (start, delta and the length are constants). */
+static void mps_mtl_lower_range(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    const struct mps_value *y = &L->g->values[n->out[0]];
+    int64_t len = y->shape.dim[0];
+    size_t elem = mps_dtype_size(y->dtype);
+    void *data = mps_mtl_alloc(L, elem * (size_t)(len + 1));
+    struct mps_mtl_step *st;
+    int id = data ? mps_mtl_emit(L, MPS_MTL_CONSTANT, 0, y->dtype, &y->shape, NULL, 0, &st) : -1;
+    if (id >= 0) {
+        for (int64_t i = 0; i < len; i++) {
+            double v = n->p.range.start + (double)i * n->p.range.delta;
+            if (y->dtype == MPS_F32)
+                ((float *)data)[i] = (float)v;
+            else if (y->dtype == MPS_I64)
+                ((int64_t *)data)[i] = (int64_t)v;
+            else
+                ((int32_t *)data)[i] = (int32_t)v;
+        }
+        st->p.constant.data = data;
+        st->p.constant.bytes = elem * (size_t)len;
+    }
+    mps_mtl_define(L, n->out[0], mps_mtl_cast(L, id, mps_mtl_compute_dtype(L, y->dtype)));
+}
+
 typedef void (*mps_mtl_lowering)(struct mps_mtl_lowerer *L, const struct mps_node *n);
 
 static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
@@ -1031,6 +1074,8 @@ static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
     [MPS_OP_RESIZE] = mps_mtl_lower_resize,
     [MPS_OP_DEPTH_TO_SPACE] = mps_mtl_lower_depth,
     [MPS_OP_SPACE_TO_DEPTH] = mps_mtl_lower_depth,
+    [MPS_OP_TILE] = mps_mtl_lower_tile,
+    [MPS_OP_RANGE] = mps_mtl_lower_range,
 };
 
 bool mps_mtl_op_lowered(enum mps_op op)

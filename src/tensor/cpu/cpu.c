@@ -124,6 +124,8 @@ static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
     [MPS_OP_DEPTH_TO_SPACE] = mps_cpu_depth,
     [MPS_OP_TRILU] = mps_cpu_trilu,
     [MPS_OP_CUM_SUM] = mps_cpu_cumsum,
+    [MPS_OP_TILE] = mps_cpu_tile,
+    [MPS_OP_RANGE] = mps_cpu_range,
     [MPS_OP_SPACE_TO_DEPTH] = mps_cpu_depth,
 };
 

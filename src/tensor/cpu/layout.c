@@ -274,3 +274,23 @@ enum mps_status mps_cpu_trilu(const struct mps_cpu_args *a, struct mps_error *er
         }
     return MPS_OK;
 }
+
+enum mps_status mps_cpu_tile(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    int64_t src[MPS_MAX_DIMS], dst[MPS_MAX_DIMS];
+    struct mps_shape view;
+    (void)err;
+    mps_tile_view(&a->in[0].shape, a->node->p.tile.repeats, &view, src);
+    mps_shape_strides(&view, dst);
+    mps_cpu_copy_strided(a->out[0].data, dst, a->in[0].data, src, &view, mps_dtype_size(a->out[0].dtype));
+    return MPS_OK;
+}
+
+enum mps_status mps_cpu_range(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_range_params *p = &a->node->p.range;
+    (void)err;
+    for (int64_t i = 0; i < a->out[0].shape.dim[0]; i++)
+        mps_cpu_store(a->out[0].data, a->out[0].dtype, i, p->start + (double)i * p->delta);
+    return MPS_OK;
+}
