@@ -899,6 +899,7 @@ static const struct mps_onnx_rule mps_onnx_rules[] = {
     {"Split", MPS_OP_SPLIT, "axis split num_outputs", mps_map_split},
     {"Slice", MPS_OP_SLICE, "starts ends axes", mps_map_slice},
     {"Gather", MPS_OP_GATHER, "axis", mps_map_axis},
+    {"GatherElements", MPS_OP_GATHER_ELEMENTS, "axis", mps_map_axis},
     {"Shape", MPS_OP_SHAPE, "start end", mps_map_shape},
     {"Constant", MPS_OP_CONSTANT, "value value_float value_floats value_int value_ints value_string value_strings "
                                   "sparse_value", mps_map_constant},

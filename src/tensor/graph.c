@@ -438,3 +438,15 @@ bool mps_tile_view(const struct mps_shape *x, const int64_t *repeats, struct mps
     }
     return true;
 }
+
+int64_t mps_gather_elements_at(const struct mps_shape *x, const struct mps_shape *idx, int axis, int64_t o, int64_t v)
+{
+    int64_t off = 0, stride = 1;
+    for (int d = idx->ndim - 1; d >= 0; d--) {
+        int64_t i = o % idx->dim[d];
+        o /= idx->dim[d];
+        off += (d == axis ? v : i) * stride;
+        stride *= x->dim[d];
+    }
+    return off;
+}

@@ -132,6 +132,11 @@ void mps_depth_view(const struct mps_node *n, const struct mps_shape *x, struct 
    input's stride (elements) along out6's dim i. */
 void mps_depth_transpose(const struct mps_node *n, const struct mps_shape *x, struct mps_shape *out6, int64_t src[6]);
 
+/* GatherElements: the offset in data (shape x, contiguous) that output
+   element o (of shape idx, the indices' shape) reads, given its index v
+   along axis (already made >= 0). */
+int64_t mps_gather_elements_at(const struct mps_shape *x, const struct mps_shape *idx, int axis, int64_t o, int64_t v);
+
 /* Tile as a strided copy: view, the output seen as [r0, d0, r1, d1, ...]
    (a repeat of 1 leaves its axis out), and src[i], the input's stride along
    view dim i (0 along a repeat). False when the view has more than

@@ -274,6 +274,32 @@ static enum mps_status mps_shape_gather(struct mps_graph *g, struct mps_node *n,
     return MPS_OK;
 }
 
+/* GatherElements: indices of the data's rank, no larger than it off the axis; the output has their shape. */
+static enum mps_status mps_shape_gather_elements(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0), *idx = mps_shape_in(g, n, 1);
+    enum mps_status st = mps_shape_need_dtype(g, n, 1, MPS_DT_INT, err);
+    if (!st)
+        st = mps_shape_resolve_axis(n, &n->p.axis.axis, x->shape.ndim, err);
+    if (st)
+        return st;
+    int axis = (int)n->p.axis.axis;
+    if (idx->shape.ndim != x->shape.ndim)
+        return mps_shape_fail(n, err, "indices of rank %d for data of rank %d", idx->shape.ndim, x->shape.ndim);
+    for (int d = 0; d < x->shape.ndim; d++)
+        if (d != axis && idx->shape.dim[d] > x->shape.dim[d])
+            return mps_shape_fail(n, err, "indices dim %d is %lld, beyond the data's %lld", d,
+                                  (long long)idx->shape.dim[d], (long long)x->shape.dim[d]);
+    for (int64_t i = 0, len = x->shape.dim[axis]; idx->data && i < mps_shape_numel(&idx->shape); i++) {
+        int64_t at = idx->dtype == MPS_I64 ? ((const int64_t *)idx->data)[i] : ((const int32_t *)idx->data)[i];
+        if (at < -len || at >= len)
+            return mps_shape_fail(n, err, "index %lld is out of range for an axis of %lld", (long long)at,
+                                  (long long)len);
+    }
+    mps_shape_set(g, n, 0, x->dtype, &idx->shape);
+    return MPS_OK;
+}
+
 static enum mps_status mps_shape_shape(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
     const struct mps_value *x = mps_shape_in(g, n, 0);
@@ -568,6 +594,7 @@ const mps_shape_rule mps_shape_layout_rules[MPS_OP_COUNT] = {
     [MPS_OP_SPLIT] = mps_shape_split,
     [MPS_OP_SLICE] = mps_shape_slice,
     [MPS_OP_GATHER] = mps_shape_gather,
+    [MPS_OP_GATHER_ELEMENTS] = mps_shape_gather_elements,
     [MPS_OP_SHAPE] = mps_shape_shape,
     [MPS_OP_CONSTANT] = mps_shape_constant,
     [MPS_OP_CONSTANT_OF_SHAPE] = mps_shape_constant_of_shape,

@@ -885,6 +885,16 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     case MPS_OP_RESIZE: ref_resize(&p->resize, in, n_in, out); break;
     case MPS_OP_ARG_MAX:
     case MPS_OP_ARG_MIN: ref_arg(op, &p->arg, in, out); break;
+    case MPS_OP_GATHER_ELEMENTS: { /* out[i][j][k] = data[index[i][j][k]][j][k] (axis 0), from the spec */
+        int a = ref_axis(p->axis.axis, in[0].shape.ndim);
+        for (int64_t o = 0; o < ny; o++) {
+            ref_unravel(&out[0].shape, o, idx);
+            int64_t v = (int64_t)in[1].d[o];
+            idx[a] = v < 0 ? v + in[0].shape.dim[a] : v;
+            out[0].d[o] = in[0].d[ref_ravel(&in[0].shape, idx)];
+        }
+        break;
+    }
     case MPS_OP_TILE: /* output index i along each axis reads input index i mod its dim */
         for (int64_t o = 0; o < ny; o++) {
             ref_unravel(&out[0].shape, o, idx);

@@ -23,6 +23,8 @@
    only constant indices (checked here) run on the GPU. */
 static bool mps_cuda_supports(const struct mps_graph *g, const struct mps_node *n)
 {
+    if (n->op == MPS_OP_GATHER_ELEMENTS) /* constant indices, checked at load: a bad one cannot fail a kernel */
+        return g->values[n->in[1]].data != NULL;
     if (n->op != MPS_OP_GATHER)
         return true;
     const struct mps_value *ix = &g->values[n->in[1]], *x = &g->values[n->in[0]];

@@ -58,6 +58,9 @@ int mps_cu_gather(const void *x, const void *idx, int idx64, void *y, int64_t ou
 /* mode: enum mps_pad_mode; pads[2*nd] begin then end; fill: elem bytes of the constant. */
 int mps_cu_pad(const void *x, void *y, int nd, const int64_t *xdim, const int64_t *ydim, const int64_t *pads, int mode,
                const void *fill, size_t elem, void *stream);
+/* GatherElements: w.dim the indices' shape (unmerged), w.s0 the data's strides; len the data's axis. */
+int mps_cu_gather_elements(const void *x, const void *idx, int idx64, void *y, const struct mps_cu_walk *w, int axis,
+                           int64_t len, size_t elem, void *stream);
 /* Trilu of n elements ([mats, rows, cols]) of elem bytes. */
 int mps_cu_trilu(const void *x, void *y, int64_t n, int64_t rows, int64_t cols, int upper, int64_t k, size_t elem,
                  void *stream);

@@ -975,6 +975,34 @@ static void mps_mtl_lower_range(struct mps_mtl_lowerer *L, const struct mps_node
     mps_mtl_define(L, n->out[0], mps_mtl_cast(L, id, mps_mtl_compute_dtype(L, y->dtype)));
 }
 
+/* GatherElements with constant indices: each output's flat offset into the
+   data, computed here, gathered from the data seen as one row. */
+static void mps_mtl_lower_gather_elements(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    const struct mps_value *iv = &L->g->values[n->in[1]];
+    const struct mps_shape *xs = mps_mtl_vshape(L, n->in[0]);
+    int axis = (int)n->p.axis.axis;
+    int64_t count = mps_shape_numel(&iv->shape), len = xs->dim[axis];
+    int32_t *at = mps_mtl_alloc(L, sizeof(int32_t) * (size_t)(count + 1));
+    int x = mps_mtl_reshape(L, mps_mtl_value(L, n->in[0]), &(struct mps_shape){1, {mps_shape_numel(xs)}});
+    struct mps_mtl_step *st;
+    int ids = at && x >= 0 ? mps_mtl_emit(L, MPS_MTL_CONSTANT, 0, MPS_I32, &iv->shape, NULL, 0, &st) : -1;
+    if (ids < 0) {
+        mps_mtl_define(L, n->out[0], -1);
+        return;
+    }
+    for (int64_t o = 0; o < count; o++) {
+        int64_t v = iv->dtype == MPS_I64 ? ((const int64_t *)iv->data)[o] : ((const int32_t *)iv->data)[o];
+        at[o] = (int32_t)mps_gather_elements_at(xs, &iv->shape, axis, o, v < 0 ? v + len : v);
+    }
+    st->p.constant.data = at;
+    st->p.constant.bytes = sizeof(int32_t) * (size_t)count;
+    int y = mps_mtl_emit(L, MPS_MTL_GATHER, 0, mps_mtl_dtype(L, x), &iv->shape, (int[]){x, ids}, 2, &st);
+    if (y >= 0)
+        st->p.ax.axis = 0;
+    mps_mtl_define_as(L, n->out[0], y);
+}
+
 typedef void (*mps_mtl_lowering)(struct mps_mtl_lowerer *L, const struct mps_node *n);
 
 static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
@@ -1075,6 +1103,7 @@ static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
     [MPS_OP_DEPTH_TO_SPACE] = mps_mtl_lower_depth,
     [MPS_OP_SPACE_TO_DEPTH] = mps_mtl_lower_depth,
     [MPS_OP_TILE] = mps_mtl_lower_tile,
+    [MPS_OP_GATHER_ELEMENTS] = mps_mtl_lower_gather_elements,
     [MPS_OP_RANGE] = mps_mtl_lower_range,
 };
 

@@ -115,6 +115,7 @@ static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
     [MPS_OP_SPLIT] = mps_cpu_split,
     [MPS_OP_SLICE] = mps_cpu_slice,
     [MPS_OP_GATHER] = mps_cpu_gather,
+    [MPS_OP_GATHER_ELEMENTS] = mps_cpu_gather_elements,
     [MPS_OP_SHAPE] = mps_cpu_shape,
     [MPS_OP_CONSTANT] = mps_cpu_copy,
     [MPS_OP_CONSTANT_OF_SHAPE] = mps_cpu_fill,

@@ -95,6 +95,7 @@ enum mps_status mps_cpu_concat(const struct mps_cpu_args *a, struct mps_error *e
 enum mps_status mps_cpu_split(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_slice(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_gather(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_gather_elements(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_shape(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_fill(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_expand(const struct mps_cpu_args *a, struct mps_error *err);

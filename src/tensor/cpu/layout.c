@@ -159,6 +159,25 @@ enum mps_status mps_cpu_gather(const struct mps_cpu_args *a, struct mps_error *e
     return MPS_OK;
 }
 
+enum mps_status mps_cpu_gather_elements(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_tensor *x = &a->in[0], *ix = &a->in[1];
+    int axis = (int)a->node->p.axis.axis;
+    int64_t len = x->shape.dim[axis], count = mps_shape_numel(&ix->shape);
+    size_t elem = mps_dtype_size(x->dtype);
+    for (int64_t o = 0; o < count; o++) {
+        int64_t v = ix->dtype == MPS_I64 ? ((const int64_t *)ix->data)[o] : ((const int32_t *)ix->data)[o];
+        if (v < -len || v >= len)
+            return mps_fail(err, MPS_ERR_INPUT,
+                            "node '%s' (GatherElements): index %lld is out of range for an axis of %lld",
+                            a->node->name, (long long)v, (long long)len);
+        int64_t at = mps_gather_elements_at(&x->shape, &ix->shape, axis, o, v < 0 ? v + len : v);
+        memcpy((unsigned char *)a->out[0].data + (size_t)o * elem, (const unsigned char *)x->data + (size_t)at * elem,
+               elem);
+    }
+    return MPS_OK;
+}
+
 enum mps_status mps_cpu_shape(const struct mps_cpu_args *a, struct mps_error *err)
 {
     const struct mps_shape_params *p = &a->node->p.shape;
