@@ -746,6 +746,26 @@ static enum mps_status mps_map_lrn(struct mps_onnx_ctx *c, struct mps_onnx_node 
     return st;
 }
 
+static enum mps_status mps_map_topk(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                    struct mps_error *err)
+{
+    int64_t largest, sorted, k;
+    enum mps_status st = mps_attr_int(n, "axis", -1, &p->topk.axis, err);
+    if (!st)
+        st = mps_attr_int(n, "largest", 1, &largest, err);
+    if (!st)
+        st = mps_attr_int(n, "sorted", 1, &sorted, err);
+    if (st)
+        return st;
+    p->topk.largest = largest != 0;
+    if (c->opset < 10) { /* k was an attribute */
+        if ((st = mps_attr_int(n, "k", 0, &k, err)))
+            return st;
+        return mps_attr_to_input(c, n, 1, &k, 1, err);
+    }
+    return MPS_OK;
+}
+
 static enum mps_status mps_map_trilu(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                      struct mps_error *err)
 {
@@ -916,6 +936,7 @@ static const struct mps_onnx_rule mps_onnx_rules[] = {
     {"CumSum", MPS_OP_CUM_SUM, "exclusive reverse", mps_map_cumsum},
     {"Tile", MPS_OP_TILE, "", NULL},
     {"Range", MPS_OP_RANGE, "", NULL},
+    {"TopK", MPS_OP_TOP_K, "axis largest sorted k", mps_map_topk},
     {"ArgMax", MPS_OP_ARG_MAX, "axis keepdims select_last_index", mps_map_arg},
     {"ArgMin", MPS_OP_ARG_MIN, "axis keepdims select_last_index", mps_map_arg},
     {"SpaceToDepth", MPS_OP_SPACE_TO_DEPTH, "blocksize", mps_map_depth},

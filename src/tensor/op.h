@@ -230,6 +230,15 @@ struct mps_lrn_params {
     int64_t size;
 };
 
+/* TopK: the k largest (smallest) elements along axis (resolved >= 0; k from
+   the constant input) and their int64 indices, best first; equal elements
+   in index order; a NaN counts as larger than every number (PyTorch's rule).
+   sorted = 0 is answered sorted too, which the spec allows. */
+struct mps_topk_params {
+    int64_t axis, k;
+    bool largest;
+};
+
 /* Tile: the repeats per axis (resolved from the constant input). */
 struct mps_tile_params {
     int64_t repeats[MPS_MAX_DIMS];
@@ -276,6 +285,7 @@ union mps_op_params {
     struct mps_lrn_params lrn;
     struct mps_range_params range;
     struct mps_tile_params tile;
+    struct mps_topk_params topk;
 };
 
 /* Fills p with the ONNX defaults of op (everything else zero). */

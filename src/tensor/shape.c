@@ -522,6 +522,29 @@ static enum mps_status mps_shape_lrn(struct mps_graph *g, struct mps_node *n, st
     return mps_shape_same(g, n, err);
 }
 
+/* TopK: f32, i64 or i32; a constant k no larger than the axis; values and int64 indices. */
+static enum mps_status mps_shape_topk(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    enum mps_status st = mps_shape_need_dtype(g, n, 0, MPS_DT_FLOAT | MPS_DT_INT, err);
+    double k;
+    if (!st)
+        st = mps_shape_const_scalar(g, n, 1, &k, err);
+    if (!st)
+        st = mps_shape_resolve_axis(n, &n->p.topk.axis, x->shape.ndim, err);
+    if (st)
+        return st;
+    int64_t len = x->shape.dim[n->p.topk.axis];
+    if (k < 0 || k > (double)len)
+        return mps_shape_fail(n, err, "k %g is not in [0, %lld]", k, (long long)len);
+    n->p.topk.k = (int64_t)k;
+    struct mps_shape out = x->shape;
+    out.dim[n->p.topk.axis] = n->p.topk.k;
+    mps_shape_set(g, n, 0, x->dtype, &out);
+    mps_shape_set(g, n, 1, MPS_I64, &out);
+    return MPS_OK;
+}
+
 /* ArgMax, ArgMin: int64 indices along the axis, kept as 1 or dropped. */
 static enum mps_status mps_shape_arg(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
@@ -590,6 +613,7 @@ static const mps_shape_rule mps_shape_math_rules[MPS_OP_COUNT] = {
     [MPS_OP_SOFTMAX] = mps_shape_softmax,
     [MPS_OP_LOG_SOFTMAX] = mps_shape_softmax,
     [MPS_OP_HARDMAX] = mps_shape_softmax,
+    [MPS_OP_TOP_K] = mps_shape_topk,
     [MPS_OP_LRN] = mps_shape_lrn,
     [MPS_OP_RELU] = mps_shape_unary,
     [MPS_OP_LEAKY_RELU] = mps_shape_unary,

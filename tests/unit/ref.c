@@ -765,6 +765,45 @@ static void ref_arg(enum mps_op op, const struct mps_arg_params *p, const struct
     }
 }
 
+/* TopK from the spec: sort each lane by (value, index), a NaN as the largest, and keep k. */
+static void ref_topk(const struct mps_topk_params *p, const struct ref_tensor *in, struct ref_tensor *out)
+{
+    const struct mps_shape *xs = &in[0].shape;
+    int a = ref_axis(p->axis, xs->ndim);
+    int64_t len = xs->dim[a], k = (int64_t)in[1].d[0], idx[MPS_MAX_DIMS] = {0};
+    int64_t *order = calloc((size_t)len + 1, sizeof *order);
+    for (int64_t o = 0; o < ref_numel(&out[0].shape); o++) {
+        ref_unravel(&out[0].shape, o, idx);
+        if (idx[a] != 0)
+            continue; /* once per lane */
+        for (int64_t i = 0; i < len; i++)
+            order[i] = i;
+        for (int64_t i = 1; i < len; i++) /* insertion sort: stable, so equal values keep index order */
+            for (int64_t j = i; j > 0; j--) {
+                idx[a] = order[j];
+                double v = in[0].d[ref_ravel(xs, idx)];
+                idx[a] = order[j - 1];
+                double w = in[0].d[ref_ravel(xs, idx)];
+                /* compare (is NaN, value): a NaN is the largest; equal keys keep index order */
+                int c = isnan(v) != isnan(w) ? (isnan(v) ? 1 : -1) : isnan(v) || v == w ? 0 : v > w ? 1 : -1;
+                bool swap = p->largest ? c > 0 : c < 0;
+                if (!swap)
+                    break;
+                int64_t t = order[j];
+                order[j] = order[j - 1];
+                order[j - 1] = t;
+            }
+        for (int64_t r = 0; r < k; r++) {
+            idx[a] = order[r];
+            double v = in[0].d[ref_ravel(xs, idx)];
+            idx[a] = r;
+            out[0].d[ref_ravel(&out[0].shape, idx)] = v;
+            out[1].d[ref_ravel(&out[1].shape, idx)] = (double)order[r];
+        }
+    }
+    free(order);
+}
+
 static void ref_fused_act(const struct mps_fused_act *act, struct ref_tensor *y)
 {
     for (int64_t i = 0; act->on && i < ref_numel(&y->shape); i++)
@@ -933,6 +972,7 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
         }
         break;
     }
+    case MPS_OP_TOP_K: ref_topk(&p->topk, in, out); break;
     case MPS_OP_HARDMAX: { /* 1 where ArgMax (keepdims) points */
         struct mps_arg_params ap = {.axis = p->norm.axis, .keepdims = true};
         struct mps_shape ks = in[0].shape;

@@ -61,6 +61,9 @@ int mps_cu_pad(const void *x, void *y, int nd, const int64_t *xdim, const int64_
 /* GatherElements: w.dim the indices' shape (unmerged), w.s0 the data's strides; len the data's axis. */
 int mps_cu_gather_elements(const void *x, const void *idx, int idx64, void *y, const struct mps_cu_walk *w, int axis,
                            int64_t len, size_t elem, void *stream);
+/* TopK along the middle of [outer, len, inner]: values (elem bytes, dtype f32/i64/i32) and int64 indices. */
+int mps_cu_topk(const void *x, int dtype, void *y, int64_t *iy, int64_t outer, int64_t len, int64_t inner, int64_t k,
+                int largest, size_t elem, void *stream);
 /* Trilu of n elements ([mats, rows, cols]) of elem bytes. */
 int mps_cu_trilu(const void *x, void *y, int64_t n, int64_t rows, int64_t cols, int upper, int64_t k, size_t elem,
                  void *stream);

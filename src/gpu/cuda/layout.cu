@@ -231,6 +231,52 @@ extern "C" int mps_cu_gather_elements(const void *x, const void *idx, int idx64,
                   axis, len, elem, n);
 }
 
+/* TopK: one thread a lane; k passes, each taking the next element in the
+   order after the previous pick (the CPU's order: the better value, a NaN
+   above every number, then the lower index). */
+__device__ static bool mps_cu_topk_before(double v, int64_t i, double w, int64_t j, int largest)
+{
+    bool vn = v != v, wn = w != w;
+    if (vn || wn)
+        return vn == wn ? i < j : (vn == (largest != 0));
+    if (v != w)
+        return largest ? v > w : v < w;
+    return i < j;
+}
+
+__global__ static void mps_cu_topk_k(const void *x, int dtype, void *y, long long *iy, int64_t len, int64_t inner,
+                                     int64_t k, int largest, size_t elem, int64_t n)
+{
+    mps_cu_wait();
+    MPS_CU_FOR(o, n)
+    {
+        int64_t base = o / inner * len * inner + o % inner, prev = -1;
+        double pv = 0;
+        for (int64_t r = 0; r < k; r++) {
+            int64_t best = -1;
+            double bv = 0;
+            for (int64_t j = 0; j < len; j++) {
+                double v = mps_cu_load(x, dtype, base + j * inner);
+                if ((prev < 0 || mps_cu_topk_before(pv, prev, v, j, largest)) &&
+                    (best < 0 || mps_cu_topk_before(v, j, bv, best, largest)))
+                    best = j, bv = v;
+            }
+            int64_t at = (o / inner * k + r) * inner + o % inner;
+            for (size_t b = 0; b < elem; b++)
+                ((unsigned char *)y)[at * elem + b] = ((const unsigned char *)x)[(base + best * inner) * elem + b];
+            iy[at] = best;
+            prev = best, pv = bv;
+        }
+    }
+}
+
+extern "C" int mps_cu_topk(const void *x, int dtype, void *y, int64_t *iy, int64_t outer, int64_t len, int64_t inner,
+                           int64_t k, int largest, size_t elem, void *stream)
+{
+    int64_t n = outer * inner;
+    MPS_CU_LAUNCH(mps_cu_topk_k, n, stream, x, dtype, y, (long long *)iy, len, inner, k, largest, elem, n);
+}
+
 /* Trilu: element i of [mats, rows, cols] kept or zeroed, elements of type T (by size). */
 template <typename T>
 __global__ static void mps_cu_trilu_k(const T *x, T *y, int64_t rows, int64_t cols, int upper, int64_t k, int64_t n)

@@ -688,6 +688,17 @@ static enum mps_status mps_cuda_arg(struct mps_cuda_state *s, const struct mps_n
     return MPS_OK;
 }
 
+static enum mps_status mps_cuda_topk(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    const struct mps_value *x = MPS_INV(0);
+    const struct mps_topk_params *p = &n->p.topk;
+    MPS_CU_CHECK(mps_cu_topk(MPS_IN(0), (int)x->dtype, MPS_OUT(0), MPS_OUT(1), mps_cuda_prod(&x->shape, 0, (int)p->axis),
+                             x->shape.dim[p->axis], mps_cuda_prod(&x->shape, (int)p->axis + 1, x->shape.ndim), p->k,
+                             p->largest, mps_dtype_size(x->dtype), s->stream));
+    return MPS_OK;
+}
+
 static enum mps_status mps_cuda_trilu(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
 {
     const struct mps_graph *g = s->g;
@@ -814,6 +825,7 @@ mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
     case MPS_OP_ARG_MIN:
     case MPS_OP_HARDMAX: return mps_cuda_arg;
     case MPS_OP_TRILU: return mps_cuda_trilu;
+    case MPS_OP_TOP_K: return mps_cuda_topk;
     case MPS_OP_CUM_SUM: return mps_cuda_cumsum;
     default: return mps_cuda_unary;
     }

@@ -105,6 +105,7 @@ static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
     [MPS_OP_WHERE] = mps_cpu_where,
     [MPS_OP_ARG_MAX] = mps_cpu_arg,
     [MPS_OP_HARDMAX] = mps_cpu_arg,
+    [MPS_OP_TOP_K] = mps_cpu_topk,
     [MPS_OP_ARG_MIN] = mps_cpu_arg,
     [MPS_OP_RESHAPE] = mps_cpu_copy,
     [MPS_OP_FLATTEN] = mps_cpu_copy,

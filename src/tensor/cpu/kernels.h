@@ -86,6 +86,7 @@ enum mps_status mps_cpu_prelu(const struct mps_cpu_args *a, struct mps_error *er
 /* reduce.c */
 enum mps_status mps_cpu_arg(const struct mps_cpu_args *a, struct mps_error *err); /* ArgMax, ArgMin, Hardmax */
 enum mps_status mps_cpu_reduce(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_topk(const struct mps_cpu_args *a, struct mps_error *err);
 /* Comparisons, And/Or/Xor/Not, IsNaN, IsInf (logic.c) */
 enum mps_status mps_cpu_logic(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_where(const struct mps_cpu_args *a, struct mps_error *err);

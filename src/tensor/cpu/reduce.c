@@ -2,6 +2,7 @@
    output element walks its box of reduced input elements, folded in double
    by reduce.h's rule. */
 #include <math.h>
+#include <string.h>
 
 #include "kernels.h"
 #include "reduce.h"
@@ -139,6 +140,54 @@ enum mps_status mps_cpu_cumsum(const struct mps_cpu_args *a, struct mps_error *e
                         ((int32_t *)a->out[0].data)[at] = (int32_t)(uint32_t)r;
                     iacc += v;
                 }
+            }
+        }
+    return MPS_OK;
+}
+
+/* TopK: whether (v, i) comes before (w, j): the better value (a NaN above every
+   number), then the lower index. A strict total order, so the k first are one answer. */
+static bool mps_topk_before(double v, int64_t i, double w, int64_t j, bool largest)
+{
+    bool vn = v != v, wn = w != w;
+    if (vn || wn) /* NaN is the largest */
+        return vn == wn ? i < j : (vn == largest);
+    if (v != w)
+        return largest ? v > w : v < w;
+    return i < j;
+}
+
+enum mps_status mps_cpu_topk(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_topk_params *p = &a->node->p.topk;
+    const struct mps_tensor *x = &a->in[0];
+    int64_t len = x->shape.dim[p->axis], outer = 1, inner = 1;
+    for (int d = 0; d < x->shape.ndim; d++)
+        if (d < p->axis)
+            outer *= x->shape.dim[d];
+        else if (d > p->axis)
+            inner *= x->shape.dim[d];
+    int64_t *iy = a->out[1].data;
+    (void)err;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            int64_t base = o * len * inner + i, prev = -1;
+            double pv = 0;
+            for (int64_t r = 0; r < p->k; r++) { /* the next in the order after the previous pick */
+                int64_t best = -1;
+                double bv = 0;
+                for (int64_t j = 0; j < len; j++) {
+                    double v = mps_cpu_load(x->data, x->dtype, base + j * inner);
+                    if ((prev < 0 || mps_topk_before(pv, prev, v, j, p->largest)) &&
+                        (best < 0 || mps_topk_before(v, j, bv, best, p->largest)))
+                        best = j, bv = v;
+                }
+                int64_t at = (o * p->k + r) * inner + i;
+                size_t elem = mps_dtype_size(x->dtype); /* the element itself: an int64 stays exact */
+                memcpy((unsigned char *)a->out[0].data + (size_t)at * elem,
+                       (const unsigned char *)x->data + (size_t)(base + best * inner) * elem, elem);
+                iy[at] = best;
+                prev = best, pv = bv;
             }
         }
     return MPS_OK;
