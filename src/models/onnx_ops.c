@@ -974,7 +974,7 @@ enum mps_status mps_onnx_map_node(struct mps_onnx_ctx *c, struct mps_onnx_node *
     if (st)
         return st;
     enum mps_op op = r->op;
-    if ((op == MPS_OP_SOFTMAX || op == MPS_OP_LOG_SOFTMAX) && c->opset < 13) {
+    if ((op == MPS_OP_SOFTMAX || op == MPS_OP_LOG_SOFTMAX || op == MPS_OP_HARDMAX) && c->opset < 13) {
         op = MPS_OP_RESHAPE; /* the last node of the legacy expansion */
         mps_op_params_default(op, &p);
     }

@@ -189,6 +189,9 @@ save("typed_fields.onnx", model([helper.make_node("Reshape", ["a", "shape"], ["a
                                  helper.make_node("Mul", ["kf", "df"], ["kd"], name="kd"),
                                  helper.make_node("Add", ["xa", "kd"], ["y"], name="add")],
                                 [vi("x", [6])], [vi("y", [6])], typed), "ok")
+# before opset 13, Hardmax (like Softmax) works on the input flattened at axis
+save("legacy_hardmax.onnx", model([helper.make_node("Hardmax", ["x"], ["y"], name="hardmax", axis=1)],
+                                  [vi("x", [2, 3, 4])], [vi("y", [2, 3, 4])], opset=11), "ok")
 # a classifier head ending in Relu gives scores, which infer ranks as they are (no softmax)
 save("relu_head.onnx", model([helper.make_node("MatMul", ["x", "w"], ["z"], name="mm"),
                               helper.make_node("Relu", ["z"], ["y"], name="relu")], [vi("x", [1, 4])], [vi("y", [1, 3])],
