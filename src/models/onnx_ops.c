@@ -351,6 +351,69 @@ static enum mps_status mps_map_pool(struct mps_onnx_ctx *c, struct mps_onnx_node
     return MPS_OK;
 }
 
+/* GlobalLpPool: p, an integer >= 1. */
+static enum mps_status mps_map_lp(const struct mps_onnx_node *n, int64_t *p, struct mps_error *err)
+{
+    enum mps_status st = mps_attr_int(n, "p", 2, p, err);
+    if (!st && (*p < 1 || *p > 64))
+        return mps_onnx_fail(n, err, "p %lld is not 1 to 64", (long long)*p);
+    return st;
+}
+
+static enum mps_status mps_map_global_lp(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                         struct mps_error *err)
+{
+    int64_t lp;
+    (void)c;
+    enum mps_status st = mps_map_lp(n, &lp, err);
+    p->act.alpha = (float)lp;
+    return st;
+}
+
+/* LpPool: (sum over the window of |x|^p)^(1/p) built from ops every backend
+   has: Abs, Pow (Mul for p = 2), AveragePool counting the padding, times the
+   window's size, and the caller's last node, Pow(., 1/p). ceil_mode (windows
+   past the padding, whose average has a smaller divisor) is refused. */
+static enum mps_status mps_map_lppool(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                      struct mps_error *err)
+{
+    int64_t lp, ceil_mode;
+    union mps_op_params pool, none;
+    mps_op_params_default(MPS_OP_AVERAGE_POOL, &pool);
+    mps_op_params_default(MPS_OP_MUL, &none);
+    enum mps_status st = mps_map_lp(n, &lp, err);
+    if (!st)
+        st = mps_map_window(n, &pool.pool.win, true, err);
+    if (!st)
+        st = mps_attr_int(n, "ceil_mode", 0, &ceil_mode, err);
+    if (st)
+        return st;
+    if (ceil_mode)
+        return mps_onnx_fail(n, err, "ceil_mode is not supported for LpPool");
+    pool.pool.count_include_pad = true;
+    double taps = 1;
+    for (int i = 0; i < MPS_MAX_SPATIAL && pool.pool.win.kernel[i]; i++)
+        taps *= (double)pool.pool.win.kernel[i];
+    float pf = (float)lp, inv = 1.0f / (float)lp, k = (float)taps;
+    struct mps_shape one = {0, {0}};
+    int a = mps_onnx_temp(c, n->name), s = mps_onnx_temp(c, n->name), avg = mps_onnx_temp(c, n->name);
+    int sum = mps_onnx_temp(c, n->name), cp = mps_onnx_const(c, n->name, MPS_F32, &one, &pf);
+    int ck = mps_onnx_const(c, n->name, MPS_F32, &one, &k), ci = mps_onnx_const(c, n->name, MPS_F32, &one, &inv);
+    if (a < 0 || s < 0 || avg < 0 || sum < 0 || cp < 0 || ck < 0 || ci < 0)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    if ((st = mps_graph_add_node(c->g, MPS_OP_ABS, n->name, n->in, 1, &a, 1, NULL, err)) ||
+        (st = mps_graph_add_node(c->g, lp == 2 ? MPS_OP_MUL : MPS_OP_POW, n->name, (int[]){a, lp == 2 ? a : cp}, 2, &s,
+                                 1, &none, err)) ||
+        (st = mps_graph_add_node(c->g, MPS_OP_AVERAGE_POOL, n->name, &s, 1, &avg, 1, &pool, err)) ||
+        (st = mps_graph_add_node(c->g, MPS_OP_MUL, n->name, (int[]){avg, ck}, 2, &sum, 1, &none, err)))
+        return st;
+    n->in[0] = sum; /* the caller adds Pow(sum, 1/p) into the output */
+    n->in[1] = ci;
+    n->n_in = 2;
+    (void)p;
+    return MPS_OK;
+}
+
 static enum mps_status mps_map_batch_norm(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                           struct mps_error *err)
 {
@@ -841,6 +904,8 @@ static const struct mps_onnx_rule mps_onnx_rules[] = {
     {"AveragePool", MPS_OP_AVERAGE_POOL, "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides",
      mps_map_pool},
     {"GlobalAveragePool", MPS_OP_GLOBAL_AVERAGE_POOL, "", NULL},
+    {"GlobalLpPool", MPS_OP_GLOBAL_LP_POOL, "p", mps_map_global_lp},
+    {"LpPool", MPS_OP_POW, "auto_pad ceil_mode dilations kernel_shape p pads strides", mps_map_lppool},
     {"GlobalMaxPool", MPS_OP_GLOBAL_MAX_POOL, "", NULL},
     {"BatchNormalization", MPS_OP_BATCH_NORM, "epsilon momentum spatial is_test training_mode", mps_map_batch_norm},
     {"LayerNormalization", MPS_OP_LAYER_NORM, "axis epsilon stash_type", mps_map_layer_norm},

@@ -79,6 +79,9 @@ void mps_op_params_default(enum mps_op op, union mps_op_params *p)
     case MPS_OP_THRESHOLDED_RELU:
         p->act.alpha = 1.0f;
         break;
+    case MPS_OP_GLOBAL_LP_POOL:
+        p->act.alpha = 2.0f;
+        break;
     case MPS_OP_SHRINK:
         p->act.alpha = 0.5f;
         break;

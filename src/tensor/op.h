@@ -41,7 +41,7 @@ bool mps_op_is_reduce(enum mps_op op);
 /* Scalar parameters of elementwise ops:
    LeakyRelu alpha; Elu alpha; Selu alpha, gamma in beta; HardSigmoid alpha, beta;
    Clip min in alpha, max in beta (resolved from its inputs; +-inf when absent);
-   ThresholdedRelu alpha; Shrink lambd in alpha, bias in beta;
+   ThresholdedRelu alpha; Shrink lambd in alpha, bias in beta; GlobalLpPool p in alpha;
    Gelu: tanh approximation when beta != 0. */
 struct mps_act_params {
     float alpha, beta;

@@ -605,6 +605,7 @@ static const mps_shape_rule mps_shape_math_rules[MPS_OP_COUNT] = {
     [MPS_OP_CONV_TRANSPOSE] = mps_shape_conv,
     [MPS_OP_MAX_POOL] = mps_shape_pool,
     [MPS_OP_AVERAGE_POOL] = mps_shape_pool,
+    [MPS_OP_GLOBAL_LP_POOL] = mps_shape_global_pool,
     [MPS_OP_GLOBAL_AVERAGE_POOL] = mps_shape_global_pool,
     [MPS_OP_GLOBAL_MAX_POOL] = mps_shape_global_pool,
     [MPS_OP_BATCH_NORM] = mps_shape_batch_norm,

@@ -21,6 +21,7 @@ usage: export_torch.py OUT [NAME...]     (Debian: python3-torch python3-torchvis
 import os
 import sys
 
+import numpy as np
 import onnx
 import onnx.external_data_helper
 import onnx.numpy_helper
@@ -191,6 +192,33 @@ def export(out, name):
     return case
 
 
+# ONNX ops PyTorch does not export as one node, built with onnx.helper; the
+# expected output from the spec in numpy (float64): name: (p, kernel, strides, pads, input shape)
+LPPOOL = {"lppool_p2": (2, (3, 3), (2, 2), (1, 1, 1, 1), (2, 3, 9, 8)),
+          "lppool_p3": (3, (2, 3), (1, 1), (0, 1, 0, 0), (1, 4, 6, 7))}
+
+
+def lppool(out, name):
+    p, k, s, pads, shape = LPPOOL[name]
+    x = np.random.RandomState(len(name)).randn(*shape).astype(np.float32)
+    a = np.pad(np.abs(x.astype(np.float64)) ** p, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    oh, ow = (a.shape[2] - k[0]) // s[0] + 1, (a.shape[3] - k[1]) // s[1] + 1
+    y = np.zeros(shape[:2] + (oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            y[:, :, i, j] = a[:, :, i * s[0]:i * s[0] + k[0], j * s[1]:j * s[1] + k[1]].sum(axis=(2, 3)) ** (1.0 / p)
+    node = onnx.helper.make_node("LpPool", ["input"], ["output"], p=p, kernel_shape=list(k), strides=list(s),
+                                 pads=list(pads))
+    vi = lambda n, sh: onnx.helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, list(sh))
+    graph = onnx.helper.make_graph([node], name, [vi("input", shape)], [vi("output", y.shape)])
+    case = os.path.join(out, "test_" + name)
+    os.makedirs(os.path.join(case, "test_data_set_0"), exist_ok=True)
+    onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 11)]),
+              os.path.join(case, "model.onnx"))
+    write_tensor(os.path.join(case, "test_data_set_0", "input_0.pb"), x, "input")
+    write_tensor(os.path.join(case, "test_data_set_0", "output_0.pb"), y.astype(np.float32), "output")
+
+
 def to_opset18(src_case, out, name):
     """ReduceMean/ReduceSum axes attribute -> input, opset 18, weights external."""
     model = onnx.load(os.path.join(src_case, "model.onnx"))
@@ -221,10 +249,12 @@ def to_opset18(src_case, out, name):
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    out, names = sys.argv[1], sys.argv[2:] or list(CASES) + list(OPSET18)
+    out, names = sys.argv[1], sys.argv[2:] or list(CASES) + list(OPSET18) + list(LPPOOL)
     os.makedirs(out, exist_ok=True)
     for name in names:
-        if name in OPSET18:
+        if name in LPPOOL:
+            lppool(out, name)
+        elif name in OPSET18:
             src = os.path.join(out, "test_" + OPSET18[name])
             if not os.path.exists(os.path.join(src, "model.onnx")):
                 export(out, OPSET18[name])

@@ -23,7 +23,8 @@ fi
 # models only (in double, mobilenet_v2 alone takes 30 s here); squeezenet1_1
 # brings ceil_mode pooling and Concat, shufflenet and mnasnet depthwise convolutions,
 # small_unet Resize and Upsample (nearest, bilinear with align_corners) and skip Concats,
-# small_espcn DepthToSpace (PixelShuffle), small_style InstanceNormalization and reflection Pad.
-exec "$runner" --sim-only mlp,small_cnn,shufflenet,mnasnet,squeezenet,small_unet,small_espcn,small_style \
+# small_espcn DepthToSpace (PixelShuffle), small_style InstanceNormalization and reflection Pad,
+# lppool LpPool (built with onnx.helper, the expected output from the spec in numpy).
+exec "$runner" --sim-only mlp,small_cnn,shufflenet,mnasnet,squeezenet,small_unet,small_espcn,small_style,lppool \
   "$src/tests/models/expected_exports.txt" "$out" \
   "$src/tests/models/recent_exporter"

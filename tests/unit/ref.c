@@ -246,17 +246,20 @@ static void ref_pool(enum mps_op op, const struct mps_pool_params *p, const stru
     }
 }
 
-static void ref_global_pool(enum mps_op op, const struct ref_tensor *in, struct ref_tensor *out)
+static void ref_global_pool(enum mps_op op, double lp, const struct ref_tensor *in, struct ref_tensor *out)
 {
     int64_t planes = in[0].shape.dim[0] * in[0].shape.dim[1], size = ref_numel(&in[0].shape) / planes;
     for (int64_t p = 0; p < planes; p++) {
-        double best = -INFINITY, sum = 0;
+        double best = -INFINITY, sum = 0, sum_p = 0;
         for (int64_t i = 0; i < size; i++) {
             double v = in[0].d[p * size + i];
             best = v > best ? v : best;
             sum += v;
+            sum_p += pow(fabs(v), lp);
         }
-        out[0].d[p] = op == MPS_OP_GLOBAL_MAX_POOL ? best : sum / (double)size;
+        out[0].d[p] = op == MPS_OP_GLOBAL_MAX_POOL ? best
+                      : op == MPS_OP_GLOBAL_LP_POOL ? pow(sum_p, 1 / lp)
+                                                    : sum / (double)size;
     }
 }
 
@@ -832,7 +835,8 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     case MPS_OP_MAX_POOL:
     case MPS_OP_AVERAGE_POOL: ref_pool(op, &p->pool, in, out, n_out); break;
     case MPS_OP_GLOBAL_AVERAGE_POOL:
-    case MPS_OP_GLOBAL_MAX_POOL: ref_global_pool(op, in, out); break;
+    case MPS_OP_GLOBAL_MAX_POOL:
+    case MPS_OP_GLOBAL_LP_POOL: ref_global_pool(op, p->act.alpha, in, out); break;
     case MPS_OP_BATCH_NORM:
     case MPS_OP_INSTANCE_NORM:
     case MPS_OP_LAYER_NORM:

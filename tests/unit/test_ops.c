@@ -267,6 +267,8 @@ static const struct th_case th_cases[] = {
     {"GlobalAveragePool 1-D", MPS_OP_GLOBAL_AVERAGE_POOL, IN(F(2, 3, 7)), OUT(S(2, 3, 1))},
     {"GlobalMaxPool", MPS_OP_GLOBAL_MAX_POOL, IN(F(2, 3, 5, 4)), OUT(S(2, 3, 1, 1))},
     /* normalization */
+    {"GlobalLpPool p 2", MPS_OP_GLOBAL_LP_POOL, IN(F(2, 3, 5, 4)), OUT(S(2, 3, 1, 1))},
+    {"GlobalLpPool p 3, 1-D", MPS_OP_GLOBAL_LP_POOL, P(act, .alpha = 3), IN(F(2, 4, 9)), OUT(S(2, 4, 1))},
     {"BatchNormalization 4-D", MPS_OP_BATCH_NORM, IN(F(2, 3, 4, 4), F(3), F(3), F(3), FR(0.5, 2, 3)),
      OUT(S(2, 3, 4, 4))},
     {"LRN size 5 (AlexNet's)", MPS_OP_LRN, P(lrn, .alpha = 1e-4f, .beta = 0.75f, .bias = 2.0f, .size = 5),

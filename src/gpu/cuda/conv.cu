@@ -254,7 +254,8 @@ extern "C" int mps_cu_pool(const float *x, float *y, int64_t *indices, int64_t p
 }
 
 /* One warp per plane: lanes stride over it, then a shuffle reduction. */
-__global__ static void mps_cu_global_pool_k(const float *x, float *y, int64_t planes, int64_t plane, int max)
+/* lp > 0: GlobalLpPool's (sum |x|^lp)^(1/lp), summed in double as the CPU does. */
+__global__ static void mps_cu_global_pool_k(const float *x, float *y, int64_t planes, int64_t plane, int max, float lp)
 {
     mps_cu_wait();
     int64_t p = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
@@ -262,6 +263,16 @@ __global__ static void mps_cu_global_pool_k(const float *x, float *y, int64_t pl
     if (p >= planes)
         return;
     const float *xp = x + p * plane;
+    if (lp > 0) {
+        double s = 0;
+        for (int64_t i = lane; i < plane; i += 32)
+            s += lp == 2 ? (double)xp[i] * xp[i] : pow(fabs((double)xp[i]), (double)lp);
+        for (int off = 16; off > 0; off /= 2)
+            s += __shfl_down_sync(0xffffffff, s, off);
+        if (lane == 0)
+            y[p] = (float)(lp == 2 ? sqrt(s) : pow(s, 1.0 / lp));
+        return;
+    }
     float acc = max ? -FLT_MAX : 0.0f;
     for (int64_t i = lane; i < plane; i += 32)
         acc = max ? (xp[i] > acc || xp[i] != xp[i] ? xp[i] : acc) : acc + xp[i];
@@ -273,10 +284,11 @@ __global__ static void mps_cu_global_pool_k(const float *x, float *y, int64_t pl
         y[p] = max ? acc : acc / (float)plane;
 }
 
-extern "C" int mps_cu_global_pool(const float *x, float *y, int64_t planes, int64_t plane, int max, void *stream)
+extern "C" int mps_cu_global_pool(const float *x, float *y, int64_t planes, int64_t plane, int max, float lp,
+                                  void *stream)
 {
     int64_t threads = planes * 32;
-    MPS_CU_LAUNCH(mps_cu_global_pool_k, threads, stream, x, y, planes, plane, max);
+    MPS_CU_LAUNCH(mps_cu_global_pool_k, threads, stream, x, y, planes, plane, max, lp);
 }
 
 /* ---- Winograd F(2x2, 3x3) (the CPU's winograd.c explains the transforms) ---- */

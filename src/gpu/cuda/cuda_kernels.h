@@ -115,7 +115,8 @@ int mps_cu_wino_output(const float *p, float *y, const float *bias, const struct
 /* MaxPool (max != 0, optional flat indices) and AveragePool over planes. */
 int mps_cu_pool(const float *x, float *y, int64_t *indices, int64_t planes, const struct mps_cu_window *w, int max,
                 int include_pad, int column_major, void *stream);
-int mps_cu_global_pool(const float *x, float *y, int64_t planes, int64_t plane, int max, void *stream);
+/* GlobalAveragePool, GlobalMaxPool (max), GlobalLpPool (lp > 0: its p). */
+int mps_cu_global_pool(const float *x, float *y, int64_t planes, int64_t plane, int max, float lp, void *stream);
 
 /* gemm.cu */
 /* Gemm for a few rows, one kernel: y[m,n] = act(alpha x[m,k] w[n,k]^T + beta bias[n]), m <= MPS_CU_GEMV_ROWS,

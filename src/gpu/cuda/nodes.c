@@ -404,10 +404,11 @@ static enum mps_status mps_cuda_pool(struct mps_cuda_state *s, const struct mps_
 {
     const struct mps_graph *g = s->g;
     const struct mps_shape *x = &MPS_INV(0)->shape;
-    if (n->op == MPS_OP_GLOBAL_AVERAGE_POOL || n->op == MPS_OP_GLOBAL_MAX_POOL) {
+    if (n->op == MPS_OP_GLOBAL_AVERAGE_POOL || n->op == MPS_OP_GLOBAL_MAX_POOL || n->op == MPS_OP_GLOBAL_LP_POOL) {
         int64_t planes = x->dim[0] * x->dim[1];
         MPS_CU_CHECK(mps_cu_global_pool(MPS_IN(0), MPS_OUT(0), planes, mps_shape_numel(x) / (planes ? planes : 1),
-                                        n->op == MPS_OP_GLOBAL_MAX_POOL, s->stream));
+                                        n->op == MPS_OP_GLOBAL_MAX_POOL,
+                                        n->op == MPS_OP_GLOBAL_LP_POOL ? n->p.act.alpha : 0.0f, s->stream));
         return MPS_OK;
     }
     struct mps_cu_window w = mps_cuda_window(&n->p.pool.win, x, &MPS_OUTV(0)->shape);
@@ -757,6 +758,7 @@ mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
     case MPS_OP_CONV_TRANSPOSE: return mps_cuda_conv_transpose;
     case MPS_OP_MAX_POOL:
     case MPS_OP_AVERAGE_POOL:
+    case MPS_OP_GLOBAL_LP_POOL:
     case MPS_OP_GLOBAL_AVERAGE_POOL:
     case MPS_OP_GLOBAL_MAX_POOL: return mps_cuda_pool;
     case MPS_OP_BATCH_NORM:

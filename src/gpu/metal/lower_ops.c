@@ -527,6 +527,18 @@ static void mps_mtl_lower_logic(struct mps_mtl_lowerer *L, const struct mps_node
     mps_mtl_define_as(L, n->out[0], y);
 }
 
+/* GlobalLpPool: (sum over the spatial axes of |x|^p)^(1/p); x * x and sqrt for p = 2. */
+static void mps_mtl_lower_global_lp(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    double lp = n->p.act.alpha;
+    int rank = mps_mtl_vshape(L, n->in[0])->ndim;
+    int a = mps_mtl_unary(L, MPS_MTL_ABS, mps_mtl_value(L, n->in[0]));
+    int s = lp == 2 ? mps_mtl_binary(L, MPS_MTL_MUL, a, a) : mps_mtl_binary_scalar(L, MPS_MTL_POW, a, lp);
+    int sum = mps_mtl_reduce(L, MPS_MTL_REDUCE_SUM, s, (uint32_t)((1u << rank) - 1) & ~3u);
+    mps_mtl_define_as(L, n->out[0], lp == 2 ? mps_mtl_unary(L, MPS_MTL_SQRT, sum)
+                                            : mps_mtl_binary_scalar(L, MPS_MTL_POW, sum, 1.0 / lp));
+}
+
 /* ---- reductions and layout -------------------------------------------------------------------------- */
 
 /* The reductions MPSGraph has are one step; the others are built from them
@@ -1014,6 +1026,7 @@ static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
     [MPS_OP_AVERAGE_POOL] = mps_mtl_lower_pool,
     [MPS_OP_GLOBAL_AVERAGE_POOL] = mps_mtl_lower_reduce,
     [MPS_OP_GLOBAL_MAX_POOL] = mps_mtl_lower_reduce,
+    [MPS_OP_GLOBAL_LP_POOL] = mps_mtl_lower_global_lp,
     [MPS_OP_BATCH_NORM] = mps_mtl_lower_batch_norm,
     [MPS_OP_INSTANCE_NORM] = mps_mtl_lower_instance_norm,
     [MPS_OP_LRN] = mps_mtl_lower_lrn,

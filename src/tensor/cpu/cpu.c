@@ -36,6 +36,7 @@ static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
     [MPS_OP_AVERAGE_POOL] = mps_cpu_pool,
     [MPS_OP_GLOBAL_AVERAGE_POOL] = mps_cpu_global_pool,
     [MPS_OP_GLOBAL_MAX_POOL] = mps_cpu_global_pool,
+    [MPS_OP_GLOBAL_LP_POOL] = mps_cpu_global_pool,
     [MPS_OP_BATCH_NORM] = mps_cpu_batch_norm,
     [MPS_OP_LAYER_NORM] = mps_cpu_layer_norm,
     [MPS_OP_INSTANCE_NORM] = mps_cpu_instance_norm,

@@ -271,6 +271,11 @@ static void mps_global_planes(void *ctx, int64_t begin, int64_t end)
             for (int64_t i = 0; i < q->plane; i++)
                 m = mps_max_nan(m, xp[i]);
             y[p] = m;
+        } else if (q->a->node->op == MPS_OP_GLOBAL_LP_POOL) { /* (sum |x|^p)^(1/p), in double */
+            double s = 0, lp = q->a->node->p.act.alpha;
+            for (int64_t i = 0; i < q->plane; i++)
+                s += lp == 2 ? (double)xp[i] * xp[i] : pow(fabs(xp[i]), lp);
+            y[p] = (float)(lp == 2 ? sqrt(s) : pow(s, 1.0 / lp));
         } else {
             double s = 0;
             for (int64_t i = 0; i < q->plane; i++)
