@@ -829,6 +829,13 @@ static enum mps_status mps_map_topk(struct mps_onnx_ctx *c, struct mps_onnx_node
     return MPS_OK;
 }
 
+static enum mps_status mps_map_onehot(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                      struct mps_error *err)
+{
+    (void)c;
+    return mps_attr_int(n, "axis", -1, &p->onehot.axis, err);
+}
+
 static enum mps_status mps_map_trilu(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                      struct mps_error *err)
 {
@@ -1001,6 +1008,7 @@ static const struct mps_onnx_rule mps_onnx_rules[] = {
     {"CumSum", MPS_OP_CUM_SUM, "exclusive reverse", mps_map_cumsum},
     {"Tile", MPS_OP_TILE, "", NULL},
     {"Range", MPS_OP_RANGE, "", NULL},
+    {"OneHot", MPS_OP_ONE_HOT, "axis", mps_map_onehot},
     {"TopK", MPS_OP_TOP_K, "axis largest sorted k", mps_map_topk},
     {"ArgMax", MPS_OP_ARG_MAX, "axis keepdims select_last_index", mps_map_arg},
     {"ArgMin", MPS_OP_ARG_MIN, "axis keepdims select_last_index", mps_map_arg},

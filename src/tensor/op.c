@@ -117,6 +117,9 @@ void mps_op_params_default(enum mps_op op, union mps_op_params *p)
         p->lrn.beta = 0.75f;
         p->lrn.bias = 1.0f;
         break;
+    case MPS_OP_ONE_HOT:
+        p->onehot.axis = -1;
+        break;
     case MPS_OP_TOP_K:
         p->topk.axis = -1;
         p->topk.largest = true;

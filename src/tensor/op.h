@@ -239,6 +239,14 @@ struct mps_topk_params {
     bool largest;
 };
 
+/* OneHot: a new axis (resolved >= 0 in the output) of depth positions, on
+   where the index (negative: from the end) points, off elsewhere and for an
+   index out of range; depth and the [off, on] values from constant inputs. */
+struct mps_onehot_params {
+    int64_t axis, depth;
+    double off, on;
+};
+
 /* Tile: the repeats per axis (resolved from the constant input). */
 struct mps_tile_params {
     int64_t repeats[MPS_MAX_DIMS];
@@ -286,6 +294,7 @@ union mps_op_params {
     struct mps_range_params range;
     struct mps_tile_params tile;
     struct mps_topk_params topk;
+    struct mps_onehot_params onehot;
 };
 
 /* Fills p with the ONNX defaults of op (everything else zero). */

@@ -76,22 +76,26 @@ enum mps_status mps_shape_const_shape(const struct mps_graph *g, const struct mp
     return MPS_OK;
 }
 
+double mps_shape_const_at(const struct mps_value *c, int64_t i)
+{
+    switch (c->dtype) {
+    case MPS_F32: return ((const float *)c->data)[i];
+    case MPS_F16: return mps_f16_to_f32(((const uint16_t *)c->data)[i]);
+    case MPS_I64: return (double)((const int64_t *)c->data)[i];
+    case MPS_I32: return ((const int32_t *)c->data)[i];
+    case MPS_F64: return ((const double *)c->data)[i];
+    default: return ((const uint8_t *)c->data)[i]; /* u8, bool */
+    }
+}
+
 enum mps_status mps_shape_const_scalar(const struct mps_graph *g, const struct mps_node *n, int i, double *v,
                                        struct mps_error *err)
 {
     const struct mps_value *c = mps_shape_in(g, n, i);
+    *v = 0;
     if (!c || !c->data || mps_shape_numel(&c->shape) != 1)
         return mps_shape_fail(n, err, "input %d must be a constant scalar", i);
-    switch (c->dtype) {
-    case MPS_F32: *v = *(const float *)c->data; break;
-    case MPS_F16: *v = mps_f16_to_f32(*(const uint16_t *)c->data); break;
-    case MPS_I64: *v = (double)*(const int64_t *)c->data; break;
-    case MPS_I32: *v = *(const int32_t *)c->data; break;
-    case MPS_U8:
-    case MPS_BOOL: *v = *(const uint8_t *)c->data; break;
-    case MPS_F64: *v = *(const double *)c->data; break;
-    default: return mps_shape_fail(n, err, "input %d has an unknown dtype", i);
-    }
+    *v = mps_shape_const_at(c, 0);
     return MPS_OK;
 }
 

@@ -538,6 +538,40 @@ static enum mps_status mps_shape_tile(struct mps_graph *g, struct mps_node *n, s
     return MPS_OK;
 }
 
+/* OneHot: integer or float indices; a constant depth (>= 1) and two constant values. */
+static enum mps_status mps_shape_onehot(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *idx = mps_shape_in(g, n, 0), *vals = mps_shape_in(g, n, 2);
+    double depth;
+    enum mps_status st = mps_shape_need_dtype(g, n, 0, MPS_DT_FLOAT | MPS_DT_INT, err);
+    if (!st)
+        st = mps_shape_need_dtype(g, n, 2, MPS_DT_FLOAT | MPS_DT_INT, err);
+    if (!st)
+        st = mps_shape_const_scalar(g, n, 1, &depth, err);
+    if (st)
+        return st;
+    if (!(depth >= 1 && depth < 1e9))
+        return mps_shape_fail(n, err, "depth %g is not 1 or more", depth);
+    if (!vals->data || mps_shape_numel(&vals->shape) != 2)
+        return mps_shape_fail(n, err, "values must be a constant [off, on]");
+    if (idx->shape.ndim + 1 > MPS_MAX_DIMS)
+        return mps_shape_fail(n, err, "the output would have rank %d", idx->shape.ndim + 1);
+    struct mps_onehot_params *p = &n->p.onehot;
+    p->depth = (int64_t)depth;
+    p->off = mps_shape_const_at(vals, 0);
+    p->on = mps_shape_const_at(vals, 1);
+    int r = idx->shape.ndim + 1;
+    if (p->axis < -r || p->axis >= r)
+        return mps_shape_fail(n, err, "axis %lld is out of range for rank %d", (long long)p->axis, r);
+    if (p->axis < 0)
+        p->axis += r;
+    struct mps_shape out = {0, {0}};
+    for (int i = 0, k = 0; i < r; i++)
+        out.dim[out.ndim++] = i == p->axis ? p->depth : idx->shape.dim[k++];
+    mps_shape_set(g, n, 0, vals->dtype, &out);
+    return MPS_OK;
+}
+
 /* Range: constant scalars start, limit, delta of one type (f32, i64, i32). */
 static enum mps_status mps_shape_range(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
@@ -606,5 +640,6 @@ const mps_shape_rule mps_shape_layout_rules[MPS_OP_COUNT] = {
     [MPS_OP_CUM_SUM] = mps_shape_cumsum,
     [MPS_OP_TILE] = mps_shape_tile,
     [MPS_OP_RANGE] = mps_shape_range,
+    [MPS_OP_ONE_HOT] = mps_shape_onehot,
     [MPS_OP_SPACE_TO_DEPTH] = mps_shape_depth,
 };

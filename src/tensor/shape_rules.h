@@ -31,6 +31,8 @@ enum mps_status mps_shape_const_ints(const struct mps_graph *g, const struct mps
 /* Reads constant integer input i as a shape: every entry >= 0, within the size limit. */
 enum mps_status mps_shape_const_shape(const struct mps_graph *g, const struct mps_node *n, int i, struct mps_shape *s,
                                       struct mps_error *err);
+/* Element i of constant value c (any numeric dtype) as a double. */
+double mps_shape_const_at(const struct mps_value *c, int64_t i);
 /* Reads constant scalar input i (any numeric dtype, one element) into *v. */
 enum mps_status mps_shape_const_scalar(const struct mps_graph *g, const struct mps_node *n, int i, double *v,
                                        struct mps_error *err);

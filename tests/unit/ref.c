@@ -946,6 +946,19 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
             out[0].d[o] = in[0].d[ref_ravel(&in[0].shape, idx)];
         }
         break;
+    case MPS_OP_ONE_HOT: { /* the spec: on at index (from the end when negative), off elsewhere */
+        int a = ref_axis(p->onehot.axis, out[0].shape.ndim);
+        int64_t depth = (int64_t)in[1].d[0];
+        for (int64_t o = 0; o < ny; o++) {
+            ref_unravel(&out[0].shape, o, idx);
+            int64_t k = idx[a];
+            for (int d = a; d + 1 < out[0].shape.ndim; d++)
+                idx[d] = idx[d + 1];
+            int64_t v = (int64_t)in[0].d[ref_ravel(&in[0].shape, idx)];
+            out[0].d[o] = (v < 0 ? v + depth : v) == k ? in[2].d[1] : in[2].d[0];
+        }
+        break;
+    }
     case MPS_OP_RANGE:
         for (int64_t i = 0; i < ny; i++)
             out[0].d[i] = in[0].d[0] + (double)i * in[2].d[0];

@@ -64,6 +64,9 @@ int mps_cu_gather_elements(const void *x, const void *idx, int idx64, void *y, c
 /* TopK along the middle of [outer, len, inner]: values (elem bytes, dtype f32/i64/i32) and int64 indices. */
 int mps_cu_topk(const void *x, int dtype, void *y, int64_t *iy, int64_t outer, int64_t len, int64_t inner, int64_t k,
                 int largest, size_t elem, void *stream);
+/* OneHot into [outer, depth, inner]; idx f32/i64/i32, y f32/i64/i32 (enum mps_dtype). */
+int mps_cu_onehot(const void *idx, int idt, void *y, int ydt, int64_t outer, int64_t depth, int64_t inner, double off,
+                  double on, void *stream);
 /* Trilu of n elements ([mats, rows, cols]) of elem bytes. */
 int mps_cu_trilu(const void *x, void *y, int64_t n, int64_t rows, int64_t cols, int upper, int64_t k, size_t elem,
                  void *stream);

@@ -277,6 +277,33 @@ extern "C" int mps_cu_topk(const void *x, int dtype, void *y, int64_t *iy, int64
     MPS_CU_LAUNCH(mps_cu_topk_k, n, stream, x, dtype, y, (long long *)iy, len, inner, k, largest, elem, n);
 }
 
+/* OneHot: output i of [outer, depth, inner] is on where its index (of [outer, inner]) points. */
+__global__ static void mps_cu_onehot_k(const void *idx, int idt, void *y, int ydt, int64_t depth, int64_t inner,
+                                       double off, double on, int64_t n)
+{
+    mps_cu_wait();
+    MPS_CU_FOR(i, n)
+    {
+        int64_t o = i / (depth * inner), k = i / inner % depth, r = i % inner;
+        int64_t v = (int64_t)mps_cu_load(idx, idt, o * inner + r);
+        v += v < 0 ? depth : 0;
+        double w = v == k ? on : off;
+        if (ydt == MPS_F32)
+            ((float *)y)[i] = (float)w;
+        else if (ydt == MPS_I64)
+            ((long long *)y)[i] = (long long)w;
+        else
+            ((int *)y)[i] = (int)w;
+    }
+}
+
+extern "C" int mps_cu_onehot(const void *idx, int idt, void *y, int ydt, int64_t outer, int64_t depth, int64_t inner,
+                             double off, double on, void *stream)
+{
+    int64_t n = outer * depth * inner;
+    MPS_CU_LAUNCH(mps_cu_onehot_k, n, stream, idx, idt, y, ydt, depth, inner, off, on, n);
+}
+
 /* Trilu: element i of [mats, rows, cols] kept or zeroed, elements of type T (by size). */
 template <typename T>
 __global__ static void mps_cu_trilu_k(const T *x, T *y, int64_t rows, int64_t cols, int upper, int64_t k, int64_t n)

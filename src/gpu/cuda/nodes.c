@@ -700,6 +700,17 @@ static enum mps_status mps_cuda_topk(struct mps_cuda_state *s, const struct mps_
     return MPS_OK;
 }
 
+static enum mps_status mps_cuda_onehot(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    const struct mps_value *y = MPS_OUTV(0);
+    const struct mps_onehot_params *p = &n->p.onehot;
+    MPS_CU_CHECK(mps_cu_onehot(MPS_IN(0), (int)MPS_INV(0)->dtype, MPS_OUT(0), (int)y->dtype,
+                               mps_cuda_prod(&y->shape, 0, (int)p->axis), p->depth,
+                               mps_cuda_prod(&y->shape, (int)p->axis + 1, y->shape.ndim), p->off, p->on, s->stream));
+    return MPS_OK;
+}
+
 static enum mps_status mps_cuda_trilu(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
 {
     const struct mps_graph *g = s->g;
@@ -827,6 +838,7 @@ mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
     case MPS_OP_ARG_MIN:
     case MPS_OP_HARDMAX: return mps_cuda_arg;
     case MPS_OP_TRILU: return mps_cuda_trilu;
+    case MPS_OP_ONE_HOT: return mps_cuda_onehot;
     case MPS_OP_TOP_K: return mps_cuda_topk;
     case MPS_OP_CUM_SUM: return mps_cuda_cumsum;
     default: return mps_cuda_unary;

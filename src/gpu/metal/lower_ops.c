@@ -962,6 +962,35 @@ static void mps_mtl_lower_tile(struct mps_mtl_lowerer *L, const struct mps_node 
     mps_mtl_define_as(L, n->out[0], mps_mtl_reshape(L, mps_mtl_broadcast_to(L, x, &view), mps_mtl_vshape(L, n->out[0])));
 }
 
+/* OneHot: the indices (negative ones moved up by depth) seen with a 1 at the
+   new axis, compared with an iota along it; on where equal, off elsewhere. */
+static void mps_mtl_lower_onehot(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    const struct mps_onehot_params *p = &n->p.onehot;
+    const struct mps_value *y = &L->g->values[n->out[0]];
+    struct mps_shape is = y->shape, ones = y->shape;
+    for (int i = 0; i < y->shape.ndim; i++)
+        is.dim[i] = i == p->axis ? p->depth : 1;
+    ones.dim[p->axis] = 1;
+    int32_t *iota = mps_mtl_alloc(L, sizeof(int32_t) * (size_t)p->depth);
+    struct mps_mtl_step *st;
+    int pos = iota ? mps_mtl_emit(L, MPS_MTL_CONSTANT, 0, MPS_I32, &is, NULL, 0, &st) : -1;
+    if (pos < 0) {
+        mps_mtl_define(L, n->out[0], -1);
+        return;
+    }
+    for (int64_t i = 0; i < p->depth; i++)
+        iota[i] = (int32_t)i;
+    st->p.constant.data = iota;
+    st->p.constant.bytes = sizeof(int32_t) * (size_t)p->depth;
+    int x = mps_mtl_cast(L, mps_mtl_value(L, n->in[0]), MPS_I32); /* floats truncate, as the CPU's (int64) does */
+    int fixed = mps_mtl_select(L, mps_mtl_binary_scalar(L, MPS_MTL_LESS, x, 0.0),
+                               mps_mtl_binary_scalar(L, MPS_MTL_ADD, x, (double)p->depth), x);
+    enum mps_dtype t = mps_mtl_compute_dtype(L, y->dtype);
+    int hit = mps_mtl_binary(L, MPS_MTL_EQUAL, mps_mtl_reshape(L, fixed, &ones), pos);
+    mps_mtl_define(L, n->out[0], mps_mtl_select(L, hit, mps_mtl_scalar(L, p->on, t), mps_mtl_scalar(L, p->off, t)));
+}
+
 /* Range: its values as a constant (start, delta and the length are constants). */
 static void mps_mtl_lower_range(struct mps_mtl_lowerer *L, const struct mps_node *n)
 {
@@ -1118,6 +1147,7 @@ static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
     [MPS_OP_TILE] = mps_mtl_lower_tile,
     [MPS_OP_GATHER_ELEMENTS] = mps_mtl_lower_gather_elements,
     [MPS_OP_RANGE] = mps_mtl_lower_range,
+    [MPS_OP_ONE_HOT] = mps_mtl_lower_onehot,
 };
 
 bool mps_mtl_op_lowered(enum mps_op op)

@@ -129,6 +129,7 @@ static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
     [MPS_OP_CUM_SUM] = mps_cpu_cumsum,
     [MPS_OP_TILE] = mps_cpu_tile,
     [MPS_OP_RANGE] = mps_cpu_range,
+    [MPS_OP_ONE_HOT] = mps_cpu_onehot,
     [MPS_OP_SPACE_TO_DEPTH] = mps_cpu_depth,
 };
 

@@ -105,6 +105,7 @@ enum mps_status mps_cpu_depth(const struct mps_cpu_args *a, struct mps_error *er
 /* resize.c */
 enum mps_status mps_cpu_tile(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_range(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_onehot(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_trilu(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_cumsum(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_resize(const struct mps_cpu_args *a, struct mps_error *err);

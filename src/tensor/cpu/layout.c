@@ -313,3 +313,21 @@ enum mps_status mps_cpu_range(const struct mps_cpu_args *a, struct mps_error *er
         mps_cpu_store(a->out[0].data, a->out[0].dtype, i, p->start + (double)i * p->delta);
     return MPS_OK;
 }
+
+/* OneHot: output [outer, depth, inner] around the new axis; indices [outer, inner]. */
+enum mps_status mps_cpu_onehot(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_onehot_params *p = &a->node->p.onehot;
+    const struct mps_tensor *ix = &a->in[0], *y = &a->out[0];
+    int64_t inner = 1, count = mps_shape_numel(&ix->shape);
+    for (int d = (int)p->axis + 1; d < y->shape.ndim; d++)
+        inner *= y->shape.dim[d];
+    (void)err;
+    for (int64_t i = 0; i < count; i++) {
+        double v = mps_cpu_load(ix->data, ix->dtype, i);
+        int64_t at = (int64_t)v < 0 ? (int64_t)v + p->depth : (int64_t)v, o = i / inner, r = i % inner;
+        for (int64_t k = 0; k < p->depth; k++)
+            mps_cpu_store(y->data, y->dtype, (o * p->depth + k) * inner + r, k == at ? p->on : p->off);
+    }
+    return MPS_OK;
+}
