@@ -836,6 +836,27 @@ static enum mps_status mps_map_onehot(struct mps_onnx_ctx *c, struct mps_onnx_no
     return mps_attr_int(n, "axis", -1, &p->onehot.axis, err);
 }
 
+static enum mps_status mps_map_index(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                     struct mps_error *err)
+{
+    static const char *const names[] = {"none", "add", "mul", "max", "min"};
+    char red[16];
+    (void)c;
+    enum mps_status st = mps_attr_int(n, "axis", 0, &p->index.axis, err);
+    if (!st)
+        st = mps_attr_int(n, "batch_dims", 0, &p->index.batch_dims, err);
+    if (!st)
+        st = mps_attr_string(n, "reduction", "none", red, sizeof red, err);
+    if (st)
+        return st;
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(red, names[i])) {
+            p->index.reduction = (enum mps_scatter_reduction)i;
+            return MPS_OK;
+        }
+    return mps_onnx_fail(n, err, "reduction '%s' is not none, add, mul, max or min", red);
+}
+
 static enum mps_status mps_map_trilu(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                      struct mps_error *err)
 {
@@ -992,6 +1013,10 @@ static const struct mps_onnx_rule mps_onnx_rules[] = {
     {"Slice", MPS_OP_SLICE, "starts ends axes", mps_map_slice},
     {"Gather", MPS_OP_GATHER, "axis", mps_map_axis},
     {"GatherElements", MPS_OP_GATHER_ELEMENTS, "axis", mps_map_axis},
+    {"GatherND", MPS_OP_GATHER_ND, "batch_dims", mps_map_index},
+    {"ScatterElements", MPS_OP_SCATTER_ELEMENTS, "axis reduction", mps_map_index},
+    {"Scatter", MPS_OP_SCATTER_ELEMENTS, "axis", mps_map_index},
+    {"ScatterND", MPS_OP_SCATTER_ND, "reduction", mps_map_index},
     {"Shape", MPS_OP_SHAPE, "start end", mps_map_shape},
     {"Constant", MPS_OP_CONSTANT, "value value_float value_floats value_int value_ints value_string value_strings "
                                   "sparse_value", mps_map_constant},

@@ -450,3 +450,28 @@ int64_t mps_gather_elements_at(const struct mps_shape *x, const struct mps_shape
     }
     return off;
 }
+
+void mps_nd_rows(const struct mps_shape *x, const struct mps_shape *idx, int b, int64_t *rows, int64_t *slice)
+{
+    int k = (int)idx->dim[idx->ndim - 1];
+    *rows = 1, *slice = 1;
+    for (int d = 0; d < idx->ndim - 1; d++)
+        *rows *= idx->dim[d];
+    for (int d = b + k; d < x->ndim; d++)
+        *slice *= x->dim[d];
+}
+
+int64_t mps_nd_base(const struct mps_shape *x, const struct mps_shape *idx, int b, int64_t r, const int64_t *t)
+{
+    int k = (int)idx->dim[idx->ndim - 1];
+    int64_t per_batch = 1, batch_rows = 1, off = 0, stride = 1;
+    for (int d = b; d < idx->ndim - 1; d++)
+        batch_rows *= idx->dim[d];
+    for (int d = x->ndim - 1; d >= b; d--) {
+        if (d < b + k)
+            off += t[d - b] * stride;
+        stride *= x->dim[d];
+    }
+    per_batch = stride; /* the elements of x.shape[b:] */
+    return r / batch_rows * per_batch + off;
+}

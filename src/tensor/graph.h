@@ -137,6 +137,14 @@ void mps_depth_transpose(const struct mps_node *n, const struct mps_shape *x, st
    along axis (already made >= 0). */
 int64_t mps_gather_elements_at(const struct mps_shape *x, const struct mps_shape *idx, int axis, int64_t o, int64_t v);
 
+/* GatherND and ScatterND: indices [..., k] of data x name slices of
+   x.shape[b + k:] (b batch dims). mps_nd_rows gives the number of index
+   rows (the indices' leading dims) and the slice size; mps_nd_base the
+   offset in x (contiguous) where row r's slice starts, its k indices t
+   (each already made >= 0). */
+void mps_nd_rows(const struct mps_shape *x, const struct mps_shape *idx, int b, int64_t *rows, int64_t *slice);
+int64_t mps_nd_base(const struct mps_shape *x, const struct mps_shape *idx, int b, int64_t r, const int64_t *t);
+
 /* Tile as a strided copy: view, the output seen as [r0, d0, r1, d1, ...]
    (a repeat of 1 leaves its axis out), and src[i], the input's stride along
    view dim i (0 along a repeat). False when the view has more than

@@ -247,6 +247,18 @@ struct mps_onehot_params {
     double off, on;
 };
 
+/* How ScatterElements and ScatterND combine an update with what is there. */
+enum mps_scatter_reduction { MPS_SCATTER_NONE, MPS_SCATTER_ADD, MPS_SCATTER_MUL, MPS_SCATTER_MAX, MPS_SCATTER_MIN };
+
+/* GatherND (batch_dims), ScatterElements (axis, resolved >= 0; reduction),
+   ScatterND (reduction). Updates apply in index order: with reduction none
+   a repeated index keeps the last. Indices must be in range (negative: from
+   the end); constant ones are checked at load, run-time ones by the CPU run. */
+struct mps_index_params {
+    int64_t axis, batch_dims;
+    enum mps_scatter_reduction reduction;
+};
+
 /* Tile: the repeats per axis (resolved from the constant input). */
 struct mps_tile_params {
     int64_t repeats[MPS_MAX_DIMS];
@@ -295,6 +307,7 @@ union mps_op_params {
     struct mps_tile_params tile;
     struct mps_topk_params topk;
     struct mps_onehot_params onehot;
+    struct mps_index_params index;
 };
 
 /* Fills p with the ONNX defaults of op (everything else zero). */

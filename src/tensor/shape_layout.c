@@ -274,6 +274,21 @@ static enum mps_status mps_shape_gather(struct mps_graph *g, struct mps_node *n,
     return MPS_OK;
 }
 
+/* Constant indices of an index op, in range for the data dims they index (checked at load). */
+static enum mps_status mps_shape_check_indices(const struct mps_node *n, const struct mps_value *idx,
+                                               const struct mps_shape *x, int first, bool tuples, struct mps_error *err)
+{
+    int64_t count = idx->data ? mps_shape_numel(&idx->shape) : 0, k = tuples ? idx->shape.dim[idx->shape.ndim - 1] : 1;
+    for (int64_t i = 0; i < count; i++) {
+        int64_t at = idx->dtype == MPS_I64 ? ((const int64_t *)idx->data)[i] : ((const int32_t *)idx->data)[i];
+        int64_t len = x->dim[first + (tuples ? i % k : 0)];
+        if (at < -len || at >= len)
+            return mps_shape_fail(n, err, "index %lld is out of range for an axis of %lld", (long long)at,
+                                  (long long)len);
+    }
+    return MPS_OK;
+}
+
 /* GatherElements: indices of the data's rank, no larger than it off the axis; the output has their shape. */
 static enum mps_status mps_shape_gather_elements(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
@@ -290,13 +305,70 @@ static enum mps_status mps_shape_gather_elements(struct mps_graph *g, struct mps
         if (d != axis && idx->shape.dim[d] > x->shape.dim[d])
             return mps_shape_fail(n, err, "indices dim %d is %lld, beyond the data's %lld", d,
                                   (long long)idx->shape.dim[d], (long long)x->shape.dim[d]);
-    for (int64_t i = 0, len = x->shape.dim[axis]; idx->data && i < mps_shape_numel(&idx->shape); i++) {
-        int64_t at = idx->dtype == MPS_I64 ? ((const int64_t *)idx->data)[i] : ((const int32_t *)idx->data)[i];
-        if (at < -len || at >= len)
-            return mps_shape_fail(n, err, "index %lld is out of range for an axis of %lld", (long long)at,
-                                  (long long)len);
-    }
+    if ((st = mps_shape_check_indices(n, idx, &x->shape, axis, false, err)))
+        return st;
     mps_shape_set(g, n, 0, x->dtype, &idx->shape);
+    return MPS_OK;
+}
+
+/* GatherND and ScatterND: indices [..., k], k at most the data's rank past the batch dims. */
+static enum mps_status mps_shape_nd(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0), *idx = mps_shape_in(g, n, 1);
+    enum mps_status st = mps_shape_need_dtype(g, n, 1, MPS_DT_INT, err);
+    if (st)
+        return st;
+    int64_t b = n->op == MPS_OP_GATHER_ND ? n->p.index.batch_dims : 0;
+    int q = idx->shape.ndim, r = x->shape.ndim;
+    if (q < 1 || b < 0 || b >= q || b >= r)
+        return mps_shape_fail(n, err, "indices of rank %d, batch_dims %lld, data of rank %d", q, (long long)b, r);
+    int64_t k = idx->shape.dim[q - 1];
+    if (k < 1 || k > r - b)
+        return mps_shape_fail(n, err, "index tuples of %lld for data of rank %d past %lld batch dims", (long long)k,
+                              r, (long long)b);
+    for (int d = 0; d < b; d++)
+        if (idx->shape.dim[d] != x->shape.dim[d])
+            return mps_shape_fail(n, err, "batch dim %d: %lld indices for %lld data", d, (long long)idx->shape.dim[d],
+                                  (long long)x->shape.dim[d]);
+    struct mps_shape out = {0, {0}};
+    for (int d = 0; d < q - 1; d++)
+        out.dim[out.ndim++] = idx->shape.dim[d];
+    for (int d = (int)(b + k); d < r; d++)
+        if (out.ndim < MPS_MAX_DIMS)
+            out.dim[out.ndim++] = x->shape.dim[d];
+        else
+            return mps_shape_fail(n, err, "the output would have more than %d dims", MPS_MAX_DIMS);
+    if ((st = mps_shape_check_indices(n, idx, &x->shape, (int)b, true, err)))
+        return st;
+    if (n->op == MPS_OP_SCATTER_ND) {
+        const struct mps_value *u = mps_shape_in(g, n, 2);
+        if (u->dtype != x->dtype || !mps_shape_eq(&u->shape, &out))
+            return mps_shape_fail(n, err, "updates must be %s of the data's dtype", mps_shape_str(&out, (char[64]){0}, 64));
+        mps_shape_set(g, n, 0, x->dtype, &x->shape);
+    } else {
+        mps_shape_set(g, n, 0, x->dtype, &out);
+    }
+    return MPS_OK;
+}
+
+/* ScatterElements: indices of the data's rank, updates of their shape. */
+static enum mps_status mps_shape_scatter_elements(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0), *idx = mps_shape_in(g, n, 1), *u = mps_shape_in(g, n, 2);
+    enum mps_status st = mps_shape_need_dtype(g, n, 1, MPS_DT_INT, err);
+    if (!st)
+        st = mps_shape_resolve_axis(n, &n->p.index.axis, x->shape.ndim, err);
+    if (st)
+        return st;
+    if (idx->shape.ndim != x->shape.ndim || !mps_shape_eq(&idx->shape, &u->shape) || u->dtype != x->dtype)
+        return mps_shape_fail(n, err, "indices must have the data's rank and the updates' shape, the updates its dtype");
+    for (int d = 0; d < x->shape.ndim; d++)
+        if (d != n->p.index.axis && idx->shape.dim[d] > x->shape.dim[d])
+            return mps_shape_fail(n, err, "indices dim %d is %lld, beyond the data's %lld", d,
+                                  (long long)idx->shape.dim[d], (long long)x->shape.dim[d]);
+    if ((st = mps_shape_check_indices(n, idx, &x->shape, (int)n->p.index.axis, false, err)))
+        return st;
+    mps_shape_set(g, n, 0, x->dtype, &x->shape);
     return MPS_OK;
 }
 
@@ -629,6 +701,9 @@ const mps_shape_rule mps_shape_layout_rules[MPS_OP_COUNT] = {
     [MPS_OP_SLICE] = mps_shape_slice,
     [MPS_OP_GATHER] = mps_shape_gather,
     [MPS_OP_GATHER_ELEMENTS] = mps_shape_gather_elements,
+    [MPS_OP_GATHER_ND] = mps_shape_nd,
+    [MPS_OP_SCATTER_ND] = mps_shape_nd,
+    [MPS_OP_SCATTER_ELEMENTS] = mps_shape_scatter_elements,
     [MPS_OP_SHAPE] = mps_shape_shape,
     [MPS_OP_CONSTANT] = mps_shape_constant,
     [MPS_OP_CONSTANT_OF_SHAPE] = mps_shape_constant_of_shape,

@@ -807,6 +807,56 @@ static void ref_topk(const struct mps_topk_params *p, const struct ref_tensor *i
     free(order);
 }
 
+static double ref_combine(enum mps_scatter_reduction r, double y, double u)
+{
+    return r == MPS_SCATTER_ADD ? y + u : r == MPS_SCATTER_MUL ? y * u : r == MPS_SCATTER_MAX ? fmax(y, u)
+                                        : r == MPS_SCATTER_MIN ? fmin(y, u) : u;
+}
+
+/* GatherND, ScatterND, ScatterElements from the spec's loops. */
+static void ref_index(enum mps_op op, const struct mps_index_params *p, const struct ref_tensor *in,
+                      struct ref_tensor *out)
+{
+    const struct mps_shape *xs = &in[0].shape, *is = &in[1].shape;
+    int64_t idx[MPS_MAX_DIMS] = {0}, at[MPS_MAX_DIMS] = {0};
+    if (op != MPS_OP_GATHER_ND)
+        memcpy(out[0].d, in[0].d, sizeof(double) * (size_t)ref_numel(xs));
+    if (op == MPS_OP_SCATTER_ELEMENTS) {
+        int a = ref_axis(p->axis, xs->ndim);
+        for (int64_t o = 0; o < ref_numel(is); o++) {
+            ref_unravel(is, o, idx);
+            int64_t v = (int64_t)in[1].d[o];
+            idx[a] = v < 0 ? v + xs->dim[a] : v;
+            int64_t t = ref_ravel(xs, idx);
+            out[0].d[t] = ref_combine(p->reduction, out[0].d[t], in[2].d[o]);
+        }
+        return;
+    }
+    int b = op == MPS_OP_GATHER_ND ? (int)p->batch_dims : 0, q = is->ndim, k = (int)is->dim[q - 1];
+    const struct mps_shape *ws = op == MPS_OP_GATHER_ND ? &out[0].shape : &in[2].shape; /* [rows..., slice...] */
+    for (int64_t o = 0; o < ref_numel(ws); o++) {
+        ref_unravel(ws, o, idx); /* idx[0..q-1): the index row; idx[q-1..): the slice position */
+        int n = 0;
+        for (int d = 0; d < b; d++)
+            at[n++] = idx[d];
+        for (int j = 0; j < k; j++) {
+            int64_t row[MPS_MAX_DIMS];
+            memcpy(row, idx, sizeof row);
+            row[q - 1] = j;
+            int64_t v = (int64_t)in[1].d[ref_ravel(is, row)];
+            at[n] = v < 0 ? v + xs->dim[n] : v;
+            n++;
+        }
+        for (int d = q - 1; d < ws->ndim; d++)
+            at[n++] = idx[d];
+        int64_t t = ref_ravel(xs, at);
+        if (op == MPS_OP_GATHER_ND)
+            out[0].d[o] = in[0].d[t];
+        else
+            out[0].d[t] = ref_combine(p->reduction, out[0].d[t], in[2].d[o]);
+    }
+}
+
 static void ref_fused_act(const struct mps_fused_act *act, struct ref_tensor *y)
 {
     for (int64_t i = 0; act->on && i < ref_numel(&y->shape); i++)
@@ -990,6 +1040,9 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
         break;
     }
     case MPS_OP_TOP_K: ref_topk(&p->topk, in, out); break;
+    case MPS_OP_GATHER_ND:
+    case MPS_OP_SCATTER_ND:
+    case MPS_OP_SCATTER_ELEMENTS: ref_index(op, &p->index, in, out); break;
     case MPS_OP_HARDMAX: { /* 1 where ArgMax (keepdims) points */
         struct mps_arg_params ap = {.axis = p->norm.axis, .keepdims = true};
         struct mps_shape ks = in[0].shape;

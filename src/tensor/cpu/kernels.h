@@ -97,6 +97,9 @@ enum mps_status mps_cpu_split(const struct mps_cpu_args *a, struct mps_error *er
 enum mps_status mps_cpu_slice(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_gather(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_gather_elements(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_gather_nd(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_scatter_nd(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_scatter_elements(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_shape(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_fill(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_expand(const struct mps_cpu_args *a, struct mps_error *err);

@@ -159,6 +159,18 @@ enum mps_status mps_cpu_gather(const struct mps_cpu_args *a, struct mps_error *e
     return MPS_OK;
 }
 
+/* Index i of ix made >= 0 against an axis of len, or an error naming the node. */
+static enum mps_status mps_index_at(const struct mps_cpu_args *a, const struct mps_tensor *ix, int64_t i, int64_t len,
+                                    int64_t *v, struct mps_error *err)
+{
+    *v = ix->dtype == MPS_I64 ? ((const int64_t *)ix->data)[i] : ((const int32_t *)ix->data)[i];
+    if (*v < -len || *v >= len)
+        return mps_fail(err, MPS_ERR_INPUT, "node '%s' (%s): index %lld is out of range for an axis of %lld",
+                        a->node->name, mps_op_name(a->node->op), (long long)*v, (long long)len);
+    *v += *v < 0 ? len : 0;
+    return MPS_OK;
+}
+
 enum mps_status mps_cpu_gather_elements(const struct mps_cpu_args *a, struct mps_error *err)
 {
     const struct mps_tensor *x = &a->in[0], *ix = &a->in[1];
@@ -166,14 +178,103 @@ enum mps_status mps_cpu_gather_elements(const struct mps_cpu_args *a, struct mps
     int64_t len = x->shape.dim[axis], count = mps_shape_numel(&ix->shape);
     size_t elem = mps_dtype_size(x->dtype);
     for (int64_t o = 0; o < count; o++) {
-        int64_t v = ix->dtype == MPS_I64 ? ((const int64_t *)ix->data)[o] : ((const int32_t *)ix->data)[o];
-        if (v < -len || v >= len)
-            return mps_fail(err, MPS_ERR_INPUT,
-                            "node '%s' (GatherElements): index %lld is out of range for an axis of %lld",
-                            a->node->name, (long long)v, (long long)len);
-        int64_t at = mps_gather_elements_at(&x->shape, &ix->shape, axis, o, v < 0 ? v + len : v);
+        int64_t v;
+        enum mps_status st = mps_index_at(a, ix, o, len, &v, err);
+        if (st)
+            return st;
+        int64_t at = mps_gather_elements_at(&x->shape, &ix->shape, axis, o, v);
         memcpy((unsigned char *)a->out[0].data + (size_t)o * elem, (const unsigned char *)x->data + (size_t)at * elem,
                elem);
+    }
+    return MPS_OK;
+}
+
+/* The k indices of GatherND's or ScatterND's row r, checked and made >= 0. */
+static enum mps_status mps_nd_tuple(const struct mps_cpu_args *a, int b, int64_t r, int64_t *t, struct mps_error *err)
+{
+    const struct mps_tensor *ix = &a->in[1];
+    int64_t k = ix->shape.dim[ix->shape.ndim - 1];
+    enum mps_status st = MPS_OK;
+    for (int64_t j = 0; j < k && !st; j++)
+        st = mps_index_at(a, ix, r * k + j, a->in[0].shape.dim[b + j], &t[j], err);
+    return st;
+}
+
+/* y[at] combined with u[ui] by the reduction, in their dtype (f32, i64, i32; none: any dtype). */
+static void mps_scatter_combine(void *y, int64_t at, const void *u, int64_t ui, enum mps_dtype t,
+                                enum mps_scatter_reduction red)
+{
+    size_t elem = mps_dtype_size(t);
+    if (red == MPS_SCATTER_NONE || (t != MPS_F32 && t != MPS_I64 && t != MPS_I32)) {
+        memcpy((unsigned char *)y + (size_t)at * elem, (const unsigned char *)u + (size_t)ui * elem, elem);
+        return;
+    }
+#define MPS_COMBINE(T)                                                                          \
+    do {                                                                                        \
+        T *p = (T *)y + at, v = ((const T *)u)[ui];                                             \
+        *p = red == MPS_SCATTER_ADD   ? (T)(*p + v)                                            \
+             : red == MPS_SCATTER_MUL ? (T)(*p * v)                                            \
+             : red == MPS_SCATTER_MAX ? (*p > v || *p != *p ? *p : v)                          \
+                                      : (*p < v || *p != *p ? *p : v);                         \
+    } while (0)
+    if (t == MPS_F32)
+        MPS_COMBINE(float);
+    else if (t == MPS_I64)
+        MPS_COMBINE(int64_t);
+    else
+        MPS_COMBINE(int32_t);
+#undef MPS_COMBINE
+}
+
+enum mps_status mps_cpu_gather_nd(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_tensor *x = &a->in[0], *ix = &a->in[1];
+    int b = (int)a->node->p.index.batch_dims;
+    int64_t rows, slice, t[MPS_MAX_DIMS];
+    size_t elem = mps_dtype_size(x->dtype);
+    mps_nd_rows(&x->shape, &ix->shape, b, &rows, &slice);
+    for (int64_t r = 0; r < rows; r++) {
+        enum mps_status st = mps_nd_tuple(a, b, r, t, err);
+        if (st)
+            return st;
+        memcpy((unsigned char *)a->out[0].data + (size_t)(r * slice) * elem,
+               (const unsigned char *)x->data + (size_t)mps_nd_base(&x->shape, &ix->shape, b, r, t) * elem,
+               (size_t)slice * elem);
+    }
+    return MPS_OK;
+}
+
+enum mps_status mps_cpu_scatter_nd(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_tensor *x = &a->in[0], *ix = &a->in[1], *u = &a->in[2];
+    int64_t rows, slice, t[MPS_MAX_DIMS];
+    mps_nd_rows(&x->shape, &ix->shape, 0, &rows, &slice);
+    if (a->out[0].data != x->data)
+        memcpy(a->out[0].data, x->data, mps_tensor_bytes(x));
+    for (int64_t r = 0; r < rows; r++) {
+        enum mps_status st = mps_nd_tuple(a, 0, r, t, err);
+        if (st)
+            return st;
+        int64_t base = mps_nd_base(&x->shape, &ix->shape, 0, r, t);
+        for (int64_t e = 0; e < slice; e++)
+            mps_scatter_combine(a->out[0].data, base + e, u->data, r * slice + e, x->dtype, a->node->p.index.reduction);
+    }
+    return MPS_OK;
+}
+
+enum mps_status mps_cpu_scatter_elements(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_tensor *x = &a->in[0], *ix = &a->in[1], *u = &a->in[2];
+    int axis = (int)a->node->p.index.axis;
+    if (a->out[0].data != x->data)
+        memcpy(a->out[0].data, x->data, mps_tensor_bytes(x));
+    for (int64_t o = 0; o < mps_shape_numel(&ix->shape); o++) {
+        int64_t v;
+        enum mps_status st = mps_index_at(a, ix, o, x->shape.dim[axis], &v, err);
+        if (st)
+            return st;
+        mps_scatter_combine(a->out[0].data, mps_gather_elements_at(&x->shape, &ix->shape, axis, o, v), u->data, o,
+                            x->dtype, a->node->p.index.reduction);
     }
     return MPS_OK;
 }
