@@ -475,3 +475,55 @@ int64_t mps_nd_base(const struct mps_shape *x, const struct mps_shape *idx, int 
     per_batch = stride; /* the elements of x.shape[b:] */
     return r / batch_rows * per_batch + off;
 }
+
+/* Constant index i of v made >= 0 against len (load checked the range). */
+static int64_t mps_index_const(const struct mps_value *v, int64_t i, int64_t len)
+{
+    int64_t at = v->dtype == MPS_I64 ? ((const int64_t *)v->data)[i] : ((const int32_t *)v->data)[i];
+    return at < 0 ? at + len : at;
+}
+
+int64_t mps_index_plan(const struct mps_graph *g, const struct mps_node *n, int64_t *off, bool *repeats)
+{
+    const struct mps_value *x = &g->values[n->in[0]], *ix = &g->values[n->in[1]];
+    bool scatter = n->op == MPS_OP_SCATTER_ELEMENTS || n->op == MPS_OP_SCATTER_ND;
+    int64_t count = scatter ? mps_shape_numel(&g->values[n->in[2]].shape) : mps_shape_numel(&g->values[n->out[0]].shape);
+    if (repeats)
+        *repeats = false;
+    if (!off)
+        return count;
+    if (n->op == MPS_OP_GATHER_ELEMENTS || n->op == MPS_OP_SCATTER_ELEMENTS) {
+        int axis = (int)(n->op == MPS_OP_GATHER_ELEMENTS ? n->p.axis.axis : n->p.index.axis);
+        for (int64_t o = 0; o < count; o++)
+            off[o] = mps_gather_elements_at(&x->shape, &ix->shape, axis, o,
+                                            mps_index_const(ix, o, x->shape.dim[axis]));
+    } else {
+        int b = n->op == MPS_OP_GATHER_ND ? (int)n->p.index.batch_dims : 0;
+        int64_t rows, slice, t[MPS_MAX_DIMS], k = ix->shape.dim[ix->shape.ndim - 1];
+        mps_nd_rows(&x->shape, &ix->shape, b, &rows, &slice);
+        for (int64_t r = 0; r < rows; r++) {
+            for (int64_t j = 0; j < k; j++)
+                t[j] = mps_index_const(ix, r * k + j, x->shape.dim[b + j]);
+            int64_t base = mps_nd_base(&x->shape, &ix->shape, b, r, t);
+            for (int64_t e = 0; e < slice; e++)
+                off[r * slice + e] = base + e;
+        }
+    }
+    if (!scatter)
+        return count;
+    int64_t n_out = mps_shape_numel(&x->shape), *last = malloc(sizeof(int64_t) * (size_t)(n_out + 1));
+    if (!last)
+        return -1;
+    for (int64_t t = 0; t < n_out; t++)
+        last[t] = -1;
+    for (int64_t i = 0; i < count; i++) {
+        if (last[off[i]] >= 0 && repeats)
+            *repeats = true;
+        last[off[i]] = i;
+    }
+    for (int64_t i = 0; i < count && n->p.index.reduction == MPS_SCATTER_NONE; i++)
+        if (last[off[i]] != i)
+            off[i] = -1; /* a later update overwrites this one */
+    free(last);
+    return count;
+}

@@ -145,6 +145,14 @@ int64_t mps_gather_elements_at(const struct mps_shape *x, const struct mps_shape
 void mps_nd_rows(const struct mps_shape *x, const struct mps_shape *idx, int b, int64_t *rows, int64_t *slice);
 int64_t mps_nd_base(const struct mps_shape *x, const struct mps_shape *idx, int b, int64_t r, const int64_t *t);
 
+/* GatherElements, GatherND, ScatterElements, ScatterND with constant indices
+   (checked at load) as flat offsets, computed once: for the gathers, the data
+   offset each output element reads; for the scatters, the output offset each
+   update element lands on, with reduction none -1 for an update a later one
+   overwrites. Returns how many (off NULL: only counts); *repeats tells
+   whether two updates land on one element. */
+int64_t mps_index_plan(const struct mps_graph *g, const struct mps_node *n, int64_t *off, bool *repeats);
+
 /* Tile as a strided copy: view, the output seen as [r0, d0, r1, d1, ...]
    (a repeat of 1 leaves its axis out), and src[i], the input's stride along
    view dim i (0 along a repeat). False when the view has more than

@@ -23,7 +23,8 @@
    only constant indices (checked here) run on the GPU. */
 static bool mps_cuda_supports(const struct mps_graph *g, const struct mps_node *n)
 {
-    if (n->op == MPS_OP_GATHER_ELEMENTS) /* constant indices, checked at load: a bad one cannot fail a kernel */
+    if (n->op == MPS_OP_GATHER_ELEMENTS || n->op == MPS_OP_GATHER_ND || n->op == MPS_OP_SCATTER_ND ||
+        n->op == MPS_OP_SCATTER_ELEMENTS) /* constant indices, checked at load: a bad one cannot fail a kernel */
         return g->values[n->in[1]].data != NULL;
     if (n->op != MPS_OP_GATHER)
         return true;
@@ -85,18 +86,28 @@ static size_t mps_cuda_bytes(const struct mps_value *v)
 
 #define MPS_CUDA_ALIGN(x) (((x) + 255) / 256 * 256)
 
-/* Weights prepared once per node (Winograd's transformed kernels), on the host
-   by the CPU backend's pack function, into one device block. */
+/* What node n prepares once, on the host: Winograd's transformed weights (by
+   the CPU backend's pack function), or an index op's flat offsets (graph.h:
+   mps_index_plan). Its bytes; host NULL: only counts. */
+static size_t mps_cuda_prepared(const struct mps_graph *g, const struct mps_node *n, void *host)
+{
+    if (mps_winograd_applies(g, n))
+        return mps_winograd_pack(g, n, NULL, host);
+    if (n->op == MPS_OP_GATHER_ND || n->op == MPS_OP_SCATTER_ND || n->op == MPS_OP_SCATTER_ELEMENTS)
+        return sizeof(int64_t) * (size_t)mps_index_plan(g, n, host, NULL);
+    return 0;
+}
+
+/* What the nodes prepare, copied into one device block. */
 static enum mps_status mps_cuda_pack(struct mps_cuda_state *s, struct mps_error *err)
 {
     const struct mps_graph *g = s->g;
     size_t total = 0, off = 0, most = 0;
-    for (int k = 0; k < g->n_nodes; k++)
-        if (mps_winograd_applies(g, &g->nodes[k])) {
-            size_t b = mps_winograd_pack(g, &g->nodes[k], NULL, NULL);
-            total += MPS_CUDA_ALIGN(b);
-            most = b > most ? b : most;
-        }
+    for (int k = 0; k < g->n_nodes; k++) {
+        size_t b = mps_cuda_prepared(g, &g->nodes[k], NULL);
+        total += MPS_CUDA_ALIGN(b);
+        most = b > most ? b : most;
+    }
     if (!total)
         return MPS_OK;
     void *host = malloc(most);
@@ -104,9 +115,9 @@ static enum mps_status mps_cuda_pack(struct mps_cuda_state *s, struct mps_error 
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     cudaError_t e = cudaMalloc(&s->packed_block, total);
     for (int k = 0; k < g->n_nodes && e == cudaSuccess; k++) {
-        if (!mps_winograd_applies(g, &g->nodes[k]))
+        if (!mps_cuda_prepared(g, &g->nodes[k], NULL))
             continue;
-        size_t b = mps_winograd_pack(g, &g->nodes[k], NULL, host);
+        size_t b = mps_cuda_prepared(g, &g->nodes[k], host);
         s->packed[k] = (unsigned char *)s->packed_block + off;
         e = cudaMemcpy(s->packed[k], host, b, cudaMemcpyHostToDevice);
         off += MPS_CUDA_ALIGN(b);

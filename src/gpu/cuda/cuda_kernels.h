@@ -67,6 +67,11 @@ int mps_cu_topk(const void *x, int dtype, void *y, int64_t *iy, int64_t outer, i
 /* OneHot into [outer, depth, inner]; idx f32/i64/i32, y f32/i64/i32 (enum mps_dtype). */
 int mps_cu_onehot(const void *idx, int idt, void *y, int ydt, int64_t outer, int64_t depth, int64_t inner, double off,
                   double on, void *stream);
+/* y[i] = x[off[i]] for n elements of elem bytes (offsets prepared at compile). */
+int mps_cu_gather_flat(const void *x, const int64_t *off, void *y, int64_t n, size_t elem, void *stream);
+/* Scatters n updates u onto y at off[i] (-1: skipped) by reduction (enum mps_scatter_reduction). */
+int mps_cu_scatter_flat(void *y, const int64_t *off, const void *u, int64_t n, size_t elem, int dtype, int reduction,
+                        void *stream);
 /* Trilu of n elements ([mats, rows, cols]) of elem bytes. */
 int mps_cu_trilu(const void *x, void *y, int64_t n, int64_t rows, int64_t cols, int upper, int64_t k, size_t elem,
                  void *stream);

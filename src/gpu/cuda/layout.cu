@@ -304,6 +304,70 @@ extern "C" int mps_cu_onehot(const void *idx, int idt, void *y, int ydt, int64_t
     MPS_CU_LAUNCH(mps_cu_onehot_k, n, stream, idx, idt, y, ydt, depth, inner, off, on, n);
 }
 
+/* GatherND (and gathers like it): y[i] = x[off[i]], offsets prepared at compile. */
+__global__ static void mps_cu_gather_flat_k(const unsigned char *x, const long long *off, unsigned char *y, size_t elem,
+                                            int64_t n)
+{
+    mps_cu_wait();
+    MPS_CU_FOR(i, n)
+    {
+        for (size_t b = 0; b < elem; b++)
+            y[i * elem + b] = x[off[i] * elem + b];
+    }
+}
+
+extern "C" int mps_cu_gather_flat(const void *x, const int64_t *off, void *y, int64_t n, size_t elem, void *stream)
+{
+    MPS_CU_LAUNCH(mps_cu_gather_flat_k, n, stream, (const unsigned char *)x, (const long long *)off,
+                  (unsigned char *)y, elem, n);
+}
+
+__device__ static void mps_cu_combine(void *y, long long at, const void *u, int64_t i, int dtype, int red)
+{
+#define MPS_CU_COMBINE(T)                                                                       \
+    do {                                                                                        \
+        T *p = (T *)y + at, v = ((const T *)u)[i];                                              \
+        *p = red == MPS_SCATTER_ADD   ? (T)(*p + v)                                            \
+             : red == MPS_SCATTER_MUL ? (T)(*p * v)                                            \
+             : red == MPS_SCATTER_MAX ? (*p > v || *p != *p ? *p : v)                          \
+                                      : (*p < v || *p != *p ? *p : v);                         \
+    } while (0)
+    if (dtype == MPS_F32)
+        MPS_CU_COMBINE(float);
+    else if (dtype == MPS_I64)
+        MPS_CU_COMBINE(long long);
+    else
+        MPS_CU_COMBINE(int);
+#undef MPS_CU_COMBINE
+}
+
+/* Scatters onto y (the data already there): reduction none in parallel (the
+   plan leaves one update an element), the others by one thread in index order. */
+__global__ static void mps_cu_scatter_flat_k(unsigned char *y, const long long *off, const unsigned char *u, size_t elem,
+                                             int dtype, int red, int64_t n)
+{
+    mps_cu_wait();
+    if (red != MPS_SCATTER_NONE && (dtype == MPS_F32 || dtype == MPS_I64 || dtype == MPS_I32)) {
+        if (blockIdx.x == 0 && threadIdx.x == 0)
+            for (int64_t i = 0; i < n; i++)
+                mps_cu_combine(y, off[i], u, i, dtype, red);
+        return;
+    }
+    MPS_CU_FOR(i, n)
+    {
+        if (off[i] >= 0)
+            for (size_t b = 0; b < elem; b++)
+                y[off[i] * elem + b] = u[i * elem + b];
+    }
+}
+
+extern "C" int mps_cu_scatter_flat(void *y, const int64_t *off, const void *u, int64_t n, size_t elem, int dtype,
+                                   int reduction, void *stream)
+{
+    MPS_CU_LAUNCH(mps_cu_scatter_flat_k, n, stream, (unsigned char *)y, (const long long *)off,
+                  (const unsigned char *)u, elem, dtype, reduction, n);
+}
+
 /* Trilu: element i of [mats, rows, cols] kept or zeroed, elements of type T (by size). */
 template <typename T>
 __global__ static void mps_cu_trilu_k(const T *x, T *y, int64_t rows, int64_t cols, int upper, int64_t k, int64_t n)

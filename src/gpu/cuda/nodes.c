@@ -630,6 +630,26 @@ static enum mps_status mps_cuda_gather_elements(struct mps_cuda_state *s, const 
     return MPS_OK;
 }
 
+/* GatherND, ScatterND, ScatterElements: their offsets were prepared at compile (mps_index_plan). */
+static enum mps_status mps_cuda_index(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_graph *g = s->g;
+    const struct mps_value *x = MPS_INV(0);
+    const int64_t *off = s->packed[n - g->nodes];
+    int64_t count = mps_index_plan(g, n, NULL, NULL);
+    size_t elem = mps_dtype_size(x->dtype);
+    if (n->op == MPS_OP_GATHER_ND) {
+        MPS_CU_CHECK(mps_cu_gather_flat(MPS_IN(0), off, MPS_OUT(0), count, elem, s->stream));
+        return MPS_OK;
+    }
+    if (MPS_OUT(0) != MPS_IN(0))
+        MPS_CUDA_CHECK(cudaMemcpyAsync(MPS_OUT(0), MPS_IN(0), (size_t)mps_shape_numel(&x->shape) * elem,
+                                       cudaMemcpyDeviceToDevice, s->stream));
+    MPS_CU_CHECK(mps_cu_scatter_flat(MPS_OUT(0), off, MPS_IN(2), count, elem, (int)x->dtype,
+                                     (int)n->p.index.reduction, s->stream));
+    return MPS_OK;
+}
+
 static enum mps_status mps_cuda_fill_node(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
 {
     const struct mps_graph *g = s->g;
@@ -826,6 +846,9 @@ mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
     case MPS_OP_SPLIT: return mps_cuda_blocks;
     case MPS_OP_GATHER: return mps_cuda_gather;
     case MPS_OP_GATHER_ELEMENTS: return mps_cuda_gather_elements;
+    case MPS_OP_GATHER_ND:
+    case MPS_OP_SCATTER_ND:
+    case MPS_OP_SCATTER_ELEMENTS: return mps_cuda_index;
     case MPS_OP_SHAPE:
     case MPS_OP_CONSTANT_OF_SHAPE:
     case MPS_OP_RANGE: return mps_cuda_fill_node;

@@ -1044,6 +1044,72 @@ static void mps_mtl_lower_gather_elements(struct mps_mtl_lowerer *L, const struc
     mps_mtl_define_as(L, n->out[0], y);
 }
 
+/* An int32 constant of shape s from int64 values. */
+static int mps_mtl_int32s(struct mps_mtl_lowerer *L, const int64_t *v, const struct mps_shape *s)
+{
+    int64_t count = mps_shape_numel(s);
+    int32_t *data = mps_mtl_alloc(L, sizeof(int32_t) * (size_t)(count + 1));
+    struct mps_mtl_step *st;
+    int id = data ? mps_mtl_emit(L, MPS_MTL_CONSTANT, 0, MPS_I32, s, NULL, 0, &st) : -1;
+    if (id < 0)
+        return -1;
+    for (int64_t i = 0; i < count; i++)
+        data[i] = (int32_t)v[i];
+    st->p.constant.data = data;
+    st->p.constant.bytes = sizeof(int32_t) * (size_t)count;
+    return id;
+}
+
+/* x seen as one row, gathered at the flat offsets idx (an int32 tensor of the result's shape). */
+static int mps_mtl_gather_flat(struct mps_mtl_lowerer *L, int x, int idx)
+{
+    if (x < 0 || idx < 0)
+        return -1;
+    x = mps_mtl_reshape(L, x, &(struct mps_shape){1, {mps_shape_numel(mps_mtl_shape(L, x))}});
+    struct mps_mtl_step *st;
+    int y = mps_mtl_emit(L, MPS_MTL_GATHER, 0, mps_mtl_dtype(L, x), mps_mtl_shape(L, idx), (int[]){x, idx}, 2, &st);
+    if (y >= 0)
+        st->p.ax.axis = 0;
+    return y;
+}
+
+/* GatherND, ScatterND and ScatterElements (reduction none) with constant
+   indices, from their flat offsets (graph.h: mps_index_plan): a gather; a
+   scatter as select(written, updates gathered at the last update each
+   element gets, data). */
+static void mps_mtl_lower_index(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    int64_t count = mps_index_plan(L->g, n, NULL, NULL);
+    int64_t *off = mps_mtl_alloc(L, sizeof(int64_t) * (size_t)(count + 1));
+    if (!off || mps_index_plan(L->g, n, off, NULL) < 0) {
+        mps_mtl_define(L, n->out[0], -1);
+        return;
+    }
+    int x = mps_mtl_value(L, n->in[0]);
+    const struct mps_shape *ys = mps_mtl_vshape(L, n->out[0]);
+    if (n->op == MPS_OP_GATHER_ND) {
+        mps_mtl_define_as(L, n->out[0], mps_mtl_gather_flat(L, x, mps_mtl_int32s(L, off, ys)));
+        return;
+    }
+    int64_t total = mps_shape_numel(ys), *src = mps_mtl_alloc(L, sizeof(int64_t) * (size_t)(total + 1));
+    uint8_t *hit = mps_mtl_alloc(L, (size_t)(total + 1));
+    struct mps_mtl_step *st;
+    int mask = src && hit ? mps_mtl_emit(L, MPS_MTL_CONSTANT, 0, MPS_BOOL, ys, NULL, 0, &st) : -1;
+    if (mask < 0) {
+        mps_mtl_define(L, n->out[0], -1);
+        return;
+    }
+    memset(hit, 0, (size_t)total);
+    memset(src, 0, sizeof(int64_t) * (size_t)total);
+    for (int64_t i = 0; i < count; i++)
+        if (off[i] >= 0)
+            src[off[i]] = i, hit[off[i]] = 1;
+    st->p.constant.data = hit;
+    st->p.constant.bytes = (size_t)total;
+    int upd = mps_mtl_gather_flat(L, mps_mtl_value(L, n->in[2]), mps_mtl_int32s(L, src, ys));
+    mps_mtl_define_as(L, n->out[0], mps_mtl_select(L, mask, upd, x));
+}
+
 typedef void (*mps_mtl_lowering)(struct mps_mtl_lowerer *L, const struct mps_node *n);
 
 static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
@@ -1146,6 +1212,9 @@ static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
     [MPS_OP_SPACE_TO_DEPTH] = mps_mtl_lower_depth,
     [MPS_OP_TILE] = mps_mtl_lower_tile,
     [MPS_OP_GATHER_ELEMENTS] = mps_mtl_lower_gather_elements,
+    [MPS_OP_GATHER_ND] = mps_mtl_lower_index,
+    [MPS_OP_SCATTER_ND] = mps_mtl_lower_index,
+    [MPS_OP_SCATTER_ELEMENTS] = mps_mtl_lower_index,
     [MPS_OP_RANGE] = mps_mtl_lower_range,
     [MPS_OP_ONE_HOT] = mps_mtl_lower_onehot,
 };
