@@ -672,8 +672,7 @@ static void test_rows(void)
 static void test_coverage(void)
 {
     /* Mod: MPSGraph's modulo does not document its sign rule, and a - trunc(a / b) * b is not exact */
-    /* TopK: MPSGraph's topK does not document the order of equal elements, which ONNX fixes */
-    static const enum mps_op not_yet[] = {MPS_OP_MOD, MPS_OP_TOP_K};
+    static const enum mps_op not_yet[] = {MPS_OP_MOD};
     int missing = 0;
     for (int op = 0; op < MPS_OP_COUNT; op++) {
         bool listed = false;

@@ -136,9 +136,6 @@ bool mps_mtl_node_supported(const struct mps_graph *g, const struct mps_node *n,
     }
     case MPS_OP_SCATTER_ND:
     case MPS_OP_SCATTER_ELEMENTS:
-        if (n->p.index.reduction != MPS_SCATTER_NONE)
-            return MPS_MTL_WHY("reduction other than none: not lowered (only the last update of an element is)");
-        /* fall through */
     case MPS_OP_GATHER_ND:
     case MPS_OP_GATHER_ELEMENTS: /* constant indices are checked at load */
         if (!g->values[n->in[1]].data)

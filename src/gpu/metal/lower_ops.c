@@ -1073,10 +1073,57 @@ static int mps_mtl_gather_flat(struct mps_mtl_lowerer *L, int x, int idx)
     return y;
 }
 
-/* GatherND, ScatterND and ScatterElements (reduction none) with constant
-   indices, from their flat offsets (graph.h: mps_index_plan): a gather; a
-   scatter as select(written, updates gathered at the last update each
-   element gets, data). */
+/* A scatter with a reduction: the updates each element gets, in index order,
+   gathered into a row padded with the reduction's identity (appended after the
+   updates), reduced, and combined with the data. */
+static int mps_mtl_scatter_reduce(struct mps_mtl_lowerer *L, const struct mps_node *n, const int64_t *off,
+                                  int64_t count, int x)
+{
+    static const enum mps_mtl_reduce reduce[] = {
+        [MPS_SCATTER_ADD] = MPS_MTL_REDUCE_SUM, [MPS_SCATTER_MUL] = MPS_MTL_REDUCE_PROD,
+        [MPS_SCATTER_MAX] = MPS_MTL_REDUCE_MAX, [MPS_SCATTER_MIN] = MPS_MTL_REDUCE_MIN};
+    static const enum mps_mtl_binary combine[] = {[MPS_SCATTER_ADD] = MPS_MTL_ADD, [MPS_SCATTER_MUL] = MPS_MTL_MUL,
+                                                  [MPS_SCATTER_MAX] = MPS_MTL_MAX, [MPS_SCATTER_MIN] = MPS_MTL_MIN};
+    enum mps_scatter_reduction red = n->p.index.reduction;
+    const struct mps_shape *ys = mps_mtl_vshape(L, n->out[0]);
+    int64_t total = mps_shape_numel(ys), most = 1;
+    int64_t *got = mps_mtl_alloc(L, sizeof(int64_t) * (size_t)(total + 1));
+    if (!got)
+        return -1;
+    memset(got, 0, sizeof(int64_t) * (size_t)total);
+    for (int64_t i = 0; i < count; i++)
+        most = ++got[off[i]] > most ? got[off[i]] : most;
+    int64_t *table = mps_mtl_alloc(L, sizeof(int64_t) * (size_t)(total * most + 1));
+    if (!table)
+        return -1;
+    for (int64_t t = 0; t < total * most; t++)
+        table[t] = count; /* the identity, appended after the updates */
+    memset(got, 0, sizeof(int64_t) * (size_t)total);
+    for (int64_t i = 0; i < count; i++)
+        table[off[i] * most + got[off[i]]++] = i;
+    enum mps_dtype t = mps_mtl_dtype(L, x);
+    double identity = red == MPS_SCATTER_ADD ? 0 : red == MPS_SCATTER_MUL ? 1 : red == MPS_SCATTER_MAX ? -INFINITY : INFINITY;
+    if (t != MPS_F32 && t != MPS_F16 && red >= MPS_SCATTER_MAX) /* integers: their extremes */
+        identity = red == MPS_SCATTER_MAX ? (t == MPS_I32 ? INT32_MIN : (double)INT64_MIN)
+                                          : (t == MPS_I32 ? INT32_MAX : (double)INT64_MAX);
+    struct mps_mtl_step *st;
+    int u = mps_mtl_reshape(L, mps_mtl_value(L, n->in[2]), &(struct mps_shape){1, {count}});
+    int pad = mps_mtl_emit(L, MPS_MTL_FILL, 0, t, &(struct mps_shape){1, {1}}, NULL, 0, &st);
+    if (pad >= 0)
+        st->p.scalar = identity;
+    int row = u < 0 || pad < 0 ? -1 : mps_mtl_emit(L, MPS_MTL_CONCAT, 0, t, &(struct mps_shape){1, {count + 1}},
+                                                   (int[]){u, pad}, 2, &st);
+    if (row >= 0)
+        st->p.ax.axis = 0;
+    int each = mps_mtl_gather_flat(L, row, mps_mtl_int32s(L, table, &(struct mps_shape){2, {total, most}}));
+    int r = mps_mtl_reshape(L, mps_mtl_reduce(L, reduce[red], each, 1u << 1), ys);
+    return mps_mtl_binary(L, combine[red], x, r);
+}
+
+/* GatherND, ScatterND and ScatterElements with constant indices, from their
+   flat offsets (graph.h: mps_index_plan): a gather; a scatter without a
+   reduction as select(written, updates gathered at the last update each
+   element gets, data); with one, mps_mtl_scatter_reduce. */
 static void mps_mtl_lower_index(struct mps_mtl_lowerer *L, const struct mps_node *n)
 {
     int64_t count = mps_index_plan(L->g, n, NULL, NULL);
@@ -1089,6 +1136,10 @@ static void mps_mtl_lower_index(struct mps_mtl_lowerer *L, const struct mps_node
     const struct mps_shape *ys = mps_mtl_vshape(L, n->out[0]);
     if (n->op == MPS_OP_GATHER_ND) {
         mps_mtl_define_as(L, n->out[0], mps_mtl_gather_flat(L, x, mps_mtl_int32s(L, off, ys)));
+        return;
+    }
+    if (n->p.index.reduction != MPS_SCATTER_NONE) {
+        mps_mtl_define_as(L, n->out[0], mps_mtl_scatter_reduce(L, n, off, count, x));
         return;
     }
     int64_t total = mps_shape_numel(ys), *src = mps_mtl_alloc(L, sizeof(int64_t) * (size_t)(total + 1));
@@ -1108,6 +1159,62 @@ static void mps_mtl_lower_index(struct mps_mtl_lowerer *L, const struct mps_node
     st->p.constant.bytes = (size_t)total;
     int upd = mps_mtl_gather_flat(L, mps_mtl_value(L, n->in[2]), mps_mtl_int32s(L, src, ys));
     mps_mtl_define_as(L, n->out[0], mps_mtl_select(L, mask, upd, x));
+}
+
+/* TopK by ranks, from steps whose results MPSGraph documents (its topK
+   leaves the order of equal values unsaid): x seen as [O, L, I] (L along
+   the axis); element i's rank is the number of j ahead of it (the better
+   value, a NaN above every number, then the lower index), from an [O, L, L, I]
+   comparison; output r takes the element of rank r, by a one-hot select and
+   a sum in which only that element is not 0. */
+static void mps_mtl_lower_topk(struct mps_mtl_lowerer *L, const struct mps_node *n)
+{
+    const struct mps_topk_params *p = &n->p.topk;
+    const struct mps_shape *xs = mps_mtl_vshape(L, n->in[0]);
+    int64_t len = xs->dim[p->axis], k = p->k, outer = 1, inner = 1;
+    for (int d = 0; d < xs->ndim; d++)
+        if (d < p->axis)
+            outer *= xs->dim[d];
+        else if (d > p->axis)
+            inner *= xs->dim[d];
+    int64_t *iv = mps_mtl_alloc(L, sizeof(int64_t) * (size_t)(len + k + 1));
+    uint8_t *lt = mps_mtl_alloc(L, (size_t)(len * len + 1));
+    int x = mps_mtl_value(L, n->in[0]);
+    struct mps_mtl_step *st;
+    struct mps_shape ls = {4, {1, len, len, 1}};
+    int jlt = iv && lt && x >= 0 ? mps_mtl_emit(L, MPS_MTL_CONSTANT, 0, MPS_BOOL, &ls, NULL, 0, &st) : -1;
+    if (jlt < 0) {
+        mps_mtl_define(L, n->out[0], -1);
+        mps_mtl_define(L, n->out[1], -1);
+        return;
+    }
+    for (int64_t i = 0; i < len; i++)
+        for (int64_t j = 0; j < len; j++)
+            lt[i * len + j] = j < i; /* [i][j]: j comes before i on a tie */
+    st->p.constant.data = lt;
+    st->p.constant.bytes = (size_t)(len * len);
+    for (int64_t i = 0; i < len + k; i++)
+        iv[i] = i < len ? i : i - len;
+    int pos = mps_mtl_int32s(L, iv, &(struct mps_shape){4, {1, len, 1, 1}});
+    int ranks = mps_mtl_int32s(L, iv + len, &(struct mps_shape){4, {1, 1, k, 1}});
+    int xi = mps_mtl_reshape(L, x, &(struct mps_shape){4, {outer, len, 1, inner}});
+    int xj = mps_mtl_reshape(L, x, &(struct mps_shape){4, {outer, 1, len, inner}});
+    int ni = mps_mtl_binary(L, MPS_MTL_NOT_EQUAL, xi, xi), nj = mps_mtl_binary(L, MPS_MTL_NOT_EQUAL, xj, xj);
+    /* j ahead of i: a NaN j over a number i (largest) or a number j over a NaN i (smallest), a
+       better number, or a tie (equal, or both NaN) broken by the index */
+    int nan_wins = p->largest ? mps_mtl_binary(L, MPS_MTL_AND, nj, mps_mtl_unary(L, MPS_MTL_NOT, ni))
+                              : mps_mtl_binary(L, MPS_MTL_AND, ni, mps_mtl_unary(L, MPS_MTL_NOT, nj));
+    int better = mps_mtl_binary(L, p->largest ? MPS_MTL_GREATER : MPS_MTL_LESS, xj, xi);
+    int tie = mps_mtl_binary(L, MPS_MTL_OR, mps_mtl_binary(L, MPS_MTL_EQUAL, xj, xi), mps_mtl_binary(L, MPS_MTL_AND, nj, ni));
+    int ahead = mps_mtl_binary(L, MPS_MTL_OR, mps_mtl_binary(L, MPS_MTL_OR, nan_wins, better),
+                               mps_mtl_binary(L, MPS_MTL_AND, tie, jlt));
+    int rank = mps_mtl_reduce(L, MPS_MTL_REDUCE_SUM, mps_mtl_cast(L, ahead, MPS_I32), 1u << 2); /* [O, L, 1, I] */
+    int hot = mps_mtl_binary(L, MPS_MTL_EQUAL, rank, ranks);                                    /* [O, L, k, I] */
+    int vals = mps_mtl_reduce(L, MPS_MTL_REDUCE_SUM, mps_mtl_select(L, hot, xi, mps_mtl_scalar(L, 0.0, mps_mtl_dtype(L, x))),
+                              1u << 1);
+    int idx = mps_mtl_reduce(L, MPS_MTL_REDUCE_SUM, mps_mtl_select(L, hot, pos, mps_mtl_scalar(L, 0.0, MPS_I32)), 1u << 1);
+    mps_mtl_define_as(L, n->out[0], mps_mtl_reshape(L, vals, mps_mtl_vshape(L, n->out[0])));
+    mps_mtl_define_as(L, n->out[1], mps_mtl_reshape(L, mps_mtl_cast(L, idx, MPS_I64), mps_mtl_vshape(L, n->out[1])));
 }
 
 typedef void (*mps_mtl_lowering)(struct mps_mtl_lowerer *L, const struct mps_node *n);
@@ -1211,6 +1318,7 @@ static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
     [MPS_OP_DEPTH_TO_SPACE] = mps_mtl_lower_depth,
     [MPS_OP_SPACE_TO_DEPTH] = mps_mtl_lower_depth,
     [MPS_OP_TILE] = mps_mtl_lower_tile,
+    [MPS_OP_TOP_K] = mps_mtl_lower_topk,
     [MPS_OP_GATHER_ELEMENTS] = mps_mtl_lower_gather_elements,
     [MPS_OP_GATHER_ND] = mps_mtl_lower_index,
     [MPS_OP_SCATTER_ND] = mps_mtl_lower_index,
