@@ -33,6 +33,11 @@ bool mps_op_is_reduce(enum mps_op op)
     return op >= MPS_OP_REDUCE_MEAN && op <= MPS_OP_REDUCE_LOG_SUM_EXP;
 }
 
+bool mps_op_is_logic(enum mps_op op)
+{
+    return op >= MPS_OP_GREATER && op <= MPS_OP_WHERE;
+}
+
 static void mps_op_window_default(struct mps_window *w)
 {
     for (int i = 0; i < MPS_MAX_SPATIAL; i++)

@@ -37,6 +37,8 @@ const char *mps_op_name(enum mps_op op);
 enum mps_op mps_op_from_name(const char *name);
 /* ReduceMean, ReduceSum, ... ReduceLogSumExp: the ops of struct mps_reduce_params. */
 bool mps_op_is_reduce(enum mps_op op);
+/* Greater ... Where: the comparisons and logic ops (bool results; Where a bool operand). */
+bool mps_op_is_logic(enum mps_op op);
 
 /* Scalar parameters of elementwise ops:
    LeakyRelu alpha; Elu alpha; Selu alpha, gamma in beta; HardSigmoid alpha, beta;

@@ -244,36 +244,6 @@ static enum mps_status mps_shape_slice(struct mps_graph *g, struct mps_node *n, 
     return MPS_OK;
 }
 
-static enum mps_status mps_shape_gather(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
-{
-    const struct mps_value *x = mps_shape_in(g, n, 0), *idx = mps_shape_in(g, n, 1);
-    enum mps_status st = mps_shape_need_dtype(g, n, 1, MPS_DT_INT, err);
-    if (!st)
-        st = mps_shape_resolve_axis(n, &n->p.axis.axis, x->shape.ndim, err);
-    if (st)
-        return st;
-    int axis = (int)n->p.axis.axis;
-    int r = x->shape.ndim - 1 + idx->shape.ndim;
-    if (r > MPS_MAX_DIMS)
-        return mps_shape_fail(n, err, "the output would have rank %d", r);
-    for (int64_t i = 0, len = x->shape.dim[axis]; idx->data && i < mps_shape_numel(&idx->shape); i++) {
-        /* constant indices are the model's: one out of range is a bad model, found at load */
-        int64_t at = idx->dtype == MPS_I64 ? ((const int64_t *)idx->data)[i] : ((const int32_t *)idx->data)[i];
-        if (at < -len || at >= len)
-            return mps_shape_fail(n, err, "index %lld is out of range for an axis of %lld", (long long)at,
-                                  (long long)len);
-    }
-    struct mps_shape out = {0, {0}};
-    for (int i = 0; i < axis; i++)
-        out.dim[out.ndim++] = x->shape.dim[i];
-    for (int i = 0; i < idx->shape.ndim; i++)
-        out.dim[out.ndim++] = idx->shape.dim[i];
-    for (int i = axis + 1; i < x->shape.ndim; i++)
-        out.dim[out.ndim++] = x->shape.dim[i];
-    mps_shape_set(g, n, 0, x->dtype, &out);
-    return MPS_OK;
-}
-
 /* Constant indices of an index op, in range for the data dims they index (checked at load). */
 static enum mps_status mps_shape_check_indices(const struct mps_node *n, const struct mps_value *idx,
                                                const struct mps_shape *x, int first, bool tuples, struct mps_error *err)
@@ -286,6 +256,32 @@ static enum mps_status mps_shape_check_indices(const struct mps_node *n, const s
             return mps_shape_fail(n, err, "index %lld is out of range for an axis of %lld", (long long)at,
                                   (long long)len);
     }
+    return MPS_OK;
+}
+
+static enum mps_status mps_shape_gather(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0), *idx = mps_shape_in(g, n, 1);
+    enum mps_status st = mps_shape_need_dtype(g, n, 1, MPS_DT_INT, err);
+    if (!st)
+        st = mps_shape_resolve_axis(n, &n->p.axis.axis, x->shape.ndim, err);
+    if (st)
+        return st;
+    int axis = (int)n->p.axis.axis;
+    int r = x->shape.ndim - 1 + idx->shape.ndim;
+    if (r > MPS_MAX_DIMS)
+        return mps_shape_fail(n, err, "the output would have rank %d", r);
+    /* constant indices are the model's: one out of range is a bad model, found at load */
+    if ((st = mps_shape_check_indices(n, idx, &x->shape, axis, false, err)))
+        return st;
+    struct mps_shape out = {0, {0}};
+    for (int i = 0; i < axis; i++)
+        out.dim[out.ndim++] = x->shape.dim[i];
+    for (int i = 0; i < idx->shape.ndim; i++)
+        out.dim[out.ndim++] = idx->shape.dim[i];
+    for (int i = axis + 1; i < x->shape.ndim; i++)
+        out.dim[out.ndim++] = x->shape.dim[i];
+    mps_shape_set(g, n, 0, x->dtype, &out);
     return MPS_OK;
 }
 

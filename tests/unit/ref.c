@@ -868,6 +868,14 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
             struct ref_tensor *out, int n_out)
 {
     int64_t ny = ref_numel(&out[0].shape), idx[MPS_MAX_DIMS];
+    if (mps_op_is_logic(op)) {
+        ref_logic(op, &p->isinf, in, n_in, out);
+        return;
+    }
+    if (mps_op_is_reduce(op)) {
+        ref_reduce(op, &p->reduce, in, n_in, out);
+        return;
+    }
     switch (op) {
     case MPS_OP_MATMUL: ref_matmul(in, out); break;
     case MPS_OP_GEMM:
@@ -923,28 +931,6 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     case MPS_OP_SUM:
     case MPS_OP_MEAN: ref_broadcast_op(op, in, n_in, out, in[0].integer, false); break;
     case MPS_OP_MOD: ref_broadcast_op(op, in, n_in, out, in[0].integer, p->binary.fmod); break;
-    case MPS_OP_GREATER:
-    case MPS_OP_LESS:
-    case MPS_OP_EQUAL:
-    case MPS_OP_GREATER_OR_EQUAL:
-    case MPS_OP_LESS_OR_EQUAL:
-    case MPS_OP_AND:
-    case MPS_OP_OR:
-    case MPS_OP_XOR:
-    case MPS_OP_NOT:
-    case MPS_OP_IS_NAN:
-    case MPS_OP_IS_INF:
-    case MPS_OP_WHERE: ref_logic(op, &p->isinf, in, n_in, out); break;
-    case MPS_OP_REDUCE_MEAN:
-    case MPS_OP_REDUCE_SUM:
-    case MPS_OP_REDUCE_MAX:
-    case MPS_OP_REDUCE_MIN:
-    case MPS_OP_REDUCE_PROD:
-    case MPS_OP_REDUCE_L1:
-    case MPS_OP_REDUCE_L2:
-    case MPS_OP_REDUCE_SUM_SQUARE:
-    case MPS_OP_REDUCE_LOG_SUM:
-    case MPS_OP_REDUCE_LOG_SUM_EXP: ref_reduce(op, &p->reduce, in, n_in, out); break;
     case MPS_OP_IDENTITY:
     case MPS_OP_DROPOUT:
     case MPS_OP_CONSTANT:

@@ -782,6 +782,10 @@ static enum mps_status mps_cuda_depth(struct mps_cuda_state *s, const struct mps
 
 mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
 {
+    if (mps_op_is_logic(op))
+        return mps_cuda_logic;
+    if (mps_op_is_reduce(op))
+        return mps_cuda_reduce;
     switch (op) {
     case MPS_OP_MATMUL: return mps_cuda_matmul;
     case MPS_OP_GEMM: return mps_cuda_gemm_node;
@@ -817,28 +821,6 @@ mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
     case MPS_OP_SUM:
     case MPS_OP_MEAN:
     case MPS_OP_MOD: return mps_cuda_binary;
-    case MPS_OP_GREATER:
-    case MPS_OP_LESS:
-    case MPS_OP_EQUAL:
-    case MPS_OP_GREATER_OR_EQUAL:
-    case MPS_OP_LESS_OR_EQUAL:
-    case MPS_OP_AND:
-    case MPS_OP_OR:
-    case MPS_OP_XOR:
-    case MPS_OP_NOT:
-    case MPS_OP_IS_NAN:
-    case MPS_OP_IS_INF:
-    case MPS_OP_WHERE: return mps_cuda_logic;
-    case MPS_OP_REDUCE_MEAN:
-    case MPS_OP_REDUCE_SUM:
-    case MPS_OP_REDUCE_MAX:
-    case MPS_OP_REDUCE_MIN:
-    case MPS_OP_REDUCE_PROD:
-    case MPS_OP_REDUCE_L1:
-    case MPS_OP_REDUCE_L2:
-    case MPS_OP_REDUCE_SUM_SQUARE:
-    case MPS_OP_REDUCE_LOG_SUM:
-    case MPS_OP_REDUCE_LOG_SUM_EXP: return mps_cuda_reduce;
     case MPS_OP_TRANSPOSE:
     case MPS_OP_SLICE:
     case MPS_OP_EXPAND: return mps_cuda_layout;

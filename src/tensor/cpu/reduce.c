@@ -63,6 +63,17 @@ enum mps_status mps_cpu_reduce(const struct mps_cpu_args *a, struct mps_error *e
     return MPS_OK;
 }
 
+/* The dims before axis (outer) and after it (inner): lanes along the axis are [outer, len, inner]. */
+static void mps_lanes(const struct mps_shape *s, int64_t axis, int64_t *outer, int64_t *inner)
+{
+    *outer = *inner = 1;
+    for (int d = 0; d < s->ndim; d++)
+        if (d < axis)
+            *outer *= s->dim[d];
+        else if (d > axis)
+            *inner *= s->dim[d];
+}
+
 /* Whether v beats best for ArgMax (max) or ArgMin: a NaN beats every number;
    on a tie, a later index wins only with last. */
 static bool mps_arg_beats(double v, double best, bool max, bool last)
@@ -81,12 +92,8 @@ enum mps_status mps_cpu_arg(const struct mps_cpu_args *a, struct mps_error *err)
     bool hard = a->node->op == MPS_OP_HARDMAX, max = a->node->op != MPS_OP_ARG_MIN;
     int64_t axis = hard ? a->node->p.norm.axis : a->node->p.arg.axis;
     bool last = !hard && a->node->p.arg.last;
-    int64_t len = x->shape.dim[axis], outer = 1, inner = 1;
-    for (int d = 0; d < x->shape.ndim; d++)
-        if (d < axis)
-            outer *= x->shape.dim[d];
-        else if (d > axis)
-            inner *= x->shape.dim[d];
+    int64_t len = x->shape.dim[axis], outer, inner;
+    mps_lanes(&x->shape, axis, &outer, &inner);
     int64_t *y = a->out[0].data;
     float *h = a->out[0].data;
     (void)err;
@@ -113,12 +120,8 @@ enum mps_status mps_cpu_cumsum(const struct mps_cpu_args *a, struct mps_error *e
 {
     const struct mps_cumsum_params *p = &a->node->p.cumsum;
     const struct mps_tensor *x = &a->in[0];
-    int64_t len = x->shape.dim[p->axis], outer = 1, inner = 1;
-    for (int d = 0; d < x->shape.ndim; d++)
-        if (d < p->axis)
-            outer *= x->shape.dim[d];
-        else if (d > p->axis)
-            inner *= x->shape.dim[d];
+    int64_t len = x->shape.dim[p->axis], outer, inner;
+    mps_lanes(&x->shape, p->axis, &outer, &inner);
     (void)err;
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
@@ -161,12 +164,8 @@ enum mps_status mps_cpu_topk(const struct mps_cpu_args *a, struct mps_error *err
 {
     const struct mps_topk_params *p = &a->node->p.topk;
     const struct mps_tensor *x = &a->in[0];
-    int64_t len = x->shape.dim[p->axis], outer = 1, inner = 1;
-    for (int d = 0; d < x->shape.ndim; d++)
-        if (d < p->axis)
-            outer *= x->shape.dim[d];
-        else if (d > p->axis)
-            inner *= x->shape.dim[d];
+    int64_t len = x->shape.dim[p->axis], outer, inner;
+    mps_lanes(&x->shape, p->axis, &outer, &inner);
     int64_t *iy = a->out[1].data;
     (void)err;
     for (int64_t o = 0; o < outer; o++)
