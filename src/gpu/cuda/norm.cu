@@ -76,8 +76,8 @@ extern "C" int mps_cu_lrn(const float *x, float *y, int64_t batch, int64_t chann
    chunks by Chan's rule and normalizes its chunk, in double. */
 __global__ static void mps_cu_in_stats_k(const float *x, double *stats, int64_t planes, int64_t plane, int64_t chunks)
 {
-    __shared__ double red[MPS_CU_THREADS];
     mps_cu_wait();
+    __shared__ double red[MPS_CU_THREADS];
     for (int64_t p = blockIdx.y; p < planes; p += gridDim.y) {
         int64_t lo = (int64_t)blockIdx.x * MPS_CU_IN_CHUNK, hi = lo + MPS_CU_IN_CHUNK < plane ? lo + MPS_CU_IN_CHUNK : plane;
         const float *xp = x + p * plane;
