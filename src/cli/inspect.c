@@ -87,6 +87,12 @@ static struct mps_inspect_node mps_inspect_cost(const struct mps_graph *g, const
         c.flops = 2 * c.macs;
         return c;
     }
+    case MPS_OP_LRN: /* per output: the window's squares and sum, then the power and the division */
+        c.flops = out * (2 * n->p.lrn.size + 3);
+        return c;
+    case MPS_OP_INSTANCE_NORM: /* per element: the mean's add, the variance's two, the scale's two */
+        c.flops = 5 * out;
+        return c;
     default:
         if (mps_op_is_reduce(n->op)) { /* one step per input element; a product first for L2, SumSquare */
             bool square = n->op == MPS_OP_REDUCE_L2 || n->op == MPS_OP_REDUCE_SUM_SQUARE;
