@@ -131,6 +131,10 @@ static const struct th_case th_cases[] = {
     /* Conv */
     {"Conv 3x3 pad 1 bias", MPS_OP_CONV, P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 1, 1, 1, 1), .group = 1),
      IN(F(1, 3, 8, 8), F(4, 3, 3, 3), F(4)), OUT(S(1, 4, 8, 8))},
+    /* a style-transfer net's last layer: 9x9 to 3 channels (cuda: all of a position's channels a thread) */
+    {"Conv 9x9 pads 4, 8 to 3 channels, 2 images", MPS_OP_CONV,
+     P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 4, 4, 4, 4), .group = 1), IN(F(2, 8, 13, 11), F(3, 8, 9, 9), F(3)),
+     OUT(S(2, 3, 13, 11))},
     {"Conv stride 2 odd sizes", MPS_OP_CONV, P(conv, .win = WIN2(3, 3, 2, 2, 1, 1, 0, 0, 0, 0), .group = 1),
      IN(F(2, 3, 9, 7), F(5, 3, 3, 3)), OUT(S(2, 5, 4, 3))},
     {"Conv batch 3 bias (the images in one GEMM)", MPS_OP_CONV,
