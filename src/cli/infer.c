@@ -67,9 +67,9 @@ static enum mps_status mps_infer_png_kind(const struct mps_value *o, bool mask, 
 }
 
 /* Row `row` of the chunk's first output as one picture's bytes: a mask's class
-   per pixel (the first largest score; NaN scores never win; integers as they
-   are, 0 to 255), an image's values v in [0, 1] as round(255 v), clamped
-   (NaN: 0), channels interleaved. */
+   per pixel (the first largest score; NaN scores never win, and a pixel of NaN
+   scores only is class 0; integers as they are, 0 to 255), an image's values
+   v in [0, 1] as round(255 v), clamped (NaN: 0), channels interleaved. */
 static enum mps_status mps_infer_pixels(const struct mps_infer_run *run, const struct mps_tensor *out, int64_t row,
                                         struct mps_error *err)
 {
@@ -83,11 +83,13 @@ static enum mps_status mps_infer_pixels(const struct mps_infer_run *run, const s
                 run->pixels[i * c + k] = (uint8_t)(v > 0 ? (v < 1 ? lrintf(v * 255.0f) : 255) : 0);
             }
         } else if (out->dtype == MPS_F32) {
-            int64_t best = 0;
-            for (int64_t k = 1; k < c; k++)
-                if (f[k * plane + i] > f[best * plane + i] || f[best * plane + i] != f[best * plane + i])
+            int64_t best = -1;
+            for (int64_t k = 0; k < c; k++) {
+                float v = f[k * plane + i];
+                if (v == v && (best < 0 || v > f[best * plane + i]))
                     best = k;
-            run->pixels[i] = (uint8_t)best;
+            }
+            run->pixels[i] = (uint8_t)(best < 0 ? 0 : best);
         } else {
             int64_t at = row * plane + i;
             int64_t v = out->dtype == MPS_I64   ? ((const int64_t *)out->data)[at]
@@ -112,12 +114,15 @@ static enum mps_status mps_infer_pictures(struct mps_infer_run *run, const struc
     int rank = out->shape.ndim;
     int64_t row = 0, h = out->shape.dim[rank - 2], w = out->shape.dim[rank - 1];
     int channels = run->png_mask ? 1 : (int)(rank == 4 ? out->shape.dim[1] : 1);
+    int64_t items = 0;
+    for (int fi = 0; fi < r->n_files; fi++)
+        items += r->files[fi].items;
+    if (!run->png_folder && run->png_written + items > 1) /* before writing any: one .npy may hold several */
+        return mps_fail(err, MPS_ERR_USAGE, "--output-png %s is one file, and the inputs give several items: name a "
+                        "folder", run->png);
     for (int fi = 0; fi < r->n_files; fi++)
         for (int64_t it = 0; it < r->files[fi].items; it++, row++) {
             char path[4096];
-            if (!run->png_folder && run->png_written)
-                return mps_fail(err, MPS_ERR_USAGE, "--output-png %s is one file, and the inputs give several "
-                                "items: name a folder", run->png);
             if (!run->png_folder)
                 snprintf(path, sizeof path, "%s", run->png);
             else if (r->files[fi].items > 1)

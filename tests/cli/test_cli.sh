@@ -345,6 +345,12 @@ save("rgb", [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", 
 save("ints", [helper.make_node("ReduceMax", ["x"], ["r"], axes=[1], keepdims=1), helper.make_node("Abs", ["r"], ["a"]),
               helper.make_node("Mul", ["a", "k"], ["m"]), helper.make_node("Cast", ["m"], ["y"], to=TensorProto.INT64)],
      TensorProto.INT64, ["N", 1, 6, 5], [numpy_helper.from_array(np.array(3.0, np.float32), "k")])
+save("ints_big", [helper.make_node("ReduceMax", ["x"], ["r"], axes=[1], keepdims=1), helper.make_node("Abs", ["r"], ["a"]),
+                  helper.make_node("Add", ["a", "k"], ["m"]), helper.make_node("Cast", ["m"], ["y"], to=TensorProto.INT64)],
+     TensorProto.INT64, ["N", 1, 6, 5], [numpy_helper.from_array(np.array(256.0, np.float32), "k")])
+# log of a 4-channel conv: NaN where a score is negative (every score of some pixels)
+save("seg4nan", [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Log", ["c"], ["y"])],
+     TensorProto.FLOAT, ["N", 4, 6, 5], [w])
 for i in range(2):
     np.save(os.path.join(d, "in", f"{i}.npy"), rng.standard_normal((1, 3, 6, 5)).astype(np.float32))
 np.save(os.path.join(d, "three.npy"), rng.standard_normal((3, 3, 6, 5)).astype(np.float32))
@@ -379,6 +385,21 @@ assert (np.array(Image.open(sys.argv[1])) == np.load(sys.argv[2])[0, 0]).all()' 
 expect "--output-png DIR over a folder and a 3-item .npy" 0 infer "$pics/seg4.onnx" "$pics/in" "$pics/three.npy" --output-png "$tmp/masks" -q
 check "one PNG per item, named by input order" bash -c '[ "$(cd "$1" && ls | tr "\n" " ")" = "000000.png 000001.png 000002_0.png 000002_1.png 000002_2.png " ]' _ "$tmp/masks"
 usage "--output-png FILE.png over several inputs" "name a folder" infer "$pics/seg4.onnx" "$pics/in" --output-png "$tmp/one.png"
+expect "--output-png FILE.png over a 3-item .npy" 2 infer "$pics/seg4.onnx" "$pics/three.npy" --output-png "$tmp/one3.png"
+check "says to name a folder, and writes no file" bash -c 'grep -q "inputs give several items: name a folder" "$1" && [ ! -e "$2" ]' _ "$err" "$tmp/one3.png"
+expect "--output-png: an integer class beyond the palette" 1 infer "$pics/ints_big.onnx" "$pics/in/0.npy" --output-png "$tmp/big.png"
+check "says which class and pixel" grep -q "class 25[6-9] at pixel 0 is outside the palette's 0 to 255" "$err"
+expect "--output-png: NaN scores" 0 infer "$pics/seg4nan.onnx" "$pics/three.npy" --output-png "$tmp/nanmasks" --output "$tmp/nan.npy" -q
+check "NaN never wins; a pixel of NaN only is class 0" pngcheck '
+import sys, numpy as np
+from PIL import Image
+y = np.load(sys.argv[2]); nan = np.isnan(y)
+assert nan.any(axis=1).any() and nan.all(axis=1).any() and (~nan).all(axis=1).any(), "the case is not made"
+for i in range(3):
+    want = np.where(nan[i], -np.inf, y[i]).argmax(0)
+    want[nan[i].all(0)] = 0
+    got = np.array(Image.open(f"{sys.argv[1]}/000000_{i}.png"))
+    assert (got == want).all(), (got, want)' "$tmp/nanmasks" "$tmp/nan.npy"
 usage "--mask alone" "--mask says how --output-png writes" infer "$pics/seg4.onnx" "$pics/in/0.npy" --mask
 expect "--output-png on a classifier" 2 infer "$cnn" "$in/gray8.png" --output-png "$tmp/x.png"
 check "says the output is no picture" grep -q "first output must be \[batch, channels, height, width\]" "$err"
