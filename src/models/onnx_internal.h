@@ -15,10 +15,10 @@
 struct mps_onnx_ctx {
     struct mps_graph *g;
     int64_t opset;
-    const char *dir;  /* the model's folder, for external data */
-    int *slots;       /* name -> value index, open addressing; -1 empty */
-    size_t n_slots;   /* a power of two */
-    int n_generated;  /* counter for the names of values the loader adds */
+    const char *dir; /* the model's folder, for external data */
+    int *slots;      /* name -> value index, open addressing; -1 empty */
+    size_t n_slots;  /* a power of two */
+    int n_generated; /* counter for the names of values the loader adds */
 };
 
 /* The value named name, or -1. */
@@ -49,7 +49,43 @@ struct mps_onnx_node {
     int n_in;
     int out[8];
     int n_out;
+    int last_op; /* a mapper whose expansion ends in another op than its row's sets it (else -1) */
 };
+
+/* Attribute name of node n, or NULL when absent. */
+const Onnx__AttributeProto *mps_attr(const struct mps_onnx_node *n, const char *name);
+/* Attribute readers: def when the attribute is absent; a wrong type or a
+   value out of range fails naming the node. mps_attr_ints: *count -1 when
+   absent. */
+enum mps_status mps_attr_int(const struct mps_onnx_node *n, const char *name, int64_t def, int64_t *v,
+                             struct mps_error *err);
+enum mps_status mps_attr_float(const struct mps_onnx_node *n, const char *name, float def, float *v,
+                               struct mps_error *err);
+enum mps_status mps_attr_ints(const struct mps_onnx_node *n, const char *name, int64_t *v, int max, int *count,
+                              struct mps_error *err);
+enum mps_status mps_attr_string(const struct mps_onnx_node *n, const char *name, const char *def, char *v, size_t size,
+                                struct mps_error *err);
+/* An older opset's attribute v[count] as the constant input slot of the newest form. */
+enum mps_status mps_attr_to_input(struct mps_onnx_ctx *c, struct mps_onnx_node *n, int slot, const int64_t *v,
+                                  int count, struct mps_error *err);
+
+/* Fills p (defaults already in it) from node n's attributes; may add the
+   nodes an older form expands into and set n's inputs for the last one. */
+typedef enum mps_status (*mps_onnx_mapper)(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                           struct mps_error *err);
+
+/* One ONNX op: the IR op of its (last) node, every attribute accepted
+   (space separated), the mapper (NULL: no attributes to read). */
+struct mps_onnx_rule {
+    const char *op_type;
+    enum mps_op op;
+    const char *attrs;
+    mps_onnx_mapper map;
+};
+extern const struct mps_onnx_rule mps_onnx_rules_math[]; /* onnx_ops_math.c */
+extern const size_t mps_onnx_n_rules_math;
+extern const struct mps_onnx_rule mps_onnx_rules_tensor[]; /* onnx_ops_tensor.c */
+extern const size_t mps_onnx_n_rules_tensor;
 
 /* Maps one ONNX node to IR nodes (onnx_ops.c). */
 enum mps_status mps_onnx_map_node(struct mps_onnx_ctx *c, struct mps_onnx_node *n, struct mps_error *err);

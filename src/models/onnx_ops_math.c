@@ -1,0 +1,472 @@
+/* onnx_ops_math.c: the rows of onnx_ops.c for matrix products, convolution
+   and pooling windows, normalization and the elementwise ops (activations,
+   arithmetic, comparisons and logic), with their mappers. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "onnx_internal.h"
+
+static enum mps_status mps_map_act(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                   struct mps_error *err)
+{
+    struct mps_act_params *a = &p->act;
+    enum mps_status st = mps_attr_float(n, "alpha", a->alpha, &a->alpha, err);
+    if (!st)
+        st = mps_attr_float(n, strcmp(n->np->op_type, "Selu") == 0 ? "gamma" : "beta", a->beta, &a->beta, err);
+    if (!st && strcmp(n->np->op_type, "Gelu") == 0) {
+        char approx[16];
+        if ((st = mps_attr_string(n, "approximate", "none", approx, sizeof approx, err)))
+            return st;
+        if (strcmp(approx, "none") != 0 && strcmp(approx, "tanh") != 0)
+            return mps_onnx_fail(n, err, "approximate '%s' is not 'none' or 'tanh'", approx);
+        a->beta = strcmp(approx, "tanh") == 0;
+    }
+    (void)c;
+    return st;
+}
+
+static enum mps_status mps_map_shrink(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                      struct mps_error *err)
+{
+    (void)c;
+    enum mps_status st = mps_attr_float(n, "lambd", 0.5f, &p->act.alpha, err);
+    return st ? st : mps_attr_float(n, "bias", 0.0f, &p->act.beta, err);
+}
+
+static enum mps_status mps_map_clip(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                    struct mps_error *err)
+{
+    (void)c;
+    if (c->opset >= 11)
+        return MPS_OK;
+    enum mps_status st = mps_attr_float(n, "min", -INFINITY, &p->act.alpha, err);
+    return st ? st : mps_attr_float(n, "max", INFINITY, &p->act.beta, err);
+}
+
+static enum mps_status mps_map_cast(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                    struct mps_error *err)
+{
+    int64_t to;
+    (void)c;
+    enum mps_status st = mps_attr_int(n, "to", -1, &to, err);
+    if (st)
+        return st;
+    if (to < INT32_MIN || to > INT32_MAX || !mps_onnx_dtype((int32_t)to, &p->cast.to))
+        return mps_onnx_fail(n, err, "cast to %s is not supported", mps_onnx_dtype_name((int32_t)to));
+    return MPS_OK;
+}
+
+/* Dropout in inference: the output is the input; a requested mask is all true. */
+static enum mps_status mps_map_dropout(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                       struct mps_error *err)
+{
+    (void)p;
+    if (n->n_out < 2 || n->out[1] < 0)
+        return MPS_OK;
+    int shape = mps_onnx_temp(c, n->name);
+    union mps_op_params fill;
+    mps_op_params_default(MPS_OP_CONSTANT_OF_SHAPE, &fill);
+    fill.fill.dtype = MPS_BOOL;
+    fill.fill.value = 1;
+    enum mps_status st = shape < 0 ? mps_fail(err, MPS_ERR_RUNTIME, "out of memory")
+                                   : mps_graph_add_node(c->g, MPS_OP_SHAPE, n->name, n->in, 1, &shape, 1, NULL, err);
+    if (!st)
+        st = mps_graph_add_node(c->g, MPS_OP_CONSTANT_OF_SHAPE, n->name, &shape, 1, &n->out[1], 1, &fill, err);
+    n->n_out = 1;
+    return st;
+}
+
+/* Replaces input slot of n by a constant copy of it with trailing size-1 dims
+   up to rank: how opsets before 7 aligned a broadcast operand at an axis. */
+static enum mps_status mps_map_align(struct mps_onnx_ctx *c, struct mps_onnx_node *n, int slot, int rank,
+                                     struct mps_error *err)
+{
+    const struct mps_value *v = &c->g->values[n->in[slot]];
+    struct mps_shape s = v->shape;
+    if (!v->data || rank > MPS_MAX_DIMS)
+        return mps_onnx_fail(n, err, "legacy broadcasting of a computed tensor is not supported");
+    while (s.ndim < rank)
+        s.dim[s.ndim++] = 1;
+    int id = mps_onnx_const(c, n->name, v->dtype, &s, v->data);
+    if (id < 0)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    n->in[slot] = id;
+    return MPS_OK;
+}
+
+/* Opset 6 binary ops: broadcast=1 aligns B at A's dim 'axis' (default: the
+   trailing dims, numpy's rule). */
+static enum mps_status mps_map_binary(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                      struct mps_error *err)
+{
+    int64_t axis;
+    (void)p;
+    enum mps_status st = mps_attr_int(n, "axis", -1, &axis, err);
+    if (st || !mps_attr(n, "axis") || n->n_in < 2 || n->in[0] < 0 || n->in[1] < 0)
+        return st;
+    const struct mps_value *a = &c->g->values[n->in[0]], *b = &c->g->values[n->in[1]];
+    if (!a->shape_known || !b->shape_known)
+        return mps_onnx_fail(n, err, "legacy broadcasting along 'axis' needs inputs of known shape");
+    int rank = (int)(a->shape.ndim - axis);
+    if (axis < 0 || rank < b->shape.ndim)
+        return mps_onnx_fail(n, err, "axis %lld does not fit inputs of rank %d and %d", (long long)axis, a->shape.ndim,
+                             b->shape.ndim);
+    return rank == b->shape.ndim ? MPS_OK : mps_map_align(c, n, 1, rank, err);
+}
+
+static enum mps_status mps_map_mod(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                   struct mps_error *err)
+{
+    int64_t f;
+    (void)c;
+    enum mps_status st = mps_attr_int(n, "fmod", 0, &f, err);
+    p->binary.fmod = f != 0;
+    return st;
+}
+
+static enum mps_status mps_map_isinf(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                     struct mps_error *err)
+{
+    int64_t neg, pos;
+    enum mps_status st = mps_attr_int(n, "detect_negative", 1, &neg, err);
+    if (!st)
+        st = mps_attr_int(n, "detect_positive", 1, &pos, err);
+    p->isinf.negative = neg != 0;
+    p->isinf.positive = pos != 0;
+    (void)c;
+    return st;
+}
+
+/* PRelu before opset 7: a slope of C values is per channel (axis 1). */
+static enum mps_status mps_map_prelu(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                     struct mps_error *err)
+{
+    (void)p;
+    if (c->opset >= 7 || n->n_in < 2 || n->in[0] < 0 || n->in[1] < 0) /* a missing input: refused later */
+        return MPS_OK;
+    const struct mps_value *x = &c->g->values[n->in[0]], *slope = &c->g->values[n->in[1]];
+    if (!slope->shape_known || slope->shape.ndim != 1 || slope->shape.dim[0] == 1)
+        return MPS_OK;
+    if (!x->shape_known)
+        return mps_onnx_fail(n, err, "a per-channel slope (opset < 7) needs an input of known rank");
+    return mps_map_align(c, n, 1, x->shape.ndim - 1, err);
+}
+
+static enum mps_status mps_map_gemm(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                    struct mps_error *err)
+{
+    int64_t ta, tb;
+    (void)c;
+    enum mps_status st = mps_attr_float(n, "alpha", 1.0f, &p->gemm.alpha, err);
+    if (!st)
+        st = mps_attr_float(n, "beta", 1.0f, &p->gemm.beta, err);
+    if (!st)
+        st = mps_attr_int(n, "transA", 0, &ta, err);
+    if (!st)
+        st = mps_attr_int(n, "transB", 0, &tb, err);
+    p->gemm.trans_a = !st && ta;
+    p->gemm.trans_b = !st && tb;
+    return st;
+}
+
+static enum mps_status mps_map_window(const struct mps_onnx_node *n, struct mps_window *w, bool need_kernel,
+                                      struct mps_error *err)
+{
+    int nk, ns, nd, np;
+    char pad[32];
+    enum mps_status st = mps_attr_ints(n, "kernel_shape", w->kernel, MPS_MAX_SPATIAL, &nk, err);
+    if (!st)
+        st = mps_attr_ints(n, "strides", w->stride, MPS_MAX_SPATIAL, &ns, err);
+    if (!st)
+        st = mps_attr_ints(n, "dilations", w->dilation, MPS_MAX_SPATIAL, &nd, err);
+    if (!st)
+        st = mps_attr_ints(n, "pads", w->pad, 2 * MPS_MAX_SPATIAL, &np, err);
+    if (!st)
+        st = mps_attr_string(n, "auto_pad", "NOTSET", pad, sizeof pad, err);
+    if (st)
+        return st;
+    if (need_kernel && nk < 1)
+        return mps_onnx_fail(n, err, "attribute 'kernel_shape' is required");
+    int sp = nk > 0 ? nk : ns > 0 ? ns : nd > 0 ? nd : np > 0 ? np / 2 : -1;
+    if ((nk >= 0 && nk != sp) || (ns >= 0 && ns != sp) || (nd >= 0 && nd != sp) || (np >= 0 && np != 2 * sp))
+        return mps_onnx_fail(n, err, "kernel_shape, strides, dilations and pads disagree on the spatial rank");
+    if (!strcmp(pad, "NOTSET"))
+        w->auto_pad = MPS_AUTO_PAD_NOTSET;
+    else if (!strcmp(pad, "SAME_UPPER"))
+        w->auto_pad = MPS_AUTO_PAD_SAME_UPPER;
+    else if (!strcmp(pad, "SAME_LOWER"))
+        w->auto_pad = MPS_AUTO_PAD_SAME_LOWER;
+    else if (!strcmp(pad, "VALID"))
+        w->auto_pad = MPS_AUTO_PAD_VALID;
+    else
+        return mps_onnx_fail(n, err, "auto_pad '%s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", pad);
+    return MPS_OK;
+}
+
+static enum mps_status mps_map_conv(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                    struct mps_error *err)
+{
+    struct mps_conv_params *q = &p->conv;
+    int nop = 0, nos = 0;
+    (void)c;
+    enum mps_status st = mps_map_window(n, &q->win, false, err);
+    if (!st)
+        st = mps_attr_int(n, "group", 1, &q->group, err);
+    if (!st)
+        st = mps_attr_ints(n, "output_padding", q->output_padding, MPS_MAX_SPATIAL, &nop, err);
+    if (!st)
+        st = mps_attr_ints(n, "output_shape", q->output_shape, MPS_MAX_SPATIAL, &nos, err);
+    q->has_output_shape = nos > 0;
+    return st;
+}
+
+static enum mps_status mps_map_pool(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                    struct mps_error *err)
+{
+    int64_t ceil_mode, include_pad, storage;
+    (void)c;
+    enum mps_status st = mps_map_window(n, &p->pool.win, true, err);
+    if (!st)
+        st = mps_attr_int(n, "ceil_mode", 0, &ceil_mode, err);
+    if (!st)
+        st = mps_attr_int(n, "count_include_pad", 0, &include_pad, err);
+    if (!st)
+        st = mps_attr_int(n, "storage_order", 0, &storage, err);
+    if (st)
+        return st;
+    if (storage != 0 && storage != 1)
+        return mps_onnx_fail(n, err, "storage_order %lld is not 0 or 1", (long long)storage);
+    p->pool.column_major = storage == 1;
+    p->pool.ceil_mode = ceil_mode;
+    p->pool.count_include_pad = include_pad;
+    return MPS_OK;
+}
+
+/* GlobalLpPool: p, an integer >= 1. */
+static enum mps_status mps_map_lp(const struct mps_onnx_node *n, int64_t *p, struct mps_error *err)
+{
+    enum mps_status st = mps_attr_int(n, "p", 2, p, err);
+    if (!st && (*p < 1 || *p > 64))
+        return mps_onnx_fail(n, err, "p %lld is not 1 to 64", (long long)*p);
+    return st;
+}
+
+static enum mps_status mps_map_global_lp(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                         struct mps_error *err)
+{
+    int64_t lp;
+    (void)c;
+    enum mps_status st = mps_map_lp(n, &lp, err);
+    p->act.alpha = (float)lp;
+    return st;
+}
+
+/* LpPool: (sum over the window of |x|^p)^(1/p) built from ops every backend
+   has: Abs, Pow (Mul for p = 2), AveragePool counting the padding, times the
+   window's size, and the caller's last node, Pow(., 1/p). ceil_mode (windows
+   past the padding, whose average has a smaller divisor) is refused. */
+static enum mps_status mps_map_lppool(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                      struct mps_error *err)
+{
+    int64_t lp, ceil_mode;
+    union mps_op_params pool, none;
+    mps_op_params_default(MPS_OP_AVERAGE_POOL, &pool);
+    mps_op_params_default(MPS_OP_MUL, &none);
+    enum mps_status st = mps_map_lp(n, &lp, err);
+    if (!st)
+        st = mps_map_window(n, &pool.pool.win, true, err);
+    if (!st)
+        st = mps_attr_int(n, "ceil_mode", 0, &ceil_mode, err);
+    if (st)
+        return st;
+    if (ceil_mode)
+        return mps_onnx_fail(n, err, "ceil_mode is not supported for LpPool");
+    pool.pool.count_include_pad = true;
+    double taps = 1;
+    for (int i = 0; i < MPS_MAX_SPATIAL && pool.pool.win.kernel[i]; i++)
+        taps *= (double)pool.pool.win.kernel[i];
+    float pf = (float)lp, inv = 1.0f / (float)lp, k = (float)taps;
+    struct mps_shape one = {0, {0}};
+    int a = mps_onnx_temp(c, n->name), s = mps_onnx_temp(c, n->name), avg = mps_onnx_temp(c, n->name);
+    int sum = mps_onnx_temp(c, n->name), cp = mps_onnx_const(c, n->name, MPS_F32, &one, &pf);
+    int ck = mps_onnx_const(c, n->name, MPS_F32, &one, &k), ci = mps_onnx_const(c, n->name, MPS_F32, &one, &inv);
+    if (a < 0 || s < 0 || avg < 0 || sum < 0 || cp < 0 || ck < 0 || ci < 0)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    if ((st = mps_graph_add_node(c->g, MPS_OP_ABS, n->name, n->in, 1, &a, 1, NULL, err)) ||
+        (st = mps_graph_add_node(c->g, lp == 2 ? MPS_OP_MUL : MPS_OP_POW, n->name, (int[]){a, lp == 2 ? a : cp}, 2, &s,
+                                 1, &none, err)) ||
+        (st = mps_graph_add_node(c->g, MPS_OP_AVERAGE_POOL, n->name, &s, 1, &avg, 1, &pool, err)) ||
+        (st = mps_graph_add_node(c->g, MPS_OP_MUL, n->name, (int[]){avg, ck}, 2, &sum, 1, &none, err)))
+        return st;
+    n->in[0] = sum; /* the caller adds Pow(sum, 1/p) into the output */
+    n->in[1] = ci;
+    n->n_in = 2;
+    (void)p;
+    return MPS_OK;
+}
+
+static enum mps_status mps_map_batch_norm(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                          struct mps_error *err)
+{
+    int64_t training, spatial, is_test;
+    (void)c;
+    enum mps_status st = mps_attr_float(n, "epsilon", 1e-5f, &p->norm.epsilon, err);
+    if (!st)
+        st = mps_attr_int(n, "training_mode", 0, &training, err);
+    if (!st)
+        st = mps_attr_int(n, "spatial", 1, &spatial, err);
+    if (!st)
+        st = mps_attr_int(n, "is_test", 1, &is_test, err);
+    if (st)
+        return st;
+    if (training || n->n_out > 1)
+        return mps_onnx_fail(n, err, "training mode (running statistics outputs) is not supported");
+    if (spatial != 1)
+        return mps_onnx_fail(n, err, "spatial=0 (per-element statistics) is not supported");
+    return MPS_OK;
+}
+
+static enum mps_status mps_map_instance_norm(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                             struct mps_error *err)
+{
+    (void)c;
+    return mps_attr_float(n, "epsilon", 1e-5f, &p->norm.epsilon, err);
+}
+
+static enum mps_status mps_map_layer_norm(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                          struct mps_error *err)
+{
+    int64_t stash;
+    (void)c;
+    enum mps_status st = mps_attr_int(n, "axis", -1, &p->norm.axis, err);
+    if (!st)
+        st = mps_attr_float(n, "epsilon", 1e-5f, &p->norm.epsilon, err);
+    if (!st)
+        st = mps_attr_int(n, "stash_type", 1, &stash, err);
+    if (!st && stash != 1)
+        return mps_onnx_fail(n, err, "stash_type %lld is not supported (only float)", (long long)stash);
+    return st;
+}
+
+/* Softmax, LogSoftmax and Hardmax. Before opset 13 they work on the input flattened to
+   2-D at axis (default 1): Flatten, then the op on the last axis, then Reshape
+   back to the input's shape (a Shape node that the fold pass makes constant). */
+static enum mps_status mps_map_softmax(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                       struct mps_error *err)
+{
+    enum mps_op op = mps_op_from_name(n->np->op_type);
+    enum mps_status st = mps_attr_int(n, "axis", c->opset >= 13 ? -1 : 1, &p->norm.axis, err);
+    if (st || c->opset >= 13)
+        return st;
+    union mps_op_params flat;
+    mps_op_params_default(MPS_OP_FLATTEN, &flat);
+    flat.axis.axis = p->norm.axis;
+    p->norm.axis = -1;
+    int f = mps_onnx_temp(c, n->name), s = mps_onnx_temp(c, n->name), y = mps_onnx_temp(c, n->name);
+    if (f < 0 || s < 0 || y < 0)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    if ((st = mps_graph_add_node(c->g, MPS_OP_FLATTEN, n->name, n->in, 1, &f, 1, &flat, err)) ||
+        (st = mps_graph_add_node(c->g, op, n->name, &f, 1, &y, 1, p, err)) ||
+        (st = mps_graph_add_node(c->g, MPS_OP_SHAPE, n->name, n->in, 1, &s, 1, NULL, err)))
+        return st;
+    /* the caller adds the last node: Reshape(y, shape) into the output */
+    n->last_op = MPS_OP_RESHAPE;
+    n->in[0] = y;
+    n->in[1] = s;
+    n->n_in = 2;
+    return MPS_OK;
+}
+
+static enum mps_status mps_map_lrn(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                   struct mps_error *err)
+{
+    struct mps_lrn_params *q = &p->lrn;
+    (void)c;
+    if (!mps_attr(n, "size"))
+        return mps_onnx_fail(n, err, "attribute 'size' is required");
+    enum mps_status st = mps_attr_int(n, "size", 1, &q->size, err);
+    if (!st)
+        st = mps_attr_float(n, "alpha", q->alpha, &q->alpha, err);
+    if (!st)
+        st = mps_attr_float(n, "beta", q->beta, &q->beta, err);
+    if (!st)
+        st = mps_attr_float(n, "bias", q->bias, &q->bias, err);
+    if (!st && q->size < 1)
+        return mps_onnx_fail(n, err, "size %lld is not 1 or more", (long long)q->size);
+    return st;
+}
+
+const struct mps_onnx_rule mps_onnx_rules_math[] = {
+    {"MatMul", MPS_OP_MATMUL, "", NULL},
+    {"Gemm", MPS_OP_GEMM, "alpha beta transA transB broadcast", mps_map_gemm},
+    {"Conv", MPS_OP_CONV, "auto_pad dilations group kernel_shape pads strides", mps_map_conv},
+    {"ConvTranspose", MPS_OP_CONV_TRANSPOSE,
+     "auto_pad dilations group kernel_shape pads strides output_padding output_shape", mps_map_conv},
+    {"MaxPool", MPS_OP_MAX_POOL, "auto_pad ceil_mode dilations kernel_shape pads storage_order strides", mps_map_pool},
+    {"AveragePool", MPS_OP_AVERAGE_POOL, "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides",
+     mps_map_pool},
+    {"GlobalAveragePool", MPS_OP_GLOBAL_AVERAGE_POOL, "", NULL},
+    {"GlobalLpPool", MPS_OP_GLOBAL_LP_POOL, "p", mps_map_global_lp},
+    {"LpPool", MPS_OP_POW, "auto_pad ceil_mode dilations kernel_shape p pads strides", mps_map_lppool},
+    {"GlobalMaxPool", MPS_OP_GLOBAL_MAX_POOL, "", NULL},
+    {"BatchNormalization", MPS_OP_BATCH_NORM, "epsilon momentum spatial is_test training_mode", mps_map_batch_norm},
+    {"LayerNormalization", MPS_OP_LAYER_NORM, "axis epsilon stash_type", mps_map_layer_norm},
+    {"InstanceNormalization", MPS_OP_INSTANCE_NORM, "epsilon", mps_map_instance_norm},
+    {"Softmax", MPS_OP_SOFTMAX, "axis", mps_map_softmax},
+    {"LogSoftmax", MPS_OP_LOG_SOFTMAX, "axis", mps_map_softmax},
+    {"Hardmax", MPS_OP_HARDMAX, "axis", mps_map_softmax},
+    {"LRN", MPS_OP_LRN, "alpha beta bias size", mps_map_lrn},
+    {"Relu", MPS_OP_RELU, "", NULL},
+    {"LeakyRelu", MPS_OP_LEAKY_RELU, "alpha", mps_map_act},
+    {"Elu", MPS_OP_ELU, "alpha", mps_map_act},
+    {"Selu", MPS_OP_SELU, "alpha gamma", mps_map_act},
+    {"Sigmoid", MPS_OP_SIGMOID, "", NULL},
+    {"HardSigmoid", MPS_OP_HARD_SIGMOID, "alpha beta", mps_map_act},
+    {"HardSwish", MPS_OP_HARD_SWISH, "", NULL},
+    {"Tanh", MPS_OP_TANH, "", NULL},
+    {"Softplus", MPS_OP_SOFTPLUS, "", NULL},
+    {"Softsign", MPS_OP_SOFTSIGN, "", NULL},
+    {"Gelu", MPS_OP_GELU, "approximate", mps_map_act},
+    {"Erf", MPS_OP_ERF, "", NULL},
+    {"Exp", MPS_OP_EXP, "", NULL},
+    {"Log", MPS_OP_LOG, "", NULL},
+    {"Sqrt", MPS_OP_SQRT, "", NULL},
+    {"Abs", MPS_OP_ABS, "", NULL},
+    {"Neg", MPS_OP_NEG, "", NULL},
+    {"Reciprocal", MPS_OP_RECIPROCAL, "", NULL},
+    {"Floor", MPS_OP_FLOOR, "", NULL},
+    {"Ceil", MPS_OP_CEIL, "", NULL},
+    {"Sign", MPS_OP_SIGN, "", NULL},
+    {"Round", MPS_OP_ROUND, "", NULL},
+    {"ThresholdedRelu", MPS_OP_THRESHOLDED_RELU, "alpha", mps_map_act},
+    {"Shrink", MPS_OP_SHRINK, "lambd bias", mps_map_shrink},
+    {"Clip", MPS_OP_CLIP, "min max", mps_map_clip},
+    {"Identity", MPS_OP_IDENTITY, "", NULL},
+    {"Dropout", MPS_OP_DROPOUT, "ratio seed is_test", mps_map_dropout},
+    {"Cast", MPS_OP_CAST, "to saturate", mps_map_cast},
+    {"PRelu", MPS_OP_PRELU, "", mps_map_prelu},
+    {"Add", MPS_OP_ADD, "broadcast axis", mps_map_binary},
+    {"Sub", MPS_OP_SUB, "broadcast axis", mps_map_binary},
+    {"Mul", MPS_OP_MUL, "broadcast axis", mps_map_binary},
+    {"Div", MPS_OP_DIV, "broadcast axis", mps_map_binary},
+    {"Pow", MPS_OP_POW, "broadcast axis", mps_map_binary},
+    {"Max", MPS_OP_MAX, "", NULL},
+    {"Min", MPS_OP_MIN, "", NULL},
+    {"Sum", MPS_OP_SUM, "", NULL},
+    {"Mean", MPS_OP_MEAN, "", NULL},
+    {"Mod", MPS_OP_MOD, "fmod", mps_map_mod},
+    {"Greater", MPS_OP_GREATER, "broadcast axis", mps_map_binary},
+    {"Less", MPS_OP_LESS, "broadcast axis", mps_map_binary},
+    {"Equal", MPS_OP_EQUAL, "broadcast axis", mps_map_binary},
+    {"GreaterOrEqual", MPS_OP_GREATER_OR_EQUAL, "", NULL},
+    {"LessOrEqual", MPS_OP_LESS_OR_EQUAL, "", NULL},
+    {"And", MPS_OP_AND, "broadcast axis", mps_map_binary},
+    {"Or", MPS_OP_OR, "broadcast axis", mps_map_binary},
+    {"Xor", MPS_OP_XOR, "broadcast axis", mps_map_binary},
+    {"Not", MPS_OP_NOT, "", NULL},
+    {"IsNaN", MPS_OP_IS_NAN, "", NULL},
+    {"IsInf", MPS_OP_IS_INF, "detect_negative detect_positive", mps_map_isinf},
+    {"Where", MPS_OP_WHERE, "", NULL},
+};
+const size_t mps_onnx_n_rules_math = sizeof mps_onnx_rules_math / sizeof mps_onnx_rules_math[0];
