@@ -104,6 +104,16 @@ save("unsupported_pad_mode.onnx", model([helper.make_node("Pad", ["x", "p"], ["y
                                         [vi("x", [2])], [vi("y", [4])],
                                         [numpy_helper.from_array(np.array([1, 1], np.int64), "p")]),
      "model", "mode 'wrap'")
+# an LpPool window past the padding (ceil_mode) would average over fewer cells: refused, not miscounted
+save("lppool_ceil_mode.onnx", model([helper.make_node("LpPool", ["x"], ["y"], name="lp", kernel_shape=[2, 2],
+                                                      strides=[2, 2], ceil_mode=1)],
+                                    [vi("x", [1, 1, 5, 5])], [vi("y", [1, 1, 3, 3])], opset=18),
+     "model", "node 'lp' (LpPool): ceil_mode is not supported for LpPool")
+save("scatter_bad_reduction.onnx", model([helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], name="sc",
+                                                           reduction="mean")],
+                                         [vi("x", [4]), vi("u", [2])], [vi("y", [4])],
+                                         [numpy_helper.from_array(np.array([0, 1], np.int64), "i")], opset=18),
+     "model", "node 'sc' (ScatterElements): reduction 'mean' is not none, add, mul, max or min")
 save("opset_too_new.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", [2])],
                                  [vi("y", [2])], opset=99), "model", "opset 99")
 
