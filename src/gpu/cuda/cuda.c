@@ -93,7 +93,8 @@ static size_t mps_cuda_prepared(const struct mps_graph *g, const struct mps_node
 {
     if (mps_winograd_applies(g, n))
         return mps_winograd_pack(g, n, NULL, host);
-    if (n->op == MPS_OP_GATHER_ND || n->op == MPS_OP_SCATTER_ND || n->op == MPS_OP_SCATTER_ELEMENTS)
+    if (n->op == MPS_OP_GATHER_ELEMENTS || n->op == MPS_OP_GATHER_ND || n->op == MPS_OP_SCATTER_ND ||
+        n->op == MPS_OP_SCATTER_ELEMENTS)
         return sizeof(int64_t) * (size_t)mps_index_plan(g, n, host, NULL);
     return 0;
 }

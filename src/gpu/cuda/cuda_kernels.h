@@ -58,9 +58,6 @@ int mps_cu_gather(const void *x, const void *idx, int idx64, void *y, int64_t ou
 /* mode: enum mps_pad_mode; pads[2*nd] begin then end; fill: elem bytes of the constant. */
 int mps_cu_pad(const void *x, void *y, int nd, const int64_t *xdim, const int64_t *ydim, const int64_t *pads, int mode,
                const void *fill, size_t elem, void *stream);
-/* GatherElements: w.dim the indices' shape (unmerged), w.s0 the data's strides; len the data's axis. */
-int mps_cu_gather_elements(const void *x, const void *idx, int idx64, void *y, const struct mps_cu_walk *w, int axis,
-                           int64_t len, size_t elem, void *stream);
 /* TopK along the middle of [outer, len, inner]: values (elem bytes, dtype f32/i64/i32) and int64 indices. */
 int mps_cu_topk(const void *x, int dtype, void *y, int64_t *iy, int64_t outer, int64_t len, int64_t inner, int64_t k,
                 int largest, size_t elem, void *stream);

@@ -201,36 +201,6 @@ __global__ static void mps_cu_arg_k(const void *x, int dtype, void *y, int64_t l
     }
 }
 
-/* GatherElements: output element o reads data where its own index is, but
-   along axis at indices[o] (resolved >= 0; the backend takes constant, checked indices). */
-__global__ static void mps_cu_gather_elements_k(const unsigned char *x, const void *idx, int idx64, unsigned char *y,
-                                                mps_cu_walk w, int axis, int64_t len, size_t elem, int64_t n)
-{
-    mps_cu_wait();
-    MPS_CU_FOR(o, n)
-    {
-        int64_t v = idx64 ? ((const long long *)idx)[o] : ((const int *)idx)[o], rem = o, off = 0;
-        v += v < 0 ? len : 0;
-        for (int d = w.nd - 1; d >= 0; d--) { /* w: the indices' dims (dim), the data's strides (s0) */
-            int64_t i = rem % w.dim[d];
-            rem /= w.dim[d];
-            off += (d == axis ? v : i) * w.s0[d];
-        }
-        for (size_t b = 0; b < elem; b++)
-            y[o * elem + b] = x[off * elem + b];
-    }
-}
-
-extern "C" int mps_cu_gather_elements(const void *x, const void *idx, int idx64, void *y, const struct mps_cu_walk *w,
-                                      int axis, int64_t len, size_t elem, void *stream)
-{
-    int64_t n = 1;
-    for (int d = 0; d < w->nd; d++)
-        n *= w->dim[d];
-    MPS_CU_LAUNCH(mps_cu_gather_elements_k, n, stream, (const unsigned char *)x, idx, idx64, (unsigned char *)y, *w,
-                  axis, len, elem, n);
-}
-
 /* TopK: one thread a lane; k passes, each taking the next element in the
    order after the previous pick (the CPU's order: the better value, a NaN
    above every number, then the lower index). */

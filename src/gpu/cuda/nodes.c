@@ -614,23 +614,7 @@ static enum mps_status mps_cuda_gather(struct mps_cuda_state *s, const struct mp
     return MPS_OK;
 }
 
-static enum mps_status mps_cuda_gather_elements(struct mps_cuda_state *s, const struct mps_node *n,
-                                                struct mps_error *err)
-{
-    const struct mps_graph *g = s->g;
-    const struct mps_value *x = MPS_INV(0), *ix = MPS_INV(1);
-    int axis = (int)n->p.axis.axis;
-    struct mps_cu_walk w;
-    memset(&w, 0, sizeof w);
-    w.nd = ix->shape.ndim;
-    mps_shape_strides(&x->shape, w.s0);
-    memcpy(w.dim, ix->shape.dim, sizeof(int64_t) * (size_t)w.nd);
-    MPS_CU_CHECK(mps_cu_gather_elements(MPS_IN(0), MPS_IN(1), ix->dtype == MPS_I64, MPS_OUT(0), &w, axis,
-                                        x->shape.dim[axis], mps_dtype_size(x->dtype), s->stream));
-    return MPS_OK;
-}
-
-/* GatherND, ScatterND, ScatterElements: their offsets were prepared at compile (mps_index_plan). */
+/* GatherElements, GatherND, ScatterND, ScatterElements: offsets prepared at compile (mps_index_plan). */
 static enum mps_status mps_cuda_index(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
 {
     const struct mps_graph *g = s->g;
@@ -638,7 +622,7 @@ static enum mps_status mps_cuda_index(struct mps_cuda_state *s, const struct mps
     const int64_t *off = s->packed[n - g->nodes];
     int64_t count = mps_index_plan(g, n, NULL, NULL);
     size_t elem = mps_dtype_size(x->dtype);
-    if (n->op == MPS_OP_GATHER_ND) {
+    if (n->op == MPS_OP_GATHER_ND || n->op == MPS_OP_GATHER_ELEMENTS) {
         MPS_CU_CHECK(mps_cu_gather_flat(MPS_IN(0), off, MPS_OUT(0), count, elem, s->stream));
         return MPS_OK;
     }
@@ -827,7 +811,7 @@ mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
     case MPS_OP_CONCAT:
     case MPS_OP_SPLIT: return mps_cuda_blocks;
     case MPS_OP_GATHER: return mps_cuda_gather;
-    case MPS_OP_GATHER_ELEMENTS: return mps_cuda_gather_elements;
+    case MPS_OP_GATHER_ELEMENTS:
     case MPS_OP_GATHER_ND:
     case MPS_OP_SCATTER_ND:
     case MPS_OP_SCATTER_ELEMENTS: return mps_cuda_index;

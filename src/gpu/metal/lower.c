@@ -219,18 +219,25 @@ enum mps_dtype mps_mtl_dtype(const struct mps_mtl_lowerer *L, int id)
     return L->t[id].dtype;
 }
 
+int mps_mtl_const_data(struct mps_mtl_lowerer *L, enum mps_dtype t, const struct mps_shape *s, const void *data)
+{
+    struct mps_mtl_step *st;
+    int id = data ? mps_mtl_emit(L, MPS_MTL_CONSTANT, 0, t, s, NULL, 0, &st) : -1;
+    if (id < 0)
+        return -1;
+    st->p.constant.data = data;
+    st->p.constant.bytes = (size_t)mps_shape_numel(s) * mps_dtype_size(t);
+    return id;
+}
+
 /* A constant over the initializer v's bytes, seen with shape s (same count),
    cast to the compute type. A new step each time: MPSGraph folds duplicates. */
 static int mps_mtl_constant(struct mps_mtl_lowerer *L, int v, const struct mps_shape *s)
 {
     const struct mps_value *val = &L->g->values[v];
-    struct mps_mtl_step *st;
-    int id = mps_mtl_emit(L, MPS_MTL_CONSTANT, 0, val->dtype, s, NULL, 0, &st);
-    if (id < 0)
-        return -1;
-    st->node = -1;
-    st->p.constant.data = val->data;
-    st->p.constant.bytes = (size_t)mps_shape_numel(&val->shape) * mps_dtype_size(val->dtype);
+    int id = mps_mtl_const_data(L, val->dtype, s, val->data);
+    if (id >= 0)
+        L->p->steps[L->p->n_steps - 1].node = -1; /* a weight, not the node's */
     return mps_mtl_cast(L, id, mps_mtl_compute_dtype(L, val->dtype));
 }
 
@@ -319,6 +326,88 @@ int mps_mtl_select(struct mps_mtl_lowerer *L, int pred, int yes, int no)
     }
     struct mps_mtl_step *s;
     return mps_mtl_emit(L, MPS_MTL_SELECT, 0, mps_mtl_dtype(L, yes), &shape, (int[]){pred, yes, no}, 3, &s);
+}
+
+/* ---- helpers of the lowerings -------------------------------------------------- */
+
+const struct mps_shape *mps_mtl_vshape(const struct mps_mtl_lowerer *L, int v)
+{
+    return &L->g->values[v].shape;
+}
+
+/* Defines graph value v (a node output) as tensor id. */
+void mps_mtl_define(struct mps_mtl_lowerer *L, int v, int id)
+{
+    if (v < 0)
+        return;
+    if (id < 0 && !L->oom && !L->bug)
+        L->bug = "an operand was never defined";
+    L->vid[v] = id;
+}
+
+/* Defines v as x reshaped to v's inferred shape (same count). */
+void mps_mtl_define_as(struct mps_mtl_lowerer *L, int v, int x)
+{
+    mps_mtl_define(L, v, mps_mtl_reshape(L, x, mps_mtl_vshape(L, v)));
+}
+
+/* x broadcast to s (Expand); a reshape when only the rank differs. */
+int mps_mtl_broadcast_to(struct mps_mtl_lowerer *L, int x, const struct mps_shape *s)
+{
+    if (x < 0 || mps_shape_eq(mps_mtl_shape(L, x), s))
+        return x;
+    if (mps_shape_numel(mps_mtl_shape(L, x)) == mps_shape_numel(s))
+        return mps_mtl_reshape(L, x, s);
+    struct mps_mtl_step *st;
+    return mps_mtl_emit(L, MPS_MTL_BROADCAST, 0, mps_mtl_dtype(L, x), s, &x, 1, &st);
+}
+
+/* fn over axes, reduced dims kept as 1; x itself when axes is empty. */
+int mps_mtl_reduce(struct mps_mtl_lowerer *L, enum mps_mtl_reduce fn, int x, uint32_t axes)
+{
+    if (x < 0 || !axes)
+        return x;
+    struct mps_shape s = *mps_mtl_shape(L, x);
+    for (int i = 0; i < s.ndim; i++)
+        if (axes & (1u << i))
+            s.dim[i] = 1;
+    struct mps_mtl_step *st;
+    int id = mps_mtl_emit(L, MPS_MTL_REDUCE, fn, mps_mtl_dtype(L, x), &s, &x, 1, &st);
+    if (st)
+        st->p.axes = axes;
+    return id;
+}
+
+int mps_mtl_matmul_ids(struct mps_mtl_lowerer *L, int a, int b)
+{
+    if (a < 0 || b < 0)
+        return -1;
+    struct mps_matmul_geom geo = mps_matmul_geom(mps_mtl_shape(L, a), mps_mtl_shape(L, b));
+    struct mps_shape s = geo.batch;
+    s.dim[s.ndim++] = geo.m;
+    s.dim[s.ndim++] = geo.n;
+    struct mps_mtl_step *st;
+    return mps_mtl_emit(L, MPS_MTL_MATMUL, 0, mps_mtl_dtype(L, a), &s, (int[]){a, b}, 2, &st);
+}
+
+int mps_mtl_int32s(struct mps_mtl_lowerer *L, const int64_t *v, const struct mps_shape *s)
+{
+    int64_t count = mps_shape_numel(s);
+    int32_t *data = mps_mtl_alloc(L, sizeof(int32_t) * (size_t)(count + 1));
+    for (int64_t i = 0; data && i < count; i++)
+        data[i] = (int32_t)v[i];
+    return mps_mtl_const_data(L, MPS_I32, s, data);
+}
+
+int mps_mtl_iota(struct mps_mtl_lowerer *L, int rank, int axis, int64_t len)
+{
+    struct mps_shape s = {rank, {0}};
+    for (int i = 0; i < rank; i++)
+        s.dim[i] = i == axis ? len : 1;
+    int32_t *data = mps_mtl_alloc(L, sizeof(int32_t) * (size_t)(len + 1));
+    for (int64_t i = 0; data && i < len; i++)
+        data[i] = (int32_t)i;
+    return mps_mtl_const_data(L, MPS_I32, &s, data);
 }
 
 /* ---- the driver ------------------------------------------------------------- */
@@ -420,7 +509,8 @@ const char *mps_mtl_kind_name(enum mps_mtl_kind k)
 const char *mps_mtl_unary_name(int fn)
 {
     static const char *const names[MPS_MTL_UNARY_COUNT] = {
-        "identity", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "abs", "neg", "reciprocal", "floor", "ceil", "erf", "not", "sign", "rint",
+        "identity", "relu",       "sigmoid", "tanh", "exp", "log", "sqrt", "abs",
+        "neg",      "reciprocal", "floor",   "ceil", "erf", "not", "sign", "rint",
     };
     return fn >= 0 && fn < MPS_MTL_UNARY_COUNT ? names[fn] : "?";
 }
@@ -428,8 +518,8 @@ const char *mps_mtl_unary_name(int fn)
 const char *mps_mtl_binary_name(int fn)
 {
     static const char *const names[MPS_MTL_BINARY_COUNT] = {
-        "add", "sub", "mul", "div", "pow", "max", "min", "greater", "greater_equal", "less",
-        "less_equal", "equal", "not_equal", "and", "or", "xor",
+        "add",           "sub",  "mul",        "div",   "pow",       "max", "min", "greater",
+        "greater_equal", "less", "less_equal", "equal", "not_equal", "and", "or",  "xor",
     };
     return fn >= 0 && fn < MPS_MTL_BINARY_COUNT ? names[fn] : "?";
 }

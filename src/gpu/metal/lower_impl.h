@@ -1,4 +1,5 @@
-/* lower_impl.h: what lower.c and lower_ops.c share (not for the backend). */
+/* lower_impl.h: what lower.c and the lowerings (lower_ops.c, lower_layout.c,
+   lower_index.c) share (not for the backend). */
 #ifndef MPS_METAL_LOWER_IMPL_H
 #define MPS_METAL_LOWER_IMPL_H
 
@@ -55,6 +56,49 @@ int mps_mtl_unary(struct mps_mtl_lowerer *L, enum mps_mtl_unary fn, int x);
 int mps_mtl_binary(struct mps_mtl_lowerer *L, enum mps_mtl_binary fn, int a, int b);
 int mps_mtl_binary_scalar(struct mps_mtl_lowerer *L, enum mps_mtl_binary fn, int a, double v);
 int mps_mtl_select(struct mps_mtl_lowerer *L, int pred, int yes, int no);
+
+/* The inferred shape of graph value v. */
+const struct mps_shape *mps_mtl_vshape(const struct mps_mtl_lowerer *L, int v);
+/* Defines graph value v (a node output) as tensor id; as x reshaped to v's shape (same count). */
+void mps_mtl_define(struct mps_mtl_lowerer *L, int v, int id);
+void mps_mtl_define_as(struct mps_mtl_lowerer *L, int v, int x);
+/* x broadcast to s (Expand); a reshape when only the rank differs. */
+int mps_mtl_broadcast_to(struct mps_mtl_lowerer *L, int x, const struct mps_shape *s);
+/* fn over axes, reduced dims kept as 1; x itself when axes is empty. */
+int mps_mtl_reduce(struct mps_mtl_lowerer *L, enum mps_mtl_reduce fn, int x, uint32_t axes);
+/* a b with MatMul's batch broadcasting. */
+int mps_mtl_matmul_ids(struct mps_mtl_lowerer *L, int a, int b);
+/* A constant of dtype t and shape s over data (program-owned, from mps_mtl_alloc, or the graph's;
+   not copied); -1 when data is NULL (out of memory). */
+int mps_mtl_const_data(struct mps_mtl_lowerer *L, enum mps_dtype t, const struct mps_shape *s, const void *data);
+/* An int32 constant of shape s from int64 values; 0, 1, ... len-1 along axis of a rank-dims shape of 1s. */
+int mps_mtl_int32s(struct mps_mtl_lowerer *L, const int64_t *v, const struct mps_shape *s);
+int mps_mtl_iota(struct mps_mtl_lowerer *L, int rank, int axis, int64_t len);
+
+/* The lowerings of the op families other than lower_ops.c's, for its table. */
+typedef void (*mps_mtl_lowering)(struct mps_mtl_lowerer *L, const struct mps_node *n);
+void mps_mtl_lower_transpose(struct mps_mtl_lowerer *L, const struct mps_node *n);
+void mps_mtl_lower_depth(struct mps_mtl_lowerer *L, const struct mps_node *n);
+void mps_mtl_lower_concat(struct mps_mtl_lowerer *L, const struct mps_node *n);
+void mps_mtl_lower_slice(struct mps_mtl_lowerer *L, const struct mps_node *n);
+void mps_mtl_lower_split(struct mps_mtl_lowerer *L, const struct mps_node *n);
+void mps_mtl_lower_pad(struct mps_mtl_lowerer *L, const struct mps_node *n);
+void mps_mtl_lower_resize(struct mps_mtl_lowerer *L, const struct mps_node *n);
+void mps_mtl_lower_shape(struct mps_mtl_lowerer *L, const struct mps_node *n);
+void mps_mtl_lower_fill(struct mps_mtl_lowerer *L, const struct mps_node *n);
+void mps_mtl_lower_alias(struct mps_mtl_lowerer *L, const struct mps_node *n);
+void mps_mtl_lower_cast(struct mps_mtl_lowerer *L, const struct mps_node *n);
+void mps_mtl_lower_reshape(struct mps_mtl_lowerer *L, const struct mps_node *n);
+void mps_mtl_lower_expand(struct mps_mtl_lowerer *L, const struct mps_node *n);
+void mps_mtl_lower_tile(struct mps_mtl_lowerer *L, const struct mps_node *n);
+void mps_mtl_lower_range(struct mps_mtl_lowerer *L, const struct mps_node *n);
+void mps_mtl_lower_trilu(struct mps_mtl_lowerer *L, const struct mps_node *n);
+void mps_mtl_lower_cumsum(struct mps_mtl_lowerer *L, const struct mps_node *n);
+void mps_mtl_lower_arg(struct mps_mtl_lowerer *L, const struct mps_node *n); /* ArgMax, ArgMin, Hardmax */
+void mps_mtl_lower_topk(struct mps_mtl_lowerer *L, const struct mps_node *n);
+void mps_mtl_lower_gather(struct mps_mtl_lowerer *L, const struct mps_node *n);
+void mps_mtl_lower_index(struct mps_mtl_lowerer *L, const struct mps_node *n); /* GatherElements, GatherND, Scatter* */
+void mps_mtl_lower_onehot(struct mps_mtl_lowerer *L, const struct mps_node *n);
 
 /* Lowers node n (already checked by mps_mtl_node_supported), defining its outputs. */
 void mps_mtl_lower_node(struct mps_mtl_lowerer *L, const struct mps_node *n);
