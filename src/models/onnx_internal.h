@@ -1,5 +1,5 @@
 /* onnx_internal.h: shared by the ONNX loader (onnx.c) and its op mapping
-   (onnx_ops.c). Internal to src/models. */
+   (onnx_ops.c, onnx_ops_math.c, onnx_ops_tensor.c). Internal to src/models. */
 #ifndef MPS_ONNX_INTERNAL_H
 #define MPS_ONNX_INTERNAL_H
 
