@@ -19,7 +19,14 @@
    and a NaN, against the double sum of its nine taps (bound: 11 terms). Each
    plane lies against an inaccessible page, once ending at it and once
    starting after it, so that a read outside the plane fails the test (a
-   fault) on every family. `test_pgemm neon` runs only the families whose
+   fault) on every family.
+
+   The direct convolution's tile (conv) likewise: 1 .. mr rows, k from 0 to
+   past a block, B's rows at scattered offsets of a fenced buffer (one at
+   its very start, one ending at its very end), masks of kept columns (all,
+   none, one, runs, alternating), each epilogue the tile computes and a NaN;
+   the kept columns must come out packed, in order, and nothing after them
+   in a row may change. `test_pgemm neon` runs only the families whose
    name contains "neon" (under an emulator, the others take long). */
 #include <math.h>
 #include <stdio.h>
@@ -238,6 +245,89 @@ static void th_dw3(const struct mps_ukernels *uk, int64_t h, int64_t w, int s, i
     munmap(map, map_bytes);
 }
 
+/* One tile through uk->conv: rows x nr columns over k rows of B read at
+   off[kk] of a fenced buffer, keeping the columns of keep. */
+static void th_conv(const struct mps_ukernels *uk, int rows, int64_t k, uint64_t keep, enum th_epi epi, bool nan,
+                    bool after)
+{
+    int nr = uk->nr, mr = uk->mr;
+    int64_t span = 3 * nr + 5, ldc = nr + 3; /* the buffer B's rows lie in; C's row pitch */
+    void *map = NULL;
+    size_t map_bytes = 0;
+    float *x = th_fenced((size_t)span, after, &map, &map_bytes);
+    float *a = malloc(sizeof(float) * (size_t)(mr * (k > 0 ? k : 1))), bias[16], *c = malloc(sizeof(float) * 16 * 70);
+    int32_t *off = malloc(sizeof(int32_t) * (size_t)(k > 0 ? k : 1));
+    if (!x || !a || !c || !off) {
+        th_fail("[%s] conv: no memory", uk->name);
+        free(a), free(c), free(off);
+        return;
+    }
+    for (int64_t i = 0; i < span; i++)
+        x[i] = (float)th_uniform(-1, 1);
+    for (int64_t i = 0; i < mr * k; i++)
+        a[i] = (float)th_uniform(-1, 1);
+    for (int r = 0; r < 16; r++)
+        bias[r] = (float)th_uniform(-1, 1);
+    for (int64_t kk = 0; kk < k; kk++) /* the first row at the buffer's start, the second ending at its end */
+        off[kk] = kk == 0 ? 0 : kk == 1 ? (int32_t)(span - nr) : (int32_t)(th_uniform(0, 1) * (double)(span - nr));
+    if (nan && k > 0)
+        x[off[k - 1] + nr / 2] = NAN;
+    for (int i = 0; i < 16 * 70; i++)
+        c[i] = 12345.0f;
+    struct mps_tile_epi e = mps_tile_epi_none();
+    struct mps_fused_act act = {.on = epi == TH_RES_RELU || epi == TH_CLIP || epi == TH_LEAKY,
+                                .op = epi == TH_CLIP ? MPS_OP_CLIP : epi == TH_LEAKY ? MPS_OP_LEAKY_RELU : MPS_OP_RELU,
+                                .p = {.alpha = epi == TH_CLIP ? -0.5f : 0.1f, .beta = 0.5f}};
+    mps_pgemm_act_epi(&act, &e);
+    e.bias = epi == TH_BIAS_ROWS || epi == TH_LEAKY ? bias : NULL;
+    uk->conv(k, a, x, off, c, ldc, rows, keep, &e);
+    int kept = __builtin_popcountll(keep), bad_r = -1, bad_j = -1;
+    double worst = 0;
+    for (int r = 0; r < rows; r++) {
+        int at = 0;
+        for (int j = 0; j < nr; j++) {
+            if (!(keep >> j & 1))
+                continue;
+            double v = e.bias ? bias[r] : 0, mag = fabs(v);
+            for (int64_t kk = 0; kk < k; kk++)
+                v += (double)a[kk * mr + r] * x[off[kk] + j], mag += fabs((double)a[kk * mr + r] * x[off[kk] + j]);
+            double want = th_ref_act(act.on ? epi : TH_NONE, v), got = c[r * ldc + at++];
+            double bound = (double)(k + 2) * 0x1p-24 * mag + 0x1p-22 * fabs(want) + 1e-30, err = fabs(got - want);
+            if ((isnan(want) ? !isnan(got) : !(err <= bound)) && bad_r < 0)
+                bad_r = r, bad_j = j;
+            worst = !isnan(want) && err / bound > worst ? err / bound : worst;
+        }
+        for (int64_t j = kept; j < ldc; j++) /* past the kept columns nothing is written */
+            if (c[r * ldc + j] != 12345.0f && bad_r < 0)
+                bad_r = r, bad_j = (int)j + 100;
+    }
+    for (int64_t i = rows * ldc; i < 16 * 70; i++) /* nor past the rows */
+        if (c[i] != 12345.0f && bad_r < 0)
+            bad_r = 99, bad_j = (int)i;
+    th_check(bad_r < 0, "[%s] conv %d rows, k %lld, keep %#llx, %s%s, %s a fence: %s (worst %.2f of the bound)",
+             uk->name, rows, (long long)k, (unsigned long long)keep, th_epi_names[epi], nan ? ", a NaN" : "",
+             after ? "after" : "before", bad_r < 0 ? "within" : "OUTSIDE", worst);
+    if (bad_r >= 0)
+        printf("     row %d, column %d (100 + j: written past the kept ones)\n", bad_r, bad_j);
+    free(a), free(c), free(off);
+    munmap(map, map_bytes);
+}
+
+/* The tiles of th_conv: every height, k around the unrolled steps, masks of each kind. */
+static void th_conv_all(const struct mps_ukernels *uk)
+{
+    uint64_t all = uk->nr == 64 ? ~0ull : (1ull << uk->nr) - 1;
+    const uint64_t keeps[] = {all, 0, 1, 1ull << (uk->nr - 1), all >> 2, all & ~7ull, 0x5555555555555555ull & all,
+                              (all >> 3) & ~(3ull << 2)};
+    const int64_t ks[] = {0, 1, 2, 3, 5, 9, 37, 300};
+    enum th_epi epis[] = {TH_NONE, TH_BIAS_ROWS, TH_RES_RELU, TH_CLIP, TH_LEAKY};
+    int at = 0;
+    for (int rows = 1; rows <= uk->mr; rows++)
+        for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++, at++)
+            th_conv(uk, rows, ks[i], keeps[(size_t)at % (sizeof keeps / sizeof keeps[0])], epis[at % 5], at % 7 == 3,
+                    at % 2 == 0);
+}
+
 /* The planes of th_dw3: sizes across the families' steps (4, 8, 16 outputs) and the row ends. */
 static void th_dw3_all(const struct mps_ukernels *uk)
 {
@@ -292,6 +382,7 @@ int main(int argc, char **argv)
             th_product(uk, pools[0], uk->mr + 1, uk->nr + 1, 17, false, true, (enum th_epi)epi, true);
         }
         th_dw3_all(uk);
+        th_conv_all(uk);
     }
     for (int t = 0; t < 3; t++)
         mps_pool_free(pools[t]);

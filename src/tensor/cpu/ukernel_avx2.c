@@ -4,6 +4,7 @@
    says the CPU runs it (isa.c). */
 #include <immintrin.h>
 #include <math.h>
+#include <stddef.h>
 
 #include "ukernel_x86.h"
 
@@ -45,6 +46,26 @@ static inline void mps_avx2_store(float *c, __m256 acc, int n, int flags, const 
         _mm256_maskstore_ps(c, m, acc);
 }
 
+/* The direct convolution's store of one row (ukernels.h): the epilogue (bias
+   a row, activation), then the kept columns packed together from c. */
+static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, const struct mps_tile_epi *e, int r)
+{
+    if (keep == 0xffffu) {
+        mps_avx2_store(c, lo, 8, MPS_TILE_FINISH, e, r, 0);
+        mps_avx2_store(c + 8, hi, 8, MPS_TILE_FINISH, e, r, 8);
+        return;
+    }
+    float row[16];
+    mps_avx2_store(row, lo, 8, MPS_TILE_FINISH, e, r, 0);
+    mps_avx2_store(row + 8, hi, 8, MPS_TILE_FINISH, e, r, 8);
+    mps_tile_keep_copy(c, row, keep);
+}
+
+/* Row kk of a tile's B panel: packed, or at an offset of the direct
+   convolution's input (ukernels.h). */
+#define MPS_AVX2_PACKED(kk) (b + (kk) * NR)
+#define MPS_AVX2_OFFSET(kk) (b + off[kk])
+
 /* A tile of R rows: two accumulators a row (named variables, not an array: an
    array the compiler may keep in memory, storing twelve registers a k step),
    k steps of one broadcast and two fused multiply-adds a row. */
@@ -61,24 +82,25 @@ static inline void mps_avx2_store(float *c, __m256 acc, int n, int flags, const 
         if (cols > 8)                                                                                                  \
             mps_avx2_store(c + r * ldc + 8, hi##r, cols - 8, flags, e, r, 8);                                          \
     }
-#define MPS_AVX2_TILE(R)                                                                                               \
-    static void mps_avx2_tile##R(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int cols,           \
-                                 int flags, const struct mps_tile_epi *e)                                              \
+#define MPS_AVX2_KEEP(R, r)                                                                                            \
+    if (R > r)                                                                                                         \
+        mps_avx2_keep(c + r * ldc, lo##r, hi##r, cols, e, r);
+#define MPS_AVX2_TILE(NAME, ROW, STORE, COLS, R)                                                                       \
+    static void NAME##R(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,         \
+                        COLS cols, int flags, const struct mps_tile_epi *e)                                            \
     {                                                                                                                  \
+        (void)off, (void)flags;                                                                                        \
         MPS_AVX2_DECL(0)                                                                                               \
         MPS_AVX2_DECL(1) MPS_AVX2_DECL(2) MPS_AVX2_DECL(3) MPS_AVX2_DECL(4)                                            \
-            MPS_AVX2_DECL(5) for (int64_t kk = 0; kk < k; kk++, a += MR, b += NR)                                      \
+            MPS_AVX2_DECL(5) for (int64_t kk = 0; kk < k; kk++, a += MR)                                               \
         {                                                                                                              \
-            __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);                                               \
+            const float *bk = ROW(kk);                                                                                 \
+            __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8);                                             \
             MPS_AVX2_FMA(R, 0)                                                                                         \
             MPS_AVX2_FMA(R, 1) MPS_AVX2_FMA(R, 2) MPS_AVX2_FMA(R, 3) MPS_AVX2_FMA(R, 4) MPS_AVX2_FMA(R, 5)             \
         }                                                                                                              \
-        MPS_AVX2_STORE(R, 0)                                                                                           \
-        MPS_AVX2_STORE(R, 1) MPS_AVX2_STORE(R, 2) MPS_AVX2_STORE(R, 3) MPS_AVX2_STORE(R, 4) MPS_AVX2_STORE(R, 5)       \
+        STORE(R, 0) STORE(R, 1) STORE(R, 2) STORE(R, 3) STORE(R, 4) STORE(R, 5)                                        \
     }
-MPS_AVX2_TILE(4)
-MPS_AVX2_TILE(5)
-MPS_AVX2_TILE(6)
 
 /* Two or three rows (a Linear layer's last rows of a batch): two k steps in
    flight, so that eight or twelve accumulators hide the fused multiply-add's
@@ -97,71 +119,95 @@ MPS_AVX2_TILE(6)
         lo##r = _mm256_add_ps(lo##r, lx##r);                                                                           \
         hi##r = _mm256_add_ps(hi##r, hx##r);                                                                           \
     }
-#define MPS_AVX2_TILE_FEW(R)                                                                                           \
-    static void mps_avx2_tile##R(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int cols,          \
-                                 int flags, const struct mps_tile_epi *e)                                              \
+#define MPS_AVX2_TILE_FEW(NAME, ROW, STORE, COLS, R)                                                                   \
+    static void NAME##R(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,         \
+                        COLS cols, int flags, const struct mps_tile_epi *e)                                            \
     {                                                                                                                  \
+        (void)off, (void)flags;                                                                                        \
         MPS_AVX2_DECL2(0) MPS_AVX2_DECL2(1) MPS_AVX2_DECL2(2)                                                          \
         int64_t kk = 0;                                                                                                \
-        for (; kk + 2 <= k; kk += 2, a += 2 * MR, b += 2 * NR) {                                                       \
-            __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), b2 = _mm256_loadu_ps(b + NR),                 \
-                   b3 = _mm256_loadu_ps(b + NR + 8);                                                                   \
+        for (; kk + 2 <= k; kk += 2, a += 2 * MR) {                                                                    \
+            const float *bk = ROW(kk), *bx = ROW(kk + 1);                                                              \
+            __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8), b2 = _mm256_loadu_ps(bx),                   \
+                   b3 = _mm256_loadu_ps(bx + 8);                                                                       \
             MPS_AVX2_FMA2(R, 0) MPS_AVX2_FMA2(R, 1) MPS_AVX2_FMA2(R, 2)                                                \
         }                                                                                                              \
         MPS_AVX2_FOLD2(R, 0) MPS_AVX2_FOLD2(R, 1) MPS_AVX2_FOLD2(R, 2)                                                 \
-        for (; kk < k; kk++, a += MR, b += NR) {                                                                       \
-            __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);                                               \
+        for (; kk < k; kk++, a += MR) {                                                                                \
+            const float *bk = ROW(kk);                                                                                 \
+            __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8);                                             \
             MPS_AVX2_FMA(R, 0) MPS_AVX2_FMA(R, 1) MPS_AVX2_FMA(R, 2)                                                   \
         }                                                                                                              \
-        MPS_AVX2_STORE(R, 0) MPS_AVX2_STORE(R, 1) MPS_AVX2_STORE(R, 2)                                                 \
+        STORE(R, 0) STORE(R, 1) STORE(R, 2)                                                                            \
     }
-MPS_AVX2_TILE_FEW(2)
-MPS_AVX2_TILE_FEW(3)
 
 /* One row (a Linear layer at batch 1): four k steps in flight, eight
    accumulators, so that the fused multiply-adds do not wait on each other. */
-static void mps_avx2_tile1(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int cols, int flags,
-                           const struct mps_tile_epi *e)
-{
-    __m256 l0 = _mm256_setzero_ps(), l1 = l0, l2 = l0, l3 = l0, h0 = l0, h1 = l0, h2 = l0, h3 = l0;
-    int64_t kk = 0;
-    for (; kk + 4 <= k; kk += 4, a += 4 * MR, b += 4 * NR) {
-        __m256 a0 = _mm256_broadcast_ss(a), a1 = _mm256_broadcast_ss(a + MR), a2 = _mm256_broadcast_ss(a + 2 * MR),
-               a3 = _mm256_broadcast_ss(a + 3 * MR);
-        l0 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(b), l0);
-        h0 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(b + 8), h0);
-        l1 = _mm256_fmadd_ps(a1, _mm256_loadu_ps(b + NR), l1);
-        h1 = _mm256_fmadd_ps(a1, _mm256_loadu_ps(b + NR + 8), h1);
-        l2 = _mm256_fmadd_ps(a2, _mm256_loadu_ps(b + 2 * NR), l2);
-        h2 = _mm256_fmadd_ps(a2, _mm256_loadu_ps(b + 2 * NR + 8), h2);
-        l3 = _mm256_fmadd_ps(a3, _mm256_loadu_ps(b + 3 * NR), l3);
-        h3 = _mm256_fmadd_ps(a3, _mm256_loadu_ps(b + 3 * NR + 8), h3);
+#define MPS_AVX2_TILE_ONE(NAME, ROW, STORE, COLS)                                                                      \
+    static void NAME##1(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,         \
+                        COLS cols, int flags, const struct mps_tile_epi *e)                                            \
+    {                                                                                                                  \
+        (void)off, (void)ldc, (void)flags;                                                                             \
+        __m256 l0 = _mm256_setzero_ps(), l1 = l0, l2 = l0, l3 = l0, h0 = l0, h1 = l0, h2 = l0, h3 = l0;                \
+        int64_t kk = 0;                                                                                                \
+        for (; kk + 4 <= k; kk += 4, a += 4 * MR) {                                                                    \
+            const float *r0 = ROW(kk), *r1 = ROW(kk + 1), *r2 = ROW(kk + 2), *r3 = ROW(kk + 3);                        \
+            __m256 a0 = _mm256_broadcast_ss(a), a1 = _mm256_broadcast_ss(a + MR),                                     \
+                   a2 = _mm256_broadcast_ss(a + 2 * MR), a3 = _mm256_broadcast_ss(a + 3 * MR);                         \
+            l0 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(r0), l0);                                                         \
+            h0 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(r0 + 8), h0);                                                     \
+            l1 = _mm256_fmadd_ps(a1, _mm256_loadu_ps(r1), l1);                                                         \
+            h1 = _mm256_fmadd_ps(a1, _mm256_loadu_ps(r1 + 8), h1);                                                     \
+            l2 = _mm256_fmadd_ps(a2, _mm256_loadu_ps(r2), l2);                                                         \
+            h2 = _mm256_fmadd_ps(a2, _mm256_loadu_ps(r2 + 8), h2);                                                     \
+            l3 = _mm256_fmadd_ps(a3, _mm256_loadu_ps(r3), l3);                                                         \
+            h3 = _mm256_fmadd_ps(a3, _mm256_loadu_ps(r3 + 8), h3);                                                     \
+        }                                                                                                              \
+        for (; kk < k; kk++, a += MR) {                                                                                \
+            const float *r0 = ROW(kk);                                                                                 \
+            __m256 av = _mm256_broadcast_ss(a);                                                                        \
+            l0 = _mm256_fmadd_ps(av, _mm256_loadu_ps(r0), l0);                                                         \
+            h0 = _mm256_fmadd_ps(av, _mm256_loadu_ps(r0 + 8), h0);                                                     \
+        }                                                                                                              \
+        __m256 lo0 = _mm256_add_ps(_mm256_add_ps(l0, l1), _mm256_add_ps(l2, l3));                                      \
+        __m256 hi0 = _mm256_add_ps(_mm256_add_ps(h0, h1), _mm256_add_ps(h2, h3));                                      \
+        STORE(1, 0)                                                                                                    \
     }
-    for (; kk < k; kk++, a += MR, b += NR) {
-        __m256 av = _mm256_broadcast_ss(a);
-        l0 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b), l0);
-        h0 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + 8), h0);
+
+/* Every tile height for one way of reading B, and the call by height. */
+#define MPS_AVX2_TILES(NAME, ROW, STORE, COLS)                                                                         \
+    MPS_AVX2_TILE_ONE(NAME, ROW, STORE, COLS)                                                                          \
+    MPS_AVX2_TILE_FEW(NAME, ROW, STORE, COLS, 2)                                                                       \
+    MPS_AVX2_TILE_FEW(NAME, ROW, STORE, COLS, 3)                                                                       \
+    MPS_AVX2_TILE(NAME, ROW, STORE, COLS, 4)                                                                           \
+    MPS_AVX2_TILE(NAME, ROW, STORE, COLS, 5) MPS_AVX2_TILE(NAME, ROW, STORE, COLS, 6)
+#define MPS_AVX2_BY_ROWS(NAME)                                                                                         \
+    switch (rows) {                                                                                                    \
+    case 1: NAME##1(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
+    case 2: NAME##2(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
+    case 3: NAME##3(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
+    case 4: NAME##4(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
+    case 5: NAME##5(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
+    default: NAME##6(k, a, b, off, c, ldc, cols, flags, e); break;                                                     \
     }
-    __m256 l = _mm256_add_ps(_mm256_add_ps(l0, l1), _mm256_add_ps(l2, l3));
-    __m256 h = _mm256_add_ps(_mm256_add_ps(h0, h1), _mm256_add_ps(h2, h3));
-    (void)ldc;
-    mps_avx2_store(c, l, cols, flags, e, 0, 0);
-    if (cols > 8)
-        mps_avx2_store(c + 8, h, cols - 8, flags, e, 0, 8);
-}
+
+MPS_AVX2_TILES(mps_avx2_tile, MPS_AVX2_PACKED, MPS_AVX2_STORE, int)
+MPS_AVX2_TILES(mps_avx2_ctile, MPS_AVX2_OFFSET, MPS_AVX2_KEEP, uint64_t)
 
 static void mps_avx2_gemm(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int rows, int cols,
                           int flags, const struct mps_tile_epi *e)
 {
-    switch (rows) {
-    case 1: mps_avx2_tile1(k, a, b, c, ldc, cols, flags, e); break;
-    case 2: mps_avx2_tile2(k, a, b, c, ldc, cols, flags, e); break;
-    case 3: mps_avx2_tile3(k, a, b, c, ldc, cols, flags, e); break;
-    case 4: mps_avx2_tile4(k, a, b, c, ldc, cols, flags, e); break;
-    case 5: mps_avx2_tile5(k, a, b, c, ldc, cols, flags, e); break;
-    default: mps_avx2_tile6(k, a, b, c, ldc, cols, flags, e); break;
-    }
+    const int32_t *off = NULL;
+    MPS_AVX2_BY_ROWS(mps_avx2_tile)
 }
+
+static void mps_avx2_conv(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,
+                          int rows, uint64_t cols, const struct mps_tile_epi *e)
+{
+    const int flags = MPS_TILE_FINISH;
+    MPS_AVX2_BY_ROWS(mps_avx2_ctile)
+}
+
 
 /* The even and the odd elements of the sixteen floats a, b. */
 static inline void mps_avx2_deinterleave(__m256 a, __m256 b, __m256 *even, __m256 *odd)
@@ -246,4 +292,5 @@ const struct mps_ukernels mps_ukernels_avx2 = {
     .supported = mps_x86_has_avx2,
     .gemm = mps_avx2_gemm,
     .dw3 = mps_avx2_dw3,
+    .conv = mps_avx2_conv,
 };

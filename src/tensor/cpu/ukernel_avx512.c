@@ -3,6 +3,7 @@
    Built with -mavx512f; called only where cpuid says the CPU runs it (isa.c). */
 #include <immintrin.h>
 #include <math.h>
+#include <stddef.h>
 
 #include "ukernel_x86.h"
 
@@ -13,6 +14,18 @@
 static inline __mmask16 mps_avx512_mask(int n)
 {
     return (__mmask16)(n >= 16 ? 0xffffu : n <= 0 ? 0u : (1u << n) - 1u);
+}
+
+/* The activation of the epilogue: the clamp, then the slope. */
+static inline __m512 mps_avx512_act(__m512 acc, const struct mps_tile_epi *e)
+{
+    if (e->lo > -INFINITY || e->hi < INFINITY) /* acc second: max and min return it when it is NaN */
+        acc = _mm512_min_ps(_mm512_set1_ps(e->hi), _mm512_max_ps(_mm512_set1_ps(e->lo), acc));
+    if (e->slope != 1.0f) {
+        __mmask16 neg = _mm512_cmp_ps_mask(acc, _mm512_setzero_ps(), _CMP_LT_OQ);
+        acc = _mm512_mask_mul_ps(acc, neg, acc, _mm512_set1_ps(e->slope));
+    }
+    return acc;
 }
 
 /* Stores acc (lanes [0, n) of columns c0..) of one row, applying the flags. */
@@ -27,15 +40,30 @@ static inline void mps_avx512_store(float *c, __m512 acc, int n, int flags, cons
                 _mm512_add_ps(acc, e->bias_cols ? _mm512_maskz_loadu_ps(m, e->bias + c0) : _mm512_set1_ps(e->bias[r]));
         if (e->res)
             acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, e->res + r * e->ldr + c0));
-        if (e->lo > -INFINITY || e->hi < INFINITY) /* acc second: max and min return it when it is NaN */
-            acc = _mm512_min_ps(_mm512_set1_ps(e->hi), _mm512_max_ps(_mm512_set1_ps(e->lo), acc));
-        if (e->slope != 1.0f) {
-            __mmask16 neg = _mm512_cmp_ps_mask(acc, _mm512_setzero_ps(), _CMP_LT_OQ);
-            acc = _mm512_mask_mul_ps(acc, neg, acc, _mm512_set1_ps(e->slope));
-        }
+        acc = mps_avx512_act(acc, e);
     }
     _mm512_mask_storeu_ps(c, m, acc);
 }
+
+/* The direct convolution's store of one row (ukernels.h): the epilogue (bias
+   a row, activation), then the kept columns packed together from c. */
+static inline void mps_avx512_keep(float *c, __m512 lo, __m512 hi, uint64_t keep, const struct mps_tile_epi *e, int r)
+{
+    if (e->bias) {
+        lo = _mm512_add_ps(lo, _mm512_set1_ps(e->bias[r]));
+        hi = _mm512_add_ps(hi, _mm512_set1_ps(e->bias[r]));
+    }
+    __mmask16 k0 = (__mmask16)(keep & 0xffffu), k1 = (__mmask16)(keep >> 16 & 0xffffu);
+    int n0 = __builtin_popcount(k0);
+    _mm512_mask_storeu_ps(c, mps_avx512_mask(n0), _mm512_maskz_compress_ps(k0, mps_avx512_act(lo, e)));
+    _mm512_mask_storeu_ps(c + n0, mps_avx512_mask(__builtin_popcount(k1)),
+                          _mm512_maskz_compress_ps(k1, mps_avx512_act(hi, e)));
+}
+
+/* Row kk of a tile's B panel: packed (the GEMM: nr floats a row, one after
+   another), or at an offset of the direct convolution's input (ukernels.h). */
+#define MPS_AVX512_PACKED(kk) (b + (kk) * NR)
+#define MPS_AVX512_OFFSET(kk) (b + off[kk])
 
 /* A tile of R rows: two accumulators a row, named (see ukernel_avx2.c). */
 #define MPS_AVX512_DECL(r) __m512 lo##r = _mm512_setzero_ps(), hi##r = _mm512_setzero_ps();
@@ -51,28 +79,26 @@ static inline void mps_avx512_store(float *c, __m512 acc, int n, int flags, cons
         if (cols > 16)                                                                                                 \
             mps_avx512_store(c + r * ldc + 16, hi##r, cols - 16, flags, e, r, 16);                                     \
     }
-#define MPS_AVX512_TILE(R)                                                                                             \
-    static void mps_avx512_tile##R(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int cols,         \
-                                   int flags, const struct mps_tile_epi *e)                                            \
+#define MPS_AVX512_KEEP(R, r)                                                                                          \
+    if (R > r)                                                                                                         \
+        mps_avx512_keep(c + r * ldc, lo##r, hi##r, cols, e, r);
+#define MPS_AVX512_TILE(NAME, ROW, STORE, COLS, R)                                                                                  \
+    static void NAME##R(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,         \
+                        COLS cols, int flags, const struct mps_tile_epi *e)                                            \
     {                                                                                                                  \
+        (void)off, (void)flags;                                                                                        \
         MPS_AVX512_DECL(0)                                                                                             \
         MPS_AVX512_DECL(1) MPS_AVX512_DECL(2) MPS_AVX512_DECL(3) MPS_AVX512_DECL(4) MPS_AVX512_DECL(5)                 \
-            MPS_AVX512_DECL(6) MPS_AVX512_DECL(7) for (int64_t kk = 0; kk < k; kk++, a += MR, b += NR)                 \
+            MPS_AVX512_DECL(6) MPS_AVX512_DECL(7) for (int64_t kk = 0; kk < k; kk++, a += MR)                          \
         {                                                                                                              \
-            __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                                              \
+            const float *bk = ROW(kk);                                                                                 \
+            __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16);                                            \
             MPS_AVX512_FMA(R, 0)                                                                                       \
             MPS_AVX512_FMA(R, 1) MPS_AVX512_FMA(R, 2) MPS_AVX512_FMA(R, 3) MPS_AVX512_FMA(R, 4) MPS_AVX512_FMA(R, 5)   \
                 MPS_AVX512_FMA(R, 6) MPS_AVX512_FMA(R, 7)                                                              \
         }                                                                                                              \
-        MPS_AVX512_STORE(R, 0)                                                                                         \
-        MPS_AVX512_STORE(R, 1) MPS_AVX512_STORE(R, 2) MPS_AVX512_STORE(R, 3) MPS_AVX512_STORE(R, 4)                    \
-            MPS_AVX512_STORE(R, 5) MPS_AVX512_STORE(R, 6) MPS_AVX512_STORE(R, 7)                                       \
+        STORE(R, 0) STORE(R, 1) STORE(R, 2) STORE(R, 3) STORE(R, 4) STORE(R, 5) STORE(R, 6) STORE(R, 7)                \
     }
-MPS_AVX512_TILE(4)
-MPS_AVX512_TILE(5)
-MPS_AVX512_TILE(6)
-MPS_AVX512_TILE(7)
-MPS_AVX512_TILE(8)
 
 /* Two or three rows: two k steps in flight (see ukernel_avx2.c). */
 #define MPS_AVX512_DECL2(r) __m512 lo##r = _mm512_setzero_ps(), hi##r = lo##r, lx##r = lo##r, hx##r = lo##r;
@@ -89,71 +115,96 @@ MPS_AVX512_TILE(8)
         lo##r = _mm512_add_ps(lo##r, lx##r);                                                                           \
         hi##r = _mm512_add_ps(hi##r, hx##r);                                                                           \
     }
-#define MPS_AVX512_TILE_FEW(R)                                                                                         \
-    static void mps_avx512_tile##R(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int cols,        \
-                                   int flags, const struct mps_tile_epi *e)                                            \
+#define MPS_AVX512_TILE_FEW(NAME, ROW, STORE, COLS, R)                                                                              \
+    static void NAME##R(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,         \
+                        COLS cols, int flags, const struct mps_tile_epi *e)                                            \
     {                                                                                                                  \
+        (void)off, (void)flags;                                                                                        \
         MPS_AVX512_DECL2(0) MPS_AVX512_DECL2(1) MPS_AVX512_DECL2(2)                                                    \
         int64_t kk = 0;                                                                                                \
-        for (; kk + 2 <= k; kk += 2, a += 2 * MR, b += 2 * NR) {                                                       \
-            __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + NR),               \
-                   b3 = _mm512_loadu_ps(b + NR + 16);                                                                  \
+        for (; kk + 2 <= k; kk += 2, a += 2 * MR) {                                                                    \
+            const float *bk = ROW(kk), *bx = ROW(kk + 1);                                                              \
+            __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16), b2 = _mm512_loadu_ps(bx),                 \
+                   b3 = _mm512_loadu_ps(bx + 16);                                                                      \
             MPS_AVX512_FMA2(R, 0) MPS_AVX512_FMA2(R, 1) MPS_AVX512_FMA2(R, 2)                                          \
         }                                                                                                              \
         MPS_AVX512_FOLD2(R, 0) MPS_AVX512_FOLD2(R, 1) MPS_AVX512_FOLD2(R, 2)                                           \
-        for (; kk < k; kk++, a += MR, b += NR) {                                                                       \
-            __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                                             \
+        for (; kk < k; kk++, a += MR) {                                                                                \
+            const float *bk = ROW(kk);                                                                                 \
+            __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16);                                            \
             MPS_AVX512_FMA(R, 0) MPS_AVX512_FMA(R, 1) MPS_AVX512_FMA(R, 2)                                             \
         }                                                                                                              \
-        MPS_AVX512_STORE(R, 0) MPS_AVX512_STORE(R, 1) MPS_AVX512_STORE(R, 2)                                           \
+        STORE(R, 0) STORE(R, 1) STORE(R, 2)                                                                            \
     }
-MPS_AVX512_TILE_FEW(2)
-MPS_AVX512_TILE_FEW(3)
 
 /* One row: four k steps in flight, eight accumulators. */
-static void mps_avx512_tile1(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int cols, int flags,
-                             const struct mps_tile_epi *e)
-{
-    __m512 l0 = _mm512_setzero_ps(), l1 = l0, l2 = l0, l3 = l0, h0 = l0, h1 = l0, h2 = l0, h3 = l0;
-    int64_t kk = 0;
-    for (; kk + 4 <= k; kk += 4, a += 4 * MR, b += 4 * NR) {
-        __m512 a0 = _mm512_set1_ps(a[0]), a1 = _mm512_set1_ps(a[MR]), a2 = _mm512_set1_ps(a[2 * MR]),
-               a3 = _mm512_set1_ps(a[3 * MR]);
-        l0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(b), l0);
-        h0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(b + 16), h0);
-        l1 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(b + NR), l1);
-        h1 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(b + NR + 16), h1);
-        l2 = _mm512_fmadd_ps(a2, _mm512_loadu_ps(b + 2 * NR), l2);
-        h2 = _mm512_fmadd_ps(a2, _mm512_loadu_ps(b + 2 * NR + 16), h2);
-        l3 = _mm512_fmadd_ps(a3, _mm512_loadu_ps(b + 3 * NR), l3);
-        h3 = _mm512_fmadd_ps(a3, _mm512_loadu_ps(b + 3 * NR + 16), h3);
+#define MPS_AVX512_TILE_ONE(NAME, ROW, STORE, COLS)                                                                                 \
+    static void NAME##1(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,         \
+                        COLS cols, int flags, const struct mps_tile_epi *e)                                            \
+    {                                                                                                                  \
+        (void)off, (void)ldc, (void)flags;                                                                             \
+        __m512 l0 = _mm512_setzero_ps(), l1 = l0, l2 = l0, l3 = l0, h0 = l0, h1 = l0, h2 = l0, h3 = l0;                \
+        int64_t kk = 0;                                                                                                \
+        for (; kk + 4 <= k; kk += 4, a += 4 * MR) {                                                                    \
+            const float *r0 = ROW(kk), *r1 = ROW(kk + 1), *r2 = ROW(kk + 2), *r3 = ROW(kk + 3);                        \
+            __m512 a0 = _mm512_set1_ps(a[0]), a1 = _mm512_set1_ps(a[MR]), a2 = _mm512_set1_ps(a[2 * MR]),             \
+                   a3 = _mm512_set1_ps(a[3 * MR]);                                                                     \
+            l0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(r0), l0);                                                         \
+            h0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(r0 + 16), h0);                                                    \
+            l1 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(r1), l1);                                                         \
+            h1 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(r1 + 16), h1);                                                    \
+            l2 = _mm512_fmadd_ps(a2, _mm512_loadu_ps(r2), l2);                                                         \
+            h2 = _mm512_fmadd_ps(a2, _mm512_loadu_ps(r2 + 16), h2);                                                    \
+            l3 = _mm512_fmadd_ps(a3, _mm512_loadu_ps(r3), l3);                                                         \
+            h3 = _mm512_fmadd_ps(a3, _mm512_loadu_ps(r3 + 16), h3);                                                    \
+        }                                                                                                              \
+        for (; kk < k; kk++, a += MR) {                                                                                \
+            const float *r0 = ROW(kk);                                                                                 \
+            __m512 av = _mm512_set1_ps(a[0]);                                                                          \
+            l0 = _mm512_fmadd_ps(av, _mm512_loadu_ps(r0), l0);                                                         \
+            h0 = _mm512_fmadd_ps(av, _mm512_loadu_ps(r0 + 16), h0);                                                    \
+        }                                                                                                              \
+        __m512 lo0 = _mm512_add_ps(_mm512_add_ps(l0, l1), _mm512_add_ps(l2, l3));                                      \
+        __m512 hi0 = _mm512_add_ps(_mm512_add_ps(h0, h1), _mm512_add_ps(h2, h3));                                      \
+        STORE(1, 0)                                                                                                    \
     }
-    for (; kk < k; kk++, a += MR, b += NR) {
-        __m512 av = _mm512_set1_ps(a[0]);
-        l0 = _mm512_fmadd_ps(av, _mm512_loadu_ps(b), l0);
-        h0 = _mm512_fmadd_ps(av, _mm512_loadu_ps(b + 16), h0);
+
+/* Every tile height for one way of reading B, and the call by height. */
+#define MPS_AVX512_TILES(NAME, ROW, STORE, COLS)                                                                       \
+    MPS_AVX512_TILE_ONE(NAME, ROW, STORE, COLS)                                                                        \
+    MPS_AVX512_TILE_FEW(NAME, ROW, STORE, COLS, 2)                                                                     \
+    MPS_AVX512_TILE_FEW(NAME, ROW, STORE, COLS, 3)                                                                     \
+    MPS_AVX512_TILE(NAME, ROW, STORE, COLS, 4)                                                                         \
+    MPS_AVX512_TILE(NAME, ROW, STORE, COLS, 5)                                                                         \
+    MPS_AVX512_TILE(NAME, ROW, STORE, COLS, 6)                                                                         \
+    MPS_AVX512_TILE(NAME, ROW, STORE, COLS, 7) MPS_AVX512_TILE(NAME, ROW, STORE, COLS, 8)
+#define MPS_AVX512_BY_ROWS(NAME)                                                                                       \
+    switch (rows) {                                                                                                    \
+    case 1: NAME##1(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
+    case 2: NAME##2(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
+    case 3: NAME##3(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
+    case 4: NAME##4(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
+    case 5: NAME##5(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
+    case 6: NAME##6(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
+    case 7: NAME##7(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
+    default: NAME##8(k, a, b, off, c, ldc, cols, flags, e); break;                                                     \
     }
-    __m512 l = _mm512_add_ps(_mm512_add_ps(l0, l1), _mm512_add_ps(l2, l3));
-    __m512 h = _mm512_add_ps(_mm512_add_ps(h0, h1), _mm512_add_ps(h2, h3));
-    (void)ldc;
-    mps_avx512_store(c, l, cols, flags, e, 0, 0);
-    if (cols > 16)
-        mps_avx512_store(c + 16, h, cols - 16, flags, e, 0, 16);
-}
+
+MPS_AVX512_TILES(mps_avx512_tile, MPS_AVX512_PACKED, MPS_AVX512_STORE, int)
+MPS_AVX512_TILES(mps_avx512_ctile, MPS_AVX512_OFFSET, MPS_AVX512_KEEP, uint64_t)
 
 static void mps_avx512_gemm(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int rows, int cols,
                             int flags, const struct mps_tile_epi *e)
 {
-    switch (rows) {
-    case 1: mps_avx512_tile1(k, a, b, c, ldc, cols, flags, e); break;
-    case 2: mps_avx512_tile2(k, a, b, c, ldc, cols, flags, e); break;
-    case 3: mps_avx512_tile3(k, a, b, c, ldc, cols, flags, e); break;
-    case 4: mps_avx512_tile4(k, a, b, c, ldc, cols, flags, e); break;
-    case 5: mps_avx512_tile5(k, a, b, c, ldc, cols, flags, e); break;
-    case 6: mps_avx512_tile6(k, a, b, c, ldc, cols, flags, e); break;
-    case 7: mps_avx512_tile7(k, a, b, c, ldc, cols, flags, e); break;
-    default: mps_avx512_tile8(k, a, b, c, ldc, cols, flags, e); break;
-    }
+    const int32_t *off = NULL;
+    MPS_AVX512_BY_ROWS(mps_avx512_tile)
+}
+
+static void mps_avx512_conv(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,
+                            int rows, uint64_t cols, const struct mps_tile_epi *e)
+{
+    const int flags = MPS_TILE_FINISH;
+    MPS_AVX512_BY_ROWS(mps_avx512_ctile)
 }
 
 /* Columns [from, from + 16) of a row of w floats, zeros outside the row:
@@ -232,4 +283,5 @@ const struct mps_ukernels mps_ukernels_avx512 = {
     .supported = mps_x86_has_avx512,
     .gemm = mps_avx512_gemm,
     .dw3 = mps_avx512_dw3,
+    .conv = mps_avx512_conv,
 };

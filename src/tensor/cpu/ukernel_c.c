@@ -2,6 +2,7 @@
    vector registers. Runs everywhere; the reference the other families are
    compared with, and what an unknown CPU gets. */
 #include <math.h>
+#include <stddef.h>
 
 #include "ukernels.h"
 
@@ -9,14 +10,22 @@
 #define NR 8
 #define KC 256
 
+/* A tile's sums; row kk of B's panel at b + off[kk], or packed (off NULL). */
+static inline void mps_c_sums(int64_t k, const float *a, const float *b, const int32_t *off, float acc[MR][NR])
+{
+    for (int64_t kk = 0; kk < k; kk++, a += MR) {
+        const float *bk = off ? b + off[kk] : b + kk * NR;
+        for (int r = 0; r < MR; r++)
+            for (int j = 0; j < NR; j++)
+                acc[r][j] += a[r] * bk[j];
+    }
+}
+
 static void mps_c_gemm(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int rows, int cols,
                        int flags, const struct mps_tile_epi *e)
 {
     float acc[MR][NR] = {{0}};
-    for (int64_t kk = 0; kk < k; kk++, a += MR, b += NR)
-        for (int r = 0; r < MR; r++)
-            for (int j = 0; j < NR; j++)
-                acc[r][j] += a[r] * b[j];
+    mps_c_sums(k, a, b, NULL, acc);
     for (int r = 0; r < rows; r++)
         for (int j = 0; j < cols; j++) {
             float *y = c + r * ldc + j, v = acc[r][j];
@@ -31,6 +40,19 @@ static void mps_c_gemm(int64_t k, const float *a, const float *b, float *c, int6
             }
             *y = v;
         }
+}
+
+static void mps_c_conv(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,
+                       int rows, uint64_t keep, const struct mps_tile_epi *e)
+{
+    float acc[MR][NR] = {{0}};
+    mps_c_sums(k, a, b, off, acc);
+    for (int r = 0; r < rows; r++) {
+        float *y = c + r * ldc;
+        for (int j = 0; j < NR; j++)
+            if (keep >> j & 1)
+                *y++ = mps_tile_epi_act(e, acc[r][j] + (e->bias ? e->bias[r] : 0.0f));
+    }
 }
 
 /* Row by row, tap by tap over the outputs the tap reaches inside the input
@@ -87,4 +109,5 @@ const struct mps_ukernels mps_ukernels_c = {
     .supported = mps_c_supported,
     .gemm = mps_c_gemm,
     .dw3 = mps_c_dw3,
+    .conv = mps_c_conv,
 };

@@ -3,6 +3,7 @@
    loads eight values of a and multiplies by lane. Built on arm64 only. */
 #include <arm_neon.h>
 #include <math.h>
+#include <stddef.h>
 
 #include "ukernels.h"
 
@@ -60,22 +61,48 @@ static inline void mps_neon_store(float *c, float32x4_t acc, int n, int flags, c
     }
 }
 
+/* The direct convolution's store of one row (ukernels.h): the epilogue (bias
+   a row, activation), then the kept columns packed together from c. */
+static inline void mps_neon_keep(float *c, float32x4_t lo, float32x4_t hi, uint64_t keep,
+                                 const struct mps_tile_epi *e, int r)
+{
+    float row[8];
+    mps_neon_store(keep == 0xffu ? c : row, lo, 4, MPS_TILE_FINISH, e, r, 0);
+    mps_neon_store(keep == 0xffu ? c + 4 : row + 4, hi, 4, MPS_TILE_FINISH, e, r, 4);
+    if (keep != 0xffu)
+        mps_tile_keep_copy(c, row, keep);
+}
+
+/* Row kk of a tile's B panel: packed, or at an offset of the direct
+   convolution's input (ukernels.h). */
+#define MPS_NEON_PACKED(kk) (b + (kk) * NR)
+#define MPS_NEON_OFFSET(kk) (b + off[kk])
+
 #define MPS_NEON_FMA_ROW(acc0, acc1, av, lane)                                                                         \
     do {                                                                                                               \
         acc0 = vfmaq_laneq_f32(acc0, b0, av, lane);                                                                    \
         acc1 = vfmaq_laneq_f32(acc1, b1, av, lane);                                                                    \
     } while (0)
+#define MPS_NEON_STORE(r)                                                                                              \
+    do {                                                                                                               \
+        mps_neon_store(c + (r) * ldc, lo[r], cols, flags, e, r, 0);                                                    \
+        if (cols > 4)                                                                                                  \
+            mps_neon_store(c + (r) * ldc + 4, hi[r], cols - 4, flags, e, r, 4);                                        \
+    } while (0)
+#define MPS_NEON_KEEP(r) mps_neon_keep(c + (r) * ldc, lo[r], hi[r], cols, e, r)
 
 /* A tile of R rows (R <= 8): k steps of two b loads, two a loads and 2 R multiply-adds by lane. */
-#define MPS_NEON_TILE(R)                                                                                               \
-    static void mps_neon_tile##R(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int cols,          \
-                                 int flags, const struct mps_tile_epi *e)                                              \
+#define MPS_NEON_TILE(NAME, ROW, STORE, COLS, R)                                                                       \
+    static void NAME##R(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,         \
+                        COLS cols, int flags, const struct mps_tile_epi *e)                                            \
     {                                                                                                                  \
+        (void)off, (void)flags;                                                                                        \
         float32x4_t lo[8], hi[8];                                                                                      \
         for (int r = 0; r < R; r++)                                                                                    \
             lo[r] = hi[r] = vdupq_n_f32(0.0f);                                                                         \
-        for (int64_t kk = 0; kk < k; kk++, a += MR, b += NR) {                                                         \
-            float32x4_t b0 = vld1q_f32(b), b1 = vld1q_f32(b + 4), a0 = vld1q_f32(a), a1 = vld1q_f32(a + 4);            \
+        for (int64_t kk = 0; kk < k; kk++, a += MR) {                                                                  \
+            const float *bk = ROW(kk);                                                                                 \
+            float32x4_t b0 = vld1q_f32(bk), b1 = vld1q_f32(bk + 4), a0 = vld1q_f32(a), a1 = vld1q_f32(a + 4);          \
             if (R > 0) MPS_NEON_FMA_ROW(lo[0], hi[0], a0, 0);                                                          \
             if (R > 1) MPS_NEON_FMA_ROW(lo[1], hi[1], a0, 1);                                                          \
             if (R > 2) MPS_NEON_FMA_ROW(lo[2], hi[2], a0, 2);                                                          \
@@ -85,58 +112,72 @@ static inline void mps_neon_store(float *c, float32x4_t acc, int n, int flags, c
             if (R > 6) MPS_NEON_FMA_ROW(lo[6], hi[6], a1, 2);                                                          \
             if (R > 7) MPS_NEON_FMA_ROW(lo[7], hi[7], a1, 3);                                                          \
         }                                                                                                              \
-        for (int r = 0; r < R; r++) {                                                                                  \
-            mps_neon_store(c + r * ldc, lo[r], cols, flags, e, r, 0);                                                  \
-            if (cols > 4)                                                                                              \
-                mps_neon_store(c + r * ldc + 4, hi[r], cols - 4, flags, e, r, 4);                                      \
-        }                                                                                                              \
+        for (int r = 0; r < R; r++)                                                                                    \
+            STORE(r);                                                                                                  \
     }
-MPS_NEON_TILE(2)
-MPS_NEON_TILE(3)
-MPS_NEON_TILE(4)
-MPS_NEON_TILE(5)
-MPS_NEON_TILE(6)
-MPS_NEON_TILE(7)
-MPS_NEON_TILE(8)
 
 /* One row: four k steps in flight, eight accumulators. */
-static void mps_neon_tile1(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int cols, int flags,
-                           const struct mps_tile_epi *e)
-{
-    float32x4_t lo[4], hi[4];
-    for (int j = 0; j < 4; j++)
-        lo[j] = hi[j] = vdupq_n_f32(0.0f);
-    int64_t kk = 0;
-    for (; kk + 4 <= k; kk += 4, a += 4 * MR, b += 4 * NR)
-        for (int j = 0; j < 4; j++) {
-            lo[j] = vfmaq_n_f32(lo[j], vld1q_f32(b + j * NR), a[j * MR]);
-            hi[j] = vfmaq_n_f32(hi[j], vld1q_f32(b + j * NR + 4), a[j * MR]);
-        }
-    for (; kk < k; kk++, a += MR, b += NR) {
-        lo[0] = vfmaq_n_f32(lo[0], vld1q_f32(b), a[0]);
-        hi[0] = vfmaq_n_f32(hi[0], vld1q_f32(b + 4), a[0]);
+#define MPS_NEON_TILE_ONE(NAME, ROW, STORE, COLS)                                                                      \
+    static void NAME##1(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,         \
+                        COLS cols, int flags, const struct mps_tile_epi *e)                                            \
+    {                                                                                                                  \
+        (void)off, (void)ldc, (void)flags;                                                                             \
+        float32x4_t l4[4], h4[4];                                                                                      \
+        for (int j = 0; j < 4; j++)                                                                                    \
+            l4[j] = h4[j] = vdupq_n_f32(0.0f);                                                                         \
+        int64_t kk = 0;                                                                                                \
+        for (; kk + 4 <= k; kk += 4, a += 4 * MR)                                                                      \
+            for (int j = 0; j < 4; j++) {                                                                              \
+                const float *bk = ROW(kk + j);                                                                         \
+                l4[j] = vfmaq_n_f32(l4[j], vld1q_f32(bk), a[j * MR]);                                                  \
+                h4[j] = vfmaq_n_f32(h4[j], vld1q_f32(bk + 4), a[j * MR]);                                              \
+            }                                                                                                          \
+        for (; kk < k; kk++, a += MR) {                                                                                \
+            const float *bk = ROW(kk);                                                                                 \
+            l4[0] = vfmaq_n_f32(l4[0], vld1q_f32(bk), a[0]);                                                           \
+            h4[0] = vfmaq_n_f32(h4[0], vld1q_f32(bk + 4), a[0]);                                                       \
+        }                                                                                                              \
+        float32x4_t lo[1] = {vaddq_f32(vaddq_f32(l4[0], l4[1]), vaddq_f32(l4[2], l4[3]))};                             \
+        float32x4_t hi[1] = {vaddq_f32(vaddq_f32(h4[0], h4[1]), vaddq_f32(h4[2], h4[3]))};                             \
+        STORE(0);                                                                                                      \
     }
-    float32x4_t l = vaddq_f32(vaddq_f32(lo[0], lo[1]), vaddq_f32(lo[2], lo[3]));
-    float32x4_t h = vaddq_f32(vaddq_f32(hi[0], hi[1]), vaddq_f32(hi[2], hi[3]));
-    (void)ldc;
-    mps_neon_store(c, l, cols, flags, e, 0, 0);
-    if (cols > 4)
-        mps_neon_store(c + 4, h, cols - 4, flags, e, 0, 4);
-}
+
+/* Every tile height for one way of reading B, and the call by height. */
+#define MPS_NEON_TILES(NAME, ROW, STORE, COLS)                                                                         \
+    MPS_NEON_TILE_ONE(NAME, ROW, STORE, COLS)                                                                          \
+    MPS_NEON_TILE(NAME, ROW, STORE, COLS, 2)                                                                           \
+    MPS_NEON_TILE(NAME, ROW, STORE, COLS, 3)                                                                           \
+    MPS_NEON_TILE(NAME, ROW, STORE, COLS, 4)                                                                           \
+    MPS_NEON_TILE(NAME, ROW, STORE, COLS, 5)                                                                           \
+    MPS_NEON_TILE(NAME, ROW, STORE, COLS, 6)                                                                           \
+    MPS_NEON_TILE(NAME, ROW, STORE, COLS, 7) MPS_NEON_TILE(NAME, ROW, STORE, COLS, 8)
+#define MPS_NEON_BY_ROWS(NAME)                                                                                         \
+    switch (rows) {                                                                                                    \
+    case 1: NAME##1(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
+    case 2: NAME##2(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
+    case 3: NAME##3(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
+    case 4: NAME##4(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
+    case 5: NAME##5(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
+    case 6: NAME##6(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
+    case 7: NAME##7(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
+    default: NAME##8(k, a, b, off, c, ldc, cols, flags, e); break;                                                     \
+    }
+
+MPS_NEON_TILES(mps_neon_tile, MPS_NEON_PACKED, MPS_NEON_STORE, int)
+MPS_NEON_TILES(mps_neon_ctile, MPS_NEON_OFFSET, MPS_NEON_KEEP, uint64_t)
 
 static void mps_neon_gemm(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int rows, int cols,
                           int flags, const struct mps_tile_epi *e)
 {
-    switch (rows) {
-    case 1: mps_neon_tile1(k, a, b, c, ldc, cols, flags, e); break;
-    case 2: mps_neon_tile2(k, a, b, c, ldc, cols, flags, e); break;
-    case 3: mps_neon_tile3(k, a, b, c, ldc, cols, flags, e); break;
-    case 4: mps_neon_tile4(k, a, b, c, ldc, cols, flags, e); break;
-    case 5: mps_neon_tile5(k, a, b, c, ldc, cols, flags, e); break;
-    case 6: mps_neon_tile6(k, a, b, c, ldc, cols, flags, e); break;
-    case 7: mps_neon_tile7(k, a, b, c, ldc, cols, flags, e); break;
-    default: mps_neon_tile8(k, a, b, c, ldc, cols, flags, e); break;
-    }
+    const int32_t *off = NULL;
+    MPS_NEON_BY_ROWS(mps_neon_tile)
+}
+
+static void mps_neon_conv(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,
+                          int rows, uint64_t cols, const struct mps_tile_epi *e)
+{
+    const int flags = MPS_TILE_FINISH;
+    MPS_NEON_BY_ROWS(mps_neon_ctile)
 }
 
 /* Columns [c, c + need) of a row of w floats: in place where they lie inside
@@ -201,4 +242,5 @@ const struct mps_ukernels mps_ukernels_neon = {
     .supported = mps_neon_supported,
     .gemm = mps_neon_gemm,
     .dw3 = mps_neon_dw3,
+    .conv = mps_neon_conv,
 };

@@ -54,6 +54,31 @@ struct mps_dw3_geom {
 typedef void (*mps_udw3_fn)(const struct mps_dw3_geom *g, const float *x, const float *k, float bias, float *y,
                             const struct mps_tile_epi *epi);
 
+/* The direct convolution's tile (conv_direct.c): as the GEMM tile, over the
+   whole k, but row kk of B's panel is read in place at b + off[kk]: the nr
+   floats there, all of them (the caller makes them readable). With b a
+   zero-padded image and off[kk] the offset of input channel and tap kk, the
+   columns are output positions and no im2col is ever built. The store
+   applies the epilogue (bias a row, clamp and slope; no residual) and keeps
+   the columns whose bit is set in keep, packed one after another from
+   c + r ldc: the output positions a tile holds are one run of the output
+   plane, with the padding's columns between them dropped. Bits of keep at
+   or past nr are 0. */
+typedef void (*mps_uconv_fn)(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,
+                             int rows, uint64_t keep, const struct mps_tile_epi *epi);
+
+/* Copies the floats of row whose bit is set in keep to c, one after another
+   (a conv tile's store, run by run). */
+static inline void mps_tile_keep_copy(float *c, const float *row, uint64_t keep)
+{
+    while (keep) {
+        int j = __builtin_ctzll(keep), len = ~(keep >> j) ? __builtin_ctzll(~(keep >> j)) : 64 - j;
+        for (int i = 0; i < len; i++)
+            *c++ = row[j + i];
+        keep = j + len >= 64 ? 0 : keep & ~0ull << (j + len);
+    }
+}
+
 /* The epilogue's activation on one value (what the kernels' stores do). */
 static inline float mps_tile_epi_act(const struct mps_tile_epi *e, float v)
 {
@@ -69,6 +94,7 @@ struct mps_ukernels {
     bool (*supported)(void); /* whether this CPU and OS run it */
     mps_ugemm_fn gemm;
     mps_udw3_fn dw3;
+    mps_uconv_fn conv;
 };
 
 /* The families this build holds (isa.c lists them; each is NULL-free). */
