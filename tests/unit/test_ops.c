@@ -798,22 +798,28 @@ static void test_maxpool_nan(void)
 /* Convolutions with constant weights (the rows above feed weights as graph
    inputs), on the paths the cpu takes for a trained layer: 3x3 stride 1 with
    64+ input channels and 32+ tiles of 2x2 as Winograd F(2x2, 3x3)
-   (winograd.c): odd and even output sizes (partial tiles), asymmetric pads,
+   (winograd.c; with the families narrower than avx512, so CI's runs under
+   avx2 and c test it, under avx512 those rows take the direct path): odd and even output sizes (partial tiles), asymmetric pads,
    a single output row, images side by side in one set of GEMMs; every other
-   stride-1 layer as the packed GEMM reading a zero-padded copy of its input
-   (conv.c): outputs narrower than a panel (many runs of a row in one panel),
-   wider ones, dilation, groups, 1-D and 3-D, more images and groups than one
-   job takes (a job boundary inside an image's groups); and a strided layer
-   (the im2col packer that reads the input itself). Bias or none, Relu or none.
-   The larger rows also take cuda's im2col + GEMM path (small convolutions
-   run there as one direct kernel). */
+   2-D (and 1-D) layer as the direct convolution (conv_direct.c), reading a
+   zero-padded copy of its input split into a stride's phases: outputs
+   narrower than a tile (several output rows in one tile), wider ones,
+   dilation, groups, strides 2 and 3, a 7x7 stem, more images and groups
+   than one job takes (a job boundary inside an image's groups), bands of
+   tiles, W's rows split over threads; pointwise layers reading the input
+   itself (the plane's last tile moved back inside it), or packed when the
+   plane is narrower than a tile; 3-D layers as the packed GEMM from a
+   padded copy. Bias or none; Relu, LeakyRelu (in the tile's store), Sigmoid
+   (after it) or none. The larger rows also take cuda's im2col + GEMM path
+   (small convolutions run there as one direct kernel). */
 static void test_conv_const_weights(const struct mps_backend *const *backends, int n_backends)
 {
     static const struct {
         const char *name;
         int rank;
         int64_t size[3], k[3], stride, dilation, pads[6]; /* spatial; pads: ONNX order, rank begins then rank ends */
-        bool bias, relu;
+        bool bias;
+        int act; /* 0 none, 1 Relu, 2 LeakyRelu 0.1, 3 Sigmoid */
         int64_t cin, cout, group, images;
     } rows[] = {
         {"Conv 3x3 Winograd pads 1, odd sizes", 2, {13, 11}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, false, 64, 20, 1, 2},
@@ -835,7 +841,23 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
          {1, 1, 1, 1}, true, false, 6, 9, 3, 23},
         {"Conv 1-D padded copy, k 5", 1, {37}, {5}, 1, 1, {2, 1}, true, true, 3, 8, 1, 2},
         {"Conv 3-D padded copy, 2x3x3", 3, {4, 6, 7}, {2, 3, 3}, 1, 1, {1, 1, 0, 0, 1, 2}, true, false, 3, 5, 1, 2},
-        {"Conv 3x3 stride 2 packed, Relu", 2, {15, 12}, {3, 3}, 2, 1, {1, 1, 1, 1}, true, true, 8, 12, 1, 2},
+        {"Conv 3x3 stride 2, Relu", 2, {15, 12}, {3, 3}, 2, 1, {1, 1, 1, 1}, true, true, 8, 12, 1, 2},
+        {"Conv 7x7 stride 2 pads 3, 3 channels (a stem), LeakyRelu", 2, {23, 30}, {7, 7}, 2, 1, {3, 3, 3, 3}, true, 2,
+         3, 16, 1, 2},
+        {"Conv 3x3 stride 2 dilation 2, asymmetric pads, Sigmoid", 2, {13, 16}, {3, 3}, 2, 2, {2, 1, 1, 2}, true, 3, 5,
+         11, 1, 2},
+        {"Conv 3x3 stride 3 (nine phases)", 2, {17, 20}, {3, 3}, 3, 1, {1, 0, 2, 1}, false, 0, 4, 12, 1, 2},
+        {"Conv 2x2 stride 2, no pads (patches)", 2, {16, 16}, {2, 2}, 2, 1, {0, 0, 0, 0}, true, 1, 3, 24, 1, 1},
+        {"Conv 3x3 48 channels on 40x40 (bands of tiles)", 2, {40, 40}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, 1, 48, 20,
+         1, 1},
+        {"Conv 3x3 on 4x4, 50 output channels, one image (W's rows split)", 2, {4, 4}, {3, 3}, 1, 1, {1, 1, 1, 1},
+         true, 3, 7, 50, 1, 1},
+        {"Conv 1x1 in place, plane 63 (the last tile moved back), LeakyRelu", 2, {9, 7}, {1, 1}, 1, 1, {0, 0, 0, 0},
+         true, 2, 40, 13, 1, 2},
+        {"Conv 1x1 in place, plane 32, groups 2, 3 images, Sigmoid", 2, {4, 8}, {1, 1}, 1, 1, {0, 0, 0, 0}, true, 3, 6,
+         10, 2, 3},
+        {"Conv 1x1 on a plane of 31 (packed)", 1, {31}, {1}, 1, 1, {0, 0}, true, 1, 8, 9, 1, 2},
+        {"Conv 1x1 stride 2 (phases no tap reads)", 2, {15, 12}, {1, 1}, 2, 1, {0, 0, 0, 0}, true, 0, 24, 20, 1, 2},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         struct mps_graph *g = mps_graph_new();
@@ -855,7 +877,8 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
             p.conv.win.pad[rank + j] = rows[r].pads[rank + j];
         }
         p.conv.group = rows[r].group;
-        p.conv.act = (struct mps_fused_act){rows[r].relu, MPS_OP_RELU, {0, 0}};
+        static const enum mps_op acts[] = {MPS_OP_RELU, MPS_OP_RELU, MPS_OP_LEAKY_RELU, MPS_OP_SIGMOID};
+        p.conv.act = (struct mps_fused_act){rows[r].act != 0, acts[rows[r].act], {.alpha = 0.1f}};
         int x = mps_graph_add_value(g, "x", MPS_F32, &xs);
         int in[3] = {x, th_add_random_const(g, "w", &ws, -1, 1),
                      rows[r].bias ? th_add_random_const(g, "b", &(struct mps_shape){1, {co}}, -1, 1) : -1};

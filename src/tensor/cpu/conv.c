@@ -1,30 +1,24 @@
 /* conv.c: Conv (1-D, 2-D and 3-D; groups, dilations, pads). With constant
    weights (a trained layer), the weights are packed at compile and the
-   convolution runs on the micro-kernels (pgemm.h) as W [out channels x
-   in channels * taps] times the im2col matrix, whose blocks the packer builds
-   a cache-sized block at a time (no im2col in memory): for stride 1 from a
-   zero-padded copy of the input (whole runs, no padding to test), else from
-   the input itself; 3x3 stride-1 layers with 64+ input channels run as
-   Winograd (winograd.c), depthwise ones directly (3x3 ones on the family's
-   dw3 kernel, ukernels.h). Run-time weights: im2col + sgemm.
-   ConvTranspose: sgemm + col2im. Every rank runs as 3-D: missing leading
-   spatial dims have size 1. */
+   convolution runs on the micro-kernels as W [out channels x in channels *
+   taps] times B, the im2col matrix: 2-D and 1-D layers as the direct
+   convolution (conv_direct.c), whose tile reads B in place from a
+   zero-padded copy of the input (or the input itself); 3-D ones, and
+   pointwise ones on planes narrower than a tile, on the blocked GEMM
+   (pgemm.h), whose packer builds B a cache-sized block at a time (no im2col
+   in memory): for stride 1 from a zero-padded copy of the input, else from
+   the input itself. 3x3 stride-1 layers with 64+ input channels run as
+   Winograd (winograd.c) on families narrower than avx512; depthwise ones
+   directly (3x3 ones on the family's dw3 kernel, ukernels.h). Run-time
+   weights: im2col + sgemm. ConvTranspose: sgemm + col2im. Every rank runs
+   as 3-D: missing leading spatial dims have size 1. */
 #include <string.h>
 
 #include "blas.h"
-#include "kernels.h"
+#include "conv.h"
 #include "pgemm.h"
 
-/* One convolution in 3-D terms, spatial axes (depth, height, width).
-   ConvTranspose uses it the other way round: in is the col2im target's source. */
-struct mps_conv_geom {
-    int64_t n, c, m, g;
-    struct mps_cpu_window3 w;
-    int64_t in_plane, out_plane, taps;
-};
-
-static struct mps_conv_geom mps_conv_geom_of(const struct mps_node *node, const struct mps_shape *x,
-                                             const struct mps_shape *y)
+struct mps_conv_geom mps_conv_geom_of(const struct mps_node *node, const struct mps_shape *x, const struct mps_shape *y)
 {
     struct mps_conv_geom q = {.n = x->dim[0], .c = x->dim[1], .m = y->dim[1], .g = node->p.conv.group,
                               .w = mps_cpu_window3(&node->p.conv.win, x, y)};
@@ -34,7 +28,7 @@ static struct mps_conv_geom mps_conv_geom_of(const struct mps_node *node, const 
     return q;
 }
 
-static bool mps_conv_is_pointwise(const struct mps_conv_geom *q)
+bool mps_conv_is_pointwise(const struct mps_conv_geom *q)
 {
     for (int j = 0; j < 3; j++)
         if (q->w.k[j] != 1 || q->w.s[j] != 1 || q->w.pb[j] != 0 || q->w.in[j] != q->w.out[j])
@@ -82,12 +76,13 @@ static int64_t mps_conv_chunk(const struct mps_conv_geom *q)
 enum mps_conv_path {
     MPS_CONV_DEPTHWISE, /* one input channel a group: direct */
     MPS_CONV_WINOGRAD,  /* constant 3x3 stride-1 weights, enough channels and tiles (winograd.c) */
+    MPS_CONV_DIRECT,    /* constant weights, 2-D: direct, on the family's conv tile (conv_direct.c) */
     MPS_CONV_PACKED,    /* constant weights: packed, on the micro-kernels */
     MPS_CONV_BLAS,      /* run-time weights: im2col and sgemm */
 };
 
 static enum mps_conv_path mps_conv_path_of(const struct mps_graph *g, const struct mps_node *n,
-                                           const struct mps_conv_geom *q)
+                                           const struct mps_conv_geom *q, const struct mps_ukernels *uk)
 {
     const struct mps_value *w = &g->values[n->in[1]];
     /* one input channel a group: direct, unless the weights are constant and each
@@ -96,10 +91,14 @@ static enum mps_conv_path mps_conv_path_of(const struct mps_graph *g, const stru
         return MPS_CONV_DEPTHWISE;
     if (!w->data || w->dtype != MPS_F32)
         return MPS_CONV_BLAS;
-    /* below 64 input channels the GEMM from the padded copy beats Winograd here (2 cores):
-       mnist_cnn's 16 -> 32 layer at batch 8, 0.29 -> 0.18 ms; fashion_cnn's 32 -> 64 even;
-       squeezenet1_1 at 1 thread 13.0 -> 12.4 ms with its 16-48-channel layers direct */
-    return mps_winograd_applies(g, n) && q->c >= 64 ? MPS_CONV_WINOGRAD : MPS_CONV_PACKED;
+    /* Winograd where the family's vectors are narrower than 512 bits (uk NULL:
+       where some family's are): on this Zen 5, resnet18 with the avx2 family
+       ran 10% faster at batch 8 with it than with the direct convolution (183
+       vs 201 ms), with avx512 10% slower (118 vs 108 ms; the same at batch 1).
+       Below 64 input channels the direct convolution wins on either. */
+    if (mps_winograd_applies(g, n) && q->c >= 64 && (!uk || uk->nr < 32))
+        return MPS_CONV_WINOGRAD;
+    return mps_direct_applies(q) ? MPS_CONV_DIRECT : MPS_CONV_PACKED;
 }
 
 size_t mps_cpu_conv_scratch(const struct mps_graph *g, const struct mps_node *n)
@@ -108,8 +107,12 @@ size_t mps_cpu_conv_scratch(const struct mps_graph *g, const struct mps_node *n)
     struct mps_conv_geom q = mps_conv_geom_of(n, x, y);
     if (n->op == MPS_OP_CONV_TRANSPOSE)
         return (size_t)(q.m / q.g * q.taps * q.in_plane) * sizeof(float);
-    switch (mps_conv_path_of(g, n, &q)) {
-    case MPS_CONV_WINOGRAD: return mps_winograd_scratch(g, n);
+    switch (mps_conv_path_of(g, n, &q, NULL)) {
+    case MPS_CONV_WINOGRAD: { /* or direct, with the widest families */
+        size_t wino = mps_winograd_scratch(g, n), direct = mps_direct_applies(&q) ? mps_direct_scratch(&q) : 0;
+        return wino > direct ? wino : direct;
+    }
+    case MPS_CONV_DIRECT: return mps_direct_scratch(&q);
     case MPS_CONV_PACKED: {
         int64_t count = mps_conv_chunk(&q), dims[3];
         size_t shared = (mps_pgemm_shared_bytes(count, q.m / q.g, q.out_plane, q.c / q.g * q.taps) + 63) / 64 * 64;
@@ -133,11 +136,13 @@ size_t mps_cpu_conv_pack(const struct mps_graph *g, const struct mps_node *n, co
     if (n->op != MPS_OP_CONV)
         return 0;
     struct mps_conv_geom q = mps_conv_geom_of(n, &g->values[n->in[0]].shape, &g->values[n->out[0]].shape);
-    enum mps_conv_path path = mps_conv_path_of(g, n, &q);
+    enum mps_conv_path path = mps_conv_path_of(g, n, &q, uk);
     unsigned char *data = dst ? (unsigned char *)dst + MPS_CONV_HEADER : NULL;
     size_t bytes;
     if (path == MPS_CONV_WINOGRAD) {
         bytes = mps_winograd_pack(g, n, uk, data);
+    } else if (path == MPS_CONV_DIRECT) {
+        bytes = mps_direct_pack(&q, g->values[n->in[1]].data, uk, data);
     } else if (path == MPS_CONV_PACKED) {
         int64_t mg = q.m / q.g, kdim = q.c / q.g * q.taps;
         size_t per = mps_pgemm_packed_bytes(uk, mg, kdim, true);
@@ -517,8 +522,12 @@ enum mps_status mps_cpu_conv(const struct mps_cpu_args *a, struct mps_error *err
                               .act = &a->node->p.conv.act, .uk = a->uk ? a->uk : &mps_ukernels_c};
     (void)err;
     if (a->packed) {
-        if (((const struct mps_conv_packed *)a->packed)->path == MPS_CONV_WINOGRAD)
-            mps_winograd_conv(a, (const unsigned char *)a->packed + MPS_CONV_HEADER); /* bias, activation included */
+        enum mps_conv_path path = ((const struct mps_conv_packed *)a->packed)->path;
+        const unsigned char *data = (const unsigned char *)a->packed + MPS_CONV_HEADER;
+        if (path == MPS_CONV_WINOGRAD)
+            mps_winograd_conv(a, data); /* bias, activation included */
+        else if (path == MPS_CONV_DIRECT)
+            mps_direct_conv(a, &q, data);
         else
             mps_conv_packed_run(a, &q);
         return MPS_OK;

@@ -1,0 +1,297 @@
+/* conv_direct.c: a 2-D convolution with constant weights as Y = W B, B read
+   in place by the family's conv tile (conv.h, ukernels.h).
+
+   The copy: for strides sh x sw, each input channel of an item becomes
+   sh * sw phase planes of ph x pw floats, phase (a, b) holding the padded
+   input's rows a, a + sh, ... and columns b, b + sw, ... Output (oh, ow)
+   reads, for tap (th, tw), phase ((th dh) % sh, (tw dw) % sw) at row
+   oh + (th dh) / sh, column ow + (tw dw) / sw. Over "virtual" positions
+   v = oh pw + ow, the inputs of one channel and tap kk are then one run,
+   x + off[kk] + v: a tile of nr consecutive v is a block of B read in place.
+   Columns ow >= out_w are computed and dropped (pw - out_w of every pw; the
+   path is taken only where that is small). A pointwise layer reads the
+   input itself (v is the output position). */
+#include <string.h>
+
+#include "conv.h"
+#include "pgemm.h"
+
+enum {
+    MPS_DIRECT_NR = 32,                /* the widest: the slack after a copy, the in-place rule */
+    MPS_DIRECT_COPY_BYTES = 8 << 20,   /* the copies of one job's items share this (or hold one item) */
+    MPS_DIRECT_BAND_BYTES = 256 << 10, /* B's columns a unit reads, so that they stay in L2 over W's panels */
+};
+
+struct mps_direct {
+    int64_t sh, sw, ph, pw; /* strides (phases per channel), a phase plane's rows and pitch */
+    int64_t plane;          /* ph * pw */
+    int64_t item;           /* floats of one item's copy: channels x phases x planes, slack; a multiple of 16 */
+    int64_t cg, mg, k;      /* a group's input and output channels; k = cg * taps */
+    int64_t tiles;          /* tiles of nr virtual positions (nr: the family's) */
+    bool in_place;          /* pointwise: B is the input itself (ph = out_h, pw = out_w) */
+};
+
+static struct mps_direct mps_direct_of(const struct mps_conv_geom *q, int64_t nr)
+{
+    const struct mps_cpu_window3 *w = &q->w;
+    struct mps_direct d = {
+        .sh = w->s[1], .sw = w->s[2], .cg = q->c / q->g, .mg = q->m / q->g, .in_place = mps_conv_is_pointwise(q)};
+    d.k = d.cg * q->taps;
+    d.ph = w->out[1] + (w->k[1] - 1) * w->d[1] / d.sh;
+    d.pw = w->out[2] + (w->k[2] - 1) * w->d[2] / d.sw;
+    d.plane = d.ph * d.pw;
+    /* the last tile's rows run past the last plane by at most a row's column shift and a tile */
+    int64_t slack = (w->k[2] - 1) * w->d[2] / d.sw + MPS_DIRECT_NR;
+    d.item = d.in_place ? 0 : (d.cg * d.sh * d.sw * d.plane + slack + 15) / 16 * 16;
+    d.tiles = ((d.in_place ? q->out_plane : w->out[1] * d.pw) + nr - 1) / nr;
+    return d;
+}
+
+bool mps_direct_applies(const struct mps_conv_geom *q)
+{
+    const struct mps_cpu_window3 *w = &q->w;
+    if (w->in[0] != 1 || w->out[0] != 1 || w->k[0] != 1 || w->pb[0] != 0) /* 2-D (and 1-D) layers */
+        return false;
+    struct mps_direct d = mps_direct_of(q, MPS_DIRECT_NR);
+    if (d.in_place) /* a tile at the plane's end is moved back inside it, so one must fit */
+        return q->out_plane >= MPS_DIRECT_NR && d.cg * q->in_plane < INT32_MAX;
+    /* offsets are int32; the dropped columns at most about a quarter */
+    return d.item < INT32_MAX && w->out[1] * d.pw <= q->out_plane * 5 / 4 + MPS_DIRECT_NR;
+}
+
+/* Items (images x groups) whose copies one job holds. */
+static int64_t mps_direct_chunk(const struct mps_conv_geom *q, const struct mps_direct *d)
+{
+    int64_t total = q->n * q->g, fit = d->item ? MPS_DIRECT_COPY_BYTES / (int64_t)sizeof(float) / d->item : total;
+    fit = fit > 1 ? fit : 1;
+    return total < fit ? total : fit;
+}
+
+size_t mps_direct_scratch(const struct mps_conv_geom *q)
+{
+    struct mps_direct d = mps_direct_of(q, MPS_DIRECT_NR);
+    return d.in_place ? 0 : sizeof(float) * (size_t)(mps_direct_chunk(q, &d) * d.item) + 64;
+}
+
+/* A tile of nr virtual positions from v: the columns it keeps (a bit each)
+   and where in the output plane they go, one after another. */
+struct mps_direct_tile {
+    int64_t v, at;
+    uint64_t keep;
+};
+
+/* The tiles of a plane: each nr positions from t nr; in place, the last
+   moved back to end with the plane, keeping only the columns not yet written. */
+static void mps_direct_tiles(const struct mps_conv_geom *q, const struct mps_direct *d, int nr,
+                             struct mps_direct_tile *tiles)
+{
+    int64_t ow_n = q->w.out[2], oh_n = q->w.out[1];
+    for (int64_t t = 0; t < d->tiles; t++) {
+        struct mps_direct_tile *tl = &tiles[t];
+        if (d->in_place) {
+            int64_t v0 = t * nr, back = v0 + nr <= q->out_plane ? v0 : q->out_plane - nr;
+            uint64_t all = nr == 64 ? ~0ull : (1ull << nr) - 1;
+            *tl = (struct mps_direct_tile){.v = back, .at = v0, .keep = all & all << (v0 - back)};
+            continue;
+        }
+        *tl = (struct mps_direct_tile){.v = t * nr, .at = -1};
+        for (int j = 0; j < nr; j++) {
+            int64_t v = t * nr + j, oh = v / d->pw, ow = v % d->pw;
+            if (oh < oh_n && ow < ow_n) {
+                tl->keep |= 1ull << j;
+                tl->at = tl->at < 0 ? oh * ow_n + ow : tl->at;
+            }
+        }
+        tl->at = tl->at < 0 ? 0 : tl->at;
+    }
+}
+
+/* Where the offsets and the tiles lie in the compile-time data. */
+static size_t mps_direct_offsets_at(const struct mps_conv_geom *q, const struct mps_direct *d,
+                                    const struct mps_ukernels *uk)
+{
+    return mps_pgemm_packed_bytes(uk, d->mg, d->k, true) * (size_t)q->g;
+}
+static size_t mps_direct_tiles_at(const struct mps_conv_geom *q, const struct mps_direct *d,
+                                  const struct mps_ukernels *uk)
+{
+    return mps_direct_offsets_at(q, d, uk) + (sizeof(int32_t) * (size_t)d->k + 7) / 8 * 8;
+}
+
+size_t mps_direct_pack(const struct mps_conv_geom *q, const float *w, const struct mps_ukernels *uk, void *dst)
+{
+    struct mps_direct d = mps_direct_of(q, uk->nr);
+    size_t per = mps_pgemm_packed_bytes(uk, d.mg, d.k, true);
+    if (dst) {
+        mps_direct_tiles(q, &d, uk->nr,
+                         (struct mps_direct_tile *)((unsigned char *)dst + mps_direct_tiles_at(q, &d, uk)));
+        for (int64_t gi = 0; gi < q->g; gi++)
+            mps_pgemm_pack(uk, w + gi * d.mg * d.k, d.k, 1, d.mg, d.k, true,
+                           (float *)((unsigned char *)dst + per * (size_t)gi));
+        int32_t *off = (int32_t *)((unsigned char *)dst + mps_direct_offsets_at(q, &d, uk));
+        const struct mps_cpu_window3 *win = &q->w;
+        for (int64_t kk = 0; kk < d.k; kk++) {
+            int64_t c = kk / q->taps, th = kk % q->taps / win->k[2], tw = kk % win->k[2];
+            int64_t rh = th * win->d[1], rw = tw * win->d[2];
+            off[kk] = (int32_t)(d.in_place ? c * q->in_plane
+                                           : (c * d.sh * d.sw + rh % d.sh * d.sw + rw % d.sw) * d.plane +
+                                                 rh / d.sh * d.pw + rw / d.sw);
+        }
+    }
+    return mps_direct_tiles_at(q, &d, uk) + sizeof(struct mps_direct_tile) * (size_t)d.tiles;
+}
+
+struct mps_direct_job {
+    const struct mps_conv_geom *q;
+    const struct mps_direct *d;
+    const struct mps_ukernels *uk;
+    const float *x;         /* the input */
+    float *copy;            /* the job's first item's copy (not in place) */
+    float *y;               /* the output */
+    const unsigned char *w; /* each group's packed W, per bytes apart */
+    size_t per;
+    const int32_t *off; /* [k] */
+    const struct mps_direct_tile *tiles;
+    const float *bias; /* [m], or NULL */
+    struct mps_tile_epi epi;
+    const struct mps_fused_act *act;   /* what the tile's store does not apply, or NULL */
+    int64_t first;                     /* the job's first item (image * groups + group) */
+    int64_t band, bands, parts, mstep; /* a unit: an item's band of tiles and part of W's rows */
+};
+
+/* Whether some tap t < k (dilation d) reads phase a of stride s. */
+static bool mps_direct_phase_used(int64_t k, int64_t d, int64_t s, int64_t a)
+{
+    for (int64_t t = 0; t < k; t++)
+        if (t * d % s == a)
+            return true;
+    return false;
+}
+
+/* The copies of items' channels [begin, end) (item * channels + channel), phase plane by phase plane. */
+static void mps_direct_copy(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_direct_job *jb = ctx;
+    const struct mps_conv_geom *q = jb->q;
+    const struct mps_direct *d = jb->d;
+    int64_t in_h = q->w.in[1], in_w = q->w.in[2], pt = q->w.pb[1], pl = q->w.pb[2];
+    for (int64_t r = begin; r < end; r++) {
+        int64_t i = r / d->cg, c = r % d->cg, it = jb->first + i;
+        const float *src = jb->x + (it / q->g * q->c + it % q->g * d->cg + c) * q->in_plane;
+        float *dst = jb->copy + i * d->item + c * d->sh * d->sw * d->plane;
+        for (int64_t a = 0; a < d->sh; a++)
+            for (int64_t b = 0; b < d->sw; b++) {
+                /* columns [lo, hi) of a phase row lie inside the input: iw = j sw + b - pl */
+                int64_t lo = pl - b <= 0 ? 0 : (pl - b + d->sw - 1) / d->sw;
+                int64_t hi = in_w - 1 + pl - b < 0 ? 0 : (in_w - 1 + pl - b) / d->sw + 1;
+                hi = hi < d->pw ? hi : d->pw;
+                lo = lo < hi ? lo : hi;
+                if (!mps_direct_phase_used(q->w.k[1], q->w.d[1], d->sh, a) ||
+                    !mps_direct_phase_used(q->w.k[2], q->w.d[2], d->sw, b)) { /* 1x1 stride 2: read by no tap */
+                    memset(dst, 0, sizeof(float) * (size_t)d->plane);
+                    dst += d->plane;
+                    continue;
+                }
+                for (int64_t row = 0; row < d->ph; row++, dst += d->pw) {
+                    int64_t ih = row * d->sh + a - pt;
+                    if (ih < 0 || ih >= in_h) {
+                        memset(dst, 0, sizeof(float) * (size_t)d->pw);
+                        continue;
+                    }
+                    const float *sr = src + ih * in_w + b - pl;
+                    memset(dst, 0, sizeof(float) * (size_t)lo);
+                    if (d->sw == 1)
+                        memcpy(dst + lo, sr + lo, sizeof(float) * (size_t)(hi - lo));
+                    else
+                        for (int64_t j = lo; j < hi; j++)
+                            dst[j] = sr[j * d->sw];
+                    memset(dst + hi, 0, sizeof(float) * (size_t)(d->pw - hi));
+                }
+            }
+        if (c == d->cg - 1) /* read by the last tiles' dropped columns */
+            memset(dst, 0, sizeof(float) * (size_t)(jb->copy + (i + 1) * d->item - dst));
+    }
+}
+
+static void mps_direct_units(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_direct_job *jb = ctx;
+    const struct mps_conv_geom *q = jb->q;
+    const struct mps_direct *d = jb->d;
+    const struct mps_ukernels *uk = jb->uk;
+    int mr = uk->mr;
+    for (int64_t u = begin; u < end; u++) {
+        int64_t i = u / (jb->bands * jb->parts), band = u / jb->parts % jb->bands, part = u % jb->parts;
+        int64_t it = jb->first + i, bi = it / q->g, gi = it % q->g;
+        const float *x = d->in_place ? jb->x + (bi * q->c + gi * d->cg) * q->in_plane : jb->copy + i * d->item;
+        float *y = jb->y + (bi * q->m + gi * d->mg) * q->out_plane;
+        const float *w = (const float *)(jb->w + jb->per * (size_t)gi);
+        int64_t t0 = band * jb->band, t1 = t0 + jb->band < d->tiles ? t0 + jb->band : d->tiles;
+        int64_t m0 = part * jb->mstep, m1 = m0 + jb->mstep < d->mg ? m0 + jb->mstep : d->mg;
+        for (int64_t p = m0; p < m1; p += mr) {
+            int rows = (int)(m1 - p < mr ? m1 - p : mr);
+            struct mps_tile_epi e = jb->epi;
+            e.bias = jb->bias ? jb->bias + gi * d->mg + p : NULL;
+            const float *ap = w + p * d->k; /* W's panel of rows p .. p + mr */
+            float *yp = y + p * q->out_plane;
+            for (int64_t t = t0; t < t1; t++) {
+                const struct mps_direct_tile *tl = &jb->tiles[t];
+                float *yt = yp + tl->at;
+                uk->conv(d->k, ap, x + tl->v, jb->off, yt, q->out_plane, rows, tl->keep, &e);
+                for (int r = 0; jb->act && r < rows; r++)
+                    mps_cpu_act_inplace(jb->act, yt + r * q->out_plane, __builtin_popcountll(tl->keep));
+            }
+        }
+    }
+}
+
+void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q, const void *data)
+{
+    const struct mps_ukernels *uk = a->uk;
+    struct mps_direct d = mps_direct_of(q, uk->nr);
+    const struct mps_fused_act *act = &a->node->p.conv.act;
+    struct mps_direct_job jb = {.q = q,
+                                .d = &d,
+                                .uk = uk,
+                                .x = a->in[0].data,
+                                .y = a->out[0].data,
+                                .w = data,
+                                .per = mps_pgemm_packed_bytes(uk, d.mg, d.k, true),
+                                .bias = a->in[2].data,
+                                .epi = mps_tile_epi_none(),
+                                .copy = (float *)(((uintptr_t)a->scratch + 63) & ~(uintptr_t)63)};
+    jb.off = (const int32_t *)(jb.w + mps_direct_offsets_at(q, &d, uk));
+    jb.tiles = (const struct mps_direct_tile *)(jb.w + mps_direct_tiles_at(q, &d, uk));
+    jb.act = mps_pgemm_act_epi(act, &jb.epi) ? NULL : act;
+    int64_t chunk = mps_direct_chunk(q, &d), threads = mps_pool_threads(a->pool);
+    int64_t m_panels = (d.mg + uk->mr - 1) / uk->mr;
+    /* units: bands of tiles whose columns of B stay in L2 while W's panels
+       pass; where the items are fewer than two a thread, each split further:
+       into parts of W's rows when W is the larger (each thread then streams
+       only its part of it), else into more bands; bands of equal size, as
+       many as make the units a multiple of the threads (four bands of 32, 32,
+       32 and 6 tiles kept one of two threads busy 1.7 times as long) */
+    int64_t tile_bytes = d.cg * d.sh * d.sw * uk->nr * (int64_t)sizeof(float);
+    int64_t fits = MPS_DIRECT_BAND_BYTES / tile_bytes > 1 ? MPS_DIRECT_BAND_BYTES / tile_bytes : 1;
+    bool split_w = d.mg * d.k > d.cg * d.sh * d.sw * d.plane;
+    for (int64_t first = 0; first < q->n * q->g; first += chunk) {
+        int64_t count = q->n * q->g - first < chunk ? q->n * q->g - first : chunk;
+        int64_t bands = (d.tiles + fits - 1) / fits, parts = 1, want = 2 * threads;
+        if (split_w && count * bands < want)
+            parts = (want + count * bands - 1) / (count * bands) < m_panels
+                        ? (want + count * bands - 1) / (count * bands)
+                        : m_panels;
+        jb.mstep = (m_panels + parts - 1) / parts * uk->mr;
+        jb.parts = (m_panels * uk->mr + jb.mstep - 1) / jb.mstep;
+        if (count * bands * jb.parts < want)
+            bands = (want + count * jb.parts - 1) / (count * jb.parts);
+        while (bands < d.tiles && count * bands * jb.parts % threads)
+            bands++;
+        bands = bands < d.tiles ? bands : d.tiles;
+        jb.first = first, jb.band = (d.tiles + bands - 1) / bands, jb.bands = (d.tiles + jb.band - 1) / jb.band;
+        if (!d.in_place)
+            mps_pool_for(a->pool, count * d.cg, d.sh * d.sw * d.plane, mps_direct_copy, &jb);
+        mps_pool_for(a->pool, count * jb.bands * jb.parts, 2 * jb.mstep * jb.band * uk->nr * d.k, mps_direct_units,
+                     &jb);
+    }
+}
