@@ -20,6 +20,7 @@ enum {
     MPS_DIRECT_NR = 32,                /* the widest: the slack after a copy, the in-place rule */
     MPS_DIRECT_COPY_BYTES = 8 << 20,   /* the copies of one job's items share this (or hold one item) */
     MPS_DIRECT_BAND_BYTES = 256 << 10, /* B's columns a unit reads, so that they stay in L2 over W's panels */
+    MPS_DIRECT_L1_BYTES = 32 << 10,    /* a tile's columns of B that stay in L1 over W's panels */
 };
 
 struct mps_direct {
@@ -157,6 +158,7 @@ struct mps_direct_job {
     const struct mps_fused_act *act;   /* what the tile's store does not apply, or NULL */
     int64_t first;                     /* the job's first item (image * groups + group) */
     int64_t band, bands, parts, mstep; /* a unit: an item's band of tiles and part of W's rows */
+    bool tiles_outer;                  /* a unit's loops: tiles outside W's panels */
 };
 
 /* Whether some tap t < k (dilation d) reads phase a of stride s. */
@@ -213,35 +215,46 @@ static void mps_direct_copy(void *ctx, int64_t begin, int64_t end)
     }
 }
 
+/* One tile of item (image bi, group gi) against W's panel of rows p. */
+static inline void mps_direct_tile(const struct mps_direct_job *jb, const float *x, float *y, int64_t gi, int64_t t,
+                                   int64_t p, int rows)
+{
+    const struct mps_direct *d = jb->d;
+    const struct mps_direct_tile *tl = &jb->tiles[t];
+    const float *w = (const float *)(jb->w + jb->per * (size_t)gi) + p * d->k; /* W's panel of rows p .. */
+    struct mps_tile_epi e = jb->epi;
+    e.bias = jb->bias ? jb->bias + gi * d->mg + p : NULL;
+    int64_t plane = jb->q->out_plane;
+    float *yt = y + p * plane + tl->at;
+    jb->uk->conv(d->k, w, x + tl->v, jb->off, yt, plane, rows, tl->keep, &e);
+    for (int r = 0; jb->act && r < rows; r++)
+        mps_cpu_act_inplace(jb->act, yt + r * plane, __builtin_popcountll(tl->keep));
+}
+
 static void mps_direct_units(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_direct_job *jb = ctx;
     const struct mps_conv_geom *q = jb->q;
     const struct mps_direct *d = jb->d;
-    const struct mps_ukernels *uk = jb->uk;
-    int mr = uk->mr;
+    int mr = jb->uk->mr;
     for (int64_t u = begin; u < end; u++) {
         int64_t i = u / (jb->bands * jb->parts), band = u / jb->parts % jb->bands, part = u % jb->parts;
         int64_t it = jb->first + i, bi = it / q->g, gi = it % q->g;
         const float *x = d->in_place ? jb->x + (bi * q->c + gi * d->cg) * q->in_plane : jb->copy + i * d->item;
         float *y = jb->y + (bi * q->m + gi * d->mg) * q->out_plane;
-        const float *w = (const float *)(jb->w + jb->per * (size_t)gi);
         int64_t t0 = band * jb->band, t1 = t0 + jb->band < d->tiles ? t0 + jb->band : d->tiles;
         int64_t m0 = part * jb->mstep, m1 = m0 + jb->mstep < d->mg ? m0 + jb->mstep : d->mg;
-        for (int64_t p = m0; p < m1; p += mr) {
-            int rows = (int)(m1 - p < mr ? m1 - p : mr);
-            struct mps_tile_epi e = jb->epi;
-            e.bias = jb->bias ? jb->bias + gi * d->mg + p : NULL;
-            const float *ap = w + p * d->k; /* W's panel of rows p .. p + mr */
-            float *yp = y + p * q->out_plane;
-            for (int64_t t = t0; t < t1; t++) {
-                const struct mps_direct_tile *tl = &jb->tiles[t];
-                float *yt = yp + tl->at;
-                uk->conv(d->k, ap, x + tl->v, jb->off, yt, q->out_plane, rows, tl->keep, &e);
-                for (int r = 0; jb->act && r < rows; r++)
-                    mps_cpu_act_inplace(jb->act, yt + r * q->out_plane, __builtin_popcountll(tl->keep));
-            }
-        }
+        /* a tile's columns of B over every panel of W while they sit in L1, where
+           they fit (64 channels 3x3 on 56x56, batch 8: 6.7 -> 6.0 ms), else each
+           panel of W over the band's tiles */
+        if (jb->tiles_outer)
+            for (int64_t t = t0; t < t1; t++)
+                for (int64_t p = m0; p < m1; p += mr)
+                    mps_direct_tile(jb, x, y, gi, t, p, (int)(m1 - p < mr ? m1 - p : mr));
+        else
+            for (int64_t p = m0; p < m1; p += mr)
+                for (int64_t t = t0; t < t1; t++)
+                    mps_direct_tile(jb, x, y, gi, t, p, (int)(m1 - p < mr ? m1 - p : mr));
     }
 }
 
@@ -274,6 +287,8 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
     int64_t tile_bytes = d.cg * d.sh * d.sw * uk->nr * (int64_t)sizeof(float);
     int64_t fits = MPS_DIRECT_BAND_BYTES / tile_bytes > 1 ? MPS_DIRECT_BAND_BYTES / tile_bytes : 1;
     bool split_w = d.mg * d.k > d.cg * d.sh * d.sw * d.plane;
+    /* the input rows one tile reads: each channel's kernel rows, nr and the kernel's width long */
+    jb.tiles_outer = d.cg * q->w.k[1] * (uk->nr + q->w.k[2]) * (int64_t)sizeof(float) <= MPS_DIRECT_L1_BYTES;
     for (int64_t first = 0; first < q->n * q->g; first += chunk) {
         int64_t count = q->n * q->g - first < chunk ? q->n * q->g - first : chunk;
         int64_t bands = (d.tiles + fits - 1) / fits, parts = 1, want = 2 * threads;
