@@ -331,7 +331,8 @@ static void th_conv_all(const struct mps_ukernels *uk)
 /* The planes of th_dw3: sizes across the families' steps (4, 8, 16 outputs) and the row ends. */
 static void th_dw3_all(const struct mps_ukernels *uk)
 {
-    static const int64_t sizes[][2] = {{1, 1}, {2, 2}, {3, 5}, {7, 7}, {14, 14}, {5, 17}, {9, 33}, {4, 40}, {3, 71}};
+    static const int64_t sizes[][2] = {{1, 1}, {2, 2}, {3, 5}, {7, 7}, {14, 14}, {5, 17}, {9, 33}, {4, 40}, {3, 71},
+                                       {2, 2800}, {600, 40}}; /* rows wider than avx512's band; bands of rows */
     enum th_epi epis[] = {TH_NONE, TH_RES_RELU, TH_CLIP, TH_LEAKY};
     int at = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)

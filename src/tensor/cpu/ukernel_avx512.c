@@ -212,11 +212,17 @@ static void mps_avx512_conv(int64_t k, const float *a, const float *b, const int
    puts its first floats in the lanes they belong to. */
 static inline __m512 mps_avx512_cols(const float *row, int64_t w, int64_t from)
 {
+    if (from >= 0 && from + 16 <= w)
+        return _mm512_loadu_ps(row + from);
     int64_t a = from < 0 ? -from : 0, b = w - from < 16 ? w - from : 16;
     if (b <= a)
         return _mm512_setzero_ps();
     __mmask16 m = (__mmask16)(((1u << b) - 1u) & ~((1u << a) - 1u));
-    return from < 0 ? _mm512_maskz_expandloadu_ps(m, row) : _mm512_maskz_loadu_ps(m, row + from);
+    if (from >= 0)
+        return _mm512_maskz_loadu_ps(m, row + from);
+    /* the row's first b - a floats moved up to lanes a .. b: a register-form
+       expand (the load form is microcoded on AMD's Zen) */
+    return _mm512_maskz_expand_ps(m, _mm512_maskz_loadu_ps((__mmask16)((1u << (b - a)) - 1u), row));
 }
 
 /* acc plus one input row's three taps for sixteen outputs from column c, s
@@ -246,10 +252,11 @@ static inline __m512 mps_avx512_dw3_row(__m512 acc, const float *row, int64_t w,
     return _mm512_fmadd_ps(k2, x2, acc);
 }
 
-/* 3x3 depthwise planes, sixteen outputs a step; input rows in the padding
-   are skipped, the last step of a row stores only its outputs. */
-static void mps_avx512_dw3(const struct mps_dw3_geom *g, const float *x, const float *k, float bias, float *y,
-                           const struct mps_tile_epi *e)
+/* 3x3 depthwise planes row by row, sixteen outputs a step; input rows in
+   the padding are skipped, the last step of a row stores only its outputs.
+   For planes too wide for mps_avx512_dw3's band. */
+static void mps_avx512_dw3_rows(const struct mps_dw3_geom *g, const float *x, const float *k, float bias, float *y,
+                                const struct mps_tile_epi *e)
 {
     __m512 k0 = _mm512_set1_ps(k[0]), k1 = _mm512_set1_ps(k[1]), k2 = _mm512_set1_ps(k[2]);
     __m512 k3 = _mm512_set1_ps(k[3]), k4 = _mm512_set1_ps(k[4]), k5 = _mm512_set1_ps(k[5]);
@@ -270,6 +277,80 @@ static void mps_avx512_dw3(const struct mps_dw3_geom *g, const float *x, const f
                 acc = mps_avx512_dw3_row(acc, x + (i0 + 2) * g->w, g->w, c, s, inside, k6, k7, k8);
             int n = g->out_w - ow < 16 ? (int)(g->out_w - ow) : 16;
             mps_avx512_store(y + oh * g->out_w + ow, acc, n, MPS_TILE_FINISH, e, 0, 0);
+        }
+    }
+}
+
+/* Floats of mps_avx512_dw3's band: zero-padded input rows on the stack (32 KB). */
+enum { MPS_AVX512_DW3_BAND = 8192 };
+
+/* Lays the padded input rows of band rows [oh0, oh0 + rows) of a stride-1
+   plane into buf: row r, column j holding input (oh0 + r - pt, j - pl), pw
+   floats a row, zeros outside the input; then two steps of zeros, which
+   the last steps read into lanes they drop (not whatever the stack held: a
+   denormal there would stall every step). */
+static void mps_avx512_dw3_band(const struct mps_dw3_geom *g, const float *x, int64_t oh0, int64_t rows, int64_t pw,
+                                float *buf)
+{
+    for (int64_t r = 0; r < rows + 2; r++, buf += pw) {
+        int64_t ih = oh0 + r - g->pt;
+        bool inside = ih >= 0 && ih < g->h;
+        for (int64_t j = 0; j < pw; j += 16)
+            _mm512_mask_storeu_ps(buf + j, mps_avx512_mask((int)(pw - j)),
+                                  inside ? mps_avx512_cols(x + ih * g->w, g->w, j - g->pl) : _mm512_setzero_ps());
+    }
+    _mm512_storeu_ps(buf, _mm512_setzero_ps());
+    _mm512_storeu_ps(buf + 16, _mm512_setzero_ps());
+}
+
+/* 3x3 depthwise planes. Stride 1: bands of output rows whose padded input is
+   copied once into a stack buffer, so that every tap is a plain load at a
+   fixed offset over "virtual" positions r pw + ow (the buffer's layout, ow
+   < pw = out_w + 2): sixteen a step, across output rows, the columns ow >=
+   out_w dropped by a compressing store. Row by row (each input row read for
+   three output rows, both ends through masked loads) the mobilenets' 14x14
+   and 7x7 layers took 20-25% longer. Stride 2, and rows too wide for the
+   band, row by row: splitting a band into phases cost more than it saved. */
+static void mps_avx512_dw3(const struct mps_dw3_geom *g, const float *x, const float *k, float bias, float *y,
+                           const struct mps_tile_epi *e)
+{
+    int64_t pw = g->out_w + 2, band = (MPS_AVX512_DW3_BAND - 32) / pw - 2;
+    if (g->s != 1 || band < 1) {
+        mps_avx512_dw3_rows(g, x, k, bias, y, e);
+        return;
+    }
+    float buf[MPS_AVX512_DW3_BAND];
+    __m512 kv[9];
+    int64_t off[9];
+    for (int t = 0; t < 9; t++)
+        kv[t] = _mm512_set1_ps(k[t]), off[t] = t / 3 * pw + t % 3;
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i pwv = _mm512_set1_epi32((int)pw), outw = _mm512_set1_epi32((int)g->out_w);
+    int wraps = (int)((15 + pw - 1) / pw); /* rows a step of sixteen reaches into at most */
+    float *out = y;
+    for (int64_t oh0 = 0; oh0 < g->out_h; oh0 += band) {
+        int64_t rows = g->out_h - oh0 < band ? g->out_h - oh0 : band, n = rows * pw, c0 = 0; /* c0: v's column */
+        mps_avx512_dw3_band(g, x, oh0, rows, pw, buf);
+        for (int64_t v = 0; v < n; v += 16, c0 = c0 + 16 >= pw ? (c0 + 16) % pw : c0 + 16) {
+            const float *b = buf + v;
+            __m512 a0 = _mm512_set1_ps(bias), a1 = _mm512_mul_ps(kv[1], _mm512_loadu_ps(b + off[1]));
+            a0 = _mm512_fmadd_ps(kv[0], _mm512_loadu_ps(b + off[0]), a0);
+            a1 = _mm512_fmadd_ps(kv[3], _mm512_loadu_ps(b + off[3]), a1);
+            a0 = _mm512_fmadd_ps(kv[2], _mm512_loadu_ps(b + off[2]), a0);
+            a1 = _mm512_fmadd_ps(kv[5], _mm512_loadu_ps(b + off[5]), a1);
+            a0 = _mm512_fmadd_ps(kv[4], _mm512_loadu_ps(b + off[4]), a0);
+            a1 = _mm512_fmadd_ps(kv[7], _mm512_loadu_ps(b + off[7]), a1);
+            a0 = _mm512_fmadd_ps(kv[6], _mm512_loadu_ps(b + off[6]), a0);
+            a0 = _mm512_fmadd_ps(kv[8], _mm512_loadu_ps(b + off[8]), a0);
+            __m512 acc = mps_avx512_act(_mm512_add_ps(a0, a1), e);
+            /* lane l is output (v + l) / pw, (v + l) % pw: kept when a real column of a band row */
+            __m512i col = _mm512_add_epi32(_mm512_set1_epi32((int)c0), iota);
+            for (int w = 0; w < wraps; w++) /* branch-free: the pattern depends on v */
+                col = _mm512_mask_sub_epi32(col, _mm512_cmp_epi32_mask(col, pwv, _MM_CMPINT_NLT), col, pwv);
+            __mmask16 keep = _mm512_cmp_epi32_mask(col, outw, _MM_CMPINT_LT) & mps_avx512_mask((int)(n - v));
+            int kept = __builtin_popcount(keep);
+            _mm512_mask_storeu_ps(out, mps_avx512_mask(kept), _mm512_maskz_compress_ps(keep, acc));
+            out += kept;
         }
     }
 }
