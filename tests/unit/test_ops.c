@@ -249,6 +249,10 @@ static const struct th_case th_cases[] = {
      IN(F(1, 1, 5, 5)), OUT(S(1, 1, 3, 3))},
     {"MaxPool 2x3 kernel strides 1x2", MPS_OP_MAX_POOL, P(pool, .win = WIN2(2, 3, 1, 2, 1, 1, 0, 0, 0, 0)),
      IN(F(1, 1, 5, 7)), OUT(S(1, 1, 4, 3))},
+    {"MaxPool 4x4 stride 3, pads 2, 1, 1, 2", MPS_OP_MAX_POOL, P(pool, .win = WIN2(4, 4, 3, 3, 1, 1, 2, 1, 1, 2)),
+     IN(F(1, 2, 11, 13)), OUT(S(1, 2, 4, 5))},
+    {"MaxPool 2x2 stride 1, rows wider than the plane path holds", MPS_OP_MAX_POOL,
+     P(pool, .win = WIN2(2, 2, 1, 1, 1, 1, 0, 0, 0, 0)), IN(F(1, 1, 2, 4200)), OUT(S(1, 1, 1, 4199))},
     /* AveragePool */
     {"AveragePool 2x2 stride 2", MPS_OP_AVERAGE_POOL, P(pool, .win = WIN2(2, 2, 2, 2, 1, 1, 0, 0, 0, 0)),
      IN(F(1, 2, 6, 6)), OUT(S(1, 2, 3, 3))},

@@ -156,6 +156,61 @@ static void mps_max2x2_plane(const float *x, const struct mps_cpu_window3 *w, fl
     }
 }
 
+/* 2-D MaxPool of a whole plane (no dilation, no argmax, every window over
+   at least one input cell), row by row: the maximum down the window's input
+   rows into a row padded with -inf on both sides (one contiguous pass per
+   input row), then across each window's columns. The general loop's results
+   (pads take no part; a NaN anywhere gives NaN) with no work per output
+   beyond the comparisons: squeezenet1_1's 3x3 stride-2 layers took three
+   times as long through the runs and edge cases of the general loop. */
+enum { MPS_POOL_ROW_MAX = 4096 }; /* the widest padded row the plane path holds */
+
+static bool mps_max_plane_applies(const struct mps_cpu_window3 *w)
+{
+    bool ok = w->in[0] == 1 && w->k[0] == 1 && w->out[0] == 1 && w->pb[0] == 0;
+    for (int j = 1; j < 3; j++) /* the first window and the last reach an input cell */
+        ok = ok && w->d[j] == 1 && w->k[j] > w->pb[j] && (w->out[j] - 1) * w->s[j] - w->pb[j] < w->in[j];
+    return ok && (w->out[2] - 1) * w->s[2] + w->k[2] <= MPS_POOL_ROW_MAX;
+}
+
+static void mps_max_plane(const float *x, const struct mps_cpu_window3 *w, float *y)
+{
+    float v[MPS_POOL_ROW_MAX];
+    int64_t iw = w->in[2], ow_n = w->out[2], kw = w->k[2], sw = w->s[2], pl = w->pb[2];
+    int64_t span = (ow_n - 1) * sw + kw, cols = iw < span - pl ? iw : span - pl; /* input columns read */
+    for (int64_t j = 0; j < pl; j++)
+        v[j] = -INFINITY;
+    for (int64_t j = pl + cols; j < span; j++)
+        v[j] = -INFINITY;
+    for (int64_t oh = 0; oh < w->out[1]; oh++, y += ow_n) {
+        int64_t r0 = oh * w->s[1] - w->pb[1], r1 = r0 + w->k[1];
+        r0 = r0 > 0 ? r0 : 0;
+        r1 = r1 < w->in[1] ? r1 : w->in[1];
+        float *vr = v + pl;
+        const float *a = x + r0 * iw, *b = r1 - r0 > 1 ? a + iw : a;
+        for (int64_t j = 0; j < cols; j++)
+            vr[j] = mps_max_nan(a[j], b[j]);
+        for (int64_t r = r0 + 2; r < r1; r++) {
+            const float *row = x + r * iw;
+            for (int64_t j = 0; j < cols; j++)
+                vr[j] = mps_max_nan(vr[j], row[j]);
+        }
+        if (kw == 3 && sw == 2)
+            for (int64_t o = 0; o < ow_n; o++)
+                y[o] = mps_max_nan(mps_max_nan(v[2 * o], v[2 * o + 1]), v[2 * o + 2]);
+        else if (kw == 2 && sw == 2)
+            for (int64_t o = 0; o < ow_n; o++)
+                y[o] = mps_max_nan(v[2 * o], v[2 * o + 1]);
+        else
+            for (int64_t o = 0; o < ow_n; o++) {
+                float acc = v[o * sw];
+                for (int64_t t = 1; t < kw; t++)
+                    acc = mps_max_nan(acc, v[o * sw + t]);
+                y[o] = acc;
+            }
+    }
+}
+
 static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_pool_job *q = ctx;
@@ -166,12 +221,15 @@ static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)
     /* MaxPool's optional flat argmax; only a node with two outputs has that slot */
     int64_t *indices = is_max && n->n_out > 1 ? q->a->out[1].data : NULL;
     bool dense = !indices && w->d[2] == 1; /* a window row is contiguous in the input */
-    bool max2x2 = is_max && !indices && mps_max2x2_applies(w);
+    bool max2x2 = is_max && !indices && mps_max2x2_applies(w), plane = is_max && !indices && mps_max_plane_applies(w);
     for (int64_t p = begin; p < end; p++) {
         const float *x = (const float *)q->a->in[0].data + p * in_plane;
         float *y = (float *)q->a->out[0].data + p * out_plane;
-        if (max2x2) {
-            mps_max2x2_plane(x, w, y);
+        if (max2x2 || plane) { /* the 2x2 loop: 20% faster on fashion_cnn's 28x28 planes */
+            if (max2x2)
+                mps_max2x2_plane(x, w, y);
+            else
+                mps_max_plane(x, w, y);
             continue;
         }
         int64_t o = 0;
