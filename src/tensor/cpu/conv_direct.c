@@ -273,6 +273,8 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
                                 .bias = a->in[2].data,
                                 .epi = mps_tile_epi_none(),
                                 .copy = (float *)(((uintptr_t)a->scratch + 63) & ~(uintptr_t)63)};
+    if (d.tiles == 0) /* an empty output plane */
+        return;
     jb.off = (const int32_t *)(jb.w + mps_direct_offsets_at(q, &d, uk));
     jb.tiles = (const struct mps_direct_tile *)(jb.w + mps_direct_tiles_at(q, &d, uk));
     jb.act = mps_pgemm_act_epi(act, &jb.epi) ? NULL : act;

@@ -49,6 +49,28 @@ static inline float mps_max_nan(float acc, float v)
                 acc[i] += r[i * (S)];                                                                                  \
     } while (0)
 
+/* out[i] = the maximum of v[i sw .. i sw + kw) for i < n; loops the compiler
+   vectorizes for the common windows. */
+static void mps_max_across(const float *v, int64_t n, int64_t kw, int64_t sw, float *out)
+{
+    if (kw == 3 && sw == 2)
+        for (int64_t i = 0; i < n; i++)
+            out[i] = mps_max_nan(mps_max_nan(v[2 * i], v[2 * i + 1]), v[2 * i + 2]);
+    else if (kw == 3 && sw == 1)
+        for (int64_t i = 0; i < n; i++)
+            out[i] = mps_max_nan(mps_max_nan(v[i], v[i + 1]), v[i + 2]);
+    else if (kw == 2 && sw == 2)
+        for (int64_t i = 0; i < n; i++)
+            out[i] = mps_max_nan(v[2 * i], v[2 * i + 1]);
+    else
+        for (int64_t i = 0; i < n; i++) {
+            float acc = v[i * sw];
+            for (int64_t t = 1; t < kw; t++)
+                acc = mps_max_nan(acc, v[i * sw + t]);
+            out[i] = acc;
+        }
+}
+
 /* MaxPool over a run of outputs (as mps_pool_dense_run), in two passes: the
    maximum down the window's rows for every input column the run reads (one
    contiguous pass per row), then across each window's columns. k_h + k_w
@@ -70,20 +92,7 @@ static void mps_max_separable(const float *x, const struct mps_cpu_window3 *w, i
                     v[j] = first ? row[j] : mps_max_nan(v[j], row[j]);
             }
         }
-        float *out = y + c0;
-        if (kw == 3 && sw == 2)
-            for (int64_t i = 0; i < m; i++)
-                out[i] = mps_max_nan(mps_max_nan(v[2 * i], v[2 * i + 1]), v[2 * i + 2]);
-        else if (kw == 3 && sw == 1)
-            for (int64_t i = 0; i < m; i++)
-                out[i] = mps_max_nan(mps_max_nan(v[i], v[i + 1]), v[i + 2]);
-        else
-            for (int64_t i = 0; i < m; i++) {
-                float acc = v[i * sw];
-                for (int64_t tw = 1; tw < kw; tw++)
-                    acc = mps_max_nan(acc, v[i * sw + tw]);
-                out[i] = acc;
-            }
+        mps_max_across(v, m, kw, sw, y + c0);
     }
 }
 
@@ -195,19 +204,7 @@ static void mps_max_plane(const float *x, const struct mps_cpu_window3 *w, float
             for (int64_t j = 0; j < cols; j++)
                 vr[j] = mps_max_nan(vr[j], row[j]);
         }
-        if (kw == 3 && sw == 2)
-            for (int64_t o = 0; o < ow_n; o++)
-                y[o] = mps_max_nan(mps_max_nan(v[2 * o], v[2 * o + 1]), v[2 * o + 2]);
-        else if (kw == 2 && sw == 2)
-            for (int64_t o = 0; o < ow_n; o++)
-                y[o] = mps_max_nan(v[2 * o], v[2 * o + 1]);
-        else
-            for (int64_t o = 0; o < ow_n; o++) {
-                float acc = v[o * sw];
-                for (int64_t t = 1; t < kw; t++)
-                    acc = mps_max_nan(acc, v[o * sw + t]);
-                y[o] = acc;
-            }
+        mps_max_across(v, ow_n, kw, sw, y);
     }
 }
 
