@@ -159,6 +159,7 @@ struct mps_direct_job {
     int64_t first;                     /* the job's first item (image * groups + group) */
     int64_t band, bands, parts, mstep; /* a unit: an item's band of tiles and part of W's rows */
     bool tiles_outer;                  /* a unit's loops: tiles outside W's panels */
+    bool copy_own;                     /* each unit is a whole item and copies its own input */
 };
 
 /* Whether some tap t < k (dilation d) reads phase a of stride s. */
@@ -240,6 +241,8 @@ static void mps_direct_units(void *ctx, int64_t begin, int64_t end)
     for (int64_t u = begin; u < end; u++) {
         int64_t i = u / (jb->bands * jb->parts), band = u / jb->parts % jb->bands, part = u % jb->parts;
         int64_t it = jb->first + i, bi = it / q->g, gi = it % q->g;
+        if (jb->copy_own)
+            mps_direct_copy(ctx, i * d->cg, (i + 1) * d->cg);
         const float *x = d->in_place ? jb->x + (bi * q->c + gi * d->cg) * q->in_plane : jb->copy + i * d->item;
         float *y = jb->y + (bi * q->m + gi * d->mg) * q->out_plane;
         int64_t t0 = band * jb->band, t1 = t0 + jb->band < d->tiles ? t0 + jb->band : d->tiles;
@@ -306,7 +309,10 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
             bands++;
         bands = bands < d.tiles ? bands : d.tiles;
         jb.first = first, jb.band = (d.tiles + bands - 1) / bands, jb.bands = (d.tiles + jb.band - 1) / jb.band;
-        if (!d.in_place)
+        /* a unit that is a whole item copies its input itself, on its own core,
+           just before it reads it (fashion_cnn, batch 8: one job a layer, not two) */
+        jb.copy_own = !d.in_place && jb.bands * jb.parts == 1;
+        if (!d.in_place && !jb.copy_own)
             mps_pool_for(a->pool, count * d.cg, d.sh * d.sw * d.plane, mps_direct_copy, &jb);
         mps_pool_for(a->pool, count * jb.bands * jb.parts, 2 * jb.mstep * jb.band * uk->nr * d.k, mps_direct_units,
                      &jb);
