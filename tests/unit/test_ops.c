@@ -810,7 +810,8 @@ static void test_maxpool_nan(void)
    narrower than a tile (several output rows in one tile), wider ones,
    dilation, groups, strides 2 and 3, a 7x7 stem, more images and groups
    than one job takes (a job boundary inside an image's groups), bands of
-   tiles, W's rows split over threads; pointwise layers reading the input
+   tiles, W's rows split over threads, W's panels inside or outside the tile
+   loop; pointwise layers reading the input
    itself (the plane's last tile moved back inside it), or packed when the
    plane is narrower than a tile; 3-D layers as the packed GEMM from a
    padded copy. Bias or none; Relu, LeakyRelu (in the tile's store), Sigmoid
@@ -861,6 +862,8 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
         {"Conv 1x1 in place, plane 32, groups 2, 3 images, Sigmoid", 2, {4, 8}, {1, 1}, 1, 1, {0, 0, 0, 0}, true, 3, 6,
          10, 2, 3},
         {"Conv 1x1 on a plane of 31 (packed)", 1, {31}, {1}, 1, 1, {0, 0}, true, 1, 8, 9, 1, 2},
+        {"Conv 3x3 200 channels (W's panels outside the tiles: a tile's B exceeds L1)", 2, {6, 9}, {3, 3}, 1, 1,
+         {1, 1, 1, 1}, true, 1, 200, 20, 1, 2},
         {"Conv 1x1 stride 2 (phases no tap reads)", 2, {15, 12}, {1, 1}, 2, 1, {0, 0, 0, 0}, true, 0, 24, 20, 1, 2},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {

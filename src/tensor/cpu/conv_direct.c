@@ -216,9 +216,9 @@ static void mps_direct_copy(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-/* One tile of item (image bi, group gi) against W's panel of rows p. */
-static inline void mps_direct_tile(const struct mps_direct_job *jb, const float *x, float *y, int64_t gi, int64_t t,
-                                   int64_t p, int rows)
+/* Tile t of an item of group gi (input x, output y) against W's panel of rows p. */
+static inline void mps_direct_run_tile(const struct mps_direct_job *jb, const float *x, float *y, int64_t gi, int64_t t,
+                                       int64_t p, int rows)
 {
     const struct mps_direct *d = jb->d;
     const struct mps_direct_tile *tl = &jb->tiles[t];
@@ -253,11 +253,11 @@ static void mps_direct_units(void *ctx, int64_t begin, int64_t end)
         if (jb->tiles_outer)
             for (int64_t t = t0; t < t1; t++)
                 for (int64_t p = m0; p < m1; p += mr)
-                    mps_direct_tile(jb, x, y, gi, t, p, (int)(m1 - p < mr ? m1 - p : mr));
+                    mps_direct_run_tile(jb, x, y, gi, t, p, (int)(m1 - p < mr ? m1 - p : mr));
         else
             for (int64_t p = m0; p < m1; p += mr)
                 for (int64_t t = t0; t < t1; t++)
-                    mps_direct_tile(jb, x, y, gi, t, p, (int)(m1 - p < mr ? m1 - p : mr));
+                    mps_direct_run_tile(jb, x, y, gi, t, p, (int)(m1 - p < mr ? m1 - p : mr));
     }
 }
 
@@ -276,8 +276,6 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
                                 .bias = a->in[2].data,
                                 .epi = mps_tile_epi_none(),
                                 .copy = (float *)(((uintptr_t)a->scratch + 63) & ~(uintptr_t)63)};
-    if (d.tiles == 0) /* an empty output plane */
-        return;
     jb.off = (const int32_t *)(jb.w + mps_direct_offsets_at(q, &d, uk));
     jb.tiles = (const struct mps_direct_tile *)(jb.w + mps_direct_tiles_at(q, &d, uk));
     jb.act = mps_pgemm_act_epi(act, &jb.epi) ? NULL : act;
