@@ -800,11 +800,14 @@ static void test_maxpool_nan(void)
 }
 
 /* Convolutions with constant weights (the rows above feed weights as graph
-   inputs), on the paths the cpu takes for a trained layer: 3x3 stride 1 with
-   64+ input channels and 32+ tiles of 2x2 as Winograd F(2x2, 3x3)
-   (winograd.c; with the families narrower than avx512, so CI's runs under
-   avx2 and c test it, under avx512 those rows take the direct path): odd and even output sizes (partial tiles), asymmetric pads,
-   a single output row, images side by side in one set of GEMMs; every other
+   inputs), on the paths the cpu takes for a trained layer: 3x3 stride 1 as
+   Winograd F(2x2, 3x3) (winograd.c: on avx2 and c from 16 channels, on
+   avx512 the rows of 64+ input channels whose blocks of 32 tiles are 3/4
+   full): odd and even output sizes (partial tiles), asymmetric pads, a
+   single output row, a block of tiles across images, parts of the output
+   channels per task, groups of blocks per task (U larger than L2), each
+   activation (in the transform's store or after it), rows wider than the
+   old form's 1024; every other
    2-D (and 1-D) layer as the direct convolution (conv_direct.c), reading a
    zero-padded copy of its input split into a stride's phases: outputs
    narrower than a tile (several output rows in one tile), wider ones,
@@ -831,8 +834,17 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
         {"Conv 3x3 Winograd no pads", 2, {16, 14}, {3, 3}, 1, 1, {0, 0, 0, 0}, false, false, 64, 20, 1, 2},
         {"Conv 3x3 Winograd asymmetric pads, Relu", 2, {12, 13}, {3, 3}, 1, 1, {1, 0, 2, 1}, true, true, 64, 20, 1, 2},
         {"Conv 3x3 Winograd one output row", 2, {3, 66}, {3, 3}, 1, 1, {0, 1, 0, 1}, true, false, 64, 20, 1, 2},
-        {"Conv 3x3 Winograd, 3 images in GEMM groups of 2 and 1", 2, {24, 24}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, true, 64,
-         20, 1, 3},
+        {"Conv 3x3 Winograd, 3 images (a block of tiles across images)", 2, {24, 24}, {3, 3}, 1, 1, {1, 1, 1, 1}, true,
+         true, 64, 20, 1, 3},
+        {"Conv 3x3 Winograd, LeakyRelu in the transform's store", 2, {10, 9}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, 2, 64,
+         24, 1, 4},
+        {"Conv 3x3 Winograd, Sigmoid after the transform, no bias", 2, {15, 8}, {3, 3}, 1, 1, {1, 1, 1, 1}, false, 3,
+         64, 17, 1, 3},
+        {"Conv 3x3 Winograd, rows wider than 1024", 2, {3, 1100}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, 1, 64, 9, 1, 1},
+        {"Conv 3x3 Winograd, U past L2 (a task takes a group of blocks)", 2, {20, 20}, {3, 3}, 1, 1, {1, 1, 1, 1}, true,
+         1, 64, 136, 1, 2},
+        {"Conv 3x3 Winograd, a group's rows of tiles longer than a block", 2, {4, 150}, {3, 3}, 1, 1, {1, 1, 1, 1}, true,
+         0, 64, 136, 1, 1},
         {"Conv 3x3 72 channels, Relu", 2, {9, 10}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, true, 72, 24, 1, 2},
         {"Conv 3x3 72 channels, one row, no pads", 2, {3, 40}, {3, 3}, 1, 1, {0, 0, 0, 0}, false, false, 72, 24, 1, 2},
         {"Conv 3x3 padded copy, 16 channels, Relu", 2, {14, 14}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, true, 16, 32, 1, 3},

@@ -7,9 +7,8 @@
    pointwise ones on planes narrower than a tile, on the blocked GEMM
    (pgemm.h), whose packer builds B a cache-sized block at a time (no im2col
    in memory): for stride 1 from a zero-padded copy of the input, else from
-   the input itself. 3x3 stride-1 layers with 64+ input channels run as
-   Winograd (winograd.c) on families narrower than avx512; depthwise ones
-   directly (3x3 ones on the family's dw3 kernel, ukernels.h). Run-time
+   the input itself. 3x3 stride-1 layers run as Winograd (winograd.c) where
+   it wins (mps_winograd_cpu_applies); depthwise ones directly (3x3 ones on the family's dw3 kernel, ukernels.h). Run-time
    weights: im2col + sgemm. ConvTranspose: sgemm + col2im. Every rank runs
    as 3-D: missing leading spatial dims have size 1. */
 #include <string.h>
@@ -78,9 +77,10 @@ enum mps_conv_path {
     MPS_CONV_WINOGRAD,  /* constant 3x3 stride-1 weights, enough channels and tiles (winograd.c) */
     MPS_CONV_DIRECT,    /* constant weights, 2-D: direct, on the family's conv tile (conv_direct.c) */
     MPS_CONV_PACKED,    /* constant weights: packed, on the micro-kernels */
-    MPS_CONV_BLAS,      /* run-time weights: im2col and sgemm */
+    MPS_CONV_BLAS,      /* run-time weights (or a node evaluated alone): im2col and sgemm */
 };
 
+/* uk NULL: evaluated alone (constant folding), nothing packed. */
 static enum mps_conv_path mps_conv_path_of(const struct mps_graph *g, const struct mps_node *n,
                                            const struct mps_conv_geom *q, const struct mps_ukernels *uk)
 {
@@ -89,29 +89,22 @@ static enum mps_conv_path mps_conv_path_of(const struct mps_graph *g, const stru
        group has several outputs (a first layer on gray images: a GEMM of k = taps) */
     if (q->c / q->g == 1 && !mps_conv_is_pointwise(q) && !(w->data && q->m / q->g > 1 && w->dtype == MPS_F32))
         return MPS_CONV_DEPTHWISE;
-    if (!w->data || w->dtype != MPS_F32)
+    if (!uk || !w->data || w->dtype != MPS_F32)
         return MPS_CONV_BLAS;
-    /* Winograd where the family's vectors are narrower than 512 bits (uk NULL:
-       where some family's are): on this Zen 5, resnet18 with the avx2 family
-       ran 10% faster at batch 8 with it than with the direct convolution (183
-       vs 201 ms), with avx512 10% slower (118 vs 108 ms; the same at batch 1).
-       Below 64 input channels the direct convolution wins on either. */
-    if (mps_winograd_applies(g, n) && q->c >= 64 && (!uk || uk->nr < 32))
+    if (mps_winograd_cpu_applies(g, n, uk))
         return MPS_CONV_WINOGRAD;
     return mps_direct_applies(q) ? MPS_CONV_DIRECT : MPS_CONV_PACKED;
 }
 
-size_t mps_cpu_conv_scratch(const struct mps_graph *g, const struct mps_node *n)
+size_t mps_cpu_conv_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                            int threads)
 {
     const struct mps_shape *x = &g->values[n->in[0]].shape, *y = &g->values[n->out[0]].shape;
     struct mps_conv_geom q = mps_conv_geom_of(n, x, y);
     if (n->op == MPS_OP_CONV_TRANSPOSE)
         return (size_t)(q.m / q.g * q.taps * q.in_plane) * sizeof(float);
-    switch (mps_conv_path_of(g, n, &q, NULL)) {
-    case MPS_CONV_WINOGRAD: { /* or direct, with the widest families */
-        size_t wino = mps_winograd_scratch(g, n), direct = mps_direct_applies(&q) ? mps_direct_scratch(&q) : 0;
-        return wino > direct ? wino : direct;
-    }
+    switch (mps_conv_path_of(g, n, &q, uk)) {
+    case MPS_CONV_WINOGRAD: return mps_winograd_scratch(g, n, uk, threads);
     case MPS_CONV_DIRECT: return mps_direct_scratch(&q);
     case MPS_CONV_PACKED: {
         int64_t count = mps_conv_chunk(&q), dims[3];

@@ -250,7 +250,7 @@ static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct m
     for (int k = 0; k < g->n_nodes; k++) {
         const struct mps_node *n = &g->nodes[k];
         if (mps_cpu_scratch_fns[n->op]) {
-            size_t b = mps_cpu_scratch_fns[n->op](g, n);
+            size_t b = mps_cpu_scratch_fns[n->op](g, n, uk, threads);
             scratch = b > scratch ? b : scratch;
         }
         if (mps_cpu_packed_bytes(s, n))
@@ -453,7 +453,7 @@ enum mps_status mps_cpu_eval_node(const struct mps_graph *g, const struct mps_no
     int ins, outs;
     mps_cpu_slot_counts(n, &ins, &outs);
     struct mps_tensor *t = calloc((size_t)(ins + outs), sizeof *t);
-    size_t scratch = mps_cpu_scratch_fns[n->op] ? mps_cpu_scratch_fns[n->op](g, n) : 0;
+    size_t scratch = mps_cpu_scratch_fns[n->op] ? mps_cpu_scratch_fns[n->op](g, n, NULL, 1) : 0;
     void *buf = scratch ? malloc(scratch) : NULL;
     if (!t || (scratch && !buf)) {
         free(t);

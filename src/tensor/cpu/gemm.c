@@ -177,8 +177,10 @@ size_t mps_cpu_gemm_pack(const struct mps_graph *g, const struct mps_node *n, co
     return bytes;
 }
 
-size_t mps_cpu_matmul_scratch(const struct mps_graph *g, const struct mps_node *n)
+size_t mps_cpu_matmul_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                              int threads)
 {
+    (void)uk, (void)threads;
     if (g->values[n->out[0]].dtype != MPS_F16)
         return 0;
     int64_t elems = 0;

@@ -28,8 +28,10 @@ struct mps_cpu_args {
 };
 
 typedef enum mps_status (*mps_cpu_kernel)(const struct mps_cpu_args *a, struct mps_error *err);
-/* Scratch bytes a node needs, from its inferred graph. */
-typedef size_t (*mps_cpu_scratch)(const struct mps_graph *g, const struct mps_node *n);
+/* Scratch bytes a node needs, from its inferred graph, when threads run it
+   with the kernel family uk (NULL: evaluated alone, nothing packed). */
+typedef size_t (*mps_cpu_scratch)(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                                  int threads);
 /* Bytes of the data a node prepares once at compile (weights packed for the
    micro-kernels of uk), 0 for none; writes them to dst when dst is not NULL. */
 typedef size_t (*mps_cpu_pack)(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
@@ -43,7 +45,8 @@ typedef size_t (*mps_cpu_pack)(const struct mps_graph *g, const struct mps_node 
 void mps_cpu_sgemm_ld(struct mps_pool *pool, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                       const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 enum mps_status mps_cpu_matmul(const struct mps_cpu_args *a, struct mps_error *err);
-size_t mps_cpu_matmul_scratch(const struct mps_graph *g, const struct mps_node *n);
+size_t mps_cpu_matmul_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                              int threads);
 enum mps_status mps_cpu_gemm(const struct mps_cpu_args *a, struct mps_error *err);
 /* Gemm and MatMul with constant weights: B packed for uk's micro-kernels (pgemm.h) */
 size_t mps_cpu_gemm_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
@@ -53,12 +56,18 @@ size_t mps_cpu_matmul_pack(const struct mps_graph *g, const struct mps_node *n, 
 /* conv.c */
 enum mps_status mps_cpu_conv(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_conv_transpose(const struct mps_cpu_args *a, struct mps_error *err);
-size_t mps_cpu_conv_scratch(const struct mps_graph *g, const struct mps_node *n);
+size_t mps_cpu_conv_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                              int threads);
 size_t mps_cpu_conv_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
                          void *dst);
-/* winograd.c: 3x3 stride-1 Conv as F(2x2, 3x3), weights transformed at compile */
+/* winograd.c: 3x3 stride-1 Conv as F(2x2, 3x3), weights transformed at compile.
+   mps_winograd_applies: cuda's rule; mps_winograd_cpu_applies: the CPU's,
+   for the family uk (NULL: for some family, as scratch is sized). */
 bool mps_winograd_applies(const struct mps_graph *g, const struct mps_node *n);
-size_t mps_winograd_scratch(const struct mps_graph *g, const struct mps_node *n);
+bool mps_winograd_cpu_applies(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk);
+/* V and M of the fused run: per thread, each task a block of tiles at a time */
+size_t mps_winograd_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                            int threads);
 size_t mps_winograd_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
                          void *dst);
 /* Runs the convolution of a (u: what mps_winograd_pack wrote), bias and fused activation included. */
@@ -112,7 +121,8 @@ enum mps_status mps_cpu_onehot(const struct mps_cpu_args *a, struct mps_error *e
 enum mps_status mps_cpu_trilu(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_cumsum(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_resize(const struct mps_cpu_args *a, struct mps_error *err);
-size_t mps_cpu_resize_scratch(const struct mps_graph *g, const struct mps_node *n);
+size_t mps_cpu_resize_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                              int threads);
 
 /* A convolution or pooling window in 3-D terms (depth, height, width): 1-D
    and 2-D ops run as 3-D ones whose leading spatial dims have size 1. */

@@ -82,8 +82,10 @@ static void mps_resize_elements(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-size_t mps_cpu_resize_scratch(const struct mps_graph *g, const struct mps_node *n)
+size_t mps_cpu_resize_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                              int threads)
 {
+    (void)uk, (void)threads;
     const struct mps_shape *y = &g->values[n->out[0]].shape;
     size_t count = 0;
     for (int d = 0; d < y->ndim; d++)

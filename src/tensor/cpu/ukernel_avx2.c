@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "ukernel_wino.h"
 #include "ukernel_x86.h"
 
 #define MR 6
@@ -293,4 +294,6 @@ const struct mps_ukernels mps_ukernels_avx2 = {
     .gemm = mps_avx2_gemm,
     .dw3 = mps_avx2_dw3,
     .conv = mps_avx2_conv,
+    .wino_in = mps_wino_in,
+    .wino_out = mps_wino_out,
 };

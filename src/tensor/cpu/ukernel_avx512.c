@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "ukernel_wino.h"
 #include "ukernel_x86.h"
 
 #define MR 8
@@ -365,4 +366,6 @@ const struct mps_ukernels mps_ukernels_avx512 = {
     .gemm = mps_avx512_gemm,
     .dw3 = mps_avx512_dw3,
     .conv = mps_avx512_conv,
+    .wino_in = mps_wino_in,
+    .wino_out = mps_wino_out,
 };

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "ukernel_wino.h"
 #include "ukernels.h"
 
 #define MR 4
@@ -110,4 +111,6 @@ const struct mps_ukernels mps_ukernels_c = {
     .gemm = mps_c_gemm,
     .dw3 = mps_c_dw3,
     .conv = mps_c_conv,
+    .wino_in = mps_wino_in,
+    .wino_out = mps_wino_out,
 };

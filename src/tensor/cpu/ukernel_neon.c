@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "ukernel_wino.h"
 #include "ukernels.h"
 
 #define MR 8
@@ -243,4 +244,6 @@ const struct mps_ukernels mps_ukernels_neon = {
     .gemm = mps_neon_gemm,
     .dw3 = mps_neon_dw3,
     .conv = mps_neon_conv,
+    .wino_in = mps_wino_in,
+    .wino_out = mps_wino_out,
 };

@@ -86,6 +86,17 @@ static inline float mps_tile_epi_act(const struct mps_tile_epi *e, float v)
     return v < 0 ? e->slope * v : v;
 }
 
+/* Winograd F(2x2, 3x3)'s transforms around its products (winograd.c;
+   ukernel_wino.h has them once, each family compiles them for its vectors).
+   wino_in: for count tiles whose 4x4 inputs start at x + 2 t (rows pw
+   apart), V = B^T d B, its element k (row-major) to v[k vk + t]. wino_out:
+   for count tiles, M's element k at m[k mk + t], Y = A^T M A + bias through
+   the epilogue's clamp and slope (its bias and residual unused): the 2x2
+   outputs of tile t to y0[2 t], y0[2 t + 1] and y1[2 t], y1[2 t + 1]. */
+typedef void (*mps_uwino_in_fn)(const float *x, int64_t pw, int64_t count, float *v, int64_t vk);
+typedef void (*mps_uwino_out_fn)(const float *m, int64_t mk, int64_t count, float bias, float *y0, float *y1,
+                                 const struct mps_tile_epi *epi);
+
 struct mps_ukernels {
     const char *name;     /* "avx512", "avx2", "neon", "c" */
     const char *describe; /* "AVX-512F, 8 x 32 float tiles" */
@@ -95,6 +106,8 @@ struct mps_ukernels {
     mps_ugemm_fn gemm;
     mps_udw3_fn dw3;
     mps_uconv_fn conv;
+    mps_uwino_in_fn wino_in;
+    mps_uwino_out_fn wino_out;
 };
 
 /* The families this build holds (isa.c lists them; each is NULL-free). */

@@ -7,20 +7,28 @@
    and A^T M A gives the 2x2 outputs: 16 multiplies per 4 outputs instead of
    36, the products on the micro-kernels (each U[k] packed at compile as A).
    Used when the weights are constant and there are enough channels for the
-   GEMMs to pay (mps_winograd_applies). */
+   GEMMs to pay: mps_winograd_cpu_applies on the CPU (its run is below),
+   mps_winograd_applies on CUDA (which runs its own kernels on U packed here). */
 #include <string.h>
 
 #include "kernels.h"
 #include "pgemm.h"
 
+enum {
+    MPS_WINOGRAD_ROW = 1024,           /* the widest output row + 4 that cuda's rule takes */
+    MPS_WINOGRAD_NT = 32,              /* tiles a CPU task takes: a multiple of every family's nr */
+    MPS_WINOGRAD_SKEW = 16,            /* floats past each of V's and M's 16 matrices: 64 bytes more than
+                                          a multiple of 4 KB apart, the transforms' 16 streams do not all
+                                          fall in one set of the L1 cache (they did: l1 4.3 -> 2.3 ms) */
+    MPS_WINOGRAD_COPY_BYTES = 8 << 20, /* the padded copies of one round of images (or one image) */
+    MPS_WINOGRAD_U_L2 = 512 << 10,     /* U up to this size stays in L2 from one task to the next */
+    MPS_WINOGRAD_V_BYTES = 1 << 20,    /* V of one task, where U does not (mps_winograd_split_of) */
+};
+
 /* Geometry of one Winograd convolution: images n, channels c -> m, input
    h x w, output oh x ow in th x tw tiles of 2x2, begin pads pt, pl. */
-/* The widest (padded) row the transforms handle in their stack buffers. */
-enum { MPS_WINOGRAD_ROW = 1024 };
-
 struct mps_winograd {
     int64_t n, c, m, h, w, oh, ow, th, tw, tiles, pt, pl;
-    int64_t group; /* images whose tiles share one set of GEMMs */
 };
 
 static struct mps_winograd mps_winograd_of(const struct mps_shape *x, const struct mps_shape *y,
@@ -38,13 +46,12 @@ static struct mps_winograd mps_winograd_of(const struct mps_shape *x, const stru
     q.th = (q.oh + 1) / 2;
     q.tw = (q.ow + 1) / 2;
     q.tiles = q.th * q.tw;
-    /* small images side by side, so that the GEMMs see at least ~256 tiles */
-    q.group = (256 + q.tiles - 1) / q.tiles;
-    q.group = q.group < q.n ? q.group : q.n;
     return q;
 }
 
-bool mps_winograd_applies(const struct mps_graph *g, const struct mps_node *n)
+/* 3x3, stride 1, undilated, one group, constant weights, 16+ channels each
+   way (below that the 16 products are too short to pay for the transforms). */
+static bool mps_winograd_shape(const struct mps_graph *g, const struct mps_node *n)
 {
     if (n->op != MPS_OP_CONV || g->values[n->in[0]].shape.ndim != 4 || !g->values[n->in[1]].data)
         return false;
@@ -53,29 +60,41 @@ bool mps_winograd_applies(const struct mps_graph *g, const struct mps_node *n)
     for (int j = 0; j < 2; j++)
         if (p->win.kernel[j] != 3 || p->win.stride[j] != 1 || p->win.dilation[j] != 1)
             return false;
-    /* measured on resnet18 (2 cores): a gain from 14x14 outputs up (49 tiles; 1.8 -> 1.3 ms
-       on its 256-channel layer), a loss at 7x7 (16 tiles: 2.1 -> 2.4 ms); and below 16
-       channels the 16 small GEMMs cost more than im2col's one (the cpu asks for more:
-       conv.c) */
-    const struct mps_shape *ys = &g->values[n->out[0]].shape;
-    int64_t tiles = (ys->dim[2] + 1) / 2 * ((ys->dim[3] + 1) / 2);
-    return p->group == 1 && ws->dim[0] >= 16 && ws->dim[1] >= 16 && tiles >= 32 && ys->dim[3] + 4 <= MPS_WINOGRAD_ROW;
+    return p->group == 1 && ws->dim[0] >= 16 && ws->dim[1] >= 16;
 }
 
-/* V (16 x channels x tiles, the tiles rounded up to the widest panel of any
-   kernel family, 32) then the products (16 x out channels x tiles). */
-size_t mps_winograd_scratch(const struct mps_graph *g, const struct mps_node *n)
+bool mps_winograd_applies(const struct mps_graph *g, const struct mps_node *n)
 {
-    struct mps_winograd q = mps_winograd_of(&g->values[n->in[0]].shape, &g->values[n->out[0]].shape, n);
-    int64_t span = q.tiles * q.group;
-    return (size_t)(16 * (q.c * ((span + 31) / 32 * 32) + q.m * span)) * sizeof(float);
+    /* measured on resnet18 (2 cores, cuda's first form): a gain from 14x14 outputs up (49 tiles),
+       a loss at 7x7 (16 tiles) */
+    const struct mps_shape *ys = &g->values[n->out[0]].shape;
+    return mps_winograd_shape(g, n) && (ys->dim[2] + 1) / 2 * ((ys->dim[3] + 1) / 2) >= 32 &&
+           ys->dim[3] + 4 <= MPS_WINOGRAD_ROW;
+}
+
+bool mps_winograd_cpu_applies(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk)
+{
+    if (!mps_winograd_shape(g, n))
+        return false;
+    if (!uk || uk->nr < 32) /* every such layer measured gains on avx2 (1.3-2x), 7x7 planes included */
+        return true;
+    /* avx512's direct convolution runs near its peak: Winograd wins from 64
+       input channels, with 3 blocks of tiles or more, at least 3/4 full.
+       Measured here (Zen 5, 2 threads), six layers in a chain so that the
+       weights come from memory as in a model: 56x56 64 channels 3.24 ->
+       2.35 ms, 28x28 128 channels 3.37 -> 2.81; 14x14 256 channels at batch
+       1 (49 tiles, 2 blocks) 3.89 -> 4.15-4.95, a loss: U (4 MB) costs more
+       to read than the products it saves. 16 and 32 channels lost too. */
+    const struct mps_shape *ys = &g->values[n->out[0]].shape;
+    int64_t tiles = ys->dim[0] * ((ys->dim[2] + 1) / 2) * ((ys->dim[3] + 1) / 2);
+    int64_t blocks = (tiles + MPS_WINOGRAD_NT - 1) / MPS_WINOGRAD_NT;
+    return g->values[n->in[1]].shape.dim[1] >= 64 && blocks >= 3 && 4 * tiles >= 3 * blocks * MPS_WINOGRAD_NT;
 }
 
 /* U[k] = (G g G^T)[k] for each 3x3 kernel g = W[m][c], as 16 [m x c]
    matrices, each packed as the A operand of uk's micro-kernels; uk NULL:
    plain, U[k][m][c] (the CUDA backend's layout: packed with 1-row panels). */
-size_t mps_winograd_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
-                         void *dst)
+size_t mps_winograd_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk, void *dst)
 {
     struct mps_winograd q = mps_winograd_of(&g->values[n->in[0]].shape, &g->values[n->out[0]].shape, n);
     size_t per = uk ? mps_pgemm_packed_bytes(uk, q.m, q.c, true) : sizeof(float) * (size_t)(q.m * q.c);
@@ -109,142 +128,252 @@ size_t mps_winograd_pack(const struct mps_graph *g, const struct mps_node *n, co
     return bytes;
 }
 
-struct mps_winograd_job {
+/* The run, fused. The input is first copied, zero-padded, so that every
+   tile reads a 4x4 window of one padded plane (2 th + 2 rows of 2 tw + 2).
+   Then each task takes a block of MPS_WINOGRAD_NT tiles (2x2 output blocks,
+   counted over the images of the copy) and a part of the output channels,
+   and does the three steps on it while its data sit in L2: the input
+   transform of the block for every input channel (V: 16 matrices of
+   channels x tiles, laid out as the micro-kernels' packed B), the 16
+   products M[k] = U[k] V[k] for its output channels, then the output
+   transform with bias and activation. The transforms are the family's
+   (ukernel_wino.h). The three-pass form this replaced (each step over
+   every tile, through megabytes of scratch, the transforms at SSE2's
+   width) lost to the direct convolution on avx512. A task of a part of the
+   channels transforms its block itself, as the other parts' tasks do: that
+   repeats 1/(2 x part) of the products' work, cheaper than another job. */
+
+struct mps_winograd_run {
     const struct mps_winograd *q;
-    const float *x, *bias;
-    float *v, *prod, *y;
-    int64_t span;    /* tiles of the images in one GEMM: B's columns, the row length of prod */
-    int64_t nr;      /* the micro-kernels' panel width: v is written packed as their B */
-    int64_t vstride; /* floats of one V[k]: span rounded up to nr, times the channels */
-    const struct mps_fused_act *act;
+    const struct mps_ukernels *uk;
+    struct mps_pool *pool;
+    const float *x, *u, *bias;       /* x: the round's first image; u: U[k] packed as A, per floats apart */
+    float *y;                        /* the round's first image's output */
+    float *copy;                     /* the round's padded planes, ph x pw each */
+    int64_t ph, pw, images;          /* padded planes; images in the round */
+    int64_t per;                     /* floats of one packed U[k] */
+    int64_t nt, parts, mstep;        /* a task: nt tiles (a group of blocks) x mstep output channels (whole panels) */
+    float *scratch;                  /* per thread: V (16 x c x nt) then M (16 x mstep x nt) */
+    struct mps_tile_epi epi;         /* the activation, where the tile's clamp and slope make it */
+    const struct mps_fused_act *act; /* the others, applied after, or NULL */
 };
 
-/* Copies n floats of src to the packed V, tiles j0 .. j0 + n of one channel:
-   runs of up to nr, one panel (panel floats apart) each. */
-static void mps_winograd_put(float *v, int64_t j0, int64_t n, int64_t nr, int64_t panel, const float *src)
+static int64_t mps_winograd_plane(const struct mps_winograd *q)
 {
-    for (int64_t done = 0; done < n;) {
-        int64_t j = j0 + done, off = j % nr, len = nr - off < n - done ? nr - off : n - done;
-        memcpy(v + j / nr * panel + off, src + done, sizeof(float) * (size_t)len);
-        done += len;
+    return (2 * q->th + 2) * (2 * q->tw + 2);
+}
+
+/* Images of one round: their padded copies fit MPS_WINOGRAD_COPY_BYTES. */
+static int64_t mps_winograd_round(const struct mps_winograd *q)
+{
+    int64_t fit = MPS_WINOGRAD_COPY_BYTES / (int64_t)sizeof(float) / (q->c * mps_winograd_plane(q));
+    fit = fit > 1 ? fit : 1;
+    return q->n < fit ? q->n : fit;
+}
+
+/* Floats of one thread's V and M for tasks of nt tiles x mstep output channels. */
+static int64_t mps_winograd_thread_floats(const struct mps_winograd *q, int64_t nt, int64_t mstep)
+{
+    return 16 * (nt * (q->c + mstep) + 2 * MPS_WINOGRAD_SKEW);
+}
+
+/* Floats from one of V's matrices to the next, and from one of M's to the next. */
+static int64_t mps_winograd_vk(const struct mps_winograd *q, int64_t nt)
+{
+    return q->c * nt + MPS_WINOGRAD_SKEW;
+}
+static int64_t mps_winograd_mk(int64_t nt, int64_t mstep)
+{
+    return mstep * nt + MPS_WINOGRAD_SKEW;
+}
+
+/* How a round of images splits into tasks: groups of blocks of NT tiles
+   times parts of the output channels, about two tasks a thread. Each
+   group's tasks read all of U between them: where U is small it stays in
+   L2 and a group is one block; where it is not (256 channels: 4 MB), as
+   many blocks as keep V within MPS_WINOGRAD_V_BYTES, so that U is read
+   from memory fewer times (resnet18's 14x14 layers in the model: ...). */
+struct mps_winograd_split {
+    int64_t group, groups, parts, mstep; /* blocks a group, groups; parts of mstep output channels */
+};
+
+static struct mps_winograd_split mps_winograd_split_of(const struct mps_winograd *q, int64_t images, int64_t mr,
+                                                       int64_t threads)
+{
+    struct mps_winograd_split sp = {.group = 1};
+    int64_t blocks = (images * q->tiles + MPS_WINOGRAD_NT - 1) / MPS_WINOGRAD_NT, m_panels = (q->m + mr - 1) / mr;
+    if (16 * q->m * q->c * (int64_t)sizeof(float) > MPS_WINOGRAD_U_L2) {
+        sp.group = MPS_WINOGRAD_V_BYTES / (16 * q->c * MPS_WINOGRAD_NT * (int64_t)sizeof(float));
+        sp.group = sp.group < 1 ? 1 : sp.group < blocks ? sp.group : blocks;
+    }
+    sp.groups = (blocks + sp.group - 1) / sp.group;
+    sp.group = (blocks + sp.groups - 1) / sp.groups; /* groups of equal size */
+    int64_t want = 2 * threads;
+    sp.parts = sp.groups >= want ? 1 : (want + sp.groups - 1) / sp.groups;
+    sp.parts = sp.parts < m_panels ? sp.parts : m_panels;
+    sp.mstep = (m_panels + sp.parts - 1) / sp.parts * mr;
+    sp.parts = (m_panels * mr + sp.mstep - 1) / sp.mstep;
+    return sp;
+}
+
+size_t mps_winograd_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                            int threads)
+{
+    struct mps_winograd q = mps_winograd_of(&g->values[n->in[0]].shape, &g->values[n->out[0]].shape, n);
+    int64_t round = mps_winograd_round(&q), copies = round * q.c * mps_winograd_plane(&q), per_thread = 0;
+    threads = threads > 0 ? threads : 1;
+    for (int64_t images = 1; images <= round; images++) { /* the last round may hold fewer */
+        struct mps_winograd_split sp = mps_winograd_split_of(&q, images, uk->mr, threads);
+        int64_t f = mps_winograd_thread_floats(&q, sp.group * MPS_WINOGRAD_NT, sp.mstep);
+        per_thread = f > per_thread ? f : per_thread;
+    }
+    return sizeof(float) * (size_t)(copies + (copies % 16 ? 16 : 0) + per_thread * threads) + 64;
+}
+
+/* The padded copies of planes [begin, end) (image * channels + channel) of the round. */
+static void mps_winograd_pad(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_winograd_run *r = ctx;
+    const struct mps_winograd *q = r->q;
+    int64_t inside = q->w < r->pw - q->pl ? q->w : r->pw - q->pl; /* columns of a row the tiles read */
+    for (int64_t p = begin; p < end; p++) {
+        const float *src = r->x + p * q->h * q->w;
+        float *dst = r->copy + p * r->ph * r->pw;
+        for (int64_t row = 0; row < r->ph; row++, dst += r->pw) {
+            int64_t ih = row - q->pt;
+            if (ih < 0 || ih >= q->h) {
+                memset(dst, 0, sizeof(float) * (size_t)r->pw);
+                continue;
+            }
+            memset(dst, 0, sizeof(float) * (size_t)q->pl);
+            memcpy(dst + q->pl, src + ih * q->w, sizeof(float) * (size_t)inside);
+            memset(dst + q->pl + inside, 0, sizeof(float) * (size_t)(r->pw - q->pl - inside));
+        }
     }
 }
 
-/* V[k] = (B^T d B)[k] for each 4x4 input tile d of items [begin, end) (image *
-   channels + channel of the group), a row of tiles at a time: B^T down the
-   four padded rows the tiles read, each result split into its even and odd
-   columns, then B across them, the 16 values of every tile as 16 runs (loops
-   over the tiles that the compiler vectorizes). Each V[k] is written as the
-   packed B of the micro-kernels (channel kk of tile j at panel j / nr, offset
-   kk * nr + j % nr); the last image's items zero their channel's padding. */
-static void mps_winograd_input(void *ctx, int64_t begin, int64_t end)
+/* A run of a block's tiles along one row of tiles of one image: count
+   tiles from (image b of the round, tile row ty, column tx0), the block's
+   tiles at .. at + count. */
+struct mps_winograd_span {
+    int64_t b, ty, tx0, count, at;
+};
+
+/* The run that starts at the block's tile at (the block: n tiles from the round's tile j0). */
+static struct mps_winograd_span mps_winograd_span(const struct mps_winograd *q, int64_t j0, int64_t n, int64_t at)
 {
-    const struct mps_winograd_job *jb = ctx;
-    const struct mps_winograd *q = jb->q;
-    int64_t nr = jb->nr, panel = q->c * nr, wp = 2 * q->tw + 2; /* padded width the tiles read */
-    int64_t half = q->tw + 1;                                    /* even (and odd) columns of a padded row */
-    float in[4][MPS_WINOGRAD_ROW], ev[4][MPS_WINOGRAD_ROW / 2 + 1], od[4][MPS_WINOGRAD_ROW / 2 + 1];
-    float out[16][MPS_WINOGRAD_ROW / 2];
-    int64_t inside = q->w < wp - q->pl ? q->w : wp - q->pl; /* the input columns the tiles read */
-    for (int64_t item = begin; item < end; item++) {
-        int64_t b = item / q->c, c = item % q->c;
-        const float *xc = jb->x + item * q->h * q->w;
-        float *vc = jb->v + c * nr;
-        for (int64_t ty = 0; ty < q->th; ty++) {
-            for (int i = 0; i < 4; i++) {
-                int64_t r = 2 * ty - q->pt + i;
-                if (r < 0 || r >= q->h) {
-                    memset(in[i], 0, sizeof(float) * (size_t)wp);
-                    continue;
-                }
-                memset(in[i], 0, sizeof(float) * (size_t)q->pl);
-                memcpy(in[i] + q->pl, xc + r * q->w, sizeof(float) * (size_t)inside);
-                memset(in[i] + q->pl + inside, 0, sizeof(float) * (size_t)(wp - q->pl - inside));
-            }
-            for (int64_t j = 0; j < half; j++) {
-                float e0 = in[0][2 * j], e1 = in[1][2 * j], e2 = in[2][2 * j], e3 = in[3][2 * j];
-                float o0 = in[0][2 * j + 1], o1 = in[1][2 * j + 1], o2 = in[2][2 * j + 1], o3 = in[3][2 * j + 1];
-                ev[0][j] = e0 - e2, ev[1][j] = e1 + e2, ev[2][j] = e2 - e1, ev[3][j] = e1 - e3;
-                od[0][j] = o0 - o2, od[1][j] = o1 + o2, od[2][j] = o2 - o1, od[3][j] = o1 - o3;
-            }
-            for (int i = 0; i < 4; i++)
-                for (int64_t tx = 0; tx < q->tw; tx++) {
-                    out[4 * i][tx] = ev[i][tx] - ev[i][tx + 1];
-                    out[4 * i + 1][tx] = od[i][tx] + ev[i][tx + 1];
-                    out[4 * i + 2][tx] = ev[i][tx + 1] - od[i][tx];
-                    out[4 * i + 3][tx] = od[i][tx] - od[i][tx + 1];
-                }
-            for (int k = 0; k < 16; k++)
-                mps_winograd_put(vc + k * jb->vstride, b * q->tiles + ty * q->tw, q->tw, nr, panel, out[k]);
+    int64_t j = j0 + at;
+    struct mps_winograd_span s = {.b = j / q->tiles, .ty = j % q->tiles / q->tw, .tx0 = j % q->tw, .at = at};
+    s.count = q->tw - s.tx0 < n - at ? q->tw - s.tx0 : n - at;
+    return s;
+}
+#define MPS_WINOGRAD_SPANS(s, q, j0, n)                                                                                \
+    for (struct mps_winograd_span s = mps_winograd_span(q, j0, n, 0); s.at < (n);                                      \
+         s = mps_winograd_span(q, j0, n, s.at + s.count))
+
+/* V for a task's n tiles from j0, every input channel: V[k] is the packed
+   B of the micro-kernels, channel c of the task's tile t at panel t / nr,
+   offset c nr + t % nr; lanes past the tiles are zeros (the products read
+   them). */
+static void mps_winograd_input(const struct mps_winograd_run *r, int64_t j0, int64_t n, float *v)
+{
+    const struct mps_winograd *q = r->q;
+    int64_t nr = r->uk->nr, vk = mps_winograd_vk(q, r->nt);
+    MPS_WINOGRAD_SPANS(s, q, j0, n)
+    for (int64_t c = 0; c < q->c; c++) {
+        const float *plane = r->copy + (s.b * q->c + c) * r->ph * r->pw + 2 * s.ty * r->pw + 2 * s.tx0;
+        for (int64_t done = 0; done < s.count;) { /* the run's tiles, a panel at a time */
+            int64_t t = s.at + done, len = nr - t % nr < s.count - done ? nr - t % nr : s.count - done;
+            r->uk->wino_in(plane + 2 * done, r->pw, len, v + t / nr * q->c * nr + c * nr + t % nr, vk);
+            done += len;
         }
-        if (b == jb->span / q->tiles - 1 && jb->span % nr) /* the last panel's columns past the tiles */
-            for (int k = 0; k < 16; k++)
-                memset(vc + k * jb->vstride + jb->span / nr * panel + jb->span % nr, 0,
-                       sizeof(float) * (size_t)(nr - jb->span % nr));
+    }
+    if (n % nr) /* the last panel's lanes past the tiles */
+        for (int k = 0; k < 16; k++)
+            for (int64_t c = 0; c < q->c; c++)
+                memset(v + k * vk + n / nr * q->c * nr + c * nr + n % nr, 0, sizeof(float) * (size_t)(nr - n % nr));
+}
+
+/* Y's 2x2 blocks for output channels [m0, m1) of a task's tiles, from M
+   (16 matrices of mstep rows x nt tiles). Runs that end past the output's
+   last column, or tiles past its last row, go through a row on the stack. */
+static void mps_winograd_output(const struct mps_winograd_run *r, int64_t j0, int64_t n, int64_t m0, int64_t m1,
+                                const float *prod)
+{
+    const struct mps_winograd *q = r->q;
+    float edge[2][2 * MPS_WINOGRAD_NT];
+    for (int64_t m = m0; m < m1; m++) {
+        float bias = r->bias ? r->bias[m] : 0.0f;
+        MPS_WINOGRAD_SPANS(s, q, j0, n)
+        for (int64_t t0 = 0; t0 < s.count; t0 += MPS_WINOGRAD_NT) { /* pieces the edge row holds */
+            int64_t count = s.count - t0 < MPS_WINOGRAD_NT ? s.count - t0 : MPS_WINOGRAD_NT, tx = s.tx0 + t0;
+            float *y0 = r->y + ((s.b * q->m + m) * q->oh + 2 * s.ty) * q->ow + 2 * tx, *y1 = y0 + q->ow;
+            int64_t cols = 2 * count < q->ow - 2 * tx ? 2 * count : q->ow - 2 * tx;
+            bool rows2 = 2 * s.ty + 1 < q->oh, whole = cols == 2 * count;
+            r->uk->wino_out(prod + (m - m0) * r->nt + s.at + t0, mps_winograd_mk(r->nt, r->mstep), count, bias,
+                            whole ? y0 : edge[0], whole && rows2 ? y1 : edge[1], &r->epi);
+            if (!whole)
+                memcpy(y0, edge[0], sizeof(float) * (size_t)cols);
+            if (!whole && rows2)
+                memcpy(y1, edge[1], sizeof(float) * (size_t)cols);
+            for (int a = 0; r->act && a < 1 + rows2; a++)
+                mps_cpu_act_inplace(r->act, a ? y1 : y0, cols);
+        }
     }
 }
 
-/* Y[image][m] 2x2 blocks = act(A^T M[.][m][image, tile] A + bias) for items
-   [begin, end) (image * channels + channel of the group), a row of tiles at
-   a time (vectorized over the tiles). */
-static void mps_winograd_output(void *ctx, int64_t begin, int64_t end)
+static void mps_winograd_tasks(void *ctx, int64_t begin, int64_t end)
 {
-    const struct mps_winograd_job *jb = ctx;
-    const struct mps_winograd *q = jb->q;
-    int64_t stride = q->m * jb->span;
-    float r[2][4][MPS_WINOGRAD_ROW / 2], out[2][MPS_WINOGRAD_ROW];
-    for (int64_t item = begin; item < end; item++) {
-        int64_t b = item / q->m, m = item % q->m;
-        float *ym = jb->y + item * q->oh * q->ow, bias = jb->bias ? jb->bias[m] : 0.0f;
-        for (int64_t ty = 0; ty < q->th; ty++) {
-            const float *at = jb->prod + m * jb->span + b * q->tiles + ty * q->tw;
-            for (int j = 0; j < 4; j++) {
-                const float *s0 = at + j * stride, *s1 = s0 + 4 * stride, *s2 = s1 + 4 * stride, *s3 = s2 + 4 * stride;
-                for (int64_t tx = 0; tx < q->tw; tx++) {
-                    r[0][j][tx] = s0[tx] + s1[tx] + s2[tx];
-                    r[1][j][tx] = s1[tx] - s2[tx] - s3[tx];
-                }
-            }
-            for (int a = 0; a < 2; a++) {
-                for (int64_t tx = 0; tx < q->tw; tx++) {
-                    out[a][2 * tx] = r[a][0][tx] + r[a][1][tx] + r[a][2][tx] + bias;
-                    out[a][2 * tx + 1] = r[a][1][tx] - r[a][2][tx] - r[a][3][tx] + bias;
-                }
-                mps_cpu_act_inplace(jb->act, out[a], q->ow);
-                if (2 * ty + a < q->oh)
-                    memcpy(ym + (2 * ty + a) * q->ow, out[a], sizeof(float) * (size_t)q->ow);
-            }
-        }
+    const struct mps_winograd_run *r = ctx;
+    const struct mps_winograd *q = r->q;
+    const struct mps_ukernels *uk = r->uk;
+    struct mps_tile_epi none = mps_tile_epi_none();
+    int64_t vk = mps_winograd_vk(q, r->nt), mk = mps_winograd_mk(r->nt, r->mstep);
+    float *v = r->scratch + mps_winograd_thread_floats(q, r->nt, r->mstep) * mps_pool_self(r->pool);
+    float *prod = v + 16 * vk;
+    for (int64_t task = begin; task < end; task++) {
+        int64_t j0 = task / r->parts * r->nt, total = r->images * q->tiles;
+        int64_t n = total - j0 < r->nt ? total - j0 : r->nt;
+        int64_t m0 = task % r->parts * r->mstep, m1 = m0 + r->mstep < q->m ? m0 + r->mstep : q->m;
+        if (m0 >= m1 || n <= 0)
+            continue;
+        mps_winograd_input(r, j0, n, v);
+        /* M[k] = U[k] V[k]: each panel of U[k]'s rows (in L1) against the task's panels of V[k] (in L2) */
+        for (int k = 0; k < 16; k++)
+            for (int64_t i = m0; i < m1; i += uk->mr)
+                for (int64_t p = 0; p < n; p += uk->nr)
+                    uk->gemm(q->c, r->u + k * r->per + i * q->c, v + k * vk + p * q->c,
+                             prod + k * mk + (i - m0) * r->nt + p, r->nt, (int)(m1 - i < uk->mr ? m1 - i : uk->mr),
+                             uk->nr, MPS_TILE_FINISH, &none);
+        mps_winograd_output(r, j0, n, m0, m1, prod);
     }
 }
 
 void mps_winograd_conv(const struct mps_cpu_args *a, const void *packed)
 {
     struct mps_winograd q = mps_winograd_of(&a->in[0].shape, &a->out[0].shape, a->node);
-    const float *u = packed;
-    size_t per = mps_pgemm_packed_bytes(a->uk, q.m, q.c, true) / sizeof(float);
-    int64_t nr = a->uk->nr;
-    for (int64_t b = 0; b < q.n; b += q.group) {
-        int64_t nb = q.n - b < q.group ? q.n - b : q.group, span = nb * q.tiles;
-        int64_t vstride = (span + nr - 1) / nr * nr * q.c;
-        struct mps_winograd_job jb = {.q = &q,
-                                      .x = (const float *)a->in[0].data + b * q.c * q.h * q.w,
-                                      .bias = a->in[2].data,
-                                      .v = a->scratch,
-                                      .prod = (float *)a->scratch + 16 * vstride,
-                                      .y = (float *)a->out[0].data + b * q.m * q.oh * q.ow,
-                                      .span = span,
-                                      .nr = nr,
-                                      .vstride = vstride,
-                                      .act = &a->node->p.conv.act};
-        mps_pool_for(a->pool, nb * q.c, 16 * q.tiles * 4, mps_winograd_input, &jb);
-        /* M[k] = U[k] V[k], the 16 products in one job, both operands packed */
-        struct mps_pgemm_item items[16];
-        for (int k = 0; k < 16; k++)
-            items[k] = (struct mps_pgemm_item){.a = {.packed = u + k * per},
-                                               .b = {.packed = jb.v + k * vstride},
-                                               .c = jb.prod + k * q.m * span};
-        mps_pgemm_batch(a->pool, a->uk, 16, items, q.m, span, q.c, span, NULL, NULL, a->gemm_scratch, NULL);
-        mps_pool_for(a->pool, nb * q.m, 16 * q.tiles * 2, mps_winograd_output, &jb);
+    const struct mps_ukernels *uk = a->uk;
+    int64_t round = mps_winograd_round(&q), threads = mps_pool_threads(a->pool);
+    float *copy = (float *)(((uintptr_t)a->scratch + 63) & ~(uintptr_t)63);
+    struct mps_winograd_run r = {.q = &q,
+                                 .uk = uk,
+                                 .pool = a->pool,
+                                 .u = packed,
+                                 .bias = a->in[2].data,
+                                 .copy = copy,
+                                 .ph = 2 * q.th + 2,
+                                 .pw = 2 * q.tw + 2,
+                                 .per = (int64_t)(mps_pgemm_packed_bytes(uk, q.m, q.c, true) / sizeof(float)),
+                                 .scratch = copy + (round * q.c * mps_winograd_plane(&q) + 15) / 16 * 16,
+                                 .epi = mps_tile_epi_none()};
+    r.act = mps_pgemm_act_epi(&a->node->p.conv.act, &r.epi) ? NULL : &a->node->p.conv.act;
+    for (int64_t b = 0; b < q.n; b += round) {
+        r.images = q.n - b < round ? q.n - b : round;
+        r.x = (const float *)a->in[0].data + b * q.c * q.h * q.w;
+        r.y = (float *)a->out[0].data + b * q.m * q.oh * q.ow;
+        mps_pool_for(a->pool, r.images * q.c, mps_winograd_plane(&q), mps_winograd_pad, &r);
+        struct mps_winograd_split sp = mps_winograd_split_of(&q, r.images, uk->mr, threads);
+        r.nt = sp.group * MPS_WINOGRAD_NT, r.parts = sp.parts, r.mstep = sp.mstep;
+        mps_pool_for(a->pool, sp.groups * sp.parts, 2 * 16 * r.nt * q.c * r.mstep, mps_winograd_tasks, &r);
     }
 }

@@ -1,0 +1,82 @@
+/* ukernel_wino.h: Winograd F(2x2, 3x3)'s two transforms (ukernels.h), in
+   plain C that each family's file includes, so that the compiler vectorizes
+   them for that family's instruction set (AVX-512, AVX2, NEON, or none):
+   written once, built once per family. Loops over tiles, no branches.
+
+   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], A^T = [1 1 1 0; 0 1 -1 -1]:
+   every coefficient is 0 or +-1, so the transforms only add and subtract. */
+#ifndef MPS_CPU_UKERNEL_WINO_H
+#define MPS_CPU_UKERNEL_WINO_H
+
+#include "ukernels.h"
+
+/* Tiles a step of mps_wino_in takes (its rows on the stack). */
+enum { MPS_WINO_STEP = 32 };
+
+/* B across one row of B^T d (its even columns e, odd ones o): V's four
+   elements of that row for n tiles. (Four rows of V a loop: with all
+   sixteen in one, GCC gave up checking that they do not overlap.) */
+static inline void mps_wino_in_row(const float *e, const float *o, float *v, int64_t vk, int64_t n)
+{
+    float *v0 = v, *v1 = v + vk, *v2 = v + 2 * vk, *v3 = v + 3 * vk;
+    for (int64_t t = 0; t < n; t++) {
+        v0[t] = e[t] - e[t + 1];
+        v1[t] = o[t] + e[t + 1];
+        v2[t] = e[t + 1] - o[t];
+        v3[t] = o[t] - o[t + 1];
+    }
+}
+
+/* In two passes, each a loop GCC vectorizes: B^T down the four rows, split
+   into even and odd columns; then B across, from columns t and t + 1 of
+   those. (Reading each window's four columns in one loop, or keeping small
+   arrays of temporaries, the loops stayed scalar.) */
+static void mps_wino_in(const float *restrict x, int64_t pw, int64_t count, float *restrict v, int64_t vk)
+{
+    float e0[MPS_WINO_STEP + 1], e1[MPS_WINO_STEP + 1], e2[MPS_WINO_STEP + 1], e3[MPS_WINO_STEP + 1];
+    float o0[MPS_WINO_STEP + 1], o1[MPS_WINO_STEP + 1], o2[MPS_WINO_STEP + 1], o3[MPS_WINO_STEP + 1];
+    for (int64_t t0 = 0; t0 < count; t0 += MPS_WINO_STEP, x += 2 * MPS_WINO_STEP, v += MPS_WINO_STEP) {
+        int64_t n = count - t0 < MPS_WINO_STEP ? count - t0 : MPS_WINO_STEP;
+        const float *x0 = x, *x1 = x + pw, *x2 = x + 2 * pw, *x3 = x + 3 * pw;
+        for (int64_t u = 0; u <= n; u++) {
+            e0[u] = x0[2 * u] - x2[2 * u], o0[u] = x0[2 * u + 1] - x2[2 * u + 1];
+            e1[u] = x1[2 * u] + x2[2 * u], o1[u] = x1[2 * u + 1] + x2[2 * u + 1];
+            e2[u] = x2[2 * u] - x1[2 * u], o2[u] = x2[2 * u + 1] - x1[2 * u + 1];
+            e3[u] = x1[2 * u] - x3[2 * u], o3[u] = x1[2 * u + 1] - x3[2 * u + 1];
+        }
+        mps_wino_in_row(e0, o0, v, vk, n);
+        mps_wino_in_row(e1, o1, v + 4 * vk, vk, n);
+        mps_wino_in_row(e2, o2, v + 8 * vk, vk, n);
+        mps_wino_in_row(e3, o3, v + 12 * vk, vk, n);
+    }
+}
+
+/* The epilogue's clamp and slope on one value (mps_tile_epi_act, its fields in registers). */
+static inline float mps_wino_act(float v, float lo, float hi, float slope)
+{
+    v = v < lo ? lo : v; /* NaN stays NaN; one select a line, which GCC's if-conversion takes */
+    v = v > hi ? hi : v;
+    float s = slope * v; /* outside the select: a product inside one is not if-converted (it might trap) */
+    return v < 0 ? s : v;
+}
+
+static void mps_wino_out(const float *restrict m, int64_t mk, int64_t count, float bias, float *restrict y0,
+                         float *restrict y1, const struct mps_tile_epi *e)
+{
+    const float *m0 = m, *m1 = m + mk, *m2 = m + 2 * mk, *m3 = m + 3 * mk, *m4 = m + 4 * mk, *m5 = m + 5 * mk;
+    const float *m6 = m + 6 * mk, *m7 = m + 7 * mk, *m8 = m + 8 * mk, *m9 = m + 9 * mk, *m10 = m + 10 * mk;
+    const float *m11 = m + 11 * mk, *m12 = m + 12 * mk, *m13 = m + 13 * mk, *m14 = m + 14 * mk, *m15 = m + 15 * mk;
+    float lo = e->lo, hi = e->hi, slope = e->slope;
+    for (int64_t t = 0; t < count; t++) {
+        /* A^T down each column j of M (element k = 4 i + j), then A across */
+        float r00 = m0[t] + m4[t] + m8[t], r01 = m1[t] + m5[t] + m9[t], r02 = m2[t] + m6[t] + m10[t];
+        float r03 = m3[t] + m7[t] + m11[t], r10 = m4[t] - m8[t] - m12[t], r11 = m5[t] - m9[t] - m13[t];
+        float r12 = m6[t] - m10[t] - m14[t], r13 = m7[t] - m11[t] - m15[t];
+        y0[2 * t] = mps_wino_act(r00 + r01 + r02 + bias, lo, hi, slope);
+        y0[2 * t + 1] = mps_wino_act(r01 - r02 - r03 + bias, lo, hi, slope);
+        y1[2 * t] = mps_wino_act(r10 + r11 + r12 + bias, lo, hi, slope);
+        y1[2 * t + 1] = mps_wino_act(r11 - r12 - r13 + bias, lo, hi, slope);
+    }
+}
+
+#endif
