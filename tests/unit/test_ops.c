@@ -816,8 +816,10 @@ static void test_maxpool_nan(void)
    tiles, W's rows split over threads, W's panels inside or outside the tile
    loop; pointwise layers reading the input
    itself (the plane's last tile moved back inside it), or packed when the
-   plane is narrower than a tile; 3-D layers as the packed GEMM from a
-   padded copy. Bias or none; Relu, LeakyRelu (in the tile's store), Sigmoid
+   plane is narrower than a tile; the transposed tile (channels in the
+   vectors) where it fills more lanes: 7x7 planes, a part-filled panel of
+   channels, pointwise runs across rows, a stride's phases, groups; 3-D
+   layers as the packed GEMM from a padded copy. Bias or none; Relu, LeakyRelu (in the tile's store), Sigmoid
    (after it) or none. The larger rows also take cuda's im2col + GEMM path
    (small convolutions run there as one direct kernel). */
 static void test_conv_const_weights(const struct mps_backend *const *backends, int n_backends)
@@ -877,6 +879,12 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
         {"Conv 3x3 200 channels (W's panels outside the tiles: a tile's B exceeds L1)", 2, {6, 9}, {3, 3}, 1, 1,
          {1, 1, 1, 1}, true, 1, 200, 20, 1, 2},
         {"Conv 1x1 stride 2 (phases no tap reads)", 2, {15, 12}, {1, 1}, 2, 1, {0, 0, 0, 0}, true, 0, 24, 20, 1, 2},
+        {"Conv 3x3 on 7x7, 56 channels (the transposed tile, a part-filled panel)", 2, {7, 7}, {3, 3}, 1, 1,
+         {1, 1, 1, 1}, true, 1, 48, 56, 1, 2},
+        {"Conv 1x1 in place on 7x7, 72 -> 56 (transposed, runs across rows)", 2, {7, 7}, {1, 1}, 1, 1, {0, 0, 0, 0}, true,
+         3, 72, 56, 1, 2},
+        {"Conv 3x3 stride 2 on 14x13 (transposed, a stride's phases), 2 groups", 2, {14, 13}, {3, 3}, 2, 1,
+         {1, 1, 1, 1}, true, 2, 64, 128, 2, 3},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         struct mps_graph *g = mps_graph_new();

@@ -26,7 +26,10 @@
    its very start, one ending at its very end), masks of kept columns (all,
    none, one, runs, alternating), each epilogue the tile computes and a NaN;
    the kept columns must come out packed, in order, and nothing after them
-   in a row may change. `test_pgemm neon` runs only the families whose
+   in a row may change. The transposed tile (convt) likewise: 1 .. mt
+   positions read at scattered offsets of a fenced buffer, 1 .. nr
+   channels, each epilogue and a NaN; nothing past the positions or the
+   channels may change. `test_pgemm neon` runs only the families whose
    name contains "neon" (under an emulator, the others take long). */
 #include <math.h>
 #include <stdio.h>
@@ -40,9 +43,9 @@
 #include "harness.h"
 
 enum th_epi { TH_NONE, TH_BIAS_ROWS, TH_BIAS_COLS, TH_RES_RELU, TH_CLIP, TH_LEAKY, TH_SIGMOID, TH_EPI_COUNT };
-static const char *const th_epi_names[TH_EPI_COUNT] = {"none",  "bias per row", "bias per column + Relu",
-                                                       "residual + Relu", "Clip -0.5..0.5", "bias + LeakyRelu 0.1",
-                                                       "Sigmoid (after the tile)"};
+static const char *const th_epi_names[TH_EPI_COUNT] = {
+    "none",           "bias per row",         "bias per column + Relu",  "residual + Relu",
+    "Clip -0.5..0.5", "bias + LeakyRelu 0.1", "Sigmoid (after the tile)"};
 
 /* A shape: m x n x k; *_tiles: counted in the family's tiles and blocks (m, n
    plus so many mr / nr / mc / nc), so that each family meets its own edges. */
@@ -53,9 +56,9 @@ struct th_shape {
 };
 
 static const struct th_shape th_shapes[] = {
-    {1, 1, 1, 0, 0, 0},   {1, 0, 7, 0, 1, 0},    {0, 0, 9, 1, 1, 0},   {3, 5, 0, 0, 0, 0},    {2, 3, 0, 1, 1, 1},
-    {1, 1, 5, 1, 2, 0},   {-1, -1, 33, 2, 2, 0}, {1, 1, 3, 2, 3, 1},   {5, 7, -1, 0, 0, 1},   {4, 9, 1, 3, 1, 2},
-    {1, 300, 77, 0, 0, 0}, {2, 7, 600, 0, 0, 0}, {150, 3, 20, 0, 0, 0}, {70, 410, 129, 0, 0, 0}, {7, 1, 257, 0, 0, 0},
+    {1, 1, 1, 0, 0, 0},    {1, 0, 7, 0, 1, 0},    {0, 0, 9, 1, 1, 0},    {3, 5, 0, 0, 0, 0},      {2, 3, 0, 1, 1, 1},
+    {1, 1, 5, 1, 2, 0},    {-1, -1, 33, 2, 2, 0}, {1, 1, 3, 2, 3, 1},    {5, 7, -1, 0, 0, 1},     {4, 9, 1, 3, 1, 2},
+    {1, 300, 77, 0, 0, 0}, {2, 7, 600, 0, 0, 0},  {150, 3, 20, 0, 0, 0}, {70, 410, 129, 0, 0, 0}, {7, 1, 257, 0, 0, 0},
 };
 
 /* The family's size of s. */
@@ -114,8 +117,8 @@ static void th_product(const struct mps_ukernels *uk, struct mps_pool *pool, int
             extra += res ? d.res[i * n + j] : 0;
             d.want[i * n + j] = th_ref_act(epi, v + extra);
             /* plus 4 ulps of the result: the float activation's own rounding */
-            d.bound[i * n + j] = (double)(k + 2) * 0x1p-24 * (mag + fabs(extra)) + 0x1p-22 * fabs(d.want[i * n + j]) +
-                                 1e-30;
+            d.bound[i * n + j] =
+                (double)(k + 2) * 0x1p-24 * (mag + fabs(extra)) + 0x1p-22 * fabs(d.want[i * n + j]) + 1e-30;
         }
 
     /* A: packed at compile, or strided (row-major m x k) per run; B likewise (k x n) */
@@ -158,9 +161,10 @@ static void th_product(const struct mps_ukernels *uk, struct mps_pool *pool, int
         if (nan && isnan(d.want[i]) != isnan(got))
             nan_rows_ok = 0;
     }
-    th_check(bad < 0 && nan_rows_ok, "[%s] %lldx%lldx%lld A %s, B %s, %s%s, %d thread%s: %s (worst %.2f of the bound)%s",
-             uk->name, (long long)m, (long long)n, (long long)k, a_packed ? "packed" : "per run",
-             b_packed ? "packed" : "per run", th_epi_names[epi], nan ? ", a NaN in A" : "", mps_pool_threads(pool),
+    th_check(bad < 0 && nan_rows_ok,
+             "[%s] %lldx%lldx%lld A %s, B %s, %s%s, %d thread%s: %s (worst %.2f of the bound)%s", uk->name,
+             (long long)m, (long long)n, (long long)k, a_packed ? "packed" : "per run", b_packed ? "packed" : "per run",
+             th_epi_names[epi], nan ? ", a NaN in A" : "", mps_pool_threads(pool),
              mps_pool_threads(pool) > 1 ? "s" : "", bad < 0 ? "within" : "OUTSIDE", worst,
              bad < 0 ? "" : " (first bad element below)");
     if (bad >= 0)
@@ -209,7 +213,9 @@ static void th_dw3(const struct mps_ukernels *uk, int64_t h, int64_t w, int s, i
         x[(h / 2) * w + w / 2] = NAN;
     struct mps_tile_epi e = mps_tile_epi_none();
     struct mps_fused_act act = {.on = epi != TH_NONE && epi != TH_BIAS_ROWS,
-                                .op = epi == TH_CLIP ? MPS_OP_CLIP : epi == TH_LEAKY ? MPS_OP_LEAKY_RELU : MPS_OP_RELU,
+                                .op = epi == TH_CLIP    ? MPS_OP_CLIP
+                                      : epi == TH_LEAKY ? MPS_OP_LEAKY_RELU
+                                                        : MPS_OP_RELU,
                                 .p = {.alpha = epi == TH_CLIP ? -0.5f : 0.1f, .beta = 0.5f}};
     mps_pgemm_act_epi(&act, &e);
     struct mps_dw3_geom g = {.h = h, .w = w, .pt = pt, .pl = pl, .out_h = out_h, .out_w = out_w, .s = s};
@@ -237,8 +243,10 @@ static void th_dw3(const struct mps_ukernels *uk, int64_t h, int64_t w, int s, i
     th_check(bad < 0 && nan_ok,
              "[%s] dw3 %lldx%lld stride %d pads %lld,%lld -> %lldx%lld, %s%s, %s a fence: %s (worst %.2f of the bound)",
              uk->name, (long long)h, (long long)w, s, (long long)pt, (long long)pl, (long long)out_h, (long long)out_w,
-             !act.on ? "no activation" : epi == TH_RES_RELU ? "Relu" : th_epi_names[epi], nan ? ", a NaN" : "",
-             after ? "after" : "before", bad < 0 ? "within" : "OUTSIDE", worst);
+             !act.on              ? "no activation"
+             : epi == TH_RES_RELU ? "Relu"
+                                  : th_epi_names[epi],
+             nan ? ", a NaN" : "", after ? "after" : "before", bad < 0 ? "within" : "OUTSIDE", worst);
     if (bad >= 0)
         printf("     output %lld: got %.9g, want %.9g\n", (long long)bad, y[bad], want_bad);
     free(y);
@@ -276,7 +284,9 @@ static void th_conv(const struct mps_ukernels *uk, int rows, int64_t k, uint64_t
         c[i] = 12345.0f;
     struct mps_tile_epi e = mps_tile_epi_none();
     struct mps_fused_act act = {.on = epi == TH_RES_RELU || epi == TH_CLIP || epi == TH_LEAKY,
-                                .op = epi == TH_CLIP ? MPS_OP_CLIP : epi == TH_LEAKY ? MPS_OP_LEAKY_RELU : MPS_OP_RELU,
+                                .op = epi == TH_CLIP    ? MPS_OP_CLIP
+                                      : epi == TH_LEAKY ? MPS_OP_LEAKY_RELU
+                                                        : MPS_OP_RELU,
                                 .p = {.alpha = epi == TH_CLIP ? -0.5f : 0.1f, .beta = 0.5f}};
     mps_pgemm_act_epi(&act, &e);
     e.bias = epi == TH_BIAS_ROWS || epi == TH_LEAKY ? bias : NULL;
@@ -317,8 +327,8 @@ static void th_conv(const struct mps_ukernels *uk, int rows, int64_t k, uint64_t
 static void th_conv_all(const struct mps_ukernels *uk)
 {
     uint64_t all = uk->nr == 64 ? ~0ull : (1ull << uk->nr) - 1;
-    const uint64_t keeps[] = {all, 0, 1, 1ull << (uk->nr - 1), all >> 2, all & ~7ull, 0x5555555555555555ull & all,
-                              (all >> 3) & ~(3ull << 2)};
+    const uint64_t keeps[] = {
+        all, 0, 1, 1ull << (uk->nr - 1), all >> 2, all & ~7ull, 0x5555555555555555ull & all, (all >> 3) & ~(3ull << 2)};
     const int64_t ks[] = {0, 1, 2, 3, 5, 9, 37, 300};
     enum th_epi epis[] = {TH_NONE, TH_BIAS_ROWS, TH_RES_RELU, TH_CLIP, TH_LEAKY};
     int at = 0;
@@ -328,11 +338,99 @@ static void th_conv_all(const struct mps_ukernels *uk)
                     at % 2 == 0);
 }
 
+/* One transposed tile through uk->convt: rows positions x cols channels over
+   k rows of B read at off[kk] of a fenced buffer (only the rows floats
+   there), W packed as k groups of nr floats. */
+static void th_convt(const struct mps_ukernels *uk, int rows, int cols, int64_t k, enum th_epi epi, bool nan,
+                     bool after)
+{
+    int nr = uk->nr;
+    int64_t span = 2 * uk->mt + 9, ldc = uk->mt + 3; /* the buffer B's rows lie in; C's row pitch */
+    void *map = NULL;
+    size_t map_bytes = 0;
+    float *x = th_fenced((size_t)span, after, &map, &map_bytes);
+    float *a = malloc(sizeof(float) * (size_t)(nr * (k > 0 ? k : 1))), bias[64], *c = malloc(sizeof(float) * 64 * 16);
+    int32_t *off = malloc(sizeof(int32_t) * (size_t)(k > 0 ? k : 1));
+    if (!x || !a || !c || !off) {
+        th_fail("[%s] convt: no memory", uk->name);
+        free(a), free(c), free(off);
+        return;
+    }
+    for (int64_t i = 0; i < span; i++)
+        x[i] = (float)th_uniform(-1, 1);
+    for (int64_t i = 0; i < nr * k; i++) /* channels past cols are the packing's zeros */
+        a[i] = i % nr < cols ? (float)th_uniform(-1, 1) : 0.0f;
+    for (int o = 0; o < 64; o++)
+        bias[o] = (float)th_uniform(-1, 1);
+    for (int64_t kk = 0; kk < k; kk++) /* the first run at the buffer's start, the second ending at its end */
+        off[kk] = kk == 0 ? 0 : kk == 1 ? (int32_t)(span - rows) : (int32_t)(th_uniform(0, 1) * (double)(span - rows));
+    if (nan && k > 0)
+        x[off[k - 1] + rows / 2] = NAN;
+    for (int i = 0; i < 64 * 16; i++)
+        c[i] = 12345.0f;
+    struct mps_tile_epi e = mps_tile_epi_none();
+    struct mps_fused_act act = {.on = epi == TH_RES_RELU || epi == TH_CLIP || epi == TH_LEAKY,
+                                .op = epi == TH_CLIP    ? MPS_OP_CLIP
+                                      : epi == TH_LEAKY ? MPS_OP_LEAKY_RELU
+                                                        : MPS_OP_RELU,
+                                .p = {.alpha = epi == TH_CLIP ? -0.5f : 0.1f, .beta = 0.5f}};
+    mps_pgemm_act_epi(&act, &e);
+    e.bias = epi == TH_BIAS_ROWS || epi == TH_LEAKY ? bias : NULL;
+    uk->convt(k, a, x, off, c, ldc, rows, cols, &e);
+    int bad_o = -1, bad_j = -1;
+    double worst = 0;
+    for (int o = 0; o < cols; o++)
+        for (int j = 0; j < ldc; j++) {
+            double got = c[o * ldc + j];
+            if (j >= rows) { /* past the positions nothing is written */
+                if (got != 12345.0f && bad_o < 0)
+                    bad_o = o, bad_j = j + 100;
+                continue;
+            }
+            double v = e.bias ? bias[o] : 0, mag = fabs(v);
+            for (int64_t kk = 0; kk < k; kk++)
+                v += (double)a[kk * nr + o] * x[off[kk] + j], mag += fabs((double)a[kk * nr + o] * x[off[kk] + j]);
+            double want = th_ref_act(act.on ? epi : TH_NONE, v);
+            double bound = (double)(k + 2) * 0x1p-24 * mag + 0x1p-22 * fabs(want) + 1e-30, err = fabs(got - want);
+            if ((isnan(want) ? !isnan(got) : !(err <= bound)) && bad_o < 0)
+                bad_o = o, bad_j = j;
+            worst = !isnan(want) && err / bound > worst ? err / bound : worst;
+        }
+    for (int64_t i = cols * ldc; i < 64 * 16; i++) /* nor past the channels */
+        if (c[i] != 12345.0f && bad_o < 0)
+            bad_o = 99, bad_j = (int)i;
+    th_check(bad_o < 0, "[%s] convt %d positions x %d channels, k %lld, %s%s, %s a fence: %s (worst %.2f of the bound)",
+             uk->name, rows, cols, (long long)k, th_epi_names[epi], nan ? ", a NaN" : "", after ? "after" : "before",
+             bad_o < 0 ? "within" : "OUTSIDE", worst);
+    if (bad_o >= 0)
+        printf("     channel %d, position %d (100 + j: written past the positions)\n", bad_o, bad_j);
+    free(a), free(c), free(off);
+    munmap(map, map_bytes);
+}
+
+/* The transposed tiles: every run of positions, channels 1 .. nr, k around the unrolled steps. */
+static void th_convt_all(const struct mps_ukernels *uk)
+{
+    if (!uk->convt) {
+        th_skip("[%s] convt: the family has no transposed tile (the conv tile runs every layer)", uk->name);
+        return;
+    }
+    const int64_t ks[] = {0, 1, 2, 3, 9, 37, 300};
+    enum th_epi epis[] = {TH_NONE, TH_BIAS_ROWS, TH_RES_RELU, TH_CLIP, TH_LEAKY};
+    int at = 0;
+    for (int rows = 1; rows <= uk->mt; rows++)
+        for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++, at++) {
+            int cols = at % 4 == 0 ? uk->nr : 1 + at * 5 % uk->nr;
+            th_convt(uk, rows, cols, ks[i], epis[at % 5], at % 7 == 3, at % 2 == 0);
+        }
+}
+
 /* The planes of th_dw3: sizes across the families' steps (4, 8, 16 outputs) and the row ends. */
 static void th_dw3_all(const struct mps_ukernels *uk)
 {
-    static const int64_t sizes[][2] = {{1, 1}, {2, 2}, {3, 5}, {7, 7}, {14, 14}, {5, 17}, {9, 33}, {4, 40}, {3, 71},
-                                       {2, 2800}, {600, 40}}; /* rows wider than avx512's band; bands of rows */
+    static const int64_t sizes[][2] = {
+        {1, 1},  {2, 2},  {3, 5},  {7, 7},    {14, 14}, {5, 17},
+        {9, 33}, {4, 40}, {3, 71}, {2, 2800}, {600, 40}}; /* rows wider than avx512's band; bands of rows */
     enum th_epi epis[] = {TH_NONE, TH_RES_RELU, TH_CLIP, TH_LEAKY};
     int at = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
@@ -384,6 +482,7 @@ int main(int argc, char **argv)
         }
         th_dw3_all(uk);
         th_conv_all(uk);
+        th_convt_all(uk);
     }
     for (int t = 0; t < 3; t++)
         mps_pool_free(pools[t]);

@@ -10,7 +10,13 @@
    x + off[kk] + v: a tile of nr consecutive v is a block of B read in place.
    Columns ow >= out_w are computed and dropped (pw - out_w of every pw; the
    path is taken only where that is small). A pointwise layer reads the
-   input itself (v is the output position). */
+   input itself (v is the output position).
+
+   Where the family has a transposed tile (convt: the output channels in the
+   vectors, a run of positions broadcast) and it wastes fewer lanes than the
+   conv tile, a tile is instead up to mt positions of one output row (or of
+   the plane, pointwise), W packed as the GEMM's B, nothing dropped: on 7x7
+   planes the conv tile computes 64 columns for 49 outputs. */
 #include <string.h>
 
 #include "conv.h"
@@ -28,15 +34,26 @@ struct mps_direct {
     int64_t plane;          /* ph * pw */
     int64_t item;           /* floats of one item's copy: channels x phases x planes, slack; a multiple of 16 */
     int64_t cg, mg, k;      /* a group's input and output channels; k = cg * taps */
-    int64_t tiles;          /* tiles of nr virtual positions (nr: the family's) */
+    int64_t tiles;          /* tiles: of nr virtual positions, or (transposed) of mt positions of a row */
     bool in_place;          /* pointwise: B is the input itself (ph = out_h, pw = out_w) */
+    bool transposed;        /* the family's convt runs it (mt positions x nr channels a tile) */
+    int64_t wstep;          /* W's rows (output channels) a panel: mr, or nr transposed */
 };
 
-static struct mps_direct mps_direct_of(const struct mps_conv_geom *q, int64_t nr)
+/* Lanes a tile of width step fills over n outputs taken step at a time, per mille. */
+static int64_t mps_direct_fill(int64_t n, int64_t step)
+{
+    return 1000 * n / ((n + step - 1) / step * step);
+}
+
+/* The geometry for the family uk (NULL: the widest tile any family has, for
+   the checks that do not depend on it). */
+static struct mps_direct mps_direct_of(const struct mps_conv_geom *q, const struct mps_ukernels *uk)
 {
     const struct mps_cpu_window3 *w = &q->w;
     struct mps_direct d = {
         .sh = w->s[1], .sw = w->s[2], .cg = q->c / q->g, .mg = q->m / q->g, .in_place = mps_conv_is_pointwise(q)};
+    int64_t nr = uk ? uk->nr : MPS_DIRECT_NR, mr = uk ? uk->mr : 8;
     d.k = d.cg * q->taps;
     d.ph = w->out[1] + (w->k[1] - 1) * w->d[1] / d.sh;
     d.pw = w->out[2] + (w->k[2] - 1) * w->d[2] / d.sw;
@@ -44,7 +61,24 @@ static struct mps_direct mps_direct_of(const struct mps_conv_geom *q, int64_t nr
     /* the last tile's rows run past the last plane by at most a row's column shift and a tile */
     int64_t slack = (w->k[2] - 1) * w->d[2] / d.sw + MPS_DIRECT_NR;
     d.item = d.in_place ? 0 : (d.cg * d.sh * d.sw * d.plane + slack + 15) / 16 * 16;
-    d.tiles = ((d.in_place ? q->out_plane : w->out[1] * d.pw) + nr - 1) / nr;
+    int64_t virt = d.in_place ? q->out_plane : w->out[1] * d.pw; /* the conv tile's columns */
+    d.tiles = (virt + nr - 1) / nr;
+    d.wstep = mr;
+    if (uk && uk->convt) {
+        /* the lanes each tile keeps busy: the conv tile's kept columns and W's rows in its
+           panels, against the transposed tile's positions and channels, whose store
+           (transposed through the stack) costs about 8 more steps of k: measured on
+           single layers here, 7x7 512 channels 0.66 -> 0.49 ms, 14x14 32 -> 64 channels
+           (k 288) 0.023 -> 0.020, but a pointwise 16 -> 64 (k 16) 0.035 -> 0.045 */
+        int64_t run = d.in_place ? q->out_plane : w->out[2];
+        int64_t conv = 1000 * q->out_plane / (d.tiles * nr) * mps_direct_fill(d.mg, mr) / 1000;
+        int64_t convt = mps_direct_fill(run, uk->mt) * mps_direct_fill(d.mg, nr) / 1000 * d.k / (d.k + 8);
+        d.transposed = convt > conv;
+    }
+    if (d.transposed) {
+        d.tiles = d.in_place ? (q->out_plane + uk->mt - 1) / uk->mt : w->out[1] * ((w->out[2] + uk->mt - 1) / uk->mt);
+        d.wstep = nr;
+    }
     return d;
 }
 
@@ -53,7 +87,7 @@ bool mps_direct_applies(const struct mps_conv_geom *q)
     const struct mps_cpu_window3 *w = &q->w;
     if (w->in[0] != 1 || w->out[0] != 1 || w->k[0] != 1 || w->pb[0] != 0) /* 2-D (and 1-D) layers */
         return false;
-    struct mps_direct d = mps_direct_of(q, MPS_DIRECT_NR);
+    struct mps_direct d = mps_direct_of(q, NULL);
     if (d.in_place) /* a tile at the plane's end is moved back inside it, so one must fit */
         return q->out_plane >= MPS_DIRECT_NR && d.cg * q->in_plane < INT32_MAX;
     /* offsets are int32; the dropped columns at most about a quarter */
@@ -70,7 +104,7 @@ static int64_t mps_direct_chunk(const struct mps_conv_geom *q, const struct mps_
 
 size_t mps_direct_scratch(const struct mps_conv_geom *q)
 {
-    struct mps_direct d = mps_direct_of(q, MPS_DIRECT_NR);
+    struct mps_direct d = mps_direct_of(q, NULL);
     return d.in_place ? 0 : sizeof(float) * (size_t)(mps_direct_chunk(q, &d) * d.item) + 64;
 }
 
@@ -82,13 +116,23 @@ struct mps_direct_tile {
 };
 
 /* The tiles of a plane: each nr positions from t nr; in place, the last
-   moved back to end with the plane, keeping only the columns not yet written. */
-static void mps_direct_tiles(const struct mps_conv_geom *q, const struct mps_direct *d, int nr,
+   moved back to end with the plane, keeping only the columns not yet
+   written. Transposed: mt positions of an output row (in place: of the
+   plane) at a time, keep's low bits counting them. */
+static void mps_direct_tiles(const struct mps_conv_geom *q, const struct mps_direct *d, const struct mps_ukernels *uk,
                              struct mps_direct_tile *tiles)
 {
-    int64_t ow_n = q->w.out[2], oh_n = q->w.out[1];
+    int64_t ow_n = q->w.out[2], oh_n = q->w.out[1], nr = uk->nr, mt = uk->mt;
     for (int64_t t = 0; t < d->tiles; t++) {
         struct mps_direct_tile *tl = &tiles[t];
+        if (d->transposed) {
+            int64_t per_row = (ow_n + mt - 1) / mt, oh = d->in_place ? 0 : t / per_row;
+            int64_t ow = d->in_place ? t * mt : t % per_row * mt, end = d->in_place ? q->out_plane : ow_n;
+            int64_t n = end - ow < mt ? end - ow : mt;
+            *tl = (struct mps_direct_tile){.v = d->in_place ? ow : oh * d->pw + ow, .at = oh * ow_n + ow,
+                                           .keep = (1ull << n) - 1};
+            continue;
+        }
         if (d->in_place) {
             int64_t v0 = t * nr, back = v0 + nr <= q->out_plane ? v0 : q->out_plane - nr;
             uint64_t all = nr == 64 ? ~0ull : (1ull << nr) - 1;
@@ -111,7 +155,7 @@ static void mps_direct_tiles(const struct mps_conv_geom *q, const struct mps_dir
 static size_t mps_direct_offsets_at(const struct mps_conv_geom *q, const struct mps_direct *d,
                                     const struct mps_ukernels *uk)
 {
-    return mps_pgemm_packed_bytes(uk, d->mg, d->k, true) * (size_t)q->g;
+    return mps_pgemm_packed_bytes(uk, d->mg, d->k, !d->transposed) * (size_t)q->g;
 }
 static size_t mps_direct_tiles_at(const struct mps_conv_geom *q, const struct mps_direct *d,
                                   const struct mps_ukernels *uk)
@@ -121,13 +165,12 @@ static size_t mps_direct_tiles_at(const struct mps_conv_geom *q, const struct mp
 
 size_t mps_direct_pack(const struct mps_conv_geom *q, const float *w, const struct mps_ukernels *uk, void *dst)
 {
-    struct mps_direct d = mps_direct_of(q, uk->nr);
-    size_t per = mps_pgemm_packed_bytes(uk, d.mg, d.k, true);
+    struct mps_direct d = mps_direct_of(q, uk);
+    size_t per = mps_pgemm_packed_bytes(uk, d.mg, d.k, !d.transposed);
     if (dst) {
-        mps_direct_tiles(q, &d, uk->nr,
-                         (struct mps_direct_tile *)((unsigned char *)dst + mps_direct_tiles_at(q, &d, uk)));
-        for (int64_t gi = 0; gi < q->g; gi++)
-            mps_pgemm_pack(uk, w + gi * d.mg * d.k, d.k, 1, d.mg, d.k, true,
+        mps_direct_tiles(q, &d, uk, (struct mps_direct_tile *)((unsigned char *)dst + mps_direct_tiles_at(q, &d, uk)));
+        for (int64_t gi = 0; gi < q->g; gi++) /* W as the GEMM's A (rows of mr), or transposed as its B */
+            mps_pgemm_pack(uk, w + gi * d.mg * d.k, d.k, 1, d.mg, d.k, !d.transposed,
                            (float *)((unsigned char *)dst + per * (size_t)gi));
         int32_t *off = (int32_t *)((unsigned char *)dst + mps_direct_offsets_at(q, &d, uk));
         const struct mps_cpu_window3 *win = &q->w;
@@ -225,11 +268,14 @@ static inline void mps_direct_run_tile(const struct mps_direct_job *jb, const fl
     const float *w = (const float *)(jb->w + jb->per * (size_t)gi) + p * d->k; /* W's panel of rows p .. */
     struct mps_tile_epi e = jb->epi;
     e.bias = jb->bias ? jb->bias + gi * d->mg + p : NULL;
-    int64_t plane = jb->q->out_plane;
+    int64_t plane = jb->q->out_plane, n = __builtin_popcountll(tl->keep);
     float *yt = y + p * plane + tl->at;
-    jb->uk->conv(d->k, w, x + tl->v, jb->off, yt, plane, rows, tl->keep, &e);
+    if (d->transposed)
+        jb->uk->convt(d->k, w, x + tl->v, jb->off, yt, plane, (int)n, rows, &e);
+    else
+        jb->uk->conv(d->k, w, x + tl->v, jb->off, yt, plane, rows, tl->keep, &e);
     for (int r = 0; jb->act && r < rows; r++)
-        mps_cpu_act_inplace(jb->act, yt + r * plane, __builtin_popcountll(tl->keep));
+        mps_cpu_act_inplace(jb->act, yt + r * plane, n);
 }
 
 static void mps_direct_units(void *ctx, int64_t begin, int64_t end)
@@ -237,7 +283,7 @@ static void mps_direct_units(void *ctx, int64_t begin, int64_t end)
     const struct mps_direct_job *jb = ctx;
     const struct mps_conv_geom *q = jb->q;
     const struct mps_direct *d = jb->d;
-    int mr = jb->uk->mr;
+    int64_t mr = d->wstep;
     for (int64_t u = begin; u < end; u++) {
         int64_t i = u / (jb->bands * jb->parts), band = u / jb->parts % jb->bands, part = u % jb->parts;
         int64_t it = jb->first + i, bi = it / q->g, gi = it % q->g;
@@ -264,7 +310,7 @@ static void mps_direct_units(void *ctx, int64_t begin, int64_t end)
 void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q, const void *data)
 {
     const struct mps_ukernels *uk = a->uk;
-    struct mps_direct d = mps_direct_of(q, uk->nr);
+    struct mps_direct d = mps_direct_of(q, uk);
     const struct mps_fused_act *act = &a->node->p.conv.act;
     struct mps_direct_job jb = {.q = q,
                                 .d = &d,
@@ -272,7 +318,7 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
                                 .x = a->in[0].data,
                                 .y = a->out[0].data,
                                 .w = data,
-                                .per = mps_pgemm_packed_bytes(uk, d.mg, d.k, true),
+                                .per = mps_pgemm_packed_bytes(uk, d.mg, d.k, !d.transposed),
                                 .bias = a->in[2].data,
                                 .epi = mps_tile_epi_none(),
                                 .copy = (float *)(((uintptr_t)a->scratch + 63) & ~(uintptr_t)63)};
@@ -280,18 +326,18 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
     jb.tiles = (const struct mps_direct_tile *)(jb.w + mps_direct_tiles_at(q, &d, uk));
     jb.act = mps_pgemm_act_epi(act, &jb.epi) ? NULL : act;
     int64_t chunk = mps_direct_chunk(q, &d), threads = mps_pool_threads(a->pool);
-    int64_t m_panels = (d.mg + uk->mr - 1) / uk->mr;
+    int64_t m_panels = (d.mg + d.wstep - 1) / d.wstep, width = d.transposed ? uk->mt : uk->nr; /* a tile's positions */
     /* units: bands of tiles whose columns of B stay in L2 while W's panels
        pass; where the items are fewer than two a thread, each split further:
        into parts of W's rows when W is the larger (each thread then streams
        only its part of it), else into more bands; bands of equal size, as
        many as make the units a multiple of the threads (four bands of 32, 32,
        32 and 6 tiles kept one of two threads busy 1.7 times as long) */
-    int64_t tile_bytes = d.cg * d.sh * d.sw * uk->nr * (int64_t)sizeof(float);
+    int64_t tile_bytes = d.cg * d.sh * d.sw * width * (int64_t)sizeof(float);
     int64_t fits = MPS_DIRECT_BAND_BYTES / tile_bytes > 1 ? MPS_DIRECT_BAND_BYTES / tile_bytes : 1;
     bool split_w = d.mg * d.k > d.cg * d.sh * d.sw * d.plane;
     /* the input rows one tile reads: each channel's kernel rows, nr and the kernel's width long */
-    jb.tiles_outer = d.cg * q->w.k[1] * (uk->nr + q->w.k[2]) * (int64_t)sizeof(float) <= MPS_DIRECT_L1_BYTES;
+    jb.tiles_outer = d.cg * q->w.k[1] * (width + q->w.k[2]) * (int64_t)sizeof(float) <= MPS_DIRECT_L1_BYTES;
     for (int64_t first = 0; first < q->n * q->g; first += chunk) {
         int64_t count = q->n * q->g - first < chunk ? q->n * q->g - first : chunk;
         int64_t bands = (d.tiles + fits - 1) / fits, parts = 1, want = 2 * threads;
@@ -299,8 +345,8 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
             parts = (want + count * bands - 1) / (count * bands) < m_panels
                         ? (want + count * bands - 1) / (count * bands)
                         : m_panels;
-        jb.mstep = (m_panels + parts - 1) / parts * uk->mr;
-        jb.parts = (m_panels * uk->mr + jb.mstep - 1) / jb.mstep;
+        jb.mstep = (m_panels + parts - 1) / parts * d.wstep;
+        jb.parts = (m_panels * d.wstep + jb.mstep - 1) / jb.mstep;
         if (count * bands * jb.parts < want)
             bands = (want + count * jb.parts - 1) / (count * jb.parts);
         while (bands < d.tiles && count * bands * jb.parts % threads)
@@ -312,7 +358,7 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
         jb.copy_own = !d.in_place && jb.bands * jb.parts == 1;
         if (!d.in_place && !jb.copy_own)
             mps_pool_for(a->pool, count * d.cg, d.sh * d.sw * d.plane, mps_direct_copy, &jb);
-        mps_pool_for(a->pool, count * jb.bands * jb.parts, 2 * jb.mstep * jb.band * uk->nr * d.k, mps_direct_units,
+        mps_pool_for(a->pool, count * jb.bands * jb.parts, 2 * jb.mstep * jb.band * width * d.k, mps_direct_units,
                      &jb);
     }
 }

@@ -208,6 +208,69 @@ static void mps_avx512_conv(int64_t k, const float *a, const float *b, const int
     MPS_AVX512_BY_ROWS(mps_avx512_ctile)
 }
 
+/* The transposed tile (ukernels.h): MT positions x 32 channels, two
+   accumulators a position (its channels' low and high sixteen); each
+   position's input broadcast once for both. The store adds the bias, then
+   the clamp and slope in registers, lays the tile out on the stack and
+   copies each channel's run of positions out. */
+#define MT 7
+#define MPS_AVX512_TDECL(j) __m512 l##j = _mm512_setzero_ps(), h##j = l##j;
+#define MPS_AVX512_TFMA(R, j)                                                                                          \
+    if (R > j) {                                                                                                       \
+        __m512 xv = _mm512_set1_ps(bk[j]);                                                                             \
+        l##j = _mm512_fmadd_ps(xv, w0, l##j);                                                                          \
+        h##j = _mm512_fmadd_ps(xv, w1, h##j);                                                                          \
+    }
+#define MPS_AVX512_TPUT(R, j)                                                                                          \
+    if (R > j) {                                                                                                       \
+        _mm512_store_ps(t[j], mps_avx512_act(_mm512_add_ps(l##j, b0), e));                                             \
+        _mm512_store_ps(t[j] + 16, mps_avx512_act(_mm512_add_ps(h##j, b1), e));                                        \
+    }
+#define MPS_AVX512_TTILE(R)                                                                                            \
+    static void mps_avx512_ttile##R(int64_t k, const float *a, const float *b, const int32_t *off, float *c,          \
+                                    int64_t ldc, int cols, const struct mps_tile_epi *e)                               \
+    {                                                                                                                  \
+        MPS_AVX512_TDECL(0) MPS_AVX512_TDECL(1) MPS_AVX512_TDECL(2) MPS_AVX512_TDECL(3) MPS_AVX512_TDECL(4)            \
+            MPS_AVX512_TDECL(5) MPS_AVX512_TDECL(6) for (int64_t kk = 0; kk < k; kk++, a += NR)                        \
+        {                                                                                                              \
+            __m512 w0 = _mm512_loadu_ps(a), w1 = _mm512_loadu_ps(a + 16);                                              \
+            const float *bk = b + off[kk];                                                                             \
+            MPS_AVX512_TFMA(R, 0)                                                                                      \
+            MPS_AVX512_TFMA(R, 1) MPS_AVX512_TFMA(R, 2) MPS_AVX512_TFMA(R, 3) MPS_AVX512_TFMA(R, 4)                    \
+                MPS_AVX512_TFMA(R, 5) MPS_AVX512_TFMA(R, 6)                                                            \
+        }                                                                                                              \
+        __m512 b0 = _mm512_setzero_ps(), b1 = b0;                                                                      \
+        if (e->bias) {                                                                                                 \
+            b0 = _mm512_maskz_loadu_ps(mps_avx512_mask(cols), e->bias);                                                \
+            b1 = _mm512_maskz_loadu_ps(mps_avx512_mask(cols - 16), e->bias + 16);                                      \
+        }                                                                                                              \
+        _Alignas(64) float t[MT][NR];                                                                                  \
+        MPS_AVX512_TPUT(R, 0)                                                                                          \
+        MPS_AVX512_TPUT(R, 1) MPS_AVX512_TPUT(R, 2) MPS_AVX512_TPUT(R, 3) MPS_AVX512_TPUT(R, 4) MPS_AVX512_TPUT(R, 5)  \
+            MPS_AVX512_TPUT(R, 6) for (int o = 0; o < cols; o++, c += ldc) for (int j = 0; j < R; j++) c[j] = t[j][o]; \
+    }
+MPS_AVX512_TTILE(1)
+MPS_AVX512_TTILE(2)
+MPS_AVX512_TTILE(3)
+MPS_AVX512_TTILE(4)
+MPS_AVX512_TTILE(5)
+MPS_AVX512_TTILE(6)
+MPS_AVX512_TTILE(7)
+
+static void mps_avx512_convt(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,
+                             int rows, int cols, const struct mps_tile_epi *e)
+{
+    switch (rows) {
+    case 1: mps_avx512_ttile1(k, a, b, off, c, ldc, cols, e); break;
+    case 2: mps_avx512_ttile2(k, a, b, off, c, ldc, cols, e); break;
+    case 3: mps_avx512_ttile3(k, a, b, off, c, ldc, cols, e); break;
+    case 4: mps_avx512_ttile4(k, a, b, off, c, ldc, cols, e); break;
+    case 5: mps_avx512_ttile5(k, a, b, off, c, ldc, cols, e); break;
+    case 6: mps_avx512_ttile6(k, a, b, off, c, ldc, cols, e); break;
+    default: mps_avx512_ttile7(k, a, b, off, c, ldc, cols, e); break;
+    }
+}
+
 /* Columns [from, from + 16) of a row of w floats, zeros outside the row:
    masked lanes never fault, and before the row's start an expanding load
    puts its first floats in the lanes they belong to. */
@@ -362,10 +425,12 @@ const struct mps_ukernels mps_ukernels_avx512 = {
     .mr = MR,
     .nr = NR,
     .kc = KC,
+    .mt = MT,
     .supported = mps_x86_has_avx512,
     .gemm = mps_avx512_gemm,
     .dw3 = mps_avx512_dw3,
     .conv = mps_avx512_conv,
+    .convt = mps_avx512_convt,
     .wino_in = mps_wino_in,
     .wino_out = mps_wino_out,
 };

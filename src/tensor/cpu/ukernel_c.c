@@ -96,6 +96,22 @@ static void mps_c_dw3(const struct mps_dw3_geom *g, const float *x, const float 
         mps_c_dw3_plane(g, 2, x, k, bias, y, e);
 }
 
+/* The transposed tile (ukernels.h): MT positions x NR channels, in the
+   order the other families sum (k ascending). */
+#define MT 4
+static void mps_c_convt(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc, int rows,
+                        int cols, const struct mps_tile_epi *e)
+{
+    float acc[MT][NR] = {{0}};
+    for (int64_t kk = 0; kk < k; kk++, a += NR)
+        for (int j = 0; j < rows; j++)
+            for (int o = 0; o < NR; o++)
+                acc[j][o] += b[off[kk] + j] * a[o];
+    for (int o = 0; o < cols; o++)
+        for (int j = 0; j < rows; j++)
+            c[o * ldc + j] = mps_tile_epi_act(e, acc[j][o] + (e->bias ? e->bias[o] : 0.0f));
+}
+
 static bool mps_c_supported(void)
 {
     return true;
@@ -107,10 +123,12 @@ const struct mps_ukernels mps_ukernels_c = {
     .mr = MR,
     .nr = NR,
     .kc = KC,
+    .mt = MT,
     .supported = mps_c_supported,
     .gemm = mps_c_gemm,
     .dw3 = mps_c_dw3,
     .conv = mps_c_conv,
+    .convt = mps_c_convt,
     .wino_in = mps_wino_in,
     .wino_out = mps_wino_out,
 };

@@ -67,6 +67,24 @@ typedef void (*mps_udw3_fn)(const struct mps_dw3_geom *g, const float *x, const 
 typedef void (*mps_uconv_fn)(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,
                              int rows, uint64_t keep, const struct mps_tile_epi *epi);
 
+/* The direct convolution's transposed tile (conv_direct.c): the output
+   channels in the vectors, the positions broadcast, for rows <= mt
+   positions and cols <= nr channels:
+
+       c[o ldc + j] = sum over kk < k of a[kk nr + o] * b[off[kk] + j]
+
+   a: W's channels packed as the GEMM's B panels (k groups of nr floats,
+   zeros past the channels). The positions are one run of the output (an
+   output row's, or the plane's for a pointwise layer), so no column is
+   computed to be dropped: on narrow planes (7x7: 49 outputs in 64 lanes, 14
+   of them padding) it keeps every lane busy where the conv tile cannot.
+   Only b[off[kk] + j] for j < rows is read. The store applies the
+   epilogue (bias[o] a channel, clamp and slope; no residual) and writes
+   the rows floats of each of the cols channels, nothing else. NULL in a
+   family without one (the conv tile then runs every layer). */
+typedef void (*mps_uconvt_fn)(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,
+                              int rows, int cols, const struct mps_tile_epi *epi);
+
 /* Copies the floats of row whose bit is set in keep to c, one after another
    (a conv tile's store, run by run). */
 static inline void mps_tile_keep_copy(float *c, const float *row, uint64_t keep)
@@ -102,15 +120,17 @@ struct mps_ukernels {
     const char *describe; /* "AVX-512F, 8 x 32 float tiles" */
     int mr, nr;           /* the tile: rows (broadcast from a) x columns (vectors of b) */
     int kc;               /* k per block: an a and a b panel of kc fit the L1 cache together */
+    int mt;               /* positions of convt's tile (0 without one) */
     bool (*supported)(void); /* whether this CPU and OS run it */
     mps_ugemm_fn gemm;
     mps_udw3_fn dw3;
     mps_uconv_fn conv;
+    mps_uconvt_fn convt; /* optional: NULL where the family has none */
     mps_uwino_in_fn wino_in;
     mps_uwino_out_fn wino_out;
 };
 
-/* The families this build holds (isa.c lists them; each is NULL-free). */
+/* The families this build holds (isa.c lists them; every entry but convt is set). */
 extern const struct mps_ukernels mps_ukernels_avx512, mps_ukernels_avx2, mps_ukernels_neon, mps_ukernels_c;
 
 #endif
