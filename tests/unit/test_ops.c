@@ -949,6 +949,101 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
     }
 }
 
+/* A Conv whose output only a residual Add reads: the cpu computes the Add in
+   the Conv's store (cpu.c), on each path a trained layer takes (the conv
+   tile, the transposed tile, Winograd, the packed GEMM), the residual on
+   either side of the Add, an activation in the tile's store or after it;
+   and the cases it must leave as they are: the Conv's output read twice,
+   a residual that broadcasts. Graph inputs x and r, output the Add's. */
+static void test_conv_residual(const struct mps_backend *const *backends, int n_backends)
+{
+    static const struct {
+        const char *name;
+        int64_t h, w, k, pad, cin, cout, images;
+        int act;          /* 0 none, 1 Relu, 3 Sigmoid (the Add's) */
+        bool res_first;   /* Add(r, conv) */
+        bool conv_output; /* the Conv's output is a graph output too: not fused */
+        bool broadcast;   /* r is [1, cout, 1, 1]: not fused */
+    } rows[] = {
+        {"residual Add+Relu after a 3x3 conv (the conv tile)", 40, 40, 3, 1, 48, 20, 1, 1, false, false, false},
+        {"residual Add after a 3x3 conv on 7x7 (the transposed tile), r first", 7, 7, 3, 1, 48, 56, 2, 0, true, false,
+         false},
+        {"residual Add+Relu after a Winograd conv, 3 images", 16, 16, 3, 1, 64, 24, 3, 1, true, false, false},
+        {"residual Add+Sigmoid after a Winograd conv, odd sizes (the edge column)", 15, 13, 3, 1, 64, 24, 2, 3, false,
+         false, false},
+        {"residual Add+Sigmoid after a 1x1 conv on 5x6 (packed)", 5, 6, 1, 0, 12, 10, 2, 3, false, false, false},
+        {"residual Add, the conv's output read twice (not fused)", 9, 9, 3, 1, 16, 8, 1, 1, false, true, false},
+        {"residual Add of a broadcast bias (not fused)", 9, 9, 3, 1, 16, 8, 2, 1, false, false, true},
+    };
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        struct mps_graph *g = mps_graph_new();
+        struct mps_error err = {{0}};
+        th_seed(rows[r].name);
+        int64_t ci = rows[r].cin, co = rows[r].cout, oh = rows[r].h + 2 * rows[r].pad - rows[r].k + 1,
+                ow = rows[r].w + 2 * rows[r].pad - rows[r].k + 1;
+        struct mps_shape xs = {4, {rows[r].images, ci, rows[r].h, rows[r].w}}, ws = {4, {co, ci, rows[r].k, rows[r].k}};
+        struct mps_shape rs = rows[r].broadcast ? (struct mps_shape){4, {1, co, 1, 1}}
+                                                : (struct mps_shape){4, {rows[r].images, co, oh, ow}};
+        union mps_op_params p, ap;
+        mps_op_params_default(MPS_OP_CONV, &p);
+        for (int j = 0; j < 4; j++)
+            p.conv.win.pad[j] = rows[r].pad;
+        int x = mps_graph_add_value(g, "x", MPS_F32, &xs), rv = mps_graph_add_value(g, "r", MPS_F32, &rs);
+        int in[3] = {x, th_add_random_const(g, "w", &ws, -1, 1),
+                     th_add_random_const(g, "b", &(struct mps_shape){1, {co}}, -1, 1)};
+        int c = mps_graph_add_value(g, "c", MPS_F32, NULL), y = mps_graph_add_value(g, "y", MPS_F32, NULL);
+        mps_graph_add_input(g, x, &err);
+        mps_graph_add_input(g, rv, &err);
+        mps_graph_add_node(g, MPS_OP_CONV, "conv", in, 3, &c, 1, &p, &err);
+        mps_op_params_default(MPS_OP_ADD, &ap);
+        static const enum mps_op acts[] = {MPS_OP_RELU, MPS_OP_RELU, MPS_OP_RELU, MPS_OP_SIGMOID};
+        int ain[2] = {rows[r].res_first ? rv : c, rows[r].res_first ? c : rv};
+        mps_graph_add_node(g, MPS_OP_ADD, "add", ain, 2, &y, 1, &ap, &err);
+        *mps_node_act(&g->nodes[1]) = (struct mps_fused_act){rows[r].act != 0, acts[rows[r].act], {.alpha = 0.0f}};
+        mps_graph_add_output(g, y, &err);
+        if (rows[r].conv_output)
+            mps_graph_add_output(g, c, &err);
+        if (!th_check(mps_graph_sort(g, &err) == MPS_OK && mps_graph_infer(g, &err) == MPS_OK, "%s: graph %s",
+                      rows[r].name, err.msg)) {
+            mps_graph_free(g);
+            continue;
+        }
+        struct mps_tensor t[2];
+        float *data[2];
+        for (int i = 0; i < 2; i++) {
+            const struct mps_shape *sh = &g->values[g->inputs[i]].shape;
+            int64_t n = mps_shape_numel(sh);
+            data[i] = th_alloc(MPS_F32, n);
+            for (int64_t e = 0; e < n; e++)
+                data[i][e] = (float)th_uniform(-1, 1);
+            t[i] = mps_tensor_make(MPS_F32, sh, data[i]);
+        }
+        struct ref_tensor want[2];
+        th_ref_graph(g, t, want);
+        for (int k = 0; k < n_backends; k++) {
+            struct mps_tensor got[2];
+            if (th_run(backends[k], g, t, got, &err) != MPS_OK) {
+                th_fail("%s [%s]: %s", rows[r].name, backends[k]->name, err.msg);
+                continue;
+            }
+            for (int o = 0; o < g->n_outputs; o++) {
+                int64_t ny = ref_numel(&want[o].shape);
+                double *gd = calloc((size_t)ny + 1, sizeof *gd);
+                th_to_double(MPS_F32, got[o].data, ny, gd);
+                double e = th_nmse(gd, want[o].d, ny);
+                th_check(e <= 1e-9, "%s [%s]: output %d nmse %.2e (bound 1e-09)", rows[r].name, backends[k]->name, o,
+                         e);
+                free(gd);
+            }
+            th_free_tensors(got, g->n_outputs);
+        }
+        for (int o = 0; o < g->n_outputs; o++)
+            free(want[o].d);
+        free(data[0]), free(data[1]);
+        mps_graph_free(g);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const struct mps_backend *backends[4];
@@ -964,5 +1059,6 @@ int main(int argc, char **argv)
         th_check(covered[op], "op %s has rows in the op test", mps_op_name((enum mps_op)op));
     test_maxpool_nan();
     test_conv_const_weights(backends, n_backends);
+    test_conv_residual(backends, n_backends);
     return th_summary();
 }

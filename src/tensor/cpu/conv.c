@@ -116,6 +116,20 @@ size_t mps_cpu_conv_scratch(const struct mps_graph *g, const struct mps_node *n,
     }
 }
 
+bool mps_cpu_conv_takes_residual(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk)
+{
+    if (n->op != MPS_OP_CONV)
+        return false;
+    struct mps_conv_geom q = mps_conv_geom_of(n, &g->values[n->in[0]].shape, &g->values[n->out[0]].shape);
+    enum mps_conv_path path = mps_conv_path_of(g, n, &q, uk);
+    return path == MPS_CONV_WINOGRAD || path == MPS_CONV_DIRECT || path == MPS_CONV_PACKED;
+}
+
+const struct mps_fused_act *mps_cpu_conv_act(const struct mps_cpu_args *a)
+{
+    return a->res ? a->res_act : &a->node->p.conv.act;
+}
+
 /* What a packed convolution keeps: which path, then (64 bytes on) its data:
    Winograd's transformed weights, or each group's W packed as A. */
 struct mps_conv_packed {
@@ -465,11 +479,12 @@ static void mps_conv_pack_im2col(const void *ctx, int64_t i0, int64_t ni, int64_
 static void mps_conv_packed_run(const struct mps_cpu_args *a, const struct mps_conv_geom *q)
 {
     const struct mps_tensor *x = &a->in[0], *b = &a->in[2];
-    const struct mps_fused_act *act = &a->node->p.conv.act;
+    const struct mps_fused_act *act = mps_cpu_conv_act(a);
     int64_t cg = q->c / q->g, mg = q->m / q->g, kdim = cg * q->taps, total = q->n * q->g, chunk = mps_conv_chunk(q);
     size_t per = mps_pgemm_packed_bytes(a->uk, mg, kdim, true);
     struct mps_tile_epi e = mps_tile_epi_none();
     bool inline_act = mps_pgemm_act_epi(act, &e), padded = mps_conv_reads_padded(q);
+    e.ldr = q->out_plane; /* a residual: each item's C is a block of planes, as the output's */
     size_t shared = (mps_pgemm_shared_bytes(chunk, mg, q->out_plane, kdim) + 63) / 64 * 64;
     struct mps_conv_padding pd = {.q = q, .dst = (float *)(((uintptr_t)a->scratch + shared + 63) & ~(uintptr_t)63)};
     pd.item_floats = mps_conv_padded(q, pd.dims);
@@ -499,7 +514,8 @@ static void mps_conv_packed_run(const struct mps_cpu_args *a, const struct mps_c
                      : padded                 ? (struct mps_pgemm_operand){.pack = mps_conv_pack_padded, .ctx = &im[i]}
                                               : (struct mps_pgemm_operand){.pack = mps_conv_pack_im2col, .ctx = &im[i]},
                 .c = (float *)a->out[0].data + (bi * q->m + gi * mg) * q->out_plane,
-                .bias = b->data ? (const float *)b->data + gi * mg : NULL};
+                .bias = b->data ? (const float *)b->data + gi * mg : NULL,
+                .res = a->res ? a->res + (bi * q->m + gi * mg) * q->out_plane : NULL};
         }
         mps_pgemm_batch(a->pool, a->uk, count, items, mg, q->out_plane, kdim, q->out_plane, &e,
                         inline_act ? NULL : act, a->gemm_scratch, a->scratch);

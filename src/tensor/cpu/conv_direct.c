@@ -197,6 +197,7 @@ struct mps_direct_job {
     const int32_t *off; /* [k] */
     const struct mps_direct_tile *tiles;
     const float *bias; /* [m], or NULL */
+    const float *res;  /* laid out as y: added after the tile, then act (which the tile leaves out); or NULL */
     struct mps_tile_epi epi;
     const struct mps_fused_act *act;   /* what the tile's store does not apply, or NULL */
     int64_t first;                     /* the job's first item (image * groups + group) */
@@ -275,7 +276,10 @@ static inline void mps_direct_run_tile(const struct mps_direct_job *jb, const fl
     else
         jb->uk->conv(d->k, w, x + tl->v, jb->off, yt, plane, rows, tl->keep, &e);
     for (int r = 0; jb->act && r < rows; r++)
-        mps_cpu_act_inplace(jb->act, yt + r * plane, n);
+        if (jb->res)
+            mps_cpu_add_act(jb->act, yt + r * plane, jb->res + (yt - jb->y) + r * plane, n);
+        else
+            mps_cpu_act_inplace(jb->act, yt + r * plane, n);
 }
 
 static void mps_direct_units(void *ctx, int64_t begin, int64_t end)
@@ -311,7 +315,7 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
 {
     const struct mps_ukernels *uk = a->uk;
     struct mps_direct d = mps_direct_of(q, uk);
-    const struct mps_fused_act *act = &a->node->p.conv.act;
+    const struct mps_fused_act *act = mps_cpu_conv_act(a);
     struct mps_direct_job jb = {.q = q,
                                 .d = &d,
                                 .uk = uk,
@@ -320,11 +324,13 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
                                 .w = data,
                                 .per = mps_pgemm_packed_bytes(uk, d.mg, d.k, !d.transposed),
                                 .bias = a->in[2].data,
+                                .res = a->res,
                                 .epi = mps_tile_epi_none(),
                                 .copy = (float *)(((uintptr_t)a->scratch + 63) & ~(uintptr_t)63)};
     jb.off = (const int32_t *)(jb.w + mps_direct_offsets_at(q, &d, uk));
     jb.tiles = (const struct mps_direct_tile *)(jb.w + mps_direct_tiles_at(q, &d, uk));
-    jb.act = mps_pgemm_act_epi(act, &jb.epi) ? NULL : act;
+    /* with a residual the tile stores act's input; the sum and act follow it */
+    jb.act = !a->res && mps_pgemm_act_epi(act, &jb.epi) ? NULL : act;
     int64_t chunk = mps_direct_chunk(q, &d), threads = mps_pool_threads(a->pool);
     int64_t m_panels = (d.mg + d.wstep - 1) / d.wstep, width = d.transposed ? uk->mt : uk->nr; /* a tile's positions */
     /* units: bands of tiles whose columns of B stay in L2 while W's panels

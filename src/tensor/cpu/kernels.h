@@ -25,6 +25,11 @@ struct mps_cpu_args {
                            (and always when a node is evaluated alone, by constant folding) */
     const struct mps_ukernels *uk; /* the plan's kernel family (isa.h); NULL with packed */
     void *gemm_scratch;            /* mps_pgemm_scratch bytes for the pool's threads, with packed */
+    /* A Conv that computes the residual Add after it (cpu.c): res, laid out
+       as out[0], is added before the activation, which is then res_act (the
+       Add's) and not the Conv's own; out[0] is the Add's output. NULL: none. */
+    const float *res;
+    const struct mps_fused_act *res_act;
 };
 
 typedef enum mps_status (*mps_cpu_kernel)(const struct mps_cpu_args *a, struct mps_error *err);
@@ -60,6 +65,11 @@ size_t mps_cpu_conv_scratch(const struct mps_graph *g, const struct mps_node *n,
                               int threads);
 size_t mps_cpu_conv_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
                          void *dst);
+/* Whether the Conv n, run with uk, can take a residual (mps_cpu_args.res):
+   a 2-D layer with constant weights (direct, Winograd or packed). */
+bool mps_cpu_conv_takes_residual(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk);
+/* The activation a Conv ends with: the Add's when it computes one, else its own. */
+const struct mps_fused_act *mps_cpu_conv_act(const struct mps_cpu_args *a);
 /* winograd.c: 3x3 stride-1 Conv as F(2x2, 3x3), weights transformed at compile.
    mps_winograd_applies: cuda's rule; mps_winograd_cpu_applies: the CPU's,
    for the family uk (NULL: for some family, as scratch is sized). */
@@ -87,6 +97,8 @@ enum mps_status mps_cpu_copy(const struct mps_cpu_args *a, struct mps_error *err
 enum mps_status mps_cpu_cast(const struct mps_cpu_args *a, struct mps_error *err);
 /* Applies a fused activation (when act->on) to y[0 .. n) in place, on the calling thread. */
 void mps_cpu_act_inplace(const struct mps_fused_act *act, float *y, int64_t n);
+/* y[i] = act(y[i] + r[i]) for i < n (a residual Add computed by the Conv before it). */
+void mps_cpu_add_act(const struct mps_fused_act *act, float *y, const float *r, int64_t n);
 /* Applies the activation fused into a Conv, ConvTranspose or Gemm node to its output. */
 enum mps_status mps_cpu_fused_act(const struct mps_cpu_args *a, struct mps_error *err);
 /* binary.c */

@@ -92,6 +92,13 @@ void mps_cpu_act_inplace(const struct mps_fused_act *act, float *y, int64_t n)
     mps_unary_chunk(&(struct mps_unary_job){act->op, &act->p, y, y}, 0, n);
 }
 
+void mps_cpu_add_act(const struct mps_fused_act *act, float *y, const float *r, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] += r[i];
+    mps_cpu_act_inplace(act, y, n);
+}
+
 enum mps_status mps_cpu_unary(const struct mps_cpu_args *a, struct mps_error *err)
 {
     (void)err;

@@ -149,13 +149,15 @@ struct mps_winograd_run {
     struct mps_pool *pool;
     const float *x, *u, *bias;       /* x: the round's first image; u: U[k] packed as A, per floats apart */
     float *y;                        /* the round's first image's output */
+    const float *res;                /* its residual (as y; added after the transform, then act), or NULL */
     float *copy;                     /* the round's padded planes, ph x pw each */
     int64_t ph, pw, images;          /* padded planes; images in the round */
     int64_t per;                     /* floats of one packed U[k] */
     int64_t nt, parts, mstep;        /* a task: nt tiles (a group of blocks) x mstep output channels (whole panels) */
     float *scratch;                  /* per thread: V (16 x c x nt) then M (16 x mstep x nt) */
-    struct mps_tile_epi epi;         /* the activation, where the tile's clamp and slope make it */
+    struct mps_tile_epi epi, none;   /* the activation, where the tile's clamp and slope make it; nothing */
     const struct mps_fused_act *act; /* the others, applied after, or NULL */
+    const struct mps_fused_act *full; /* the whole activation (after a residual, at an odd width's edge) */
 };
 
 static int64_t mps_winograd_plane(const struct mps_winograd *q)
@@ -310,14 +312,24 @@ static void mps_winograd_output(const struct mps_winograd_run *r, int64_t j0, in
             float *y0 = r->y + ((s.b * q->m + m) * q->oh + 2 * s.ty) * q->ow + 2 * tx, *y1 = y0 + q->ow;
             int64_t cols = 2 * count < q->ow - 2 * tx ? 2 * count : q->ow - 2 * tx;
             bool rows2 = 2 * s.ty + 1 < q->oh, whole = cols == 2 * count;
-            r->uk->wino_out(prod + (m - m0) * r->nt + s.at + t0, mps_winograd_mk(r->nt, r->mstep), count, bias,
-                            whole ? y0 : edge[0], whole && rows2 ? y1 : edge[1], &r->epi);
-            if (!whole)
-                memcpy(y0, edge[0], sizeof(float) * (size_t)cols);
-            if (!whole && rows2)
-                memcpy(y1, edge[1], sizeof(float) * (size_t)cols);
-            for (int a = 0; r->act && a < 1 + rows2; a++)
-                mps_cpu_act_inplace(r->act, a ? y1 : y0, cols);
+            const float *r0 = r->res ? r->res + (y0 - r->y) : NULL, *r1 = r0 && rows2 ? r0 + q->ow : r0;
+            if (whole) { /* the residual and the tile's clamp and slope in the transform's store */
+                r->uk->wino_out(prod + (m - m0) * r->nt + s.at + t0, mps_winograd_mk(r->nt, r->mstep), count, bias, r0,
+                                r1, y0, rows2 ? y1 : edge[1], &r->epi);
+                for (int a = 0; r->act && a < 1 + rows2; a++)
+                    mps_cpu_act_inplace(r->act, a ? y1 : y0, cols);
+                continue;
+            }
+            /* the last column of an odd width: through the stack, the residual and activation after */
+            r->uk->wino_out(prod + (m - m0) * r->nt + s.at + t0, mps_winograd_mk(r->nt, r->mstep), count, bias, NULL,
+                            NULL, edge[0], edge[1], r->res ? &r->none : &r->epi);
+            for (int a = 0; a < 1 + rows2; a++) {
+                memcpy(a ? y1 : y0, edge[a], sizeof(float) * (size_t)cols);
+                if (r->res)
+                    mps_cpu_add_act(r->full, a ? y1 : y0, a ? r1 : r0, cols);
+                else if (r->act)
+                    mps_cpu_act_inplace(r->act, a ? y1 : y0, cols);
+            }
         }
     }
 }
@@ -366,11 +378,14 @@ void mps_winograd_conv(const struct mps_cpu_args *a, const void *packed)
                                  .per = (int64_t)(mps_pgemm_packed_bytes(uk, q.m, q.c, true) / sizeof(float)),
                                  .scratch = copy + (round * q.c * mps_winograd_plane(&q) + 15) / 16 * 16,
                                  .epi = mps_tile_epi_none()};
-    r.act = mps_pgemm_act_epi(&a->node->p.conv.act, &r.epi) ? NULL : &a->node->p.conv.act;
+    r.full = mps_cpu_conv_act(a);
+    r.none = mps_tile_epi_none();
+    r.act = mps_pgemm_act_epi(r.full, &r.epi) ? NULL : r.full;
     for (int64_t b = 0; b < q.n; b += round) {
         r.images = q.n - b < round ? q.n - b : round;
         r.x = (const float *)a->in[0].data + b * q.c * q.h * q.w;
         r.y = (float *)a->out[0].data + b * q.m * q.oh * q.ow;
+        r.res = a->res ? a->res + b * q.m * q.oh * q.ow : NULL;
         mps_pool_for(a->pool, r.images * q.c, mps_winograd_plane(&q), mps_winograd_pad, &r);
         struct mps_winograd_split sp = mps_winograd_split_of(&q, r.images, uk->mr, threads);
         r.nt = sp.group * MPS_WINOGRAD_NT, r.parts = sp.parts, r.mstep = sp.mstep;
