@@ -241,6 +241,9 @@ static const struct th_case th_cases[] = {
      P(pool, .win = WIN2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1)), IN(F(1, 2, 5, 150)), OUT(S(1, 2, 5, 150))},
     {"MaxPool 3x3 stride 2, rows over 64 outputs", MPS_OP_MAX_POOL, P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 0, 0, 0, 0)),
      IN(F(1, 2, 7, 301)), OUT(S(1, 2, 3, 150))},
+    {"MaxPool 3x3 stride 2 pads 1, 2, ceil_mode, rows of 19 (a family's kernel, the step after masked)",
+     MPS_OP_MAX_POOL, P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 1, 1, 2, 2), .ceil_mode = true), IN(F(2, 3, 9, 37)),
+     OUT(S(2, 3, 5, 19))},
     {"MaxPool dilation 2", MPS_OP_MAX_POOL, P(pool, .win = WIN2(2, 2, 1, 1, 2, 2, 0, 0, 0, 0)), IN(F(1, 2, 8, 8)),
      OUT(S(1, 2, 6, 6))},
     {"MaxPool 1-D", MPS_OP_MAX_POOL, P(pool, .win = WIN1(3, 2, 1, 0, 0)), IN(F(2, 3, 9)), OUT(S(2, 3, 4))},
@@ -772,6 +775,32 @@ out:
 static void test_maxpool_nan(void)
 {
     const struct mps_backend *cpu = mps_backend_find("cpu");
+    /* a row of 40 (20 outputs: a family's kernel on its wide rows), a NaN at the first row's column 32:
+       the first cell of window 16 (vmaxps returns its second operand when either is NaN) */
+    struct mps_graph *wide = mps_graph_new();
+    struct mps_error werr = {{0}};
+    int wx = mps_graph_add_value(wide, "x", MPS_F32, &(struct mps_shape){4, {1, 1, 2, 40}});
+    int wy = mps_graph_add_value(wide, "y", MPS_F32, NULL);
+    union mps_op_params wp;
+    mps_op_params_default(MPS_OP_MAX_POOL, &wp);
+    wp.pool.win.kernel[0] = wp.pool.win.kernel[1] = wp.pool.win.stride[0] = wp.pool.win.stride[1] = 2;
+    mps_graph_add_input(wide, wx, &werr);
+    mps_graph_add_node(wide, MPS_OP_MAX_POOL, "pool", &wx, 1, &wy, 1, &wp, &werr);
+    mps_graph_add_output(wide, wy, &werr);
+    float win[80];
+    for (int i = 0; i < 80; i++)
+        win[i] = (float)(i % 7);
+    win[32] = NAN;
+    struct mps_tensor wt = mps_tensor_make(MPS_F32, &(struct mps_shape){4, {1, 1, 2, 40}}, win), wout[1];
+    bool wok = mps_graph_sort(wide, &werr) == MPS_OK && mps_graph_infer(wide, &werr) == MPS_OK &&
+               th_run(cpu, wide, &wt, wout, &werr) == MPS_OK;
+    int nans = 0;
+    for (int i = 0; wok && i < 20; i++)
+        nans += isnan(((const float *)wout[0].data)[i]) ? 1 + i * 100 : 0;
+    th_check(wok && nans == 1 + 16 * 100, "MaxPool on a row of 40 with a NaN: only output 16 is NaN %s", werr.msg);
+    if (wok)
+        th_free_tensors(wout, 1);
+    mps_graph_free(wide);
     for (int pad = 0; pad <= 1; pad++) {
         struct mps_graph *g = mps_graph_new();
         struct mps_error err = {{0}};

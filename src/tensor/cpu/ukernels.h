@@ -104,6 +104,19 @@ static inline float mps_tile_epi_act(const struct mps_tile_epi *e, float v)
     return v < 0 ? e->slope * v : v;
 }
 
+/* A 2-D MaxPool of one plane (pooling.c's plane path): y[oh][ow] = the
+   maximum of x over rows oh sh - pt .. + kh and columns ow sw - pl .. + kw
+   that lie inside the h x w plane, a NaN anywhere in a window giving NaN.
+   Every window reaches at least one cell of the plane; sw is 1 or 2;
+   (out_w - 1) sw + kw <= MPS_UMAXPOOL_SPAN. Nothing outside the plane is
+   read. Optional: NULL where a family has none (pooling.c's loops run). */
+enum { MPS_UMAXPOOL_SPAN = 4096 };
+struct mps_maxpool_geom {
+    int64_t h, w, pt, pl, out_h, out_w;
+    int kh, kw, sh, sw;
+};
+typedef void (*mps_umaxpool_fn)(const struct mps_maxpool_geom *g, const float *x, float *y);
+
 /* Winograd F(2x2, 3x3)'s transforms around its products (winograd.c;
    ukernel_wino.h has them once, each family compiles them for its vectors).
    wino_in: for count tiles whose 4x4 inputs start at x + 2 t (rows pw
@@ -127,11 +140,12 @@ struct mps_ukernels {
     mps_udw3_fn dw3;
     mps_uconv_fn conv;
     mps_uconvt_fn convt; /* optional: NULL where the family has none */
+    mps_umaxpool_fn maxpool; /* optional, likewise */
     mps_uwino_in_fn wino_in;
     mps_uwino_out_fn wino_out;
 };
 
-/* The families this build holds (isa.c lists them; every entry but convt is set). */
+/* The families this build holds (isa.c lists them; every entry but the optional ones is set). */
 extern const struct mps_ukernels mps_ukernels_avx512, mps_ukernels_avx2, mps_ukernels_neon, mps_ukernels_c;
 
 #endif
