@@ -153,8 +153,9 @@ void mps_cpu_store(void *p, enum mps_dtype t, int64_t i, double v);
 double mps_cpu_load(const void *p, enum mps_dtype t, int64_t i);
 
 /* Copies a strided view: dst[i] = src[i] over shape, strides in elements of
-   elem bytes. The workhorse of transpose, slice, expand, concat and split. */
-void mps_cpu_copy_strided(void *dst, const int64_t *dst_stride, const void *src, const int64_t *src_stride,
-                          const struct mps_shape *shape, size_t elem);
+   elem bytes, over the pool (NULL: on the calling thread). The workhorse of
+   transpose, slice, expand, concat and split. */
+void mps_cpu_copy_strided(struct mps_pool *pool, void *dst, const int64_t *dst_stride, const void *src,
+                          const int64_t *src_stride, const struct mps_shape *shape, size_t elem);
 
 #endif

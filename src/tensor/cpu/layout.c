@@ -5,47 +5,78 @@
 
 #include "kernels.h"
 
-void mps_cpu_copy_strided(void *dst, const int64_t *dst_stride, const void *src, const int64_t *src_stride,
-                          const struct mps_shape *shape, size_t elem)
+/* A strided copy with its dims coalesced: size-1 dims dropped, neighbours
+   that are one run in both layouts merged (a Concat's part is then one run
+   per image, not one per row), the last dim cut into pieces for the pool. */
+struct mps_copy_job {
+    unsigned char *dst;
+    const unsigned char *src;
+    int nd;                                 /* dims after coalescing, >= 1 */
+    int64_t dim[MPS_MAX_DIMS], ds[MPS_MAX_DIMS], ss[MPS_MAX_DIMS];
+    int64_t piece, pieces;                  /* of the last dim: elements a piece, pieces a row */
+    size_t elem;
+};
+
+static void mps_copy_rows(void *ctx, int64_t begin, int64_t end)
 {
-    int nd = shape->ndim, last = nd - 1;
+    const struct mps_copy_job *jb = ctx;
+    int last = jb->nd - 1;
+    int64_t ds = jb->ds[last], ss = jb->ss[last];
+    for (int64_t item = begin; item < end; item++) {
+        int64_t row = item / jb->pieces, j0 = item % jb->pieces * jb->piece, od = 0, os = 0;
+        for (int i = last - 1; i >= 0; i--, row /= jb->dim[i + 1]) {
+            od += row % jb->dim[i] * jb->ds[i];
+            os += row % jb->dim[i] * jb->ss[i];
+        }
+        int64_t n = jb->dim[last] - j0 < jb->piece ? jb->dim[last] - j0 : jb->piece;
+        unsigned char *d = jb->dst + (od + j0 * ds) * (int64_t)jb->elem;
+        const unsigned char *s = jb->src + (os + j0 * ss) * (int64_t)jb->elem;
+        if (ds == 1 && ss == 1) {
+            memcpy(d, s, (size_t)n * jb->elem);
+            continue;
+        }
+#define MPS_COPY_ROW(T)                                                                                                \
+    for (int64_t i = 0; i < n; i++)                                                                                    \
+        ((T *)d)[i * ds] = ((const T *)s)[i * ss];                                                                     \
+    break
+        switch (jb->elem) {
+        case 1: MPS_COPY_ROW(uint8_t);
+        case 2: MPS_COPY_ROW(uint16_t);
+        case 4: MPS_COPY_ROW(uint32_t);
+        default: MPS_COPY_ROW(uint64_t);
+        }
+#undef MPS_COPY_ROW
+    }
+}
+
+/* Elements of a contiguous row one piece takes: a row longer than that is split over the pool. */
+enum { MPS_COPY_PIECE = 16384 };
+
+void mps_cpu_copy_strided(struct mps_pool *pool, void *dst, const int64_t *dst_stride, const void *src,
+                          const int64_t *src_stride, const struct mps_shape *shape, size_t elem)
+{
     if (mps_shape_numel(shape) == 0)
         return;
-    if (nd == 0) {
-        memcpy(dst, src, elem);
-        return;
-    }
-    int64_t n = shape->dim[last], ds = dst_stride[last], ss = src_stride[last];
-    int64_t idx[MPS_MAX_DIMS] = {0};
-    unsigned char *d = dst;
-    const unsigned char *s = src;
-    for (;;) {
-        int64_t od = 0, os = 0;
-        for (int i = 0; i < last; i++) {
-            od += idx[i] * dst_stride[i];
-            os += idx[i] * src_stride[i];
+    struct mps_copy_job jb = {.dst = dst, .src = src, .elem = elem};
+    for (int i = 0; i < shape->ndim; i++) {
+        if (shape->dim[i] == 1)
+            continue;
+        int at = jb.nd - 1;
+        if (jb.nd > 0 && jb.ds[at] == dst_stride[i] * shape->dim[i] && jb.ss[at] == src_stride[i] * shape->dim[i]) {
+            jb.dim[at] *= shape->dim[i]; /* one run with the dim before it in both layouts */
+            jb.ds[at] = dst_stride[i], jb.ss[at] = src_stride[i];
+            continue;
         }
-        if (ds == 1 && ss == 1) {
-            memcpy(d + od * (int64_t)elem, s + os * (int64_t)elem, (size_t)n * elem);
-        } else {
-#define MPS_COPY_ROW(T)                                                   \
-    for (int64_t i = 0; i < n; i++)                                       \
-        ((T *)d)[od + i * ds] = ((const T *)s)[os + i * ss];              \
-    break
-            switch (elem) {
-            case 1: MPS_COPY_ROW(uint8_t);
-            case 2: MPS_COPY_ROW(uint16_t);
-            case 4: MPS_COPY_ROW(uint32_t);
-            default: MPS_COPY_ROW(uint64_t);
-            }
-#undef MPS_COPY_ROW
-        }
-        int i = last - 1;
-        while (i >= 0 && ++idx[i] == shape->dim[i])
-            idx[i--] = 0;
-        if (i < 0)
-            return;
+        jb.dim[jb.nd] = shape->dim[i], jb.ds[jb.nd] = dst_stride[i], jb.ss[jb.nd] = src_stride[i];
+        jb.nd++;
     }
+    if (jb.nd == 0) /* every dim 1: one element */
+        jb.dim[0] = 1, jb.ds[0] = jb.ss[0] = 1, jb.nd = 1;
+    int64_t n = jb.dim[jb.nd - 1], rows = mps_shape_numel(shape) / n;
+    bool run = jb.ds[jb.nd - 1] == 1 && jb.ss[jb.nd - 1] == 1;
+    jb.piece = run && n > MPS_COPY_PIECE ? MPS_COPY_PIECE : n;
+    jb.pieces = (n + jb.piece - 1) / jb.piece;
+    mps_pool_for(pool, rows * jb.pieces, jb.piece * (run ? 1 : 4), mps_copy_rows, &jb);
 }
 
 enum mps_status mps_cpu_transpose(const struct mps_cpu_args *a, struct mps_error *err)
@@ -56,7 +87,7 @@ enum mps_status mps_cpu_transpose(const struct mps_cpu_args *a, struct mps_error
     for (int i = 0; i < y->shape.ndim; i++)
         src[i] = x->stride[a->node->p.transpose.perm[i]];
     (void)err;
-    mps_cpu_copy_strided(y->data, y->stride, x->data, src, &y->shape, mps_dtype_size(y->dtype));
+    mps_cpu_copy_strided(a->pool, y->data, y->stride, x->data, src, &y->shape, mps_dtype_size(y->dtype));
     return MPS_OK;
 }
 
@@ -67,7 +98,7 @@ enum mps_status mps_cpu_depth(const struct mps_cpu_args *a, struct mps_error *er
     mps_depth_transpose(a->node, &a->in[0].shape, &out6, src);
     mps_shape_strides(&out6, dst);
     (void)err;
-    mps_cpu_copy_strided(a->out[0].data, dst, a->in[0].data, src, &out6, mps_dtype_size(a->out[0].dtype));
+    mps_cpu_copy_strided(a->pool, a->out[0].data, dst, a->in[0].data, src, &out6, mps_dtype_size(a->out[0].dtype));
     return MPS_OK;
 }
 
@@ -84,8 +115,8 @@ enum mps_status mps_cpu_slice(const struct mps_cpu_args *a, struct mps_error *er
     }
     size_t elem = mps_dtype_size(y->dtype);
     (void)err;
-    mps_cpu_copy_strided(y->data, y->stride, (const unsigned char *)x->data + base * (int64_t)elem, src, &y->shape,
-                         elem);
+    mps_cpu_copy_strided(a->pool, y->data, y->stride, (const unsigned char *)x->data + base * (int64_t)elem, src,
+                         &y->shape, elem);
     return MPS_OK;
 }
 
@@ -96,13 +127,13 @@ enum mps_status mps_cpu_expand(const struct mps_cpu_args *a, struct mps_error *e
     int64_t src[MPS_MAX_DIMS];
     mps_shape_broadcast_strides(&x->shape, &y->shape, src);
     (void)err;
-    mps_cpu_copy_strided(y->data, y->stride, x->data, src, &y->shape, mps_dtype_size(y->dtype));
+    mps_cpu_copy_strided(a->pool, y->data, y->stride, x->data, src, &y->shape, mps_dtype_size(y->dtype));
     return MPS_OK;
 }
 
 /* Concat and Split move blocks along axis between one big and several small tensors. */
-static void mps_cpu_blocks(struct mps_tensor *big, const struct mps_tensor *parts, int n_parts, int axis,
-                           bool into_big)
+static void mps_cpu_blocks(struct mps_pool *pool, struct mps_tensor *big, const struct mps_tensor *parts, int n_parts,
+                           int axis, bool into_big)
 {
     size_t elem = mps_dtype_size(big->dtype);
     int64_t off = 0;
@@ -110,9 +141,9 @@ static void mps_cpu_blocks(struct mps_tensor *big, const struct mps_tensor *part
         const struct mps_tensor *t = &parts[i];
         unsigned char *b = (unsigned char *)big->data + off * big->stride[axis] * (int64_t)elem;
         if (into_big)
-            mps_cpu_copy_strided(b, big->stride, t->data, t->stride, &t->shape, elem);
+            mps_cpu_copy_strided(pool, b, big->stride, t->data, t->stride, &t->shape, elem);
         else
-            mps_cpu_copy_strided(t->data, t->stride, b, big->stride, &t->shape, elem);
+            mps_cpu_copy_strided(pool, t->data, t->stride, b, big->stride, &t->shape, elem);
         off += t->shape.dim[axis];
     }
 }
@@ -120,14 +151,14 @@ static void mps_cpu_blocks(struct mps_tensor *big, const struct mps_tensor *part
 enum mps_status mps_cpu_concat(const struct mps_cpu_args *a, struct mps_error *err)
 {
     (void)err;
-    mps_cpu_blocks(&a->out[0], a->in, a->node->n_in, (int)a->node->p.axis.axis, true);
+    mps_cpu_blocks(a->pool, &a->out[0], a->in, a->node->n_in, (int)a->node->p.axis.axis, true);
     return MPS_OK;
 }
 
 enum mps_status mps_cpu_split(const struct mps_cpu_args *a, struct mps_error *err)
 {
     (void)err;
-    mps_cpu_blocks((struct mps_tensor *)&a->in[0], a->out, a->node->n_out, (int)a->node->p.axis.axis, false);
+    mps_cpu_blocks(a->pool, (struct mps_tensor *)&a->in[0], a->out, a->node->n_out, (int)a->node->p.axis.axis, false);
     return MPS_OK;
 }
 
@@ -402,7 +433,7 @@ enum mps_status mps_cpu_tile(const struct mps_cpu_args *a, struct mps_error *err
     (void)err;
     mps_tile_view(&a->in[0].shape, a->node->p.tile.repeats, &view, src);
     mps_shape_strides(&view, dst);
-    mps_cpu_copy_strided(a->out[0].data, dst, a->in[0].data, src, &view, mps_dtype_size(a->out[0].dtype));
+    mps_cpu_copy_strided(a->pool, a->out[0].data, dst, a->in[0].data, src, &view, mps_dtype_size(a->out[0].dtype));
     return MPS_OK;
 }
 
