@@ -6,7 +6,10 @@
              the Shape -> Gather -> Unsqueeze -> Concat -> Reshape chains of
              exporters into one constant shape. Then unused nodes go.
    optimize: Identity and Dropout removed; BatchNormalization folded into the
-             Conv or Gemm before it (new weights; shared ones are untouched).
+             Conv or Gemm before it (new weights; shared ones are untouched);
+             x * HardSigmoid(x) (alpha 1/6, beta 1/2: exporters' HardSwish
+             before opset 14) turned into one HardSwish, which fuse then
+             puts into the Conv before it.
    fuse:     an activation after Conv, ConvTranspose, Gemm, or an Add, Sub,
              Mul or Div of two f32 inputs (resnet's residual Add -> Relu) is
              fused into it when the backend can run the fused node.
@@ -174,6 +177,28 @@ static bool mps_pass_fold_bn(struct mps_graph *g, struct mps_node *prev, const s
     return true;
 }
 
+/* Whether node n is Mul(x, HardSigmoid(x)) with HardSwish's constants, the
+   HardSigmoid read by nothing else; *hs: that HardSigmoid's index. */
+static bool mps_pass_is_hard_swish(const struct mps_graph *g, const struct mps_node *n, int *hs)
+{
+    if (n->op != MPS_OP_MUL || n->n_in != 2 || mps_node_act(n)->on)
+        return false;
+    for (int i = 0; i < 2; i++) {
+        int p = g->values[n->in[i]].producer, only = -1;
+        if (p < 0)
+            continue;
+        const struct mps_node *h = &g->nodes[p];
+        if (h->op == MPS_OP_HARD_SIGMOID && h->in[0] == n->in[1 - i] && fabsf(h->p.act.alpha - 1.0f / 6.0f) < 1e-7f &&
+            h->p.act.beta == 0.5f && mps_graph_uses(g, n->in[i], &only) == 1 &&
+            g->values[n->out[0]].dtype == MPS_F32 &&
+            mps_shape_eq(&g->values[n->out[0]].shape, &g->values[h->in[0]].shape)) {
+            *hs = p;
+            return true;
+        }
+    }
+    return false;
+}
+
 enum mps_status mps_passes_optimize(struct mps_graph *g, struct mps_error *err)
 {
     bool *dead = calloc((size_t)g->n_nodes + 1, sizeof *dead);
@@ -191,6 +216,13 @@ enum mps_status mps_passes_optimize(struct mps_graph *g, struct mps_error *err)
             struct mps_node *prev = &g->nodes[g->values[n->in[0]].producer];
             if ((prev->op == MPS_OP_CONV || prev->op == MPS_OP_GEMM) && mps_pass_fold_bn(g, prev, n))
                 dead[k] = true;
+        } else if (mps_pass_is_hard_swish(g, n, &only) && !dead[only]) {
+            int x = g->nodes[only].in[0];
+            n->op = MPS_OP_HARD_SWISH; /* in place of the Mul: its output keeps its readers */
+            n->n_in = 1;
+            n->in[0] = x;
+            mps_op_params_default(MPS_OP_HARD_SWISH, &n->p);
+            dead[only] = true;
         }
     }
     mps_pass_dead_code(g, dead);

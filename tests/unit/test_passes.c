@@ -122,6 +122,37 @@ static struct mps_graph *th_residual_graph(void)
     return g;
 }
 
+/* x[2,8,5,5] -> Conv -> h; h * HardSigmoid(h) with HardSwish's constants
+   (becomes HardSwish, then fuses into the Conv) -> a; a * HardSigmoid(a)
+   with alpha 0.2 (stays) -> b; x * HardSigmoid(x), that HardSigmoid also an
+   output (stays) -> c */
+static struct mps_graph *th_hswish_graph(void)
+{
+    struct mps_graph *g = mps_graph_new();
+    struct mps_error err = {{0}};
+    int x = mps_graph_add_value(g, "x", MPS_F32, SH(2, 8, 5, 5));
+    mps_graph_add_input(g, x, &err);
+    union mps_op_params conv, hs, other;
+    mps_op_params_default(MPS_OP_CONV, &conv);
+    conv.conv.win.pad[0] = conv.conv.win.pad[1] = conv.conv.win.pad[2] = conv.conv.win.pad[3] = 1;
+    mps_op_params_default(MPS_OP_HARD_SIGMOID, &hs);
+    hs.act.alpha = 1.0f / 6.0f, hs.act.beta = 0.5f;
+    other = hs;
+    other.act.alpha = 0.2f;
+    int w = th_add_random_const(g, "w", SH(8, 8, 3, 3), -0.5, 0.5);
+    int h = th_node(g, MPS_OP_CONV, "conv", (int[]){x, w}, 2, &conv);
+    int s = th_node(g, MPS_OP_HARD_SIGMOID, "hs1", &h, 1, &hs);
+    int a = th_node(g, MPS_OP_MUL, "mul1", (int[]){h, s}, 2, NULL);
+    int t = th_node(g, MPS_OP_HARD_SIGMOID, "hs2", &a, 1, &other);
+    int b = th_node(g, MPS_OP_MUL, "mul2", (int[]){t, a}, 2, NULL);
+    int u = th_node(g, MPS_OP_HARD_SIGMOID, "hs3", &x, 1, &hs);
+    int c = th_node(g, MPS_OP_MUL, "mul3", (int[]){x, u}, 2, NULL);
+    mps_graph_add_output(g, b, &err);
+    mps_graph_add_output(g, c, &err);
+    mps_graph_add_output(g, u, &err);
+    return g;
+}
+
 static int th_count(const struct mps_graph *g, enum mps_op op)
 {
     int n = 0;
@@ -194,5 +225,8 @@ int main(void)
     /* the residual Add -> Relu fuses; an Add read twice and a three-input Sum keep their Relu */
     th_case("Conv Relu Conv Add Relu, Add Relu, Sum Relu", th_residual_graph, 0, 2, 0,
             "Conv+Relu Conv Add+Relu Add Relu Sum Relu");
+    /* x * HardSigmoid(x) becomes HardSwish (in the Conv); other constants, or a HardSigmoid read twice, stay */
+    th_case("Conv, x HardSigmoid(x) three ways", th_hswish_graph, 0, 0, 0,
+            "Conv+HardSwish HardSigmoid Mul HardSigmoid Mul");
     return th_summary();
 }
