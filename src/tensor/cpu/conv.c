@@ -286,12 +286,19 @@ static void mps_conv_depthwise_planes(void *ctx, int64_t begin, int64_t end)
     bool inline_act = mps_pgemm_act_epi(jb->act, &e), dw3 = mps_dw3_applies(w);
     struct mps_dw3_geom g = {.h = w->in[1], .w = w->in[2], .pt = w->pb[1], .pl = w->pb[2], .out_h = w->out[1],
                              .out_w = w->out[2], .s = (int)w->s[2]};
+    /* other 2-D windows on the family's general plane kernel (mobilenet_v3's 5x5,
+       LR-ASPP's dilated ones: the loop below took 8 times onnxruntime's time) */
+    struct mps_dwk_geom gk = {.h = w->in[1], .w = w->in[2], .pt = w->pb[1], .pl = w->pb[2], .out_h = w->out[1],
+                              .out_w = w->out[2], .kh = (int)w->k[1], .kw = (int)w->k[2], .sh = (int)w->s[1],
+                              .sw = (int)w->s[2], .dh = (int)w->d[1], .dw = (int)w->d[2]};
+    bool dwk = !dw3 && w->in[0] == 1 && w->out[0] == 1 && w->k[0] == 1 && w->pb[0] == 0 && (gk.sw == 1 || gk.sw == 2);
     for (int64_t p = begin; p < end; p++) {
         int64_t b = p / q->m, m = p % q->m, c = m / per_group;
         const float *xc = jb->x + (b * q->c + c) * q->in_plane, *k = jb->w + m * q->taps;
         float *y = jb->y + p * q->out_plane, bias = jb->bias ? jb->bias[m] : 0.0f;
-        if (dw3) {
-            jb->uk->dw3(&g, xc, k, bias, y, &e);
+        if (dw3 || (dwk && jb->uk->dwk(&gk, xc, k, bias, y, &e))) {
+            if (dw3)
+                jb->uk->dw3(&g, xc, k, bias, y, &e);
             if (!inline_act)
                 mps_cpu_act_inplace(jb->act, y, q->out_plane);
             continue;

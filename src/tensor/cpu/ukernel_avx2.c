@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "ukernel_dw.h"
 #include "ukernel_wino.h"
 #include "ukernel_x86.h"
 
@@ -293,6 +294,7 @@ const struct mps_ukernels mps_ukernels_avx2 = {
     .supported = mps_x86_has_avx2,
     .gemm = mps_avx2_gemm,
     .dw3 = mps_avx2_dw3,
+    .dwk = mps_dwk,
     .conv = mps_avx2_conv,
     .wino_in = mps_wino_in,
     .wino_out = mps_wino_out,

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "ukernel_dw.h"
 #include "ukernel_wino.h"
 #include "ukernel_x86.h"
 
@@ -481,6 +482,7 @@ const struct mps_ukernels mps_ukernels_avx512 = {
     .supported = mps_x86_has_avx512,
     .gemm = mps_avx512_gemm,
     .dw3 = mps_avx512_dw3,
+    .dwk = mps_dwk,
     .conv = mps_avx512_conv,
     .convt = mps_avx512_convt,
     .maxpool = mps_avx512_maxpool,

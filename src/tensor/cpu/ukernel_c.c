@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "ukernel_dw.h"
 #include "ukernel_wino.h"
 #include "ukernels.h"
 
@@ -127,6 +128,7 @@ const struct mps_ukernels mps_ukernels_c = {
     .supported = mps_c_supported,
     .gemm = mps_c_gemm,
     .dw3 = mps_c_dw3,
+    .dwk = mps_dwk,
     .conv = mps_c_conv,
     .convt = mps_c_convt,
     .wino_in = mps_wino_in,

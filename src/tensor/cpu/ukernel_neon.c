@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "ukernel_dw.h"
 #include "ukernel_wino.h"
 #include "ukernels.h"
 
@@ -243,6 +244,7 @@ const struct mps_ukernels mps_ukernels_neon = {
     .supported = mps_neon_supported,
     .gemm = mps_neon_gemm,
     .dw3 = mps_neon_dw3,
+    .dwk = mps_dwk,
     .conv = mps_neon_conv,
     .wino_in = mps_wino_in,
     .wino_out = mps_wino_out,

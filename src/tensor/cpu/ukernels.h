@@ -104,6 +104,24 @@ static inline float mps_tile_epi_act(const struct mps_tile_epi *e, float v)
     return v < 0 ? e->slope * v : v;
 }
 
+/* One output plane of a depthwise convolution of any 2-D window (dwk;
+   ukernel_dw.h has it once, each family compiles it for its vectors):
+
+       y[oh out_w + ow] = act(bias + sum over th < kh, tw < kw of
+                              k[th kw + tw] * x(oh sh - pt + th dh, ow sw - pl + tw dw))
+
+   x(i, j) as for dw3; sw is 1 or 2. The band of input rows a step of
+   output rows reads is copied, zero-padded, into MPS_DWK_BAND floats on the
+   stack (and the sums kept in as many); false (nothing written) where not
+   even one output row's fits. */
+enum { MPS_DWK_BAND = 8192 };
+struct mps_dwk_geom {
+    int64_t h, w, pt, pl, out_h, out_w;
+    int kh, kw, sh, sw, dh, dw;
+};
+typedef bool (*mps_udwk_fn)(const struct mps_dwk_geom *g, const float *x, const float *k, float bias, float *y,
+                            const struct mps_tile_epi *epi);
+
 /* A 2-D MaxPool of one plane (pooling.c's plane path): y[oh][ow] = the
    maximum of x over rows oh sh - pt .. + kh and columns ow sw - pl .. + kw
    that lie inside the h x w plane, a NaN anywhere in a window giving NaN.
@@ -138,6 +156,7 @@ struct mps_ukernels {
     bool (*supported)(void); /* whether this CPU and OS run it */
     mps_ugemm_fn gemm;
     mps_udw3_fn dw3;
+    mps_udwk_fn dwk;
     mps_uconv_fn conv;
     mps_uconvt_fn convt; /* optional: NULL where the family has none */
     mps_umaxpool_fn maxpool; /* optional, likewise */
