@@ -220,13 +220,14 @@ static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)
     bool dense = !indices && w->d[2] == 1; /* a window row is contiguous in the input */
     bool max2x2 = is_max && !indices && mps_max2x2_applies(w), plane = is_max && !indices && mps_max_plane_applies(w);
     /* the family's kernel where it has one (full vectors, the rows' ends
-       masked), for rows of 16 outputs or more: on narrower ones the loops
-       below were twice as fast (ukernel_avx512.c) */
+       masked), for rows of 16 outputs or more, and 2x2 stride-2 windows: on
+       narrower rows of other windows the loops below were twice as fast
+       (ukernel_avx512.c) */
     const struct mps_ukernels *uk = q->a->uk;
     struct mps_maxpool_geom g = {.h = w->in[1], .w = w->in[2], .pt = w->pb[1], .pl = w->pb[2], .out_h = w->out[1],
                                  .out_w = w->out[2], .kh = (int)w->k[1], .kw = (int)w->k[2], .sh = (int)w->s[1],
                                  .sw = (int)w->s[2]};
-    bool family = plane && uk && uk->maxpool && (g.sw == 1 || g.sw == 2) && g.out_w >= 16 &&
+    bool family = plane && uk && uk->maxpool && (g.sw == 1 || g.sw == 2) && (g.out_w >= 16 || max2x2) &&
                   (g.out_w - 1) * g.sw + g.kw <= MPS_UMAXPOOL_SPAN;
     for (int64_t p = begin; p < end; p++) {
         const float *x = (const float *)q->a->in[0].data + p * in_plane;

@@ -438,8 +438,37 @@ static inline __m512 mps_avx512_nanmax(__m512 a, __m512 b)
    trip through the stack stalling on store forwarding. Reading each tap's
    columns from the input rows instead of the row on the stack was slower
    on wide rows too: kh x kw masked pairs of loads a step.) */
+/* The 2x2 stride-2 window without pads (the small CNNs' pool), straight
+   from the two input rows: their maximum, then the even and odd columns'
+   (vpermt2ps), sixteen outputs a step. On rows of 7 and 14 outputs this
+   beat both the row on the stack and the C loops (fashion_cnn's two pools
+   at batch 8, single layers: 32x14x14 0.0069 -> 0.0049 ms, 16x28x28
+   0.0089 -> 0.0045). */
+static void mps_avx512_maxpool2(const struct mps_maxpool_geom *g, const float *x, float *y)
+{
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    int64_t span = 2 * g->out_w; /* input columns the windows cover */
+    for (int64_t oh = 0; oh < g->out_h; oh++, y += g->out_w) {
+        const float *r0 = x + 2 * oh * g->w, *r1 = r0 + g->w;
+        for (int64_t o = 0; o < g->out_w; o += 16) {
+            __mmask16 m0 = mps_avx512_mask((int)(span - 2 * o)), m1 = mps_avx512_mask((int)(span - 2 * o - 16));
+            __m512 lo = mps_avx512_nanmax(_mm512_maskz_loadu_ps(m0, r0 + 2 * o), _mm512_maskz_loadu_ps(m0, r1 + 2 * o));
+            __m512 hi = mps_avx512_nanmax(_mm512_maskz_loadu_ps(m1, r0 + 2 * o + 16),
+                                          _mm512_maskz_loadu_ps(m1, r1 + 2 * o + 16));
+            __m512 v = mps_avx512_nanmax(_mm512_permutex2var_ps(lo, even, hi), _mm512_permutex2var_ps(lo, odd, hi));
+            _mm512_mask_storeu_ps(y + o, mps_avx512_mask((int)(g->out_w - o)), v);
+        }
+    }
+}
+
 static void mps_avx512_maxpool(const struct mps_maxpool_geom *g, const float *x, float *y)
 {
+    if (g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->pt == 0 && g->pl == 0 &&
+        2 * g->out_h <= g->h && 2 * g->out_w <= g->w) {
+        mps_avx512_maxpool2(g, x, y);
+        return;
+    }
     float v[MPS_UMAXPOOL_SPAN + 80];
     int64_t span = (g->out_w - 1) * g->sw + g->kw, cols = g->w < span - g->pl ? g->w : span - g->pl;
     const __m512 ninf = _mm512_set1_ps(-INFINITY);
