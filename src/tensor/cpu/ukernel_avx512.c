@@ -272,6 +272,15 @@ static void mps_avx512_convt(int64_t k, const float *a, const float *b, const in
     }
 }
 
+/* Prefetches input rows [r0, r1) of a plane of w columns (those in [0, h)):
+   the hardware's prefetcher did not keep up with MaxPool's row streams. */
+static inline void mps_avx512_prefetch_rows(const float *x, int64_t h, int64_t w, int64_t r0, int64_t r1)
+{
+    for (int64_t r = r0 > 0 ? r0 : 0; r < r1 && r < h; r++)
+        for (int64_t j = 0; j < w; j += 16)
+            _mm_prefetch((const char *)(x + r * w + j), _MM_HINT_T0);
+}
+
 /* Columns [from, from + 16) of a row of w floats, zeros outside the row:
    masked lanes never fault, and before the row's start an expanding load
    puts its first floats in the lanes they belong to. */
@@ -483,9 +492,7 @@ static void mps_avx512_maxpool(const struct mps_maxpool_geom *g, const float *x,
         r1 = r1 < g->h ? r1 : g->h;
         /* the rows two output rows on will add: the loads below stalled on memory
            (squeezenet1_1's first pool at batch 8, 25 MB in: 2.6 ms, onnxruntime 0.6) */
-        for (int64_t r = r1 + g->sh; r < r1 + 2 * g->sh && r < g->h; r++)
-            for (int64_t j = 0; j < g->w; j += 16)
-                _mm_prefetch((const char *)(x + r * g->w + j), _MM_HINT_T0);
+        mps_avx512_prefetch_rows(x, g->h, g->w, r1 + g->sh, r1 + 2 * g->sh);
         for (int64_t j = 0; j < cols; j += 16) {
             __mmask16 m = mps_avx512_mask((int)(cols - j));
             const float *col = x + r0 * g->w + j;
