@@ -293,6 +293,8 @@ static const struct th_case th_cases[] = {
     {"AveragePool 1-D", MPS_OP_AVERAGE_POOL, P(pool, .win = WIN1(2, 2, 1, 0, 0)), IN(F(1, 2, 7)), OUT(S(1, 2, 3))},
     {"GlobalAveragePool", MPS_OP_GLOBAL_AVERAGE_POOL, IN(F(2, 3, 5, 4)), OUT(S(2, 3, 1, 1))},
     {"GlobalAveragePool 1-D", MPS_OP_GLOBAL_AVERAGE_POOL, IN(F(2, 3, 7)), OUT(S(2, 3, 1))},
+    {"GlobalAveragePool on 23x29 planes (runs of 256, sixteen sums, a tail)", MPS_OP_GLOBAL_AVERAGE_POOL,
+     IN(F(2, 3, 23, 29)), OUT(S(2, 3, 1, 1))},
     {"GlobalMaxPool", MPS_OP_GLOBAL_MAX_POOL, IN(F(2, 3, 5, 4)), OUT(S(2, 3, 1, 1))},
     /* normalization */
     {"GlobalLpPool p 2", MPS_OP_GLOBAL_LP_POOL, IN(F(2, 3, 5, 4)), OUT(S(2, 3, 1, 1))},
