@@ -5,7 +5,7 @@
    Shapes cross every edge: tiles with 1 .. mr rows and 1 .. nr columns, k of
    0, 1, around a block (kc) and past several, rows past a block of A (mc)
    and columns past a block of B (nc); each operand packed at compile or per
-   run; each epilogue (bias per row or column, residual, Relu, Clip,
+   run, and A's rows read in place (gemm_rows, where a family has it); each epilogue (bias per row or column, residual, Relu, Clip,
    LeakyRelu, and an activation the tile does not compute); 1 to 3 threads.
    Each element must lie within (k + 2) 2^-24 of the sum of the magnitudes it
    adds (|bias| + |residual| + sum |a b|): the bound a float sum of k + 2 terms
@@ -87,8 +87,9 @@ struct th_data {
 };
 
 /* Runs one product and checks it; nan: a NaN planted in a (its row must be NaN). */
+/* a_rows: A's rows read in place (the family's gemm_rows, where it has one). */
 static void th_product(const struct mps_ukernels *uk, struct mps_pool *pool, int64_t m, int64_t n, int64_t k,
-                       bool a_packed, bool b_packed, enum th_epi epi, bool nan)
+                       bool a_packed, bool b_packed, bool a_rows, enum th_epi epi, bool nan)
 {
     struct th_data d = {0};
     size_t ma = (size_t)(m * k + 1), mb = (size_t)(k * n + 1), mc = (size_t)(m * n + 1);
@@ -130,7 +131,8 @@ static void th_product(const struct mps_ukernels *uk, struct mps_pool *pool, int
         mps_pgemm_pack(uk, d.b, 1, n, n, k, false, pb);
     struct mps_pgemm_strided as = {d.a, k, 1, m}, bs = {d.b, 1, n, n};
     struct mps_pgemm_operand A = pa ? (struct mps_pgemm_operand){.packed = pa}
-                                    : (struct mps_pgemm_operand){.pack = mps_pgemm_pack_strided, .ctx = &as};
+                                    : (struct mps_pgemm_operand){.pack = mps_pgemm_pack_strided, .ctx = &as,
+                                                                 .rows = a_rows ? d.a : NULL, .lda = k};
     struct mps_pgemm_operand B = pb ? (struct mps_pgemm_operand){.packed = pb}
                                     : (struct mps_pgemm_operand){.pack = mps_pgemm_pack_strided, .ctx = &bs};
     struct mps_tile_epi e = mps_tile_epi_none();
@@ -163,7 +165,8 @@ static void th_product(const struct mps_ukernels *uk, struct mps_pool *pool, int
     }
     th_check(bad < 0 && nan_rows_ok,
              "[%s] %lldx%lldx%lld A %s, B %s, %s%s, %d thread%s: %s (worst %.2f of the bound)%s", uk->name,
-             (long long)m, (long long)n, (long long)k, a_packed ? "packed" : "per run", b_packed ? "packed" : "per run",
+             (long long)m, (long long)n, (long long)k, a_packed ? "packed" : a_rows ? "rows in place" : "per run",
+             b_packed ? "packed" : "per run",
              th_epi_names[epi], nan ? ", a NaN in A" : "", mps_pool_threads(pool),
              mps_pool_threads(pool) > 1 ? "s" : "", bad < 0 ? "within" : "OUTSIDE", worst,
              bad < 0 ? "" : " (first bad element below)");
@@ -470,15 +473,18 @@ int main(int argc, char **argv)
         for (size_t s = 0; s < sizeof th_shapes / sizeof th_shapes[0]; s++) {
             int64_t m, n, k;
             th_dims(&th_shapes[s], uk, &m, &n, &k);
-            for (int layout = 0; layout < 3; layout++) { /* A packed; B packed; both per run */
+            for (int layout = 0; layout < 4; layout++) { /* A packed; B packed; both per run; A's rows in place */
                 enum th_epi epi = (enum th_epi)((s + (size_t)layout) % TH_EPI_COUNT);
-                th_product(uk, pools[(s + (size_t)layout) % 3], m, n, k, layout == 0, layout == 1, epi, false);
+                th_product(uk, pools[(s + (size_t)layout) % 3], m, n, k, layout == 0, layout == 1 || layout == 3,
+                           layout == 3, epi, false);
             }
         }
         /* every epilogue on one shape that crosses the tile's edges, and NaN through each */
         for (int epi = 0; epi < TH_EPI_COUNT; epi++) {
-            th_product(uk, pools[1], 2 * uk->mr + 1, 2 * uk->nr + 3, uk->kc + 3, true, false, (enum th_epi)epi, false);
-            th_product(uk, pools[0], uk->mr + 1, uk->nr + 1, 17, false, true, (enum th_epi)epi, true);
+            th_product(uk, pools[1], 2 * uk->mr + 1, 2 * uk->nr + 3, uk->kc + 3, true, false, false, (enum th_epi)epi,
+                       false);
+            th_product(uk, pools[0], uk->mr + 1, uk->nr + 1, 17, false, true, false, (enum th_epi)epi, true);
+            th_product(uk, pools[1], uk->mr + 3, uk->nr + 1, uk->kc + 5, false, true, true, (enum th_epi)epi, true);
         }
         th_dw3_all(uk);
         th_conv_all(uk);

@@ -133,7 +133,8 @@ static void mps_gemm_packed_run(const struct mps_cpu_args *args, const float *a,
 {
     const struct mps_gemm_packed *h = args->packed;
     struct mps_pgemm_strided as = {a, ai, ak, m};
-    struct mps_pgemm_operand A = {.pack = mps_pgemm_pack_strided, .ctx = &as}, B = {.packed = mps_gemm_packed_b(h)};
+    struct mps_pgemm_operand A = {.pack = mps_pgemm_pack_strided, .ctx = &as, .rows = ak == 1 ? a : NULL, .lda = ai},
+                             B = {.packed = mps_gemm_packed_b(h)};
     struct mps_tile_epi e = mps_tile_epi_none();
     e.bias = mps_gemm_packed_bias(args->uk, h, n);
     e.bias_cols = true;

@@ -107,9 +107,10 @@ struct mps_pgemm_job {
     int64_t m_step, n_step;          /* rows and columns a task covers (whole panels) */
 };
 
-/* One micro-kernel call: the tile at rows i, columns j of item it's C over k [pc, pc + kb). */
+/* One micro-kernel call: the tile at rows i, columns j of item it's C over k [pc, pc + kb);
+   ap NULL: A's rows in place (it->a.rows, from column pc). */
 static void mps_pgemm_tile(const struct mps_pgemm_job *jb, const struct mps_pgemm_item *it, const float *ap,
-                           const float *bp, int64_t i, int64_t j, int64_t kb, int flags)
+                           const float *bp, int64_t i, int64_t j, int64_t pc, int64_t kb, int flags)
 {
     const struct mps_ukernels *uk = jb->uk;
     int rows = (int)(jb->m - i < uk->mr ? jb->m - i : uk->mr), cols = (int)(jb->n - j < uk->nr ? jb->n - j : uk->nr);
@@ -117,7 +118,10 @@ static void mps_pgemm_tile(const struct mps_pgemm_job *jb, const struct mps_pgem
     e.bias = it->bias ? it->bias + (e.bias_cols ? j : i) : NULL;
     e.res = it->res ? it->res + i * e.ldr + j : NULL;
     float *ct = it->c + i * jb->ldc + j;
-    uk->gemm(kb, ap, bp, ct, jb->ldc, rows, cols, flags, &e);
+    if (ap)
+        uk->gemm(kb, ap, bp, ct, jb->ldc, rows, cols, flags, &e);
+    else
+        uk->gemm_rows(kb, it->a.rows + i * it->a.lda + pc, it->a.lda, bp, ct, jb->ldc, rows, cols, flags, &e);
     if ((flags & MPS_TILE_FINISH) && jb->act)
         for (int r = 0; r < rows; r++)
             mps_cpu_act_inplace(jb->act, ct + r * jb->ldc, cols);
@@ -149,7 +153,8 @@ static void mps_pgemm_task_b(const struct mps_pgemm_job *jb, const struct mps_pg
                 for (int64_t jr = 0; jr < ncb; jr += nr)
                     for (int64_t ir = 0; ir < mcb; ir += mr) {
                         const float *ap = a->packed ? a->packed + (ic + ir) * jb->k + pc * mr : abuf + ir * kb;
-                        mps_pgemm_tile(jb, it, ap, bbuf + jr * kb, ic + ir, jc + jr, kb, mps_pgemm_flags(pc, kb, jb->k));
+                        mps_pgemm_tile(jb, it, ap, bbuf + jr * kb, ic + ir, jc + jr, pc, kb,
+                                       mps_pgemm_flags(pc, kb, jb->k));
                     }
             }
         }
@@ -167,16 +172,19 @@ static void mps_pgemm_task_a(const struct mps_pgemm_job *jb, const struct mps_pg
     const struct mps_ukernels *uk = jb->uk;
     int mr = uk->mr, nr = uk->nr;
     int64_t kc = uk->kc, mc = (int64_t)MPS_PGEMM_MC_PANELS * mr;
+    bool in_place = !a->packed && a->rows && uk->gemm_rows; /* A's rows read as they are, not packed */
     for (int64_t ic = m0; ic < m1; ic += mc) {
         int64_t mcb = m1 - ic < mc ? m1 - ic : mc;
         for (int64_t pc = 0; pc < jb->k || pc == 0; pc += kc) {
             int64_t kb = jb->k - pc < kc ? jb->k - pc : kc;
-            if (!a->packed)
+            if (!a->packed && !in_place)
                 a->pack(a->ctx, ic, mps_pgemm_up(mcb, mr), pc, kb, mr, abuf);
             for (int64_t j = n0; j < n1; j += nr)
                 for (int64_t ir = 0; ir < mcb; ir += mr) {
-                    const float *ap = a->packed ? a->packed + (ic + ir) * jb->k + pc * mr : abuf + ir * kb;
-                    mps_pgemm_tile(jb, it, ap, b->packed + j * jb->k + pc * nr, ic + ir, j, kb,
+                    const float *ap = in_place   ? NULL
+                                      : a->packed ? a->packed + (ic + ir) * jb->k + pc * mr
+                                                  : abuf + ir * kb;
+                    mps_pgemm_tile(jb, it, ap, b->packed + j * jb->k + pc * nr, ic + ir, j, pc, kb,
                                    mps_pgemm_flags(pc, kb, jb->k));
                 }
         }

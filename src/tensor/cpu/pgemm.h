@@ -27,6 +27,10 @@
    dimension of C it spans) and its k runs along the product. */
 struct mps_pgemm_operand {
     const float *packed; /* packed once (mps_pgemm_pack); NULL when pack is used */
+    /* A only, where not NULL: its row i (k floats, unit stride) at rows + i lda,
+       read in place by a family's gemm_rows (families without one use pack) */
+    const float *rows;
+    int64_t lda;
     /* packs rows [i0, i0 + ni) and k [k0, k0 + kc) into panels of w at dst (ni
        rounded up to w, padded with zeros) */
     void (*pack)(const void *ctx, int64_t i0, int64_t ni, int64_t k0, int64_t kc, int w, float *dst);

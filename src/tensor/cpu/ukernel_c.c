@@ -12,22 +12,24 @@
 #define NR 8
 #define KC 256
 
-/* A tile's sums; row kk of B's panel at b + off[kk], or packed (off NULL). */
-static inline void mps_c_sums(int64_t k, const float *a, const float *b, const int32_t *off, float acc[MR][NR])
+/* A tile's sums; row kk of B's panel at b + off[kk], or packed (off NULL);
+   A's row r at step kk at a[r lda + kk ks] (packed: lda 1, ks MR; its
+   rows in place: ks 1, and only rows < rows of them). */
+static inline void mps_c_sums(int64_t k, const float *a, int64_t lda, int64_t ks, int rows, const float *b,
+                              const int32_t *off, float acc[MR][NR])
 {
-    for (int64_t kk = 0; kk < k; kk++, a += MR) {
+    for (int64_t kk = 0; kk < k; kk++, a += ks) {
         const float *bk = off ? b + off[kk] : b + kk * NR;
-        for (int r = 0; r < MR; r++)
+        for (int r = 0; r < rows; r++)
             for (int j = 0; j < NR; j++)
-                acc[r][j] += a[r] * bk[j];
+                acc[r][j] += a[r * lda] * bk[j];
     }
 }
 
-static void mps_c_gemm(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int rows, int cols,
-                       int flags, const struct mps_tile_epi *e)
+/* Stores a GEMM tile's sums (the flags, the epilogue). */
+static void mps_c_store(float acc[MR][NR], float *c, int64_t ldc, int rows, int cols, int flags,
+                        const struct mps_tile_epi *e)
 {
-    float acc[MR][NR] = {{0}};
-    mps_c_sums(k, a, b, NULL, acc);
     for (int r = 0; r < rows; r++)
         for (int j = 0; j < cols; j++) {
             float *y = c + r * ldc + j, v = acc[r][j];
@@ -44,11 +46,27 @@ static void mps_c_gemm(int64_t k, const float *a, const float *b, float *c, int6
         }
 }
 
+static void mps_c_gemm(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int rows, int cols,
+                       int flags, const struct mps_tile_epi *e)
+{
+    float acc[MR][NR] = {{0}};
+    mps_c_sums(k, a, 1, MR, MR, b, NULL, acc);
+    mps_c_store(acc, c, ldc, rows, cols, flags, e);
+}
+
+static void mps_c_gemm_rows(int64_t k, const float *a, int64_t lda, const float *b, float *c, int64_t ldc, int rows,
+                            int cols, int flags, const struct mps_tile_epi *e)
+{
+    float acc[MR][NR] = {{0}};
+    mps_c_sums(k, a, lda, 1, rows, b, NULL, acc);
+    mps_c_store(acc, c, ldc, rows, cols, flags, e);
+}
+
 static void mps_c_conv(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,
                        int rows, uint64_t keep, const struct mps_tile_epi *e)
 {
     float acc[MR][NR] = {{0}};
-    mps_c_sums(k, a, b, off, acc);
+    mps_c_sums(k, a, 1, MR, MR, b, off, acc);
     for (int r = 0; r < rows; r++) {
         float *y = c + r * ldc;
         for (int j = 0; j < NR; j++)
@@ -127,6 +145,7 @@ const struct mps_ukernels mps_ukernels_c = {
     .mt = MT,
     .supported = mps_c_supported,
     .gemm = mps_c_gemm,
+    .gemm_rows = mps_c_gemm_rows,
     .dw3 = mps_c_dw3,
     .dwk = mps_dwk,
     .conv = mps_c_conv,

@@ -36,6 +36,12 @@ struct mps_tile_epi mps_tile_epi_none(void);
 
 typedef void (*mps_ugemm_fn)(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int rows, int cols,
                              int flags, const struct mps_tile_epi *epi);
+/* The same with A's rows read in place: row r's k floats at a + r lda (only
+   rows < rows of them), no packed panel: a GEMM's run-time A (a layer's
+   input) need not be packed (at 64 x 64 x 64 the packing cost half the
+   products). Optional: NULL where a family has none (pgemm.c packs A). */
+typedef void (*mps_ugemm_rows_fn)(int64_t k, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                                  int rows, int cols, int flags, const struct mps_tile_epi *epi);
 
 /* One output plane of a 3x3 depthwise convolution (the mobilenets' layer):
    for oh < out_h, ow < out_w,
@@ -155,6 +161,7 @@ struct mps_ukernels {
     int mt;               /* positions of convt's tile (0 without one) */
     bool (*supported)(void); /* whether this CPU and OS run it */
     mps_ugemm_fn gemm;
+    mps_ugemm_rows_fn gemm_rows; /* optional */
     mps_udw3_fn dw3;
     mps_udwk_fn dwk;
     mps_uconv_fn conv;
