@@ -68,13 +68,17 @@ static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, 
 #define MPS_AVX2_PACKED(kk) (b + (kk) * NR)
 #define MPS_AVX2_OFFSET(kk) (b + off[kk])
 
+/* Row r of A at k step kk + j, a pointing at step kk (see ukernel_avx512.c):
+   packed (lda 1, ks MR) or its rows in place (lda, ks 1). */
+#define MPS_AVX2_A(r, j) (a + (r) * a_lda + (j) * a_ks)
+
 /* A tile of R rows: two accumulators a row (named variables, not an array: an
    array the compiler may keep in memory, storing twelve registers a k step),
    k steps of one broadcast and two fused multiply-adds a row. */
 #define MPS_AVX2_DECL(r) __m256 lo##r = _mm256_setzero_ps(), hi##r = _mm256_setzero_ps();
 #define MPS_AVX2_FMA(R, r)                                                                                             \
     if (R > r) {                                                                                                       \
-        __m256 av = _mm256_broadcast_ss(a + r);                                                                        \
+        __m256 av = _mm256_broadcast_ss(MPS_AVX2_A(r, 0));                                                                        \
         lo##r = _mm256_fmadd_ps(av, b0, lo##r);                                                                        \
         hi##r = _mm256_fmadd_ps(av, b1, hi##r);                                                                        \
     }
@@ -87,14 +91,15 @@ static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, 
 #define MPS_AVX2_KEEP(R, r)                                                                                            \
     if (R > r)                                                                                                         \
         mps_avx2_keep(c + r * ldc, lo##r, hi##r, cols, e, r);
-#define MPS_AVX2_TILE(NAME, ROW, STORE, COLS, R)                                                                       \
-    static void NAME##R(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,         \
-                        COLS cols, int flags, const struct mps_tile_epi *e)                                            \
+#define MPS_AVX2_TILE(NAME, ROW, STORE, COLS, LDA, KS, R)                                                                       \
+    static void NAME##R(int64_t k, const float *a, int64_t lda, const float *b, const int32_t *off, float *c,         \
+                        int64_t ldc, COLS cols, int flags, const struct mps_tile_epi *e)                               \
     {                                                                                                                  \
-        (void)off, (void)flags;                                                                                        \
+        (void)off, (void)flags, (void)lda;                                                                             \
+        const int64_t a_lda = LDA, a_ks = KS;                                                                          \
         MPS_AVX2_DECL(0)                                                                                               \
         MPS_AVX2_DECL(1) MPS_AVX2_DECL(2) MPS_AVX2_DECL(3) MPS_AVX2_DECL(4)                                            \
-            MPS_AVX2_DECL(5) for (int64_t kk = 0; kk < k; kk++, a += MR)                                               \
+            MPS_AVX2_DECL(5) for (int64_t kk = 0; kk < k; kk++, a += a_ks)                                               \
         {                                                                                                              \
             const float *bk = ROW(kk);                                                                                 \
             __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8);                                             \
@@ -110,7 +115,7 @@ static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, 
 #define MPS_AVX2_DECL2(r) __m256 lo##r = _mm256_setzero_ps(), hi##r = lo##r, lx##r = lo##r, hx##r = lo##r;
 #define MPS_AVX2_FMA2(R, r)                                                                                            \
     if (R > r) {                                                                                                       \
-        __m256 av = _mm256_broadcast_ss(a + r), ax = _mm256_broadcast_ss(a + MR + r);                                  \
+        __m256 av = _mm256_broadcast_ss(MPS_AVX2_A(r, 0)), ax = _mm256_broadcast_ss(MPS_AVX2_A(r, 1));                                  \
         lo##r = _mm256_fmadd_ps(av, b0, lo##r);                                                                        \
         hi##r = _mm256_fmadd_ps(av, b1, hi##r);                                                                        \
         lx##r = _mm256_fmadd_ps(ax, b2, lx##r);                                                                        \
@@ -121,21 +126,22 @@ static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, 
         lo##r = _mm256_add_ps(lo##r, lx##r);                                                                           \
         hi##r = _mm256_add_ps(hi##r, hx##r);                                                                           \
     }
-#define MPS_AVX2_TILE_FEW(NAME, ROW, STORE, COLS, R)                                                                   \
-    static void NAME##R(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,         \
-                        COLS cols, int flags, const struct mps_tile_epi *e)                                            \
+#define MPS_AVX2_TILE_FEW(NAME, ROW, STORE, COLS, LDA, KS, R)                                                                   \
+    static void NAME##R(int64_t k, const float *a, int64_t lda, const float *b, const int32_t *off, float *c,         \
+                        int64_t ldc, COLS cols, int flags, const struct mps_tile_epi *e)                               \
     {                                                                                                                  \
-        (void)off, (void)flags;                                                                                        \
+        (void)off, (void)flags, (void)lda;                                                                             \
+        const int64_t a_lda = LDA, a_ks = KS;                                                                          \
         MPS_AVX2_DECL2(0) MPS_AVX2_DECL2(1) MPS_AVX2_DECL2(2)                                                          \
         int64_t kk = 0;                                                                                                \
-        for (; kk + 2 <= k; kk += 2, a += 2 * MR) {                                                                    \
+        for (; kk + 2 <= k; kk += 2, a += 2 * a_ks) {                                                                    \
             const float *bk = ROW(kk), *bx = ROW(kk + 1);                                                              \
             __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8), b2 = _mm256_loadu_ps(bx),                   \
                    b3 = _mm256_loadu_ps(bx + 8);                                                                       \
             MPS_AVX2_FMA2(R, 0) MPS_AVX2_FMA2(R, 1) MPS_AVX2_FMA2(R, 2)                                                \
         }                                                                                                              \
         MPS_AVX2_FOLD2(R, 0) MPS_AVX2_FOLD2(R, 1) MPS_AVX2_FOLD2(R, 2)                                                 \
-        for (; kk < k; kk++, a += MR) {                                                                                \
+        for (; kk < k; kk++, a += a_ks) {                                                                                \
             const float *bk = ROW(kk);                                                                                 \
             __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8);                                             \
             MPS_AVX2_FMA(R, 0) MPS_AVX2_FMA(R, 1) MPS_AVX2_FMA(R, 2)                                                   \
@@ -145,17 +151,18 @@ static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, 
 
 /* One row (a Linear layer at batch 1): four k steps in flight, eight
    accumulators, so that the fused multiply-adds do not wait on each other. */
-#define MPS_AVX2_TILE_ONE(NAME, ROW, STORE, COLS)                                                                      \
-    static void NAME##1(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,         \
-                        COLS cols, int flags, const struct mps_tile_epi *e)                                            \
+#define MPS_AVX2_TILE_ONE(NAME, ROW, STORE, COLS, LDA, KS)                                                                      \
+    static void NAME##1(int64_t k, const float *a, int64_t lda, const float *b, const int32_t *off, float *c,         \
+                        int64_t ldc, COLS cols, int flags, const struct mps_tile_epi *e)                               \
     {                                                                                                                  \
-        (void)off, (void)ldc, (void)flags;                                                                             \
+        (void)off, (void)ldc, (void)flags, (void)lda;                                                                  \
+        const int64_t a_lda = LDA, a_ks = KS;                                                                          \
         __m256 l0 = _mm256_setzero_ps(), l1 = l0, l2 = l0, l3 = l0, h0 = l0, h1 = l0, h2 = l0, h3 = l0;                \
         int64_t kk = 0;                                                                                                \
-        for (; kk + 4 <= k; kk += 4, a += 4 * MR) {                                                                    \
+        for (; kk + 4 <= k; kk += 4, a += 4 * a_ks) {                                                                    \
             const float *r0 = ROW(kk), *r1 = ROW(kk + 1), *r2 = ROW(kk + 2), *r3 = ROW(kk + 3);                        \
-            __m256 a0 = _mm256_broadcast_ss(a), a1 = _mm256_broadcast_ss(a + MR),                                     \
-                   a2 = _mm256_broadcast_ss(a + 2 * MR), a3 = _mm256_broadcast_ss(a + 3 * MR);                         \
+            __m256 a0 = _mm256_broadcast_ss(MPS_AVX2_A(0, 0)), a1 = _mm256_broadcast_ss(MPS_AVX2_A(0, 1)),             \
+                   a2 = _mm256_broadcast_ss(MPS_AVX2_A(0, 2)), a3 = _mm256_broadcast_ss(MPS_AVX2_A(0, 3));             \
             l0 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(r0), l0);                                                         \
             h0 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(r0 + 8), h0);                                                     \
             l1 = _mm256_fmadd_ps(a1, _mm256_loadu_ps(r1), l1);                                                         \
@@ -165,9 +172,9 @@ static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, 
             l3 = _mm256_fmadd_ps(a3, _mm256_loadu_ps(r3), l3);                                                         \
             h3 = _mm256_fmadd_ps(a3, _mm256_loadu_ps(r3 + 8), h3);                                                     \
         }                                                                                                              \
-        for (; kk < k; kk++, a += MR) {                                                                                \
+        for (; kk < k; kk++, a += a_ks) {                                                                                \
             const float *r0 = ROW(kk);                                                                                 \
-            __m256 av = _mm256_broadcast_ss(a);                                                                        \
+            __m256 av = _mm256_broadcast_ss(MPS_AVX2_A(0, 0));                                                         \
             l0 = _mm256_fmadd_ps(av, _mm256_loadu_ps(r0), l0);                                                         \
             h0 = _mm256_fmadd_ps(av, _mm256_loadu_ps(r0 + 8), h0);                                                     \
         }                                                                                                              \
@@ -177,36 +184,46 @@ static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, 
     }
 
 /* Every tile height for one way of reading B, and the call by height. */
-#define MPS_AVX2_TILES(NAME, ROW, STORE, COLS)                                                                         \
-    MPS_AVX2_TILE_ONE(NAME, ROW, STORE, COLS)                                                                          \
-    MPS_AVX2_TILE_FEW(NAME, ROW, STORE, COLS, 2)                                                                       \
-    MPS_AVX2_TILE_FEW(NAME, ROW, STORE, COLS, 3)                                                                       \
-    MPS_AVX2_TILE(NAME, ROW, STORE, COLS, 4)                                                                           \
-    MPS_AVX2_TILE(NAME, ROW, STORE, COLS, 5) MPS_AVX2_TILE(NAME, ROW, STORE, COLS, 6)
+#define MPS_AVX2_TILES(NAME, ROW, STORE, COLS, LDA, KS)                                                                \
+    MPS_AVX2_TILE_ONE(NAME, ROW, STORE, COLS, LDA, KS)                                                                 \
+    MPS_AVX2_TILE_FEW(NAME, ROW, STORE, COLS, LDA, KS, 2)                                                              \
+    MPS_AVX2_TILE_FEW(NAME, ROW, STORE, COLS, LDA, KS, 3)                                                              \
+    MPS_AVX2_TILE(NAME, ROW, STORE, COLS, LDA, KS, 4)                                                                  \
+    MPS_AVX2_TILE(NAME, ROW, STORE, COLS, LDA, KS, 5) MPS_AVX2_TILE(NAME, ROW, STORE, COLS, LDA, KS, 6)
 #define MPS_AVX2_BY_ROWS(NAME)                                                                                         \
     switch (rows) {                                                                                                    \
-    case 1: NAME##1(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
-    case 2: NAME##2(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
-    case 3: NAME##3(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
-    case 4: NAME##4(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
-    case 5: NAME##5(k, a, b, off, c, ldc, cols, flags, e); break;                                                      \
-    default: NAME##6(k, a, b, off, c, ldc, cols, flags, e); break;                                                     \
+    case 1: NAME##1(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                      \
+    case 2: NAME##2(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                      \
+    case 3: NAME##3(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                      \
+    case 4: NAME##4(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                      \
+    case 5: NAME##5(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                      \
+    default: NAME##6(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                     \
     }
 
-MPS_AVX2_TILES(mps_avx2_tile, MPS_AVX2_PACKED, MPS_AVX2_STORE, int)
-MPS_AVX2_TILES(mps_avx2_ctile, MPS_AVX2_OFFSET, MPS_AVX2_KEEP, uint64_t)
+MPS_AVX2_TILES(mps_avx2_tile, MPS_AVX2_PACKED, MPS_AVX2_STORE, int, 1, MR)
+MPS_AVX2_TILES(mps_avx2_ctile, MPS_AVX2_OFFSET, MPS_AVX2_KEEP, uint64_t, 1, MR)
+MPS_AVX2_TILES(mps_avx2_rtile, MPS_AVX2_PACKED, MPS_AVX2_STORE, int, lda, 1)
 
 static void mps_avx2_gemm(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int rows, int cols,
                           int flags, const struct mps_tile_epi *e)
 {
     const int32_t *off = NULL;
+    const int64_t lda = 0;
     MPS_AVX2_BY_ROWS(mps_avx2_tile)
+}
+
+static void mps_avx2_gemm_rows(int64_t k, const float *a, int64_t lda, const float *b, float *c, int64_t ldc, int rows,
+                               int cols, int flags, const struct mps_tile_epi *e)
+{
+    const int32_t *off = NULL;
+    MPS_AVX2_BY_ROWS(mps_avx2_rtile)
 }
 
 static void mps_avx2_conv(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,
                           int rows, uint64_t cols, const struct mps_tile_epi *e)
 {
     const int flags = MPS_TILE_FINISH;
+    const int64_t lda = 0;
     MPS_AVX2_BY_ROWS(mps_avx2_ctile)
 }
 
@@ -293,6 +310,7 @@ const struct mps_ukernels mps_ukernels_avx2 = {
     .kc = KC,
     .supported = mps_x86_has_avx2,
     .gemm = mps_avx2_gemm,
+    .gemm_rows = mps_avx2_gemm_rows,
     .dw3 = mps_avx2_dw3,
     .dwk = mps_dwk,
     .conv = mps_avx2_conv,
