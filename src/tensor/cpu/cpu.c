@@ -13,6 +13,7 @@
 #include <unistd.h>
 #if defined(__linux__)
 #include <dirent.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #endif
 #if defined(__APPLE__)
@@ -190,6 +191,25 @@ static void mps_cpu_free(void *state)
     free(s);
 }
 
+/* Memory for the packed weights and the arena: blocks of 2 MB and more are
+   2 MB-aligned and, on Linux, asked for in huge pages (transparent huge
+   pages in "madvise" mode give them only when asked), so that streaming a
+   model's weights does not walk the page tables every 4 KB (resnet18 at
+   batch 1, interleaved: 8.79 -> 8.53, 9.94 -> 9.63, 8.52 -> 8.44 ms; 48 of
+   its 148 MB resident in huge pages). */
+static void *mps_cpu_alloc(size_t bytes)
+{
+    size_t huge = (size_t)2 << 20;
+    if (bytes < huge)
+        return aligned_alloc(64, (bytes + 63) / 64 * 64);
+    void *p = aligned_alloc(huge, (bytes + huge - 1) / huge * huge);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (p)
+        madvise(p, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE); /* a hint: failing it changes nothing */
+#endif
+    return p;
+}
+
 /* Bytes node n packs at compile for s's kernel family (mps_cpu_pack_fns). */
 static size_t mps_cpu_packed_bytes(const struct mps_cpu_state *s, const struct mps_node *n)
 {
@@ -205,7 +225,7 @@ static enum mps_status mps_cpu_pack_all(struct mps_cpu_state *s, struct mps_erro
         total += (mps_cpu_packed_bytes(s, &g->nodes[k]) + 63) / 64 * 64;
     if (total == 0)
         return MPS_OK;
-    s->packed_block = aligned_alloc(64, total);
+    s->packed_block = mps_cpu_alloc(total);
     s->packed = calloc((size_t)g->n_nodes, sizeof *s->packed);
     if (!s->packed_block || !s->packed)
         return mps_fail(err, MPS_ERR_RUNTIME, "cannot allocate %zu bytes for packed weights", total);
@@ -301,7 +321,7 @@ static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct m
     }
     scratch = (scratch + 63) / 64 * 64;
     size_t bytes = (mp.size + scratch + gemm_scratch + 63) / 64 * 64;
-    s->arena = bytes ? aligned_alloc(64, bytes) : NULL;
+    s->arena = bytes ? mps_cpu_alloc(bytes) : NULL;
     s->vt = calloc((size_t)g->n_values + 1, sizeof *s->vt);
     s->slots = calloc((size_t)n_slots + 1, sizeof *s->slots);
     s->first_slot = calloc((size_t)g->n_nodes + 1, sizeof *s->first_slot);
