@@ -797,60 +797,51 @@ out:
 
 /* NaN in a pooling window: MaxPool gives NaN (as PyTorch and onnxruntime do),
    through the dense interior path (no pads) and the border path (pads). */
+/* A 2x2 stride-2 MaxPool (pads pad) over in, a [1, 1, 2, w] input, on the cpu:
+   its outputs (free them), NULL when it did not run. */
+static float *th_maxpool2(const float *in, int64_t w, int pad, struct mps_error *err)
+{
+    struct mps_graph *g = mps_graph_new();
+    struct mps_shape xs = {4, {1, 1, 2, w}};
+    int x = mps_graph_add_value(g, "x", MPS_F32, &xs), y = mps_graph_add_value(g, "y", MPS_F32, NULL);
+    union mps_op_params p;
+    mps_op_params_default(MPS_OP_MAX_POOL, &p);
+    p.pool.win.kernel[0] = p.pool.win.kernel[1] = p.pool.win.stride[0] = p.pool.win.stride[1] = 2;
+    for (int i = 0; i < 4; i++)
+        p.pool.win.pad[i] = pad;
+    mps_graph_add_input(g, x, err);
+    mps_graph_add_node(g, MPS_OP_MAX_POOL, "pool", &x, 1, &y, 1, &p, err);
+    mps_graph_add_output(g, y, err);
+    struct mps_tensor t = mps_tensor_make(MPS_F32, &xs, (void *)in), out[1];
+    bool ok = mps_graph_sort(g, err) == MPS_OK && mps_graph_infer(g, err) == MPS_OK &&
+              th_run(mps_backend_find("cpu"), g, &t, out, err) == MPS_OK;
+    mps_graph_free(g);
+    return ok ? out[0].data : NULL;
+}
+
 static void test_maxpool_nan(void)
 {
-    const struct mps_backend *cpu = mps_backend_find("cpu");
+    struct mps_error err = {{0}};
+    for (int pad = 0; pad <= 1; pad++) {
+        float in[8] = {1, NAN, 3, 4, 5, 6, 7, 8};
+        float *o = th_maxpool2(in, 4, pad, &err);
+        /* no pads: windows {1,NaN,5,6} {3,4,7,8}; pads 1: {1} {NaN,3} {4} (a border, an inner, a border) */
+        th_check(o && (pad ? o[0] == 1.0f && isnan(o[1]) && o[2] == 4.0f : isnan(o[0]) && o[1] == 8.0f),
+                 "MaxPool with a NaN in a window gives NaN (pads %d) %s", pad, err.msg);
+        free(o);
+    }
     /* a row of 40 (20 outputs: a family's kernel on its wide rows), a NaN at the first row's column 32:
        the first cell of window 16 (vmaxps returns its second operand when either is NaN) */
-    struct mps_graph *wide = mps_graph_new();
-    struct mps_error werr = {{0}};
-    int wx = mps_graph_add_value(wide, "x", MPS_F32, &(struct mps_shape){4, {1, 1, 2, 40}});
-    int wy = mps_graph_add_value(wide, "y", MPS_F32, NULL);
-    union mps_op_params wp;
-    mps_op_params_default(MPS_OP_MAX_POOL, &wp);
-    wp.pool.win.kernel[0] = wp.pool.win.kernel[1] = wp.pool.win.stride[0] = wp.pool.win.stride[1] = 2;
-    mps_graph_add_input(wide, wx, &werr);
-    mps_graph_add_node(wide, MPS_OP_MAX_POOL, "pool", &wx, 1, &wy, 1, &wp, &werr);
-    mps_graph_add_output(wide, wy, &werr);
-    float win[80];
+    float wide[80];
     for (int i = 0; i < 80; i++)
-        win[i] = (float)(i % 7);
-    win[32] = NAN;
-    struct mps_tensor wt = mps_tensor_make(MPS_F32, &(struct mps_shape){4, {1, 1, 2, 40}}, win), wout[1];
-    bool wok = mps_graph_sort(wide, &werr) == MPS_OK && mps_graph_infer(wide, &werr) == MPS_OK &&
-               th_run(cpu, wide, &wt, wout, &werr) == MPS_OK;
+        wide[i] = (float)(i % 7);
+    wide[32] = NAN;
+    float *o = th_maxpool2(wide, 40, 0, &err);
     int nans = 0;
-    for (int i = 0; wok && i < 20; i++)
-        nans += isnan(((const float *)wout[0].data)[i]) ? 1 + i * 100 : 0;
-    th_check(wok && nans == 1 + 16 * 100, "MaxPool on a row of 40 with a NaN: only output 16 is NaN %s", werr.msg);
-    if (wok)
-        th_free_tensors(wout, 1);
-    mps_graph_free(wide);
-    for (int pad = 0; pad <= 1; pad++) {
-        struct mps_graph *g = mps_graph_new();
-        struct mps_error err = {{0}};
-        int x = mps_graph_add_value(g, "x", MPS_F32, &(struct mps_shape){4, {1, 1, 2, 4}});
-        int y = mps_graph_add_value(g, "y", MPS_F32, NULL);
-        union mps_op_params p;
-        mps_op_params_default(MPS_OP_MAX_POOL, &p);
-        p.pool.win.kernel[0] = p.pool.win.kernel[1] = p.pool.win.stride[0] = p.pool.win.stride[1] = 2;
-        for (int i = 0; i < 4; i++)
-            p.pool.win.pad[i] = pad;
-        mps_graph_add_input(g, x, &err);
-        mps_graph_add_node(g, MPS_OP_MAX_POOL, "pool", &x, 1, &y, 1, &p, &err);
-        mps_graph_add_output(g, y, &err);
-        float in[8] = {1, NAN, 3, 4, 5, 6, 7, 8};
-        struct mps_tensor t = mps_tensor_make(MPS_F32, &g->values[x].shape, in), out[1];
-        bool ok = mps_graph_sort(g, &err) == MPS_OK && mps_graph_infer(g, &err) == MPS_OK &&
-                  th_run(cpu, g, &t, out, &err) == MPS_OK;
-        const float *o = ok ? out[0].data : NULL;
-        /* no pads: windows {1,NaN,5,6} {3,4,7,8}; pads 1: {1} {NaN,3} {4} (a border, an inner, a border) */
-        th_check(ok && (pad ? o[0] == 1.0f && isnan(o[1]) && o[2] == 4.0f : isnan(o[0]) && o[1] == 8.0f),
-                 "MaxPool with a NaN in a window gives NaN (pads %d) %s", pad, err.msg);
-        if (ok)
-            th_free_tensors(out, 1);
-        mps_graph_free(g);
-    }
+    for (int i = 0; o && i < 20; i++)
+        nans += isnan(o[i]) ? 1 + i * 100 : 0;
+    th_check(o && nans == 1 + 16 * 100, "MaxPool on a row of 40 with a NaN: only output 16 is NaN %s", err.msg);
+    free(o);
 }
 
 /* Convolutions with constant weights (the rows above feed weights as graph

@@ -256,6 +256,21 @@ static void th_dw3(const struct mps_ukernels *uk, int64_t h, int64_t w, int s, i
     munmap(map, map_bytes);
 }
 
+/* The epilogue a conv tile computes for epi: the bias (a row's, or a
+   channel's for convt) and Relu, Clip or LeakyRelu; returns the activation. */
+static struct mps_fused_act th_conv_epi(enum th_epi epi, const float *bias, struct mps_tile_epi *e)
+{
+    *e = mps_tile_epi_none();
+    struct mps_fused_act act = {.on = epi == TH_RES_RELU || epi == TH_CLIP || epi == TH_LEAKY,
+                                .op = epi == TH_CLIP    ? MPS_OP_CLIP
+                                      : epi == TH_LEAKY ? MPS_OP_LEAKY_RELU
+                                                        : MPS_OP_RELU,
+                                .p = {.alpha = epi == TH_CLIP ? -0.5f : 0.1f, .beta = 0.5f}};
+    mps_pgemm_act_epi(&act, e);
+    e->bias = epi == TH_BIAS_ROWS || epi == TH_LEAKY ? bias : NULL;
+    return act;
+}
+
 /* One tile through uk->conv: rows x nr columns over k rows of B read at
    off[kk] of a fenced buffer, keeping the columns of keep. */
 static void th_conv(const struct mps_ukernels *uk, int rows, int64_t k, uint64_t keep, enum th_epi epi, bool nan,
@@ -285,14 +300,8 @@ static void th_conv(const struct mps_ukernels *uk, int rows, int64_t k, uint64_t
         x[off[k - 1] + nr / 2] = NAN;
     for (int i = 0; i < 16 * 70; i++)
         c[i] = 12345.0f;
-    struct mps_tile_epi e = mps_tile_epi_none();
-    struct mps_fused_act act = {.on = epi == TH_RES_RELU || epi == TH_CLIP || epi == TH_LEAKY,
-                                .op = epi == TH_CLIP    ? MPS_OP_CLIP
-                                      : epi == TH_LEAKY ? MPS_OP_LEAKY_RELU
-                                                        : MPS_OP_RELU,
-                                .p = {.alpha = epi == TH_CLIP ? -0.5f : 0.1f, .beta = 0.5f}};
-    mps_pgemm_act_epi(&act, &e);
-    e.bias = epi == TH_BIAS_ROWS || epi == TH_LEAKY ? bias : NULL;
+    struct mps_tile_epi e;
+    struct mps_fused_act act = th_conv_epi(epi, bias, &e);
     uk->conv(k, a, x, off, c, ldc, rows, keep, &e);
     int kept = __builtin_popcountll(keep), bad_r = -1, bad_j = -1;
     double worst = 0;
@@ -371,14 +380,8 @@ static void th_convt(const struct mps_ukernels *uk, int rows, int cols, int64_t 
         x[off[k - 1] + rows / 2] = NAN;
     for (int i = 0; i < 64 * 16; i++)
         c[i] = 12345.0f;
-    struct mps_tile_epi e = mps_tile_epi_none();
-    struct mps_fused_act act = {.on = epi == TH_RES_RELU || epi == TH_CLIP || epi == TH_LEAKY,
-                                .op = epi == TH_CLIP    ? MPS_OP_CLIP
-                                      : epi == TH_LEAKY ? MPS_OP_LEAKY_RELU
-                                                        : MPS_OP_RELU,
-                                .p = {.alpha = epi == TH_CLIP ? -0.5f : 0.1f, .beta = 0.5f}};
-    mps_pgemm_act_epi(&act, &e);
-    e.bias = epi == TH_BIAS_ROWS || epi == TH_LEAKY ? bias : NULL;
+    struct mps_tile_epi e;
+    struct mps_fused_act act = th_conv_epi(epi, bias, &e);
     uk->convt(k, a, x, off, c, ldc, rows, cols, &e);
     int bad_o = -1, bad_j = -1;
     double worst = 0;
