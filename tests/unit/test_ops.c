@@ -158,6 +158,9 @@ static const struct th_case th_cases[] = {
     {"Conv depthwise 3x3 stride 1 pad 1, wide rows", MPS_OP_CONV,
      P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 1, 1, 1, 1), .group = 8), IN(F(2, 8, 9, 37), F(8, 1, 3, 3), F(8)),
      OUT(S(2, 8, 9, 37))},
+    {"Conv depthwise 3x3 stride 1, HardSwish in the store", MPS_OP_CONV,
+     P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 1, 1, 1, 1), .group = 5, .act = {.on = true, .op = MPS_OP_HARD_SWISH}),
+     IN(FR(-8, 8, 2, 5, 11, 20), F(5, 1, 3, 3), F(5)), OUT(S(2, 5, 11, 20))},
     {"Conv depthwise 3x3 on 2x2: every output an edge", MPS_OP_CONV,
      P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 1, 1, 1, 1), .group = 2), IN(F(1, 2, 2, 2), F(2, 1, 3, 3)),
      OUT(S(1, 2, 2, 2))},
@@ -167,6 +170,16 @@ static const struct th_case th_cases[] = {
     {"Conv depthwise 5x5 pad 2 (a family's general plane kernel), Relu", MPS_OP_CONV,
      P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 2, 2, 2, 2), .group = 6, .act = {.on = true, .op = MPS_OP_RELU}),
      IN(F(2, 6, 14, 23), F(6, 1, 5, 5), F(6)), OUT(S(2, 6, 14, 23))},
+    {"Conv depthwise 5x5 pad 2 on 14x14, 3 images, HardSwish (planes of an image share the padding)", MPS_OP_CONV,
+     P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 2, 2, 2, 2), .group = 7, .act = {.on = true, .op = MPS_OP_HARD_SWISH}),
+     IN(FR(-8, 8, 3, 7, 14, 14), F(7, 1, 5, 5), F(7)), OUT(S(3, 7, 14, 14))},
+    {"Conv depthwise 5x5 stride 2 pad 2 on 28x28, 2 images, HardSwish (LR-ASPP's, even and odd floats split)",
+     MPS_OP_CONV,
+     P(conv, .win = WIN2(0, 0, 2, 2, 1, 1, 2, 2, 2, 2), .group = 6, .act = {.on = true, .op = MPS_OP_HARD_SWISH}),
+     IN(FR(-8, 8, 2, 6, 28, 28), F(6, 1, 5, 5)), OUT(S(2, 6, 14, 14))},
+    {"Conv depthwise 7x7 pad 3 on 70x9 (rows of 70: a row at a time), 2 images", MPS_OP_CONV,
+     P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 3, 3, 3, 3), .group = 3), IN(F(2, 3, 9, 70), F(3, 1, 7, 7), F(3)),
+     OUT(S(2, 3, 9, 70))},
     {"Conv depthwise 5x5 dilation 2 pad 4 (LR-ASPP's)", MPS_OP_CONV,
      P(conv, .win = WIN2(0, 0, 1, 1, 2, 2, 4, 4, 4, 4), .group = 5), IN(F(1, 5, 14, 14), F(5, 1, 5, 5), F(5)),
      OUT(S(1, 5, 14, 14))},
@@ -864,8 +877,8 @@ static void test_maxpool_nan(void)
    plane is narrower than a tile; the transposed tile (channels in the
    vectors) where it fills more lanes: 7x7 planes, a part-filled panel of
    channels, pointwise runs across rows, a stride's phases, groups; 3-D
-   layers as the packed GEMM from a padded copy. Bias or none; Relu, LeakyRelu (in the tile's store), Sigmoid
-   (after it) or none. The larger rows also take cuda's im2col + GEMM path
+   layers as the packed GEMM from a padded copy. Bias or none; Relu, LeakyRelu, HardSwish (in the tile's store),
+   Sigmoid (after it) or none. The larger rows also take cuda's im2col + GEMM path
    (small convolutions run there as one direct kernel). */
 static void test_conv_const_weights(const struct mps_backend *const *backends, int n_backends)
 {
@@ -874,7 +887,7 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
         int rank;
         int64_t size[3], k[3], stride, dilation, pads[6]; /* spatial; pads: ONNX order, rank begins then rank ends */
         bool bias;
-        int act; /* 0 none, 1 Relu, 2 LeakyRelu 0.1, 3 Sigmoid */
+        int act; /* 0 none, 1 Relu, 2 LeakyRelu 0.1, 3 Sigmoid, 4 HardSwish */
         int64_t cin, cout, group, images;
     } rows[] = {
         {"Conv 3x3 Winograd pads 1, odd sizes", 2, {13, 11}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, false, 64, 20, 1, 2},
@@ -885,6 +898,8 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
          true, 64, 20, 1, 3},
         {"Conv 3x3 Winograd, LeakyRelu in the transform's store", 2, {10, 9}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, 2, 64,
          24, 1, 4},
+        {"Conv 3x3 Winograd, HardSwish in the transform's store", 2, {11, 10}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, 4, 64,
+         20, 1, 2},
         {"Conv 3x3 Winograd, Sigmoid after the transform, no bias", 2, {15, 8}, {3, 3}, 1, 1, {1, 1, 1, 1}, false, 3,
          64, 17, 1, 3},
         {"Conv 3x3 Winograd, rows wider than 1024", 2, {3, 1100}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, 1, 64, 9, 1, 1},
@@ -908,6 +923,8 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
         {"Conv 3x3 stride 2, Relu", 2, {15, 12}, {3, 3}, 2, 1, {1, 1, 1, 1}, true, true, 8, 12, 1, 2},
         {"Conv 7x7 stride 2 pads 3, 3 channels (a stem), LeakyRelu", 2, {23, 30}, {7, 7}, 2, 1, {3, 3, 3, 3}, true, 2,
          3, 16, 1, 2},
+        {"Conv 3x3 stride 2, 3 -> 16 (mobilenet_v3's stem), HardSwish in the tile's store", 2, {30, 29}, {3, 3}, 2, 1,
+         {1, 1, 1, 1}, true, 4, 3, 16, 1, 2},
         {"Conv 3x3 stride 2 dilation 2, asymmetric pads, Sigmoid", 2, {13, 16}, {3, 3}, 2, 2, {2, 1, 1, 2}, true, 3, 5,
          11, 1, 2},
         {"Conv 3x3 stride 3 (nine phases)", 2, {17, 20}, {3, 3}, 3, 1, {1, 0, 2, 1}, false, 0, 4, 12, 1, 2},
@@ -918,6 +935,8 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
          true, 3, 7, 50, 1, 1},
         {"Conv 1x1 in place, plane 63 (the last tile moved back), LeakyRelu", 2, {9, 7}, {1, 1}, 1, 1, {0, 0, 0, 0},
          true, 2, 40, 13, 1, 2},
+        {"Conv 1x1 in place on 14x14, 40 -> 120, HardSwish", 2, {14, 14}, {1, 1}, 1, 1, {0, 0, 0, 0}, true, 4, 40, 120,
+         1, 2},
         {"Conv 1x1 in place, plane 32, groups 2, 3 images, Sigmoid", 2, {4, 8}, {1, 1}, 1, 1, {0, 0, 0, 0}, true, 3, 6,
          10, 2, 3},
         {"Conv 1x1 on a plane of 31 (packed)", 1, {31}, {1}, 1, 1, {0, 0}, true, 1, 8, 9, 1, 2},
@@ -930,6 +949,8 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
          3, 72, 56, 1, 2},
         {"Conv 3x3 stride 2 on 14x13 (transposed, a stride's phases), 2 groups", 2, {14, 13}, {3, 3}, 2, 1,
          {1, 1, 1, 1}, true, 2, 64, 128, 2, 3},
+        {"Conv 1x1 on 7x7, 96 -> 48 (transposed), HardSwish", 2, {7, 7}, {1, 1}, 1, 1, {0, 0, 0, 0}, true, 4, 96, 48,
+         1, 2},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         struct mps_graph *g = mps_graph_new();
@@ -949,7 +970,8 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
             p.conv.win.pad[rank + j] = rows[r].pads[rank + j];
         }
         p.conv.group = rows[r].group;
-        static const enum mps_op acts[] = {MPS_OP_RELU, MPS_OP_RELU, MPS_OP_LEAKY_RELU, MPS_OP_SIGMOID};
+        static const enum mps_op acts[] = {MPS_OP_RELU, MPS_OP_RELU, MPS_OP_LEAKY_RELU, MPS_OP_SIGMOID,
+                                           MPS_OP_HARD_SWISH};
         p.conv.act = (struct mps_fused_act){rows[r].act != 0, acts[rows[r].act], {.alpha = 0.1f}};
         int x = mps_graph_add_value(g, "x", MPS_F32, &xs);
         int in[3] = {x, th_add_random_const(g, "w", &ws, -1, 1),

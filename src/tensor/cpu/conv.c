@@ -292,17 +292,21 @@ static void mps_conv_depthwise_planes(void *ctx, int64_t begin, int64_t end)
                               .out_w = w->out[2], .kh = (int)w->k[1], .kw = (int)w->k[2], .sh = (int)w->s[1],
                               .sw = (int)w->s[2], .dh = (int)w->d[1], .dw = (int)w->d[2]};
     bool dwk = !dw3 && w->in[0] == 1 && w->out[0] == 1 && w->k[0] == 1 && w->pb[0] == 0 && (gk.sw == 1 || gk.sw == 2);
-    for (int64_t p = begin; p < end; p++) {
+    for (int64_t p = begin, run; p < end; p += run) {
         int64_t b = p / q->m, m = p % q->m, c = m / per_group;
         const float *xc = jb->x + (b * q->c + c) * q->in_plane, *k = jb->w + m * q->taps;
         float *y = jb->y + p * q->out_plane, bias = jb->bias ? jb->bias[m] : 0.0f;
-        if (dw3 || (dwk && jb->uk->dwk(&gk, xc, k, bias, y, &e))) {
+        /* dwk's planes a call: the rest of this image's where each channel is a group
+           (plane p reads channel p), so that they share its padding; else one */
+        run = dwk && per_group == 1 && q->c == q->m ? ((b + 1) * q->m < end ? (b + 1) * q->m : end) - p : 1;
+        if (dw3 || (dwk && jb->uk->dwk(&gk, xc, k, jb->bias ? jb->bias + m : NULL, y, run, &e))) {
             if (dw3)
                 jb->uk->dw3(&g, xc, k, bias, y, &e);
             if (!inline_act)
-                mps_cpu_act_inplace(jb->act, y, q->out_plane);
+                mps_cpu_act_inplace(jb->act, y, run * q->out_plane);
             continue;
         }
+        run = 1;
         for (int64_t od = 0; od < w->out[0]; od++)
             for (int64_t oh = 0; oh < w->out[1]; oh++) {
                 float *yr = y + (od * w->out[1] + oh) * w->out[2];

@@ -29,6 +29,7 @@ bool mps_pgemm_act_epi(const struct mps_fused_act *act, struct mps_tile_epi *e)
     case MPS_OP_RELU: e->lo = 0.0f; return true;
     case MPS_OP_CLIP: e->lo = act->p.alpha, e->hi = act->p.beta; return true;
     case MPS_OP_LEAKY_RELU: e->slope = act->p.alpha; return true;
+    case MPS_OP_HARD_SWISH: e->hswish = true; return true;
     default: return false;
     }
 }

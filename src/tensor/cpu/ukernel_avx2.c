@@ -41,6 +41,11 @@ static inline void mps_avx2_store(float *c, __m256 acc, int n, int flags, const 
             acc = _mm256_min_ps(_mm256_set1_ps(e->hi), _mm256_max_ps(_mm256_set1_ps(e->lo), acc));
         if (e->slope != 1.0f)
             acc = _mm256_blendv_ps(acc, _mm256_mul_ps(acc, _mm256_set1_ps(e->slope)), acc);
+        if (e->hswish) { /* t is NaN only where acc is: the product is NaN whatever min and max made of t */
+            __m256 t = _mm256_add_ps(_mm256_div_ps(acc, _mm256_set1_ps(6.0f)), _mm256_set1_ps(0.5f));
+            t = _mm256_max_ps(_mm256_min_ps(t, _mm256_set1_ps(1.0f)), _mm256_setzero_ps());
+            acc = _mm256_mul_ps(acc, t);
+        }
     }
     if (full)
         _mm256_storeu_ps(c, acc);

@@ -18,7 +18,7 @@ static inline __mmask16 mps_avx512_mask(int n)
     return (__mmask16)(n >= 16 ? 0xffffu : n <= 0 ? 0u : (1u << n) - 1u);
 }
 
-/* The activation of the epilogue: the clamp, then the slope. */
+/* The activation of the epilogue: the clamp, then the slope, then HardSwish. */
 static inline __m512 mps_avx512_act(__m512 acc, const struct mps_tile_epi *e)
 {
     if (e->lo > -INFINITY || e->hi < INFINITY) /* acc second: max and min return it when it is NaN */
@@ -26,6 +26,11 @@ static inline __m512 mps_avx512_act(__m512 acc, const struct mps_tile_epi *e)
     if (e->slope != 1.0f) {
         __mmask16 neg = _mm512_cmp_ps_mask(acc, _mm512_setzero_ps(), _CMP_LT_OQ);
         acc = _mm512_mask_mul_ps(acc, neg, acc, _mm512_set1_ps(e->slope));
+    }
+    if (e->hswish) { /* t is NaN only where acc is: the product is NaN whatever min and max made of t */
+        __m512 t = _mm512_add_ps(_mm512_div_ps(acc, _mm512_set1_ps(6.0f)), _mm512_set1_ps(0.5f));
+        t = _mm512_max_ps(_mm512_min_ps(t, _mm512_set1_ps(1.0f)), _mm512_setzero_ps());
+        acc = _mm512_mul_ps(acc, t);
     }
     return acc;
 }

@@ -53,6 +53,11 @@ static inline void mps_neon_store(float *c, float32x4_t acc, int n, int flags, c
             acc = vminq_f32(vmaxq_f32(acc, vdupq_n_f32(e->lo)), vdupq_n_f32(e->hi));
         if (e->slope != 1.0f)
             acc = vbslq_f32(vcltq_f32(acc, vdupq_n_f32(0.0f)), vmulq_n_f32(acc, e->slope), acc);
+        if (e->hswish) { /* t is NaN only where acc is: the product is NaN as unary.c's */
+            float32x4_t t = vaddq_f32(vdivq_f32(acc, vdupq_n_f32(6.0f)), vdupq_n_f32(0.5f));
+            t = vmaxq_f32(vminq_f32(t, vdupq_n_f32(1.0f)), vdupq_n_f32(0.0f));
+            acc = vmulq_f32(acc, t);
+        }
     }
     if (n >= 4) {
         vst1q_f32(c, acc);

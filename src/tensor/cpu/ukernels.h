@@ -10,7 +10,8 @@
    of nr floats. Panels are padded with zeros to mr and nr; C is row-major
    with leading dimension ldc, and only rows x cols of it are touched. With
    MPS_TILE_FINISH the store applies the epilogue: + bias, + residual, then
-   the clamp and the slope (Relu, Clip, LeakyRelu), in that order. */
+   the clamp and the slope (Relu, Clip, LeakyRelu), then HardSwish, in that
+   order. */
 #ifndef MPS_CPU_UKERNELS_H
 #define MPS_CPU_UKERNELS_H
 
@@ -29,6 +30,7 @@ struct mps_tile_epi {
     const float *res;    /* NULL, or a tile laid out like C, added before the activation */
     int64_t ldr;
     float lo, hi, slope; /* y = min(max(y, lo), hi), then y < 0 ? slope * y : y */
+    bool hswish;         /* then y * min(max(y / 6 + 1 / 2, 0), 1) (unary.c's HardSwish) */
 };
 
 /* The epilogue that does nothing: no bias, no residual, identity activation. */
@@ -103,30 +105,51 @@ static inline void mps_tile_keep_copy(float *c, const float *row, uint64_t keep)
     }
 }
 
-/* The epilogue's activation on one value (what the kernels' stores do). */
-static inline float mps_tile_epi_act(const struct mps_tile_epi *e, float v)
+/* The epilogue's activation on one value, its fields in registers: what the
+   kernels' stores do, and what the plain-C loops of ukernel_wino.h and
+   ukernel_dw.h vectorize (one select a line, which GCC's if-conversion takes;
+   NaN stays NaN). hswish is the same in every iteration of such a loop: GCC
+   takes the test out of it. */
+static inline float mps_tile_act(float v, float lo, float hi, float slope, bool hswish)
 {
-    v = v < e->lo ? e->lo : v > e->hi ? e->hi : v; /* NaN stays NaN */
-    return v < 0 ? e->slope * v : v;
+    v = v < lo ? lo : v;
+    v = v > hi ? hi : v;
+    float s = slope * v; /* outside the select: a product inside one is not if-converted (it might trap) */
+    v = v < 0 ? s : v;
+    if (hswish) { /* as unary.c computes it, so that fused and unfused agree to the bit */
+        float t = v / 6.0f + 0.5f;
+        t = t < 1.0f ? t : 1.0f;
+        t = t > 0.0f ? t : 0.0f;
+        v = v * t;
+    }
+    return v;
 }
 
-/* One output plane of a depthwise convolution of any 2-D window (dwk;
-   ukernel_dw.h has it once, each family compiles it for its vectors):
+static inline float mps_tile_epi_act(const struct mps_tile_epi *e, float v)
+{
+    return mps_tile_act(v, e->lo, e->hi, e->slope, e->hswish);
+}
+
+/* Output planes of a depthwise convolution of any 2-D window (dwk;
+   ukernel_dw.h has it once, each family compiles it for its vectors): for
+   each p < planes, the plane x + p h w, taps k + p kh kw, bias bias[p]
+   (NULL: 0) give y + p out_h out_w:
 
        y[oh out_w + ow] = act(bias + sum over th < kh, tw < kw of
                               k[th kw + tw] * x(oh sh - pt + th dh, ow sw - pl + tw dw))
 
-   x(i, j) as for dw3; sw is 1 or 2. The band of input rows a step of
-   output rows reads is copied, zero-padded, into MPS_DWK_BAND floats on the
-   stack (and the sums kept in as many); false (nothing written) where not
-   even one output row's fits. */
+   x(i, j) as for dw3; sw is 1 or 2; act the epilogue's activation (its bias
+   and residual unused). The band of input rows a step of output rows reads
+   is copied, zero-padded, into MPS_DWK_BAND floats on the stack (and the
+   sums kept in as many); false (nothing written) where not even one output
+   row's fits, or the window has more than 128 taps. */
 enum { MPS_DWK_BAND = 8192 };
 struct mps_dwk_geom {
     int64_t h, w, pt, pl, out_h, out_w;
     int kh, kw, sh, sw, dh, dw;
 };
-typedef bool (*mps_udwk_fn)(const struct mps_dwk_geom *g, const float *x, const float *k, float bias, float *y,
-                            const struct mps_tile_epi *epi);
+typedef bool (*mps_udwk_fn)(const struct mps_dwk_geom *g, const float *x, const float *k, const float *bias, float *y,
+                            int64_t planes, const struct mps_tile_epi *epi);
 
 /* A 2-D MaxPool of one plane (pooling.c's plane path): y[oh][ow] = the
    maximum of x over rows oh sh - pt .. + kh and columns ow sw - pl .. + kw
