@@ -400,8 +400,8 @@ static double ref_binary1(enum mps_op op, double a, double b, bool integer, bool
     case MPS_OP_MUL: return a * b;
     case MPS_OP_DIV: return integer ? trunc(a / b) : a / b;
     case MPS_OP_POW: return pow(a, b);
-    case MPS_OP_MAX: return a > b ? a : b;
-    case MPS_OP_MIN: return a < b ? a : b;
+    case MPS_OP_MAX: return a > b || a != a ? a : b; /* a NaN on either side is the result (numpy's maximum) */
+    case MPS_OP_MIN: return a < b || a != a ? a : b;
     case MPS_OP_PRELU: return a < 0 ? a * b : a;
     case MPS_OP_MOD: { /* the spec: fmod's sign is the dividend's, else the divisor's; an integer by 0: 0 */
         if (integer && (b == 0 || b == -1))

@@ -116,16 +116,29 @@ static MPSGraphTensor *mps_mtl_unary_op(MPSGraph *g, int fn, MPSGraphTensor *x)
     }
 }
 
+/* Floating point: Max and Min then take the NaN-propagating ops, as the CPU,
+   CUDA and ONNX's reference (numpy) give a NaN in any operand (the plain
+   ones skip it); integer tensors, which those ops do not take, the plain. */
+static BOOL mps_mtl_is_float(MPSGraphTensor *t)
+{
+    return (t.dataType & MPSDataTypeFloatBit) != 0;
+}
+
 static MPSGraphTensor *mps_mtl_binary_op(MPSGraph *g, int fn, MPSGraphTensor *a, MPSGraphTensor *b)
 {
+    BOOL nan = mps_mtl_is_float(a);
     switch (fn) {
     case MPS_MTL_ADD: return [g additionWithPrimaryTensor:a secondaryTensor:b name:nil];
     case MPS_MTL_SUB: return [g subtractionWithPrimaryTensor:a secondaryTensor:b name:nil];
     case MPS_MTL_MUL: return [g multiplicationWithPrimaryTensor:a secondaryTensor:b name:nil];
     case MPS_MTL_DIV: return [g divisionWithPrimaryTensor:a secondaryTensor:b name:nil];
     case MPS_MTL_POW: return [g powerWithPrimaryTensor:a secondaryTensor:b name:nil];
-    case MPS_MTL_MAX: return [g maximumWithPrimaryTensor:a secondaryTensor:b name:nil];
-    case MPS_MTL_MIN: return [g minimumWithPrimaryTensor:a secondaryTensor:b name:nil];
+    case MPS_MTL_MAX:
+        return nan ? [g maximumWithNaNPropagationWithPrimaryTensor:a secondaryTensor:b name:nil]
+                   : [g maximumWithPrimaryTensor:a secondaryTensor:b name:nil];
+    case MPS_MTL_MIN:
+        return nan ? [g minimumWithNaNPropagationWithPrimaryTensor:a secondaryTensor:b name:nil]
+                   : [g minimumWithPrimaryTensor:a secondaryTensor:b name:nil];
     case MPS_MTL_GREATER: return [g greaterThanWithPrimaryTensor:a secondaryTensor:b name:nil];
     case MPS_MTL_GREATER_EQUAL: return [g greaterThanOrEqualToWithPrimaryTensor:a secondaryTensor:b name:nil];
     case MPS_MTL_LESS: return [g lessThanWithPrimaryTensor:a secondaryTensor:b name:nil];
@@ -141,10 +154,15 @@ static MPSGraphTensor *mps_mtl_binary_op(MPSGraph *g, int fn, MPSGraphTensor *a,
 
 static MPSGraphTensor *mps_mtl_reduce_op(MPSGraph *g, int fn, MPSGraphTensor *x, NSArray<NSNumber *> *axes)
 {
+    BOOL nan = mps_mtl_is_float(x);
     switch (fn) {
     case MPS_MTL_REDUCE_SUM: return [g reductionSumWithTensor:x axes:axes name:nil];
-    case MPS_MTL_REDUCE_MAX: return [g reductionMaximumWithTensor:x axes:axes name:nil];
-    case MPS_MTL_REDUCE_MIN: return [g reductionMinimumWithTensor:x axes:axes name:nil];
+    case MPS_MTL_REDUCE_MAX:
+        return nan ? [g reductionMaximumPropagateNaNWithTensor:x axes:axes name:nil]
+                   : [g reductionMaximumWithTensor:x axes:axes name:nil];
+    case MPS_MTL_REDUCE_MIN:
+        return nan ? [g reductionMinimumPropagateNaNWithTensor:x axes:axes name:nil]
+                   : [g reductionMinimumWithTensor:x axes:axes name:nil];
     case MPS_MTL_REDUCE_MEAN: return [g meanOfTensor:x axes:axes name:nil];
     case MPS_MTL_REDUCE_PROD: return [g reductionProductWithTensor:x axes:axes name:nil];
     default: return nil;

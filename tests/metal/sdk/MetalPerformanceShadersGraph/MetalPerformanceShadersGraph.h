@@ -169,6 +169,12 @@ typedef void (^MPSGraphExecutableCompletionHandler)(NSArray<MPSGraphTensorData *
 - (MPSGraphTensor *)minimumWithPrimaryTensor:(MPSGraphTensor *)primaryTensor
                              secondaryTensor:(MPSGraphTensor *)secondaryTensor
                                         name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)maximumWithNaNPropagationWithPrimaryTensor:(MPSGraphTensor *)primaryTensor
+                                               secondaryTensor:(MPSGraphTensor *)secondaryTensor
+                                                          name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)minimumWithNaNPropagationWithPrimaryTensor:(MPSGraphTensor *)primaryTensor
+                                               secondaryTensor:(MPSGraphTensor *)secondaryTensor
+                                                          name:(NSString *_Nullable)name;
 - (MPSGraphTensor *)greaterThanWithPrimaryTensor:(MPSGraphTensor *)primaryTensor
                                  secondaryTensor:(MPSGraphTensor *)secondaryTensor
                                             name:(NSString *_Nullable)name;
@@ -238,6 +244,12 @@ typedef void (^MPSGraphExecutableCompletionHandler)(NSArray<MPSGraphTensorData *
 - (MPSGraphTensor *)reductionMinimumWithTensor:(MPSGraphTensor *)tensor
                                           axes:(NSArray<NSNumber *> *_Nullable)axes
                                           name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)reductionMaximumPropagateNaNWithTensor:(MPSGraphTensor *)tensor
+                                                      axes:(NSArray<NSNumber *> *_Nullable)axes
+                                                      name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)reductionMinimumPropagateNaNWithTensor:(MPSGraphTensor *)tensor
+                                                      axes:(NSArray<NSNumber *> *_Nullable)axes
+                                                      name:(NSString *_Nullable)name;
 - (MPSGraphTensor *)cumulativeSumWithTensor:(MPSGraphTensor *)tensor
                                        axis:(NSInteger)axis
                                   exclusive:(BOOL)exclusive
