@@ -5,11 +5,13 @@
    Shapes cross every edge: tiles with 1 .. mr rows and 1 .. nr columns, k of
    0, 1, around a block (kc) and past several, rows past a block of A (mc)
    and columns past a block of B (nc); each operand packed at compile or per
-   run, and A's rows read in place (gemm_rows, where a family has it); each epilogue (bias per row or column, residual, Relu, Clip,
-   LeakyRelu, and an activation the tile does not compute); 1 to 3 threads.
+   run, and A's rows read in place (gemm_rows, where a family has it); each
+   epilogue (bias per row or column, residual, Relu, Clip, LeakyRelu,
+   HardSwish, and an activation the tile does not compute); 1 to 3 threads.
    Each element must lie within (k + 2) 2^-24 of the sum of the magnitudes it
    adds (|bias| + |residual| + sum |a b|): the bound a float sum of k + 2 terms
-   meets in any order (the activations here shrink errors or keep them), plus
+   meets in any order (the activations here shrink errors or keep them, but
+   HardSwish, whose slope reaches 1.5: its bound is 1.5 times that), plus
    4 ulps of the result for the activation's own rounding; a wrong tile,
    offset or epilogue misses it by orders of magnitude. NaN must come out of
    every epilogue as NaN.
@@ -42,10 +44,10 @@
 #include "../../src/tensor/cpu/pgemm.h"
 #include "harness.h"
 
-enum th_epi { TH_NONE, TH_BIAS_ROWS, TH_BIAS_COLS, TH_RES_RELU, TH_CLIP, TH_LEAKY, TH_SIGMOID, TH_EPI_COUNT };
+enum th_epi { TH_NONE, TH_BIAS_ROWS, TH_BIAS_COLS, TH_RES_RELU, TH_CLIP, TH_LEAKY, TH_HSWISH, TH_SIGMOID, TH_EPI_COUNT };
 static const char *const th_epi_names[TH_EPI_COUNT] = {
-    "none",           "bias per row",         "bias per column + Relu",  "residual + Relu",
-    "Clip -0.5..0.5", "bias + LeakyRelu 0.1", "Sigmoid (after the tile)"};
+    "none",           "bias per row",         "bias per column + Relu", "residual + Relu",
+    "Clip -0.5..0.5", "bias + LeakyRelu 0.1", "bias + HardSwish",       "Sigmoid (after the tile)"};
 
 /* A shape: m x n x k; *_tiles: counted in the family's tiles and blocks (m, n
    plus so many mr / nr / mc / nc), so that each family meets its own edges. */
@@ -76,9 +78,33 @@ static double th_ref_act(enum th_epi e, double v)
     case TH_RES_RELU: return v > 0 || isnan(v) ? v : 0;
     case TH_CLIP: return isnan(v) ? v : v < -0.5 ? -0.5 : v > 0.5 ? 0.5 : v;
     case TH_LEAKY: return v < 0 ? 0.1 * v : v;
+    case TH_HSWISH: return isnan(v) ? v : v * fmin(fmax(v / 6 + 0.5, 0), 1);
     case TH_SIGMOID: return 1 / (1 + exp(-v));
     default: return v;
     }
+}
+
+/* How far an error in the activation's input can move its output: HardSwish's
+   slope reaches 1.5 (at 3); the others' stay within 1. */
+static double th_act_slope(enum th_epi e)
+{
+    return e == TH_HSWISH ? 1.5 : 1;
+}
+
+/* The epilogue a conv tile computes for epi: the bias (a row's, or a
+   channel's for convt) and Relu, Clip, LeakyRelu or HardSwish; returns the activation. */
+static struct mps_fused_act th_conv_epi(enum th_epi epi, const float *bias, struct mps_tile_epi *e)
+{
+    *e = mps_tile_epi_none();
+    struct mps_fused_act act = {.on = epi == TH_RES_RELU || epi == TH_CLIP || epi == TH_LEAKY || epi == TH_HSWISH,
+                                .op = epi == TH_CLIP     ? MPS_OP_CLIP
+                                      : epi == TH_LEAKY  ? MPS_OP_LEAKY_RELU
+                                      : epi == TH_HSWISH ? MPS_OP_HARD_SWISH
+                                                         : MPS_OP_RELU,
+                                .p = {.alpha = epi == TH_CLIP ? -0.5f : 0.1f, .beta = 0.5f}};
+    mps_pgemm_act_epi(&act, e);
+    e->bias = epi == TH_BIAS_ROWS || epi == TH_LEAKY || epi == TH_HSWISH ? bias : NULL;
+    return act;
 }
 
 struct th_data {
@@ -106,7 +132,8 @@ static void th_product(const struct mps_ukernels *uk, struct mps_pool *pool, int
         d.bias[i] = (float)th_uniform(-1, 1);
     if (nan && m * k > 0)
         d.a[(m / 2) * k + k / 2] = NAN;
-    bool rows = epi == TH_BIAS_ROWS, cols = epi == TH_BIAS_COLS || epi == TH_LEAKY, res = epi == TH_RES_RELU;
+    bool rows = epi == TH_BIAS_ROWS || epi == TH_HSWISH, cols = epi == TH_BIAS_COLS || epi == TH_LEAKY;
+    bool res = epi == TH_RES_RELU;
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             double v = 0, mag = 0;
@@ -118,8 +145,8 @@ static void th_product(const struct mps_ukernels *uk, struct mps_pool *pool, int
             extra += res ? d.res[i * n + j] : 0;
             d.want[i * n + j] = th_ref_act(epi, v + extra);
             /* plus 4 ulps of the result: the float activation's own rounding */
-            d.bound[i * n + j] =
-                (double)(k + 2) * 0x1p-24 * (mag + fabs(extra)) + 0x1p-22 * fabs(d.want[i * n + j]) + 1e-30;
+            d.bound[i * n + j] = th_act_slope(epi) * (double)(k + 2) * 0x1p-24 * (mag + fabs(extra)) +
+                                 0x1p-22 * fabs(d.want[i * n + j]) + 1e-30;
         }
 
     /* A: packed at compile, or strided (row-major m x k) per run; B likewise (k x n) */
@@ -143,6 +170,7 @@ static void th_product(const struct mps_ukernels *uk, struct mps_pool *pool, int
     case TH_RES_RELU: e.res = d.res, e.ldr = n; break;
     case TH_CLIP: act.op = MPS_OP_CLIP, act.p.alpha = -0.5f, act.p.beta = 0.5f; break;
     case TH_LEAKY: e.bias = d.bias, e.bias_cols = true, act.op = MPS_OP_LEAKY_RELU, act.p.alpha = 0.1f; break;
+    case TH_HSWISH: e.bias = d.bias, act.op = MPS_OP_HARD_SWISH; break;
     case TH_SIGMOID: act.op = MPS_OP_SIGMOID; break;
     default: act.on = false; break;
     }
@@ -214,13 +242,8 @@ static void th_dw3(const struct mps_ukernels *uk, int64_t h, int64_t w, int s, i
         k[i] = (float)th_uniform(-1, 1);
     if (nan)
         x[(h / 2) * w + w / 2] = NAN;
-    struct mps_tile_epi e = mps_tile_epi_none();
-    struct mps_fused_act act = {.on = epi != TH_NONE && epi != TH_BIAS_ROWS,
-                                .op = epi == TH_CLIP    ? MPS_OP_CLIP
-                                      : epi == TH_LEAKY ? MPS_OP_LEAKY_RELU
-                                                        : MPS_OP_RELU,
-                                .p = {.alpha = epi == TH_CLIP ? -0.5f : 0.1f, .beta = 0.5f}};
-    mps_pgemm_act_epi(&act, &e);
+    struct mps_tile_epi e;
+    struct mps_fused_act act = th_conv_epi(epi, NULL, &e); /* dw3 takes its bias apart */
     struct mps_dw3_geom g = {.h = h, .w = w, .pt = pt, .pl = pl, .out_h = out_h, .out_w = out_w, .s = s};
     uk->dw3(&g, x, k, bias, y, &e);
     int64_t bad = -1, nan_ok = 1;
@@ -235,7 +258,8 @@ static void th_dw3(const struct mps_ukernels *uk, int64_t h, int64_t w, int s, i
                         v += (double)k[th * 3 + tw] * x[i * w + j], mag += fabs((double)k[th * 3 + tw] * x[i * w + j]);
                 }
             double want = th_ref_act(act.on ? epi : TH_NONE, v), got = y[oh * out_w + ow];
-            double bound = 11 * 0x1p-24 * mag + 0x1p-22 * fabs(want) + 1e-30, err = fabs(got - want);
+            double bound = th_act_slope(epi) * 11 * 0x1p-24 * mag + 0x1p-22 * fabs(want) + 1e-30;
+            double err = fabs(got - want);
             bool ok = isnan(want) ? isnan(got) : err <= bound;
             if (isnan(want) != isnan(got))
                 nan_ok = 0;
@@ -246,29 +270,12 @@ static void th_dw3(const struct mps_ukernels *uk, int64_t h, int64_t w, int s, i
     th_check(bad < 0 && nan_ok,
              "[%s] dw3 %lldx%lld stride %d pads %lld,%lld -> %lldx%lld, %s%s, %s a fence: %s (worst %.2f of the bound)",
              uk->name, (long long)h, (long long)w, s, (long long)pt, (long long)pl, (long long)out_h, (long long)out_w,
-             !act.on              ? "no activation"
-             : epi == TH_RES_RELU ? "Relu"
-                                  : th_epi_names[epi],
+             !act.on ? "no activation" : epi == TH_RES_RELU ? "Relu" : th_epi_names[epi],
              nan ? ", a NaN" : "", after ? "after" : "before", bad < 0 ? "within" : "OUTSIDE", worst);
     if (bad >= 0)
         printf("     output %lld: got %.9g, want %.9g\n", (long long)bad, y[bad], want_bad);
     free(y);
     munmap(map, map_bytes);
-}
-
-/* The epilogue a conv tile computes for epi: the bias (a row's, or a
-   channel's for convt) and Relu, Clip or LeakyRelu; returns the activation. */
-static struct mps_fused_act th_conv_epi(enum th_epi epi, const float *bias, struct mps_tile_epi *e)
-{
-    *e = mps_tile_epi_none();
-    struct mps_fused_act act = {.on = epi == TH_RES_RELU || epi == TH_CLIP || epi == TH_LEAKY,
-                                .op = epi == TH_CLIP    ? MPS_OP_CLIP
-                                      : epi == TH_LEAKY ? MPS_OP_LEAKY_RELU
-                                                        : MPS_OP_RELU,
-                                .p = {.alpha = epi == TH_CLIP ? -0.5f : 0.1f, .beta = 0.5f}};
-    mps_pgemm_act_epi(&act, e);
-    e->bias = epi == TH_BIAS_ROWS || epi == TH_LEAKY ? bias : NULL;
-    return act;
 }
 
 /* One tile through uk->conv: rows x nr columns over k rows of B read at
@@ -314,7 +321,8 @@ static void th_conv(const struct mps_ukernels *uk, int rows, int64_t k, uint64_t
             for (int64_t kk = 0; kk < k; kk++)
                 v += (double)a[kk * mr + r] * x[off[kk] + j], mag += fabs((double)a[kk * mr + r] * x[off[kk] + j]);
             double want = th_ref_act(act.on ? epi : TH_NONE, v), got = c[r * ldc + at++];
-            double bound = (double)(k + 2) * 0x1p-24 * mag + 0x1p-22 * fabs(want) + 1e-30, err = fabs(got - want);
+            double bound = th_act_slope(epi) * (double)(k + 2) * 0x1p-24 * mag + 0x1p-22 * fabs(want) + 1e-30;
+            double err = fabs(got - want);
             if ((isnan(want) ? !isnan(got) : !(err <= bound)) && bad_r < 0)
                 bad_r = r, bad_j = j;
             worst = !isnan(want) && err / bound > worst ? err / bound : worst;
@@ -342,11 +350,11 @@ static void th_conv_all(const struct mps_ukernels *uk)
     const uint64_t keeps[] = {
         all, 0, 1, 1ull << (uk->nr - 1), all >> 2, all & ~7ull, 0x5555555555555555ull & all, (all >> 3) & ~(3ull << 2)};
     const int64_t ks[] = {0, 1, 2, 3, 5, 9, 37, 300};
-    enum th_epi epis[] = {TH_NONE, TH_BIAS_ROWS, TH_RES_RELU, TH_CLIP, TH_LEAKY};
+    enum th_epi epis[] = {TH_NONE, TH_BIAS_ROWS, TH_RES_RELU, TH_CLIP, TH_LEAKY, TH_HSWISH};
     int at = 0;
     for (int rows = 1; rows <= uk->mr; rows++)
         for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++, at++)
-            th_conv(uk, rows, ks[i], keeps[(size_t)at % (sizeof keeps / sizeof keeps[0])], epis[at % 5], at % 7 == 3,
+            th_conv(uk, rows, ks[i], keeps[(size_t)at % (sizeof keeps / sizeof keeps[0])], epis[at % 6], at % 7 == 3,
                     at % 2 == 0);
 }
 
@@ -397,7 +405,8 @@ static void th_convt(const struct mps_ukernels *uk, int rows, int cols, int64_t 
             for (int64_t kk = 0; kk < k; kk++)
                 v += (double)a[kk * nr + o] * x[off[kk] + j], mag += fabs((double)a[kk * nr + o] * x[off[kk] + j]);
             double want = th_ref_act(act.on ? epi : TH_NONE, v);
-            double bound = (double)(k + 2) * 0x1p-24 * mag + 0x1p-22 * fabs(want) + 1e-30, err = fabs(got - want);
+            double bound = th_act_slope(epi) * (double)(k + 2) * 0x1p-24 * mag + 0x1p-22 * fabs(want) + 1e-30;
+            double err = fabs(got - want);
             if ((isnan(want) ? !isnan(got) : !(err <= bound)) && bad_o < 0)
                 bad_o = o, bad_j = j;
             worst = !isnan(want) && err / bound > worst ? err / bound : worst;
@@ -422,12 +431,12 @@ static void th_convt_all(const struct mps_ukernels *uk)
         return;
     }
     const int64_t ks[] = {0, 1, 2, 3, 9, 37, 300};
-    enum th_epi epis[] = {TH_NONE, TH_BIAS_ROWS, TH_RES_RELU, TH_CLIP, TH_LEAKY};
+    enum th_epi epis[] = {TH_NONE, TH_BIAS_ROWS, TH_RES_RELU, TH_CLIP, TH_LEAKY, TH_HSWISH};
     int at = 0;
     for (int rows = 1; rows <= uk->mt; rows++)
         for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++, at++) {
             int cols = at % 4 == 0 ? uk->nr : 1 + at * 5 % uk->nr;
-            th_convt(uk, rows, cols, ks[i], epis[at % 5], at % 7 == 3, at % 2 == 0);
+            th_convt(uk, rows, cols, ks[i], epis[at % 6], at % 7 == 3, at % 2 == 0);
         }
 }
 
@@ -437,7 +446,7 @@ static void th_dw3_all(const struct mps_ukernels *uk)
     static const int64_t sizes[][2] = {
         {1, 1},  {2, 2},  {3, 5},  {7, 7},    {14, 14}, {5, 17},
         {9, 33}, {4, 40}, {3, 71}, {2, 2800}, {600, 40}}; /* rows wider than avx512's band; bands of rows */
-    enum th_epi epis[] = {TH_NONE, TH_RES_RELU, TH_CLIP, TH_LEAKY};
+    enum th_epi epis[] = {TH_NONE, TH_RES_RELU, TH_CLIP, TH_LEAKY, TH_HSWISH};
     int at = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         for (int s = 1; s <= 2; s++)
@@ -448,7 +457,7 @@ static void th_dw3_all(const struct mps_ukernels *uk)
                 int64_t out_w = w + pl + prt >= 3 ? (w + pl + prt - 3) / s + 1 : 0;
                 if (out_h <= 0 || out_w <= 0)
                     continue;
-                th_dw3(uk, h, w, s, pt, pl, out_h, out_w, epis[at % 4], at % 5 == 0, at % 2 == 0);
+                th_dw3(uk, h, w, s, pt, pl, out_h, out_w, epis[at % 5], at % 3 == 0, at % 2 == 0);
             }
 }
 

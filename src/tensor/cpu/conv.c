@@ -8,7 +8,8 @@
    (pgemm.h), whose packer builds B a cache-sized block at a time (no im2col
    in memory): for stride 1 from a zero-padded copy of the input, else from
    the input itself. 3x3 stride-1 layers run as Winograd (winograd.c) where
-   it wins (mps_winograd_cpu_applies); depthwise ones directly (3x3 ones on the family's dw3 kernel, ukernels.h). Run-time
+   it wins (mps_winograd_cpu_applies); depthwise ones on the family's plane
+   kernels (3x3: dw3, other 2-D windows: dwk; ukernels.h). Run-time
    weights: im2col + sgemm. ConvTranspose: sgemm + col2im. Every rank runs
    as 3-D: missing leading spatial dims have size 1. */
 #include <string.h>

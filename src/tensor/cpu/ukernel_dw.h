@@ -24,9 +24,9 @@
 enum { MPS_DWK_STEP = 64, MPS_DWK_TAPS = 128 };
 
 /* a[j] = act(bias + sum over u < taps of k[u] * x[off[u] + j]) for j < MPS_DWK_STEP.
-   One loop over the taps, each reading a contiguous run: GCC vectorizes
-   that (taps as two loops, th and tw, it unrolled and jammed into scalar
-   code; CMake turns that pass off for the families). */
+   One loop over the taps, each reading a contiguous run, which GCC
+   vectorizes with the sums in registers once unroll-and-jam is off (CMake
+   turns it off for the families: it jammed pairs of taps into scalar code). */
 static inline void mps_dwk_step(float *restrict a, const float *restrict x, const int64_t *restrict off,
                                 const float *restrict k, int taps, float bias, const struct mps_tile_epi *e)
 {

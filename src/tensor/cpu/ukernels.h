@@ -105,6 +105,16 @@ static inline void mps_tile_keep_copy(float *c, const float *row, uint64_t keep)
     }
 }
 
+/* min(max(t, 0), 1) where t < 1, else 1 (NaN included): HardSigmoid's clamp,
+   as selects (a loop of them vectorizes; fminf and fmaxf were library
+   calls). unary.c and the epilogue below share it, so that a HardSwish
+   fused into a Conv and one run alone agree to the bit. */
+static inline float mps_tile_hard_sigmoid(float t)
+{
+    t = t < 1.0f ? t : 1.0f;
+    return t > 0.0f ? t : 0.0f;
+}
+
 /* The epilogue's activation on one value, its fields in registers: what the
    kernels' stores do, and what the plain-C loops of ukernel_wino.h and
    ukernel_dw.h vectorize (one select a line, which GCC's if-conversion takes;
@@ -116,12 +126,8 @@ static inline float mps_tile_act(float v, float lo, float hi, float slope, bool 
     v = v > hi ? hi : v;
     float s = slope * v; /* outside the select: a product inside one is not if-converted (it might trap) */
     v = v < 0 ? s : v;
-    if (hswish) { /* as unary.c computes it, so that fused and unfused agree to the bit */
-        float t = v / 6.0f + 0.5f;
-        t = t < 1.0f ? t : 1.0f;
-        t = t > 0.0f ? t : 0.0f;
-        v = v * t;
-    }
+    if (hswish)
+        v = v * mps_tile_hard_sigmoid(v / 6.0f + 0.5f); /* as unary.c computes it */
     return v;
 }
 

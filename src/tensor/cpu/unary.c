@@ -21,13 +21,6 @@ static float mps_sigmoid(float x)
     return e / (1.0f + e);
 }
 
-/* min(max(t, 0), 1) where t < 1, else 1 (NaN included). */
-static inline float mps_hard_sigmoid(float t)
-{
-    t = t < 1.0f ? t : 1.0f;
-    return t > 0.0f ? t : 0.0f;
-}
-
 static void mps_unary_chunk(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_unary_job *jb = ctx;
@@ -51,8 +44,8 @@ static void mps_unary_chunk(void *ctx, int64_t begin, int64_t end)
        fminf does, and cuda) in a loop the compiler vectorizes: the calls to
        fminf and fmaxf cost 2 ns an element, LR-ASPP's twenty HardSigmoids
        a third of its run */
-    case MPS_OP_HARD_SIGMOID: MPS_MAP(mps_hard_sigmoid(alpha * v + beta));
-    case MPS_OP_HARD_SWISH: MPS_MAP(v * mps_hard_sigmoid(v / 6.0f + 0.5f));
+    case MPS_OP_HARD_SIGMOID: MPS_MAP(mps_tile_hard_sigmoid(alpha * v + beta));
+    case MPS_OP_HARD_SWISH: MPS_MAP(v * mps_tile_hard_sigmoid(v / 6.0f + 0.5f));
     case MPS_OP_TANH: MPS_MAP(tanhf(v));
     case MPS_OP_SOFTPLUS: MPS_MAP(v > 0 ? v + log1pf(expf(-v)) : log1pf(expf(v)));
     case MPS_OP_SOFTSIGN: MPS_MAP(v / (1.0f + fabsf(v)));
