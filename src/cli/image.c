@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "file.h"
 
@@ -158,7 +159,7 @@ static enum mps_status mps_image_rgba(const void *buf, size_t len, void **rgba, 
     if ((uint64_t)w * h > MPS_IMAGE_MAX_PIXELS)
         png_error(png, "larger than mpsrun decodes (2^26 pixels)");
     *wide = depth == 16;
-    size_t px = *wide ? 8 : 4; /* bytes a pixel */
+    size_t px = *wide ? 8 : 4;             /* bytes a pixel */
     if (color == PNG_COLOR_TYPE_PALETTE) { /* indices read as bytes and looked up here: each one checked */
         png_set_packing(png);
         png_set_interlace_handling(png);
@@ -219,52 +220,310 @@ static enum mps_status mps_image_rgba(const void *buf, size_t len, void **rgba, 
     return MPS_OK;
 }
 
+/* Where decoded pixels go: the model's planes, values 0..255 with alpha
+   applied, and normalized when no resize follows. */
+struct mps_image_dst {
+    const struct mps_image_opts *o;
+    float *planes;
+    size_t pixels; /* a plane's */
+    bool normalize;
+    float lut[3][256]; /* an 8-bit sample's value per channel (opaque pixels): filled by mps_image_lut */
+};
+
+/* One pixel (samples 0..255, alpha 0..1) into planes at i: gray stays exact,
+   color becomes luma, alpha composites over black. */
+static inline void mps_image_px(const struct mps_image_dst *d, size_t i, float r, float g, float b, float a)
+{
+    const struct mps_image_opts *o = d->o;
+    for (int c = 0; c < o->channels; c++) {
+        float v = o->channels == 1 ? (r == g && g == b ? r : 0.299f * r + 0.587f * g + 0.114f * b) * a
+                                   : (c == 0   ? r
+                                      : c == 1 ? g
+                                               : b) *
+                                         a;
+        d->planes[(size_t)c * d->pixels + i] = d->normalize ? (v / 255.0f - o->mean[c]) / o->std[c] : v;
+    }
+}
+
+/* The table of what mps_image_px gives an opaque gray or color sample v. */
+static void mps_image_lut(struct mps_image_dst *d)
+{
+    for (int c = 0; c < d->o->channels; c++)
+        for (int v = 0; v < 256; v++) {
+            float x = (float)v;
+            d->lut[c][v] = d->normalize ? (x / 255.0f - d->o->mean[c]) / d->o->std[c] : x;
+        }
+}
+
+/* A row of w pixels of k 8-bit samples (1 gray, 2 gray+alpha, 3 RGB, 4 RGBA)
+   into the planes from pixel `at`; opaque gray and RGB through the table. */
+static void mps_image_row8(const struct mps_image_dst *d, const unsigned char *p, int k, size_t w, size_t at)
+{
+    float *restrict y0 = d->planes + at, *restrict y1 = y0 + d->pixels, *restrict y2 = y1 + d->pixels;
+    const float *restrict l0 = d->lut[0], *restrict l1 = d->lut[1], *restrict l2 = d->lut[2];
+    if (k == 1 && d->o->channels == 1) {
+        for (size_t x = 0; x < w; x++)
+            y0[x] = l0[p[x]];
+    } else if (k == 1) {
+        for (size_t x = 0; x < w; x++)
+            y0[x] = l0[p[x]], y1[x] = l1[p[x]], y2[x] = l2[p[x]];
+    } else if (k == 3 && d->o->channels == 3) {
+        for (size_t x = 0; x < w; x++, p += 3)
+            y0[x] = l0[p[0]], y1[x] = l1[p[1]], y2[x] = l2[p[2]];
+    } else {
+        for (size_t x = 0; x < w; x++, p += k) {
+            float a = k == 2 || k == 4 ? p[k - 1] / 255.0f : 1.0f;
+            mps_image_px(d, at + x, p[0], k < 3 ? p[0] : p[1], k < 3 ? p[0] : p[2], a);
+        }
+    }
+}
+
+/* ---- the fast path -------------------------------------------------------------
+   Non-interlaced 8-bit gray, gray+alpha, RGB and RGBA without tRNS (what
+   cameras, datasets and PIL write) are read here: the chunks walked, IDAT
+   inflated a row at a time, each row unfiltered and converted while it is
+   in cache. libpng reads everything else, and any file this path finds
+   wrong in any way (a CRC, a short or long stream, an odd chunk): so its
+   errors are libpng's, and this path only ever succeeds on a file libpng
+   reads to the same pixels (the fuzz target checks both on every input). */
+
+static uint32_t mps_be32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The chunk at *at in buf[len]: its type and data; *at moves past it. False
+   when it does not fit, or it is critical (IHDR, IDAT, IEND, ...: libpng
+   fails on those) and its CRC is wrong; an ancillary chunk's CRC, which
+   libpng only warns about, is not read. */
+static bool mps_png_chunk(const unsigned char *buf, size_t len, size_t *at, const unsigned char **type,
+                          const unsigned char **data, uint32_t *n)
+{
+    if (len - *at < 12)
+        return false;
+    *n = mps_be32(buf + *at);
+    if (*n > 0x7fffffffu || len - *at - 12 < *n)
+        return false;
+    *type = buf + *at + 4;
+    *data = buf + *at + 8;
+    if (!(**type & 0x20) && crc32(crc32(0, NULL, 0), *type, *n + 4) != mps_be32(*data + *n))
+        return false;
+    *at += 12 + (size_t)*n;
+    return true;
+}
+
+/* IHDR of a file the fast path reads: its size and samples a pixel, else 0. */
+static int mps_png_fast_kind(const unsigned char *buf, size_t len, uint32_t *w, uint32_t *h)
+{
+    size_t at = 8;
+    const unsigned char *type, *d;
+    uint32_t n;
+    if (!mps_png_chunk(buf, len, &at, &type, &d, &n) || memcmp(type, "IHDR", 4) || n != 13)
+        return 0;
+    *w = mps_be32(d);
+    *h = mps_be32(d + 4);
+    static const int samples[7] = {1, 0, 3, 0, 2, 0, 4};
+    if (*w == 0 || *h == 0 || *w > 1u << 16 || *h > 1u << 16 || (uint64_t)*w * *h > MPS_IMAGE_MAX_PIXELS || d[8] != 8 ||
+        d[9] > 6 || d[10] || d[11] || d[12])
+        return 0;
+    return samples[d[9]];
+}
+
+/* Paeth's predictor, without branches (Fabian Giesen's form, as stb_image has it). */
+static inline int mps_paeth(int a, int b, int c)
+{
+    int thresh = 3 * c - (a + b), lo = a < b ? a : b, hi = a < b ? b : a;
+    int t0 = hi <= thresh ? lo : c;
+    return thresh <= lo ? hi : t0;
+}
+
+/* Paeth's filter undone along a row of n bytes, pixels of bpp bytes (a
+   constant where it is inlined): the left and upper-left bytes kept in
+   registers, 0 left of the first pixel as the PNG specification has it. */
+static inline void mps_png_paeth(unsigned char *x, const unsigned char *b, size_t n, const int bpp)
+{
+    int a[4] = {0}, c[4] = {0};
+    for (size_t i = 0; i < n; i += (size_t)bpp)
+        for (int j = 0; j < bpp; j++) {
+            int up = b[i + (size_t)j];
+            a[j] = (x[i + (size_t)j] + mps_paeth(a[j], up, c[j])) & 255;
+            x[i + (size_t)j] = (unsigned char)a[j];
+            c[j] = up;
+        }
+}
+
+/* Undoes row's filter (its first byte) against prev (zeros above the first row). */
+static bool mps_png_unfilter(unsigned char *row, const unsigned char *prev, size_t n, int bpp)
+{
+    unsigned char *x = row + 1;
+    const unsigned char *b = prev + 1;
+    switch (row[0]) {
+    case 0: return true;
+    case 1:
+        for (size_t i = (size_t)bpp; i < n; i++)
+            x[i] = (unsigned char)(x[i] + x[i - (size_t)bpp]);
+        return true;
+    case 2:
+        for (size_t i = 0; i < n; i++)
+            x[i] = (unsigned char)(x[i] + b[i]);
+        return true;
+    case 3:
+        for (size_t i = 0; i < (size_t)bpp; i++)
+            x[i] = (unsigned char)(x[i] + (b[i] >> 1));
+        for (size_t i = (size_t)bpp; i < n; i++)
+            x[i] = (unsigned char)(x[i] + ((x[i - (size_t)bpp] + b[i]) >> 1));
+        return true;
+    case 4: /* the common filter of photos: one body per pixel size */
+        if (bpp == 1)
+            mps_png_paeth(x, b, n, 1);
+        else if (bpp == 2)
+            mps_png_paeth(x, b, n, 2);
+        else if (bpp == 3)
+            mps_png_paeth(x, b, n, 3);
+        else
+            mps_png_paeth(x, b, n, 4);
+        return true;
+    default: return false;
+    }
+}
+
+/* The image data being inflated. */
+struct mps_png_idat {
+    const unsigned char *buf;
+    size_t len, at; /* the chunk after the one being inflated */
+    z_stream z;
+};
+
+/* Inflates up to n bytes of image data into out, moving through IDAT
+   chunks: Z_OK with all n, Z_STREAM_END where the stream ends (its check
+   value read; s->z.avail_out says what is missing), or an error. */
+static int mps_png_inflate(struct mps_png_idat *s, unsigned char *out, size_t n)
+{
+    s->z.next_out = out;
+    s->z.avail_out = (uInt)n;
+    while (s->z.avail_out > 0) {
+        if (s->z.avail_in == 0) {
+            const unsigned char *type, *d;
+            uint32_t len;
+            size_t at = s->at;
+            if (!mps_png_chunk(s->buf, s->len, &at, &type, &d, &len) || memcmp(type, "IDAT", 4))
+                return Z_DATA_ERROR;
+            s->at = at;
+            s->z.next_in = (unsigned char *)d;
+            s->z.avail_in = len;
+            continue;
+        }
+        int z = inflate(&s->z, Z_NO_FLUSH);
+        if (z != Z_OK)
+            return z;
+    }
+    return Z_OK;
+}
+
+/* Decodes a file of mps_png_fast_kind k into d, or says false (libpng then reads it). */
+static bool mps_png_fast(const unsigned char *buf, size_t len, int k, uint32_t w, uint32_t h,
+                         const struct mps_image_dst *d)
+{
+    struct mps_png_idat s = {.buf = buf, .len = len, .at = 8 + 25};
+    const unsigned char *type, *data;
+    uint32_t n;
+    for (size_t at = s.at;; s.at = at) { /* to the first IDAT: ancillary chunks are skipped, tRNS and PLTE not */
+        if (!mps_png_chunk(buf, len, &at, &type, &data, &n))
+            return false;
+        if (!memcmp(type, "IDAT", 4))
+            break;
+        if (!(type[0] & 0x20) || !memcmp(type, "tRNS", 4))
+            return false;
+    }
+    size_t stride = (size_t)w * (size_t)k;
+    unsigned char *rows = calloc(2, stride + 1);
+    if (!rows || inflateInit(&s.z) != Z_OK) {
+        free(rows);
+        return false;
+    }
+    int z = Z_OK;
+    bool ok = true;
+    for (uint32_t y = 0; ok && y < h; y++) {
+        unsigned char *row = rows + (y & 1) * (stride + 1), *prev = rows + (~y & 1) * (stride + 1);
+        z = mps_png_inflate(&s, row, stride + 1);
+        ok = (z == Z_OK || (z == Z_STREAM_END && s.z.avail_out == 0 && y == h - 1)) &&
+             mps_png_unfilter(row, prev, stride, k);
+        if (ok)
+            mps_image_row8(d, row + 1, k, w, (size_t)y * w);
+    }
+    if (ok && z != Z_STREAM_END) { /* the stream must end with the image: its check value read */
+        unsigned char extra;
+        ok = mps_png_inflate(&s, &extra, 1) == Z_STREAM_END && s.z.avail_out == 1;
+    }
+    inflateEnd(&s.z);
+    free(rows);
+    for (size_t at = s.at; ok;) { /* to IEND, past ancillary chunks */
+        ok = mps_png_chunk(buf, len, &at, &type, &data, &n) && (type[0] & 0x20 || !memcmp(type, "IEND", 4));
+        if (ok && !memcmp(type, "IEND", 4))
+            return true;
+    }
+    return false;
+}
+
+/* ---- decode -------------------------------------------------------------------- */
+
 enum mps_status mps_image_decode(const void *buf, size_t len, const struct mps_image_opts *o, float *out,
                                  struct mps_image_info *info, struct mps_error *err)
 {
     if (!mps_image_is_png(buf, len))
         return mps_fail(err, MPS_ERR_INPUT, "not a PNG file (no PNG signature)");
+    uint32_t w = 0, h = 0;
+    int k = o->reference ? 0 : mps_png_fast_kind(buf, len, &w, &h);
     void *rgba = NULL;
-    bool wide;
-    enum mps_status st = mps_image_rgba(buf, len, &rgba, &wide, info, err);
-    if (st)
+    bool wide = false;
+    enum mps_status st = MPS_OK;
+    info->libpng = !k;
+    if (k) {
+        info->width = w;
+        info->height = h;
+        mps_image_describe(
+            (int[]){0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB, PNG_COLOR_TYPE_RGB_ALPHA}[k],
+            8, PNG_INTERLACE_NONE, info);
+    } else if ((st = mps_image_rgba(buf, len, &rgba, &wide, info, err))) {
         return st;
+    }
     size_t pixels = (size_t)info->width * info->height;
     bool same = info->width == o->width && info->height == o->height; /* no resize: straight into out */
+    struct mps_image_dst *d = malloc(sizeof *d);
     float *planes = same ? out : malloc(sizeof(float) * pixels * (size_t)o->channels);
     struct mps_tap *ty = malloc(sizeof *ty * (size_t)o->height), *tx = malloc(sizeof *tx * (size_t)o->width);
-    if (!planes || !ty || !tx) {
+    if (!d || !planes || !ty || !tx) {
         st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory decoding a %ux%u PNG", info->width, info->height);
-    } else {
-        const unsigned char *p8 = rgba;
-        const uint16_t *p16 = rgba;
-        for (size_t i = 0; i < pixels; i++) {
-            /* 0..255, and alpha 0..1: a 16-bit v * 257 divides back to the v of 8 bits exactly, and
-               a * 257 / 65535 rounds as a / 255 does (the same rational number) */
-            float r = wide ? p16[4 * i] / 257.0f : p8[4 * i], g = wide ? p16[4 * i + 1] / 257.0f : p8[4 * i + 1],
-                  b = wide ? p16[4 * i + 2] / 257.0f : p8[4 * i + 2],
-                  a = wide ? p16[4 * i + 3] / 65535.0f : p8[4 * i + 3] / 255.0f;
-            if (o->channels == 1) /* gray stays exact; color becomes luma; alpha composites over black */
-                planes[i] = (r == g && g == b ? r : 0.299f * r + 0.587f * g + 0.114f * b) * a;
-            else
-                for (int c = 0; c < 3; c++)
-                    planes[(size_t)c * pixels + i] = (c == 0 ? r : c == 1 ? g : b) * a;
-        }
-        for (int c = 0; same && c < o->channels; c++) /* what the resize computes at scale 1 (weights 1 and 0) */
-            for (size_t i = 0; i < pixels; i++)
-                out[(size_t)c * pixels + i] = (out[(size_t)c * pixels + i] / 255.0f - o->mean[c]) / o->std[c];
-        if (!same) {
-            mps_image_taps(info->height, o->height, ty);
-            mps_image_taps(info->width, o->width, tx);
-        }
-        for (int c = 0; !same && c < o->channels; c++)
-            mps_image_resize(planes + (size_t)c * pixels, info->height, info->width,
-                             out + (size_t)c * (size_t)(o->height * o->width), o->height, o->width, ty, tx,
-                             o->mean[c], o->std[c]);
+        goto out;
     }
+    *d = (struct mps_image_dst){.o = o, .planes = planes, .pixels = pixels, .normalize = same};
+    mps_image_lut(d);
+    if (k && !mps_png_fast(buf, len, k, w, h, d)) {
+        info->libpng = true;
+        if ((st = mps_image_rgba(buf, len, &rgba, &wide, info, err)))
+            goto out;
+    }
+    for (size_t y = 0; rgba && !wide && y < info->height; y++)
+        mps_image_row8(d, (const unsigned char *)rgba + y * info->width * 4, 4, info->width, y * info->width);
+    for (size_t i = 0; rgba && wide && i < pixels; i++) {
+        /* 0..255, and alpha 0..1: a 16-bit v * 257 divides back to the v of 8 bits exactly, and
+           a * 257 / 65535 rounds as a / 255 does (the same rational number) */
+        const uint16_t *p = (const uint16_t *)rgba + 4 * i;
+        mps_image_px(d, i, p[0] / 257.0f, p[1] / 257.0f, p[2] / 257.0f, p[3] / 65535.0f);
+    }
+    if (!same) {
+        mps_image_taps(info->height, o->height, ty);
+        mps_image_taps(info->width, o->width, tx);
+    }
+    for (int c = 0; !same && c < o->channels; c++)
+        mps_image_resize(planes + (size_t)c * pixels, info->height, info->width,
+                         out + (size_t)c * (size_t)(o->height * o->width), o->height, o->width, ty, tx, o->mean[c],
+                         o->std[c]);
+out:
     free(rgba);
     if (!same)
         free(planes);
+    free(d);
     free(ty);
     free(tx);
     return st;
@@ -312,7 +571,9 @@ enum mps_status mps_image_write(const char *path, int channels, int64_t h, int64
         png_color pal[256];
         png_init_io(png, f);
         png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8,
-                     palette ? PNG_COLOR_TYPE_PALETTE : channels == 3 ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_GRAY,
+                     palette         ? PNG_COLOR_TYPE_PALETTE
+                     : channels == 3 ? PNG_COLOR_TYPE_RGB
+                                     : PNG_COLOR_TYPE_GRAY,
                      PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
         if (palette) {
             mps_image_palette(pal);

@@ -1,5 +1,7 @@
-/* image.h: PNG files to model input: decode (libpng: 8- and 16-bit, gray,
-   gray+alpha, RGB, RGBA, palette, interlaced), convert to the model's channel
+/* image.h: PNG files to model input: decode (8-bit gray, gray+alpha, RGB
+   and RGBA without interlacing: zlib and mpsrun's own unfiltering, straight
+   into floats; everything else, and any file that path finds wrong: libpng,
+   8- and 16-bit, palette, interlaced, tRNS), convert to the model's channel
    count, resize to its height and width (bilinear when enlarging, area
    averaging when shrinking), scale to [0,1], normalize by mean and std, and
    lay out as CHW floats.
@@ -24,11 +26,13 @@ struct mps_image_opts {
     int channels;          /* 1 (gray) or 3 (RGB) */
     int64_t height, width; /* of the model's input */
     float mean[3], std[3]; /* per channel, applied after scaling to [0,1] */
+    bool reference;        /* every file through libpng, none through the fast path (tests compare them) */
 };
 
 struct mps_image_info {
     uint32_t width, height; /* of the file */
     char format[32];        /* "gray 8-bit", "RGBA 16-bit", "palette 8-bit", ... */
+    bool libpng;            /* read by libpng: not a file the fast path reads, or one it found wrong */
 };
 
 /* Largest image decoded, in pixels: a bound on memory, not on the use. */
