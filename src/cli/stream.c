@@ -1,7 +1,14 @@
 /* stream.c: the chunked run over many inputs (stream.h): a decoder thread
    fills one chunk while the main thread runs the other. The decoder reads
    files a window at a time (a chunk's worth), decoding the window's files
-   in parallel on a pool of its own, then lays them into chunks in order. */
+   in parallel on a pool of its own, then lays them into chunks in order.
+   Where the runs take the cores the decoding would (the cpu backend with
+   more than half the cores), the two take turns: a chunk is filled between
+   runs, not beside one. A decoding thread beside a run takes a core from
+   one of the run's threads and the others wait for that one at every
+   node: beside the runs, 1,000 224x224 PNGs (0.66 s of decoding on one
+   core) made mobilenet_v2's runs 0.59 s slower; between them the decoding
+   takes both cores, 0.33 s. */
 #include "stream.h"
 
 #include <pthread.h>
@@ -46,9 +53,9 @@ struct mps_stream_plan {
 /* A file decoded ahead of its chunk. */
 struct mps_stream_file {
     struct mps_infer_file f;
-    float *data; /* its items (f.items of them): its place in window_data, or a .npy's own buffer; NULL when
-                    it failed */
-    bool own;    /* data is the .npy's own buffer, freed once laid into a chunk */
+    float *data;           /* its items (f.items of them): its place in window_data, or a .npy's own buffer; NULL when
+                              it failed */
+    bool own;              /* data is the .npy's own buffer, freed once laid into a chunk */
     enum mps_status fatal; /* out of memory while decoding it */
     struct mps_error fatal_err;
 };
@@ -63,6 +70,8 @@ struct mps_stream {
     bool free_batch;
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    bool take_turns; /* runs and fills share the cores: each holds turn while it works */
+    pthread_mutex_t turn;
     struct mps_stream_chunk chunk[2];
     bool stop;                      /* the main thread is done: the decoder ends */
     int64_t next;                   /* the next path to decode */
@@ -168,6 +177,8 @@ static bool mps_stream_window(struct mps_stream *s)
    keep_going) a file has failed. */
 static void mps_stream_fill(struct mps_stream *s, struct mps_stream_chunk *c)
 {
+    if (s->take_turns)
+        pthread_mutex_lock(&s->turn);
     double t0 = mps_cli_now_ms();
     c->n_files = 0;
     c->items = 0;
@@ -211,6 +222,8 @@ static void mps_stream_fill(struct mps_stream *s, struct mps_stream_chunk *c)
         mps_fail(&c->fatal_err, MPS_ERR_RUNTIME, "out of memory decoding inputs");
     c->last = c->last || oom || (s->next >= s->list->n && s->at == s->n_window) || mps_stream_stopped(s);
     c->decode_ms = mps_cli_now_ms() - t0;
+    if (s->take_turns)
+        pthread_mutex_unlock(&s->turn);
 }
 
 static void *mps_stream_decoder(void *arg)
@@ -322,8 +335,11 @@ static enum mps_status mps_stream_stage(struct mps_stream *s, struct mps_error *
 {
     struct mps_stream_plan *p;
     enum mps_status st = mps_stream_plan(s, s->batch, &p, err);
-    if (st || !s->r->backend->host_io)
+    if (st)
         return st;
+    s->take_turns = s->r->backend == &mps_backend_cpu && 2 * mps_pool_threads(s->pool) > mps_pool_cores();
+    if (!s->r->backend->host_io)
+        return MPS_OK;
     p->kept = true;
     int n_out = p->model->graph->n_outputs;
     for (int k = 0; k < 2 && !st; k++) {
@@ -357,7 +373,11 @@ static enum mps_status mps_stream_chunk_run(struct mps_stream *s, struct mps_str
         grp.out = c->data == c->staged && c->items == s->batch ? c->staged_out : p->out;
         grp.n_out = p->model->graph->n_outputs;
         double t0 = mps_cli_now_ms();
+        if (s->take_turns)
+            pthread_mutex_lock(&s->turn);
         st = mps_plan_run(p->plan, grp.in, grp.out, err);
+        if (s->take_turns)
+            pthread_mutex_unlock(&s->turn);
         double ms = mps_cli_now_ms() - t0;
         r->t_run += ms;
         if (first)
@@ -410,6 +430,7 @@ enum mps_status mps_stream_run(struct mps_infer_result *r, const struct mps_inpu
     s->batch = s->free_batch ? o->batch : in->shape.dim[0];
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    pthread_mutex_init(&s->turn, NULL);
     double t0 = mps_cli_now_ms();
     pthread_t thread;
     enum mps_status st = mps_pool_new(o->co->threads, &s->pool, err);
@@ -478,6 +499,7 @@ out:
     free(s->window_data);
     mps_pool_free(s->pool);
     pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->turn);
     pthread_mutex_destroy(&s->mu);
     free(s);
     return st;
