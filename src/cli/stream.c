@@ -1,7 +1,9 @@
 /* stream.c: the chunked run over many inputs (stream.h): a decoder thread
    fills one chunk while the main thread runs the other. The decoder reads
    files a window at a time (a chunk's worth), decoding the window's files
-   in parallel on a pool of its own, then lays them into chunks in order.
+   in parallel on a pool of its own straight into the chunk's room for
+   them, then lays them into the chunk in order (a file that failed leaves
+   a gap the files after it move down into).
    Where the runs take the cores the decoding would (the cpu backend with
    more than half the cores), the two take turns: a chunk is filled between
    runs, not beside one. A decoding thread beside a run takes a core from
@@ -53,8 +55,8 @@ struct mps_stream_plan {
 /* A file decoded ahead of its chunk. */
 struct mps_stream_file {
     struct mps_infer_file f;
-    float *data;           /* its items (f.items of them): its place in window_data, or a .npy's own buffer; NULL when
-                              it failed */
+    float *data;           /* its items (f.items of them): its slot, its place in window_data, or a .npy's own
+                              buffer; NULL when it failed */
     bool own;              /* data is the .npy's own buffer, freed once laid into a chunk */
     enum mps_status fatal; /* out of memory while decoding it */
     struct mps_error fatal_err;
@@ -77,8 +79,9 @@ struct mps_stream {
     int64_t next;                   /* the next path to decode */
     struct mps_pool *pool;          /* the decoder's threads */
     struct mps_stream_file *window; /* files decoded, waiting for their chunk: [at, n_window) */
-    float *window_data;             /* an item's room per window file: [cap_window, item...] */
-    int64_t n_window, at, cap_window;
+    float *slots;                   /* where window file i decodes: slots + i * per, the chunk's room for it */
+    float *window_data;             /* the window's items moved out of the chunk (a .npy in it spilled) */
+    int64_t n_window, at, cap_window, cap_data;
     struct mps_stream_plan plans[MPS_STREAM_PLANS];
     int n_plans;
     uint64_t tick;
@@ -132,8 +135,8 @@ static void mps_stream_decode(void *ctx, int64_t b, int64_t e)
         float *spill = NULL;
         struct mps_error err = {{0}};
         enum mps_status st = mps_infer_decode(&s->r->prep, &s->item, s->free_batch ? 0 : s->batch, &w->f,
-                                              s->window_data + i * s->per, 1, &spill, &err);
-        w->data = spill ? spill : s->window_data + i * s->per;
+                                              s->slots + i * s->per, 1, &spill, &err);
+        w->data = spill ? spill : s->slots + i * s->per;
         w->own = spill != NULL;
         if (st) {
             w->data = NULL;
@@ -147,18 +150,18 @@ static void mps_stream_decode(void *ctx, int64_t b, int64_t e)
     }
 }
 
-/* The next window of files, a chunk's worth, decoded in parallel. */
-static bool mps_stream_window(struct mps_stream *s)
+/* The next window of files, as many as c has room for, decoded in parallel
+   into that room: file i into item c->items + i (a 224x224 file is 0.6 MB:
+   copied from a window of its own, 32 of them took a third of the time a
+   GPU's stream spent filling a chunk). */
+static bool mps_stream_window(struct mps_stream *s, struct mps_stream_chunk *c)
 {
-    int64_t count = s->list->n - s->next < s->batch ? s->list->n - s->next : s->batch;
+    int64_t left = s->list->n - s->next, room = s->batch - c->items, count = left < room ? left : room;
     if (count > s->cap_window) {
         struct mps_stream_file *w = realloc(s->window, sizeof *w * (size_t)count);
-        if (w)
-            s->window = w;
-        float *data = w ? realloc(s->window_data, sizeof(float) * (size_t)(count * s->per + 1)) : NULL;
-        if (!data)
+        if (!w)
             return false;
-        s->window_data = data;
+        s->window = w;
         s->cap_window = count;
     }
     for (int64_t i = 0; i < count; i++)
@@ -167,8 +170,28 @@ static bool mps_stream_window(struct mps_stream *s)
     s->next += count;
     s->n_window = count;
     s->at = 0;
+    s->slots = c->data + c->items * s->per;
     mps_pool_for(s->pool, count, MPS_POOL_GRAIN, mps_stream_decode, s); /* a file is work enough for a thread */
     mps_pool_rest(s->pool); /* the runs get the cores until the next window */
+    bool spilled = false;   /* a .npy of several items: laid in from its own buffer over the slots after its own */
+    for (int64_t i = 0; i < count; i++)
+        spilled = spilled || s->window[i].own;
+    if (!spilled)
+        return true;
+    if (count > s->cap_data) {
+        float *data = realloc(s->window_data, sizeof(float) * (size_t)(count * s->per + 1));
+        if (!data)
+            return false;
+        s->window_data = data;
+        s->cap_data = count;
+    }
+    for (int64_t i = 0; i < count; i++) { /* the others move out of the chunk first */
+        struct mps_stream_file *w = &s->window[i];
+        if (w->data && !w->own) {
+            memcpy(s->window_data + i * s->per, w->data, sizeof(float) * (size_t)s->per);
+            w->data = s->window_data + i * s->per;
+        }
+    }
     return true;
 }
 
@@ -191,7 +214,7 @@ static void mps_stream_fill(struct mps_stream *s, struct mps_stream_chunk *c)
     }
     bool oom = !mps_stream_reserve(s, c, s->batch);
     while (!oom && c->items < s->batch && !mps_stream_stopped(s)) {
-        if (s->at == s->n_window && (s->next >= s->list->n || (oom = !mps_stream_window(s))))
+        if (s->at == s->n_window && (s->next >= s->list->n || (oom = !mps_stream_window(s, c))))
             break;
         struct mps_stream_file *w = &s->window[s->at];
         if (w->fatal) {
@@ -203,8 +226,9 @@ static void mps_stream_fill(struct mps_stream *s, struct mps_stream_chunk *c)
             break; /* a .npy of more items than are left: it starts the next chunk */
         if (!w->f.st && (oom = !mps_stream_reserve(s, c, c->items + w->f.items)))
             break;
-        if (!w->f.st)
-            memcpy(c->data + c->items * s->per, w->data, sizeof(float) * (size_t)(w->f.items * s->per));
+        float *to = c->data + c->items * s->per; /* at or before its slot: the files before it took an item or none */
+        if (!w->f.st && to != w->data)
+            memmove(to, w->data, sizeof(float) * (size_t)(w->f.items * s->per));
         if ((oom = !mps_stream_add_file(c, &w->f)))
             break;
         c->items += w->f.items;

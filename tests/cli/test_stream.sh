@@ -107,6 +107,12 @@ expect "--keep-going: every good file reported, exit 4" 4 infer "$cnn" "$tmp/bad
 check "8 results" bash -c '[ $(wc -l < "$1") = 8 ]' _ "$out"
 check "each bad file named on stderr, and the count" bash -c "grep -q '00004.png: not a PNG' $err &&
   grep -q '00005.png: corrupt PNG' $err && grep -q '2 of 10 inputs failed' $err"
+expect "--keep-going in chunks of 4: the files after a bad one move into its room" 4 infer "$cnn" "$tmp/bad" -q \
+  --keep-going --batch 4
+check "each good file has its own class and probability (those of its copy in a clean run)" bash -c '
+  [ "$(sed "s|^.*/||" "$1" | awk -F"\t" "{ printf \"%s %s %.4f\n\", \$1, \$3, \$5 }")" = \
+    "$(grep -E "/0000[0-36-9].png" "$2" | sed "s|^.*/||" | awk -F"\t" "{ printf \"%s %s %.4f\n\", \$1, \$3, \$5 }")" ]' \
+  _ "$out" "$tmp/folder.tsv"
 expect "--keep-going --jsonl: an error object for each bad file, in its place" 4 infer "$cnn" "$tmp/bad" --jsonl \
   --keep-going
 check "10 lines, errors at 4 and 5 with exit_code 4" jq -e -s 'length == 10 and (.[4].error.exit_code == 4)
