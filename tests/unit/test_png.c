@@ -26,6 +26,8 @@ struct png {
 
 static void put(struct png *p, const void *d, size_t n)
 {
+    if (n == 0)
+        return;
     if (p->n + n > p->cap) {
         p->cap = 2 * (p->n + n);
         p->b = realloc(p->b, p->cap);
