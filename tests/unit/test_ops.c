@@ -957,6 +957,8 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
         {"Conv 3x3 200 channels (W's panels outside the tiles: a tile's B exceeds L1)", 2, {6, 9}, {3, 3}, 1, 1,
          {1, 1, 1, 1}, true, 1, 200, 20, 1, 2},
         {"Conv 1x1 stride 2 (phases no tap reads)", 2, {15, 12}, {1, 1}, 2, 1, {0, 0, 0, 0}, true, 0, 24, 20, 1, 2},
+        {"Conv 2x2 stride 3 dilation 2 (phases 0 and 2 copied, 1 read by no tap)", 2, {17, 14}, {2, 2}, 3, 2,
+         {1, 0, 0, 1}, true, 1, 5, 9, 1, 2},
         {"Conv 3x3 on 7x7, 56 channels (the transposed tile, a part-filled panel)", 2, {7, 7}, {3, 3}, 1, 1,
          {1, 1, 1, 1}, true, 1, 48, 56, 1, 2},
         {"Conv 1x1 in place on 7x7, 72 -> 56 (transposed, runs across rows)", 2, {7, 7}, {1, 1}, 1, 1, {0, 0, 0, 0}, true,

@@ -2,8 +2,9 @@
    in place by the family's conv tile (conv.h, ukernels.h).
 
    The copy: for strides sh x sw, each input channel of an item becomes
-   sh * sw phase planes of ph x pw floats, phase (a, b) holding the padded
-   input's rows a, a + sh, ... and columns b, b + sw, ... Output (oh, ow)
+   phase planes of ph x pw floats, phase (a, b) holding the padded input's
+   rows a, a + sh, ... and columns b, b + sw, ...: the phases some tap reads
+   (uh x uw of the sh x sw; a 1x1 stride-2 layer reads one of four). Output (oh, ow)
    reads, for tap (th, tw), phase ((th dh) % sh, (tw dw) % sw) at row
    oh + (th dh) / sh, column ow + (tw dw) / sw. Over "virtual" positions
    v = oh pw + ow, the inputs of one channel and tap kk are then one run,
@@ -31,7 +32,8 @@ enum {
 };
 
 struct mps_direct {
-    int64_t sh, sw, ph, pw; /* strides (phases per channel), a phase plane's rows and pitch */
+    int64_t sh, sw, ph, pw; /* strides, a phase plane's rows and pitch */
+    int64_t uh, uw;         /* phases some tap reads along each axis (a channel's copy holds uh x uw planes) */
     int64_t plane;          /* ph * pw */
     int64_t item;           /* floats of one item's copy: channels x phases x planes, slack; a multiple of 16 */
     int64_t cg, mg, k;      /* a group's input and output channels; k = cg * taps */
@@ -40,6 +42,25 @@ struct mps_direct {
     bool transposed;        /* the family's convt runs it (mt positions x nr channels a tile) */
     int64_t wstep;          /* W's rows (output channels) a panel: mr, or nr transposed */
 };
+
+/* Whether some tap t < k (dilation d) reads phase a of stride s. */
+static bool mps_direct_phase_used(int64_t k, int64_t d, int64_t s, int64_t a)
+{
+    for (int64_t t = 0; t < k; t++)
+        if (t * d % s == a)
+            return true;
+    return false;
+}
+
+/* The phases below a that taps read: phase a's place among the copied ones,
+   or (a = s) their count. */
+static int64_t mps_direct_phases(int64_t k, int64_t d, int64_t s, int64_t a)
+{
+    int64_t n = 0;
+    for (int64_t p = 0; p < a; p++)
+        n += mps_direct_phase_used(k, d, s, p);
+    return n;
+}
 
 /* Lanes a tile of width step fills over n outputs taken step at a time, per mille. */
 static int64_t mps_direct_fill(int64_t n, int64_t step)
@@ -59,9 +80,11 @@ static struct mps_direct mps_direct_of(const struct mps_conv_geom *q, const stru
     d.ph = w->out[1] + (w->k[1] - 1) * w->d[1] / d.sh;
     d.pw = w->out[2] + (w->k[2] - 1) * w->d[2] / d.sw;
     d.plane = d.ph * d.pw;
+    d.uh = mps_direct_phases(w->k[1], w->d[1], d.sh, d.sh);
+    d.uw = mps_direct_phases(w->k[2], w->d[2], d.sw, d.sw);
     /* the last tile's rows run past the last plane by at most a row's column shift and a tile */
     int64_t slack = (w->k[2] - 1) * w->d[2] / d.sw + MPS_DIRECT_NR;
-    d.item = d.in_place ? 0 : (d.cg * d.sh * d.sw * d.plane + slack + 15) / 16 * 16;
+    d.item = d.in_place ? 0 : (d.cg * d.uh * d.uw * d.plane + slack + 15) / 16 * 16;
     int64_t virt = d.in_place ? q->out_plane : w->out[1] * d.pw; /* the conv tile's columns */
     d.tiles = (virt + nr - 1) / nr;
     d.wstep = mr;
@@ -130,8 +153,8 @@ static void mps_direct_tiles(const struct mps_conv_geom *q, const struct mps_dir
             int64_t per_row = (ow_n + mt - 1) / mt, oh = d->in_place ? 0 : t / per_row;
             int64_t ow = d->in_place ? t * mt : t % per_row * mt, end = d->in_place ? q->out_plane : ow_n;
             int64_t n = end - ow < mt ? end - ow : mt;
-            *tl = (struct mps_direct_tile){.v = d->in_place ? ow : oh * d->pw + ow, .at = oh * ow_n + ow,
-                                           .keep = (1ull << n) - 1};
+            *tl = (struct mps_direct_tile){
+                .v = d->in_place ? ow : oh * d->pw + ow, .at = oh * ow_n + ow, .keep = (1ull << n) - 1};
             continue;
         }
         if (d->in_place) {
@@ -179,7 +202,10 @@ size_t mps_direct_pack(const struct mps_conv_geom *q, const float *w, const stru
             int64_t c = kk / q->taps, th = kk % q->taps / win->k[2], tw = kk % win->k[2];
             int64_t rh = th * win->d[1], rw = tw * win->d[2];
             off[kk] = (int32_t)(d.in_place ? c * q->in_plane
-                                           : (c * d.sh * d.sw + rh % d.sh * d.sw + rw % d.sw) * d.plane +
+                                           : (c * d.uh * d.uw +
+                                              mps_direct_phases(win->k[1], win->d[1], d.sh, rh % d.sh) * d.uw +
+                                              mps_direct_phases(win->k[2], win->d[2], d.sw, rw % d.sw)) *
+                                                     d.plane +
                                                  rh / d.sh * d.pw + rw / d.sw);
         }
     }
@@ -207,15 +233,6 @@ struct mps_direct_job {
     bool copy_own;                     /* each unit is a whole item and copies its own input */
 };
 
-/* Whether some tap t < k (dilation d) reads phase a of stride s. */
-static bool mps_direct_phase_used(int64_t k, int64_t d, int64_t s, int64_t a)
-{
-    for (int64_t t = 0; t < k; t++)
-        if (t * d % s == a)
-            return true;
-    return false;
-}
-
 /* The copies of items' channels [begin, end) (item * channels + channel), phase plane by phase plane. */
 static void mps_direct_copy(void *ctx, int64_t begin, int64_t end)
 {
@@ -226,7 +243,7 @@ static void mps_direct_copy(void *ctx, int64_t begin, int64_t end)
     for (int64_t r = begin; r < end; r++) {
         int64_t i = r / d->cg, c = r % d->cg, it = jb->first + i;
         const float *src = jb->x + (it / q->g * q->c + it % q->g * d->cg + c) * q->in_plane;
-        float *dst = jb->copy + i * d->item + c * d->sh * d->sw * d->plane;
+        float *dst = jb->copy + i * d->item + c * d->uh * d->uw * d->plane;
         for (int64_t a = 0; a < d->sh; a++)
             for (int64_t b = 0; b < d->sw; b++) {
                 /* columns [lo, hi) of a phase row lie inside the input: iw = j sw + b - pl */
@@ -235,11 +252,8 @@ static void mps_direct_copy(void *ctx, int64_t begin, int64_t end)
                 hi = hi < d->pw ? hi : d->pw;
                 lo = lo < hi ? lo : hi;
                 if (!mps_direct_phase_used(q->w.k[1], q->w.d[1], d->sh, a) ||
-                    !mps_direct_phase_used(q->w.k[2], q->w.d[2], d->sw, b)) { /* 1x1 stride 2: read by no tap */
-                    memset(dst, 0, sizeof(float) * (size_t)d->plane);
-                    dst += d->plane;
-                    continue;
-                }
+                    !mps_direct_phase_used(q->w.k[2], q->w.d[2], d->sw, b))
+                    continue; /* read by no tap: not copied */
                 for (int64_t row = 0; row < d->ph; row++, dst += d->pw) {
                     int64_t ih = row * d->sh + a - pt;
                     if (ih < 0 || ih >= in_h) {
@@ -343,9 +357,9 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
        only its part of it), else into more bands; bands of equal size, as
        many as make the units a multiple of the threads (four bands of 32, 32,
        32 and 6 tiles kept one of two threads busy 1.7 times as long) */
-    int64_t tile_bytes = d.cg * d.sh * d.sw * width * (int64_t)sizeof(float);
+    int64_t tile_bytes = d.cg * d.uh * d.uw * width * (int64_t)sizeof(float);
     int64_t fits = MPS_DIRECT_BAND_BYTES / tile_bytes > 1 ? MPS_DIRECT_BAND_BYTES / tile_bytes : 1;
-    bool split_w = d.mg * d.k > d.cg * d.sh * d.sw * d.plane;
+    bool split_w = d.mg * d.k > d.cg * d.uh * d.uw * d.plane;
     /* the input rows one tile reads: each channel's kernel rows, nr and the kernel's width long */
     int64_t tile_l1 = d.cg * q->w.k[1] * (width + q->w.k[2]) * (int64_t)sizeof(float);
     jb.sub = MPS_DIRECT_L1_BYTES / tile_l1 < MPS_DIRECT_SUB ? MPS_DIRECT_L1_BYTES / tile_l1 : MPS_DIRECT_SUB;
@@ -368,8 +382,7 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
            just before it reads it (fashion_cnn, batch 8: one job a layer, not two) */
         jb.copy_own = !d.in_place && jb.bands * jb.parts == 1;
         if (!d.in_place && !jb.copy_own)
-            mps_pool_for(a->pool, count * d.cg, d.sh * d.sw * d.plane, mps_direct_copy, &jb);
-        mps_pool_for(a->pool, count * jb.bands * jb.parts, 2 * jb.mstep * jb.band * width * d.k, mps_direct_units,
-                     &jb);
+            mps_pool_for(a->pool, count * d.cg, d.uh * d.uw * d.plane, mps_direct_copy, &jb);
+        mps_pool_for(a->pool, count * jb.bands * jb.parts, 2 * jb.mstep * jb.band * width * d.k, mps_direct_units, &jb);
     }
 }
