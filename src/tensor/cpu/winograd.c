@@ -84,11 +84,16 @@ bool mps_winograd_cpu_applies(const struct mps_graph *g, const struct mps_node *
        weights come from memory as in a model: 56x56 64 channels 3.24 ->
        2.35 ms, 28x28 128 channels 3.37 -> 2.81; 14x14 256 channels at batch
        1 (49 tiles, 2 blocks) 3.89 -> 4.15-4.95, a loss: U (4 MB) costs more
-       to read than the products it saves. 16 and 32 channels lost too. */
-    const struct mps_shape *ys = &g->values[n->out[0]].shape;
+       to read than the products it saves. 16 and 32 channels lost too.
+       An odd output side computes a row or column of 2x2 tiles half wasted,
+       which only wide layers repay: at batch 8, 13x13 64 -> 256 channels
+       0.89 ms direct, 1.05 Winograd; 128 -> 128 0.86 / 1.06; but 7x7 512
+       -> 512 4.09 / 3.52 (and 14x14 64 -> 256 1.03 / 1.05, even, kept). */
+    const struct mps_shape *ys = &g->values[n->out[0]].shape, *ws = &g->values[n->in[1]].shape;
     int64_t tiles = ys->dim[0] * ((ys->dim[2] + 1) / 2) * ((ys->dim[3] + 1) / 2);
     int64_t blocks = (tiles + MPS_WINOGRAD_NT - 1) / MPS_WINOGRAD_NT;
-    return g->values[n->in[1]].shape.dim[1] >= 64 && blocks >= 3 && 4 * tiles >= 3 * blocks * MPS_WINOGRAD_NT;
+    bool even = ys->dim[2] % 2 == 0 && ys->dim[3] % 2 == 0, wide = ws->dim[0] >= 256 && ws->dim[1] >= 256;
+    return ws->dim[1] >= 64 && blocks >= 3 && 4 * tiles >= 3 * blocks * MPS_WINOGRAD_NT && (even || wide);
 }
 
 /* U[k] = (G g G^T)[k] for each 3x3 kernel g = W[m][c], as 16 [m x c]
