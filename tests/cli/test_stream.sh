@@ -33,6 +33,12 @@ expect "@FILE: a list of paths" 0 infer "$cnn" "@$tmp/list.txt" -q
 check "the list gives what the folder gives" cmp -s "$out" "$tmp/folder.tsv"
 "$mpsrun" infer "$cnn" - -q <"$tmp/list.txt" >"$out" 2>"$err"
 check "-: the list on stdin gives the same" cmp -s "$out" "$tmp/folder.tsv"
+# one thread a core: decoding takes turns with the runs; one thread in all (cores to
+# spare, on any machine of two or more): it overlaps them. Classes and probabilities agree.
+expect "--threads 1 (decoding beside the runs)" 0 infer "$cnn" "$tmp/flat" -q --threads 1 --batch 7
+check "the same classes and probabilities as one thread a core" bash -c '
+  [ "$(awk -F"\t" "{ printf \"%s %s %.4f\n\", \$1, \$3, \$5 }" "$1")" = \
+    "$(awk -F"\t" "{ printf \"%s %s %.4f\n\", \$1, \$3, \$5 }" "$2")" ]' _ "$out" "$tmp/folder.tsv"
 mkdir -p "$tmp/tree/b/deeper" "$tmp/tree/a" "$tmp/tree/.hidden"
 cp "$tmp/flat/00000.png" "$tmp/tree/z.png"
 cp "$tmp/flat/00001.png" "$tmp/tree/a/y.PNG"

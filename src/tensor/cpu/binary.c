@@ -63,20 +63,23 @@ static int64_t mps_idiv(int64_t x, int64_t y)
             }                                                                       \
     } while (0)
 
-/* One row of the f32 ops that are one instruction; false for the others. */
-static bool mps_binary_row_f32(enum mps_op op, const float *a, const float *b, float *y, int64_t n, int64_t sa,
-                               int64_t sb)
+/* One row of an f32 op. */
+static void mps_binary_row_f32(enum mps_op op, const float *a, const float *b, float *y, int64_t n, int64_t sa,
+                               int64_t sb, bool fmod)
 {
     switch (op) {
     case MPS_OP_ADD:
     case MPS_OP_SUM:
-    case MPS_OP_MEAN: MPS_BINARY_F32(u + v); return true;
-    case MPS_OP_SUB: MPS_BINARY_F32(u - v); return true;
-    case MPS_OP_MUL: MPS_BINARY_F32(u * v); return true;
-    case MPS_OP_DIV: MPS_BINARY_F32(u / v); return true;
-    case MPS_OP_MAX: MPS_BINARY_F32((u > v || u != u) ? u : v); return true;
-    case MPS_OP_MIN: MPS_BINARY_F32((u < v || u != u) ? u : v); return true;
-    default: return false;
+    case MPS_OP_MEAN: MPS_BINARY_F32(u + v); break;
+    case MPS_OP_SUB: MPS_BINARY_F32(u - v); break;
+    case MPS_OP_MUL: MPS_BINARY_F32(u * v); break;
+    case MPS_OP_DIV: MPS_BINARY_F32(u / v); break;
+    case MPS_OP_MAX: MPS_BINARY_F32((u > v || u != u) ? u : v); break;
+    case MPS_OP_MIN: MPS_BINARY_F32((u < v || u != u) ? u : v); break;
+    case MPS_OP_POW: MPS_BINARY_F32(powf(u, v)); break;
+    case MPS_OP_MOD: MPS_BINARY_F32((float)mps_mod_float(u, v, fmod)); break;
+    case MPS_OP_PRELU: MPS_BINARY_F32(u < 0 ? u * v : u); break;
+    default: break;
     }
 }
 #undef MPS_BINARY_F32
@@ -106,17 +109,7 @@ static void mps_binary_items(void *ctx, int64_t begin, int64_t end)
         if (q->dtype == MPS_F32) {
             const float *a = (const float *)q->a + oa, *b = (const float *)q->b + ob;
             float *y = (float *)q->y + oy;
-            if (mps_binary_row_f32(q->op, a, b, y, n, sa, sb))
-                ;
-            else if (q->op == MPS_OP_POW)
-                for (int64_t i = 0; i < n; i++)
-                    y[i] = powf(a[i * sa], b[i * sb]);
-            else if (q->op == MPS_OP_MOD)
-                for (int64_t i = 0; i < n; i++)
-                    y[i] = (float)mps_mod_float(a[i * sa], b[i * sb], q->fmod);
-            else if (q->op == MPS_OP_PRELU)
-                for (int64_t i = 0; i < n; i++)
-                    y[i] = a[i * sa] < 0 ? a[i * sa] * b[i * sb] : a[i * sa];
+            mps_binary_row_f32(q->op, a, b, y, n, sa, sb, q->fmod);
         } else if (q->dtype == MPS_I64) {
             const int64_t *a = (const int64_t *)q->a + oa, *b = (const int64_t *)q->b + ob;
             int64_t *y = (int64_t *)q->y + oy;

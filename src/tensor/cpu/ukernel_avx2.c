@@ -83,7 +83,7 @@ static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, 
 #define MPS_AVX2_DECL(r) __m256 lo##r = _mm256_setzero_ps(), hi##r = _mm256_setzero_ps();
 #define MPS_AVX2_FMA(R, r)                                                                                             \
     if (R > r) {                                                                                                       \
-        __m256 av = _mm256_broadcast_ss(MPS_AVX2_A(r, 0));                                                                        \
+        __m256 av = _mm256_broadcast_ss(MPS_AVX2_A(r, 0));                                                             \
         lo##r = _mm256_fmadd_ps(av, b0, lo##r);                                                                        \
         hi##r = _mm256_fmadd_ps(av, b1, hi##r);                                                                        \
     }
@@ -96,7 +96,7 @@ static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, 
 #define MPS_AVX2_KEEP(R, r)                                                                                            \
     if (R > r)                                                                                                         \
         mps_avx2_keep(c + r * ldc, lo##r, hi##r, cols, e, r);
-#define MPS_AVX2_TILE(NAME, ROW, STORE, COLS, LDA, KS, R)                                                                       \
+#define MPS_AVX2_TILE(NAME, ROW, STORE, COLS, LDA, KS, R)                                                              \
     static void NAME##R(int64_t k, const float *a, int64_t lda, const float *b, const int32_t *off, float *c,         \
                         int64_t ldc, COLS cols, int flags, const struct mps_tile_epi *e)                               \
     {                                                                                                                  \
@@ -104,7 +104,7 @@ static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, 
         const int64_t a_lda = LDA, a_ks = KS;                                                                          \
         MPS_AVX2_DECL(0)                                                                                               \
         MPS_AVX2_DECL(1) MPS_AVX2_DECL(2) MPS_AVX2_DECL(3) MPS_AVX2_DECL(4)                                            \
-            MPS_AVX2_DECL(5) for (int64_t kk = 0; kk < k; kk++, a += a_ks)                                               \
+            MPS_AVX2_DECL(5) for (int64_t kk = 0; kk < k; kk++, a += a_ks)                                             \
         {                                                                                                              \
             const float *bk = ROW(kk);                                                                                 \
             __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8);                                             \
@@ -120,7 +120,7 @@ static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, 
 #define MPS_AVX2_DECL2(r) __m256 lo##r = _mm256_setzero_ps(), hi##r = lo##r, lx##r = lo##r, hx##r = lo##r;
 #define MPS_AVX2_FMA2(R, r)                                                                                            \
     if (R > r) {                                                                                                       \
-        __m256 av = _mm256_broadcast_ss(MPS_AVX2_A(r, 0)), ax = _mm256_broadcast_ss(MPS_AVX2_A(r, 1));                                  \
+        __m256 av = _mm256_broadcast_ss(MPS_AVX2_A(r, 0)), ax = _mm256_broadcast_ss(MPS_AVX2_A(r, 1));                 \
         lo##r = _mm256_fmadd_ps(av, b0, lo##r);                                                                        \
         hi##r = _mm256_fmadd_ps(av, b1, hi##r);                                                                        \
         lx##r = _mm256_fmadd_ps(ax, b2, lx##r);                                                                        \
@@ -131,7 +131,7 @@ static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, 
         lo##r = _mm256_add_ps(lo##r, lx##r);                                                                           \
         hi##r = _mm256_add_ps(hi##r, hx##r);                                                                           \
     }
-#define MPS_AVX2_TILE_FEW(NAME, ROW, STORE, COLS, LDA, KS, R)                                                                   \
+#define MPS_AVX2_TILE_FEW(NAME, ROW, STORE, COLS, LDA, KS, R)                                                          \
     static void NAME##R(int64_t k, const float *a, int64_t lda, const float *b, const int32_t *off, float *c,         \
                         int64_t ldc, COLS cols, int flags, const struct mps_tile_epi *e)                               \
     {                                                                                                                  \
@@ -139,14 +139,14 @@ static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, 
         const int64_t a_lda = LDA, a_ks = KS;                                                                          \
         MPS_AVX2_DECL2(0) MPS_AVX2_DECL2(1) MPS_AVX2_DECL2(2)                                                          \
         int64_t kk = 0;                                                                                                \
-        for (; kk + 2 <= k; kk += 2, a += 2 * a_ks) {                                                                    \
+        for (; kk + 2 <= k; kk += 2, a += 2 * a_ks) {                                                                  \
             const float *bk = ROW(kk), *bx = ROW(kk + 1);                                                              \
             __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8), b2 = _mm256_loadu_ps(bx),                   \
                    b3 = _mm256_loadu_ps(bx + 8);                                                                       \
             MPS_AVX2_FMA2(R, 0) MPS_AVX2_FMA2(R, 1) MPS_AVX2_FMA2(R, 2)                                                \
         }                                                                                                              \
         MPS_AVX2_FOLD2(R, 0) MPS_AVX2_FOLD2(R, 1) MPS_AVX2_FOLD2(R, 2)                                                 \
-        for (; kk < k; kk++, a += a_ks) {                                                                                \
+        for (; kk < k; kk++, a += a_ks) {                                                                              \
             const float *bk = ROW(kk);                                                                                 \
             __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8);                                             \
             MPS_AVX2_FMA(R, 0) MPS_AVX2_FMA(R, 1) MPS_AVX2_FMA(R, 2)                                                   \
@@ -156,7 +156,7 @@ static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, 
 
 /* One row (a Linear layer at batch 1): four k steps in flight, eight
    accumulators, so that the fused multiply-adds do not wait on each other. */
-#define MPS_AVX2_TILE_ONE(NAME, ROW, STORE, COLS, LDA, KS)                                                                      \
+#define MPS_AVX2_TILE_ONE(NAME, ROW, STORE, COLS, LDA, KS)                                                             \
     static void NAME##1(int64_t k, const float *a, int64_t lda, const float *b, const int32_t *off, float *c,         \
                         int64_t ldc, COLS cols, int flags, const struct mps_tile_epi *e)                               \
     {                                                                                                                  \
@@ -164,7 +164,7 @@ static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, 
         const int64_t a_lda = LDA, a_ks = KS;                                                                          \
         __m256 l0 = _mm256_setzero_ps(), l1 = l0, l2 = l0, l3 = l0, h0 = l0, h1 = l0, h2 = l0, h3 = l0;                \
         int64_t kk = 0;                                                                                                \
-        for (; kk + 4 <= k; kk += 4, a += 4 * a_ks) {                                                                    \
+        for (; kk + 4 <= k; kk += 4, a += 4 * a_ks) {                                                                  \
             const float *r0 = ROW(kk), *r1 = ROW(kk + 1), *r2 = ROW(kk + 2), *r3 = ROW(kk + 3);                        \
             __m256 a0 = _mm256_broadcast_ss(MPS_AVX2_A(0, 0)), a1 = _mm256_broadcast_ss(MPS_AVX2_A(0, 1)),             \
                    a2 = _mm256_broadcast_ss(MPS_AVX2_A(0, 2)), a3 = _mm256_broadcast_ss(MPS_AVX2_A(0, 3));             \
@@ -177,7 +177,7 @@ static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, 
             l3 = _mm256_fmadd_ps(a3, _mm256_loadu_ps(r3), l3);                                                         \
             h3 = _mm256_fmadd_ps(a3, _mm256_loadu_ps(r3 + 8), h3);                                                     \
         }                                                                                                              \
-        for (; kk < k; kk++, a += a_ks) {                                                                                \
+        for (; kk < k; kk++, a += a_ks) {                                                                              \
             const float *r0 = ROW(kk);                                                                                 \
             __m256 av = _mm256_broadcast_ss(MPS_AVX2_A(0, 0));                                                         \
             l0 = _mm256_fmadd_ps(av, _mm256_loadu_ps(r0), l0);                                                         \
@@ -197,12 +197,12 @@ static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, 
     MPS_AVX2_TILE(NAME, ROW, STORE, COLS, LDA, KS, 5) MPS_AVX2_TILE(NAME, ROW, STORE, COLS, LDA, KS, 6)
 #define MPS_AVX2_BY_ROWS(NAME)                                                                                         \
     switch (rows) {                                                                                                    \
-    case 1: NAME##1(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                      \
-    case 2: NAME##2(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                      \
-    case 3: NAME##3(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                      \
-    case 4: NAME##4(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                      \
-    case 5: NAME##5(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                      \
-    default: NAME##6(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                     \
+    case 1: NAME##1(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                 \
+    case 2: NAME##2(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                 \
+    case 3: NAME##3(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                 \
+    case 4: NAME##4(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                 \
+    case 5: NAME##5(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                 \
+    default: NAME##6(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                \
     }
 
 MPS_AVX2_TILES(mps_avx2_tile, MPS_AVX2_PACKED, MPS_AVX2_STORE, int, 1, MR)

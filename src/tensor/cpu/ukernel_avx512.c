@@ -81,7 +81,7 @@ static inline void mps_avx512_keep(float *c, __m512 lo, __m512 hi, uint64_t keep
 #define MPS_AVX512_DECL(r) __m512 lo##r = _mm512_setzero_ps(), hi##r = _mm512_setzero_ps();
 #define MPS_AVX512_FMA(R, r)                                                                                           \
     if (R > r) {                                                                                                       \
-        __m512 av = _mm512_set1_ps(MPS_AVX512_A(r, 0));                                                                              \
+        __m512 av = _mm512_set1_ps(MPS_AVX512_A(r, 0));                                                                \
         lo##r = _mm512_fmadd_ps(av, b0, lo##r);                                                                        \
         hi##r = _mm512_fmadd_ps(av, b1, hi##r);                                                                        \
     }
@@ -102,7 +102,7 @@ static inline void mps_avx512_keep(float *c, __m512 lo, __m512 hi, uint64_t keep
         const int64_t a_lda = LDA, a_ks = KS;                                                                          \
         MPS_AVX512_DECL(0)                                                                                             \
         MPS_AVX512_DECL(1) MPS_AVX512_DECL(2) MPS_AVX512_DECL(3) MPS_AVX512_DECL(4) MPS_AVX512_DECL(5)                 \
-            MPS_AVX512_DECL(6) MPS_AVX512_DECL(7) for (int64_t kk = 0; kk < k; kk++, a += a_ks)                          \
+            MPS_AVX512_DECL(6) MPS_AVX512_DECL(7) for (int64_t kk = 0; kk < k; kk++, a += a_ks)                        \
         {                                                                                                              \
             const float *bk = ROW(kk);                                                                                 \
             __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16);                                            \
@@ -117,7 +117,7 @@ static inline void mps_avx512_keep(float *c, __m512 lo, __m512 hi, uint64_t keep
 #define MPS_AVX512_DECL2(r) __m512 lo##r = _mm512_setzero_ps(), hi##r = lo##r, lx##r = lo##r, hx##r = lo##r;
 #define MPS_AVX512_FMA2(R, r)                                                                                          \
     if (R > r) {                                                                                                       \
-        __m512 av = _mm512_set1_ps(MPS_AVX512_A(r, 0)), ax = _mm512_set1_ps(MPS_AVX512_A(r, 1));                                              \
+        __m512 av = _mm512_set1_ps(MPS_AVX512_A(r, 0)), ax = _mm512_set1_ps(MPS_AVX512_A(r, 1));                       \
         lo##r = _mm512_fmadd_ps(av, b0, lo##r);                                                                        \
         hi##r = _mm512_fmadd_ps(av, b1, hi##r);                                                                        \
         lx##r = _mm512_fmadd_ps(ax, b2, lx##r);                                                                        \
@@ -136,14 +136,14 @@ static inline void mps_avx512_keep(float *c, __m512 lo, __m512 hi, uint64_t keep
         const int64_t a_lda = LDA, a_ks = KS;                                                                          \
         MPS_AVX512_DECL2(0) MPS_AVX512_DECL2(1) MPS_AVX512_DECL2(2)                                                    \
         int64_t kk = 0;                                                                                                \
-        for (; kk + 2 <= k; kk += 2, a += 2 * a_ks) {                                                                    \
+        for (; kk + 2 <= k; kk += 2, a += 2 * a_ks) {                                                                  \
             const float *bk = ROW(kk), *bx = ROW(kk + 1);                                                              \
             __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16), b2 = _mm512_loadu_ps(bx),                 \
                    b3 = _mm512_loadu_ps(bx + 16);                                                                      \
             MPS_AVX512_FMA2(R, 0) MPS_AVX512_FMA2(R, 1) MPS_AVX512_FMA2(R, 2)                                          \
         }                                                                                                              \
         MPS_AVX512_FOLD2(R, 0) MPS_AVX512_FOLD2(R, 1) MPS_AVX512_FOLD2(R, 2)                                           \
-        for (; kk < k; kk++, a += a_ks) {                                                                                \
+        for (; kk < k; kk++, a += a_ks) {                                                                              \
             const float *bk = ROW(kk);                                                                                 \
             __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16);                                            \
             MPS_AVX512_FMA(R, 0) MPS_AVX512_FMA(R, 1) MPS_AVX512_FMA(R, 2)                                             \
@@ -160,9 +160,9 @@ static inline void mps_avx512_keep(float *c, __m512 lo, __m512 hi, uint64_t keep
         const int64_t a_lda = LDA, a_ks = KS;                                                                          \
         __m512 l0 = _mm512_setzero_ps(), l1 = l0, l2 = l0, l3 = l0, h0 = l0, h1 = l0, h2 = l0, h3 = l0;                \
         int64_t kk = 0;                                                                                                \
-        for (; kk + 4 <= k; kk += 4, a += 4 * a_ks) {                                                                    \
+        for (; kk + 4 <= k; kk += 4, a += 4 * a_ks) {                                                                  \
             const float *r0 = ROW(kk), *r1 = ROW(kk + 1), *r2 = ROW(kk + 2), *r3 = ROW(kk + 3);                        \
-            __m512 a0 = _mm512_set1_ps(MPS_AVX512_A(0, 0)), a1 = _mm512_set1_ps(MPS_AVX512_A(0, 1)),                 \
+            __m512 a0 = _mm512_set1_ps(MPS_AVX512_A(0, 0)), a1 = _mm512_set1_ps(MPS_AVX512_A(0, 1)),                   \
                    a2 = _mm512_set1_ps(MPS_AVX512_A(0, 2)), a3 = _mm512_set1_ps(MPS_AVX512_A(0, 3));                   \
             l0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(r0), l0);                                                         \
             h0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(r0 + 16), h0);                                                    \
@@ -173,7 +173,7 @@ static inline void mps_avx512_keep(float *c, __m512 lo, __m512 hi, uint64_t keep
             l3 = _mm512_fmadd_ps(a3, _mm512_loadu_ps(r3), l3);                                                         \
             h3 = _mm512_fmadd_ps(a3, _mm512_loadu_ps(r3 + 16), h3);                                                    \
         }                                                                                                              \
-        for (; kk < k; kk++, a += a_ks) {                                                                                \
+        for (; kk < k; kk++, a += a_ks) {                                                                              \
             const float *r0 = ROW(kk);                                                                                 \
             __m512 av = _mm512_set1_ps(a[0]);                                                                          \
             l0 = _mm512_fmadd_ps(av, _mm512_loadu_ps(r0), l0);                                                         \
@@ -400,14 +400,6 @@ static void mps_avx512_dw3_band(const struct mps_dw3_geom *g, const float *x, in
     _mm512_storeu_ps(buf + 16, _mm512_setzero_ps());
 }
 
-/* 3x3 depthwise planes. Stride 1: bands of output rows whose padded input is
-   copied once into a stack buffer, so that every tap is a plain load at a
-   fixed offset over "virtual" positions r pw + ow (the buffer's layout, ow
-   < pw = out_w + 2): sixteen a step, across output rows, the columns ow >=
-   out_w dropped by a compressing store. Row by row (each input row read for
-   three output rows, both ends through masked loads) the mobilenets' 14x14
-   and 7x7 layers took 20-25% longer. Stride 2, and rows too wide for the
-   band, row by row: splitting a band into phases cost more than it saved. */
 /* Stride-1 planes of 16 outputs a row or more: two output rows a step,
    which share two of their four input rows (12 loads for 32 outputs where
    the virtual rows below take 18), each row's last step through a masked
@@ -461,6 +453,14 @@ static void mps_avx512_dw3_pairs(const struct mps_dw3_geom *g, const float *x, c
     }
 }
 
+/* 3x3 depthwise planes. Stride 1: bands of output rows whose padded input is
+   copied once into a stack buffer, so that every tap is a plain load at a
+   fixed offset over "virtual" positions r pw + ow (the buffer's layout, ow
+   < pw = out_w + 2): sixteen a step, across output rows, the columns ow >=
+   out_w dropped by a compressing store. Row by row (each input row read for
+   three output rows, both ends through masked loads) the mobilenets' 14x14
+   and 7x7 layers took 20-25% longer. Stride 2, and rows too wide for the
+   band, row by row: splitting a band into phases cost more than it saved. */
 static void mps_avx512_dw3(const struct mps_dw3_geom *g, const float *x, const float *k, float bias, float *y,
                            const struct mps_tile_epi *e)
 {
@@ -515,18 +515,6 @@ static inline __m512 mps_avx512_nanmax(__m512 a, __m512 b)
     return _mm512_mask_mov_ps(_mm512_max_ps(a, b), _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), a);
 }
 
-/* The MaxPool plane (ukernels.h), an output row at a time: the maximum
-   down the window's rows into a row of the stack padded with -inf, sixteen
-   columns a step and the row's end through masked loads; then across each
-   window's columns, sixteen outputs a step (stride 2: the even columns of
-   two loads, vpermt2ps), the last step's store masked. squeezenet1_1's
-   first pool (64 planes, 111x111 -> 55x55, 3x3 stride 2) took four times as
-   long as onnxruntime's through the C loops, whose rows of 55 end in scalar
-   code: 0.119 -> 0.066 ms here. (Rows narrower than a step stay with the
-   C loops: 14 -> 7 took 0.007 ms there and 0.016 here, the row's round
-   trip through the stack stalling on store forwarding. Reading each tap's
-   columns from the input rows instead of the row on the stack was slower
-   on wide rows too: kh x kw masked pairs of loads a step.) */
 /* The 2x2 stride-2 window without pads (the small CNNs' pool), straight
    from the two input rows: their maximum, then the even and odd columns'
    (vpermt2ps), sixteen outputs a step. On rows of 7 and 14 outputs this
@@ -551,6 +539,18 @@ static void mps_avx512_maxpool2(const struct mps_maxpool_geom *g, const float *x
     }
 }
 
+/* The MaxPool plane (ukernels.h), an output row at a time: the maximum
+   down the window's rows into a row of the stack padded with -inf, sixteen
+   columns a step and the row's end through masked loads; then across each
+   window's columns, sixteen outputs a step (stride 2: the even columns of
+   two loads, vpermt2ps), the last step's store masked. squeezenet1_1's
+   first pool (64 planes, 111x111 -> 55x55, 3x3 stride 2) took four times as
+   long as onnxruntime's through the C loops, whose rows of 55 end in scalar
+   code: 0.119 -> 0.066 ms here. (Rows narrower than a step stay with the
+   C loops: 14 -> 7 took 0.007 ms there and 0.016 here, the row's round
+   trip through the stack stalling on store forwarding. Reading each tap's
+   columns from the input rows instead of the row on the stack was slower
+   on wide rows too: kh x kw masked pairs of loads a step.) */
 static void mps_avx512_maxpool(const struct mps_maxpool_geom *g, const float *x, float *y)
 {
     if (g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->pt == 0 && g->pl == 0 &&

@@ -118,8 +118,10 @@ static inline float mps_tile_hard_sigmoid(float t)
 /* The epilogue's activation on one value, its fields in registers: what the
    kernels' stores do, and what the plain-C loops of ukernel_wino.h and
    ukernel_dw.h vectorize (one select a line, which GCC's if-conversion takes;
-   NaN stays NaN). hswish is the same in every iteration of such a loop: GCC
-   takes the test out of it. */
+   NaN stays NaN). A loop over many elements should pass hswish as a
+   constant: the Winograd output transform, reading it as a variable, stayed
+   scalar (ukernel_wino.h now has a loop per value); dwk's 64-wide step
+   vectorizes either way (its object code has no scalar compares). */
 static inline float mps_tile_act(float v, float lo, float hi, float slope, bool hswish)
 {
     v = v < lo ? lo : v;
