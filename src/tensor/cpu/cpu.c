@@ -360,6 +360,7 @@ static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct m
         mps_cpu_free(s);
         return st;
     }
+    mps_pool_after(s->pool, s->uk ? s->uk->clean : NULL);
     mps_blas_set_threads(1); /* products are split over the pool's threads (gemm.c) */
     *state = s;
     return MPS_OK;
@@ -415,6 +416,8 @@ static enum mps_status mps_cpu_run_nodes(struct mps_cpu_state *s, const struct m
         }
         double t0 = node_ms ? mps_cpu_now_ms() : 0;
         enum mps_status st = mps_cpu_kernels[n->op](&args, err);
+        if (s->uk && s->uk->clean) /* the workers did after their part (mps_pool_after) */
+            s->uk->clean();
         if (node_ms)
             node_ms[k] = mps_cpu_now_ms() - t0;
         if (st)

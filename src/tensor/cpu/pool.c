@@ -36,6 +36,7 @@ static inline void mps_pool_relax(void)
 
 struct mps_pool {
     int n_threads; /* including the caller */
+    void (*after)(void); /* NULL, or what a worker calls after its part of each job (mps_pool_after) */
     pthread_t *workers;
     pthread_mutex_t lock;
     pthread_cond_t wake;    /* a new job, or shutdown */
@@ -119,6 +120,8 @@ static void *mps_pool_main(void *arg)
             return NULL;
         seen = atomic_load(&p->generation);
         mps_pool_work(p);
+        if (p->after)
+            p->after();
         if (atomic_fetch_sub(&p->running, 1) == 1) { /* the last one out wakes the caller */
             pthread_mutex_lock(&p->lock);
             pthread_cond_signal(&p->idle);
@@ -187,6 +190,12 @@ void mps_pool_rest(struct mps_pool *p)
 {
     if (p)
         atomic_store(&p->resting, atomic_load(&p->generation));
+}
+
+void mps_pool_after(struct mps_pool *p, void (*fn)(void))
+{
+    if (p)
+        p->after = fn;
 }
 
 int mps_pool_threads(const struct mps_pool *p)

@@ -29,6 +29,9 @@ enum mps_status mps_pool_new(int threads, struct mps_pool **pool, struct mps_err
 /* Joins the workers and frees the pool; NULL is a no-op. */
 void mps_pool_free(struct mps_pool *pool);
 int mps_pool_threads(const struct mps_pool *pool);
+/* fn (NULL: nothing) is called by each worker after its part of every job:
+   the CPU backend's kernel family cleaning up after itself (ukernels.h). */
+void mps_pool_after(struct mps_pool *pool, void (*fn)(void));
 /* The workers stop spinning for the next job and sleep now: the caller will
    not call for a while (a stream decoding its next chunk), and a spinning
    worker would take a core from whatever runs meanwhile. */

@@ -191,6 +191,8 @@ struct mps_ukernels {
     int kc;               /* k per block: an a and a b panel of kc fit the L1 cache together */
     int mt;               /* positions of convt's tile (0 without one) */
     bool (*supported)(void); /* whether this CPU and OS run it */
+    void (*clean)(void);     /* optional: called on a thread after the family's kernels ran there,
+                                before code built for the baseline ISA runs (ukernel_avx512.c) */
     mps_ugemm_fn gemm;
     mps_ugemm_rows_fn gemm_rows; /* optional */
     mps_udw3_fn dw3;
