@@ -317,6 +317,54 @@ static void mps_conv_depthwise_planes(void *ctx, int64_t begin, int64_t end)
     }
 }
 
+/* The 2-D window of a depthwise layer as the plane kernels take it. */
+static struct mps_dwk_geom mps_dwk_geom_of(const struct mps_cpu_window3 *w)
+{
+    return (struct mps_dwk_geom){.h = w->in[1], .w = w->in[2], .pt = w->pb[1], .pl = w->pb[2], .out_h = w->out[1],
+                                 .out_w = w->out[2], .kh = (int)w->k[1], .kw = (int)w->k[2], .sh = (int)w->s[1],
+                                 .sw = (int)w->s[2], .dh = (int)w->d[1], .dw = (int)w->d[2]};
+}
+
+/* Whether the family's dwb runs the layer: 2-D, one input channel a group and
+   as many output channels, in whole blocks of MPS_DWB_PLANES, output rows
+   under MPS_DWB_WIDE. Wider rows stay on dw3 and dwk, which fill their
+   vectors there without transposing (avx512, one core: 96 x 112x112 0.266
+   ms dw3, 0.336 dwb; 144 x 56x56 at a tie, 0.105 / 0.091 on two; 192 x
+   28x28 0.050 / 0.038; stride 2 from 112x112 0.21 / 0.18). */
+enum { MPS_DWB_WIDE = 64 };
+static bool mps_dwb_applies(const struct mps_conv_geom *q, const struct mps_ukernels *uk)
+{
+    const struct mps_cpu_window3 *w = &q->w;
+    return uk->dwb && q->c == q->m && q->g == q->c && q->m % MPS_DWB_PLANES == 0 && w->in[0] == 1 &&
+           w->out[0] == 1 && w->k[0] == 1 && w->pb[0] == 0 && w->out[2] < MPS_DWB_WIDE;
+}
+
+/* Blocks of MPS_DWB_PLANES output planes per item on the family's dwb (the
+   activation in its store where the tile's epilogue has it), an image's
+   blocks a call (they share the buffer's padding); where dwb does not take
+   the window, plane by plane. */
+static void mps_conv_depthwise_blocks(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_conv_job *jb = ctx;
+    const struct mps_conv_geom *q = jb->q;
+    struct mps_tile_epi e = mps_tile_epi_none();
+    bool inline_act = mps_pgemm_act_epi(jb->act, &e);
+    struct mps_dwk_geom g = mps_dwk_geom_of(&q->w);
+    int64_t per_image = q->m / MPS_DWB_PLANES;
+    for (int64_t i = begin, run; i < end; i += run) {
+        run = ((i / per_image + 1) * per_image < end ? (i / per_image + 1) * per_image : end) - i;
+        int64_t p = i * MPS_DWB_PLANES, m = p % q->m, planes = run * MPS_DWB_PLANES;
+        float *y = jb->y + p * q->out_plane;
+        if (!jb->uk->dwb(&g, jb->x + p * q->in_plane, jb->w + m * q->taps, jb->bias ? jb->bias + m : NULL, y, run,
+                         &e)) {
+            mps_conv_depthwise_planes(ctx, p, p + planes);
+            continue;
+        }
+        if (!inline_act)
+            mps_cpu_act_inplace(jb->act, y, planes * q->out_plane);
+    }
+}
+
 /* Rows [begin, end) of a GEMM's output plane by plane: the bias, then the activation. */
 static void mps_conv_epilogue_rows(void *ctx, int64_t begin, int64_t end)
 {
@@ -553,7 +601,12 @@ enum mps_status mps_cpu_conv(const struct mps_cpu_args *a, struct mps_error *err
             mps_conv_packed_run(a, &q);
         return MPS_OK;
     }
-    if (q.c / q.g == 1 && !mps_conv_is_pointwise(&q)) { /* MPS_CONV_DEPTHWISE */
+    if (q.c / q.g == 1 && !mps_conv_is_pointwise(&q) && mps_dwb_applies(&q, jb.uk)) { /* MPS_CONV_DEPTHWISE */
+        mps_pool_for(a->pool, q.n * q.m / MPS_DWB_PLANES, MPS_DWB_PLANES * q.out_plane * q.taps,
+                     mps_conv_depthwise_blocks, &jb);
+        return MPS_OK;
+    }
+    if (q.c / q.g == 1 && !mps_conv_is_pointwise(&q)) {
         mps_pool_for(a->pool, q.n * q.m, q.out_plane * q.taps, mps_conv_depthwise_planes, &jb);
         return MPS_OK;
     }

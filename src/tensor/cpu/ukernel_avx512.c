@@ -509,6 +509,183 @@ static void mps_avx512_dw3(const struct mps_dw3_geom *g, const float *x, const f
     }
 }
 
+/* r[i][j] -> r[j][i] for a 16 x 16 block of floats in registers: 32-bit,
+   then 64-bit interleaves leave lane L of u[4 i + j] holding column 4 L + j
+   of rows 4 i .. 4 i + 3; two rounds of 128-bit lane shuffles gather them. */
+static inline void mps_avx512_transpose16(__m512 r[16])
+{
+    __m512 t[16], u[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 2; j++) {
+            __m512d a = _mm512_castps_pd(t[4 * i + j]), b = _mm512_castps_pd(t[4 * i + j + 2]);
+            u[4 * i + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+            u[4 * i + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        }
+    for (int j = 0; j < 4; j++) {
+        __m512 ab0 = _mm512_shuffle_f32x4(u[j], u[4 + j], _MM_SHUFFLE(1, 0, 1, 0));
+        __m512 ab1 = _mm512_shuffle_f32x4(u[j], u[4 + j], _MM_SHUFFLE(3, 2, 3, 2));
+        __m512 cd0 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(1, 0, 1, 0));
+        __m512 cd1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(3, 2, 3, 2));
+        r[j] = _mm512_shuffle_f32x4(ab0, cd0, _MM_SHUFFLE(2, 0, 2, 0));
+        r[4 + j] = _mm512_shuffle_f32x4(ab0, cd0, _MM_SHUFFLE(3, 1, 3, 1));
+        r[8 + j] = _mm512_shuffle_f32x4(ab1, cd1, _MM_SHUFFLE(2, 0, 2, 0));
+        r[12 + j] = _mm512_shuffle_f32x4(ab1, cd1, _MM_SHUFFLE(3, 1, 3, 1));
+    }
+}
+
+/* Floats of mps_avx512_dwb's buffer (64 KB): a band's zero-padded input rows,
+   sixteen channels a position. */
+enum { MPS_AVX512_DWB_BUF = 16384 };
+
+/* One output position's sixteen channels: bias plus each tap's weights times
+   the input there (taps constant where inlined: the weights stay in registers). */
+static inline __m512 mps_avx512_dwb_sum(const float *b, const int64_t *off, const __m512 *kv, int taps, __m512 bias)
+{
+    __m512 a0 = bias, a1 = _mm512_setzero_ps();
+    for (int u = 0; u + 1 < taps; u += 2) {
+        a0 = _mm512_fmadd_ps(kv[u], _mm512_load_ps(b + off[u]), a0);
+        a1 = _mm512_fmadd_ps(kv[u + 1], _mm512_load_ps(b + off[u + 1]), a1);
+    }
+    if (taps % 2)
+        a0 = _mm512_fmadd_ps(kv[taps - 1], _mm512_load_ps(b + off[taps - 1]), a0);
+    return _mm512_add_ps(a0, a1);
+}
+
+/* The 3x3 undilated window's sums: three rows pr floats apart, the taps at
+   fixed offsets (no offsets read from the stack). */
+static inline __m512 mps_avx512_dwb_sum3(const float *b, int64_t pr, const __m512 *kv, __m512 bias)
+{
+    const float *b1 = b + pr, *b2 = b1 + pr;
+    __m512 a0 = _mm512_fmadd_ps(kv[0], _mm512_load_ps(b), bias);
+    __m512 a1 = _mm512_mul_ps(kv[1], _mm512_load_ps(b + 16));
+    a0 = _mm512_fmadd_ps(kv[2], _mm512_load_ps(b + 32), a0);
+    a1 = _mm512_fmadd_ps(kv[3], _mm512_load_ps(b1), a1);
+    a0 = _mm512_fmadd_ps(kv[4], _mm512_load_ps(b1 + 16), a0);
+    a1 = _mm512_fmadd_ps(kv[5], _mm512_load_ps(b1 + 32), a1);
+    a0 = _mm512_fmadd_ps(kv[6], _mm512_load_ps(b2), a0);
+    a1 = _mm512_fmadd_ps(kv[7], _mm512_load_ps(b2 + 16), a1);
+    a0 = _mm512_fmadd_ps(kv[8], _mm512_load_ps(b2 + 32), a0);
+    return _mm512_add_ps(a0, a1);
+}
+
+/* The outputs of one band of sixteen planes (mps_avx512_dwb): output rows
+   [oh0, oh0 + rows) from buf, whose row 0 is the input row oh0 sh - pt,
+   sixteen positions (across rows) a step, transposed out to the planes.
+   three and rest are constants where called, so that each form is a loop of
+   its own: the 3x3 window at fixed offsets, and the activation past the clamp. */
+static inline void mps_avx512_dwb_outputs(const struct mps_dwk_geom *g, const float *buf, int64_t pw, int64_t oh0,
+                                          int64_t rows, const __m512 *kv, const int64_t *off, __m512 bv,
+                                          const struct mps_tile_epi *act, float *y, bool three, bool rest)
+{
+    int taps = g->kh * g->kw;
+    int64_t ow = 0, end = (oh0 + rows) * g->out_w, step = 16 * g->sw, down = 16 * g->sh * pw;
+    int64_t out_plane = g->out_h * g->out_w;
+    const float *row = buf, *b = buf; /* the output row's first window; the position's */
+    const __m512 lo = _mm512_set1_ps(act->lo), hi = _mm512_set1_ps(act->hi);
+    __m512 r[16];
+    for (int64_t o = oh0 * g->out_w; o < end; o += 16) {
+        int n = end - o < 16 ? (int)(end - o) : 16;
+        for (int i = 0; i < n; i++) {
+            __m512 a = three ? mps_avx512_dwb_sum3(b, 16 * pw, kv, bv) : mps_avx512_dwb_sum(b, off, kv, taps, bv);
+            a = _mm512_min_ps(hi, _mm512_max_ps(lo, a)); /* a NaN stays: max and min return it */
+            r[i] = rest ? mps_avx512_act(a, act) : a;
+            b += step;
+            if (++ow == g->out_w)
+                ow = 0, row += down, b = row;
+        }
+        mps_avx512_transpose16(r);
+        for (int c = 0; c < 16; c++)
+            _mm512_mask_storeu_ps(y + c * out_plane + o, mps_avx512_mask(n), r[c]);
+    }
+}
+
+/* Blocks of sixteen depthwise planes (ukernels.h's dwb), the channels in the
+   vectors: a band's input rows are transposed into a zero-padded buffer,
+   sixteen channels a position (no tap tests the padding, every load is
+   aligned and full), each output position is its taps' sums, and sixteen
+   positions at a time go back to the planes through a transpose. Where a
+   band is the whole plane, the padding's zeros are written once a call.
+   Planes in the vectors (dw3) computed 16 lanes for 14 outputs of a 14x14
+   plane and copied each plane into a padded buffer of its own: one core,
+   384 x 14x14 0.035 -> 0.021 ms, 960 x 7x7 0.042 -> 0.015, 960 x 14x14
+   5x5 0.19 -> 0.16; 112x112 planes lose to dw3's pairs of rows (conv.c's
+   rule). The transposes are about a third of the time; the sums run at
+   about 10 cycles a position (a harness calling the kernel alone), near
+   onnxruntime's own kernel on data already in blocks of 16 channels.
+   Tried: a table of each position's place in the buffer instead of
+   counting rows and columns (no faster; building it cost more than a
+   14x14 block), the input's transposes interleaved with the sums (no
+   faster), three chains of sums instead of two (no faster). */
+static bool mps_avx512_dwb(const struct mps_dwk_geom *g, const float *x, const float *k, const float *bias, float *y,
+                           int64_t blocks, const struct mps_tile_epi *e)
+{
+    int taps = g->kh * g->kw;
+    int64_t span_h = (g->kh - 1) * g->dh + 1, pw = (g->out_w - 1) * g->sw + (g->kw - 1) * g->dw + 1;
+    int64_t rows_in = MPS_AVX512_DWB_BUF / 16 / pw;
+    int64_t band = rows_in >= span_h ? (rows_in - span_h) / g->sh + 1 : 0; /* output rows a band holds */
+    if (band < 1 || taps > MPS_DWB_TAPS)
+        return false;
+    _Alignas(64) float buf[MPS_AVX512_DWB_BUF];
+    __m512 kv[MPS_DWB_TAPS], r[16];
+    int64_t off[MPS_DWB_TAPS], in_plane = g->h * g->w, out_plane = g->out_h * g->out_w;
+    for (int u = 0; u < taps; u++)
+        off[u] = 16 * ((u / g->kw) * g->dh * pw + (u % g->kw) * g->dw);
+    struct mps_tile_epi act = *e;
+    bool three = taps == 9 && g->dw == 1 && g->dh == 1, rest = act.slope != 1.0f || act.hswish;
+    bool whole = band >= g->out_h; /* one band a plane: the same zeros for every block */
+    int64_t cols = g->w < pw - g->pl ? g->w : pw - g->pl; /* input columns the windows read */
+    cols = cols > 0 ? cols : 0;
+    for (int64_t blk = 0; blk < blocks; blk++, x += 16 * in_plane, y += 16 * out_plane, k += 16 * taps) {
+        for (int u = 0; u < taps; u++) { /* kv[u]: tap u of each of the sixteen planes */
+            float t[16];
+            for (int c = 0; c < 16; c++)
+                t[c] = k[c * taps + u];
+            kv[u] = _mm512_loadu_ps(t);
+        }
+        const __m512 bv = bias ? _mm512_loadu_ps(bias + 16 * blk) : _mm512_setzero_ps();
+        for (int64_t oh0 = 0; oh0 < g->out_h; oh0 += band) {
+            int64_t rows = g->out_h - oh0 < band ? g->out_h - oh0 : band;
+            int64_t first = oh0 * g->sh - g->pt, count = (rows - 1) * g->sh + span_h; /* the buffer's input rows */
+            int64_t r0 = first > 0 ? first : 0, r1 = first + count < g->h ? first + count : g->h;
+            r1 = r1 > r0 ? r1 : r0;
+            for (int64_t i = 0; i < count && (!whole || blk == 0); i++) { /* zeros around the input */
+                float *row = buf + 16 * i * pw;
+                if (first + i < r0 || first + i >= r1) {
+                    memset(row, 0, sizeof(float) * 16 * (size_t)pw);
+                    continue;
+                }
+                memset(row, 0, sizeof(float) * 16 * (size_t)g->pl);
+                memset(row + 16 * (g->pl + cols), 0, sizeof(float) * 16 * (size_t)(pw - g->pl - cols));
+            }
+            /* input rows r0 .. r1 of the sixteen planes, sixteen floats a step (across rows), transposed in */
+            int64_t ih = r0, iw = 0;
+            for (int64_t q = r0 * g->w; q < r1 * g->w; q += 16) {
+                int n = r1 * g->w - q < 16 ? (int)(r1 * g->w - q) : 16;
+                for (int c = 0; c < 16; c++)
+                    r[c] = _mm512_maskz_loadu_ps(mps_avx512_mask(n), x + c * in_plane + q);
+                mps_avx512_transpose16(r);
+                for (int i = 0; i < n; i++) {
+                    if (iw < cols)
+                        _mm512_store_ps(buf + 16 * ((ih - first) * pw + g->pl + iw), r[i]);
+                    if (++iw == g->w)
+                        iw = 0, ih++;
+                }
+            }
+            if (three && !rest)
+                mps_avx512_dwb_outputs(g, buf, pw, oh0, rows, kv, off, bv, &act, y, true, false);
+            else if (three)
+                mps_avx512_dwb_outputs(g, buf, pw, oh0, rows, kv, off, bv, &act, y, true, true);
+            else
+                mps_avx512_dwb_outputs(g, buf, pw, oh0, rows, kv, off, bv, &act, y, false, rest);
+        }
+    }
+    return true;
+}
+
 /* max(a, b), a NaN in either giving NaN (vmaxps returns b when either is one). */
 static inline __m512 mps_avx512_nanmax(__m512 a, __m512 b)
 {
@@ -625,6 +802,7 @@ const struct mps_ukernels mps_ukernels_avx512 = {
     .gemm_rows = mps_avx512_gemm_rows,
     .dw3 = mps_avx512_dw3,
     .dwk = mps_dwk,
+    .dwb = mps_avx512_dwb,
     .conv = mps_avx512_conv,
     .convt = mps_avx512_convt,
     .maxpool = mps_avx512_maxpool,

@@ -159,6 +159,17 @@ struct mps_dwk_geom {
 typedef bool (*mps_udwk_fn)(const struct mps_dwk_geom *g, const float *x, const float *k, const float *bias, float *y,
                             int64_t planes, const struct mps_tile_epi *epi);
 
+/* Depthwise planes sixteen at once, the channels in the vectors (dwb;
+   optional, NULL where a family has none): the geometry as dwk's; blocks
+   of MPS_DWB_PLANES planes, each block's input planes one after another in
+   x, then the next block's (y likewise), k their taps (taps floats a
+   plane), bias NULL or a float a plane; false (nothing written) where the
+   window has more than MPS_DWB_TAPS taps or not one output row's input fits
+   the family's buffer. */
+enum { MPS_DWB_PLANES = 16, MPS_DWB_TAPS = 25 };
+typedef bool (*mps_udwb_fn)(const struct mps_dwk_geom *g, const float *x, const float *k, const float *bias, float *y,
+                            int64_t blocks, const struct mps_tile_epi *epi);
+
 /* A 2-D MaxPool of one plane (pooling.c's plane path): y[oh][ow] = the
    maximum of x over rows oh sh - pt .. + kh and columns ow sw - pl .. + kw
    that lie inside the h x w plane, a NaN anywhere in a window giving NaN.
@@ -197,6 +208,7 @@ struct mps_ukernels {
     mps_ugemm_rows_fn gemm_rows; /* optional */
     mps_udw3_fn dw3;
     mps_udwk_fn dwk;
+    mps_udwb_fn dwb; /* optional */
     mps_uconv_fn conv;
     mps_uconvt_fn convt; /* optional: NULL where the family has none */
     mps_umaxpool_fn maxpool; /* optional, likewise */
