@@ -728,6 +728,27 @@ static void mps_avx512_maxpool2(const struct mps_maxpool_geom *g, const float *x
    trip through the stack stalling on store forwarding. Reading each tap's
    columns from the input rows instead of the row on the stack was slower
    on wide rows too: kh x kw masked pairs of loads a step.) */
+/* v[pl + j] = the maximum of input column j over output row oh's window
+   rows, for the cols columns the windows read. */
+static void mps_avx512_maxpool_cols(const struct mps_maxpool_geom *g, const float *x, int64_t oh, int64_t cols,
+                                    float *v)
+{
+    int64_t r0 = oh * g->sh - g->pt, r1 = r0 + g->kh;
+    r0 = r0 > 0 ? r0 : 0;
+    r1 = r1 < g->h ? r1 : g->h;
+    /* the rows two output rows on will add: the loads below stalled on memory
+       (squeezenet1_1's first pool at batch 8, 25 MB in: 2.6 ms, onnxruntime 0.6) */
+    mps_avx512_prefetch_rows(x, g->h, g->w, r1 + g->sh, r1 + 2 * g->sh);
+    for (int64_t j = 0; j < cols; j += 16) {
+        __mmask16 m = mps_avx512_mask((int)(cols - j));
+        const float *col = x + r0 * g->w + j;
+        __m512 acc = _mm512_maskz_loadu_ps(m, col);
+        for (int64_t r = r0 + 1; r < r1; r++)
+            acc = mps_avx512_nanmax(acc, _mm512_maskz_loadu_ps(m, col += g->w));
+        _mm512_mask_storeu_ps(v + g->pl + j, m, acc);
+    }
+}
+
 static void mps_avx512_maxpool(const struct mps_maxpool_geom *g, const float *x, float *y)
 {
     if (g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->pt == 0 && g->pl == 0 &&
@@ -735,29 +756,24 @@ static void mps_avx512_maxpool(const struct mps_maxpool_geom *g, const float *x,
         mps_avx512_maxpool2(g, x, y);
         return;
     }
-    float v[MPS_UMAXPOOL_SPAN + 80];
+    /* two rows of column maxima: an output row's, and the next one's, filled before the
+       first is read across (read right after its stores, the loads that straddle two of
+       them waited for the stores to retire) */
+    float va[MPS_UMAXPOOL_SPAN + 80], vb[MPS_UMAXPOOL_SPAN + 80], *v = va, *next = vb;
     int64_t span = (g->out_w - 1) * g->sw + g->kw, cols = g->w < span - g->pl ? g->w : span - g->pl;
     const __m512 ninf = _mm512_set1_ps(-INFINITY);
-    for (int64_t j = 0; j < g->pl; j += 16) /* the padding, and past the span what the last steps read and drop */
-        _mm512_storeu_ps(v + j, ninf);
-    for (int64_t j = g->pl + cols; j < span + 64; j += 16)
-        _mm512_storeu_ps(v + j, ninf);
+    for (int b = 0; b < 2; b++, v = vb) {
+        for (int64_t j = 0; j < g->pl; j += 16) /* the padding, and past the span what the last steps read and drop */
+            _mm512_storeu_ps(v + j, ninf);
+        for (int64_t j = g->pl + cols; j < span + 64; j += 16)
+            _mm512_storeu_ps(v + j, ninf);
+    }
+    v = va;
+    mps_avx512_maxpool_cols(g, x, 0, cols, v);
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     for (int64_t oh = 0; oh < g->out_h; oh++, y += g->out_w) {
-        int64_t r0 = oh * g->sh - g->pt, r1 = r0 + g->kh;
-        r0 = r0 > 0 ? r0 : 0;
-        r1 = r1 < g->h ? r1 : g->h;
-        /* the rows two output rows on will add: the loads below stalled on memory
-           (squeezenet1_1's first pool at batch 8, 25 MB in: 2.6 ms, onnxruntime 0.6) */
-        mps_avx512_prefetch_rows(x, g->h, g->w, r1 + g->sh, r1 + 2 * g->sh);
-        for (int64_t j = 0; j < cols; j += 16) {
-            __mmask16 m = mps_avx512_mask((int)(cols - j));
-            const float *col = x + r0 * g->w + j;
-            __m512 acc = _mm512_maskz_loadu_ps(m, col);
-            for (int64_t r = r0 + 1; r < r1; r++)
-                acc = mps_avx512_nanmax(acc, _mm512_maskz_loadu_ps(m, col += g->w));
-            _mm512_mask_storeu_ps(v + g->pl + j, m, acc);
-        }
+        if (oh + 1 < g->out_h)
+            mps_avx512_maxpool_cols(g, x, oh + 1, cols, next);
         for (int64_t o = 0; o < g->out_w; o += 16) {
             const float *at = v + o * g->sw;
             __m512 acc = ninf;
@@ -767,6 +783,8 @@ static void mps_avx512_maxpool(const struct mps_maxpool_geom *g, const float *x,
                                                                                   _mm512_loadu_ps(at + t + 16)));
             _mm512_mask_storeu_ps(y + o, mps_avx512_mask((int)(g->out_w - o)), acc);
         }
+        float *t = v;
+        v = next, next = t;
     }
 }
 
