@@ -281,6 +281,8 @@ static const struct th_case th_cases[] = {
      OUT(S(1, 3, 4, 4))},
     {"MaxPool 2x2 stride 2, odd sizes, rows over 64 outputs", MPS_OP_MAX_POOL,
      P(pool, .win = WIN2(2, 2, 2, 2, 1, 1, 0, 0, 0, 0)), IN(F(2, 2, 7, 133)), OUT(S(2, 2, 3, 66))},
+    {"MaxPool 2x2 stride 2 on 15x13, 2 images of 3 planes (rows of 6 outputs: two output rows a step, the 7th alone)",
+     MPS_OP_MAX_POOL, P(pool, .win = WIN2(2, 2, 2, 2, 1, 1, 0, 0, 0, 0)), IN(F(2, 3, 15, 13)), OUT(S(2, 3, 7, 6))},
     {"MaxPool 3x3 stride 2 pad 1", MPS_OP_MAX_POOL, P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1)),
      IN(F(2, 2, 7, 7)), OUT(S(2, 2, 4, 4))},
     {"MaxPool ceil_mode", MPS_OP_MAX_POOL, P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 0, 0, 0, 0), .ceil_mode = true),
@@ -853,10 +855,10 @@ out:
    through the dense interior path (no pads) and the border path (pads). */
 /* A 2x2 stride-2 MaxPool (pads pad) over in, a [1, 1, 2, w] input, on the cpu:
    its outputs (free them), NULL when it did not run. */
-static float *th_maxpool2(const float *in, int64_t w, int pad, struct mps_error *err)
+static float *th_maxpool2(const float *in, int64_t h, int64_t w, int pad, struct mps_error *err)
 {
     struct mps_graph *g = mps_graph_new();
-    struct mps_shape xs = {4, {1, 1, 2, w}};
+    struct mps_shape xs = {4, {1, 1, h, w}};
     int x = mps_graph_add_value(g, "x", MPS_F32, &xs), y = mps_graph_add_value(g, "y", MPS_F32, NULL);
     union mps_op_params p;
     mps_op_params_default(MPS_OP_MAX_POOL, &p);
@@ -878,7 +880,7 @@ static void test_maxpool_nan(void)
     struct mps_error err = {{0}};
     for (int pad = 0; pad <= 1; pad++) {
         float in[8] = {1, NAN, 3, 4, 5, 6, 7, 8};
-        float *o = th_maxpool2(in, 4, pad, &err);
+        float *o = th_maxpool2(in, 2, 4, pad, &err);
         /* no pads: windows {1,NaN,5,6} {3,4,7,8}; pads 1: {1} {NaN,3} {4} (a border, an inner, a border) */
         th_check(o && (pad ? o[0] == 1.0f && isnan(o[1]) && o[2] == 4.0f : isnan(o[0]) && o[1] == 8.0f),
                  "MaxPool with a NaN in a window gives NaN (pads %d) %s", pad, err.msg);
@@ -890,11 +892,23 @@ static void test_maxpool_nan(void)
     for (int i = 0; i < 80; i++)
         wide[i] = (float)(i % 7);
     wide[32] = NAN;
-    float *o = th_maxpool2(wide, 40, 0, &err);
+    float *o = th_maxpool2(wide, 2, 40, 0, &err);
     int nans = 0;
     for (int i = 0; o && i < 20; i++)
         nans += isnan(o[i]) ? 1 + i * 100 : 0;
     th_check(o && nans == 1 + 16 * 100, "MaxPool on a row of 40 with a NaN: only output 16 is NaN %s", err.msg);
+    free(o);
+    /* 6x7 (3x3 outputs: a family's two output rows a step, then the last alone), a NaN in the
+       upper row of output row 1's windows (vmaxps would drop it), an odd column: only (1, 2) is NaN */
+    float tall[42];
+    for (int i = 0; i < 42; i++)
+        tall[i] = (float)(i % 5);
+    tall[2 * 7 + 5] = NAN;
+    o = th_maxpool2(tall, 6, 7, 0, &err);
+    nans = 0;
+    for (int i = 0; o && i < 9; i++)
+        nans += isnan(o[i]) ? 1 + i * 100 : 0;
+    th_check(o && nans == 1 + 5 * 100, "MaxPool on 6x7 with a NaN: only output (1, 2) is NaN %s", err.msg);
     free(o);
 }
 

@@ -698,11 +698,38 @@ static inline __m512 mps_avx512_nanmax(__m512 a, __m512 b)
    beat both the row on the stack and the C loops (fashion_cnn's two pools
    at batch 8, single layers: 32x14x14 0.0069 -> 0.0049 ms, 16x28x28
    0.0089 -> 0.0045). */
+/* mps_avx512_maxpool2 on rows of n <= 8 outputs: output rows oh and oh + 1
+   in one step (they lie together in y), each the maximum down its two
+   input rows (2n columns, a masked load each), then of the even and odd
+   columns of both at once: fashion_cnn's 7x7 pools filled 7 lanes of 16. */
+static void mps_avx512_maxpool2_pairs(const struct mps_maxpool_geom *g, const float *x, float *y)
+{
+    int n = (int)g->out_w;
+    int32_t lane[16];
+    for (int l = 0; l < 16; l++) /* even columns: row oh's in lanes 0 .. n, row oh + 1's (from 16 on) after */
+        lane[l] = l < n ? 2 * l : l < 2 * n ? 16 + 2 * (l - n) : 0;
+    const __m512i even = _mm512_loadu_si512(lane), odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    __mmask16 cols = mps_avx512_mask(2 * n);
+    for (int64_t oh = 0; oh < g->out_h; oh += 2, y += 2 * n) {
+        const float *r = x + 2 * oh * g->w;
+        bool two = oh + 1 < g->out_h;
+        __mmask16 c2 = two ? cols : 0;
+        __m512 a = mps_avx512_nanmax(_mm512_maskz_loadu_ps(cols, r), _mm512_maskz_loadu_ps(cols, r + g->w));
+        __m512 b = mps_avx512_nanmax(_mm512_maskz_loadu_ps(c2, r + 2 * g->w), _mm512_maskz_loadu_ps(c2, r + 3 * g->w));
+        __m512 v = mps_avx512_nanmax(_mm512_permutex2var_ps(a, even, b), _mm512_permutex2var_ps(a, odd, b));
+        _mm512_mask_storeu_ps(y, mps_avx512_mask(two ? 2 * n : n), v);
+    }
+}
+
 static void mps_avx512_maxpool2(const struct mps_maxpool_geom *g, const float *x, float *y)
 {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
     int64_t span = 2 * g->out_w; /* input columns the windows cover */
+    if (g->out_w <= 8) { /* rows of 8 outputs or fewer: two output rows a step */
+        mps_avx512_maxpool2_pairs(g, x, y);
+        return;
+    }
     for (int64_t oh = 0; oh < g->out_h; oh++, y += g->out_w) {
         const float *r0 = x + 2 * oh * g->w, *r1 = r0 + g->w;
         for (int64_t o = 0; o < g->out_w; o += 16) {
@@ -716,18 +743,6 @@ static void mps_avx512_maxpool2(const struct mps_maxpool_geom *g, const float *x
     }
 }
 
-/* The MaxPool plane (ukernels.h), an output row at a time: the maximum
-   down the window's rows into a row of the stack padded with -inf, sixteen
-   columns a step and the row's end through masked loads; then across each
-   window's columns, sixteen outputs a step (stride 2: the even columns of
-   two loads, vpermt2ps), the last step's store masked. squeezenet1_1's
-   first pool (64 planes, 111x111 -> 55x55, 3x3 stride 2) took four times as
-   long as onnxruntime's through the C loops, whose rows of 55 end in scalar
-   code: 0.119 -> 0.066 ms here. (Rows narrower than a step stay with the
-   C loops: 14 -> 7 took 0.007 ms there and 0.016 here, the row's round
-   trip through the stack stalling on store forwarding. Reading each tap's
-   columns from the input rows instead of the row on the stack was slower
-   on wide rows too: kh x kw masked pairs of loads a step.) */
 /* v[pl + j] = the maximum of input column j over output row oh's window
    rows, for the cols columns the windows read. */
 static void mps_avx512_maxpool_cols(const struct mps_maxpool_geom *g, const float *x, int64_t oh, int64_t cols,
@@ -749,6 +764,20 @@ static void mps_avx512_maxpool_cols(const struct mps_maxpool_geom *g, const floa
     }
 }
 
+/* The MaxPool plane (ukernels.h), an output row at a time: the maximum
+   down the window's rows into a row of the stack padded with -inf, sixteen
+   columns a step and the row's end through masked loads; then across each
+   window's columns, sixteen outputs a step (stride 2: the even columns of
+   two loads, vpermt2ps), the last step's store masked. squeezenet1_1's
+   first pool (64 planes, 111x111 -> 55x55, 3x3 stride 2) took four times as
+   long as onnxruntime's through the C loops, whose rows of 55 end in scalar
+   code: 0.119 -> 0.066 ms here. (Rows narrower than a step stay with the
+   C loops: 14 -> 7 took 0.007 ms there and 0.016 here, the row's round
+   trip through the stack stalling on store forwarding. Reading each tap's
+   columns from the input rows instead of the row on the stack was slower
+   on wide rows too: kh x kw masked pairs of loads a step.) The next
+   output row's maxima down the rows go to a second buffer before this
+   row's are read across. */
 static void mps_avx512_maxpool(const struct mps_maxpool_geom *g, const float *x, float *y)
 {
     if (g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->pt == 0 && g->pl == 0 &&
