@@ -264,6 +264,9 @@ static void mps_direct_copy(void *ctx, int64_t begin, int64_t end)
                     memset(dst, 0, sizeof(float) * (size_t)lo);
                     if (d->sw == 1)
                         memcpy(dst + lo, sr + lo, sizeof(float) * (size_t)(hi - lo));
+                    else if (d->sw == 2) /* a constant stride: vectorized (the stems' copies were scalar) */
+                        for (int64_t j = lo; j < hi; j++)
+                            dst[j] = sr[2 * j];
                     else
                         for (int64_t j = lo; j < hi; j++)
                             dst[j] = sr[j * d->sw];
