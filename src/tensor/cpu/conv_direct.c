@@ -91,9 +91,11 @@ static struct mps_direct mps_direct_of(const struct mps_conv_geom *q, const stru
     if (uk && uk->convt) {
         /* the lanes each tile keeps busy: the conv tile's kept columns and W's rows in its
            panels, against the transposed tile's positions and channels, whose store
-           (transposed through the stack) costs about 8 more steps of k: measured on
-           single layers here, 7x7 512 channels 0.66 -> 0.49 ms, 14x14 32 -> 64 channels
-           (k 288) 0.023 -> 0.020, but a pointwise 16 -> 64 (k 16) 0.035 -> 0.045 */
+           (a transpose) costs about 8 more steps of k: measured on single layers here,
+           7x7 512 channels 0.66 -> 0.49 ms, 14x14 32 -> 64 channels (k 288) 0.023 ->
+           0.020, but a pointwise 16 -> 64 (k 16) 0.035 -> 0.045; with the transpose in
+           registers (avx512) the rule still picks the faster of the two on 14x14 and 7x7
+           layers of k 16 to 72, 32 -> 128 pointwise on 14x14 a tie */
         int64_t run = d.in_place ? q->out_plane : w->out[2];
         int64_t conv = 1000 * q->out_plane / (d.tiles * nr) * mps_direct_fill(d.mg, mr) / 1000;
         int64_t convt = mps_direct_fill(run, uk->mt) * mps_direct_fill(d.mg, nr) / 1000 * d.k / (d.k + 8);

@@ -232,11 +232,56 @@ static void mps_avx512_conv(int64_t k, const float *a, const float *b, const int
     MPS_AVX512_BY_ROWS(mps_avx512_ctile)
 }
 
+/* r[i][j] -> r[j][i] for a 16 x 16 block of floats in registers: 32-bit,
+   then 64-bit interleaves leave lane L of u[4 i + j] holding column 4 L + j
+   of rows 4 i .. 4 i + 3; two rounds of 128-bit lane shuffles gather them. */
+static inline void mps_avx512_transpose16(__m512 r[16])
+{
+    __m512 t[16], u[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 2; j++) {
+            __m512d a = _mm512_castps_pd(t[4 * i + j]), b = _mm512_castps_pd(t[4 * i + j + 2]);
+            u[4 * i + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+            u[4 * i + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        }
+    for (int j = 0; j < 4; j++) {
+        __m512 ab0 = _mm512_shuffle_f32x4(u[j], u[4 + j], _MM_SHUFFLE(1, 0, 1, 0));
+        __m512 ab1 = _mm512_shuffle_f32x4(u[j], u[4 + j], _MM_SHUFFLE(3, 2, 3, 2));
+        __m512 cd0 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(1, 0, 1, 0));
+        __m512 cd1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(3, 2, 3, 2));
+        r[j] = _mm512_shuffle_f32x4(ab0, cd0, _MM_SHUFFLE(2, 0, 2, 0));
+        r[4 + j] = _mm512_shuffle_f32x4(ab0, cd0, _MM_SHUFFLE(3, 1, 3, 1));
+        r[8 + j] = _mm512_shuffle_f32x4(ab1, cd1, _MM_SHUFFLE(2, 0, 2, 0));
+        r[12 + j] = _mm512_shuffle_f32x4(ab1, cd1, _MM_SHUFFLE(3, 1, 3, 1));
+    }
+}
+
+/* The transposed tile's store: lo[j] and hi[j] hold position j's channels
+   0-15 and 16-31 (zero past the R positions); transposed in registers, each
+   channel's R positions are one masked store into its plane (the tile went
+   out through the stack a float at a time: 224 scalar copies a tile). */
+static inline void mps_avx512_ttile_store(__m512 *lo, __m512 *hi, float *c, int64_t ldc, int r, int cols)
+{
+    __mmask16 m = mps_avx512_mask(r);
+    mps_avx512_transpose16(lo);
+    for (int o = 0; o < 16 && o < cols; o++)
+        _mm512_mask_storeu_ps(c + o * ldc, m, lo[o]);
+    if (cols <= 16)
+        return;
+    mps_avx512_transpose16(hi);
+    for (int o = 16; o < cols; o++)
+        _mm512_mask_storeu_ps(c + o * ldc, m, hi[o - 16]);
+}
+
 /* The transposed tile (ukernels.h): MT positions x 32 channels, two
    accumulators a position (its channels' low and high sixteen); each
    position's input broadcast once for both. The store adds the bias, then
-   the clamp and slope in registers, lays the tile out on the stack and
-   copies each channel's run of positions out. */
+   the activation in registers, and transposes the tile into each channel's
+   run of positions (mps_avx512_ttile_store). */
 #define MT 7
 #define MPS_AVX512_TDECL(j) __m512 l##j = _mm512_setzero_ps(), h##j = l##j;
 #define MPS_AVX512_TFMA(R, j)                                                                                          \
@@ -247,8 +292,8 @@ static void mps_avx512_conv(int64_t k, const float *a, const float *b, const int
     }
 #define MPS_AVX512_TPUT(R, j)                                                                                          \
     if (R > j) {                                                                                                       \
-        _mm512_store_ps(t[j], mps_avx512_act(_mm512_add_ps(l##j, b0), e));                                             \
-        _mm512_store_ps(t[j] + 16, mps_avx512_act(_mm512_add_ps(h##j, b1), e));                                        \
+        lo[j] = mps_avx512_act(_mm512_add_ps(l##j, b0), e);                                                            \
+        hi[j] = mps_avx512_act(_mm512_add_ps(h##j, b1), e);                                                            \
     }
 #define MPS_AVX512_TTILE(R)                                                                                            \
     static void mps_avx512_ttile##R(int64_t k, const float *a, const float *b, const int32_t *off, float *c,          \
@@ -268,10 +313,12 @@ static void mps_avx512_conv(int64_t k, const float *a, const float *b, const int
             b0 = _mm512_maskz_loadu_ps(mps_avx512_mask(cols), e->bias);                                                \
             b1 = _mm512_maskz_loadu_ps(mps_avx512_mask(cols - 16), e->bias + 16);                                      \
         }                                                                                                              \
-        _Alignas(64) float t[MT][NR];                                                                                  \
+        __m512 lo[16], hi[16];                                                                                         \
+        for (int j = R; j < 16; j++)                                                                                   \
+            lo[j] = hi[j] = _mm512_setzero_ps();                                                                       \
         MPS_AVX512_TPUT(R, 0)                                                                                          \
         MPS_AVX512_TPUT(R, 1) MPS_AVX512_TPUT(R, 2) MPS_AVX512_TPUT(R, 3) MPS_AVX512_TPUT(R, 4) MPS_AVX512_TPUT(R, 5)  \
-            MPS_AVX512_TPUT(R, 6) for (int o = 0; o < cols; o++, c += ldc) for (int j = 0; j < R; j++) c[j] = t[j][o]; \
+            MPS_AVX512_TPUT(R, 6) mps_avx512_ttile_store(lo, hi, c, ldc, R, cols);                                     \
     }
 MPS_AVX512_TTILE(1)
 MPS_AVX512_TTILE(2)
@@ -506,34 +553,6 @@ static void mps_avx512_dw3(const struct mps_dw3_geom *g, const float *x, const f
             _mm512_mask_storeu_ps(out, mps_avx512_mask(kept), _mm512_maskz_compress_ps(keep, acc));
             out += kept;
         }
-    }
-}
-
-/* r[i][j] -> r[j][i] for a 16 x 16 block of floats in registers: 32-bit,
-   then 64-bit interleaves leave lane L of u[4 i + j] holding column 4 L + j
-   of rows 4 i .. 4 i + 3; two rounds of 128-bit lane shuffles gather them. */
-static inline void mps_avx512_transpose16(__m512 r[16])
-{
-    __m512 t[16], u[16];
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 2; j++) {
-            __m512d a = _mm512_castps_pd(t[4 * i + j]), b = _mm512_castps_pd(t[4 * i + j + 2]);
-            u[4 * i + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
-            u[4 * i + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
-        }
-    for (int j = 0; j < 4; j++) {
-        __m512 ab0 = _mm512_shuffle_f32x4(u[j], u[4 + j], _MM_SHUFFLE(1, 0, 1, 0));
-        __m512 ab1 = _mm512_shuffle_f32x4(u[j], u[4 + j], _MM_SHUFFLE(3, 2, 3, 2));
-        __m512 cd0 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(1, 0, 1, 0));
-        __m512 cd1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(3, 2, 3, 2));
-        r[j] = _mm512_shuffle_f32x4(ab0, cd0, _MM_SHUFFLE(2, 0, 2, 0));
-        r[4 + j] = _mm512_shuffle_f32x4(ab0, cd0, _MM_SHUFFLE(3, 1, 3, 1));
-        r[8 + j] = _mm512_shuffle_f32x4(ab1, cd1, _MM_SHUFFLE(2, 0, 2, 0));
-        r[12 + j] = _mm512_shuffle_f32x4(ab1, cd1, _MM_SHUFFLE(3, 1, 3, 1));
     }
 }
 
