@@ -1094,6 +1094,8 @@ static void test_conv_residual(const struct mps_backend *const *backends, int n_
         {"residual Add+Relu after a 3x3 conv (the conv tile)", 40, 40, 3, 1, 48, 20, 1, 1, false, false, false},
         {"residual Add after a 3x3 conv on 7x7 (the transposed tile), r first", 7, 7, 3, 1, 48, 56, 2, 0, true, false,
          false},
+        {"residual Add+Relu after a 1x1 conv on 7x7 (the transposed tile: the sum, then Relu)", 7, 7, 1, 0, 64, 64, 2,
+         1, false, false, false},
         {"residual Add+Relu after a Winograd conv, 3 images", 16, 16, 3, 1, 64, 24, 3, 1, true, false, false},
         {"residual Add+Sigmoid after a Winograd conv, odd sizes (the edge column)", 15, 13, 3, 1, 64, 24, 2, 3, false,
          false, false},

@@ -52,8 +52,9 @@ static inline void mps_avx512_store(float *c, __m512 acc, int n, int flags, cons
     _mm512_mask_storeu_ps(c, m, acc);
 }
 
-/* The direct convolution's store of one row (ukernels.h): the epilogue (bias
-   a row, activation), then the kept columns packed together from c. */
+/* The direct convolution's store of one row (ukernels.h): the bias, the
+   kept columns packed together, the residual at the same places (row r of
+   e->res, laid out as c), the activation; stored from c. */
 static inline void mps_avx512_keep(float *c, __m512 lo, __m512 hi, uint64_t keep, const struct mps_tile_epi *e, int r)
 {
     if (e->bias) {
@@ -62,9 +63,15 @@ static inline void mps_avx512_keep(float *c, __m512 lo, __m512 hi, uint64_t keep
     }
     __mmask16 k0 = (__mmask16)(keep & 0xffffu), k1 = (__mmask16)(keep >> 16 & 0xffffu);
     int n0 = __builtin_popcount(k0);
-    _mm512_mask_storeu_ps(c, mps_avx512_mask(n0), _mm512_maskz_compress_ps(k0, mps_avx512_act(lo, e)));
-    _mm512_mask_storeu_ps(c + n0, mps_avx512_mask(__builtin_popcount(k1)),
-                          _mm512_maskz_compress_ps(k1, mps_avx512_act(hi, e)));
+    __mmask16 m0 = mps_avx512_mask(n0), m1 = mps_avx512_mask(__builtin_popcount(k1));
+    lo = _mm512_maskz_compress_ps(k0, lo), hi = _mm512_maskz_compress_ps(k1, hi);
+    if (e->res) {
+        const float *res = e->res + r * e->ldr;
+        lo = _mm512_add_ps(lo, _mm512_maskz_loadu_ps(m0, res));
+        hi = _mm512_add_ps(hi, _mm512_maskz_loadu_ps(m1, res + n0));
+    }
+    _mm512_mask_storeu_ps(c, m0, mps_avx512_act(lo, e));
+    _mm512_mask_storeu_ps(c + n0, m1, mps_avx512_act(hi, e));
 }
 
 /* Row kk of a tile's B panel: packed (the GEMM: nr floats a row, one after
@@ -261,20 +268,24 @@ static inline void mps_avx512_transpose16(__m512 r[16])
 }
 
 /* The transposed tile's store: lo[j] and hi[j] hold position j's channels
-   0-15 and 16-31 (zero past the R positions); transposed in registers, each
-   channel's R positions are one masked store into its plane (the tile went
-   out through the stack a float at a time: 224 scalar copies a tile). */
-static inline void mps_avx512_ttile_store(__m512 *lo, __m512 *hi, float *c, int64_t ldc, int r, int cols)
+   0-15 and 16-31 with their bias (zero past the R positions); transposed in
+   registers, each channel's R positions get the residual (e->res laid out
+   as c) and the activation, and are one masked store into its plane (the
+   tile went out through the stack a float at a time: 224 scalar copies a
+   tile; the residual followed in a C loop a channel at a time). */
+static inline void mps_avx512_ttile_store(__m512 *lo, __m512 *hi, float *c, int64_t ldc, int r, int cols,
+                                          const struct mps_tile_epi *e)
 {
     __mmask16 m = mps_avx512_mask(r);
     mps_avx512_transpose16(lo);
-    for (int o = 0; o < 16 && o < cols; o++)
-        _mm512_mask_storeu_ps(c + o * ldc, m, lo[o]);
-    if (cols <= 16)
-        return;
-    mps_avx512_transpose16(hi);
-    for (int o = 16; o < cols; o++)
-        _mm512_mask_storeu_ps(c + o * ldc, m, hi[o - 16]);
+    if (cols > 16)
+        mps_avx512_transpose16(hi);
+    for (int o = 0; o < cols; o++) {
+        __m512 v = o < 16 ? lo[o] : hi[o - 16];
+        if (e->res)
+            v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, e->res + o * e->ldr));
+        _mm512_mask_storeu_ps(c + o * ldc, m, mps_avx512_act(v, e));
+    }
 }
 
 /* The transposed tile (ukernels.h): MT positions x 32 channels, two
@@ -292,8 +303,8 @@ static inline void mps_avx512_ttile_store(__m512 *lo, __m512 *hi, float *c, int6
     }
 #define MPS_AVX512_TPUT(R, j)                                                                                          \
     if (R > j) {                                                                                                       \
-        lo[j] = mps_avx512_act(_mm512_add_ps(l##j, b0), e);                                                            \
-        hi[j] = mps_avx512_act(_mm512_add_ps(h##j, b1), e);                                                            \
+        lo[j] = _mm512_add_ps(l##j, b0);                                                                               \
+        hi[j] = _mm512_add_ps(h##j, b1);                                                                               \
     }
 #define MPS_AVX512_TTILE(R)                                                                                            \
     static void mps_avx512_ttile##R(int64_t k, const float *a, const float *b, const int32_t *off, float *c,          \
@@ -318,7 +329,7 @@ static inline void mps_avx512_ttile_store(__m512 *lo, __m512 *hi, float *c, int6
             lo[j] = hi[j] = _mm512_setzero_ps();                                                                       \
         MPS_AVX512_TPUT(R, 0)                                                                                          \
         MPS_AVX512_TPUT(R, 1) MPS_AVX512_TPUT(R, 2) MPS_AVX512_TPUT(R, 3) MPS_AVX512_TPUT(R, 4) MPS_AVX512_TPUT(R, 5)  \
-            MPS_AVX512_TPUT(R, 6) mps_avx512_ttile_store(lo, hi, c, ldc, R, cols);                                     \
+            MPS_AVX512_TPUT(R, 6) mps_avx512_ttile_store(lo, hi, c, ldc, R, cols, e);                                  \
     }
 MPS_AVX512_TTILE(1)
 MPS_AVX512_TTILE(2)
@@ -870,6 +881,7 @@ const struct mps_ukernels mps_ukernels_avx512 = {
     .dwk = mps_dwk,
     .dwb = mps_avx512_dwb,
     .conv = mps_avx512_conv,
+    .conv_res = true,
     .convt = mps_avx512_convt,
     .maxpool = mps_avx512_maxpool,
     .wino_in = mps_wino_in,

@@ -67,11 +67,12 @@ typedef void (*mps_udw3_fn)(const struct mps_dw3_geom *g, const float *x, const 
    floats there, all of them (the caller makes them readable). With b a
    zero-padded image and off[kk] the offset of input channel and tap kk, the
    columns are output positions and no im2col is ever built. The store
-   applies the epilogue (bias a row, clamp and slope; no residual) and keeps
-   the columns whose bit is set in keep, packed one after another from
-   c + r ldc: the output positions a tile holds are one run of the output
-   plane, with the padding's columns between them dropped. Bits of keep at
-   or past nr are 0. */
+   applies the epilogue (bias a row, the residual where the family has
+   conv_res, clamp and slope) and keeps the columns whose bit is set in
+   keep, packed one after another from c + r ldc: the output positions a
+   tile holds are one run of the output plane, with the padding's columns
+   between them dropped (the residual is read at the same places, row r at
+   res + r ldr). Bits of keep at or past nr are 0. */
 typedef void (*mps_uconv_fn)(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,
                              int rows, uint64_t keep, const struct mps_tile_epi *epi);
 
@@ -87,9 +88,10 @@ typedef void (*mps_uconv_fn)(int64_t k, const float *a, const float *b, const in
    computed to be dropped: on narrow planes (7x7: 49 outputs in 64 lanes, 14
    of them padding) it keeps every lane busy where the conv tile cannot.
    Only b[off[kk] + j] for j < rows is read. The store applies the
-   epilogue (bias[o] a channel, clamp and slope; no residual) and writes
-   the rows floats of each of the cols channels, nothing else. NULL in a
-   family without one (the conv tile then runs every layer). */
+   epilogue (bias[o] a channel, the residual where the family has conv_res:
+   channel o's at res + o ldr, clamp and slope) and writes the rows floats
+   of each of the cols channels, nothing else. NULL in a family without one
+   (the conv tile then runs every layer). */
 typedef void (*mps_uconvt_fn)(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,
                               int rows, int cols, const struct mps_tile_epi *epi);
 
@@ -210,6 +212,7 @@ struct mps_ukernels {
     mps_udwk_fn dwk;
     mps_udwb_fn dwb; /* optional */
     mps_uconv_fn conv;
+    bool conv_res;       /* conv and convt add the epilogue's residual (else conv_direct.c adds it after) */
     mps_uconvt_fn convt; /* optional: NULL where the family has none */
     mps_umaxpool_fn maxpool; /* optional, likewise */
     mps_uwino_in_fn wino_in;
