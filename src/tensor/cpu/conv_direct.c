@@ -354,10 +354,9 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
                                 .copy = (float *)(((uintptr_t)a->scratch + 63) & ~(uintptr_t)63)};
     jb.off = (const int32_t *)(jb.w + mps_direct_offsets_at(q, &d, uk));
     jb.tiles = (const struct mps_direct_tile *)(jb.w + mps_direct_tiles_at(q, &d, uk));
-    /* with a residual, a family without conv_res stores act's input; the sum and act follow
-       the tile (a C loop a channel at a time: on 14x14 planes 32 calls of 7 floats a tile,
-       mobilenet_v2's projections with a residual 20-50% slower than onnxruntime's) */
-    jb.act = (!a->res || uk->conv_res) && mps_pgemm_act_epi(act, &jb.epi) ? NULL : act;
+    /* with a residual the conv tile of a family with conv_res adds it in its store; else the
+       tile stores act's input and the sum and act follow it (a C loop a channel at a time) */
+    jb.act = (!a->res || (uk->conv_res && !d.transposed)) && mps_pgemm_act_epi(act, &jb.epi) ? NULL : act;
     int64_t chunk = mps_direct_chunk(q, &d), threads = mps_pool_threads(a->pool);
     int64_t m_panels = (d.mg + d.wstep - 1) / d.wstep, width = d.transposed ? uk->mt : uk->nr; /* a tile's positions */
     /* units: bands of tiles whose columns of B stay in L2 while W's panels

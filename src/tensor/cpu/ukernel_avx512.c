@@ -52,27 +52,40 @@ static inline void mps_avx512_store(float *c, __m512 acc, int n, int flags, cons
     _mm512_mask_storeu_ps(c, m, acc);
 }
 
-/* The direct convolution's store of one row (ukernels.h): the bias, the
-   kept columns packed together, the residual at the same places (row r of
-   e->res, laid out as c), the activation; stored from c. */
+/* mps_avx512_keep with a residual (row r of e->res, laid out as c): added to
+   the kept columns once they are packed together, before the activation.
+   Out of line: the plain store stays as short as it was (on k = 9 layers the
+   store is as long as the products, and every instruction there showed). */
+__attribute__((noinline)) static void mps_avx512_keep_res(float *c, __m512 lo, __m512 hi, uint64_t keep,
+                                                         const struct mps_tile_epi *e, int r)
+{
+    __mmask16 k0 = (__mmask16)(keep & 0xffffu), k1 = (__mmask16)(keep >> 16 & 0xffffu);
+    int n0 = __builtin_popcount(k0), n1 = __builtin_popcount(k1);
+    const float *res = e->res + r * e->ldr;
+    lo = _mm512_add_ps(_mm512_maskz_compress_ps(k0, lo), _mm512_maskz_loadu_ps(mps_avx512_mask(n0), res));
+    hi = _mm512_add_ps(_mm512_maskz_compress_ps(k1, hi), _mm512_maskz_loadu_ps(mps_avx512_mask(n1), res + n0));
+    _mm512_mask_storeu_ps(c, mps_avx512_mask(n0), mps_avx512_act(lo, e));
+    _mm512_mask_storeu_ps(c + n0, mps_avx512_mask(n1), mps_avx512_act(hi, e));
+}
+
+/* The direct convolution's store of one row (ukernels.h): the epilogue (bias
+   a row, activation), then the kept columns packed together from c; with a
+   residual, mps_avx512_keep_res after the bias. */
 static inline void mps_avx512_keep(float *c, __m512 lo, __m512 hi, uint64_t keep, const struct mps_tile_epi *e, int r)
 {
     if (e->bias) {
         lo = _mm512_add_ps(lo, _mm512_set1_ps(e->bias[r]));
         hi = _mm512_add_ps(hi, _mm512_set1_ps(e->bias[r]));
     }
-    __mmask16 k0 = (__mmask16)(keep & 0xffffu), k1 = (__mmask16)(keep >> 16 & 0xffffu);
-    int n0 = __builtin_popcount(k0), n1 = __builtin_popcount(k1);
-    if (!e->res) {
-        _mm512_mask_storeu_ps(c, mps_avx512_mask(n0), _mm512_maskz_compress_ps(k0, mps_avx512_act(lo, e)));
-        _mm512_mask_storeu_ps(c + n0, mps_avx512_mask(n1), _mm512_maskz_compress_ps(k1, mps_avx512_act(hi, e)));
+    if (__builtin_expect(e->res != NULL, 0)) {
+        mps_avx512_keep_res(c, lo, hi, keep, e, r);
         return;
     }
-    const float *res = e->res + r * e->ldr;
-    lo = _mm512_add_ps(_mm512_maskz_compress_ps(k0, lo), _mm512_maskz_loadu_ps(mps_avx512_mask(n0), res));
-    hi = _mm512_add_ps(_mm512_maskz_compress_ps(k1, hi), _mm512_maskz_loadu_ps(mps_avx512_mask(n1), res + n0));
-    _mm512_mask_storeu_ps(c, mps_avx512_mask(n0), mps_avx512_act(lo, e));
-    _mm512_mask_storeu_ps(c + n0, mps_avx512_mask(n1), mps_avx512_act(hi, e));
+    __mmask16 k0 = (__mmask16)(keep & 0xffffu), k1 = (__mmask16)(keep >> 16 & 0xffffu);
+    int n0 = __builtin_popcount(k0);
+    _mm512_mask_storeu_ps(c, mps_avx512_mask(n0), _mm512_maskz_compress_ps(k0, mps_avx512_act(lo, e)));
+    _mm512_mask_storeu_ps(c + n0, mps_avx512_mask(__builtin_popcount(k1)),
+                          _mm512_maskz_compress_ps(k1, mps_avx512_act(hi, e)));
 }
 
 /* Row kk of a tile's B panel: packed (the GEMM: nr floats a row, one after
@@ -269,36 +282,20 @@ static inline void mps_avx512_transpose16(__m512 r[16])
 }
 
 /* The transposed tile's store: lo[j] and hi[j] hold position j's channels
-   0-15 and 16-31 (zero past the R positions), with their bias and, without a
-   residual, the activation; transposed in registers, each channel's R
-   positions are one masked store into its plane, a residual (e->res laid
-   out as c) and then the activation added first (the tile went out through
-   the stack a float at a time: 224 scalar copies a tile; the residual
-   followed in a C loop a channel at a time). The activation before the
-   transpose where it can: 14 vectors, not 32. */
-/* The activation that does nothing (the transposed tile's before a residual). */
-static const struct mps_tile_epi mps_avx512_no_act = {.lo = -INFINITY, .hi = INFINITY, .slope = 1.0f};
-
-static inline void mps_avx512_ttile_half(__m512 *v, float *c, int64_t ldc, __mmask16 m, int n, const float *res,
-                                          const struct mps_tile_epi *e)
-{
-    mps_avx512_transpose16(v);
-    if (res)
-        for (int o = 0; o < n; o++)
-            _mm512_mask_storeu_ps(c + o * ldc, m,
-                                  mps_avx512_act(_mm512_add_ps(v[o], _mm512_maskz_loadu_ps(m, res + o * e->ldr)), e));
-    else
-        for (int o = 0; o < n; o++)
-            _mm512_mask_storeu_ps(c + o * ldc, m, v[o]);
-}
-
-static inline void mps_avx512_ttile_store(__m512 *lo, __m512 *hi, float *c, int64_t ldc, int r, int cols,
-                                          const struct mps_tile_epi *e)
+   0-15 and 16-31 (zero past the R positions); transposed in registers, each
+   channel's R positions are one masked store into its plane (the tile went
+   out through the stack a float at a time: 224 scalar copies a tile). */
+static inline void mps_avx512_ttile_store(__m512 *lo, __m512 *hi, float *c, int64_t ldc, int r, int cols)
 {
     __mmask16 m = mps_avx512_mask(r);
-    mps_avx512_ttile_half(lo, c, ldc, m, cols < 16 ? cols : 16, e->res, e);
-    if (cols > 16)
-        mps_avx512_ttile_half(hi, c + 16 * ldc, ldc, m, cols - 16, e->res ? e->res + 16 * e->ldr : NULL, e);
+    mps_avx512_transpose16(lo);
+    for (int o = 0; o < 16 && o < cols; o++)
+        _mm512_mask_storeu_ps(c + o * ldc, m, lo[o]);
+    if (cols <= 16)
+        return;
+    mps_avx512_transpose16(hi);
+    for (int o = 16; o < cols; o++)
+        _mm512_mask_storeu_ps(c + o * ldc, m, hi[o - 16]);
 }
 
 /* The transposed tile (ukernels.h): MT positions x 32 channels, two
@@ -316,8 +313,8 @@ static inline void mps_avx512_ttile_store(__m512 *lo, __m512 *hi, float *c, int6
     }
 #define MPS_AVX512_TPUT(R, j)                                                                                          \
     if (R > j) {                                                                                                       \
-        lo[j] = mps_avx512_act(_mm512_add_ps(l##j, b0), pre);                                                          \
-        hi[j] = mps_avx512_act(_mm512_add_ps(h##j, b1), pre);                                                          \
+        lo[j] = mps_avx512_act(_mm512_add_ps(l##j, b0), e);                                                            \
+        hi[j] = mps_avx512_act(_mm512_add_ps(h##j, b1), e);                                                            \
     }
 #define MPS_AVX512_TTILE(R)                                                                                            \
     static void mps_avx512_ttile##R(int64_t k, const float *a, const float *b, const int32_t *off, float *c,          \
@@ -338,12 +335,11 @@ static inline void mps_avx512_ttile_store(__m512 *lo, __m512 *hi, float *c, int6
             b1 = _mm512_maskz_loadu_ps(mps_avx512_mask(cols - 16), e->bias + 16);                                      \
         }                                                                                                              \
         __m512 lo[16], hi[16];                                                                                         \
-        const struct mps_tile_epi *pre = e->res ? &mps_avx512_no_act : e; /* with a residual: after it */             \
         for (int j = R; j < 16; j++)                                                                                   \
             lo[j] = hi[j] = _mm512_setzero_ps();                                                                       \
         MPS_AVX512_TPUT(R, 0)                                                                                          \
         MPS_AVX512_TPUT(R, 1) MPS_AVX512_TPUT(R, 2) MPS_AVX512_TPUT(R, 3) MPS_AVX512_TPUT(R, 4) MPS_AVX512_TPUT(R, 5)  \
-            MPS_AVX512_TPUT(R, 6) mps_avx512_ttile_store(lo, hi, c, ldc, R, cols, e);                                  \
+            MPS_AVX512_TPUT(R, 6) mps_avx512_ttile_store(lo, hi, c, ldc, R, cols);                                     \
     }
 MPS_AVX512_TTILE(1)
 MPS_AVX512_TTILE(2)

@@ -88,10 +88,9 @@ typedef void (*mps_uconv_fn)(int64_t k, const float *a, const float *b, const in
    computed to be dropped: on narrow planes (7x7: 49 outputs in 64 lanes, 14
    of them padding) it keeps every lane busy where the conv tile cannot.
    Only b[off[kk] + j] for j < rows is read. The store applies the
-   epilogue (bias[o] a channel, the residual where the family has conv_res:
-   channel o's at res + o ldr, clamp and slope) and writes the rows floats
-   of each of the cols channels, nothing else. NULL in a family without one
-   (the conv tile then runs every layer). */
+   epilogue (bias[o] a channel, clamp and slope; no residual) and writes
+   the rows floats of each of the cols channels, nothing else. NULL in a
+   family without one (the conv tile then runs every layer). */
 typedef void (*mps_uconvt_fn)(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,
                               int rows, int cols, const struct mps_tile_epi *epi);
 
@@ -212,7 +211,7 @@ struct mps_ukernels {
     mps_udwk_fn dwk;
     mps_udwb_fn dwb; /* optional */
     mps_uconv_fn conv;
-    bool conv_res;       /* conv and convt add the epilogue's residual (else conv_direct.c adds it after) */
+    bool conv_res;       /* conv adds the epilogue's residual (else, and for convt, conv_direct.c adds it after) */
     mps_uconvt_fn convt; /* optional: NULL where the family has none */
     mps_umaxpool_fn maxpool; /* optional, likewise */
     mps_uwino_in_fn wino_in;
