@@ -857,11 +857,15 @@ static void mps_avx512_maxpool(const struct mps_maxpool_geom *g, const float *x,
     }
 }
 
-/* Zeros zmm16-31. vzeroupper (which GCC puts at each function's end) clears
-   the upper halves of zmm0-15 only; with zmm16-31's left dirty, the SSE code
-   of the generic ops that run next was slowed down four times on Zen 5
-   (LR-ASPP's final Resize, one core: 0.27 -> 1.15 ms after a depthwise
-   kernel that used all 32 registers). Called after each node and each worker's part of a job. */
+/* Zeros zmm16-31, then the upper halves of zmm0-15 (vzeroupper). The
+   vzeroupper GCC puts at a function's end clears only zmm0-15's; with
+   zmm16-31 left dirty, the SSE code of the generic ops that run next was
+   four times slower on Zen 5 (LR-ASPP's final Resize, one core: 0.27 ->
+   1.15 ms after a depthwise kernel that used all 32 registers). And once a
+   node's own glue between the kernels (the direct conv's residual loop, the
+   C library's copies) ran, zeroing zmm16-31 alone no longer sufficed: the
+   same Resize 0.15 -> 0.59 ms at two threads until vzeroupper joined it.
+   Called after each node and each worker's part of a job. */
 static void mps_avx512_clean(void)
 {
     __asm__ volatile("vpxord %%xmm16, %%xmm16, %%xmm16\n\tvpxord %%xmm17, %%xmm17, %%xmm17\n\t"
@@ -871,7 +875,7 @@ static void mps_avx512_clean(void)
                      "vpxord %%xmm24, %%xmm24, %%xmm24\n\tvpxord %%xmm25, %%xmm25, %%xmm25\n\t"
                      "vpxord %%xmm26, %%xmm26, %%xmm26\n\tvpxord %%xmm27, %%xmm27, %%xmm27\n\t"
                      "vpxord %%xmm28, %%xmm28, %%xmm28\n\tvpxord %%xmm29, %%xmm29, %%xmm29\n\t"
-                     "vpxord %%xmm30, %%xmm30, %%xmm30\n\tvpxord %%xmm31, %%xmm31, %%xmm31" ::
+                     "vpxord %%xmm30, %%xmm30, %%xmm30\n\tvpxord %%xmm31, %%xmm31, %%xmm31\n\tvzeroupper" ::
                          : "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",
                            "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31");
 }
