@@ -853,16 +853,17 @@ out:
 
 /* NaN in a pooling window: MaxPool gives NaN (as PyTorch and onnxruntime do),
    through the dense interior path (no pads) and the border path (pads). */
-/* A 2x2 stride-2 MaxPool (pads pad) over in, a [1, 1, 2, w] input, on the cpu:
-   its outputs (free them), NULL when it did not run. */
-static float *th_maxpool2(const float *in, int64_t h, int64_t w, int pad, struct mps_error *err)
+/* A k x k stride-2 MaxPool (pads pad) over in, a [1, 1, h, w] input, on the
+   cpu: its outputs (free them), NULL when it did not run. */
+static float *th_maxpool(const float *in, int64_t h, int64_t w, int k, int pad, struct mps_error *err)
 {
     struct mps_graph *g = mps_graph_new();
     struct mps_shape xs = {4, {1, 1, h, w}};
     int x = mps_graph_add_value(g, "x", MPS_F32, &xs), y = mps_graph_add_value(g, "y", MPS_F32, NULL);
     union mps_op_params p;
     mps_op_params_default(MPS_OP_MAX_POOL, &p);
-    p.pool.win.kernel[0] = p.pool.win.kernel[1] = p.pool.win.stride[0] = p.pool.win.stride[1] = 2;
+    p.pool.win.kernel[0] = p.pool.win.kernel[1] = k;
+    p.pool.win.stride[0] = p.pool.win.stride[1] = 2;
     for (int i = 0; i < 4; i++)
         p.pool.win.pad[i] = pad;
     mps_graph_add_input(g, x, err);
@@ -880,7 +881,7 @@ static void test_maxpool_nan(void)
     struct mps_error err = {{0}};
     for (int pad = 0; pad <= 1; pad++) {
         float in[8] = {1, NAN, 3, 4, 5, 6, 7, 8};
-        float *o = th_maxpool2(in, 2, 4, pad, &err);
+        float *o = th_maxpool(in, 2, 4, 2, pad, &err);
         /* no pads: windows {1,NaN,5,6} {3,4,7,8}; pads 1: {1} {NaN,3} {4} (a border, an inner, a border) */
         th_check(o && (pad ? o[0] == 1.0f && isnan(o[1]) && o[2] == 4.0f : isnan(o[0]) && o[1] == 8.0f),
                  "MaxPool with a NaN in a window gives NaN (pads %d) %s", pad, err.msg);
@@ -892,7 +893,7 @@ static void test_maxpool_nan(void)
     for (int i = 0; i < 80; i++)
         wide[i] = (float)(i % 7);
     wide[32] = NAN;
-    float *o = th_maxpool2(wide, 2, 40, 0, &err);
+    float *o = th_maxpool(wide, 2, 40, 2, 0, &err);
     int nans = 0;
     for (int i = 0; o && i < 20; i++)
         nans += isnan(o[i]) ? 1 + i * 100 : 0;
@@ -904,11 +905,26 @@ static void test_maxpool_nan(void)
     for (int i = 0; i < 42; i++)
         tall[i] = (float)(i % 5);
     tall[2 * 7 + 5] = NAN;
-    o = th_maxpool2(tall, 6, 7, 0, &err);
+    o = th_maxpool(tall, 6, 7, 2, 0, &err);
     nans = 0;
     for (int i = 0; o && i < 9; i++)
         nans += isnan(o[i]) ? 1 + i * 100 : 0;
     th_check(o && nans == 1 + 5 * 100, "MaxPool on 6x7 with a NaN: only output (1, 2) is NaN %s", err.msg);
+    free(o);
+    /* 3x3 stride 2 on 9x9 (4x4 outputs: a family's general plane kernel on rows narrower than a
+       step), a NaN at row 4, column 6: the last row of output row 1's windows and the first of
+       output row 2's (there vmaxps would drop it), columns of outputs 2 and 3 */
+    float sq[81];
+    for (int i = 0; i < 81; i++)
+        sq[i] = (float)(i % 11);
+    sq[4 * 9 + 6] = NAN;
+    o = th_maxpool(sq, 9, 9, 3, 0, &err);
+    unsigned mask = 0;
+    for (int i = 0; o && i < 16; i++)
+        mask |= isnan(o[i]) ? 1u << i : 0u;
+    th_check(o && mask == (1u << 6 | 1u << 7 | 1u << 10 | 1u << 11),
+             "MaxPool 3x3 stride 2 on 9x9 with a NaN: outputs (1, 2), (1, 3), (2, 2), (2, 3) NaN (mask %#x) %s", mask,
+             err.msg);
     free(o);
 }
 

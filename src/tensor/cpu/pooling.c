@@ -220,14 +220,16 @@ static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)
     bool dense = !indices && w->d[2] == 1; /* a window row is contiguous in the input */
     bool max2x2 = is_max && !indices && mps_max2x2_applies(w), plane = is_max && !indices && mps_max_plane_applies(w);
     /* the family's kernel where it has one (full vectors, the rows' ends
-       masked), for rows of 16 outputs or more, and 2x2 stride-2 windows: on
-       narrower rows of other windows the loops below were twice as fast
-       (ukernel_avx512.c) */
+       masked). On rows under 16 outputs the loops below were twice as fast
+       until its row of column maxima stopped being read right after its
+       stores; now it wins there too (one core: squeezenet1_1's last pool,
+       256 x 27x27 -> 13x13, 0.059 -> 0.034 ms; 64 x 14x14 -> 6x6 0.0051 ->
+       0.0035; 32 x 15x15 stride 1 0.0065 -> 0.0033) */
     const struct mps_ukernels *uk = q->a->uk;
     struct mps_maxpool_geom g = {.h = w->in[1], .w = w->in[2], .pt = w->pb[1], .pl = w->pb[2], .out_h = w->out[1],
                                  .out_w = w->out[2], .kh = (int)w->k[1], .kw = (int)w->k[2], .sh = (int)w->s[1],
                                  .sw = (int)w->s[2]};
-    bool family = plane && uk && uk->maxpool && (g.sw == 1 || g.sw == 2) && (g.out_w >= 16 || max2x2) &&
+    bool family = plane && uk && uk->maxpool && (g.sw == 1 || g.sw == 2) &&
                   (g.out_w - 1) * g.sw + g.kw <= MPS_UMAXPOOL_SPAN;
     for (int64_t p = begin; p < end; p++) {
         const float *x = (const float *)q->a->in[0].data + p * in_plane;

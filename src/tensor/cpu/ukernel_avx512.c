@@ -811,13 +811,13 @@ static void mps_avx512_maxpool_cols(const struct mps_maxpool_geom *g, const floa
    two loads, vpermt2ps), the last step's store masked. squeezenet1_1's
    first pool (64 planes, 111x111 -> 55x55, 3x3 stride 2) took four times as
    long as onnxruntime's through the C loops, whose rows of 55 end in scalar
-   code: 0.119 -> 0.066 ms here. (Rows narrower than a step stay with the
-   C loops: 14 -> 7 took 0.007 ms there and 0.016 here, the row's round
-   trip through the stack stalling on store forwarding. Reading each tap's
-   columns from the input rows instead of the row on the stack was slower
-   on wide rows too: kh x kw masked pairs of loads a step.) The next
-   output row's maxima down the rows go to a second buffer before this
-   row's are read across. */
+   code: 0.119 -> 0.066 ms here. (Reading each tap's columns from the
+   input rows instead of the row on the stack was slower on wide rows:
+   kh x kw masked pairs of loads a step.) The next output row's maxima down
+   the rows go to a second buffer before this row's are read across: read
+   right after their stores, the loads that straddle two stores waited for
+   them (rows narrower than a step were twice as slow as the C loops for
+   it; now they are faster, pooling.c). */
 static void mps_avx512_maxpool(const struct mps_maxpool_geom *g, const float *x, float *y)
 {
     if (g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->pt == 0 && g->pl == 0 &&
