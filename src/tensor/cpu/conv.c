@@ -266,12 +266,26 @@ static void mps_dw_taps(const struct mps_conv_geom *q, const float *xc, const fl
     }
 }
 
-/* True when the layer is 2-D (depth 1, no padding along it), the kernel
-   3x3, undilated, stride 1 or 2 in both axes: the family's dw3 kernel runs it. */
+/* True when the layer is 2-D: depth 1, no padding along it (what the plane kernels take). */
+static bool mps_dw_2d(const struct mps_cpu_window3 *w)
+{
+    return w->in[0] == 1 && w->out[0] == 1 && w->k[0] == 1 && w->pb[0] == 0;
+}
+
+/* The 2-D window of a depthwise layer as the plane kernels take it. */
+static struct mps_dwk_geom mps_dwk_geom_of(const struct mps_cpu_window3 *w)
+{
+    return (struct mps_dwk_geom){.h = w->in[1], .w = w->in[2], .pt = w->pb[1], .pl = w->pb[2], .out_h = w->out[1],
+                                 .out_w = w->out[2], .kh = (int)w->k[1], .kw = (int)w->k[2], .sh = (int)w->s[1],
+                                 .sw = (int)w->s[2], .dh = (int)w->d[1], .dw = (int)w->d[2]};
+}
+
+/* True when the layer is 2-D, the kernel 3x3, undilated, stride 1 or 2 in
+   both axes: the family's dw3 kernel runs it. */
 static bool mps_dw3_applies(const struct mps_cpu_window3 *w)
 {
-    return w->in[0] == 1 && w->out[0] == 1 && w->pb[0] == 0 && w->k[0] == 1 && w->k[1] == 3 && w->k[2] == 3 &&
-           w->d[1] == 1 && w->d[2] == 1 && w->s[1] == w->s[2] && (w->s[2] == 1 || w->s[2] == 2);
+    return mps_dw_2d(w) && w->k[1] == 3 && w->k[2] == 3 && w->d[1] == 1 && w->d[2] == 1 && w->s[1] == w->s[2] &&
+           (w->s[2] == 1 || w->s[2] == 2);
 }
 
 /* One output plane (batch * channel) per item: a 3x3 layer on the family's
@@ -289,10 +303,8 @@ static void mps_conv_depthwise_planes(void *ctx, int64_t begin, int64_t end)
                              .out_w = w->out[2], .s = (int)w->s[2]};
     /* other 2-D windows on the family's general plane kernel (mobilenet_v3's 5x5,
        LR-ASPP's dilated ones: the loop below took 8 times onnxruntime's time) */
-    struct mps_dwk_geom gk = {.h = w->in[1], .w = w->in[2], .pt = w->pb[1], .pl = w->pb[2], .out_h = w->out[1],
-                              .out_w = w->out[2], .kh = (int)w->k[1], .kw = (int)w->k[2], .sh = (int)w->s[1],
-                              .sw = (int)w->s[2], .dh = (int)w->d[1], .dw = (int)w->d[2]};
-    bool dwk = !dw3 && w->in[0] == 1 && w->out[0] == 1 && w->k[0] == 1 && w->pb[0] == 0 && (gk.sw == 1 || gk.sw == 2);
+    struct mps_dwk_geom gk = mps_dwk_geom_of(w);
+    bool dwk = !dw3 && mps_dw_2d(w) && (gk.sw == 1 || gk.sw == 2);
     for (int64_t p = begin, run; p < end; p += run) {
         int64_t b = p / q->m, m = p % q->m, c = m / per_group;
         const float *xc = jb->x + (b * q->c + c) * q->in_plane, *k = jb->w + m * q->taps;
@@ -317,14 +329,6 @@ static void mps_conv_depthwise_planes(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-/* The 2-D window of a depthwise layer as the plane kernels take it. */
-static struct mps_dwk_geom mps_dwk_geom_of(const struct mps_cpu_window3 *w)
-{
-    return (struct mps_dwk_geom){.h = w->in[1], .w = w->in[2], .pt = w->pb[1], .pl = w->pb[2], .out_h = w->out[1],
-                                 .out_w = w->out[2], .kh = (int)w->k[1], .kw = (int)w->k[2], .sh = (int)w->s[1],
-                                 .sw = (int)w->s[2], .dh = (int)w->d[1], .dw = (int)w->d[2]};
-}
-
 /* Whether the family's dwb runs the layer: 2-D, one input channel a group and
    as many output channels, in whole blocks of MPS_DWB_PLANES, output rows
    under MPS_DWB_WIDE. Wider rows stay on dw3 and dwk, which fill their
@@ -335,8 +339,8 @@ enum { MPS_DWB_WIDE = 64 };
 static bool mps_dwb_applies(const struct mps_conv_geom *q, const struct mps_ukernels *uk)
 {
     const struct mps_cpu_window3 *w = &q->w;
-    return uk->dwb && q->c == q->m && q->g == q->c && q->m % MPS_DWB_PLANES == 0 && w->in[0] == 1 &&
-           w->out[0] == 1 && w->k[0] == 1 && w->pb[0] == 0 && w->out[2] < MPS_DWB_WIDE;
+    return uk->dwb && q->c == q->m && q->g == q->c && q->m % MPS_DWB_PLANES == 0 && mps_dw_2d(w) &&
+           w->out[2] < MPS_DWB_WIDE;
 }
 
 /* Blocks of MPS_DWB_PLANES output planes per item on the family's dwb (the

@@ -299,6 +299,30 @@ static inline void mps_direct_run_tile(const struct mps_direct_job *jb, const fl
         jb->uk->conv(d->k, w, x + tl->v, jb->off, yt, plane, rows, tl->keep, &e);
 }
 
+/* What the tiles' stores left out (a residual, an activation they have not),
+   for the outputs of tiles [t0, t1) and channels [m0, m1): once a channel
+   over one run of its plane (a tile's channel at a time was 32 calls of 7
+   floats a transposed tile on 14x14). The run is the band's tiles that keep
+   a column: the plane's last conv tile may keep none. */
+static void mps_direct_leftover(const struct mps_direct_job *jb, float *y, int64_t t0, int64_t t1, int64_t m0,
+                                int64_t m1)
+{
+    while (t0 < t1 && !jb->tiles[t0].keep)
+        t0++;
+    while (t1 > t0 && !jb->tiles[t1 - 1].keep)
+        t1--;
+    if (t0 == t1)
+        return;
+    int64_t at = jb->tiles[t0].at, n = jb->tiles[t1 - 1].at + __builtin_popcountll(jb->tiles[t1 - 1].keep) - at;
+    for (int64_t m = m0; m < m1; m++) {
+        float *ym = y + m * jb->q->out_plane + at;
+        if (jb->res)
+            mps_cpu_add_act(jb->act, ym, jb->res + (ym - jb->y), n);
+        else
+            mps_cpu_act_inplace(jb->act, ym, n);
+    }
+}
+
 static void mps_direct_units(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_direct_job *jb = ctx;
@@ -328,23 +352,8 @@ static void mps_direct_units(void *ctx, int64_t begin, int64_t end)
             for (int64_t p = m0; p < m1; p += mr)
                 for (int64_t t = t0; t < t1; t++)
                     mps_direct_run_tile(jb, x, y, gi, t, p, (int)(m1 - p < mr ? m1 - p : mr));
-        /* what the tiles' stores leave out (a residual, an activation they have not):
-           once a channel over the unit's outputs, one run of its plane (a tile's
-           channel at a time was 32 calls of 7 floats a transposed tile on 14x14) */
-        int64_t ta = t0, tz = t1; /* the band's tiles that keep a column (the plane's last may not) */
-        while (ta < tz && !jb->tiles[ta].keep)
-            ta++;
-        while (tz > ta && !jb->tiles[tz - 1].keep)
-            tz--;
-        int64_t at = ta < tz ? jb->tiles[ta].at : 0;
-        int64_t n = ta < tz ? jb->tiles[tz - 1].at + __builtin_popcountll(jb->tiles[tz - 1].keep) - at : 0;
-        for (int64_t m = m0; jb->act && n > 0 && m < m1; m++) {
-            float *ym = y + m * q->out_plane + at;
-            if (jb->res)
-                mps_cpu_add_act(jb->act, ym, jb->res + (ym - jb->y), n);
-            else
-                mps_cpu_act_inplace(jb->act, ym, n);
-        }
+        if (jb->act)
+            mps_direct_leftover(jb, y, t0, t1, m0, m1);
     }
 }
 

@@ -732,12 +732,6 @@ static inline __m512 mps_avx512_nanmax(__m512 a, __m512 b)
     return _mm512_mask_mov_ps(_mm512_max_ps(a, b), _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), a);
 }
 
-/* The 2x2 stride-2 window without pads (the small CNNs' pool), straight
-   from the two input rows: their maximum, then the even and odd columns'
-   (vpermt2ps), sixteen outputs a step. On rows of 7 and 14 outputs this
-   beat both the row on the stack and the C loops (fashion_cnn's two pools
-   at batch 8, single layers: 32x14x14 0.0069 -> 0.0049 ms, 16x28x28
-   0.0089 -> 0.0045). */
 /* mps_avx512_maxpool2 on rows of n <= 8 outputs: output rows oh and oh + 1
    in one step (they lie together in y), each the maximum down its two
    input rows (2n columns, a masked load each), then of the even and odd
@@ -761,6 +755,12 @@ static void mps_avx512_maxpool2_pairs(const struct mps_maxpool_geom *g, const fl
     }
 }
 
+/* The 2x2 stride-2 window without pads (the small CNNs' pool), straight
+   from the two input rows: their maximum, then the even and odd columns'
+   (vpermt2ps), sixteen outputs a step. On rows of 7 and 14 outputs this
+   beat both the row on the stack and the C loops (fashion_cnn's two pools
+   at batch 8, single layers: 32x14x14 0.0069 -> 0.0049 ms, 16x28x28
+   0.0089 -> 0.0045). Rows of 8 outputs or fewer: mps_avx512_maxpool2_pairs. */
 static void mps_avx512_maxpool2(const struct mps_maxpool_geom *g, const float *x, float *y)
 {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
