@@ -27,6 +27,7 @@ enum {
     MPS_DIRECT_NR = 32,                /* the widest: the slack after a copy, the in-place rule */
     MPS_DIRECT_COPY_BYTES = 8 << 20,   /* the copies of one job's items share this (or hold one item) */
     MPS_DIRECT_BAND_BYTES = 256 << 10, /* B's columns a unit reads, so that they stay in L2 over W's panels */
+    MPS_DIRECT_W_BYTES = 512 << 10,    /* W's rows a unit reads again for each few tiles: they stay in L2 */
     MPS_DIRECT_L1_BYTES = 32 << 10,    /* tiles' columns of B that stay in L1 over W's panels */
     MPS_DIRECT_SUB = 16,               /* and at most so many tiles */
 };
@@ -392,10 +393,16 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
     /* the input rows one tile reads: each channel's kernel rows, nr and the kernel's width long */
     int64_t tile_l1 = d.cg * q->w.k[1] * (width + q->w.k[2]) * (int64_t)sizeof(float);
     jb.sub = MPS_DIRECT_L1_BYTES / tile_l1 < MPS_DIRECT_SUB ? MPS_DIRECT_L1_BYTES / tile_l1 : MPS_DIRECT_SUB;
+    /* with tiles in L1 (sub) it is W's part that a unit streams again for each
+       few tiles: parts of it that stay in L2, and one band (squeezenet1_1's
+       classifier, 512 -> 1000 on 13x13: two bands of 1 MB of W from L3,
+       0.393 ms; one band of four 512 KB parts, 0.375) */
+    int64_t w_parts = (d.mg * d.k * (int64_t)sizeof(float) + MPS_DIRECT_W_BYTES - 1) / MPS_DIRECT_W_BYTES;
     for (int64_t first = 0; first < q->n * q->g; first += chunk) {
         int64_t count = q->n * q->g - first < chunk ? q->n * q->g - first : chunk;
-        int64_t bands = (d.tiles + fits - 1) / fits, parts = 1, want = 2 * threads;
-        if (split_w && count * bands < want)
+        int64_t bands = jb.sub ? 1 : (d.tiles + fits - 1) / fits, want = 2 * threads;
+        int64_t parts = jb.sub ? (w_parts < m_panels ? w_parts : m_panels) : 1;
+        if (split_w && count * bands * parts < want)
             parts = (want + count * bands - 1) / (count * bands) < m_panels
                         ? (want + count * bands - 1) / (count * bands)
                         : m_panels;
