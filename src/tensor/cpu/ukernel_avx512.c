@@ -18,21 +18,43 @@ static inline __mmask16 mps_avx512_mask(int n)
     return (__mmask16)(n >= 16 ? 0xffffu : n <= 0 ? 0u : (1u << n) - 1u);
 }
 
-/* The activation of the epilogue: the clamp, then the slope, then HardSwish. */
-static inline __m512 mps_avx512_act(__m512 acc, const struct mps_tile_epi *e)
+/* The activation of the epilogue from its constants: the clamp to [lo, hi],
+   then the slope below zero, then HardSwish. */
+struct mps_avx512_actc {
+    __m512 lo, hi, slope;
+    bool clamp, leaky, hswish;
+};
+
+static inline struct mps_avx512_actc mps_avx512_actc_of(const struct mps_tile_epi *e)
 {
-    if (e->lo > -INFINITY || e->hi < INFINITY) /* acc second: max and min return it when it is NaN */
-        acc = _mm512_min_ps(_mm512_set1_ps(e->hi), _mm512_max_ps(_mm512_set1_ps(e->lo), acc));
-    if (e->slope != 1.0f) {
+    return (struct mps_avx512_actc){.lo = _mm512_set1_ps(e->lo),
+                                    .hi = _mm512_set1_ps(e->hi),
+                                    .slope = _mm512_set1_ps(e->slope),
+                                    .clamp = e->lo > -INFINITY || e->hi < INFINITY,
+                                    .leaky = e->slope != 1.0f,
+                                    .hswish = e->hswish};
+}
+
+static inline __m512 mps_avx512_actc(__m512 acc, const struct mps_avx512_actc *a)
+{
+    if (a->clamp) /* acc second: max and min return it when it is NaN */
+        acc = _mm512_min_ps(a->hi, _mm512_max_ps(a->lo, acc));
+    if (a->leaky) {
         __mmask16 neg = _mm512_cmp_ps_mask(acc, _mm512_setzero_ps(), _CMP_LT_OQ);
-        acc = _mm512_mask_mul_ps(acc, neg, acc, _mm512_set1_ps(e->slope));
+        acc = _mm512_mask_mul_ps(acc, neg, acc, a->slope);
     }
-    if (e->hswish) { /* t is NaN only where acc is: the product is NaN whatever min and max made of t */
+    if (a->hswish) { /* t is NaN only where acc is: the product is NaN whatever min and max made of t */
         __m512 t = _mm512_add_ps(_mm512_div_ps(acc, _mm512_set1_ps(6.0f)), _mm512_set1_ps(0.5f));
         t = _mm512_max_ps(_mm512_min_ps(t, _mm512_set1_ps(1.0f)), _mm512_setzero_ps());
         acc = _mm512_mul_ps(acc, t);
     }
     return acc;
+}
+
+static inline __m512 mps_avx512_act(__m512 acc, const struct mps_tile_epi *e)
+{
+    struct mps_avx512_actc a = mps_avx512_actc_of(e);
+    return mps_avx512_actc(acc, &a);
 }
 
 /* Stores acc (lanes [0, n) of columns c0..) of one row, applying the flags. */
@@ -68,24 +90,57 @@ __attribute__((noinline)) static void mps_avx512_keep_res(float *c, __m512 lo, _
     _mm512_mask_storeu_ps(c + n0, mps_avx512_mask(n1), mps_avx512_act(hi, e));
 }
 
+/* What the direct convolution's row stores of a tile share, worked out once
+   a tile and kept in registers: the activation's constants and the kept
+   columns' masks (per row they were loaded again after every store, which
+   might have changed them: on squeezenet1_1's stem, k = 27, the store was
+   a third as long as the products). */
+struct mps_avx512_keepv {
+    const struct mps_tile_epi *e;
+    struct mps_avx512_actc act;
+    __mmask16 k0, k1, m0, m1;
+    int n0;
+    bool all; /* every column kept: plain stores */
+};
+
+static inline struct mps_avx512_keepv mps_avx512_keepv_of(uint64_t keep, const struct mps_tile_epi *e)
+{
+    __mmask16 k0 = (__mmask16)(keep & 0xffffu), k1 = (__mmask16)(keep >> 16 & 0xffffu);
+    int n0 = __builtin_popcount(k0);
+    return (struct mps_avx512_keepv){.e = e,
+                                     .act = mps_avx512_actc_of(e),
+                                     .k0 = k0,
+                                     .k1 = k1,
+                                     .m0 = mps_avx512_mask(n0),
+                                     .m1 = mps_avx512_mask(__builtin_popcount(k1)),
+                                     .n0 = n0,
+                                     .all = (keep & 0xffffffffu) == 0xffffffffu};
+}
+
 /* The direct convolution's store of one row (ukernels.h): the epilogue (bias
    a row, activation), then the kept columns packed together from c; with a
    residual, mps_avx512_keep_res after the bias. */
-static inline void mps_avx512_keep(float *c, __m512 lo, __m512 hi, uint64_t keep, const struct mps_tile_epi *e, int r)
+__attribute__((always_inline)) static inline void mps_avx512_keep(float *c, __m512 lo, __m512 hi,
+                                                                  const struct mps_avx512_keepv *v, int r)
 {
+    const struct mps_tile_epi *e = v->e;
     if (e->bias) {
         lo = _mm512_add_ps(lo, _mm512_set1_ps(e->bias[r]));
         hi = _mm512_add_ps(hi, _mm512_set1_ps(e->bias[r]));
     }
     if (__builtin_expect(e->res != NULL, 0)) {
-        mps_avx512_keep_res(c, lo, hi, keep, e, r);
+        mps_avx512_keep_res(c, lo, hi, (uint64_t)v->k1 << 16 | v->k0, e, r);
         return;
     }
-    __mmask16 k0 = (__mmask16)(keep & 0xffffu), k1 = (__mmask16)(keep >> 16 & 0xffffu);
-    int n0 = __builtin_popcount(k0);
-    _mm512_mask_storeu_ps(c, mps_avx512_mask(n0), _mm512_maskz_compress_ps(k0, mps_avx512_act(lo, e)));
-    _mm512_mask_storeu_ps(c + n0, mps_avx512_mask(__builtin_popcount(k1)),
-                          _mm512_maskz_compress_ps(k1, mps_avx512_act(hi, e)));
+    lo = mps_avx512_actc(lo, &v->act);
+    hi = mps_avx512_actc(hi, &v->act);
+    if (v->all) {
+        _mm512_storeu_ps(c, lo);
+        _mm512_storeu_ps(c + 16, hi);
+        return;
+    }
+    _mm512_mask_storeu_ps(c, v->m0, _mm512_maskz_compress_ps(v->k0, lo));
+    _mm512_mask_storeu_ps(c + v->n0, v->m1, _mm512_maskz_compress_ps(v->k1, hi));
 }
 
 /* Row kk of a tile's B panel: packed (the GEMM: nr floats a row, one after
@@ -114,7 +169,10 @@ static inline void mps_avx512_keep(float *c, __m512 lo, __m512 hi, uint64_t keep
     }
 #define MPS_AVX512_KEEP(R, r)                                                                                          \
     if (R > r)                                                                                                         \
-        mps_avx512_keep(c + r * ldc, lo##r, hi##r, cols, e, r);
+        mps_avx512_keep(c + r * ldc, lo##r, hi##r, &kv, r);
+/* What a tile's stores work out first (STORE##_PREP). */
+#define MPS_AVX512_STORE_PREP
+#define MPS_AVX512_KEEP_PREP const struct mps_avx512_keepv kv = mps_avx512_keepv_of(cols, e);
 #define MPS_AVX512_TILE(NAME, ROW, STORE, COLS, LDA, KS, R)                                                           \
     static void NAME##R(int64_t k, const float *a, int64_t lda, const float *b, const int32_t *off, float *c,         \
                         int64_t ldc, COLS cols, int flags, const struct mps_tile_epi *e)                               \
@@ -131,6 +189,7 @@ static inline void mps_avx512_keep(float *c, __m512 lo, __m512 hi, uint64_t keep
             MPS_AVX512_FMA(R, 1) MPS_AVX512_FMA(R, 2) MPS_AVX512_FMA(R, 3) MPS_AVX512_FMA(R, 4) MPS_AVX512_FMA(R, 5)   \
                 MPS_AVX512_FMA(R, 6) MPS_AVX512_FMA(R, 7)                                                              \
         }                                                                                                              \
+        STORE##_PREP                                                                                                   \
         STORE(R, 0) STORE(R, 1) STORE(R, 2) STORE(R, 3) STORE(R, 4) STORE(R, 5) STORE(R, 6) STORE(R, 7)                \
     }
 
@@ -169,6 +228,7 @@ static inline void mps_avx512_keep(float *c, __m512 lo, __m512 hi, uint64_t keep
             __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16);                                            \
             MPS_AVX512_FMA(R, 0) MPS_AVX512_FMA(R, 1) MPS_AVX512_FMA(R, 2)                                             \
         }                                                                                                              \
+        STORE##_PREP                                                                                                   \
         STORE(R, 0) STORE(R, 1) STORE(R, 2)                                                                            \
     }
 
@@ -202,6 +262,7 @@ static inline void mps_avx512_keep(float *c, __m512 lo, __m512 hi, uint64_t keep
         }                                                                                                              \
         __m512 lo0 = _mm512_add_ps(_mm512_add_ps(l0, l1), _mm512_add_ps(l2, l3));                                      \
         __m512 hi0 = _mm512_add_ps(_mm512_add_ps(h0, h1), _mm512_add_ps(h2, h3));                                      \
+        STORE##_PREP                                                                                                   \
         STORE(1, 0)                                                                                                    \
     }
 
