@@ -34,6 +34,12 @@ static inline void mps_pool_relax(void)
 #endif
 }
 
+/* A thread's share of a job's items: [next, end) are unclaimed. */
+struct mps_pool_range {
+    _Alignas(64) atomic_int_fast64_t next;
+    int64_t end;
+};
+
 struct mps_pool {
     int n_threads; /* including the caller */
     void (*after)(void); /* NULL, or what a worker calls after its part of each job (mps_pool_after) */
@@ -48,8 +54,8 @@ struct mps_pool {
     /* the current job */
     mps_pool_fn fn;
     void *ctx;
-    int64_t n, chunk;
-    atomic_int_fast64_t next; /* next unclaimed item */
+    int64_t chunk;
+    struct mps_pool_range *ranges; /* [n_threads]: thread t's share of the items */
 };
 
 int mps_pool_cores(void)
@@ -74,14 +80,18 @@ int mps_pool_self(const struct mps_pool *p)
     return p && mps_pool_mine == p ? mps_pool_index : 0;
 }
 
-static void mps_pool_work(struct mps_pool *p)
+/* Thread self's own share first, chunk by chunk, then what is left of the
+   others'. */
+static void mps_pool_work(struct mps_pool *p, int self)
 {
-    for (;;) {
-        int64_t b = atomic_fetch_add(&p->next, p->chunk);
-        if (b >= p->n)
-            return;
-        int64_t e = b + p->chunk < p->n ? b + p->chunk : p->n;
-        p->fn(p->ctx, b, e);
+    for (int i = 0; i < p->n_threads; i++) {
+        struct mps_pool_range *r = &p->ranges[(self + i) % p->n_threads];
+        for (;;) {
+            int64_t b = atomic_fetch_add(&r->next, p->chunk);
+            if (b >= r->end)
+                break;
+            p->fn(p->ctx, b, b + p->chunk < r->end ? b + p->chunk : r->end);
+        }
     }
 }
 
@@ -119,7 +129,7 @@ static void *mps_pool_main(void *arg)
         if (atomic_load(&p->stop))
             return NULL;
         seen = atomic_load(&p->generation);
-        mps_pool_work(p);
+        mps_pool_work(p, start.index);
         if (p->after)
             p->after();
         if (atomic_fetch_sub(&p->running, 1) == 1) { /* the last one out wakes the caller */
@@ -142,14 +152,14 @@ enum mps_status mps_pool_new(int threads, struct mps_pool **pool, struct mps_err
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->idle, NULL);
-    atomic_init(&p->next, 0);
     atomic_init(&p->generation, 0);
     atomic_init(&p->resting, UINT64_MAX);
     atomic_init(&p->running, 0);
     atomic_init(&p->stop, false);
     if (threads > 1) {
         p->workers = calloc((size_t)threads - 1, sizeof *p->workers);
-        if (!p->workers) {
+        p->ranges = aligned_alloc(64, sizeof *p->ranges * (size_t)threads);
+        if (!p->workers || !p->ranges) {
             mps_pool_free(p);
             return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
         }
@@ -183,6 +193,7 @@ void mps_pool_free(struct mps_pool *p)
     pthread_cond_destroy(&p->idle);
     pthread_mutex_destroy(&p->lock);
     free(p->workers);
+    free(p->ranges);
     free(p);
 }
 
@@ -220,15 +231,17 @@ void mps_pool_for(struct mps_pool *p, int64_t n, int64_t cost, mps_pool_fn fn, v
         chunk = min_chunk;
     p->fn = fn;
     p->ctx = ctx;
-    p->n = n;
     p->chunk = chunk;
-    atomic_store(&p->next, 0);
+    for (int t = 0; t < p->n_threads; t++) {
+        atomic_store(&p->ranges[t].next, n * t / p->n_threads);
+        p->ranges[t].end = n * (t + 1) / p->n_threads;
+    }
     atomic_store(&p->running, p->n_threads - 1);
     pthread_mutex_lock(&p->lock);
     atomic_fetch_add(&p->generation, 1);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
-    mps_pool_work(p);
+    mps_pool_work(p, 0);
     int64_t until = mps_pool_now_ns() + MPS_POOL_SPIN_NS;
     for (int i = 0; atomic_load(&p->running) > 0; i++) {
         if ((i & 63) == 63 && mps_pool_now_ns() > until) {

@@ -8,8 +8,11 @@
 
    cost is the work of one item in rough scalar operations: a job too small
    to repay waking a thread runs inline, and chunks are never smaller than
-   MPS_POOL_GRAIN operations. The calling thread takes chunks too, and
-   spins briefly for the others to finish before it sleeps. One job at a
+   MPS_POOL_GRAIN operations. Thread t (the caller is 0) first works
+   through the t-th of threads equal shares of [0, n), then takes what is
+   left of the others': jobs split alike give each thread the same part of
+   the data node after node, which its cache still holds. The calling
+   thread spins briefly for the others to finish before it sleeps. One job at a
    time per pool: a pool belongs to one plan, and a plan is run by one
    thread at a time. */
 #ifndef MPS_POOL_H
