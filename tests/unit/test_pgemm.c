@@ -31,9 +31,12 @@
    in a row may change. The transposed tile (convt) likewise: 1 .. mt
    positions read at scattered offsets of a fenced buffer, 1 .. nr
    channels, each epilogue and a NaN; nothing past the positions or the
-   channels may change. `test_pgemm neon` runs only the families whose
-   name contains "neon" (under an emulator, the others take long). */
+   channels may change. And the thread pool the products run on: each
+   item of a job done exactly once, 1 to 3 threads, the caller slowed on
+   its own share. `test_pgemm neon` runs only the families whose name
+   contains "neon" (under an emulator, the others take long). */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +45,7 @@
 
 #include "../../src/tensor/cpu/isa.h"
 #include "../../src/tensor/cpu/pgemm.h"
+#include "../../src/tensor/cpu/pool.h"
 #include "harness.h"
 
 enum th_epi { TH_NONE, TH_BIAS_ROWS, TH_BIAS_COLS, TH_RES_RELU, TH_CLIP, TH_LEAKY, TH_HSWISH, TH_SIGMOID, TH_EPI_COUNT };
@@ -461,6 +465,57 @@ static void th_dw3_all(const struct mps_ukernels *uk)
             }
 }
 
+/* The pool (pool.h): every item of a job exactly once, whatever the split
+   between its threads' shares, chunks within [0, n), each thread's index
+   in range; one thread slowed on its share leaves the rest to the others. */
+struct th_pool_job {
+    _Atomic int *seen;
+    int64_t n;
+    int threads;
+    _Atomic int bad;
+    struct mps_pool *pool;
+};
+
+static void th_pool_body(void *ctx, int64_t b, int64_t e)
+{
+    struct th_pool_job *j = ctx;
+    int self = mps_pool_self(j->pool);
+    if (b < 0 || e > j->n || b >= e || self < 0 || self >= j->threads)
+        atomic_fetch_add(&j->bad, 1);
+    for (int64_t i = b; i < e && i >= 0 && i < j->n; i++)
+        atomic_fetch_add(&j->seen[i], 1);
+    if (self == 0 && b == 0) /* the caller slow on its first chunk */
+        for (volatile int spin = 0; spin < 200000; spin++)
+            ;
+}
+
+static void th_pool_all(struct mps_pool **pools, int n_pools)
+{
+    static const int64_t sizes[] = {1, 2, 3, 5, 7, 8, 63, 64, 1000};
+    for (int t = 0; t < n_pools; t++)
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            int64_t n = sizes[s];
+            struct th_pool_job j = {.seen = calloc((size_t)n, sizeof(_Atomic int)),
+                                    .n = n,
+                                    .threads = mps_pool_threads(pools[t]),
+                                    .pool = pools[t]};
+            if (!j.seen) {
+                th_fail("pool: no memory");
+                return;
+            }
+            mps_pool_for(pools[t], n, MPS_POOL_GRAIN, th_pool_body, &j); /* a chunk an item */
+            int64_t wrong = 0;
+            for (int64_t i = 0; i < n; i++)
+                wrong += atomic_load(&j.seen[i]) != 1;
+            if (wrong || atomic_load(&j.bad))
+                th_fail("pool of %d threads, %lld items: %lld items not done exactly once, %d bad chunks", j.threads,
+                        (long long)n, (long long)wrong, atomic_load(&j.bad));
+            else
+                th_pass("pool of %d threads, %lld items: each done once", j.threads, (long long)n);
+            free(j.seen);
+        }
+}
+
 int main(int argc, char **argv)
 {
     const struct mps_ukernels *const *all;
@@ -473,6 +528,7 @@ int main(int argc, char **argv)
             th_fail("pool of %d threads: %s", t + 1, err.msg);
             return th_summary();
         }
+    th_pool_all(pools, 3);
     for (int f = 0; f < n_all; f++) {
         const struct mps_ukernels *uk = all[f];
         if (argc > 1 && !strstr(uk->name, argv[1]))
