@@ -1188,6 +1188,100 @@ static void test_conv_residual(const struct mps_backend *const *backends, int n_
     }
 }
 
+/* A Conv whose output only a MaxPool reads: the cpu pools each band of the
+   Conv's rows as it makes them (cpu.c), on the conv tile (its columns cut
+   at the bands' rows) and the transposed tile, after a stride-2 conv (the
+   phase copy), with the Conv's Relu or Clip; a window clipped at the bottom
+   (ceil_mode), batches and bands of rows; and the pools it leaves as they
+   are (3x3 stride 2 windows overlap down the rows; the Conv's output read
+   twice), computed right. Graph input x, output the MaxPool's (and the
+   Conv's, where it is read twice). */
+static void test_conv_pool(const struct mps_backend *const *backends, int n_backends)
+{
+    static const struct {
+        const char *name;
+        int64_t h, w, k, stride, pad, cin, cout, images;
+        int64_t pk, ps;  /* the pool's window and stride */
+        bool ceil, clip; /* ceil_mode; Clip(0, 6) for the Conv's Relu */
+        bool conv_output;
+    } rows[] = {
+        {"Conv+Relu -> MaxPool 2x2, 3x3 on 28x28 (the conv tile cut at the bands), 3 images", 28, 28, 3, 1, 1, 8, 24,
+         3, 2, 2, false, false, false},
+        {"Conv+Clip -> MaxPool 2x2, stride-2 conv on 30x29 (the phase copy)", 30, 29, 3, 2, 1, 5, 16, 1, 2, 2, false,
+         true, false},
+        {"Conv+Relu -> MaxPool 2x2 ceil_mode on 13x13 (the last window one row)", 13, 13, 3, 1, 1, 16, 32, 2, 2, 2,
+         true, false, false},
+        {"Conv+Relu -> MaxPool 2x2, 3x3 on 7x7 (the transposed tile)", 7, 7, 3, 1, 1, 64, 64, 2, 2, 2, false, false,
+         false},
+        {"Conv+Relu -> MaxPool 3x3 stride 2 (overlapping rows: not fused)", 23, 23, 3, 2, 0, 3, 16, 2, 3, 2, true,
+         false, false},
+        {"Conv+Relu -> MaxPool 2x2, the conv's output read twice (not fused)", 12, 12, 3, 1, 1, 4, 8, 1, 2, 2, false,
+         false, true},
+    };
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        struct mps_graph *g = mps_graph_new();
+        struct mps_error err = {{0}};
+        th_seed(rows[r].name);
+        int64_t ci = rows[r].cin, co = rows[r].cout;
+        struct mps_shape xs = {4, {rows[r].images, ci, rows[r].h, rows[r].w}}, ws = {4, {co, ci, rows[r].k, rows[r].k}};
+        union mps_op_params p, pp;
+        mps_op_params_default(MPS_OP_CONV, &p);
+        mps_op_params_default(MPS_OP_MAX_POOL, &pp);
+        for (int j = 0; j < 2; j++) {
+            p.conv.win.pad[j] = p.conv.win.pad[2 + j] = rows[r].pad;
+            p.conv.win.stride[j] = rows[r].stride;
+            pp.pool.win.kernel[j] = rows[r].pk;
+            pp.pool.win.stride[j] = rows[r].ps;
+        }
+        pp.pool.ceil_mode = rows[r].ceil;
+        p.conv.act = rows[r].clip ? (struct mps_fused_act){true, MPS_OP_CLIP, {.alpha = 0.0f, .beta = 6.0f}}
+                                  : (struct mps_fused_act){true, MPS_OP_RELU, {.alpha = 0.0f}};
+        int x = mps_graph_add_value(g, "x", MPS_F32, &xs);
+        int in[3] = {x, th_add_random_const(g, "w", &ws, -1, 1),
+                     th_add_random_const(g, "b", &(struct mps_shape){1, {co}}, -1, 1)};
+        int c = mps_graph_add_value(g, "c", MPS_F32, NULL), y = mps_graph_add_value(g, "y", MPS_F32, NULL);
+        mps_graph_add_input(g, x, &err);
+        mps_graph_add_node(g, MPS_OP_CONV, "conv", in, 3, &c, 1, &p, &err);
+        mps_graph_add_node(g, MPS_OP_MAX_POOL, "pool", &c, 1, &y, 1, &pp, &err);
+        mps_graph_add_output(g, y, &err);
+        if (rows[r].conv_output)
+            mps_graph_add_output(g, c, &err);
+        if (!th_check(mps_graph_sort(g, &err) == MPS_OK && mps_graph_infer(g, &err) == MPS_OK, "%s: graph %s",
+                      rows[r].name, err.msg)) {
+            mps_graph_free(g);
+            continue;
+        }
+        int64_t n = mps_shape_numel(&xs);
+        float *xd = th_alloc(MPS_F32, n);
+        for (int64_t e = 0; e < n; e++)
+            xd[e] = (float)th_uniform(-1, 1);
+        struct mps_tensor t = mps_tensor_make(MPS_F32, &xs, xd);
+        struct ref_tensor want[2];
+        th_ref_graph(g, &t, want);
+        for (int k = 0; k < n_backends; k++) {
+            struct mps_tensor got[2];
+            if (th_run(backends[k], g, &t, got, &err) != MPS_OK) {
+                th_fail("%s [%s]: %s", rows[r].name, backends[k]->name, err.msg);
+                continue;
+            }
+            for (int o = 0; o < g->n_outputs; o++) {
+                int64_t ny = ref_numel(&want[o].shape);
+                double *gd = calloc((size_t)ny + 1, sizeof *gd);
+                th_to_double(MPS_F32, got[o].data, ny, gd);
+                double e = th_nmse(gd, want[o].d, ny);
+                th_check(e <= 1e-9, "%s [%s]: output %d nmse %.2e (bound 1e-09)", rows[r].name, backends[k]->name, o,
+                         e);
+                free(gd);
+            }
+            th_free_tensors(got, g->n_outputs);
+        }
+        for (int o = 0; o < g->n_outputs; o++)
+            free(want[o].d);
+        free(xd);
+        mps_graph_free(g);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const struct mps_backend *backends[4];
@@ -1204,5 +1298,6 @@ int main(int argc, char **argv)
     test_maxpool_nan();
     test_conv_const_weights(backends, n_backends);
     test_conv_residual(backends, n_backends);
+    test_conv_pool(backends, n_backends);
     return th_summary();
 }

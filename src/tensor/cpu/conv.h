@@ -30,7 +30,9 @@ bool mps_direct_applies(const struct mps_conv_geom *q);
 /* Bytes of the compile-time data (the weights packed as A, each group's, and
    the offset of each of B's rows), written to dst unless dst is NULL. */
 size_t mps_direct_pack(const struct mps_conv_geom *q, const float *w, const struct mps_ukernels *uk, void *dst);
-size_t mps_direct_scratch(const struct mps_conv_geom *q);
+/* Scratch for the input's copies; with pool (a MaxPool it computes too,
+   mps_cpu_args.pool_out), each thread's band of output rows as well. */
+size_t mps_direct_scratch(const struct mps_conv_geom *q, const struct mps_maxpool_geom *pool, int threads);
 /* Runs it: y = act(W x + bias); data is what mps_direct_pack wrote. */
 void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q, const void *data);
 

@@ -30,6 +30,7 @@ enum {
     MPS_DIRECT_W_BYTES = 512 << 10,    /* W's rows a unit reads again for each few tiles: they stay in L2 */
     MPS_DIRECT_L1_BYTES = 32 << 10,    /* tiles' columns of B that stay in L1 over W's panels */
     MPS_DIRECT_SUB = 16,               /* and at most so many tiles */
+    MPS_DIRECT_POOL_BYTES = 256 << 10, /* a fused MaxPool's band of the Conv's rows, every channel: in L2 */
 };
 
 struct mps_direct {
@@ -129,10 +130,28 @@ static int64_t mps_direct_chunk(const struct mps_conv_geom *q, const struct mps_
     return total < fit ? total : fit;
 }
 
-size_t mps_direct_scratch(const struct mps_conv_geom *q)
+/* A fused MaxPool's pool rows a band: as many as make the Conv's rows they
+   read fit MPS_DIRECT_POOL_BYTES, at least one. */
+static int64_t mps_direct_pool_rows(const struct mps_conv_geom *q, const struct mps_maxpool_geom *pg)
+{
+    int64_t fit = MPS_DIRECT_POOL_BYTES / (int64_t)sizeof(float) / (q->m * q->w.out[2]);
+    return fit > pg->kh ? (fit - pg->kh) / pg->sh + 1 : 1;
+}
+
+/* Floats of a thread's band: every channel's Conv rows that rows pool rows read. */
+static int64_t mps_direct_band_floats(const struct mps_conv_geom *q, const struct mps_maxpool_geom *pg, int64_t rows)
+{
+    return (q->m * ((rows - 1) * pg->sh + pg->kh) * q->w.out[2] + 15) / 16 * 16;
+}
+
+size_t mps_direct_scratch(const struct mps_conv_geom *q, const struct mps_maxpool_geom *pool, int threads)
 {
     struct mps_direct d = mps_direct_of(q, NULL);
-    return d.in_place ? 0 : sizeof(float) * (size_t)(mps_direct_chunk(q, &d) * d.item) + 64;
+    size_t copies = d.in_place ? 0 : sizeof(float) * (size_t)(mps_direct_chunk(q, &d) * d.item) + 64;
+    if (!pool)
+        return copies;
+    int64_t band = mps_direct_band_floats(q, pool, mps_direct_pool_rows(q, pool));
+    return (copies + 63) / 64 * 64 + sizeof(float) * (size_t)(threads * band) + 64;
 }
 
 /* A tile of nr virtual positions from v: the columns it keeps (a bit each)
@@ -234,6 +253,12 @@ struct mps_direct_job {
     int64_t band, bands, parts, mstep; /* a unit: an item's band of tiles and part of W's rows */
     int64_t sub;                       /* tiles whose B sits in L1 while W's panels pass (0: panels outside) */
     bool copy_own;                     /* each unit is a whole item and copies its own input */
+    /* a fused MaxPool (mps_cpu_args.pool_out): units are bands of prows of its rows */
+    const struct mps_maxpool_geom *pg;
+    float *pooled;       /* its output */
+    float *band_rows;          /* each thread's band of the Conv's rows, band_floats apart */
+    int64_t prows, band_floats;
+    struct mps_pool *pool;
 };
 
 /* The copies of items' channels [begin, end) (item * channels + channel), phase plane by phase plane. */
@@ -281,16 +306,16 @@ static void mps_direct_copy(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-/* Tile t of an item of group gi (input x, output y) against W's panel of rows p. */
-static inline void mps_direct_run_tile(const struct mps_direct_job *jb, const float *x, float *y, int64_t gi, int64_t t,
-                                       int64_t p, int rows)
+/* Tile tl of an item of group gi (input x, output y, planes plane floats
+   apart) against W's panel of rows p. */
+static inline void mps_direct_run(const struct mps_direct_job *jb, const float *x, float *y, int64_t plane, int64_t gi,
+                                  const struct mps_direct_tile *tl, int64_t p, int rows)
 {
     const struct mps_direct *d = jb->d;
-    const struct mps_direct_tile *tl = &jb->tiles[t];
     const float *w = (const float *)(jb->w + jb->per * (size_t)gi) + p * d->k; /* W's panel of rows p .. */
     struct mps_tile_epi e = jb->epi;
     e.bias = jb->bias ? jb->bias + gi * d->mg + p : NULL;
-    int64_t plane = jb->q->out_plane, n = __builtin_popcountll(tl->keep);
+    int64_t n = __builtin_popcountll(tl->keep);
     float *yt = y + p * plane + tl->at;
     if (jb->res && !jb->act) /* the family's store adds it (conv_res), before the activation */
         e.res = jb->res + (yt - jb->y), e.ldr = plane;
@@ -298,6 +323,31 @@ static inline void mps_direct_run_tile(const struct mps_direct_job *jb, const fl
         jb->uk->convt(d->k, w, x + tl->v, jb->off, yt, plane, (int)n, rows, &e);
     else
         jb->uk->conv(d->k, w, x + tl->v, jb->off, yt, plane, rows, tl->keep, &e);
+}
+
+static inline void mps_direct_run_tile(const struct mps_direct_job *jb, const float *x, float *y, int64_t gi, int64_t t,
+                                       int64_t p, int rows)
+{
+    mps_direct_run(jb, x, y, jb->q->out_plane, gi, &jb->tiles[t], p, rows);
+}
+
+/* Tile t cut to the Conv's rows [r0, r1): the columns it keeps there, and
+   where they go in a band of those rows. */
+static struct mps_direct_tile mps_direct_band_tile(const struct mps_direct_job *jb, int64_t t, int64_t r0, int64_t r1)
+{
+    const struct mps_direct *d = jb->d;
+    struct mps_direct_tile tl = jb->tiles[t];
+    int64_t ow_n = jb->q->w.out[2];
+    if (!d->transposed) { /* a tile's columns run across rows: keep those of virtual positions in the band */
+        int64_t lo = r0 * d->pw - tl.v, hi = r1 * d->pw - tl.v, nr = jb->uk->nr;
+        lo = lo > 0 ? lo : 0;
+        hi = hi < nr ? hi : nr;
+        uint64_t below = lo >= 64 ? ~0ull : (1ull << lo) - 1, upto = hi >= 64 ? ~0ull : hi <= 0 ? 0 : (1ull << hi) - 1;
+        tl.at += __builtin_popcountll(tl.keep & below); /* the columns cut off before the band's first */
+        tl.keep &= upto & ~below;
+    }
+    tl.at -= r0 * ow_n;
+    return tl;
 }
 
 /* What the tiles' stores left out (a residual, an activation they have not),
@@ -358,6 +408,48 @@ static void mps_direct_units(void *ctx, int64_t begin, int64_t end)
     }
 }
 
+/* Units of a fused MaxPool: an item's band of prows pool rows, from the
+   Conv's rows they read, made into this thread's band (every channel, the
+   tile's store applying bias and activation) and pooled from there. */
+static void mps_direct_pool_units(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_direct_job *jb = ctx;
+    const struct mps_conv_geom *q = jb->q;
+    const struct mps_direct *d = jb->d;
+    const struct mps_maxpool_geom *pg = jb->pg;
+    int64_t mr = d->wstep, ow_n = q->w.out[2], nr = jb->uk->nr, bands = (pg->out_h + jb->prows - 1) / jb->prows;
+    int64_t per_row = (ow_n + jb->uk->mt - 1) / jb->uk->mt;
+    float *band = jb->band_rows + mps_pool_self(jb->pool) * jb->band_floats;
+    for (int64_t u = begin; u < end; u++) {
+        int64_t i = u / bands, it = jb->first + i, p0 = u % bands * jb->prows;
+        int64_t p1 = p0 + jb->prows < pg->out_h ? p0 + jb->prows : pg->out_h;
+        int64_t r0 = p0 * pg->sh - pg->pt, r1 = (p1 - 1) * pg->sh - pg->pt + pg->kh;
+        r0 = r0 > 0 ? r0 : 0;
+        r1 = r1 < q->w.out[1] ? r1 : q->w.out[1];
+        if (jb->copy_own)
+            mps_direct_copy(ctx, i * d->cg, (i + 1) * d->cg);
+        const float *x = jb->copy + i * d->item;
+        int64_t plane = (r1 - r0) * ow_n;
+        int64_t t0 = d->transposed ? r0 * per_row : r0 * d->pw / nr;
+        int64_t t1 = d->transposed ? r1 * per_row : (r1 * d->pw + nr - 1) / nr;
+        t1 = t1 < d->tiles ? t1 : d->tiles;
+        int64_t sub = jb->sub ? jb->sub : t1 - t0;
+        for (int64_t tb = t0; tb < t1; tb += sub)
+            for (int64_t p = 0; p < d->mg; p += mr)
+                for (int64_t t = tb; t < t1 && t < tb + sub; t++) {
+                    struct mps_direct_tile tl = mps_direct_band_tile(jb, t, r0, r1);
+                    if (tl.keep)
+                        mps_direct_run(jb, x, band, plane, 0, &tl, p, (int)(d->mg - p < mr ? d->mg - p : mr));
+                }
+        /* the pool rows p0 .. p1 read band rows from (p0 sh - pt) - r0 on: its pads above, if any */
+        struct mps_maxpool_geom g = *pg;
+        g.h = r1 - r0, g.pt = r0 - (p0 * pg->sh - pg->pt), g.out_h = p1 - p0;
+        float *y = jb->pooled + it * q->m * pg->out_h * pg->out_w + p0 * pg->out_w;
+        for (int64_t c = 0; c < q->m; c++)
+            jb->uk->maxpool(&g, band + c * plane, y + c * pg->out_h * pg->out_w);
+    }
+}
+
 void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q, const void *data)
 {
     const struct mps_ukernels *uk = a->uk;
@@ -398,8 +490,28 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
        classifier, 512 -> 1000 on 13x13: two bands of 1 MB of W from L3,
        0.393 ms; one band of four 512 KB parts, 0.375) */
     int64_t w_parts = (d.mg * d.k * (int64_t)sizeof(float) + MPS_DIRECT_W_BYTES - 1) / MPS_DIRECT_W_BYTES;
+    if (a->pool_geom) { /* a fused MaxPool: bands of its rows, at least two a thread */
+        jb.pg = a->pool_geom, jb.pooled = a->pool_out->data, jb.prows = mps_direct_pool_rows(q, jb.pg);
+        jb.band_floats = mps_direct_band_floats(q, jb.pg, jb.prows), jb.pool = a->pool;
+        size_t copies = d.in_place ? 0 : sizeof(float) * (size_t)(chunk * d.item) + 64;
+        jb.band_rows = (float *)(((uintptr_t)a->scratch + (copies + 63) / 64 * 64 + 63) & ~(uintptr_t)63);
+    }
     for (int64_t first = 0; first < q->n * q->g; first += chunk) {
         int64_t count = q->n * q->g - first < chunk ? q->n * q->g - first : chunk;
+        if (jb.pg) {
+            int64_t oh = jb.pg->out_h, want = 2 * threads, prows = jb.prows;
+            if (count * ((oh + prows - 1) / prows) < want) {
+                int64_t bands = (want + count - 1) / count < oh ? (want + count - 1) / count : oh;
+                prows = (oh + bands - 1) / bands;
+            }
+            jb.first = first, jb.copy_own = prows >= oh;
+            jb.prows = prows;
+            if (!jb.copy_own)
+                mps_pool_for(a->pool, count * d.cg, d.uh * d.uw * d.plane, mps_direct_copy, &jb);
+            mps_pool_for(a->pool, count * ((oh + prows - 1) / prows), 2 * d.mg * prows * jb.pg->sw * q->w.out[2] * d.k,
+                         mps_direct_pool_units, &jb);
+            continue;
+        }
         int64_t bands = jb.sub ? 1 : (d.tiles + fits - 1) / fits, want = 2 * threads;
         int64_t parts = jb.sub ? (w_parts < m_panels ? w_parts : m_panels) : 1;
         if (split_w && count * bands * parts < want)

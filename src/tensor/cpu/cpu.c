@@ -164,6 +164,8 @@ struct mps_cpu_state {
     const void **packed;      /* per node: its part of packed_block, or NULL */
     int *writer;              /* per node: the node that computes it (itself, or the Conv before a residual Add) */
     int *res_add;             /* per node: the residual Add a Conv computes too, or -1 */
+    int *pool_after;          /* per node: the MaxPool a Conv computes too, or -1 */
+    struct mps_maxpool_geom *pool_geom; /* per node: that MaxPool's geometry */
 };
 
 /* Slots a node's kernel may read: optional inputs and outputs up to the op's maximum. */
@@ -188,6 +190,8 @@ static void mps_cpu_free(void *state)
     free(s->packed);
     free(s->writer);
     free(s->res_add);
+    free(s->pool_after);
+    free(s->pool_geom);
     free(s);
 }
 
@@ -271,6 +275,22 @@ static void mps_cpu_plan_residuals(struct mps_cpu_state *s)
     }
 }
 
+/* A Conv whose output only a MaxPool reads (squeezenet1_1's stem, the small
+   CNNs' Conv -> Relu -> MaxPool): the Conv pools each band of its rows as
+   soon as it has made it, and writes the MaxPool's output; the MaxPool does
+   nothing. Its rows never leave the cache: squeezenet1_1's stem wrote 25 MB
+   at batch 8 that its MaxPool then read back. */
+static void mps_cpu_plan_pools(struct mps_cpu_state *s)
+{
+    const struct mps_graph *g = s->g;
+    for (int k = 0; k < g->n_nodes; k++) {
+        s->pool_after[k] = -1;
+        int p = s->res_add[k] < 0 ? mps_cpu_conv_pool(g, &g->nodes[k], s->uk, &s->pool_geom[k]) : -1;
+        if (p >= 0 && s->writer[p] == p && s->writer[k] == k)
+            s->writer[p] = k, s->pool_after[k] = p;
+    }
+}
+
 static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct mps_compile_opts *opts, void **state,
                                        struct mps_error *err)
 {
@@ -294,11 +314,14 @@ static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct m
     int threads = opts->threads > 0 ? opts->threads : mps_pool_cores();
     s->writer = calloc((size_t)g->n_nodes + 1, sizeof *s->writer);
     s->res_add = calloc((size_t)g->n_nodes + 1, sizeof *s->res_add);
-    if (!s->writer || !s->res_add) {
+    s->pool_after = calloc((size_t)g->n_nodes + 1, sizeof *s->pool_after);
+    s->pool_geom = calloc((size_t)g->n_nodes + 1, sizeof *s->pool_geom);
+    if (!s->writer || !s->res_add || !s->pool_after || !s->pool_geom) {
         mps_cpu_free(s);
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     }
     mps_cpu_plan_residuals(s);
+    mps_cpu_plan_pools(s);
     struct mps_memplan mp;
     enum mps_status st = mps_memplan_build(g, 64, &(struct mps_memplan_opts){.writer = s->writer}, &mp, err);
     if (st) {
@@ -389,7 +412,7 @@ static enum mps_status mps_cpu_run_nodes(struct mps_cpu_state *s, const struct m
         const struct mps_node *n = &g->nodes[k];
         struct mps_tensor *t = s->slots + s->first_slot[k];
         int ins, outs;
-        if (s->writer[k] != k) { /* a residual Add its Conv computed */
+        if (s->writer[k] != k) { /* a residual Add or a MaxPool its Conv computed */
             if (node_ms)
                 node_ms[k] = 0;
             continue;
@@ -414,6 +437,8 @@ static enum mps_status mps_cpu_run_nodes(struct mps_cpu_state *s, const struct m
             args.res = s->vt[add->in[0] == n->out[0] ? add->in[1] : add->in[0]].data;
             args.res_act = mps_node_act(add);
         }
+        if (s->pool_after[k] >= 0) /* the Conv writes the MaxPool's output */
+            args.pool_out = &s->vt[g->nodes[s->pool_after[k]].out[0]], args.pool_geom = &s->pool_geom[k];
         double t0 = node_ms ? mps_cpu_now_ms() : 0;
         enum mps_status st = mps_cpu_kernels[n->op](&args, err);
         if (s->uk && s->uk->clean) /* the workers did after their part (mps_pool_after) */

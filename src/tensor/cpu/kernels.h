@@ -30,6 +30,12 @@ struct mps_cpu_args {
        Add's) and not the Conv's own; out[0] is the Add's output. NULL: none. */
     const float *res;
     const struct mps_fused_act *res_act;
+    /* A Conv that computes the MaxPool after it (cpu.c): pool_out is the
+       MaxPool's output, pooled by the family's plane kernel with pool_geom
+       from each band of the Conv's rows as soon as it is made; out[0], the
+       Conv's own output, is not written. NULL: none. */
+    struct mps_tensor *pool_out;
+    const struct mps_maxpool_geom *pool_geom;
 };
 
 typedef enum mps_status (*mps_cpu_kernel)(const struct mps_cpu_args *a, struct mps_error *err);
@@ -68,6 +74,14 @@ size_t mps_cpu_conv_pack(const struct mps_graph *g, const struct mps_node *n, co
 /* Whether the Conv n, run with uk, can take a residual (mps_cpu_args.res):
    a 2-D layer with constant weights (direct, Winograd or packed). */
 bool mps_cpu_conv_takes_residual(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk);
+/* The MaxPool node a Conv n computes too (mps_cpu_args.pool_out), or -1:
+   the only reader of a 2-D direct Conv's output (its activation in the
+   tile's store) is a MaxPool the family's plane kernel runs (geom set). */
+int mps_cpu_conv_pool(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                      struct mps_maxpool_geom *geom);
+/* Whether the family's plane kernel runs the MaxPool p (pooling.c), and its geometry. */
+bool mps_cpu_maxpool_plane(const struct mps_graph *g, const struct mps_node *p, const struct mps_ukernels *uk,
+                           struct mps_maxpool_geom *geom);
 /* The activation a Conv ends with: the Add's when it computes one, else its own. */
 const struct mps_fused_act *mps_cpu_conv_act(const struct mps_cpu_args *a);
 /* winograd.c: 3x3 stride-1 Conv as F(2x2, 3x3), weights transformed at compile.

@@ -208,6 +208,28 @@ static void mps_max_plane(const float *x, const struct mps_cpu_window3 *w, float
     }
 }
 
+/* Whether the family's plane kernel takes a MaxPool of window w (one the
+   plane path takes), and its geometry. */
+static bool mps_maxpool_family(const struct mps_cpu_window3 *w, const struct mps_ukernels *uk,
+                               struct mps_maxpool_geom *g)
+{
+    *g = (struct mps_maxpool_geom){.h = w->in[1], .w = w->in[2], .pt = w->pb[1], .pl = w->pb[2], .out_h = w->out[1],
+                                   .out_w = w->out[2], .kh = (int)w->k[1], .kw = (int)w->k[2], .sh = (int)w->s[1],
+                                   .sw = (int)w->s[2]};
+    return uk && uk->maxpool && (g->sw == 1 || g->sw == 2) && (g->out_w - 1) * g->sw + g->kw <= MPS_UMAXPOOL_SPAN;
+}
+
+bool mps_cpu_maxpool_plane(const struct mps_graph *g, const struct mps_node *p, const struct mps_ukernels *uk,
+                           struct mps_maxpool_geom *geom)
+{
+    if (p->op != MPS_OP_MAX_POOL || p->n_out != 1 || g->values[p->in[0]].shape.ndim != 4 ||
+        g->values[p->in[0]].dtype != MPS_F32 || g->values[p->out[0]].dtype != MPS_F32)
+        return false;
+    struct mps_cpu_window3 w =
+        mps_cpu_window3(&p->p.pool.win, &g->values[p->in[0]].shape, &g->values[p->out[0]].shape);
+    return mps_max_plane_applies(&w) && mps_maxpool_family(&w, uk, geom);
+}
+
 static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_pool_job *q = ctx;
@@ -226,11 +248,8 @@ static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)
        256 x 27x27 -> 13x13, 0.059 -> 0.034 ms; 64 x 14x14 -> 6x6 0.0051 ->
        0.0035; 32 x 15x15 stride 1 0.0065 -> 0.0033) */
     const struct mps_ukernels *uk = q->a->uk;
-    struct mps_maxpool_geom g = {.h = w->in[1], .w = w->in[2], .pt = w->pb[1], .pl = w->pb[2], .out_h = w->out[1],
-                                 .out_w = w->out[2], .kh = (int)w->k[1], .kw = (int)w->k[2], .sh = (int)w->s[1],
-                                 .sw = (int)w->s[2]};
-    bool family = plane && uk && uk->maxpool && (g.sw == 1 || g.sw == 2) &&
-                  (g.out_w - 1) * g.sw + g.kw <= MPS_UMAXPOOL_SPAN;
+    struct mps_maxpool_geom g;
+    bool family = plane && mps_maxpool_family(w, uk, &g);
     for (int64_t p = begin; p < end; p++) {
         const float *x = (const float *)q->a->in[0].data + p * in_plane;
         float *y = (float *)q->a->out[0].data + p * out_plane;
