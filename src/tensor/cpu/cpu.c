@@ -165,6 +165,7 @@ struct mps_cpu_state {
     int *writer;              /* per node: the node that computes it (itself, or the Conv before a residual Add) */
     int *res_add;             /* per node: the residual Add a Conv computes too, or -1 */
     int *pool_after;          /* per node: the MaxPool a Conv computes too, or -1 */
+    int *alias;               /* per value: the value whose bytes it is (a view, memplan.h), or -1 */
     struct mps_maxpool_geom *pool_geom; /* per node: that MaxPool's geometry */
 };
 
@@ -192,6 +193,7 @@ static void mps_cpu_free(void *state)
     free(s->res_add);
     free(s->pool_after);
     free(s->pool_geom);
+    free(s->alias);
     free(s);
 }
 
@@ -323,7 +325,8 @@ static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct m
     mps_cpu_plan_residuals(s);
     mps_cpu_plan_pools(s);
     struct mps_memplan mp;
-    enum mps_status st = mps_memplan_build(g, 64, &(struct mps_memplan_opts){.writer = s->writer}, &mp, err);
+    enum mps_status st =
+        mps_memplan_build(g, 64, &(struct mps_memplan_opts){.views = true, .writer = s->writer}, &mp, err);
     if (st) {
         mps_cpu_free(s);
         return st;
@@ -348,7 +351,8 @@ static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct m
     s->vt = calloc((size_t)g->n_values + 1, sizeof *s->vt);
     s->slots = calloc((size_t)n_slots + 1, sizeof *s->slots);
     s->first_slot = calloc((size_t)g->n_nodes + 1, sizeof *s->first_slot);
-    if ((bytes && !s->arena) || !s->vt || !s->slots || !s->first_slot) {
+    s->alias = calloc((size_t)g->n_values + 1, sizeof *s->alias);
+    if ((bytes && !s->arena) || !s->vt || !s->slots || !s->first_slot || !s->alias) {
         mps_memplan_free(&mp);
         mps_cpu_free(s);
         return mps_fail(err, MPS_ERR_RUNTIME, "cannot allocate %zu bytes for the activations", bytes);
@@ -359,7 +363,10 @@ static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct m
         const struct mps_value *val = &g->values[v];
         void *data = mp.offset[v] >= 0 ? (unsigned char *)s->arena + mp.offset[v] : (void *)val->data;
         s->vt[v] = mps_tensor_make(val->dtype, &val->shape, data);
+        s->alias[v] = mp.alias[v];
     }
+    for (int i = 0; i < g->n_outputs; i++) /* the caller's buffer: its view node copies into it */
+        s->alias[g->outputs[i]] = -1;
     mps_memplan_free(&mp);
     int slot = 0;
     for (int k = 0; k < g->n_nodes; k++) {
@@ -408,11 +415,15 @@ static enum mps_status mps_cpu_run_nodes(struct mps_cpu_state *s, const struct m
     for (int i = 0; i < g->n_outputs; i++)
         if (g->values[g->outputs[i]].producer >= 0)
             s->vt[g->outputs[i]].data = out[i].data;
+    for (int v = 0; v < g->n_values; v++) /* views: their root's bytes, where they are this run */
+        if (s->alias[v] >= 0)
+            s->vt[v].data = s->vt[s->alias[v]].data;
     for (int k = 0; k < g->n_nodes; k++) {
         const struct mps_node *n = &g->nodes[k];
         struct mps_tensor *t = s->slots + s->first_slot[k];
         int ins, outs;
-        if (s->writer[k] != k) { /* a residual Add or a MaxPool its Conv computed */
+        if (s->writer[k] != k || (n->n_out == 1 && s->alias[n->out[0]] >= 0)) {
+            /* a residual Add or a MaxPool its Conv computed; a view, its input's bytes */
             if (node_ms)
                 node_ms[k] = 0;
             continue;
