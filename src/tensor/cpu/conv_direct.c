@@ -421,7 +421,8 @@ static void mps_direct_pool_units(void *ctx, int64_t begin, int64_t end)
     int64_t per_row = (ow_n + jb->uk->mt - 1) / jb->uk->mt;
     float *band = jb->band_rows + mps_pool_self(jb->pool) * jb->band_floats;
     for (int64_t u = begin; u < end; u++) {
-        int64_t i = u / bands, it = jb->first + i, p0 = u % bands * jb->prows;
+        int64_t i = u / (bands * jb->parts), it = jb->first + i, p0 = u / jb->parts % bands * jb->prows;
+        int64_t m0 = u % jb->parts * jb->mstep, m1 = m0 + jb->mstep < d->mg ? m0 + jb->mstep : d->mg;
         int64_t p1 = p0 + jb->prows < pg->out_h ? p0 + jb->prows : pg->out_h;
         int64_t r0 = p0 * pg->sh - pg->pt, r1 = (p1 - 1) * pg->sh - pg->pt + pg->kh;
         r0 = r0 > 0 ? r0 : 0;
@@ -435,17 +436,17 @@ static void mps_direct_pool_units(void *ctx, int64_t begin, int64_t end)
         t1 = t1 < d->tiles ? t1 : d->tiles;
         int64_t sub = jb->sub ? jb->sub : t1 - t0;
         for (int64_t tb = t0; tb < t1; tb += sub)
-            for (int64_t p = 0; p < d->mg; p += mr)
+            for (int64_t p = m0; p < m1; p += mr)
                 for (int64_t t = tb; t < t1 && t < tb + sub; t++) {
                     struct mps_direct_tile tl = mps_direct_band_tile(jb, t, r0, r1);
                     if (tl.keep)
-                        mps_direct_run(jb, x, band, plane, 0, &tl, p, (int)(d->mg - p < mr ? d->mg - p : mr));
+                        mps_direct_run(jb, x, band, plane, 0, &tl, p, (int)(m1 - p < mr ? m1 - p : mr));
                 }
         /* the pool rows p0 .. p1 read band rows from (p0 sh - pt) - r0 on: its pads above, if any */
         struct mps_maxpool_geom g = *pg;
         g.h = r1 - r0, g.pt = r0 - (p0 * pg->sh - pg->pt), g.out_h = p1 - p0;
         float *y = jb->pooled + it * q->m * pg->out_h * pg->out_w + p0 * pg->out_w;
-        for (int64_t c = 0; c < q->m; c++)
+        for (int64_t c = m0; c < m1; c++)
             jb->uk->maxpool(&g, band + c * plane, y + c * pg->out_h * pg->out_w);
     }
 }
@@ -499,17 +500,24 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
     for (int64_t first = 0; first < q->n * q->g; first += chunk) {
         int64_t count = q->n * q->g - first < chunk ? q->n * q->g - first : chunk;
         if (jb.pg) {
-            int64_t oh = jb.pg->out_h, want = 2 * threads, prows = jb.prows;
-            if (count * ((oh + prows - 1) / prows) < want) {
-                int64_t bands = (want + count - 1) / count < oh ? (want + count - 1) / count : oh;
+            /* fewer items than two a thread: parts of W's rows where each thread can
+               have as many (whole rows, and no thread a band more: fashion_cnn's 7
+               pool rows at batch 1 went in bands of 2, 2, 2 and 1, one thread with 4
+               of them), else more bands */
+            int64_t oh = jb.pg->out_h, want = 2 * threads, prows = jb.prows, parts = 1;
+            if (count < want && m_panels % threads == 0 && count * m_panels >= threads)
+                parts = threads / count > 1 ? threads / count : 1;
+            if (count * parts * ((oh + prows - 1) / prows) < (parts > 1 ? threads : want)) {
+                int64_t bands = (want + count * parts - 1) / (count * parts);
+                bands = bands < oh ? bands : oh;
                 prows = (oh + bands - 1) / bands;
             }
-            jb.first = first, jb.copy_own = prows >= oh;
-            jb.prows = prows;
+            jb.mstep = (m_panels + parts - 1) / parts * d.wstep, jb.parts = (m_panels * d.wstep + jb.mstep - 1) / jb.mstep;
+            jb.first = first, jb.copy_own = prows >= oh && jb.parts == 1, jb.prows = prows;
+            int64_t units = count * ((oh + prows - 1) / prows) * jb.parts;
             if (!jb.copy_own)
                 mps_pool_for(a->pool, count * d.cg, d.uh * d.uw * d.plane, mps_direct_copy, &jb);
-            mps_pool_for(a->pool, count * ((oh + prows - 1) / prows), 2 * d.mg * prows * jb.pg->sw * q->w.out[2] * d.k,
-                         mps_direct_pool_units, &jb);
+            mps_pool_for(a->pool, units, 2 * jb.mstep * prows * jb.pg->sh * q->w.out[2] * d.k, mps_direct_pool_units, &jb);
             continue;
         }
         int64_t bands = jb.sub ? 1 : (d.tiles + fits - 1) / fits, want = 2 * threads;
