@@ -250,7 +250,7 @@ struct mps_direct_job {
     struct mps_tile_epi epi;
     const struct mps_fused_act *act;   /* what the tile's store does not apply, or NULL */
     int64_t first;                     /* the job's first item (image * groups + group) */
-    int64_t band, bands, parts, mstep; /* a unit: an item's band of tiles and part of W's rows */
+    int64_t bands, parts, mstep; /* a unit: an item's band of tiles and part of W's rows */
     int64_t sub;                       /* tiles whose B sits in L1 while W's panels pass (0: panels outside) */
     bool copy_own;                     /* each unit is a whole item and copies its own input */
     /* a fused MaxPool (mps_cpu_args.pool_out): units are bands of prows of its rows */
@@ -387,7 +387,7 @@ static void mps_direct_units(void *ctx, int64_t begin, int64_t end)
             mps_direct_copy(ctx, i * d->cg, (i + 1) * d->cg);
         const float *x = d->in_place ? jb->x + (bi * q->c + gi * d->cg) * q->in_plane : jb->copy + i * d->item;
         float *y = jb->y + (bi * q->m + gi * d->mg) * q->out_plane;
-        int64_t t0 = band * jb->band, t1 = t0 + jb->band < d->tiles ? t0 + jb->band : d->tiles;
+        int64_t t0 = d->tiles * band / jb->bands, t1 = d->tiles * (band + 1) / jb->bands; /* sizes a tile apart at most */
         int64_t m0 = part * jb->mstep, m1 = m0 + jb->mstep < d->mg ? m0 + jb->mstep : d->mg;
         /* a few tiles' columns of B over every panel of W while they sit in L1,
            where they fit (64 channels 3x3 on 56x56, batch 8: 6.7 -> 6.0 ms), else
@@ -477,9 +477,10 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
     /* units: bands of tiles whose columns of B stay in L2 while W's panels
        pass; where the items are fewer than two a thread, each split further:
        into parts of W's rows when W is the larger (each thread then streams
-       only its part of it), else into more bands; bands of equal size, as
-       many as make the units a multiple of the threads (four bands of 32, 32,
-       32 and 6 tiles kept one of two threads busy 1.7 times as long) */
+       only its part of it), else into more bands; as many bands as make the
+       units a multiple of the threads, their sizes a tile apart at most (four
+       bands of 32, 32, 32 and 6 tiles kept one of two threads busy 1.7 times
+       as long; squeezenet1_1's 25 tiles went 7, 7, 7 and 4: 14 against 11) */
     int64_t tile_bytes = d.cg * d.uh * d.uw * width * (int64_t)sizeof(float);
     int64_t fits = MPS_DIRECT_BAND_BYTES / tile_bytes > 1 ? MPS_DIRECT_BAND_BYTES / tile_bytes : 1;
     bool split_w = d.mg * d.k > d.cg * d.uh * d.uw * d.plane;
@@ -533,12 +534,13 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
         while (bands < d.tiles && count * bands * jb.parts % threads)
             bands++;
         bands = bands < d.tiles ? bands : d.tiles;
-        jb.first = first, jb.band = (d.tiles + bands - 1) / bands, jb.bands = (d.tiles + jb.band - 1) / jb.band;
+        jb.first = first, jb.bands = bands;
         /* a unit that is a whole item copies its input itself, on its own core,
            just before it reads it (fashion_cnn, batch 8: one job a layer, not two) */
         jb.copy_own = !d.in_place && jb.bands * jb.parts == 1;
         if (!d.in_place && !jb.copy_own)
             mps_pool_for(a->pool, count * d.cg, d.uh * d.uw * d.plane, mps_direct_copy, &jb);
-        mps_pool_for(a->pool, count * jb.bands * jb.parts, 2 * jb.mstep * jb.band * width * d.k, mps_direct_units, &jb);
+        mps_pool_for(a->pool, count * bands * jb.parts, 2 * jb.mstep * (d.tiles / bands + 1) * width * d.k,
+                     mps_direct_units, &jb);
     }
 }
