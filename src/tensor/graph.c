@@ -206,10 +206,13 @@ enum mps_status mps_graph_add_output(struct mps_graph *g, int value, struct mps_
 void mps_graph_remove_nodes(struct mps_graph *g, const bool *dead)
 {
     int kept = 0;
+    /* every value loses its producer first, then the kept nodes' outputs get theirs: a
+       dead node may write a value a kept node now writes too (a fusion gives the Conv
+       its Relu's output), and a value a node wrote before a fusion may have none now */
+    for (int v = 0; v < g->n_values; v++)
+        g->values[v].producer = -1;
     for (int k = 0; k < g->n_nodes; k++) {
         struct mps_node *n = &g->nodes[k];
-        for (int o = 0; o < n->n_out; o++)
-            g->values[n->out[o]].producer = -1;
         if (dead[k])
             continue;
         g->nodes[kept] = *n;

@@ -249,9 +249,35 @@ static void test_backends(void)
     mps_graph_free(g);
 }
 
+/* Removing nodes keeps each value's producer right: a fusion gives a kept
+   node the output of the node it swallows (Conv then Relu: the Conv writes
+   the Relu's value), and that node's removal must not take the producer
+   away (the CPU plan's residual fusion relies on it to order the nodes). */
+static void test_remove_nodes(void)
+{
+    struct mps_graph *g = mps_graph_new();
+    struct mps_error err = {{0}};
+    struct mps_shape s = {1, {4}};
+    int x = mps_graph_add_value(g, "x", MPS_F32, &s), c = mps_graph_add_value(g, "c", MPS_F32, NULL),
+        r = mps_graph_add_value(g, "r", MPS_F32, NULL), y = mps_graph_add_value(g, "y", MPS_F32, NULL);
+    mps_graph_add_input(g, x, &err);
+    mps_graph_add_node(g, MPS_OP_SIGMOID, "first", &x, 1, &c, 1, NULL, &err);
+    mps_graph_add_node(g, MPS_OP_RELU, "fused", &c, 1, &r, 1, NULL, &err);
+    mps_graph_add_node(g, MPS_OP_RELU, "last", &r, 1, &y, 1, NULL, &err);
+    mps_graph_add_output(g, y, &err);
+    g->nodes[0].out[0] = r; /* what a fusion pass does: the first node writes r, the second goes */
+    bool dead[3] = {false, true, false};
+    mps_graph_remove_nodes(g, dead);
+    th_check(g->n_nodes == 2 && g->values[r].producer == 0 && g->values[y].producer == 1 && g->values[c].producer == -1,
+             "removing a fused node keeps its output's new producer (r: %d, y: %d, c: %d)", g->values[r].producer,
+             g->values[y].producer, g->values[c].producer);
+    mps_graph_free(g);
+}
+
 int main(void)
 {
     test_f16();
+    test_remove_nodes();
     test_shapes();
     test_sort();
     test_cycle();
