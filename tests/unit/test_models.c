@@ -261,6 +261,49 @@ static int th_slow_weights(struct mps_graph *g, struct mps_error *err)
     return th_node(g, MPS_OP_REDUCE_SUM, "w2", (int[]){wc, axes}, 2, &sum, err);
 }
 
+/* squeezenet's fire modules, whose Concats the cpu has its inputs' nodes
+   write into at batch 1: x[batch,8,9,9] -> squeeze 1x1 4 +Relu -> expand1x1 8
+   +Relu and expand3x3 8 +Relu -> Concat (axis 1) -> the same again, where
+   the expand1x1's output is also read by a Sigmoid (not written in place),
+   the Concat's inputs in either order and a third, x's own Relu -> Concat ->
+   GlobalAveragePool, plus the Sigmoid's mean -> Flatten -> Gemm 10. */
+static struct mps_graph *th_fire(int batch, struct mps_error *err)
+{
+    struct mps_graph *g = mps_graph_new();
+    int x = mps_graph_add_value(g, "x", MPS_F32, SH(batch, 8, 9, 9));
+    mps_graph_add_input(g, x, err);
+    union mps_op_params conv = th_params(MPS_OP_CONV), cat = th_params(MPS_OP_CONCAT), gemm = th_params(MPS_OP_GEMM);
+    cat.axis.axis = 1;
+    gemm.gemm.trans_b = true;
+    conv.conv.act = (struct mps_fused_act){.on = true, .op = MPS_OP_RELU};
+    int h = x, seen = -1;
+    for (int f = 0; f < 2; f++) {
+        int ws = th_add_random_const(g, "ws", SH(4, f ? 16 : 8, 1, 1), -0.5, 0.5);
+        int w1 = th_add_random_const(g, "w1", SH(8, 4, 1, 1), -0.5, 0.5);
+        int w3 = th_add_random_const(g, "w3", SH(8, 4, 3, 3), -0.5, 0.5);
+        int b3 = th_add_random_const(g, "b3", SH(8), -0.1, 0.1);
+        union mps_op_params c3 = conv;
+        c3.conv.win.pad[0] = c3.conv.win.pad[1] = c3.conv.win.pad[2] = c3.conv.win.pad[3] = 1;
+        int sq = th_node(g, MPS_OP_CONV, "squeeze", (int[]){h, ws}, 2, &conv, err);
+        int e1 = th_node(g, MPS_OP_CONV, "expand1x1", (int[]){sq, w1}, 2, &conv, err);
+        int e3 = th_node(g, MPS_OP_CONV, "expand3x3", (int[]){sq, w3, b3}, 3, &c3, err);
+        if (f == 1) {
+            seen = th_node(g, MPS_OP_SIGMOID, "seen", &e1, 1, NULL, err);
+            seen = th_node(g, MPS_OP_GLOBAL_AVERAGE_POOL, "seen_mean", &seen, 1, NULL, err);
+        }
+        h = th_node(g, MPS_OP_CONCAT, "cat", f ? (int[]){e1, e3} : (int[]){e3, e1}, 2, &cat, err);
+    }
+    int r = th_node(g, MPS_OP_RELU, "relu", &x, 1, NULL, err);
+    h = th_node(g, MPS_OP_CONCAT, "cat3", (int[]){h, r}, 2, &cat, err);
+    h = th_node(g, MPS_OP_GLOBAL_AVERAGE_POOL, "mean", &h, 1, NULL, err);
+    h = th_node(g, MPS_OP_CONCAT, "both", (int[]){h, seen}, 2, &cat, err);
+    h = th_node(g, MPS_OP_FLATTEN, "flat", &h, 1, NULL, err);
+    int w = th_add_random_const(g, "w", SH(10, 32), -0.5, 0.5), b = th_add_random_const(g, "b", SH(10), -0.1, 0.1);
+    h = th_node(g, MPS_OP_GEMM, "fc", (int[]){h, w, b}, 3, &gemm, err);
+    mps_graph_add_output(g, h, err);
+    return g;
+}
+
 /* Linear layers whose weights a node computes just before, so cuda must not chain them (its chain reads
    the weights before it waits for the kernel before): fc2's weights th_slow_weights, then x[batch,24] ->
    fc1 16 +Relu -> fc2 10 -> Softmax. */
@@ -416,5 +459,7 @@ int main(void)
     th_model("CNN conv+relu-pool, conv+leakyrelu-pool, conv-pool, fc batch 3", th_conv_pool, 3, backends, n);
     th_model("CNN conv-pool pairs not fused (odd size, two readers) beside one fused, batch 2", th_conv_pool_refused, 2,
              backends, n);
+    th_model("fire modules, Concats written in place by their inputs' nodes, batch 1", th_fire, 1, backends, n);
+    th_model("fire modules, Concats of two images (copied), batch 2", th_fire, 2, backends, n);
     return th_summary();
 }

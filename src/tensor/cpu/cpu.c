@@ -166,6 +166,8 @@ struct mps_cpu_state {
     int *res_add;             /* per node: the residual Add a Conv computes too, or -1 */
     int *pool_after;          /* per node: the MaxPool a Conv computes too, or -1 */
     int *alias;               /* per value: the value whose bytes it is (a view, memplan.h), or -1 */
+    int *into;                /* per value: the Concat output it is written into, at into_at bytes on, or -1 */
+    size_t *into_at;
     struct mps_maxpool_geom *pool_geom; /* per node: that MaxPool's geometry */
 };
 
@@ -194,6 +196,8 @@ static void mps_cpu_free(void *state)
     free(s->pool_after);
     free(s->pool_geom);
     free(s->alias);
+    free(s->into);
+    free(s->into_at);
     free(s);
 }
 
@@ -293,6 +297,42 @@ static void mps_cpu_plan_pools(struct mps_cpu_state *s)
     }
 }
 
+/* A Concat whose inputs are each computed by a node for it alone, where the
+   axes before the Concat's are all 1 (each input one run of its output):
+   the nodes write straight into their parts of its output, and the Concat
+   does nothing (squeezenet1_1's eight Concats at batch 1 copied 3% of it). */
+static void mps_cpu_plan_concats(struct mps_cpu_state *s)
+{
+    const struct mps_graph *g = s->g;
+    for (int v = 0; v < g->n_values; v++)
+        s->into[v] = -1;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const struct mps_node *n = &g->nodes[k];
+        if (n->op != MPS_OP_CONCAT || s->writer[k] != k)
+            continue;
+        const struct mps_value *y = &g->values[n->out[0]];
+        bool ok = true;
+        for (int i = 0; i < n->p.axis.axis; i++)
+            ok = ok && y->shape.dim[i] == 1;
+        int first = k;
+        for (int i = 0; ok && i < n->n_in; i++) {
+            int v = n->in[i], p = v >= 0 ? g->values[v].producer : -1, only = -1;
+            ok = p >= 0 && s->writer[p] == p && g->nodes[p].n_out == 1 && !mps_op_is_view(g->nodes[p].op) &&
+                 g->nodes[p].op != MPS_OP_CONCAT && mps_graph_uses(g, v, &only) == 1 && only == k;
+            first = ok && p < first ? p : first;
+        }
+        if (!ok)
+            continue;
+        size_t at = 0;
+        for (int i = 0; i < n->n_in; i++) {
+            const struct mps_value *x = &g->values[n->in[i]];
+            s->into[n->in[i]] = n->out[0], s->into_at[n->in[i]] = at;
+            at += (size_t)mps_shape_numel(&x->shape) * mps_dtype_size(x->dtype);
+        }
+        s->writer[k] = first; /* its output lives from its first input's node on */
+    }
+}
+
 static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct mps_compile_opts *opts, void **state,
                                        struct mps_error *err)
 {
@@ -318,12 +358,15 @@ static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct m
     s->res_add = calloc((size_t)g->n_nodes + 1, sizeof *s->res_add);
     s->pool_after = calloc((size_t)g->n_nodes + 1, sizeof *s->pool_after);
     s->pool_geom = calloc((size_t)g->n_nodes + 1, sizeof *s->pool_geom);
-    if (!s->writer || !s->res_add || !s->pool_after || !s->pool_geom) {
+    s->into = calloc((size_t)g->n_values + 1, sizeof *s->into);
+    s->into_at = calloc((size_t)g->n_values + 1, sizeof *s->into_at);
+    if (!s->writer || !s->res_add || !s->pool_after || !s->pool_geom || !s->into || !s->into_at) {
         mps_cpu_free(s);
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     }
     mps_cpu_plan_residuals(s);
     mps_cpu_plan_pools(s);
+    mps_cpu_plan_concats(s);
     struct mps_memplan mp;
     enum mps_status st =
         mps_memplan_build(g, 64, &(struct mps_memplan_opts){.views = true, .writer = s->writer}, &mp, err);
@@ -415,6 +458,9 @@ static enum mps_status mps_cpu_run_nodes(struct mps_cpu_state *s, const struct m
     for (int i = 0; i < g->n_outputs; i++)
         if (g->values[g->outputs[i]].producer >= 0)
             s->vt[g->outputs[i]].data = out[i].data;
+    for (int v = 0; v < g->n_values; v++) /* a Concat's inputs: their parts of its output */
+        if (s->into[v] >= 0)
+            s->vt[v].data = (unsigned char *)s->vt[s->into[v]].data + s->into_at[v];
     for (int v = 0; v < g->n_values; v++) /* views: their root's bytes, where they are this run */
         if (s->alias[v] >= 0)
             s->vt[v].data = s->vt[s->alias[v]].data;
@@ -423,7 +469,8 @@ static enum mps_status mps_cpu_run_nodes(struct mps_cpu_state *s, const struct m
         struct mps_tensor *t = s->slots + s->first_slot[k];
         int ins, outs;
         if (s->writer[k] != k || (n->n_out == 1 && s->alias[n->out[0]] >= 0)) {
-            /* a residual Add or a MaxPool its Conv computed; a view, its input's bytes */
+            /* a residual Add or a MaxPool its Conv computed; a Concat its inputs' nodes
+               wrote; a view, its input's bytes */
             if (node_ms)
                 node_ms[k] = 0;
             continue;
