@@ -1091,6 +1091,34 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
     }
 }
 
+/* Runs graph g (at most two outputs) on each backend and checks every output
+   against the double reference (nmse 1e-9). */
+static void th_check_graph(const char *name, const struct mps_graph *g, const struct mps_tensor *in,
+                           const struct mps_backend *const *backends, int n_backends)
+{
+    struct ref_tensor want[2];
+    struct mps_error err = {{0}};
+    th_ref_graph(g, in, want);
+    for (int k = 0; k < n_backends; k++) {
+        struct mps_tensor got[2];
+        if (th_run(backends[k], g, in, got, &err) != MPS_OK) {
+            th_fail("%s [%s]: %s", name, backends[k]->name, err.msg);
+            continue;
+        }
+        for (int o = 0; o < g->n_outputs; o++) {
+            int64_t ny = ref_numel(&want[o].shape);
+            double *gd = calloc((size_t)ny + 1, sizeof *gd);
+            th_to_double(MPS_F32, got[o].data, ny, gd);
+            double e = th_nmse(gd, want[o].d, ny);
+            th_check(e <= 1e-9, "%s [%s]: output %d nmse %.2e (bound 1e-09)", name, backends[k]->name, o, e);
+            free(gd);
+        }
+        th_free_tensors(got, g->n_outputs);
+    }
+    for (int o = 0; o < g->n_outputs; o++)
+        free(want[o].d);
+}
+
 /* A Conv whose output only a residual Add reads: the cpu computes the Add in
    the Conv's store (cpu.c), on each path a trained layer takes (the conv
    tile, the transposed tile, Winograd, the packed GEMM), the residual on
@@ -1162,27 +1190,7 @@ static void test_conv_residual(const struct mps_backend *const *backends, int n_
                 data[i][e] = (float)th_uniform(-1, 1);
             t[i] = mps_tensor_make(MPS_F32, sh, data[i]);
         }
-        struct ref_tensor want[2];
-        th_ref_graph(g, t, want);
-        for (int k = 0; k < n_backends; k++) {
-            struct mps_tensor got[2];
-            if (th_run(backends[k], g, t, got, &err) != MPS_OK) {
-                th_fail("%s [%s]: %s", rows[r].name, backends[k]->name, err.msg);
-                continue;
-            }
-            for (int o = 0; o < g->n_outputs; o++) {
-                int64_t ny = ref_numel(&want[o].shape);
-                double *gd = calloc((size_t)ny + 1, sizeof *gd);
-                th_to_double(MPS_F32, got[o].data, ny, gd);
-                double e = th_nmse(gd, want[o].d, ny);
-                th_check(e <= 1e-9, "%s [%s]: output %d nmse %.2e (bound 1e-09)", rows[r].name, backends[k]->name, o,
-                         e);
-                free(gd);
-            }
-            th_free_tensors(got, g->n_outputs);
-        }
-        for (int o = 0; o < g->n_outputs; o++)
-            free(want[o].d);
+        th_check_graph(rows[r].name, g, t, backends, n_backends);
         free(data[0]), free(data[1]);
         mps_graph_free(g);
     }
@@ -1256,27 +1264,7 @@ static void test_conv_pool(const struct mps_backend *const *backends, int n_back
         for (int64_t e = 0; e < n; e++)
             xd[e] = (float)th_uniform(-1, 1);
         struct mps_tensor t = mps_tensor_make(MPS_F32, &xs, xd);
-        struct ref_tensor want[2];
-        th_ref_graph(g, &t, want);
-        for (int k = 0; k < n_backends; k++) {
-            struct mps_tensor got[2];
-            if (th_run(backends[k], g, &t, got, &err) != MPS_OK) {
-                th_fail("%s [%s]: %s", rows[r].name, backends[k]->name, err.msg);
-                continue;
-            }
-            for (int o = 0; o < g->n_outputs; o++) {
-                int64_t ny = ref_numel(&want[o].shape);
-                double *gd = calloc((size_t)ny + 1, sizeof *gd);
-                th_to_double(MPS_F32, got[o].data, ny, gd);
-                double e = th_nmse(gd, want[o].d, ny);
-                th_check(e <= 1e-9, "%s [%s]: output %d nmse %.2e (bound 1e-09)", rows[r].name, backends[k]->name, o,
-                         e);
-                free(gd);
-            }
-            th_free_tensors(got, g->n_outputs);
-        }
-        for (int o = 0; o < g->n_outputs; o++)
-            free(want[o].d);
+        th_check_graph(rows[r].name, g, &t, backends, n_backends);
         free(xd);
         mps_graph_free(g);
     }
