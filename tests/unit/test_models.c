@@ -262,7 +262,8 @@ static int th_slow_weights(struct mps_graph *g, struct mps_error *err)
 }
 
 /* squeezenet's fire modules, whose Concats the cpu has its inputs' nodes
-   write into at batch 1: x[batch,8,9,9] -> squeeze 1x1 4 +Relu -> expand1x1 8
+   write into (at batch 2, the convolutions each image's part a stride
+   apart; the Concats of other nodes' outputs copied): x[batch,8,9,9] -> squeeze 1x1 4 +Relu -> expand1x1 8
    +Relu and expand3x3 8 +Relu -> Concat (axis 1) -> the same again, where
    the expand1x1's output is also read by a Sigmoid (not written in place),
    the Concat's inputs in either order and a third, x's own Relu -> Concat ->
@@ -460,6 +461,6 @@ int main(void)
     th_model("CNN conv-pool pairs not fused (odd size, two readers) beside one fused, batch 2", th_conv_pool_refused, 2,
              backends, n);
     th_model("fire modules, Concats written in place by their inputs' nodes, batch 1", th_fire, 1, backends, n);
-    th_model("fire modules, Concats of two images (copied), batch 2", th_fire, 2, backends, n);
+    th_model("fire modules, Concats of two images written a stride apart, batch 2", th_fire, 2, backends, n);
     return th_summary();
 }

@@ -129,6 +129,14 @@ bool mps_cpu_conv_takes_residual(const struct mps_graph *g, const struct mps_nod
     return path == MPS_CONV_WINOGRAD || path == MPS_CONV_DIRECT || path == MPS_CONV_PACKED;
 }
 
+bool mps_cpu_conv_strided(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk)
+{
+    if (n->op != MPS_OP_CONV || !uk)
+        return false;
+    struct mps_conv_geom q = mps_conv_geom_of(n, &g->values[n->in[0]].shape, &g->values[n->out[0]].shape);
+    return mps_conv_path_of(g, n, &q, uk) == MPS_CONV_DIRECT;
+}
+
 int mps_cpu_conv_pool(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
                       struct mps_maxpool_geom *geom)
 {

@@ -250,7 +250,8 @@ struct mps_direct_job {
     struct mps_tile_epi epi;
     const struct mps_fused_act *act;   /* what the tile's store does not apply, or NULL */
     int64_t first;                     /* the job's first item (image * groups + group) */
-    int64_t bands, parts, mstep; /* a unit: an item's band of tiles and part of W's rows */
+    int64_t bands, parts, mstep;       /* a unit: an item's band of tiles and part of W's rows */
+    int64_t y_image;                   /* floats from an image's output to the next's */
     int64_t sub;                       /* tiles whose B sits in L1 while W's panels pass (0: panels outside) */
     bool copy_own;                     /* each unit is a whole item and copies its own input */
     /* a fused MaxPool (mps_cpu_args.pool_out): units are bands of prows of its rows */
@@ -386,7 +387,7 @@ static void mps_direct_units(void *ctx, int64_t begin, int64_t end)
         if (jb->copy_own)
             mps_direct_copy(ctx, i * d->cg, (i + 1) * d->cg);
         const float *x = d->in_place ? jb->x + (bi * q->c + gi * d->cg) * q->in_plane : jb->copy + i * d->item;
-        float *y = jb->y + (bi * q->m + gi * d->mg) * q->out_plane;
+        float *y = jb->y + bi * jb->y_image + gi * d->mg * q->out_plane;
         int64_t t0 = d->tiles * band / jb->bands, t1 = d->tiles * (band + 1) / jb->bands; /* sizes a tile apart at most */
         int64_t m0 = part * jb->mstep, m1 = m0 + jb->mstep < d->mg ? m0 + jb->mstep : d->mg;
         /* a few tiles' columns of B over every panel of W while they sit in L1,
@@ -468,6 +469,7 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
                                 .epi = mps_tile_epi_none(),
                                 .copy = (float *)(((uintptr_t)a->scratch + 63) & ~(uintptr_t)63)};
     jb.off = (const int32_t *)(jb.w + mps_direct_offsets_at(q, &d, uk));
+    jb.y_image = a->out_stride ? a->out_stride : q->m * q->out_plane;
     jb.tiles = (const struct mps_direct_tile *)(jb.w + mps_direct_tiles_at(q, &d, uk));
     /* with a residual the conv tile of a family with conv_res adds it in its store; else the
        tile stores act's input and the sum and act follow it (a C loop a channel at a time) */

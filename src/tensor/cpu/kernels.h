@@ -36,6 +36,9 @@ struct mps_cpu_args {
        Conv's own output, is not written. NULL: none. */
     struct mps_tensor *pool_out;
     const struct mps_maxpool_geom *pool_geom;
+    /* Floats from one image of out[0] to the next, where it is a part of a
+       Concat's output (cpu.c; only where mps_cpu_conv_strided); 0: its own. */
+    int64_t out_stride;
 };
 
 typedef enum mps_status (*mps_cpu_kernel)(const struct mps_cpu_args *a, struct mps_error *err);
@@ -79,6 +82,9 @@ bool mps_cpu_conv_takes_residual(const struct mps_graph *g, const struct mps_nod
    tile's store) is a MaxPool the family's plane kernel runs (geom set). */
 int mps_cpu_conv_pool(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
                       struct mps_maxpool_geom *geom);
+/* Whether the Conv n, run with uk, writes its output with any image stride
+   (mps_cpu_args.out_stride): the direct path. */
+bool mps_cpu_conv_strided(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk);
 /* Whether the family's plane kernel runs the MaxPool p (pooling.c), and its geometry. */
 bool mps_cpu_maxpool_plane(const struct mps_graph *g, const struct mps_node *p, const struct mps_ukernels *uk,
                            struct mps_maxpool_geom *geom);
