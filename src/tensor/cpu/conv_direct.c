@@ -250,7 +250,8 @@ struct mps_direct_job {
     struct mps_tile_epi epi;
     const struct mps_fused_act *act;   /* what the tile's store does not apply, or NULL */
     int64_t first;                     /* the job's first item (image * groups + group) */
-    int64_t bands, parts, mstep;       /* a unit: an item's band of tiles and part of W's rows */
+    int64_t bands, parts, m_panels;    /* a unit: an item's band of tiles and part of W's panels */
+    int64_t mstep;                     /* panels a part, or 0: parts a panel apart in size */
     int64_t y_image;                   /* floats from an image's output to the next's */
     int64_t sub;                       /* tiles whose B sits in L1 while W's panels pass (0: panels outside) */
     bool copy_own;                     /* each unit is a whole item and copies its own input */
@@ -375,6 +376,38 @@ static void mps_direct_leftover(const struct mps_direct_job *jb, float *y, int64
     }
 }
 
+/* The first of part p's panels: mstep a part, or (mstep 0) parts a panel apart in size. */
+static int64_t mps_direct_panel(int64_t m_panels, int64_t parts, int64_t mstep, int64_t p)
+{
+    int64_t at = mstep ? p * mstep : m_panels * p / parts;
+    return at < m_panels ? at : m_panels;
+}
+
+/* W's rows [*m0, *m1) of part p. */
+static void mps_direct_part(const struct mps_direct_job *jb, int64_t p, int64_t *m0, int64_t *m1)
+{
+    int64_t step = jb->d->wstep, end = mps_direct_panel(jb->m_panels, jb->parts, jb->mstep, p + 1) * step;
+    *m0 = mps_direct_panel(jb->m_panels, jb->parts, jb->mstep, p) * step;
+    *m1 = end < jb->d->mg ? end : jb->d->mg;
+}
+
+/* The most work (tiles x panels) one thread's share of count items' units has. */
+static int64_t mps_direct_busiest(int64_t count, int64_t tiles, int64_t bands, int64_t m_panels, int64_t parts,
+                                  int64_t mstep, int64_t threads)
+{
+    int64_t n = count * bands * parts, most = 0;
+    for (int64_t t = 0; t < threads; t++) {
+        int64_t work = 0;
+        for (int64_t u = n * t / threads; u < n * (t + 1) / threads; u++) {
+            int64_t b = u / parts % bands, p = u % parts;
+            work += (tiles * (b + 1) / bands - tiles * b / bands) *
+                    (mps_direct_panel(m_panels, parts, mstep, p + 1) - mps_direct_panel(m_panels, parts, mstep, p));
+        }
+        most = work > most ? work : most;
+    }
+    return most;
+}
+
 static void mps_direct_units(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_direct_job *jb = ctx;
@@ -389,7 +422,8 @@ static void mps_direct_units(void *ctx, int64_t begin, int64_t end)
         const float *x = d->in_place ? jb->x + (bi * q->c + gi * d->cg) * q->in_plane : jb->copy + i * d->item;
         float *y = jb->y + bi * jb->y_image + gi * d->mg * q->out_plane;
         int64_t t0 = d->tiles * band / jb->bands, t1 = d->tiles * (band + 1) / jb->bands; /* sizes a tile apart at most */
-        int64_t m0 = part * jb->mstep, m1 = m0 + jb->mstep < d->mg ? m0 + jb->mstep : d->mg;
+        int64_t m0, m1;
+        mps_direct_part(jb, part, &m0, &m1);
         /* a few tiles' columns of B over every panel of W while they sit in L1,
            where they fit (64 channels 3x3 on 56x56, batch 8: 6.7 -> 6.0 ms), else
            each panel of W over the band's tiles. Several tiles, not one: every
@@ -423,7 +457,8 @@ static void mps_direct_pool_units(void *ctx, int64_t begin, int64_t end)
     float *band = jb->band_rows + mps_pool_self(jb->pool) * jb->band_floats;
     for (int64_t u = begin; u < end; u++) {
         int64_t i = u / (bands * jb->parts), it = jb->first + i, p0 = u / jb->parts % bands * jb->prows;
-        int64_t m0 = u % jb->parts * jb->mstep, m1 = m0 + jb->mstep < d->mg ? m0 + jb->mstep : d->mg;
+        int64_t m0, m1;
+        mps_direct_part(jb, u % jb->parts, &m0, &m1);
         int64_t p1 = p0 + jb->prows < pg->out_h ? p0 + jb->prows : pg->out_h;
         int64_t r0 = p0 * pg->sh - pg->pt, r1 = (p1 - 1) * pg->sh - pg->pt + pg->kh;
         r0 = r0 > 0 ? r0 : 0;
@@ -476,6 +511,7 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
     jb.act = (!a->res || (uk->conv_res && !d.transposed)) && mps_pgemm_act_epi(act, &jb.epi) ? NULL : act;
     int64_t chunk = mps_direct_chunk(q, &d), threads = mps_pool_threads(a->pool);
     int64_t m_panels = (d.mg + d.wstep - 1) / d.wstep, width = d.transposed ? uk->mt : uk->nr; /* a tile's positions */
+    jb.m_panels = m_panels;
     /* units: bands of tiles whose columns of B stay in L2 while W's panels
        pass; where the items are fewer than two a thread, each split further:
        into parts of W's rows when W is the larger (each thread then streams
@@ -515,12 +551,13 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
                 bands = bands < oh ? bands : oh;
                 prows = (oh + bands - 1) / bands;
             }
-            jb.mstep = (m_panels + parts - 1) / parts * d.wstep, jb.parts = (m_panels * d.wstep + jb.mstep - 1) / jb.mstep;
+            jb.parts = parts < m_panels ? parts : m_panels;
             jb.first = first, jb.copy_own = prows >= oh && jb.parts == 1, jb.prows = prows;
             int64_t units = count * ((oh + prows - 1) / prows) * jb.parts;
             if (!jb.copy_own)
                 mps_pool_for(a->pool, count * d.cg, d.uh * d.uw * d.plane, mps_direct_copy, &jb);
-            mps_pool_for(a->pool, units, 2 * jb.mstep * prows * jb.pg->sh * q->w.out[2] * d.k, mps_direct_pool_units, &jb);
+            mps_pool_for(a->pool, units, 2 * (m_panels / jb.parts + 1) * d.wstep * prows * jb.pg->sh * q->w.out[2] * d.k,
+                         mps_direct_pool_units, &jb);
             continue;
         }
         int64_t bands = jb.sub ? 1 : (d.tiles + fits - 1) / fits, want = 2 * threads;
@@ -529,20 +566,33 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
             parts = (want + count * bands - 1) / (count * bands) < m_panels
                         ? (want + count * bands - 1) / (count * bands)
                         : m_panels;
-        jb.mstep = (m_panels + parts - 1) / parts * d.wstep;
-        jb.parts = (m_panels * d.wstep + jb.mstep - 1) / jb.mstep;
-        if (count * bands * jb.parts < want)
-            bands = (want + count * jb.parts - 1) / (count * jb.parts);
-        while (bands < d.tiles && count * bands * jb.parts % threads)
-            bands++;
-        bands = bands < d.tiles ? bands : d.tiles;
+        /* W in parts of as many panels as make that many parts (the last short, fewer
+           parts), or in parts a panel apart in size: whichever leaves the busiest thread
+           less (mobilenet_v2's 960 -> 320 on 7x7 in parts of 3, 3, 3 and 1 panels gave
+           one of two threads 6 of 10: 0.101 -> 0.086 ms in parts of 2, 3, 2, 3; its
+           960 -> 160 in parts of 1, 1, 1 and 2 gave one 3 of 5, where 2, 2, 1 in two
+           bands is even) */
+        int64_t least = -1, band0 = bands;
+        for (int even = 0; even < 2; even++) {
+            int64_t mstep = even ? 0 : (m_panels + parts - 1) / parts;
+            int64_t np = even ? (parts < m_panels ? parts : m_panels) : (m_panels + mstep - 1) / mstep, nb = band0;
+            if (count * nb * np < want)
+                nb = (want + count * np - 1) / (count * np);
+            while (nb < d.tiles && count * nb * np % threads)
+                nb++;
+            nb = nb < d.tiles ? nb : d.tiles;
+            int64_t most = mps_direct_busiest(count, d.tiles, nb, m_panels, np, mstep, threads);
+            if (least < 0 || most < least)
+                least = most, jb.mstep = mstep, jb.parts = np, bands = nb;
+        }
         jb.first = first, jb.bands = bands;
         /* a unit that is a whole item copies its input itself, on its own core,
            just before it reads it (fashion_cnn, batch 8: one job a layer, not two) */
         jb.copy_own = !d.in_place && jb.bands * jb.parts == 1;
         if (!d.in_place && !jb.copy_own)
             mps_pool_for(a->pool, count * d.cg, d.uh * d.uw * d.plane, mps_direct_copy, &jb);
-        mps_pool_for(a->pool, count * bands * jb.parts, 2 * jb.mstep * (d.tiles / bands + 1) * width * d.k,
+        mps_pool_for(a->pool, count * bands * jb.parts,
+                     2 * (m_panels / jb.parts + 1) * d.wstep * (d.tiles / bands + 1) * width * d.k,
                      mps_direct_units, &jb);
     }
 }
