@@ -421,7 +421,8 @@ static void mps_direct_units(void *ctx, int64_t begin, int64_t end)
             mps_direct_copy(ctx, i * d->cg, (i + 1) * d->cg);
         const float *x = d->in_place ? jb->x + (bi * q->c + gi * d->cg) * q->in_plane : jb->copy + i * d->item;
         float *y = jb->y + bi * jb->y_image + gi * d->mg * q->out_plane;
-        int64_t t0 = d->tiles * band / jb->bands, t1 = d->tiles * (band + 1) / jb->bands; /* sizes a tile apart at most */
+        /* bands' sizes a tile apart at most */
+        int64_t t0 = d->tiles * band / jb->bands, t1 = d->tiles * (band + 1) / jb->bands;
         int64_t m0, m1;
         mps_direct_part(jb, part, &m0, &m1);
         /* a few tiles' columns of B over every panel of W while they sit in L1,
@@ -556,7 +557,8 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
             int64_t units = count * ((oh + prows - 1) / prows) * jb.parts;
             if (!jb.copy_own)
                 mps_pool_for(a->pool, count * d.cg, d.uh * d.uw * d.plane, mps_direct_copy, &jb);
-            mps_pool_for(a->pool, units, 2 * (m_panels / jb.parts + 1) * d.wstep * prows * jb.pg->sh * q->w.out[2] * d.k,
+            mps_pool_for(a->pool, units,
+                         2 * (m_panels / jb.parts + 1) * d.wstep * prows * jb.pg->sh * q->w.out[2] * d.k,
                          mps_direct_pool_units, &jb);
             continue;
         }
