@@ -1091,13 +1091,16 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
     }
 }
 
-/* Runs graph g (at most two outputs) on each backend and checks every output
-   against the double reference (nmse 1e-9). */
-static void th_check_graph(const char *name, const struct mps_graph *g, const struct mps_tensor *in,
+/* Sorts and infers graph g (at most two outputs), runs it on each backend
+   and checks every output against the double reference (nmse 1e-9). */
+static void th_check_graph(const char *name, struct mps_graph *g, const struct mps_tensor *in,
                            const struct mps_backend *const *backends, int n_backends)
 {
     struct ref_tensor want[2];
     struct mps_error err = {{0}};
+    if (!th_check(mps_graph_sort(g, &err) == MPS_OK && mps_graph_infer(g, &err) == MPS_OK, "%s: graph %s", name,
+                  err.msg))
+        return;
     th_ref_graph(g, in, want);
     for (int k = 0; k < n_backends; k++) {
         struct mps_tensor got[2];
@@ -1175,11 +1178,6 @@ static void test_conv_residual(const struct mps_backend *const *backends, int n_
         mps_graph_add_output(g, y, &err);
         if (rows[r].conv_output)
             mps_graph_add_output(g, c, &err);
-        if (!th_check(mps_graph_sort(g, &err) == MPS_OK && mps_graph_infer(g, &err) == MPS_OK, "%s: graph %s",
-                      rows[r].name, err.msg)) {
-            mps_graph_free(g);
-            continue;
-        }
         struct mps_tensor t[2];
         float *data[2];
         for (int i = 0; i < 2; i++) {
@@ -1254,11 +1252,6 @@ static void test_conv_pool(const struct mps_backend *const *backends, int n_back
         mps_graph_add_output(g, y, &err);
         if (rows[r].conv_output)
             mps_graph_add_output(g, c, &err);
-        if (!th_check(mps_graph_sort(g, &err) == MPS_OK && mps_graph_infer(g, &err) == MPS_OK, "%s: graph %s",
-                      rows[r].name, err.msg)) {
-            mps_graph_free(g);
-            continue;
-        }
         int64_t n = mps_shape_numel(&xs);
         float *xd = th_alloc(MPS_F32, n);
         for (int64_t e = 0; e < n; e++)

@@ -120,21 +120,27 @@ size_t mps_cpu_conv_scratch(const struct mps_graph *g, const struct mps_node *n,
     }
 }
 
+/* How the Conv node n runs with uk, its geometry to *q. */
+static enum mps_conv_path mps_conv_node_path(const struct mps_graph *g, const struct mps_node *n,
+                                             const struct mps_ukernels *uk, struct mps_conv_geom *q)
+{
+    *q = mps_conv_geom_of(n, &g->values[n->in[0]].shape, &g->values[n->out[0]].shape);
+    return mps_conv_path_of(g, n, q, uk);
+}
+
 bool mps_cpu_conv_takes_residual(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk)
 {
+    struct mps_conv_geom q;
     if (n->op != MPS_OP_CONV)
         return false;
-    struct mps_conv_geom q = mps_conv_geom_of(n, &g->values[n->in[0]].shape, &g->values[n->out[0]].shape);
-    enum mps_conv_path path = mps_conv_path_of(g, n, &q, uk);
+    enum mps_conv_path path = mps_conv_node_path(g, n, uk, &q);
     return path == MPS_CONV_WINOGRAD || path == MPS_CONV_DIRECT || path == MPS_CONV_PACKED;
 }
 
 bool mps_cpu_conv_strided(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk)
 {
-    if (n->op != MPS_OP_CONV || !uk)
-        return false;
-    struct mps_conv_geom q = mps_conv_geom_of(n, &g->values[n->in[0]].shape, &g->values[n->out[0]].shape);
-    return mps_conv_path_of(g, n, &q, uk) == MPS_CONV_DIRECT;
+    struct mps_conv_geom q;
+    return n->op == MPS_OP_CONV && uk && mps_conv_node_path(g, n, uk, &q) == MPS_CONV_DIRECT;
 }
 
 int mps_cpu_conv_pool(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
@@ -143,9 +149,9 @@ int mps_cpu_conv_pool(const struct mps_graph *g, const struct mps_node *n, const
     int only = -1;
     if (n->op != MPS_OP_CONV || !uk || mps_graph_uses(g, n->out[0], &only) != 1 || only < 0)
         return -1;
-    struct mps_conv_geom q = mps_conv_geom_of(n, &g->values[n->in[0]].shape, &g->values[n->out[0]].shape);
+    struct mps_conv_geom q;
     struct mps_tile_epi e;
-    if (mps_conv_path_of(g, n, &q, uk) != MPS_CONV_DIRECT || q.g != 1 || mps_conv_is_pointwise(&q) ||
+    if (mps_conv_node_path(g, n, uk, &q) != MPS_CONV_DIRECT || q.g != 1 || mps_conv_is_pointwise(&q) ||
         !mps_pgemm_act_epi(&n->p.conv.act, &e) || !mps_cpu_maxpool_plane(g, &g->nodes[only], uk, geom))
         return -1;
     /* windows that do not overlap down the rows: where they do, each band makes

@@ -532,8 +532,9 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
        0.393 ms; one band of four 512 KB parts, 0.375) */
     int64_t w_parts = (d.mg * d.k * (int64_t)sizeof(float) + MPS_DIRECT_W_BYTES - 1) / MPS_DIRECT_W_BYTES;
     if (a->pool_geom) { /* a fused MaxPool: bands of its rows, at least two a thread */
-        jb.pg = a->pool_geom, jb.pooled = a->pool_out->data, jb.prows = mps_direct_pool_rows(q, jb.pg);
-        jb.band_floats = mps_direct_band_floats(q, jb.pg, jb.prows), jb.pool = a->pool;
+        jb.pg = a->pool_geom, jb.pooled = a->pool_out->data, jb.pool = a->pool;
+        /* a band holds the most rows: fewer where more bands are wanted */
+        jb.band_floats = mps_direct_band_floats(q, jb.pg, mps_direct_pool_rows(q, jb.pg));
         size_t copies = d.in_place ? 0 : sizeof(float) * (size_t)(chunk * d.item) + 64;
         jb.band_rows = (float *)(((uintptr_t)a->scratch + (copies + 63) / 64 * 64 + 63) & ~(uintptr_t)63);
     }
@@ -544,7 +545,7 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
                have as many (whole rows, and no thread a band more: fashion_cnn's 7
                pool rows at batch 1 went in bands of 2, 2, 2 and 1, one thread with 4
                of them), else more bands */
-            int64_t oh = jb.pg->out_h, want = 2 * threads, prows = jb.prows, parts = 1;
+            int64_t oh = jb.pg->out_h, want = 2 * threads, prows = mps_direct_pool_rows(q, jb.pg), parts = 1;
             if (count < want && m_panels % threads == 0 && count * m_panels >= threads)
                 parts = threads / count > 1 ? threads / count : 1;
             if (count * parts * ((oh + prows - 1) / prows) < (parts > 1 ? threads : want)) {
