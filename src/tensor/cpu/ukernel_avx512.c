@@ -769,6 +769,16 @@ static bool mps_avx512_dwb(const struct mps_dwk_geom *g, const float *x, const f
                 for (int c = 0; c < 16; c++)
                     r[c] = _mm512_maskz_loadu_ps(mps_avx512_mask(n), x + c * in_plane + q);
                 mps_avx512_transpose16(r);
+                if (n == 16 && cols == g->w && g->w >= 16) { /* every column kept: this row, then the next */
+                    int64_t split = g->w - iw;
+                    float *d0 = buf + 16 * ((ih - first) * pw + g->pl + iw), *d1 = d0 + 16 * (split + pw - g->w);
+                    for (int i = 0; i < 16; i++)
+                        _mm512_store_ps(i < split ? d0 + 16 * i : d1 + 16 * (i - split), r[i]);
+                    iw += 16;
+                    if (iw >= g->w)
+                        iw -= g->w, ih++;
+                    continue;
+                }
                 for (int i = 0; i < n; i++) {
                     if (iw < cols)
                         _mm512_store_ps(buf + 16 * ((ih - first) * pw + g->pl + iw), r[i]);
