@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../src/tensor/cpu/isa.h"
 #include "harness.h"
 
 struct th_input {
@@ -1263,6 +1264,111 @@ static void test_conv_pool(const struct mps_backend *const *backends, int n_back
     }
 }
 
+/* A 1x1 Conv whose output only a depthwise Conv reads (mobilenet's
+   expansions): on a family with dwb the cpu makes each band of the
+   depthwise's input from the 1x1's input as it reads it (cpu.c), and the
+   depthwise node takes no time of its own; checked through the profile.
+   Stride 1 and 2, 3x3 (fixed taps) and 5x5 dilated (the general sums),
+   every activation of the 1x1 and of the depthwise (clamp, LeakyRelu's
+   slope, HardSwish, none), rows of 16 positions or more (a step splits
+   across two rows) and narrower ones (a step spans several), the last step
+   moved back inside the plane, columns no window reads, bands of rows,
+   several images, 1 to 256 input channels; and the pairs it must leave as
+   they are: planes under 28x28, more than 256 input channels, the 1x1's
+   output read twice, computed right. Graph input x, output the
+   depthwise's (and the 1x1's where it is read twice). */
+static void test_conv_expand(const struct mps_backend *const *backends, int n_backends)
+{
+    static const struct {
+        const char *name;
+        int64_t h, w, cin, mid, images;
+        int k, stride, dilation, pad;
+        int act1, act2; /* 0 none, 1 Clip(0, 6), 2 LeakyRelu 0.1, 3 HardSwish */
+        bool bias1, twice, fused;
+    } rows[] = {
+        {"1x1 -> depthwise 3x3 s2 on 112x112, Clip both (mobilenet_v2's second block)", 112, 112, 16, 96, 1, 3, 2, 1,
+         1, 1, 1, true, false, true},
+        {"1x1 -> depthwise 3x3 s1 on 30x30, 3 images, HardSwish both", 30, 30, 24, 48, 3, 3, 1, 1, 1, 3, 3, true,
+         false, true},
+        {"1x1 -> depthwise 3x3 s1 on 60x9 (steps across rows), LeakyRelu then none, no bias", 60, 9, 5, 32, 2, 3, 1, 1,
+         1, 2, 0, false, false, true},
+        {"1x1 -> depthwise 5x5 dilation 2 s1 on 33x33, none then Clip", 33, 33, 3, 16, 1, 5, 1, 2, 4, 0, 1, true, false,
+         true},
+        {"1x1 -> depthwise 3x3 s2 pad 0 on 41x40 (a column no window reads), 256 channels in", 41, 40, 256, 16, 1, 3,
+         2, 1, 0, 1, 1, true, false, true},
+        {"1x1 -> depthwise 3x3 s1 on 60x60 (bands of rows), 2 images", 60, 60, 8, 32, 2, 3, 1, 1, 1, 1, 2, true, false,
+         true},
+        {"1x1 -> depthwise 3x3 on 14x14 (not fused: a small plane)", 14, 14, 16, 32, 2, 3, 1, 1, 1, 1, 1, true, false,
+         false},
+        {"1x1 -> depthwise 3x3 on 28x28, 260 channels in (not fused)", 28, 28, 260, 16, 1, 3, 1, 1, 1, 1, 1, true,
+         false, false},
+        {"1x1 -> depthwise 3x3, the 1x1's output read twice (not fused)", 32, 32, 8, 16, 1, 3, 1, 1, 1, 1, 1, true,
+         true, false},
+    };
+    static const struct mps_fused_act acts[] = {{false, MPS_OP_RELU, {.alpha = 0.0f}},
+                                                {true, MPS_OP_CLIP, {.alpha = 0.0f, .beta = 6.0f}},
+                                                {true, MPS_OP_LEAKY_RELU, {.alpha = 0.1f}},
+                                                {true, MPS_OP_HARD_SWISH, {.alpha = 0.0f}}};
+    const struct mps_ukernels *uk = NULL;
+    struct mps_error err = {{0}};
+    bool dwb = mps_isa_kernels(&uk, &err) == MPS_OK && uk->dwb;
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        struct mps_graph *g = mps_graph_new();
+        th_seed(rows[r].name);
+        int64_t ci = rows[r].cin, cm = rows[r].mid;
+        struct mps_shape xs = {4, {rows[r].images, ci, rows[r].h, rows[r].w}}, w1s = {4, {cm, ci, 1, 1}},
+                         w2s = {4, {cm, 1, rows[r].k, rows[r].k}}, bs = {1, {cm}};
+        union mps_op_params p1, p2;
+        mps_op_params_default(MPS_OP_CONV, &p1);
+        mps_op_params_default(MPS_OP_CONV, &p2);
+        p1.conv.act = acts[rows[r].act1];
+        p2.conv.act = acts[rows[r].act2];
+        p2.conv.group = cm;
+        for (int j = 0; j < 2; j++) {
+            p2.conv.win.pad[j] = p2.conv.win.pad[2 + j] = rows[r].pad;
+            p2.conv.win.stride[j] = rows[r].stride;
+            p2.conv.win.dilation[j] = rows[r].dilation;
+        }
+        int x = mps_graph_add_value(g, "x", MPS_F32, &xs);
+        int in1[3] = {x, th_add_random_const(g, "w1", &w1s, -1, 1), th_add_random_const(g, "b1", &bs, -1, 1)};
+        int in2[3] = {-1, th_add_random_const(g, "w2", &w2s, -1, 1), th_add_random_const(g, "b2", &bs, -1, 1)};
+        int e = mps_graph_add_value(g, "e", MPS_F32, NULL), y = mps_graph_add_value(g, "y", MPS_F32, NULL);
+        in2[0] = e;
+        mps_graph_add_input(g, x, &err);
+        mps_graph_add_node(g, MPS_OP_CONV, "expand", in1, rows[r].bias1 ? 3 : 2, &e, 1, &p1, &err);
+        mps_graph_add_node(g, MPS_OP_CONV, "depthwise", in2, 3, &y, 1, &p2, &err);
+        mps_graph_add_output(g, y, &err);
+        if (rows[r].twice)
+            mps_graph_add_output(g, e, &err);
+        int64_t n = mps_shape_numel(&xs);
+        float *xd = th_alloc(MPS_F32, n);
+        for (int64_t i = 0; i < n; i++)
+            xd[i] = (float)th_uniform(-1, 1);
+        struct mps_tensor t = mps_tensor_make(MPS_F32, &xs, xd);
+        th_check_graph(rows[r].name, g, &t, backends, n_backends);
+        /* the depthwise node's own time: none where the 1x1's node ran it */
+        struct mps_plan *plan;
+        struct mps_tensor out[2];
+        double ms[2] = {-1, -1};
+        for (int o = 0; o < g->n_outputs; o++) {
+            const struct mps_value *v = &g->values[g->outputs[o]];
+            out[o] = mps_tensor_make(MPS_F32, &v->shape, th_alloc(MPS_F32, mps_shape_numel(&v->shape)));
+        }
+        if (th_check(mps_plan_compile(&mps_backend_cpu, g, &(struct mps_compile_opts){0}, &plan, &err) == MPS_OK,
+                     "%s: compile %s", rows[r].name, err.msg)) {
+            th_check(mps_backend_cpu.profile(plan->state, &t, out, ms, &err) == MPS_OK, "%s: profile %s",
+                     rows[r].name, err.msg);
+            bool fused = dwb && rows[r].fused;
+            th_check((ms[1] == 0) == fused, "%s [cpu %s]: the depthwise %s (its own time %.4f ms)", rows[r].name,
+                     uk ? uk->name : "?", fused ? "run by the 1x1's node" : "run by itself", ms[1]);
+            mps_plan_free(plan);
+        }
+        th_free_tensors(out, g->n_outputs);
+        free(xd);
+        mps_graph_free(g);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const struct mps_backend *backends[4];
@@ -1280,5 +1386,6 @@ int main(int argc, char **argv)
     test_conv_const_weights(backends, n_backends);
     test_conv_residual(backends, n_backends);
     test_conv_pool(backends, n_backends);
+    test_conv_expand(backends, n_backends);
     return th_summary();
 }

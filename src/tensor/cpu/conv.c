@@ -208,6 +208,7 @@ struct mps_conv_job {
     float *col, *y;
     const struct mps_fused_act *act;
     const struct mps_ukernels *uk; /* depthwise: the family whose dw3 runs 3x3 planes */
+    const struct mps_dwb_expand *ex; /* depthwise on dwb: the 1x1 Conv that makes its input, or NULL (x) */
 };
 
 /* Input coordinate of output position o along axis j for kernel tap t, or -1 outside. */
@@ -394,8 +395,13 @@ static void mps_conv_depthwise_blocks(void *ctx, int64_t begin, int64_t end)
         run = ((i / per_image + 1) * per_image < end ? (i / per_image + 1) * per_image : end) - i;
         int64_t p = i * MPS_DWB_PLANES, m = p % q->m, planes = run * MPS_DWB_PLANES;
         float *y = jb->y + p * q->out_plane;
+        struct mps_dwb_expand ex;
+        if (jb->ex) { /* the image's input planes, the blocks' rows of the 1x1's weights */
+            ex = *jb->ex;
+            ex.x += p / q->m * ex.k * q->in_plane, ex.w += m * ex.k, ex.bias = ex.bias ? ex.bias + m : NULL;
+        }
         if (!jb->uk->dwb(&g, jb->x + p * q->in_plane, jb->w + m * q->taps, jb->bias ? jb->bias + m : NULL, y, run,
-                         &e)) {
+                         &e, jb->ex ? &ex : NULL)) { /* never with ex (mps_cpu_conv_expand asked) */
             mps_conv_depthwise_planes(ctx, p, p + planes);
             continue;
         }
@@ -621,6 +627,47 @@ static void mps_conv_packed_run(const struct mps_cpu_args *a, const struct mps_c
     }
 }
 
+enum { MPS_EXPAND_PLANE = 512 };
+int mps_cpu_conv_expand(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk)
+{
+    int d = -1;
+    struct mps_conv_geom q, qd;
+    struct mps_dwb_expand ex = {.k = g->values[n->in[0]].shape.dim[1], .act = mps_tile_epi_none()};
+    if (n->op != MPS_OP_CONV || !uk || !uk->dwb || mps_graph_uses(g, n->out[0], &d) != 1 || d < 0 ||
+        g->nodes[d].op != MPS_OP_CONV || g->nodes[d].in[0] != n->out[0] ||
+        mps_conv_node_path(g, n, uk, &q) != MPS_CONV_DIRECT || q.g != 1 || !mps_conv_is_pointwise(&q) ||
+        q.w.in[0] != 1 || !mps_pgemm_act_epi(&n->p.conv.act, &ex.act))
+        return -1;
+    const struct mps_node *dw = &g->nodes[d];
+    if (mps_conv_node_path(g, dw, uk, &qd) != MPS_CONV_DEPTHWISE || !mps_dwb_applies(&qd, uk) ||
+        !g->values[dw->in[1]].data || (dw->n_in > 2 && dw->in[2] >= 0 && !g->values[dw->in[2]].data))
+        return -1;
+    /* planes of 28x28 and up: on 14x14 and 7x7 the 1x1 alone ran faster than
+       made sixteen positions at a time, its weights regathered per block */
+    struct mps_dwk_geom gk = mps_dwk_geom_of(&qd.w);
+    if (gk.h * gk.w < MPS_EXPAND_PLANE)
+        return -1;
+    /* no blocks: whether dwb takes the layer with its input made this way */
+    struct mps_tile_epi e = mps_tile_epi_none();
+    return uk->dwb(&gk, NULL, NULL, NULL, NULL, 0, &e, &ex) ? d : -1;
+}
+
+/* The 1x1 Conv a and the depthwise Conv after it (mps_cpu_conv_expand), as
+   one job of the depthwise's blocks: dwb makes each band of its input rows
+   from a's input as it goes, so the 1x1's output is never written. */
+static void mps_conv_expand_run(const struct mps_cpu_args *a)
+{
+    const struct mps_node *d = a->dw;
+    struct mps_conv_geom q = mps_conv_geom_of(d, &a->out[0].shape, &a->dw_out->shape);
+    struct mps_dwb_expand ex = {.x = a->in[0].data, .w = a->in[1].data, .bias = a->in[2].data,
+                                .k = a->in[0].shape.dim[1], .act = mps_tile_epi_none()};
+    mps_pgemm_act_epi(&a->node->p.conv.act, &ex.act);
+    struct mps_conv_job jb = {.q = &q, .w = a->dw_w, .bias = a->dw_bias, .y = a->dw_out->data,
+                              .act = &d->p.conv.act, .uk = a->uk, .ex = &ex};
+    mps_pool_for(a->pool, q.n * q.m / MPS_DWB_PLANES, MPS_DWB_PLANES * (q.out_plane * q.taps + q.in_plane * ex.k),
+                 mps_conv_depthwise_blocks, &jb);
+}
+
 enum mps_status mps_cpu_conv(const struct mps_cpu_args *a, struct mps_error *err)
 {
     const struct mps_tensor *x = &a->in[0], *w = &a->in[1], *b = &a->in[2];
@@ -629,6 +676,10 @@ enum mps_status mps_cpu_conv(const struct mps_cpu_args *a, struct mps_error *err
     struct mps_conv_job jb = {.q = &q, .x = x->data, .w = w->data, .bias = b->data, .y = y->data,
                               .act = &a->node->p.conv.act, .uk = a->uk ? a->uk : &mps_ukernels_c};
     (void)err;
+    if (a->dw_out) {
+        mps_conv_expand_run(a);
+        return MPS_OK;
+    }
     if (a->packed) {
         enum mps_conv_path path = ((const struct mps_conv_packed *)a->packed)->path;
         const unsigned char *data = (const unsigned char *)a->packed + MPS_CONV_HEADER;

@@ -165,6 +165,7 @@ struct mps_cpu_state {
     int *writer;              /* per node: the node that computes it (itself, or the Conv before a residual Add) */
     int *res_add;             /* per node: the residual Add a Conv computes too, or -1 */
     int *pool_after;          /* per node: the MaxPool a Conv computes too, or -1 */
+    int *dw_after;            /* per node: the depthwise Conv a 1x1 Conv computes too, or -1 */
     int *alias;               /* per value: the value whose bytes it is (a view, memplan.h), or -1 */
     int *into;                /* per value: the Concat output it is written into, at into_at bytes on, or -1 */
     size_t *into_at;
@@ -195,6 +196,7 @@ static void mps_cpu_free(void *state)
     free(s->writer);
     free(s->res_add);
     free(s->pool_after);
+    free(s->dw_after);
     free(s->pool_geom);
     free(s->alias);
     free(s->into);
@@ -299,6 +301,25 @@ static void mps_cpu_plan_pools(struct mps_cpu_state *s)
     }
 }
 
+/* A 1x1 Conv whose output only a depthwise Conv reads (mobilenet's
+   expansions; mps_cpu_conv_expand): the depthwise makes each band of its
+   input from the 1x1's input as it reads it, sixteen channels a position,
+   and both run as the 1x1's node; the depthwise node does nothing. The
+   1x1's output (6 times its input there) is never written nor read back,
+   and the depthwise reads no planes it must transpose. */
+static void mps_cpu_plan_expands(struct mps_cpu_state *s)
+{
+    const struct mps_graph *g = s->g;
+    for (int k = 0; k < g->n_nodes; k++) {
+        s->dw_after[k] = -1;
+        int d = s->writer[k] == k && s->res_add[k] < 0 && s->pool_after[k] < 0
+                    ? mps_cpu_conv_expand(g, &g->nodes[k], s->uk)
+                    : -1;
+        if (d >= 0 && s->writer[d] == d)
+            s->writer[d] = k, s->dw_after[k] = d;
+    }
+}
+
 /* A Concat whose inputs are each computed by a node for it alone, where the
    axes before the Concat's are all 1 (each input one run of its output), or
    the Concat is of channels and each node a Conv that writes its images
@@ -364,16 +385,18 @@ static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct m
     s->res_add = calloc((size_t)g->n_nodes + 1, sizeof *s->res_add);
     s->pool_after = calloc((size_t)g->n_nodes + 1, sizeof *s->pool_after);
     s->pool_geom = calloc((size_t)g->n_nodes + 1, sizeof *s->pool_geom);
+    s->dw_after = calloc((size_t)g->n_nodes + 1, sizeof *s->dw_after);
     s->into = calloc((size_t)g->n_values + 1, sizeof *s->into);
     s->into_at = calloc((size_t)g->n_values + 1, sizeof *s->into_at);
     s->into_stride = calloc((size_t)g->n_values + 1, sizeof *s->into_stride);
-    if (!s->writer || !s->res_add || !s->pool_after || !s->pool_geom || !s->into || !s->into_at ||
+    if (!s->writer || !s->res_add || !s->pool_after || !s->pool_geom || !s->dw_after || !s->into || !s->into_at ||
         !s->into_stride) {
         mps_cpu_free(s);
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     }
     mps_cpu_plan_residuals(s);
     mps_cpu_plan_pools(s);
+    mps_cpu_plan_expands(s);
     mps_cpu_plan_concats(s);
     struct mps_memplan mp;
     enum mps_status st =
@@ -505,6 +528,11 @@ static enum mps_status mps_cpu_run_nodes(struct mps_cpu_state *s, const struct m
         }
         if (s->pool_after[k] >= 0) /* the Conv writes the MaxPool's output */
             args.pool_out = &s->vt[g->nodes[s->pool_after[k]].out[0]], args.pool_geom = &s->pool_geom[k];
+        if (s->dw_after[k] >= 0) { /* the 1x1 Conv writes the depthwise's output */
+            const struct mps_node *dw = &g->nodes[s->dw_after[k]];
+            args.dw = dw, args.dw_out = &s->vt[dw->out[0]], args.dw_w = s->vt[dw->in[1]].data;
+            args.dw_bias = dw->n_in > 2 && dw->in[2] >= 0 ? s->vt[dw->in[2]].data : NULL;
+        }
         args.out_stride = s->into_stride[n->out[0]]; /* its images' parts of a Concat's output */
         double t0 = node_ms ? mps_cpu_now_ms() : 0;
         enum mps_status st = mps_cpu_kernels[n->op](&args, err);

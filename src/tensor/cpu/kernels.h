@@ -36,6 +36,12 @@ struct mps_cpu_args {
        Conv's own output, is not written. NULL: none. */
     struct mps_tensor *pool_out;
     const struct mps_maxpool_geom *pool_geom;
+    /* A 1x1 Conv that computes the depthwise Conv dw after it (cpu.c): dw's
+       weights and bias (or NULL), and its output, which dw_out receives;
+       out[0], the 1x1's own output, is not written. NULL: none. */
+    const struct mps_node *dw;
+    const float *dw_w, *dw_bias;
+    struct mps_tensor *dw_out;
     /* Floats from one image of out[0] to the next, where it is a part of a
        Concat's output (cpu.c; only where mps_cpu_conv_strided); 0: its own. */
     int64_t out_stride;
@@ -82,6 +88,11 @@ bool mps_cpu_conv_takes_residual(const struct mps_graph *g, const struct mps_nod
    tile's store) is a MaxPool the family's plane kernel runs (geom set). */
 int mps_cpu_conv_pool(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
                       struct mps_maxpool_geom *geom);
+/* The depthwise Conv node a Conv n computes too (mps_cpu_args.dw), or -1:
+   n is a 2-D 1x1 direct Conv (its activation in the tile's store) whose
+   only reader is a depthwise layer that the family's dwb runs with its
+   input made from n's on the fly (mps_dwb_expand). */
+int mps_cpu_conv_expand(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk);
 /* Whether the Conv n, run with uk, writes its output with any image stride
    (mps_cpu_args.out_stride): the direct path. */
 bool mps_cpu_conv_strided(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk);

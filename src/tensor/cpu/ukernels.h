@@ -166,10 +166,21 @@ typedef bool (*mps_udwk_fn)(const struct mps_dwk_geom *g, const float *x, const 
    x, then the next block's (y likewise), k their taps (taps floats a
    plane), bias NULL or a float a plane; false (nothing written) where the
    window has more than MPS_DWB_TAPS taps or not one output row's input fits
-   the family's buffer. */
-enum { MPS_DWB_PLANES = 16, MPS_DWB_TAPS = 25 };
+   the family's buffer, or ex's terms below are not met (blocks 0: only
+   whether it takes the layer). */
+enum { MPS_DWB_PLANES = 16, MPS_DWB_TAPS = 25, MPS_DWB_EXPAND_K = 256 };
+/* ex (NULL: none): the input planes are not in x but made as they are read,
+   by the 1x1 convolution before the layer: plane m of the blocks (m counted
+   from the first block's first) is act(bias[m] + sum over c < k of w[m k + c]
+   times plane c of ex->x, whose k planes are h x w, at least 16 floats);
+   k <= MPS_DWB_EXPAND_K. The padding stays zero (not act(bias)). */
+struct mps_dwb_expand {
+    const float *x, *w, *bias; /* bias NULL: none */
+    int64_t k;
+    struct mps_tile_epi act; /* its clamp, slope and HardSwish */
+};
 typedef bool (*mps_udwb_fn)(const struct mps_dwk_geom *g, const float *x, const float *k, const float *bias, float *y,
-                            int64_t blocks, const struct mps_tile_epi *epi);
+                            int64_t blocks, const struct mps_tile_epi *epi, const struct mps_dwb_expand *ex);
 
 /* A 2-D MaxPool of one plane (pooling.c's plane path): y[oh][ow] = the
    maximum of x over rows oh sh - pt .. + kh and columns ow sw - pl .. + kw
