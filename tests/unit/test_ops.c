@@ -1273,7 +1273,9 @@ static void test_conv_pool(const struct mps_backend *const *backends, int n_back
    slope, HardSwish, none), rows of 16 positions or more (a step splits
    across two rows) and narrower ones (a step spans several), the last step
    moved back inside the plane, columns no window reads, bands of rows,
-   several images, 1 to 256 input channels; and the pairs it must leave as
+   several images, 1 to 256 input channels, blocks too few to split evenly
+   between the threads (each block's rows in parts, the activation after
+   the sums on its part's rows alone); and the pairs it must leave as
    they are: planes under 28x28, more than 256 input channels, the 1x1's
    output read twice, computed right. Graph input x, output the
    depthwise's (and the 1x1's where it is read twice). */
@@ -1283,7 +1285,7 @@ static void test_conv_expand(const struct mps_backend *const *backends, int n_ba
         const char *name;
         int64_t h, w, cin, mid, images;
         int k, stride, dilation, pad;
-        int act1, act2; /* 0 none, 1 Clip(0, 6), 2 LeakyRelu 0.1, 3 HardSwish */
+        int act1, act2; /* 0 none, 1 Clip(0, 6), 2 LeakyRelu 0.1, 3 HardSwish, 4 Sigmoid */
         bool bias1, twice, fused;
     } rows[] = {
         {"1x1 -> depthwise 3x3 s2 on 112x112, Clip both (mobilenet_v2's second block)", 112, 112, 16, 96, 1, 3, 2, 1,
@@ -1298,6 +1300,10 @@ static void test_conv_expand(const struct mps_backend *const *backends, int n_ba
          2, 1, 0, 1, 1, true, false, true},
         {"1x1 -> depthwise 3x3 s1 on 60x60 (bands of rows), 2 images", 60, 60, 8, 32, 2, 3, 1, 1, 1, 1, 2, true, false,
          true},
+        {"1x1 -> depthwise 3x3 s2 on 56x56, 144 channels (9 blocks: their rows in parts)", 56, 56, 24, 144, 1, 3, 2,
+         1, 1, 1, 1, true, false, true},
+        {"1x1 -> depthwise on 20x20, 144 channels, Sigmoid after (read twice: the depthwise alone, rows in parts)", 20,
+         20, 8, 144, 1, 3, 1, 1, 1, 1, 4, true, true, false},
         {"1x1 -> depthwise 3x3 on 14x14 (not fused: a small plane)", 14, 14, 16, 32, 2, 3, 1, 1, 1, 1, 1, true, false,
          false},
         {"1x1 -> depthwise 3x3 on 28x28, 260 channels in (not fused)", 28, 28, 260, 16, 1, 3, 1, 1, 1, 1, 1, true,
@@ -1308,7 +1314,8 @@ static void test_conv_expand(const struct mps_backend *const *backends, int n_ba
     static const struct mps_fused_act acts[] = {{false, MPS_OP_RELU, {.alpha = 0.0f}},
                                                 {true, MPS_OP_CLIP, {.alpha = 0.0f, .beta = 6.0f}},
                                                 {true, MPS_OP_LEAKY_RELU, {.alpha = 0.1f}},
-                                                {true, MPS_OP_HARD_SWISH, {.alpha = 0.0f}}};
+                                                {true, MPS_OP_HARD_SWISH, {.alpha = 0.0f}},
+                                                {true, MPS_OP_SIGMOID, {.alpha = 0.0f}}};
     const struct mps_ukernels *uk = NULL;
     struct mps_error err = {{0}};
     bool dwb = mps_isa_kernels(&uk, &err) == MPS_OK && uk->dwb;

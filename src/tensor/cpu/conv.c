@@ -209,6 +209,7 @@ struct mps_conv_job {
     const struct mps_fused_act *act;
     const struct mps_ukernels *uk; /* depthwise: the family whose dw3 runs 3x3 planes */
     const struct mps_dwb_expand *ex; /* depthwise on dwb: the 1x1 Conv that makes its input, or NULL (x) */
+    int64_t parts;                   /* depthwise on dwb: items a block, each a part of its output rows */
 };
 
 /* Input coordinate of output position o along axis j for kernel tap t, or -1 outside. */
@@ -381,8 +382,9 @@ static bool mps_dwb_applies(const struct mps_conv_geom *q, const struct mps_uker
 
 /* Blocks of MPS_DWB_PLANES output planes per item on the family's dwb (the
    activation in its store where the tile's epilogue has it), an image's
-   blocks a call (they share the buffer's padding); where dwb does not take
-   the window, plane by plane. */
+   blocks a call (they share the buffer's padding), or with parts, a part of
+   one block's output rows per item; where dwb does not take the window
+   (never with parts), plane by plane. */
 static void mps_conv_depthwise_blocks(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_conv_job *jb = ctx;
@@ -392,22 +394,47 @@ static void mps_conv_depthwise_blocks(void *ctx, int64_t begin, int64_t end)
     struct mps_dwk_geom g = mps_dwk_geom_of(&q->w);
     int64_t per_image = q->m / MPS_DWB_PLANES;
     for (int64_t i = begin, run; i < end; i += run) {
-        run = ((i / per_image + 1) * per_image < end ? (i / per_image + 1) * per_image : end) - i;
-        int64_t p = i * MPS_DWB_PLANES, m = p % q->m, planes = run * MPS_DWB_PLANES;
+        int64_t blk = i / jb->parts, part = i % jb->parts, blocks;
+        if (jb->parts > 1) { /* rows [oh0, oh1) of one block */
+            run = 1, blocks = 1;
+            g.oh0 = q->w.out[1] * part / jb->parts, g.oh1 = q->w.out[1] * (part + 1) / jb->parts;
+        } else {
+            run = blocks = ((i / per_image + 1) * per_image < end ? (i / per_image + 1) * per_image : end) - i;
+        }
+        int64_t p = blk * MPS_DWB_PLANES, m = p % q->m, planes = blocks * MPS_DWB_PLANES;
         float *y = jb->y + p * q->out_plane;
         struct mps_dwb_expand ex;
         if (jb->ex) { /* the image's input planes, the blocks' rows of the 1x1's weights */
             ex = *jb->ex;
             ex.x += p / q->m * ex.k * q->in_plane, ex.w += m * ex.k, ex.bias = ex.bias ? ex.bias + m : NULL;
         }
-        if (!jb->uk->dwb(&g, jb->x + p * q->in_plane, jb->w + m * q->taps, jb->bias ? jb->bias + m : NULL, y, run,
-                         &e, jb->ex ? &ex : NULL)) { /* never with ex (mps_cpu_conv_expand asked) */
+        if (!jb->uk->dwb(&g, jb->x + p * q->in_plane, jb->w + m * q->taps, jb->bias ? jb->bias + m : NULL, y,
+                         blocks, &e, jb->ex ? &ex : NULL)) { /* never with ex or parts (mps_dwb_run asked) */
             mps_conv_depthwise_planes(ctx, p, p + planes);
             continue;
         }
-        if (!inline_act)
-            mps_cpu_act_inplace(jb->act, y, planes * q->out_plane);
+        for (int64_t c = 0; !inline_act && c < (jb->parts > 1 ? planes : 1); c++) /* the part's rows of each */
+            mps_cpu_act_inplace(jb->act, y + c * q->out_plane + g.oh0 * q->w.out[2],
+                                jb->parts > 1 ? (g.oh1 - g.oh0) * q->w.out[2] : planes * q->out_plane);
     }
+}
+
+/* jb's blocks on the family's dwb as one job: an item a block, or where
+   the blocks are few and do not split evenly between the threads, an item
+   a part of a block's output rows, as many parts as threads (mobilenet_v2's
+   144 channels at batch 1: nine blocks, which two threads took as 5 and 4).
+   cost: a block's. */
+static void mps_dwb_run(struct mps_pool *pool, struct mps_conv_job *jb, int64_t cost)
+{
+    const struct mps_conv_geom *q = jb->q;
+    int64_t blocks = q->n * q->m / MPS_DWB_PLANES, threads = mps_pool_threads(pool);
+    struct mps_dwk_geom g = mps_dwk_geom_of(&q->w);
+    struct mps_tile_epi e = mps_tile_epi_none();
+    jb->parts = 1;
+    if (blocks % threads && blocks < 6 * threads && q->w.out[1] >= 4 * threads &&
+        jb->uk->dwb(&g, NULL, NULL, NULL, NULL, 0, &e, jb->ex)) /* no blocks: whether dwb takes the layer */
+        jb->parts = threads;
+    mps_pool_for(pool, blocks * jb->parts, cost / jb->parts, mps_conv_depthwise_blocks, jb);
 }
 
 /* Rows [begin, end) of a GEMM's output plane by plane: the bias, then the activation. */
@@ -664,8 +691,7 @@ static void mps_conv_expand_run(const struct mps_cpu_args *a)
     mps_pgemm_act_epi(&a->node->p.conv.act, &ex.act);
     struct mps_conv_job jb = {.q = &q, .w = a->dw_w, .bias = a->dw_bias, .y = a->dw_out->data,
                               .act = &d->p.conv.act, .uk = a->uk, .ex = &ex};
-    mps_pool_for(a->pool, q.n * q.m / MPS_DWB_PLANES, MPS_DWB_PLANES * (q.out_plane * q.taps + q.in_plane * ex.k),
-                 mps_conv_depthwise_blocks, &jb);
+    mps_dwb_run(a->pool, &jb, MPS_DWB_PLANES * (q.out_plane * q.taps + q.in_plane * ex.k));
 }
 
 enum mps_status mps_cpu_conv(const struct mps_cpu_args *a, struct mps_error *err)
@@ -692,8 +718,7 @@ enum mps_status mps_cpu_conv(const struct mps_cpu_args *a, struct mps_error *err
         return MPS_OK;
     }
     if (q.c / q.g == 1 && !mps_conv_is_pointwise(&q) && mps_dwb_applies(&q, jb.uk)) { /* MPS_CONV_DEPTHWISE */
-        mps_pool_for(a->pool, q.n * q.m / MPS_DWB_PLANES, MPS_DWB_PLANES * q.out_plane * q.taps,
-                     mps_conv_depthwise_blocks, &jb);
+        mps_dwb_run(a->pool, &jb, MPS_DWB_PLANES * q.out_plane * q.taps);
         return MPS_OK;
     }
     if (q.c / q.g == 1 && !mps_conv_is_pointwise(&q)) {

@@ -791,7 +791,8 @@ static bool mps_avx512_dwb(const struct mps_dwk_geom *g, const float *x, const f
         off[u] = 16 * ((u / g->kw) * g->dh * pw + (u % g->kw) * g->dw);
     struct mps_tile_epi act = *e;
     bool three = taps == 9 && g->dw == 1 && g->dh == 1, rest = act.slope != 1.0f || act.hswish;
-    bool whole = band >= g->out_h; /* one band a plane: the same zeros for every block */
+    int64_t oh_end = g->oh1 ? g->oh1 : g->out_h;
+    bool whole = band >= oh_end - g->oh0; /* one band for all the rows: the same zeros for every block */
     int64_t cols = g->w < pw - g->pl ? g->w : pw - g->pl; /* input columns the windows read */
     cols = cols > 0 ? cols : 0;
     if (ex && (ex->k > MPS_DWB_EXPAND_K || g->h * g->w < 16))
@@ -811,8 +812,8 @@ static bool mps_avx512_dwb(const struct mps_dwk_geom *g, const float *x, const f
                 wt[16 * c + m] = ex->w[(16 * blk + m) * ex->k + c];
         const __m512 ex_bias = ex && ex->bias ? _mm512_loadu_ps(ex->bias + 16 * blk) : _mm512_setzero_ps();
         const __m512 bv = bias ? _mm512_loadu_ps(bias + 16 * blk) : _mm512_setzero_ps();
-        for (int64_t oh0 = 0; oh0 < g->out_h; oh0 += band) {
-            int64_t rows = g->out_h - oh0 < band ? g->out_h - oh0 : band;
+        for (int64_t oh0 = g->oh0; oh0 < oh_end; oh0 += band) {
+            int64_t rows = oh_end - oh0 < band ? oh_end - oh0 : band;
             int64_t first = oh0 * g->sh - g->pt, count = (rows - 1) * g->sh + span_h; /* the buffer's input rows */
             int64_t r0 = first > 0 ? first : 0, r1 = first + count < g->h ? first + count : g->h;
             r1 = r1 > r0 ? r1 : r0;

@@ -156,6 +156,7 @@ enum { MPS_DWK_BAND = 8192 };
 struct mps_dwk_geom {
     int64_t h, w, pt, pl, out_h, out_w;
     int kh, kw, sh, sw, dh, dw;
+    int64_t oh0, oh1; /* dwb only: the output rows it makes, [oh0, oh1) (oh1 0: all) */
 };
 typedef bool (*mps_udwk_fn)(const struct mps_dwk_geom *g, const float *x, const float *k, const float *bias, float *y,
                             int64_t planes, const struct mps_tile_epi *epi);
