@@ -158,7 +158,7 @@ struct mps_winograd_run {
     float *copy;                     /* the round's padded planes, ph x pw each */
     int64_t ph, pw, images;          /* padded planes; images in the round */
     int64_t per;                     /* floats of one packed U[k] */
-    int64_t nt, parts, mstep;        /* a task: nt tiles (a group of blocks) x mstep output channels (whole panels) */
+    int64_t nt, groups, mstep;       /* a task: nt tiles (a group of blocks) x mstep output channels (whole panels) */
     float *scratch;                  /* per thread: V (16 x c x nt) then M (16 x mstep x nt) */
     struct mps_tile_epi epi, none;   /* the activation, where the tile's clamp and slope make it; nothing */
     const struct mps_fused_act *act; /* the others, applied after, or NULL */
@@ -349,9 +349,9 @@ static void mps_winograd_tasks(void *ctx, int64_t begin, int64_t end)
     float *v = r->scratch + mps_winograd_thread_floats(q, r->nt, r->mstep) * mps_pool_self(r->pool);
     float *prod = v + 16 * vk;
     for (int64_t task = begin; task < end; task++) {
-        int64_t j0 = task / r->parts * r->nt, total = r->images * q->tiles;
+        int64_t j0 = task % r->groups * r->nt, total = r->images * q->tiles;
         int64_t n = total - j0 < r->nt ? total - j0 : r->nt;
-        int64_t m0 = task % r->parts * r->mstep, m1 = m0 + r->mstep < q->m ? m0 + r->mstep : q->m;
+        int64_t m0 = task / r->groups * r->mstep, m1 = m0 + r->mstep < q->m ? m0 + r->mstep : q->m;
         if (m0 >= m1 || n <= 0)
             continue;
         mps_winograd_input(r, j0, n, v);
@@ -393,7 +393,7 @@ void mps_winograd_conv(const struct mps_cpu_args *a, const void *packed)
         r.res = a->res ? a->res + b * q.m * q.oh * q.ow : NULL;
         mps_pool_for(a->pool, r.images * q.c, mps_winograd_plane(&q), mps_winograd_pad, &r);
         struct mps_winograd_split sp = mps_winograd_split_of(&q, r.images, uk->mr, threads);
-        r.nt = sp.group * MPS_WINOGRAD_NT, r.parts = sp.parts, r.mstep = sp.mstep;
+        r.nt = sp.group * MPS_WINOGRAD_NT, r.groups = sp.groups, r.mstep = sp.mstep;
         mps_pool_for(a->pool, sp.groups * sp.parts, 2 * 16 * r.nt * q.c * r.mstep, mps_winograd_tasks, &r);
     }
 }
