@@ -288,6 +288,19 @@ static const struct th_case th_cases[] = {
      IN(F(2, 2, 7, 7)), OUT(S(2, 2, 4, 4))},
     {"MaxPool ceil_mode", MPS_OP_MAX_POOL, P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 0, 0, 0, 0), .ceil_mode = true),
      IN(F(1, 1, 6, 6)), OUT(S(1, 1, 3, 3))},
+    {"MaxPool 3x3 stride 2 ceil_mode on 27x27 (a row in two vectors: avx512's registers)", MPS_OP_MAX_POOL,
+     P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 0, 0, 0, 0), .ceil_mode = true), IN(F(2, 3, 27, 27)), OUT(S(2, 3, 13, 13))},
+    {"MaxPool 3x3 stride 2 ceil_mode on 55x56 (four vectors, the last window past the row)", MPS_OP_MAX_POOL,
+     P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 0, 0, 0, 0), .ceil_mode = true), IN(F(1, 2, 55, 56)), OUT(S(1, 2, 27, 28))},
+    {"MaxPool 3x3 stride 2 ceil_mode on 20x64 (the last window's third column in no vector, two rows)",
+     MPS_OP_MAX_POOL, P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 0, 0, 0, 0), .ceil_mode = true), IN(F(1, 2, 20, 64)),
+     OUT(S(1, 2, 10, 32))},
+    {"MaxPool 3x3 stride 2 ceil_mode on 23x111 (eight vectors: squeezenet1_1's first pool)", MPS_OP_MAX_POOL,
+     P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 0, 0, 0, 0), .ceil_mode = true), IN(F(1, 2, 23, 111)), OUT(S(1, 2, 11, 55))},
+    {"MaxPool 3x3 stride 2 ceil_mode on 5x128 (the widest row in registers)", MPS_OP_MAX_POOL,
+     P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 0, 0, 0, 0), .ceil_mode = true), IN(F(1, 1, 5, 128)), OUT(S(1, 1, 2, 64))},
+    {"MaxPool 3x3 stride 2 on 11x33 (sixteen outputs a row: the second vector stores none)", MPS_OP_MAX_POOL,
+     P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 0, 0, 0, 0)), IN(F(1, 2, 11, 33)), OUT(S(1, 2, 5, 16))},
     {"MaxPool ceil_mode pad, last window kept", MPS_OP_MAX_POOL,
      P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1), .ceil_mode = true), IN(F(1, 1, 4, 4)), OUT(S(1, 1, 3, 3))},
     {"MaxPool ceil_mode, window in padding dropped", MPS_OP_MAX_POOL,
@@ -854,9 +867,9 @@ out:
 
 /* NaN in a pooling window: MaxPool gives NaN (as PyTorch and onnxruntime do),
    through the dense interior path (no pads) and the border path (pads). */
-/* A k x k stride-2 MaxPool (pads pad) over in, a [1, 1, h, w] input, on the
-   cpu: its outputs (free them), NULL when it did not run. */
-static float *th_maxpool(const float *in, int64_t h, int64_t w, int k, int pad, struct mps_error *err)
+/* A k x k stride-2 MaxPool (pads pad, ceil_mode ceil) over in, a [1, 1, h, w]
+   input, on the cpu: its outputs (free them), NULL when it did not run. */
+static float *th_maxpool(const float *in, int64_t h, int64_t w, int k, int pad, bool ceil, struct mps_error *err)
 {
     struct mps_graph *g = mps_graph_new();
     struct mps_shape xs = {4, {1, 1, h, w}};
@@ -867,6 +880,7 @@ static float *th_maxpool(const float *in, int64_t h, int64_t w, int k, int pad, 
     p.pool.win.stride[0] = p.pool.win.stride[1] = 2;
     for (int i = 0; i < 4; i++)
         p.pool.win.pad[i] = pad;
+    p.pool.ceil_mode = ceil;
     mps_graph_add_input(g, x, err);
     mps_graph_add_node(g, MPS_OP_MAX_POOL, "pool", &x, 1, &y, 1, &p, err);
     mps_graph_add_output(g, y, err);
@@ -882,7 +896,7 @@ static void test_maxpool_nan(void)
     struct mps_error err = {{0}};
     for (int pad = 0; pad <= 1; pad++) {
         float in[8] = {1, NAN, 3, 4, 5, 6, 7, 8};
-        float *o = th_maxpool(in, 2, 4, 2, pad, &err);
+        float *o = th_maxpool(in, 2, 4, 2, pad, false, &err);
         /* no pads: windows {1,NaN,5,6} {3,4,7,8}; pads 1: {1} {NaN,3} {4} (a border, an inner, a border) */
         th_check(o && (pad ? o[0] == 1.0f && isnan(o[1]) && o[2] == 4.0f : isnan(o[0]) && o[1] == 8.0f),
                  "MaxPool with a NaN in a window gives NaN (pads %d) %s", pad, err.msg);
@@ -894,7 +908,7 @@ static void test_maxpool_nan(void)
     for (int i = 0; i < 80; i++)
         wide[i] = (float)(i % 7);
     wide[32] = NAN;
-    float *o = th_maxpool(wide, 2, 40, 2, 0, &err);
+    float *o = th_maxpool(wide, 2, 40, 2, 0, false, &err);
     int nans = 0;
     for (int i = 0; o && i < 20; i++)
         nans += isnan(o[i]) ? 1 + i * 100 : 0;
@@ -906,7 +920,7 @@ static void test_maxpool_nan(void)
     for (int i = 0; i < 42; i++)
         tall[i] = (float)(i % 5);
     tall[2 * 7 + 5] = NAN;
-    o = th_maxpool(tall, 6, 7, 2, 0, &err);
+    o = th_maxpool(tall, 6, 7, 2, 0, false, &err);
     nans = 0;
     for (int i = 0; o && i < 9; i++)
         nans += isnan(o[i]) ? 1 + i * 100 : 0;
@@ -919,7 +933,7 @@ static void test_maxpool_nan(void)
     for (int i = 0; i < 81; i++)
         sq[i] = (float)(i % 11);
     sq[4 * 9 + 6] = NAN;
-    o = th_maxpool(sq, 9, 9, 3, 0, &err);
+    o = th_maxpool(sq, 9, 9, 3, 0, false, &err);
     unsigned mask = 0;
     for (int i = 0; o && i < 16; i++)
         mask |= isnan(o[i]) ? 1u << i : 0u;
@@ -927,6 +941,35 @@ static void test_maxpool_nan(void)
              "MaxPool 3x3 stride 2 on 9x9 with a NaN: outputs (1, 2), (1, 3), (2, 2), (2, 3) NaN (mask %#x) %s", mask,
              err.msg);
     free(o);
+    /* 3x3 stride 2 on 7x50 (3x24 outputs: avx512's row in four vectors), a NaN at row 2, column
+       32: the third tap of output 15 (the first lane of the next vector) and the first of 16 */
+    float mid[350];
+    for (int i = 0; i < 350; i++)
+        mid[i] = (float)(i % 13);
+    mid[2 * 50 + 32] = NAN;
+    o = th_maxpool(mid, 7, 50, 3, 0, false, &err);
+    nans = 0;
+    for (int i = 0; o && i < 72; i++)
+        nans += isnan(o[i]) ? 1 : 0;
+    th_check(o && nans == 4 && isnan(o[15]) && isnan(o[16]) && isnan(o[24 + 15]) && isnan(o[24 + 16]),
+             "MaxPool 3x3 stride 2 on 7x50 with a NaN: outputs (0, 15), (0, 16), (1, 15), (1, 16) NaN (%d) %s", nans,
+             err.msg);
+    free(o);
+    /* 3x3 stride 2 ceil_mode on 3x128 and 3x26, every value -1: the last window's third column lies
+       past the row, -inf there (past the last vector, or a masked lane), so it gives -1 */
+    float neg[3 * 128];
+    for (int i = 0; i < 3 * 128; i++)
+        neg[i] = -1.0f;
+    for (int r = 0; r < 2; r++) {
+        int64_t w = r ? 128 : 26, ow = r ? 64 : 13;
+        o = th_maxpool(neg, 3, w, 3, 0, true, &err);
+        int bad = 0;
+        for (int64_t i = 0; o && i < ow; i++)
+            bad += o[i] != -1.0f;
+        th_check(o && bad == 0, "MaxPool 3x3 stride 2 ceil_mode on 3x%lld of -1: every output -1 (%d not) %s",
+                 (long long)w, bad, err.msg);
+        free(o);
+    }
 }
 
 /* Convolutions with constant weights (the rows above feed weights as graph
