@@ -922,8 +922,10 @@ static void mps_avx512_maxpool2(const struct mps_maxpool_geom *g, const float *x
     }
 }
 
-/* The 3x3 stride-2 window without pads on planes up to 128 wide
-   (squeezenet1_1's three pools: 111 -> 55, 55 -> 27, 27 -> 13), an output
+/* The 3x3 stride-2 window, begin pads 0 or 1, on planes up to 128 wide
+   (squeezenet1_1's three pools: 111 -> 55, 55 -> 27, 27 -> 13; resnet18's
+   112 -> 56 with pads 1: the first lane of a row's vectors is column -1,
+   -inf), an output
    row at a time in registers (vecs: 2, 4 or 8 vectors of a row, a constant
    where inlined, so that none goes to the stack): the maximum down the
    window's rows of each sixteen columns (-inf past the row), then across:
@@ -940,19 +942,20 @@ __attribute__((always_inline)) static inline void mps_avx512_maxpool3s2_v(const 
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1)), next = _mm512_add_epi32(even, _mm512_set1_epi32(2));
     const __m512 ninf = _mm512_set1_ps(-INFINITY);
-    const int64_t h = g->h, w = g->w, out_w = g->out_w;
+    const int64_t h = g->h, w = g->w, out_w = g->out_w, pt = g->pt, pl = g->pl;
     for (int64_t oh = 0; oh < g->out_h; oh++, y += out_w) {
-        int64_t r0 = 2 * oh, n = h - r0 < 3 ? h - r0 : 3;
-        const float *row = x + r0 * w;
+        int64_t r0 = 2 * oh - pt, rs = r0 > 0 ? r0 : 0, n = (r0 + 3 < h ? r0 + 3 : h) - rs; /* rows [rs, rs + n) */
+        const float *row = x + rs * w - pl; /* lane j of vector i: column 16 i + j - pl */
         for (int64_t r = r0 + 3; r < r0 + 5 && r < h; r++) /* the next output row's two new rows */
             for (int64_t j = 0; j < w; j += 16)
                 _mm_prefetch((const char *)(x + r * w + j), _MM_HINT_T0);
         __m512 c[9] = {ninf, ninf, ninf, ninf, ninf, ninf, ninf, ninf, ninf};
         for (int i = 0; i < vecs; i++) {
-            __mmask16 m = mps_avx512_mask((int)(w - 16 * i));
+            __mmask16 m = mps_avx512_mask((int)(w + pl - 16 * i)) & (__mmask16)(i ? 0xffffu : 0xffffu << pl);
             c[i] = _mm512_mask_loadu_ps(ninf, m, row + 16 * i);
-            c[i] = mps_avx512_nanmax(c[i], _mm512_mask_loadu_ps(ninf, m, row + w + 16 * i));
-            if (n == 3)
+            if (n > 1)
+                c[i] = mps_avx512_nanmax(c[i], _mm512_mask_loadu_ps(ninf, m, row + w + 16 * i));
+            if (n > 2)
                 c[i] = mps_avx512_nanmax(c[i], _mm512_mask_loadu_ps(ninf, m, row + 2 * w + 16 * i));
         }
         for (int o = 0; o < vecs / 2; o++) { /* (a store of no lanes where the row has fewer outputs) */
@@ -968,9 +971,9 @@ __attribute__((always_inline)) static inline void mps_avx512_maxpool3s2_v(const 
 
 static void mps_avx512_maxpool3s2(const struct mps_maxpool_geom *g, const float *x, float *y)
 {
-    if (g->w <= 32)
+    if (g->w + g->pl <= 32)
         mps_avx512_maxpool3s2_v(g, x, y, 2);
-    else if (g->w <= 64)
+    else if (g->w + g->pl <= 64)
         mps_avx512_maxpool3s2_v(g, x, y, 4);
     else
         mps_avx512_maxpool3s2_v(g, x, y, 8);
@@ -1022,8 +1025,8 @@ static void mps_avx512_maxpool_cols(const struct mps_maxpool_geom *g, const floa
     }
 }
 
-/* The MaxPool plane (ukernels.h): unpadded 2x2 and 3x3 stride-2 windows
-   on their kernels above; the others an output row at a time: the maximum
+/* The MaxPool plane (ukernels.h): unpadded 2x2 stride-2 windows and 3x3
+   stride-2 ones (begin pads 0 or 1) on their kernels above; the others an output row at a time: the maximum
    down the window's rows into a row of the stack padded with -inf, sixteen
    columns a step and the row's end through masked loads; then across each
    window's columns, sixteen outputs a step (stride 2: the even columns of
@@ -1045,7 +1048,7 @@ static void mps_avx512_maxpool(const struct mps_maxpool_geom *g, const float *x,
         mps_avx512_maxpool2(g, x, y);
         return;
     }
-    if (g->kh == 3 && g->kw == 3 && g->sh == 2 && g->sw == 2 && g->pt == 0 && g->pl == 0 && g->w <= 128) {
+    if (g->kh == 3 && g->kw == 3 && g->sh == 2 && g->sw == 2 && g->pt <= 1 && g->pl <= 1 && g->w + g->pl <= 128) {
         mps_avx512_maxpool3s2(g, x, y);
         return;
     }
