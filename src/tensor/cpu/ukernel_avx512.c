@@ -807,9 +807,14 @@ static bool mps_avx512_dwb(const struct mps_dwk_geom *g, const float *x, const f
                 t[c] = k[c * taps + u];
             kv[u] = _mm512_loadu_ps(t);
         }
-        for (int64_t c = 0; ex && c < ex->k; c++)
+        for (int64_t c0 = 0; ex && c0 < ex->k; c0 += 16) { /* sixteen channels of the block's rows, transposed */
+            int n = ex->k - c0 < 16 ? (int)(ex->k - c0) : 16;
             for (int m = 0; m < 16; m++)
-                wt[16 * c + m] = ex->w[(16 * blk + m) * ex->k + c];
+                r[m] = _mm512_maskz_loadu_ps(mps_avx512_mask(n), ex->w + (16 * blk + m) * ex->k + c0);
+            mps_avx512_transpose16(r);
+            for (int j = 0; j < n; j++)
+                _mm512_store_ps(wt + 16 * (c0 + j), r[j]);
+        }
         const __m512 ex_bias = ex && ex->bias ? _mm512_loadu_ps(ex->bias + 16 * blk) : _mm512_setzero_ps();
         const __m512 bv = bias ? _mm512_loadu_ps(bias + 16 * blk) : _mm512_setzero_ps();
         for (int64_t oh0 = g->oh0; oh0 < oh_end; oh0 += band) {
