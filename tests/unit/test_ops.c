@@ -895,6 +895,25 @@ static float *th_maxpool(const float *in, int64_t h, int64_t w, int k, int pad, 
     return ok ? out[0].data : NULL;
 }
 
+/* A k x k stride-2 MaxPool without pads on an h x w plane of i % mod with a
+   NaN at nan_at: checks that exactly the outputs listed in want are NaN. */
+static void th_maxpool_nans(const char *what, int64_t h, int64_t w, int k, int mod, int64_t nan_at, const char *want)
+{
+    struct mps_error err = {{0}};
+    float *in = malloc(sizeof(float) * (size_t)(h * w));
+    for (int64_t i = 0; i < h * w; i++)
+        in[i] = (float)(i % mod);
+    in[nan_at] = NAN;
+    float *o = th_maxpool(in, h, w, k, 0, false, &err);
+    char got[256] = "";
+    for (int64_t i = 0, n = ((h - k) / 2 + 1) * ((w - k) / 2 + 1); o && i < n; i++)
+        if (isnan(o[i]))
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", *got ? " " : "", (long long)i);
+    th_check(o && !strcmp(got, want), "MaxPool %s with a NaN: outputs %s NaN (want %s) %s", what, got, want, err.msg);
+    free(o);
+    free(in);
+}
+
 static void test_maxpool_nan(void)
 {
     struct mps_error err = {{0}};
@@ -908,57 +927,17 @@ static void test_maxpool_nan(void)
     }
     /* a row of 40 (20 outputs: a family's kernel on its wide rows), a NaN at the first row's column 32:
        the first cell of window 16 (vmaxps returns its second operand when either is NaN) */
-    float wide[80];
-    for (int i = 0; i < 80; i++)
-        wide[i] = (float)(i % 7);
-    wide[32] = NAN;
-    float *o = th_maxpool(wide, 2, 40, 2, 0, false, &err);
-    int nans = 0;
-    for (int i = 0; o && i < 20; i++)
-        nans += isnan(o[i]) ? 1 + i * 100 : 0;
-    th_check(o && nans == 1 + 16 * 100, "MaxPool on a row of 40 with a NaN: only output 16 is NaN %s", err.msg);
-    free(o);
+    th_maxpool_nans("2x2 on a row of 40", 2, 40, 2, 7, 32, "16");
     /* 6x7 (3x3 outputs: a family's two output rows a step, then the last alone), a NaN in the
-       upper row of output row 1's windows (vmaxps would drop it), an odd column: only (1, 2) is NaN */
-    float tall[42];
-    for (int i = 0; i < 42; i++)
-        tall[i] = (float)(i % 5);
-    tall[2 * 7 + 5] = NAN;
-    o = th_maxpool(tall, 6, 7, 2, 0, false, &err);
-    nans = 0;
-    for (int i = 0; o && i < 9; i++)
-        nans += isnan(o[i]) ? 1 + i * 100 : 0;
-    th_check(o && nans == 1 + 5 * 100, "MaxPool on 6x7 with a NaN: only output (1, 2) is NaN %s", err.msg);
-    free(o);
-    /* 3x3 stride 2 on 9x9 (4x4 outputs: a family's general plane kernel on rows narrower than a
-       step), a NaN at row 4, column 6: the last row of output row 1's windows and the first of
-       output row 2's (there vmaxps would drop it), columns of outputs 2 and 3 */
-    float sq[81];
-    for (int i = 0; i < 81; i++)
-        sq[i] = (float)(i % 11);
-    sq[4 * 9 + 6] = NAN;
-    o = th_maxpool(sq, 9, 9, 3, 0, false, &err);
-    unsigned mask = 0;
-    for (int i = 0; o && i < 16; i++)
-        mask |= isnan(o[i]) ? 1u << i : 0u;
-    th_check(o && mask == (1u << 6 | 1u << 7 | 1u << 10 | 1u << 11),
-             "MaxPool 3x3 stride 2 on 9x9 with a NaN: outputs (1, 2), (1, 3), (2, 2), (2, 3) NaN (mask %#x) %s", mask,
-             err.msg);
-    free(o);
+       upper row of output row 1's windows (vmaxps would drop it), an odd column: only (1, 2) */
+    th_maxpool_nans("2x2 on 6x7", 6, 7, 2, 5, 2 * 7 + 5, "5");
+    /* 3x3 stride 2 on 9x9 (4x4 outputs: rows narrower than a step), a NaN at row 4, column 6: the
+       last row of output row 1's windows and the first of output row 2's (there vmaxps would drop
+       it), columns of outputs 2 and 3 */
+    th_maxpool_nans("3x3 on 9x9", 9, 9, 3, 11, 4 * 9 + 6, "6 7 10 11");
     /* 3x3 stride 2 on 7x50 (3x24 outputs: avx512's row in four vectors), a NaN at row 2, column
        32: the third tap of output 15 (the first lane of the next vector) and the first of 16 */
-    float mid[350];
-    for (int i = 0; i < 350; i++)
-        mid[i] = (float)(i % 13);
-    mid[2 * 50 + 32] = NAN;
-    o = th_maxpool(mid, 7, 50, 3, 0, false, &err);
-    nans = 0;
-    for (int i = 0; o && i < 72; i++)
-        nans += isnan(o[i]) ? 1 : 0;
-    th_check(o && nans == 4 && isnan(o[15]) && isnan(o[16]) && isnan(o[24 + 15]) && isnan(o[24 + 16]),
-             "MaxPool 3x3 stride 2 on 7x50 with a NaN: outputs (0, 15), (0, 16), (1, 15), (1, 16) NaN (%d) %s", nans,
-             err.msg);
-    free(o);
+    th_maxpool_nans("3x3 on 7x50", 7, 50, 3, 13, 2 * 50 + 32, "15 16 39 40");
     /* 3x3 stride 2 ceil_mode on 3x128 and 3x26, every value -1: the last window's third column lies
        past the row, -inf there (past the last vector, or a masked lane), so it gives -1 */
     float neg[3 * 128];
@@ -966,7 +945,7 @@ static void test_maxpool_nan(void)
         neg[i] = -1.0f;
     for (int r = 0; r < 2; r++) {
         int64_t w = r ? 128 : 26, ow = r ? 64 : 13;
-        o = th_maxpool(neg, 3, w, 3, 0, true, &err);
+        float *o = th_maxpool(neg, 3, w, 3, 0, true, &err);
         int bad = 0;
         for (int64_t i = 0; o && i < ow; i++)
             bad += o[i] != -1.0f;
@@ -1139,6 +1118,16 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
     }
 }
 
+/* A tensor of shape sh, uniform in [-1, 1) (free its data). */
+static struct mps_tensor th_uniform_tensor(const struct mps_shape *sh)
+{
+    int64_t n = mps_shape_numel(sh);
+    float *d = th_alloc(MPS_F32, n);
+    for (int64_t i = 0; i < n; i++)
+        d[i] = (float)th_uniform(-1, 1);
+    return mps_tensor_make(MPS_F32, sh, d);
+}
+
 /* Sorts and infers graph g (at most two outputs), runs it on each backend
    and checks every output against the double reference (nmse 1e-9). */
 static void th_check_graph(const char *name, struct mps_graph *g, const struct mps_tensor *in,
@@ -1226,18 +1215,10 @@ static void test_conv_residual(const struct mps_backend *const *backends, int n_
         mps_graph_add_output(g, y, &err);
         if (rows[r].conv_output)
             mps_graph_add_output(g, c, &err);
-        struct mps_tensor t[2];
-        float *data[2];
-        for (int i = 0; i < 2; i++) {
-            const struct mps_shape *sh = &g->values[g->inputs[i]].shape;
-            int64_t n = mps_shape_numel(sh);
-            data[i] = th_alloc(MPS_F32, n);
-            for (int64_t e = 0; e < n; e++)
-                data[i][e] = (float)th_uniform(-1, 1);
-            t[i] = mps_tensor_make(MPS_F32, sh, data[i]);
-        }
+        struct mps_tensor t[2] = {th_uniform_tensor(&g->values[g->inputs[0]].shape),
+                                  th_uniform_tensor(&g->values[g->inputs[1]].shape)};
         th_check_graph(rows[r].name, g, t, backends, n_backends);
-        free(data[0]), free(data[1]);
+        free(t[0].data), free(t[1].data);
         mps_graph_free(g);
     }
 }
@@ -1300,13 +1281,9 @@ static void test_conv_pool(const struct mps_backend *const *backends, int n_back
         mps_graph_add_output(g, y, &err);
         if (rows[r].conv_output)
             mps_graph_add_output(g, c, &err);
-        int64_t n = mps_shape_numel(&xs);
-        float *xd = th_alloc(MPS_F32, n);
-        for (int64_t e = 0; e < n; e++)
-            xd[e] = (float)th_uniform(-1, 1);
-        struct mps_tensor t = mps_tensor_make(MPS_F32, &xs, xd);
+        struct mps_tensor t = th_uniform_tensor(&xs);
         th_check_graph(rows[r].name, g, &t, backends, n_backends);
-        free(xd);
+        free(t.data);
         mps_graph_free(g);
     }
 }
@@ -1394,11 +1371,7 @@ static void test_conv_expand(const struct mps_backend *const *backends, int n_ba
         mps_graph_add_output(g, y, &err);
         if (rows[r].twice)
             mps_graph_add_output(g, e, &err);
-        int64_t n = mps_shape_numel(&xs);
-        float *xd = th_alloc(MPS_F32, n);
-        for (int64_t i = 0; i < n; i++)
-            xd[i] = (float)th_uniform(-1, 1);
-        struct mps_tensor t = mps_tensor_make(MPS_F32, &xs, xd);
+        struct mps_tensor t = th_uniform_tensor(&xs);
         th_check_graph(rows[r].name, g, &t, backends, n_backends);
         /* the depthwise node's own time: none where the 1x1's node ran it */
         struct mps_plan *plan;
@@ -1418,7 +1391,7 @@ static void test_conv_expand(const struct mps_backend *const *backends, int n_ba
             mps_plan_free(plan);
         }
         th_free_tensors(out, g->n_outputs);
-        free(xd);
+        free(t.data);
         mps_graph_free(g);
     }
 }
