@@ -250,6 +250,7 @@ struct mps_direct_job {
     struct mps_tile_epi epi;
     const struct mps_fused_act *act;   /* what the tile's store does not apply, or NULL */
     int64_t first;                     /* the job's first item (image * groups + group) */
+    int64_t copy_parts;                /* the copy's items a channel: parts of its phase planes' rows */
     int64_t bands, parts, m_panels;    /* a unit: an item's band of tiles and part of W's panels */
     int64_t mstep;                     /* panels a part, or 0: parts a panel apart in size */
     int64_t y_image;                   /* floats from an image's output to the next's */
@@ -263,14 +264,18 @@ struct mps_direct_job {
     struct mps_pool *pool;
 };
 
-/* The copies of items' channels [begin, end) (item * channels + channel), phase plane by phase plane. */
+/* The copies of items' channels (item * channels + channel), phase plane by
+   phase plane: [begin, end) counts copy_parts a channel, each a part of the
+   rows of every phase plane. */
 static void mps_direct_copy(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_direct_job *jb = ctx;
     const struct mps_conv_geom *q = jb->q;
     const struct mps_direct *d = jb->d;
     int64_t in_h = q->w.in[1], in_w = q->w.in[2], pt = q->w.pb[1], pl = q->w.pb[2];
-    for (int64_t r = begin; r < end; r++) {
+    for (int64_t rp = begin; rp < end; rp++) {
+        int64_t r = rp / jb->copy_parts, part = rp % jb->copy_parts;
+        int64_t row0 = d->ph * part / jb->copy_parts, row1 = d->ph * (part + 1) / jb->copy_parts;
         int64_t i = r / d->cg, c = r % d->cg, it = jb->first + i;
         const float *src = jb->x + (it / q->g * q->c + it % q->g * d->cg + c) * q->in_plane;
         float *dst = jb->copy + i * d->item + c * d->uh * d->uw * d->plane;
@@ -284,7 +289,8 @@ static void mps_direct_copy(void *ctx, int64_t begin, int64_t end)
                 if (!mps_direct_phase_used(q->w.k[1], q->w.d[1], d->sh, a) ||
                     !mps_direct_phase_used(q->w.k[2], q->w.d[2], d->sw, b))
                     continue; /* read by no tap: not copied */
-                for (int64_t row = 0; row < d->ph; row++, dst += d->pw) {
+                dst += row0 * d->pw;
+                for (int64_t row = row0; row < row1; row++, dst += d->pw) {
                     int64_t ih = row * d->sh + a - pt;
                     if (ih < 0 || ih >= in_h) {
                         memset(dst, 0, sizeof(float) * (size_t)d->pw);
@@ -302,10 +308,23 @@ static void mps_direct_copy(void *ctx, int64_t begin, int64_t end)
                             dst[j] = sr[j * d->sw];
                     memset(dst + hi, 0, sizeof(float) * (size_t)(d->pw - hi));
                 }
+                dst += (d->ph - row1) * d->pw;
             }
-        if (c == d->cg - 1) /* read by the last tiles' dropped columns */
+        if (c == d->cg - 1 && part == jb->copy_parts - 1) /* read by the last tiles' dropped columns */
             memset(dst, 0, sizeof(float) * (size_t)(jb->copy + (i + 1) * d->item - dst));
     }
+}
+
+/* The copies of count items as one job: a channel an item, or where the
+   channels are few (a stem's 3 for 2 threads: 2 and 1), parts of their
+   rows, so that every thread has about as much. */
+static void mps_direct_copy_job(struct mps_pool *pool, struct mps_direct_job *jb, int64_t count, int64_t threads)
+{
+    const struct mps_direct *d = jb->d;
+    int64_t planes = count * d->cg;
+    jb->copy_parts = planes < 4 * threads ? (4 * threads + planes - 1) / planes : 1;
+    jb->copy_parts = jb->copy_parts < d->ph ? jb->copy_parts : d->ph;
+    mps_pool_for(pool, planes * jb->copy_parts, d->uh * d->uw * d->plane / jb->copy_parts, mps_direct_copy, jb);
 }
 
 /* Tile tl of an item of group gi (input x, output y, planes plane floats
@@ -503,7 +522,8 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
                                 .bias = a->in[2].data,
                                 .res = a->res,
                                 .epi = mps_tile_epi_none(),
-                                .copy = (float *)(((uintptr_t)a->scratch + 63) & ~(uintptr_t)63)};
+                                .copy = (float *)(((uintptr_t)a->scratch + 63) & ~(uintptr_t)63),
+                                .copy_parts = 1};
     jb.off = (const int32_t *)(jb.w + mps_direct_offsets_at(q, &d, uk));
     jb.y_image = a->out_stride ? a->out_stride : q->m * q->out_plane;
     jb.tiles = (const struct mps_direct_tile *)(jb.w + mps_direct_tiles_at(q, &d, uk));
@@ -557,7 +577,7 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
             jb.first = first, jb.copy_own = prows >= oh && jb.parts == 1, jb.prows = prows;
             int64_t units = count * ((oh + prows - 1) / prows) * jb.parts;
             if (!jb.copy_own)
-                mps_pool_for(a->pool, count * d.cg, d.uh * d.uw * d.plane, mps_direct_copy, &jb);
+                mps_direct_copy_job(a->pool, &jb, count, threads);
             mps_pool_for(a->pool, units,
                          2 * (m_panels / jb.parts + 1) * d.wstep * prows * jb.pg->sh * q->w.out[2] * d.k,
                          mps_direct_pool_units, &jb);
@@ -593,7 +613,7 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
            just before it reads it (fashion_cnn, batch 8: one job a layer, not two) */
         jb.copy_own = !d.in_place && jb.bands * jb.parts == 1;
         if (!d.in_place && !jb.copy_own)
-            mps_pool_for(a->pool, count * d.cg, d.uh * d.uw * d.plane, mps_direct_copy, &jb);
+            mps_direct_copy_job(a->pool, &jb, count, threads);
         mps_pool_for(a->pool, count * bands * jb.parts,
                      2 * (m_panels / jb.parts + 1) * d.wstep * (d.tiles / bands + 1) * width * d.k,
                      mps_direct_units, &jb);
