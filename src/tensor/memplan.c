@@ -146,6 +146,7 @@ enum mps_status mps_memplan_build(const struct mps_graph *g, size_t align, const
 {
     bool views = opts && opts->views;
     const int *writer = opts ? opts->writer : NULL;
+    const bool *skip = opts ? opts->skip : NULL;
     memset(mp, 0, sizeof *mp);
     size_t nv = (size_t)g->n_values + 1;
     mp->offset = malloc(nv * sizeof *mp->offset);
@@ -186,7 +187,7 @@ enum mps_status mps_memplan_build(const struct mps_graph *g, size_t align, const
     }
     int n_items = 0;
     for (int v = 0; v < g->n_values; v++) {
-        if (mp->first[v] < 0 || mp->alias[v] >= 0)
+        if (mp->first[v] < 0 || mp->alias[v] >= 0 || (skip && skip[v]))
             continue;
         const struct mps_value *val = &g->values[v];
         size_t bytes = (size_t)mps_shape_numel(&val->shape) * mps_dtype_size(val->dtype);

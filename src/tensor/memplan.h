@@ -22,7 +22,11 @@
 
    With writer, a backend whose kernel for node w also computes a later node
    k (writer[k] = w: cuda's Conv writing the MaxPool after it) has k's
-   outputs live from w on, so that they never share bytes with what w reads. */
+   outputs live from w on, so that they never share bytes with what w reads.
+
+   With skip, the values marked are not placed (offset -1): outputs that a
+   backend's fused kernel never makes nor reads (the cpu's 1x1 Conv made
+   inside the depthwise after it). */
 #ifndef MPS_MEMPLAN_H
 #define MPS_MEMPLAN_H
 
@@ -45,6 +49,7 @@ struct mps_memplan {
 struct mps_memplan_opts {
     bool views;        /* views share their input's bytes (above) */
     const int *writer; /* per node: the node (at or before it) whose kernels write its outputs; NULL: itself */
+    const bool *skip;  /* per value: never written nor read, so not placed; NULL: none */
 };
 
 /* Plans the node outputs of the sorted, inferred graph g; offsets are multiples of align; opts may be NULL. */

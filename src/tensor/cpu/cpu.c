@@ -398,9 +398,17 @@ static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct m
     mps_cpu_plan_pools(s);
     mps_cpu_plan_expands(s);
     mps_cpu_plan_concats(s);
+    /* a 1x1 Conv made inside the depthwise after it: its output is never made, so it gets no bytes */
+    bool *skip = calloc((size_t)g->n_values + 1, sizeof *skip);
+    for (int k = 0; skip && k < g->n_nodes; k++)
+        if (s->dw_after[k] >= 0)
+            skip[g->nodes[k].out[0]] = true;
     struct mps_memplan mp;
     enum mps_status st =
-        mps_memplan_build(g, 64, &(struct mps_memplan_opts){.views = true, .writer = s->writer}, &mp, err);
+        skip ? mps_memplan_build(g, 64, &(struct mps_memplan_opts){.views = true, .writer = s->writer, .skip = skip},
+                                 &mp, err)
+             : mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    free(skip);
     if (st) {
         mps_cpu_free(s);
         return st;
