@@ -883,10 +883,11 @@ static inline __m512 mps_avx512_nanmax(__m512 a, __m512 b)
 static void mps_avx512_maxpool2_pairs(const struct mps_maxpool_geom *g, const float *x, float *y)
 {
     int n = (int)g->out_w;
-    int32_t lane[16];
-    for (int l = 0; l < 16; l++) /* even columns: row oh's in lanes 0 .. n, row oh + 1's (from 16 on) after */
-        lane[l] = l < n ? 2 * l : l < 2 * n ? 16 + 2 * (l - n) : 0;
-    const __m512i even = _mm512_loadu_si512(lane), odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    /* even columns: row oh's in lanes 0 .. n (2 l), row oh + 1's (from 16 on) after them (16 + 2 (l - n));
+       lanes from 2 n on are not stored */
+    const __m512i iota2 = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i even = _mm512_mask_add_epi32(iota2, (__mmask16)(0xffffu << n), iota2, _mm512_set1_epi32(16 - 2 * n));
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
     __mmask16 cols = mps_avx512_mask(2 * n);
     for (int64_t oh = 0; oh < g->out_h; oh += 2, y += 2 * n) {
         const float *r = x + 2 * oh * g->w;
