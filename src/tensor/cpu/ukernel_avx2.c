@@ -258,7 +258,7 @@ static inline __m256 mps_avx2_cols(const float *row, int64_t w, int64_t from)
     return _mm256_andnot_ps(_mm256_castsi256_ps(mps_avx2_mask((int)a)), v); /* lanes below a: zeros */
 }
 
-/* acc plus one input row's three taps for eight outputs from column c (see ukernel_avx512.c). */
+/* acc plus one input row's three taps for eight outputs from column c (see ukernel_avx512_dw.c). */
 static inline __m256 mps_avx2_dw3_row(__m256 acc, const float *row, int64_t w, int64_t c, int s, bool inside,
                                       __m256 k0, __m256 k1, __m256 k2)
 {
@@ -280,7 +280,7 @@ static inline __m256 mps_avx2_dw3_row(__m256 acc, const float *row, int64_t w, i
     return _mm256_fmadd_ps(k2, x2, acc);
 }
 
-/* 3x3 depthwise planes, eight outputs a step (see ukernel_avx512.c). */
+/* 3x3 depthwise planes, eight outputs a step (see ukernel_avx512_dw.c). */
 static void mps_avx2_dw3(const struct mps_dw3_geom *g, const float *x, const float *k, float bias, float *y,
                          const struct mps_tile_epi *e)
 {

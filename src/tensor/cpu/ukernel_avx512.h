@@ -1,0 +1,111 @@
+/* ukernel_avx512.h: what the avx512 family's files share (ukernel_avx512.c:
+   the GEMM and convolution tiles and the family's table; ukernel_avx512_dw.c:
+   the depthwise kernels; ukernel_avx512_pool.c: MaxPool): lane masks, the
+   tile epilogue's activation and row store, a 16 x 16 transpose in
+   registers. Built with -mavx512f, as each of those files. */
+#ifndef MPS_CPU_UKERNEL_AVX512_H
+#define MPS_CPU_UKERNEL_AVX512_H
+
+#include <immintrin.h>
+#include <math.h>
+#include <stddef.h>
+
+#include "ukernels.h"
+
+static inline __mmask16 mps_avx512_mask(int n)
+{
+    return (__mmask16)(n >= 16 ? 0xffffu : n <= 0 ? 0u : (1u << n) - 1u);
+}
+
+/* The activation of the epilogue from its constants: the clamp to [lo, hi],
+   then the slope below zero, then HardSwish. */
+struct mps_avx512_actc {
+    __m512 lo, hi, slope;
+    bool clamp, leaky, hswish;
+};
+
+static inline struct mps_avx512_actc mps_avx512_actc_of(const struct mps_tile_epi *e)
+{
+    return (struct mps_avx512_actc){.lo = _mm512_set1_ps(e->lo),
+                                    .hi = _mm512_set1_ps(e->hi),
+                                    .slope = _mm512_set1_ps(e->slope),
+                                    .clamp = e->lo > -INFINITY || e->hi < INFINITY,
+                                    .leaky = e->slope != 1.0f,
+                                    .hswish = e->hswish};
+}
+
+static inline __m512 mps_avx512_actc(__m512 acc, const struct mps_avx512_actc *a)
+{
+    if (a->clamp) /* acc second: max and min return it when it is NaN */
+        acc = _mm512_min_ps(a->hi, _mm512_max_ps(a->lo, acc));
+    if (a->leaky) {
+        __mmask16 neg = _mm512_cmp_ps_mask(acc, _mm512_setzero_ps(), _CMP_LT_OQ);
+        acc = _mm512_mask_mul_ps(acc, neg, acc, a->slope);
+    }
+    if (a->hswish) { /* t is NaN only where acc is: the product is NaN whatever min and max made of t */
+        __m512 t = _mm512_add_ps(_mm512_div_ps(acc, _mm512_set1_ps(6.0f)), _mm512_set1_ps(0.5f));
+        t = _mm512_max_ps(_mm512_min_ps(t, _mm512_set1_ps(1.0f)), _mm512_setzero_ps());
+        acc = _mm512_mul_ps(acc, t);
+    }
+    return acc;
+}
+
+static inline __m512 mps_avx512_act(__m512 acc, const struct mps_tile_epi *e)
+{
+    struct mps_avx512_actc a = mps_avx512_actc_of(e);
+    return mps_avx512_actc(acc, &a);
+}
+
+/* Stores acc (lanes [0, n) of columns c0..) of one row, applying the flags. */
+static inline void mps_avx512_store(float *c, __m512 acc, int n, int flags, const struct mps_tile_epi *e, int r, int c0)
+{
+    __mmask16 m = mps_avx512_mask(n);
+    if (flags & MPS_TILE_ACCUMULATE)
+        acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, c));
+    if (flags & MPS_TILE_FINISH) {
+        if (e->bias)
+            acc =
+                _mm512_add_ps(acc, e->bias_cols ? _mm512_maskz_loadu_ps(m, e->bias + c0) : _mm512_set1_ps(e->bias[r]));
+        if (e->res)
+            acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, e->res + r * e->ldr + c0));
+        acc = mps_avx512_act(acc, e);
+    }
+    _mm512_mask_storeu_ps(c, m, acc);
+}
+
+/* r[i][j] -> r[j][i] for a 16 x 16 block of floats in registers: 32-bit,
+   then 64-bit interleaves leave lane L of u[4 i + j] holding column 4 L + j
+   of rows 4 i .. 4 i + 3; two rounds of 128-bit lane shuffles gather them. */
+static inline void mps_avx512_transpose16(__m512 r[16])
+{
+    __m512 t[16], u[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 2; j++) {
+            __m512d a = _mm512_castps_pd(t[4 * i + j]), b = _mm512_castps_pd(t[4 * i + j + 2]);
+            u[4 * i + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+            u[4 * i + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        }
+    for (int j = 0; j < 4; j++) {
+        __m512 ab0 = _mm512_shuffle_f32x4(u[j], u[4 + j], _MM_SHUFFLE(1, 0, 1, 0));
+        __m512 ab1 = _mm512_shuffle_f32x4(u[j], u[4 + j], _MM_SHUFFLE(3, 2, 3, 2));
+        __m512 cd0 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(1, 0, 1, 0));
+        __m512 cd1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(3, 2, 3, 2));
+        r[j] = _mm512_shuffle_f32x4(ab0, cd0, _MM_SHUFFLE(2, 0, 2, 0));
+        r[4 + j] = _mm512_shuffle_f32x4(ab0, cd0, _MM_SHUFFLE(3, 1, 3, 1));
+        r[8 + j] = _mm512_shuffle_f32x4(ab1, cd1, _MM_SHUFFLE(2, 0, 2, 0));
+        r[12 + j] = _mm512_shuffle_f32x4(ab1, cd1, _MM_SHUFFLE(3, 1, 3, 1));
+    }
+}
+
+/* The family's plane kernels (ukernels.h), each in its own file. */
+void mps_avx512_dw3(const struct mps_dw3_geom *g, const float *x, const float *k, float bias, float *y,
+                    const struct mps_tile_epi *e);
+bool mps_avx512_dwb(const struct mps_dwk_geom *g, const float *x, const float *k, const float *bias, float *y,
+                    int64_t blocks, const struct mps_tile_epi *e, const struct mps_dwb_expand *ex);
+void mps_avx512_maxpool(const struct mps_maxpool_geom *g, const float *x, float *y);
+
+#endif
