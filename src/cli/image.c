@@ -293,9 +293,11 @@ static uint32_t mps_be32(const unsigned char *p)
 }
 
 /* The chunk at *at in buf[len]: its type and data; *at moves past it. False
-   when it does not fit, or it is critical (IHDR, IDAT, IEND, ...: libpng
-   fails on those) and its CRC is wrong; an ancillary chunk's CRC, which
-   libpng only warns about, is not read. */
+   when it does not fit, its type is not four ASCII letters (libpng fails on
+   any chunk's: the fuzz target found an ancillary one of bytes F9 00 00 00
+   after IDAT), or it is critical (IHDR, IDAT, IEND, ...: libpng fails on
+   those) and its CRC is wrong; an ancillary chunk's CRC, which libpng only
+   warns about, is not read. */
 static bool mps_png_chunk(const unsigned char *buf, size_t len, size_t *at, const unsigned char **type,
                           const unsigned char **data, uint32_t *n)
 {
@@ -306,6 +308,9 @@ static bool mps_png_chunk(const unsigned char *buf, size_t len, size_t *at, cons
         return false;
     *type = buf + *at + 4;
     *data = buf + *at + 8;
+    for (int i = 0; i < 4; i++)
+        if (!(((*type)[i] | 0x20) >= 'a' && ((*type)[i] | 0x20) <= 'z'))
+            return false;
     if (!(**type & 0x20) && crc32(crc32(0, NULL, 0), *type, *n + 4) != mps_be32(*data + *n))
         return false;
     *at += 12 + (size_t)*n;

@@ -61,9 +61,9 @@ static int paeth(int a, int b, int c)
     return pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
 }
 
-enum fault { GOOD, BAD_IDAT_CRC, BAD_FILTER, SHORT_STREAM, LONG_STREAM, NO_IEND, TRNS, N_FAULTS };
+enum fault { GOOD, BAD_IDAT_CRC, BAD_FILTER, SHORT_STREAM, LONG_STREAM, NO_IEND, TRNS, BAD_TYPE, N_FAULTS };
 static const char *fault_name[] = {"good",    "an IDAT's CRC wrong", "filter byte 5", "a row short", "a row too many",
-                                   "no IEND", "a tRNS chunk"};
+                                   "no IEND", "a tRNS chunk",        "a chunk type of bytes F9 00 00 00 after IDAT"};
 
 /* A w x h PNG of k samples a pixel (1, 2, 3, 4) with random pixels, row y
    filtered with filter (y + first) % 5, broken as fault says. */
@@ -117,7 +117,7 @@ static struct png make_png(int w, int h, int k, int first, enum fault fault)
         if (fault == BAD_IDAT_CRC && at + n == zn)
             p.b[crc_at] ^= 1;
     }
-    chunk(&p, "tIME", (const unsigned char[]){7, 234, 11, 26, 12, 0, 0}, 7);
+    chunk(&p, fault == BAD_TYPE ? "\xf9\0\0\0" : "tIME", (const unsigned char[]){7, 234, 11, 26, 12, 0, 0}, 7);
     if (fault != NO_IEND)
         chunk(&p, "IEND", NULL, 0);
     free(raw);
