@@ -1159,6 +1159,51 @@ static void th_check_graph(const char *name, struct mps_graph *g, const struct m
         free(want[o].d);
 }
 
+/* Runs g (sorted, at most two outputs) on the cpu at 1, 2 and 3 threads,
+   through its profile: each output against the double reference, and node
+   taking no time of its own exactly where fused (the node before it ran it). */
+static void th_check_cpu_fused(const char *name, const struct mps_graph *g, const struct mps_tensor *in, int node,
+                               bool fused)
+{
+    struct ref_tensor want[2];
+    struct mps_error err = {{0}};
+    const struct mps_ukernels *uk = NULL;
+    const char *family = mps_isa_kernels(&uk, &err) == MPS_OK ? uk->name : "?";
+    th_ref_graph(g, in, want);
+    for (int threads = 1; threads <= 3; threads++) {
+        struct mps_plan *plan;
+        struct mps_tensor out[2];
+        double ms[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+        if (!th_check(g->n_nodes <= 8 && mps_plan_compile(&mps_backend_cpu, g,
+                                                          &(struct mps_compile_opts){.threads = threads}, &plan,
+                                                          &err) == MPS_OK,
+                      "%s: compile %s", name, err.msg))
+            continue;
+        for (int o = 0; o < g->n_outputs; o++) {
+            const struct mps_value *v = &g->values[g->outputs[o]];
+            out[o] = mps_tensor_make(MPS_F32, &v->shape, th_alloc(MPS_F32, mps_shape_numel(&v->shape)));
+        }
+        if (th_check(mps_backend_cpu.profile(plan->state, in, out, ms, &err) == MPS_OK, "%s: profile %s", name,
+                     err.msg)) {
+            for (int o = 0; o < g->n_outputs; o++) {
+                int64_t ny = ref_numel(&want[o].shape);
+                double *gd = calloc((size_t)ny + 1, sizeof *gd);
+                th_to_double(MPS_F32, out[o].data, ny, gd);
+                double e = th_nmse(gd, want[o].d, ny);
+                th_check(e <= 1e-9, "%s [cpu %s, %d threads]: output %d nmse %.2e (bound 1e-09)", name, family,
+                         threads, o, e);
+                free(gd);
+            }
+            th_check((ms[node] == 0) == fused, "%s [cpu %s, %d threads]: %s %s (its own time %.4f ms)", name, family,
+                     threads, g->nodes[node].name, fused ? "run by the node before it" : "run by itself", ms[node]);
+        }
+        th_free_tensors(out, g->n_outputs);
+        mps_plan_free(plan);
+    }
+    for (int o = 0; o < g->n_outputs; o++)
+        free(want[o].d);
+}
+
 /* A Conv whose output only a residual Add reads: the cpu computes the Add in
    the Conv's store (cpu.c), on each path a trained layer takes (the conv
    tile, the transposed tile, Winograd, the packed GEMM), the residual on
@@ -1223,39 +1268,55 @@ static void test_conv_residual(const struct mps_backend *const *backends, int n_
     }
 }
 
-/* A Conv whose output only a MaxPool reads: the cpu pools each band of the
-   Conv's rows as it makes them (cpu.c), on the conv tile (its columns cut
-   at the bands' rows) and the transposed tile, after a stride-2 conv (the
-   phase copy), with the Conv's Relu or Clip; a window clipped at the bottom
-   (ceil_mode), batches and bands of rows; and the pools it leaves as they
-   are (3x3 stride 2 windows overlap down the rows; the Conv's output read
-   twice), computed right. Graph input x, output the MaxPool's (and the
-   Conv's, where it is read twice). */
+/* A Conv whose output only a MaxPool reads: on a family with a MaxPool
+   kernel the cpu pools each band of the Conv's rows as it makes them
+   (cpu.c), and the pool node takes no time of its own (checked through the
+   profile, at 1, 2 and 3 threads): on the conv tile (its columns cut at the
+   bands' rows) and the transposed tile, after a stride-2 conv (the phase
+   copy), with the Conv's Relu or Clip; a window clipped at the bottom
+   (ceil_mode), batches and bands of rows. Windows that overlap down the
+   rows (3x3 stride 2 and stride 1, pads above) where the Conv's output is
+   over 8 MiB (conv.c), a band taking the rows it shares with the band before
+   it, and the tiles that band made past its rows, where the same thread made
+   that one; under 8 MiB, and where the Conv's output is read twice, left as
+   they are. Graph input x, output the MaxPool's (and the Conv's, where it
+   is read twice). */
 static void test_conv_pool(const struct mps_backend *const *backends, int n_backends)
 {
     static const struct {
         const char *name;
         int64_t h, w, k, stride, pad, cin, cout, images;
-        int64_t pk, ps;  /* the pool's window and stride */
-        bool ceil, clip; /* ceil_mode; Clip(0, 6) for the Conv's Relu */
-        bool conv_output;
+        int64_t pk, ps, ppad; /* the pool's window, stride and pads */
+        bool ceil, clip;      /* ceil_mode; Clip(0, 6) for the Conv's Relu */
+        bool conv_output, fused;
     } rows[] = {
         {"Conv+Relu -> MaxPool 2x2, 3x3 on 28x28 (the conv tile cut at the bands), 3 images", 28, 28, 3, 1, 1, 8, 24,
-         3, 2, 2, false, false, false},
-        {"Conv+Clip -> MaxPool 2x2, stride-2 conv on 30x29 (the phase copy)", 30, 29, 3, 2, 1, 5, 16, 1, 2, 2, false,
-         true, false},
-        {"Conv+Relu -> MaxPool 2x2 ceil_mode on 13x13 (the last window one row)", 13, 13, 3, 1, 1, 16, 32, 2, 2, 2,
-         true, false, false},
-        {"Conv+Relu -> MaxPool 2x2, 3x3 on 7x7 (the transposed tile)", 7, 7, 3, 1, 1, 64, 64, 2, 2, 2, false, false,
-         false},
-        {"Conv+Relu -> MaxPool 3x3 stride 2 (overlapping rows: not fused)", 23, 23, 3, 2, 0, 3, 16, 2, 3, 2, true,
-         false, false},
-        {"Conv+Relu -> MaxPool 2x2, the conv's output read twice (not fused)", 12, 12, 3, 1, 1, 4, 8, 1, 2, 2, false,
-         false, true},
+         3, 2, 2, 0, false, false, false, true},
+        {"Conv+Clip -> MaxPool 2x2, stride-2 conv on 30x29 (the phase copy)", 30, 29, 3, 2, 1, 5, 16, 1, 2, 2, 0,
+         false, true, false, true},
+        {"Conv+Relu -> MaxPool 2x2 ceil_mode on 13x13 (the last window one row)", 13, 13, 3, 1, 1, 16, 32, 2, 2, 2, 0,
+         true, false, false, true},
+        {"Conv+Relu -> MaxPool 2x2, 3x3 on 7x7 (the transposed tile)", 7, 7, 3, 1, 1, 64, 64, 2, 2, 2, 0, false,
+         false, false, true},
+        {"Conv+Relu 3x3 s2 -> MaxPool 3x3 s2 ceil_mode, 2403x225 -> 1201x112, 16 channels (8.2 MiB; squeezenet1_1's "
+         "stem and pool: bands share a row)",
+         2403, 225, 3, 2, 0, 1, 16, 1, 3, 2, 0, true, false, false, true},
+        {"Conv+Relu 7x7 s2 -> MaxPool 3x3 s2 pad 1, 2368x224 -> 1184x112, 16 channels (8.1 MiB; resnet18's: a pad above)",
+         2368, 224, 7, 2, 3, 1, 16, 1, 3, 2, 1, false, false, false, true},
+        {"Conv+Clip 3x3 -> MaxPool 3x3 stride 1 pad 1 on 370x370, 8 channels, 2 images (8.4 MiB: bands share two rows)",
+         370, 370, 3, 1, 1, 1, 8, 2, 3, 1, 1, false, true, false, true},
+        {"Conv+Relu 3x3 -> MaxPool 3x3 s2 on 2350x14, 7 -> 64 channels (8 MiB; the transposed tile, rows shared)", 2350,
+         14, 3, 1, 1, 7, 64, 1, 3, 2, 0, false, false, false, true},
+        {"Conv+Relu 3x3 s2 -> MaxPool 3x3 s2 ceil_mode on 113x113, 64 channels, 2 images (1.5 MiB: not fused)", 113,
+         113, 3, 2, 0, 3, 64, 2, 3, 2, 0, true, false, false, false},
+        {"Conv+Relu -> MaxPool 2x2, the conv's output read twice (not fused)", 12, 12, 3, 1, 1, 4, 8, 1, 2, 2, 0,
+         false, false, true, false},
     };
+    const struct mps_ukernels *uk = NULL;
+    struct mps_error err = {{0}};
+    bool family = mps_isa_kernels(&uk, &err) == MPS_OK && uk->maxpool;
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         struct mps_graph *g = mps_graph_new();
-        struct mps_error err = {{0}};
         th_seed(rows[r].name);
         int64_t ci = rows[r].cin, co = rows[r].cout;
         struct mps_shape xs = {4, {rows[r].images, ci, rows[r].h, rows[r].w}}, ws = {4, {co, ci, rows[r].k, rows[r].k}};
@@ -1267,6 +1328,7 @@ static void test_conv_pool(const struct mps_backend *const *backends, int n_back
             p.conv.win.stride[j] = rows[r].stride;
             pp.pool.win.kernel[j] = rows[r].pk;
             pp.pool.win.stride[j] = rows[r].ps;
+            pp.pool.win.pad[j] = pp.pool.win.pad[2 + j] = rows[r].ppad;
         }
         pp.pool.ceil_mode = rows[r].ceil;
         p.conv.act = rows[r].clip ? (struct mps_fused_act){true, MPS_OP_CLIP, {.alpha = 0.0f, .beta = 6.0f}}
@@ -1283,6 +1345,7 @@ static void test_conv_pool(const struct mps_backend *const *backends, int n_back
             mps_graph_add_output(g, c, &err);
         struct mps_tensor t = th_uniform_tensor(&xs);
         th_check_graph(rows[r].name, g, &t, backends, n_backends);
+        th_check_cpu_fused(rows[r].name, g, &t, 1, family && rows[r].fused);
         free(t.data);
         mps_graph_free(g);
     }
@@ -1373,24 +1436,7 @@ static void test_conv_expand(const struct mps_backend *const *backends, int n_ba
             mps_graph_add_output(g, e, &err);
         struct mps_tensor t = th_uniform_tensor(&xs);
         th_check_graph(rows[r].name, g, &t, backends, n_backends);
-        /* the depthwise node's own time: none where the 1x1's node ran it */
-        struct mps_plan *plan;
-        struct mps_tensor out[2];
-        double ms[2] = {-1, -1};
-        for (int o = 0; o < g->n_outputs; o++) {
-            const struct mps_value *v = &g->values[g->outputs[o]];
-            out[o] = mps_tensor_make(MPS_F32, &v->shape, th_alloc(MPS_F32, mps_shape_numel(&v->shape)));
-        }
-        if (th_check(mps_plan_compile(&mps_backend_cpu, g, &(struct mps_compile_opts){0}, &plan, &err) == MPS_OK,
-                     "%s: compile %s", rows[r].name, err.msg)) {
-            th_check(mps_backend_cpu.profile(plan->state, &t, out, ms, &err) == MPS_OK, "%s: profile %s",
-                     rows[r].name, err.msg);
-            bool fused = dwb && rows[r].fused;
-            th_check((ms[1] == 0) == fused, "%s [cpu %s]: the depthwise %s (its own time %.4f ms)", rows[r].name,
-                     uk ? uk->name : "?", fused ? "run by the 1x1's node" : "run by itself", ms[1]);
-            mps_plan_free(plan);
-        }
-        th_free_tensors(out, g->n_outputs);
+        th_check_cpu_fused(rows[r].name, g, &t, 1, dwb && rows[r].fused);
         free(t.data);
         mps_graph_free(g);
     }

@@ -31,6 +31,7 @@ enum {
     MPS_DIRECT_L1_BYTES = 32 << 10,    /* tiles' columns of B that stay in L1 over W's panels */
     MPS_DIRECT_SUB = 16,               /* and at most so many tiles */
     MPS_DIRECT_POOL_BYTES = 256 << 10, /* a fused MaxPool's band of the Conv's rows, every channel: in L2 */
+    MPS_DIRECT_BAND_HEAD = 8,          /* int64s (a cache line) before each thread's band: what it made last */
 };
 
 struct mps_direct {
@@ -138,10 +139,19 @@ static int64_t mps_direct_pool_rows(const struct mps_conv_geom *q, const struct 
     return fit > pg->kh ? (fit - pg->kh) / pg->sh + 1 : 1;
 }
 
-/* Floats of a thread's band: every channel's Conv rows that rows pool rows read. */
-static int64_t mps_direct_band_floats(const struct mps_conv_geom *q, const struct mps_maxpool_geom *pg, int64_t rows)
+/* The Conv's rows a thread's band holds for rows pool rows: those they read,
+   and those the last tile runs on past them (from the end of a row of pitch
+   pw, MPS_DIRECT_NR columns at most), which the next band then need not make. */
+static int64_t mps_direct_band_cap(const struct mps_maxpool_geom *pg, int64_t rows, int64_t pw)
 {
-    return (q->m * ((rows - 1) * pg->sh + pg->kh) * q->w.out[2] + 15) / 16 * 16;
+    return (rows - 1) * pg->sh + pg->kh + (MPS_DIRECT_NR + pw - 2) / pw;
+}
+
+/* Floats of a thread's band: its head, then every channel's band_cap rows. */
+static int64_t mps_direct_band_floats(const struct mps_conv_geom *q, const struct mps_maxpool_geom *pg, int64_t rows,
+                                      int64_t pw)
+{
+    return 2 * MPS_DIRECT_BAND_HEAD + (q->m * mps_direct_band_cap(pg, rows, pw) * q->w.out[2] + 15) / 16 * 16;
 }
 
 size_t mps_direct_scratch(const struct mps_conv_geom *q, const struct mps_maxpool_geom *pool, int threads)
@@ -150,7 +160,7 @@ size_t mps_direct_scratch(const struct mps_conv_geom *q, const struct mps_maxpoo
     size_t copies = d.in_place ? 0 : sizeof(float) * (size_t)(mps_direct_chunk(q, &d) * d.item) + 64;
     if (!pool)
         return copies;
-    int64_t band = mps_direct_band_floats(q, pool, mps_direct_pool_rows(q, pool));
+    int64_t band = mps_direct_band_floats(q, pool, mps_direct_pool_rows(q, pool), d.pw);
     return (copies + 63) / 64 * 64 + sizeof(float) * (size_t)(threads * band) + 64;
 }
 
@@ -463,38 +473,63 @@ static void mps_direct_units(void *ctx, int64_t begin, int64_t end)
     }
 }
 
+/* The Conv's rows [*r0, *r1) that a fused MaxPool's pool rows from p0 read. */
+static int64_t mps_direct_band_of(const struct mps_direct_job *jb, int64_t p0, int64_t *r0, int64_t *r1)
+{
+    const struct mps_maxpool_geom *pg = jb->pg;
+    int64_t p1 = p0 + jb->prows < pg->out_h ? p0 + jb->prows : pg->out_h;
+    *r0 = p0 * pg->sh - pg->pt, *r1 = (p1 - 1) * pg->sh - pg->pt + pg->kh;
+    *r0 = *r0 > 0 ? *r0 : 0;
+    *r1 = *r1 < jb->q->w.out[1] ? *r1 : jb->q->w.out[1];
+    return p1;
+}
+
 /* Units of a fused MaxPool: an item's band of prows pool rows, from the
-   Conv's rows they read, made into this thread's band (every channel, the
-   tile's store applying bias and activation) and pooled from there. */
+   Conv's rows they read, made into this thread's band (every channel, cap
+   rows apart, the tile's store applying bias and activation) and pooled
+   from there. A thread that made the band before it (its own share comes
+   in order) moves up the rows it holds past that band's first pool row and
+   goes on from the tile after its last: no row is made twice where windows
+   overlap down the rows (3x3 stride 2: one row in nine at the stems' 9-row
+   bands), nor a tile across two bands' rows (two in thirty). */
 static void mps_direct_pool_units(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_direct_job *jb = ctx;
     const struct mps_conv_geom *q = jb->q;
     const struct mps_direct *d = jb->d;
     const struct mps_maxpool_geom *pg = jb->pg;
-    int64_t mr = d->wstep, ow_n = q->w.out[2], nr = jb->uk->nr, bands = (pg->out_h + jb->prows - 1) / jb->prows;
-    int64_t per_row = (ow_n + jb->uk->mt - 1) / jb->uk->mt;
+    int64_t mr = d->wstep, ow_n = q->w.out[2], oh_n = q->w.out[1], nr = jb->uk->nr;
+    int64_t bands = (pg->out_h + jb->prows - 1) / jb->prows, per_row = (ow_n + jb->uk->mt - 1) / jb->uk->mt;
+    int64_t cap = mps_direct_band_cap(pg, jb->prows, d->pw), plane = cap * ow_n;
     float *band = jb->band_rows + mps_pool_self(jb->pool) * jb->band_floats;
+    int64_t *last = (int64_t *)band - MPS_DIRECT_BAND_HEAD; /* this thread's last unit, its first row, tiles made */
     for (int64_t u = begin; u < end; u++) {
         int64_t i = u / (bands * jb->parts), it = jb->first + i, p0 = u / jb->parts % bands * jb->prows;
-        int64_t m0, m1;
+        int64_t m0, m1, r0, r1;
         mps_direct_part(jb, u % jb->parts, &m0, &m1);
-        int64_t p1 = p0 + jb->prows < pg->out_h ? p0 + jb->prows : pg->out_h;
-        int64_t r0 = p0 * pg->sh - pg->pt, r1 = (p1 - 1) * pg->sh - pg->pt + pg->kh;
-        r0 = r0 > 0 ? r0 : 0;
-        r1 = r1 < q->w.out[1] ? r1 : q->w.out[1];
+        int64_t p1 = mps_direct_band_of(jb, p0, &r0, &r1);
+        int64_t t0 = d->transposed ? r0 * per_row : r0 * d->pw / nr; /* the first tile that holds row r0 */
+        int64_t t1 = d->transposed ? r1 * per_row : (r1 * d->pw + nr - 1) / nr;
+        t1 = t1 < d->tiles ? t1 : d->tiles;
+        if (last[0] == u - 1 && jb->parts == 1 && p0 > 0 && last[2] >= t0) {
+            /* rows [r0, held) hold some of what was made: the last partly */
+            int64_t made = last[2], held = d->transposed ? made / per_row : (made * nr + d->pw - 1) / d->pw;
+            held = held < last[1] + cap ? held : last[1] + cap;
+            held = held < oh_n ? held : oh_n;
+            for (int64_t c = m0; held > r0 && c < m1; c++)
+                memmove(band + c * plane, band + c * plane + (r0 - last[1]) * ow_n,
+                        sizeof(float) * (size_t)((held - r0) * ow_n));
+            t0 = made;
+        }
+        last[0] = u, last[1] = r0, last[2] = t1;
         if (jb->copy_own)
             mps_direct_copy(ctx, i * d->cg, (i + 1) * d->cg);
         const float *x = jb->copy + i * d->item;
-        int64_t plane = (r1 - r0) * ow_n;
-        int64_t t0 = d->transposed ? r0 * per_row : r0 * d->pw / nr;
-        int64_t t1 = d->transposed ? r1 * per_row : (r1 * d->pw + nr - 1) / nr;
-        t1 = t1 < d->tiles ? t1 : d->tiles;
         int64_t sub = jb->sub ? jb->sub : t1 - t0;
         for (int64_t tb = t0; tb < t1; tb += sub)
             for (int64_t p = m0; p < m1; p += mr)
                 for (int64_t t = tb; t < t1 && t < tb + sub; t++) {
-                    struct mps_direct_tile tl = mps_direct_band_tile(jb, t, r0, r1);
+                    struct mps_direct_tile tl = mps_direct_band_tile(jb, t, r0, r0 + cap);
                     if (tl.keep)
                         mps_direct_run(jb, x, band, plane, 0, &tl, p, (int)(m1 - p < mr ? m1 - p : mr));
                 }
@@ -554,9 +589,10 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
     if (a->pool_geom) { /* a fused MaxPool: bands of its rows, at least two a thread */
         jb.pg = a->pool_geom, jb.pooled = a->pool_out->data, jb.pool = a->pool;
         /* a band holds the most rows: fewer where more bands are wanted */
-        jb.band_floats = mps_direct_band_floats(q, jb.pg, mps_direct_pool_rows(q, jb.pg));
+        jb.band_floats = mps_direct_band_floats(q, jb.pg, mps_direct_pool_rows(q, jb.pg), d.pw);
         size_t copies = d.in_place ? 0 : sizeof(float) * (size_t)(chunk * d.item) + 64;
-        jb.band_rows = (float *)(((uintptr_t)a->scratch + (copies + 63) / 64 * 64 + 63) & ~(uintptr_t)63);
+        jb.band_rows = (float *)(((uintptr_t)a->scratch + (copies + 63) / 64 * 64 + 63) & ~(uintptr_t)63) +
+                       2 * MPS_DIRECT_BAND_HEAD;
     }
     for (int64_t first = 0; first < q->n * q->g; first += chunk) {
         int64_t count = q->n * q->g - first < chunk ? q->n * q->g - first : chunk;
@@ -578,6 +614,8 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
             int64_t units = count * ((oh + prows - 1) / prows) * jb.parts;
             if (!jb.copy_own)
                 mps_direct_copy_job(a->pool, &jb, count, threads);
+            for (int64_t t = 0; t < threads; t++) /* no thread has made a band yet */
+                *((int64_t *)(jb.band_rows + t * jb.band_floats) - MPS_DIRECT_BAND_HEAD) = -2;
             mps_pool_for(a->pool, units,
                          2 * (m_panels / jb.parts + 1) * d.wstep * prows * jb.pg->sh * q->w.out[2] * d.k,
                          mps_direct_pool_units, &jb);

@@ -285,11 +285,11 @@ static void mps_cpu_plan_residuals(struct mps_cpu_state *s)
     }
 }
 
-/* A Conv whose output only a MaxPool reads, its windows apart down the rows
-   (the small CNNs' Conv -> Relu -> MaxPool 2x2; mps_cpu_conv_pool): the Conv
-   pools each band of its rows as soon as it has made it, and writes the
-   MaxPool's output; the MaxPool does nothing. The conv's rows never leave
-   the cache (mnist_cnn at batch 8: 0.88-0.97). */
+/* A Conv whose output only a MaxPool reads (the small CNNs' Conv -> Relu ->
+   MaxPool 2x2; a stem's 3x3 stride 2 where its output is large:
+   mps_cpu_conv_pool): the Conv pools each band of its rows as soon as it
+   has made it, and writes the MaxPool's output; the MaxPool does nothing.
+   The conv's rows never leave the cache (mnist_cnn at batch 8: 0.88-0.97). */
 static void mps_cpu_plan_pools(struct mps_cpu_state *s)
 {
     const struct mps_graph *g = s->g;
