@@ -252,21 +252,44 @@ static void mps_avx512_conv(int64_t k, const float *a, const float *b, const int
     MPS_AVX512_BY_ROWS(mps_avx512_ctile)
 }
 
-/* The transposed tile's store: lo[j] and hi[j] hold position j's channels
-   0-15 and 16-31 (zero past the R positions); transposed in registers, each
-   channel's R positions are one masked store into its plane (the tile went
-   out through the stack a float at a time: 224 scalar copies a tile). */
-static inline void mps_avx512_ttile_store(__m512 *lo, __m512 *hi, float *c, int64_t ldc, int r, int cols)
+/* Sixteen channels of up to eight positions (r[j]: position j's channels,
+   zero past the r positions) into each channel's run of positions: 32- and
+   64-bit interleaves leave lane L of u[4 g + i] holding channel 4 L + i at
+   positions 4 g .. 4 g + 3; one two-source permute a channel then joins its
+   two halves, and a masked store writes its r positions. 16 + cols shuffles
+   a block, where the 16 x 16 transpose took 64 for the seven positions
+   (k = 144, a third of the tile's time went to its store). */
+static inline void mps_avx512_ttile_put(const __m512 *p, float *c, int64_t ldc, int r, int cols)
 {
+    __m512 t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(p[2 * i], p[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(p[2 * i], p[2 * i + 1]);
+    }
+    for (int g = 0; g < 2; g++)
+        for (int j = 0; j < 2; j++) {
+            __m512d a = _mm512_castps_pd(t[4 * g + j]), b = _mm512_castps_pd(t[4 * g + j + 2]);
+            u[4 * g + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+            u[4 * g + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        }
     __mmask16 m = mps_avx512_mask(r);
-    mps_avx512_transpose16(lo);
-    for (int o = 0; o < 16 && o < cols; o++)
-        _mm512_mask_storeu_ps(c + o * ldc, m, lo[o]);
-    if (cols <= 16)
-        return;
-    mps_avx512_transpose16(hi);
-    for (int o = 16; o < cols; o++)
-        _mm512_mask_storeu_ps(c + o * ldc, m, hi[o - 16]);
+    for (int o = 0; o < cols && o < 16; o++) {
+        /* lane L of u[o % 4] then of u[4 + o % 4], L = o / 4 */
+        __m512i at = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 0, 0, 0, 0, 0, 0, 0, 0),
+                                      _mm512_set1_epi32(4 * (o / 4)));
+        _mm512_mask_storeu_ps(c + o * ldc, m, _mm512_permutex2var_ps(u[o % 4], at, u[4 + o % 4]));
+    }
+}
+
+/* The transposed tile's store: lo[j] and hi[j] hold position j's channels
+   0-15 and 16-31 (zero past the r <= 8 positions); each channel's r
+   positions are one masked store into its plane (the tile went out through
+   the stack a float at a time: 224 scalar copies a tile). */
+static inline void mps_avx512_ttile_store(const __m512 *lo, const __m512 *hi, float *c, int64_t ldc, int r, int cols)
+{
+    mps_avx512_ttile_put(lo, c, ldc, r, cols);
+    if (cols > 16)
+        mps_avx512_ttile_put(hi, c + 16 * ldc, ldc, r, cols - 16);
 }
 
 /* The transposed tile (ukernels.h): MT positions x 32 channels, two
@@ -275,6 +298,7 @@ static inline void mps_avx512_ttile_store(__m512 *lo, __m512 *hi, float *c, int6
    the activation in registers, and transposes the tile into each channel's
    run of positions (mps_avx512_ttile_store). */
 #define MT 7
+_Static_assert(MT <= 8, "the store transposes eight positions at most (mps_avx512_ttile_put)");
 #define MPS_AVX512_TDECL(j) __m512 l##j = _mm512_setzero_ps(), h##j = l##j;
 #define MPS_AVX512_TFMA(R, j)                                                                                          \
     if (R > j) {                                                                                                       \
@@ -305,8 +329,8 @@ static inline void mps_avx512_ttile_store(__m512 *lo, __m512 *hi, float *c, int6
             b0 = _mm512_maskz_loadu_ps(mps_avx512_mask(cols), e->bias);                                                \
             b1 = _mm512_maskz_loadu_ps(mps_avx512_mask(cols - 16), e->bias + 16);                                      \
         }                                                                                                              \
-        __m512 lo[16], hi[16];                                                                                         \
-        for (int j = R; j < 16; j++)                                                                                   \
+        __m512 lo[8], hi[8];                                                                                           \
+        for (int j = R; j < 8; j++)                                                                                    \
             lo[j] = hi[j] = _mm512_setzero_ps();                                                                       \
         MPS_AVX512_TPUT(R, 0)                                                                                          \
         MPS_AVX512_TPUT(R, 1) MPS_AVX512_TPUT(R, 2) MPS_AVX512_TPUT(R, 3) MPS_AVX512_TPUT(R, 4) MPS_AVX512_TPUT(R, 5)  \
