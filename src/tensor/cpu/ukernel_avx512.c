@@ -252,26 +252,18 @@ static void mps_avx512_conv(int64_t k, const float *a, const float *b, const int
     MPS_AVX512_BY_ROWS(mps_avx512_ctile)
 }
 
-/* Sixteen channels of up to eight positions (r[j]: position j's channels,
-   zero past the r positions) into each channel's run of positions: 32- and
-   64-bit interleaves leave lane L of u[4 g + i] holding channel 4 L + i at
+/* Sixteen channels of up to eight positions (p[j]: position j's channels,
+   zero past the r positions) into each channel's run of positions: the
+   interleaves leave lane L of u[4 g + i] holding channel 4 L + i at
    positions 4 g .. 4 g + 3; one two-source permute a channel then joins its
    two halves, and a masked store writes its r positions. 16 + cols shuffles
    a block, where the 16 x 16 transpose took 64 for the seven positions
    (k = 144, a third of the tile's time went to its store). */
 static inline void mps_avx512_ttile_put(const __m512 *p, float *c, int64_t ldc, int r, int cols)
 {
-    __m512 t[8], u[8];
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(p[2 * i], p[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(p[2 * i], p[2 * i + 1]);
-    }
-    for (int g = 0; g < 2; g++)
-        for (int j = 0; j < 2; j++) {
-            __m512d a = _mm512_castps_pd(t[4 * g + j]), b = _mm512_castps_pd(t[4 * g + j + 2]);
-            u[4 * g + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
-            u[4 * g + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
-        }
+    __m512 u[8];
+    mps_avx512_interleave4(p, u);
+    mps_avx512_interleave4(p + 4, u + 4);
     __mmask16 m = mps_avx512_mask(r);
     for (int o = 0; o < cols && o < 16; o++) {
         /* lane L of u[o % 4] then of u[4 + o % 4], L = o / 4 */

@@ -73,22 +73,28 @@ static inline void mps_avx512_store(float *c, __m512 acc, int n, int flags, cons
     _mm512_mask_storeu_ps(c, m, acc);
 }
 
-/* r[i][j] -> r[j][i] for a 16 x 16 block of floats in registers: 32-bit,
-   then 64-bit interleaves leave lane L of u[4 i + j] holding column 4 L + j
-   of rows 4 i .. 4 i + 3; two rounds of 128-bit lane shuffles gather them. */
+/* Four rows of sixteen floats interleaved by 32, then 64 bits: lane L of
+   u[j] holds column 4 L + j of r[0 .. 3]. */
+static inline void mps_avx512_interleave4(const __m512 *r, __m512 *u)
+{
+    __m512d t0 = _mm512_castps_pd(_mm512_unpacklo_ps(r[0], r[1]));
+    __m512d t1 = _mm512_castps_pd(_mm512_unpackhi_ps(r[0], r[1]));
+    __m512d t2 = _mm512_castps_pd(_mm512_unpacklo_ps(r[2], r[3]));
+    __m512d t3 = _mm512_castps_pd(_mm512_unpackhi_ps(r[2], r[3]));
+    u[0] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+    u[1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    u[2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+    u[3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+}
+
+/* r[i][j] -> r[j][i] for a 16 x 16 block of floats in registers: the
+   interleaves leave lane L of u[4 i + j] holding column 4 L + j of rows
+   4 i .. 4 i + 3; two rounds of 128-bit lane shuffles gather them. */
 static inline void mps_avx512_transpose16(__m512 r[16])
 {
-    __m512 t[16], u[16];
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
+    __m512 u[16];
     for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 2; j++) {
-            __m512d a = _mm512_castps_pd(t[4 * i + j]), b = _mm512_castps_pd(t[4 * i + j + 2]);
-            u[4 * i + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
-            u[4 * i + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
-        }
+        mps_avx512_interleave4(r + 4 * i, u + 4 * i);
     for (int j = 0; j < 4; j++) {
         __m512 ab0 = _mm512_shuffle_f32x4(u[j], u[4 + j], _MM_SHUFFLE(1, 0, 1, 0));
         __m512 ab1 = _mm512_shuffle_f32x4(u[j], u[4 + j], _MM_SHUFFLE(3, 2, 3, 2));
