@@ -40,6 +40,7 @@ run() { # run NAME COMMAND...: one test, its closing count line kept
   [ $rc -eq 0 ] || status=1
 }
 run ops "$bin/test_ops"
+run conv "$bin/test_conv"
 run models "$bin/test_models"
 run memplan "$bin/test_memplan"
 run bench python3 "$root/tests/gpu/bench_check.py" "$bin/mpsrun" "$root/models/mnist_cnn.onnx"
