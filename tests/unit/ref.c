@@ -1,4 +1,5 @@
 #include "ref.h"
+#include "ref_window.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -12,7 +13,7 @@ int64_t ref_numel(const struct mps_shape *s)
     return n;
 }
 
-static void ref_unravel(const struct mps_shape *s, int64_t flat, int64_t *idx)
+void ref_unravel(const struct mps_shape *s, int64_t flat, int64_t *idx)
 {
     for (int i = s->ndim - 1; i >= 0; i--) {
         idx[i] = s->dim[i] ? flat % s->dim[i] : 0;
@@ -20,7 +21,7 @@ static void ref_unravel(const struct mps_shape *s, int64_t flat, int64_t *idx)
     }
 }
 
-static int64_t ref_ravel(const struct mps_shape *s, const int64_t *idx)
+int64_t ref_ravel(const struct mps_shape *s, const int64_t *idx)
 {
     int64_t off = 0;
     for (int i = 0; i < s->ndim; i++)
@@ -94,207 +95,6 @@ static void ref_gemm(const struct mps_gemm_params *p, const struct ref_tensor *i
             }
             out[0].d[i * n + j] = p->alpha * s + p->beta * c;
         }
-}
-
-/* Begin and end pads of a window as ONNX defines them, computed here afresh. */
-static void ref_window_pads(const struct mps_window *w, int sp, const int64_t *in, const int64_t *k, int64_t *pb,
-                            int64_t *pe)
-{
-    for (int i = 0; i < sp; i++) {
-        if (w->auto_pad == MPS_AUTO_PAD_NOTSET) {
-            pb[i] = w->pad[i], pe[i] = w->pad[i + sp];
-        } else if (w->auto_pad == MPS_AUTO_PAD_VALID) {
-            pb[i] = pe[i] = 0;
-        } else {
-            int64_t out = (int64_t)ceil((double)in[i] / (double)w->stride[i]);
-            int64_t total = (out - 1) * w->stride[i] + (k[i] - 1) * w->dilation[i] + 1 - in[i];
-            if (total < 0)
-                total = 0;
-            pb[i] = w->auto_pad == MPS_AUTO_PAD_SAME_UPPER ? total / 2 : total - total / 2;
-            pe[i] = total - pb[i];
-        }
-    }
-}
-
-/* ref_conv's 2-D case, the same sums in the same order with each index
-   written out: the general loop below, an unravel and two ravels a product,
-   took most of the op test's time on its layers of 8 MiB. */
-static void ref_conv2d(const struct mps_conv_params *p, const struct ref_tensor *in, int n_in, struct ref_tensor *out,
-                       const int64_t *pb)
-{
-    const struct mps_shape *xs = &in[0].shape, *ws = &in[1].shape, *ys = &out[0].shape;
-    int64_t n_img = ys->dim[0], m_out = ys->dim[1], oh_n = ys->dim[2], ow_n = ys->dim[3];
-    int64_t c_in = xs->dim[1], h = xs->dim[2], w = xs->dim[3], kh = ws->dim[2], kw = ws->dim[3];
-    int64_t cg = c_in / p->group, mg = m_out / p->group;
-    const double *x = in[0].d, *wt = in[1].d, *bias = n_in > 2 ? in[2].d : NULL;
-    double *y = out[0].d;
-    for (int64_t b = 0; b < n_img; b++)
-        for (int64_t m = 0; m < m_out; m++)
-            for (int64_t oh = 0; oh < oh_n; oh++)
-                for (int64_t ow = 0; ow < ow_n; ow++) {
-                    double s = bias ? bias[m] : 0;
-                    for (int64_t c = 0; c < cg; c++)
-                        for (int64_t th = 0; th < kh; th++)
-                            for (int64_t tw = 0; tw < kw; tw++) {
-                                int64_t ih = oh * p->win.stride[0] - pb[0] + th * p->win.dilation[0];
-                                int64_t iw = ow * p->win.stride[1] - pb[1] + tw * p->win.dilation[1];
-                                if (ih >= 0 && ih < h && iw >= 0 && iw < w)
-                                    s += x[((b * c_in + m / mg * cg + c) * h + ih) * w + iw] *
-                                         wt[((m * cg + c) * kh + th) * kw + tw];
-                            }
-                    y[((b * m_out + m) * oh_n + oh) * ow_n + ow] = s;
-                }
-}
-
-static void ref_conv(const struct mps_conv_params *p, const struct ref_tensor *in, int n_in, struct ref_tensor *out)
-{
-    const struct mps_shape *xs = &in[0].shape, *ws = &in[1].shape, *ys = &out[0].shape;
-    int sp = xs->ndim - 2;
-    int64_t k[3], pb[3], pe[3];
-    for (int i = 0; i < sp; i++)
-        k[i] = ws->dim[2 + i];
-    ref_window_pads(&p->win, sp, xs->dim + 2, k, pb, pe);
-    if (sp == 2) {
-        ref_conv2d(p, in, n_in, out, pb);
-        return;
-    }
-    int64_t cg = xs->dim[1] / p->group, mg = ys->dim[1] / p->group;
-    int64_t idx[MPS_MAX_DIMS], xi[MPS_MAX_DIMS] = {0}, wi[MPS_MAX_DIMS] = {0};
-    for (int64_t o = 0; o < ref_numel(ys); o++) {
-        ref_unravel(ys, o, idx);
-        int64_t m = idx[1], g = m / mg;
-        double s = n_in > 2 && in[2].d ? in[2].d[m] : 0;
-        struct mps_shape ks = {sp, {0}};
-        memcpy(ks.dim, k, sizeof(int64_t) * (size_t)sp);
-        for (int64_t c = 0; c < cg; c++)
-            for (int64_t t = 0; t < ref_numel(&ks); t++) {
-                int64_t kk[3];
-                ref_unravel(&ks, t, kk);
-                bool inside = true;
-                xi[0] = idx[0], xi[1] = g * cg + c;
-                wi[0] = m, wi[1] = c;
-                for (int i = 0; i < sp; i++) {
-                    xi[2 + i] = idx[2 + i] * p->win.stride[i] - pb[i] + kk[i] * p->win.dilation[i];
-                    wi[2 + i] = kk[i];
-                    inside = inside && xi[2 + i] >= 0 && xi[2 + i] < xs->dim[2 + i];
-                }
-                if (inside)
-                    s += in[0].d[ref_ravel(xs, xi)] * in[1].d[ref_ravel(ws, wi)];
-            }
-        out[0].d[o] = s;
-    }
-}
-
-static void ref_conv_transpose(const struct mps_conv_params *p, const struct ref_tensor *in, int n_in,
-                               struct ref_tensor *out)
-{
-    const struct mps_shape *xs = &in[0].shape, *ws = &in[1].shape, *ys = &out[0].shape;
-    int sp = xs->ndim - 2;
-    int64_t pb[3];
-    const struct mps_window *w = &p->win;
-    for (int i = 0; i < sp; i++) {
-        int64_t full = w->stride[i] * (xs->dim[2 + i] - 1) + p->output_padding[i] +
-                       (ws->dim[2 + i] - 1) * w->dilation[i] + 1;
-        bool same = w->auto_pad == MPS_AUTO_PAD_SAME_UPPER || w->auto_pad == MPS_AUTO_PAD_SAME_LOWER;
-        if (p->has_output_shape || same) {
-            int64_t want = p->has_output_shape ? p->output_shape[i] : xs->dim[2 + i] * w->stride[i];
-            int64_t total = full - want, half = (int64_t)floor((double)total / 2);
-            pb[i] = w->auto_pad == MPS_AUTO_PAD_SAME_UPPER ? half : total - half;
-        } else {
-            pb[i] = w->auto_pad == MPS_AUTO_PAD_VALID ? 0 : w->pad[i];
-        }
-    }
-    int64_t cg = xs->dim[1] / p->group, mg = ws->dim[1];
-    int64_t xi[MPS_MAX_DIMS], wi[MPS_MAX_DIMS] = {0}, yi[MPS_MAX_DIMS];
-    for (int64_t o = 0; o < ref_numel(ys); o++) {
-        ref_unravel(ys, o, yi);
-        out[0].d[o] = n_in > 2 && in[2].d ? in[2].d[yi[1]] : 0;
-    }
-    for (int64_t f = 0; f < ref_numel(xs); f++) {
-        ref_unravel(xs, f, xi);
-        int64_t c = xi[1], g = c / cg;
-        for (int64_t wf = 0; wf < ref_numel(ws) / ws->dim[0]; wf++) {
-            struct mps_shape wsub = *ws;
-            wsub.dim[0] = 1;
-            ref_unravel(&wsub, wf, wi);
-            wi[0] = c;
-            bool inside = true;
-            yi[0] = xi[0], yi[1] = g * mg + wi[1];
-            for (int i = 0; i < sp; i++) {
-                yi[2 + i] = xi[2 + i] * w->stride[i] - pb[i] + wi[2 + i] * w->dilation[i];
-                inside = inside && yi[2 + i] >= 0 && yi[2 + i] < ys->dim[2 + i];
-            }
-            if (inside)
-                out[0].d[ref_ravel(ys, yi)] += in[0].d[f] * in[1].d[ref_ravel(ws, wi)];
-        }
-    }
-}
-
-static void ref_pool(enum mps_op op, const struct mps_pool_params *p, const struct ref_tensor *in,
-                     struct ref_tensor *out, int n_out)
-{
-    const struct mps_shape *xs = &in[0].shape, *ys = &out[0].shape;
-    int sp = xs->ndim - 2;
-    int64_t pb[3], pe[3];
-    ref_window_pads(&p->win, sp, xs->dim + 2, p->win.kernel, pb, pe);
-    struct mps_shape ks = {sp, {0}};
-    memcpy(ks.dim, p->win.kernel, sizeof(int64_t) * (size_t)sp);
-    int64_t idx[MPS_MAX_DIMS], xi[MPS_MAX_DIMS];
-    for (int64_t o = 0; o < ref_numel(ys); o++) {
-        ref_unravel(ys, o, idx);
-        double best = -INFINITY, sum = 0;
-        int64_t count = 0, padded = 0, arg = -1;
-        for (int64_t t = 0; t < ref_numel(&ks); t++) {
-            int64_t kk[3];
-            ref_unravel(&ks, t, kk);
-            bool inside = true, in_pad = true;
-            xi[0] = idx[0], xi[1] = idx[1];
-            for (int i = 0; i < sp; i++) {
-                int64_t v = idx[2 + i] * p->win.stride[i] - pb[i] + kk[i] * p->win.dilation[i];
-                xi[2 + i] = v;
-                inside = inside && v >= 0 && v < xs->dim[2 + i];
-                in_pad = in_pad && v >= -pb[i] && v < xs->dim[2 + i] + pe[i];
-            }
-            padded += in_pad;
-            if (!inside)
-                continue;
-            double v = in[0].d[ref_ravel(xs, xi)];
-            if (v > best || arg < 0) {
-                best = v;
-                arg = ref_ravel(xs, xi);
-                if (p->column_major) { /* spatial index with the first spatial dim fastest */
-                    int64_t plane = 1, at = 0;
-                    for (int i = 0; i < sp; i++) {
-                        at += xi[2 + i] * plane;
-                        plane *= xs->dim[2 + i];
-                    }
-                    arg = (xi[0] * xs->dim[1] + xi[1]) * plane + at;
-                }
-            }
-            sum += v;
-            count++;
-        }
-        out[0].d[o] = op == MPS_OP_MAX_POOL ? best : sum / (double)(p->count_include_pad ? padded : count);
-        if (n_out > 1)
-            out[1].d[o] = (double)arg;
-    }
-}
-
-static void ref_global_pool(enum mps_op op, double lp, const struct ref_tensor *in, struct ref_tensor *out)
-{
-    int64_t planes = in[0].shape.dim[0] * in[0].shape.dim[1], size = ref_numel(&in[0].shape) / planes;
-    for (int64_t p = 0; p < planes; p++) {
-        double best = -INFINITY, sum = 0, sum_p = 0;
-        for (int64_t i = 0; i < size; i++) {
-            double v = in[0].d[p * size + i];
-            best = v > best ? v : best;
-            sum += v;
-            sum_p += pow(fabs(v), lp);
-        }
-        out[0].d[p] = op == MPS_OP_GLOBAL_MAX_POOL ? best
-                      : op == MPS_OP_GLOBAL_LP_POOL ? pow(sum_p, 1 / lp)
-                                                    : sum / (double)size;
-    }
 }
 
 static void ref_lrn(const struct mps_lrn_params *q, const struct ref_tensor *in, struct ref_tensor *out)

@@ -1,0 +1,21 @@
+/* ref_window.h: what ref.c and ref_window.c share: index helpers and the
+   sliding-window ops (ref_window.c), called from ref_op. Test code only. */
+#ifndef MPS_TEST_REF_WINDOW_H
+#define MPS_TEST_REF_WINDOW_H
+
+#include "ref.h"
+
+/* Row-major index <-> flat offset in shape s. */
+void ref_unravel(const struct mps_shape *s, int64_t flat, int64_t *idx);
+int64_t ref_ravel(const struct mps_shape *s, const int64_t *idx);
+
+/* out[0] of each op from in[0..n_in), the parameters as the test gave them. */
+void ref_conv(const struct mps_conv_params *p, const struct ref_tensor *in, int n_in, struct ref_tensor *out);
+void ref_conv_transpose(const struct mps_conv_params *p, const struct ref_tensor *in, int n_in, struct ref_tensor *out);
+/* MaxPool's second output (the flat argmax) where n_out is 2. */
+void ref_pool(enum mps_op op, const struct mps_pool_params *p, const struct ref_tensor *in, struct ref_tensor *out,
+              int n_out);
+/* GlobalLpPool's p is lp. */
+void ref_global_pool(enum mps_op op, double lp, const struct ref_tensor *in, struct ref_tensor *out);
+
+#endif
