@@ -338,12 +338,11 @@ static void test_conv_residual(const struct mps_backend *const *backends, int n_
    profile, at 1, 2 and 3 threads): on the conv tile (its columns cut at the
    bands' rows) and the transposed tile, after a stride-2 conv (the phase
    copy), with the Conv's Relu or Clip; a window clipped at the bottom
-   (ceil_mode), batches and bands of rows. Windows that overlap down the
-   rows (3x3 stride 2 and stride 1, pads above) where the Conv's output is
-   over 8 MiB (conv.c), a band taking the rows it shares with the band before
-   it, and the tiles that band made past its rows, where the same thread made
-   that one; under 8 MiB, and where the Conv's output is read twice, left as
-   they are. Graph input x, output the MaxPool's (and the Conv's, where it
+   (ceil_mode), batches and bands of rows; windows that overlap down the
+   rows (3x3 stride 2 and stride 1, pads above), a band taking the rows it
+   shares with the band before it, and the tiles that band made past its
+   rows, where the same thread made that one; the Conv's output read twice,
+   left as it is. Graph input x, output the MaxPool's (and the Conv's, where it
    is read twice). */
 static void test_conv_pool(const struct mps_backend *const *backends, int n_backends)
 {
@@ -362,18 +361,15 @@ static void test_conv_pool(const struct mps_backend *const *backends, int n_back
          true, false, false, true},
         {"Conv+Relu -> MaxPool 2x2, 3x3 on 7x7 (the transposed tile)", 7, 7, 3, 1, 1, 64, 64, 2, 2, 2, 0, false,
          false, false, true},
-        {"Conv+Relu 3x3 s2 -> MaxPool 3x3 s2 ceil_mode, 2403x225 -> 1201x112, 16 channels (8.2 MiB; squeezenet1_1's "
-         "stem and pool: bands share a row)",
-         2403, 225, 3, 2, 0, 1, 16, 1, 3, 2, 0, true, false, false, true},
-        {"Conv+Relu 3x3 s2 -> MaxPool 3x3 s2 pad 1, 2368x224 -> 1184x112, 16 channels (8.1 MiB; resnet18's pool: a pad "
-         "above)",
-         2368, 224, 3, 2, 1, 1, 16, 1, 3, 2, 1, false, false, false, true},
-        {"Conv+Clip 3x3 -> MaxPool 3x3 stride 1 pad 1 on 370x370, 8 channels, 2 images (8.4 MiB: bands share two rows)",
-         370, 370, 3, 1, 1, 1, 8, 2, 3, 1, 1, false, true, false, true},
-        {"Conv+Relu 3x3 -> MaxPool 3x3 s2 on 2350x14, 7 -> 64 channels (8 MiB; the transposed tile, rows shared)", 2350,
-         14, 3, 1, 1, 7, 64, 1, 3, 2, 0, false, false, false, true},
-        {"Conv+Relu 3x3 s2 -> MaxPool 3x3 s2 ceil_mode on 113x113, 64 channels, 2 images (1.5 MiB: not fused)", 113,
-         113, 3, 2, 0, 3, 64, 2, 3, 2, 0, true, false, false, false},
+        {"Conv+Relu 3x3 s2 -> MaxPool 3x3 s2 ceil_mode on 113x113, 64 channels, 2 images (squeezenet1_1's stem and "
+         "pool: bands share a row)",
+         113, 113, 3, 2, 0, 3, 64, 2, 3, 2, 0, true, false, false, true},
+        {"Conv+Relu 7x7 s2 -> MaxPool 3x3 s2 pad 1 on 96x90, 64 channels (resnet18's: a pad above)", 96, 90, 7, 2, 3,
+         3, 64, 1, 3, 2, 1, false, false, false, true},
+        {"Conv+Clip 3x3 -> MaxPool 3x3 stride 1 pad 1 on 40x37, 48 channels, 3 images (bands share two rows)", 40, 37,
+         3, 1, 1, 4, 48, 3, 3, 1, 1, false, true, false, true},
+        {"Conv+Relu 3x3 -> MaxPool 3x3 s2 on 200x14, 7 -> 64 channels (the transposed tile, rows shared)", 200, 14, 3,
+         1, 1, 7, 64, 1, 3, 2, 0, false, false, false, true},
         {"Conv+Relu -> MaxPool 2x2, the conv's output read twice (not fused)", 12, 12, 3, 1, 1, 4, 8, 1, 2, 2, 0,
          false, false, true, false},
     };

@@ -143,9 +143,6 @@ bool mps_cpu_conv_strided(const struct mps_graph *g, const struct mps_node *n, c
     return n->op == MPS_OP_CONV && uk && mps_conv_node_path(g, n, uk, &q) == MPS_CONV_DIRECT;
 }
 
-/* A Conv output above which a MaxPool whose windows overlap down the rows is fused (below). */
-enum { MPS_CONV_POOL_OVERLAP_BYTES = 8 << 20 };
-
 int mps_cpu_conv_pool(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
                       struct mps_maxpool_geom *geom)
 {
@@ -157,16 +154,14 @@ int mps_cpu_conv_pool(const struct mps_graph *g, const struct mps_node *n, const
     if (mps_conv_node_path(g, n, uk, &q) != MPS_CONV_DIRECT || q.g != 1 || mps_conv_is_pointwise(&q) ||
         !mps_pgemm_act_epi(&n->p.conv.act, &e) || !mps_cpu_maxpool_plane(g, &g->nodes[only], uk, geom))
         return -1;
-    /* windows that overlap down the rows (the stems' 3x3 stride 2) only where
-       the Conv's output is too large for the last-level cache to hand it to the
-       pool: measured on squeezenet1_1's and resnet18's stems and pools alone
-       (3.2 MB an image), 2 threads, fused against apart, batch 1 2-5% slower
-       (0.1551 / 0.1579, 0.5577 / 0.5948 ms: the pool on a band costs what it
-       costs on the plane, and the bands' tiles and row moves add), batch 2 even
-       (0.3177 / 0.3191), batch 4 0.93 and 0.91, batch 8 0.52 and 0.79 (2.52 ->
-       1.30 ms, 6.00 -> 4.75: 25 MB no longer goes to memory and back) */
-    int64_t bytes = (int64_t)sizeof(float) * mps_shape_numel(&g->values[n->out[0]].shape);
-    return geom->kh <= geom->sh || bytes > MPS_CONV_POOL_OVERLAP_BYTES ? only : -1;
+    /* windows that overlap down the rows too (the stems' 3x3 stride 2), each
+       band taking the rows it shares with the one before from it: squeezenet1_1's
+       and resnet18's stems and pools alone, 2 threads, fused against apart,
+       batch 8 2.52 -> 1.30 ms and 6.00 -> 4.75 (25 MB no longer goes to memory
+       and back), batch 4 0.93 and 0.91, batch 1 1.02 (an image's 3.2 MB stays
+       in the last-level cache; 0.65 in a phase of this VM where that cache is
+       shared with a busy neighbour), the models at batch 1 even */
+    return only;
 }
 
 const struct mps_fused_act *mps_cpu_conv_act(const struct mps_cpu_args *a)
