@@ -335,6 +335,7 @@ static void mps_direct_copy_job(struct mps_pool *pool, struct mps_direct_job *jb
     jb->copy_parts = planes < 4 * threads ? (4 * threads + planes - 1) / planes : 1;
     jb->copy_parts = jb->copy_parts < d->ph ? jb->copy_parts : d->ph;
     mps_pool_for(pool, planes * jb->copy_parts, d->uh * d->uw * d->plane / jb->copy_parts, mps_direct_copy, jb);
+    jb->copy_parts = 1; /* a unit that copies its own item later copies whole channels */
 }
 
 /* Tile tl of an item of group gi (input x, output y, planes plane floats
@@ -473,6 +474,13 @@ static void mps_direct_units(void *ctx, int64_t begin, int64_t end)
     }
 }
 
+/* Thread t's record of what it made last (mps_direct_pool_units): the cache
+   line before its band. */
+static int64_t *mps_direct_band_head(const struct mps_direct_job *jb, int64_t t)
+{
+    return (int64_t *)(jb->band_rows + t * jb->band_floats) - MPS_DIRECT_BAND_HEAD;
+}
+
 /* The Conv's rows [*r0, *r1) that a fused MaxPool's pool rows from p0 read. */
 static int64_t mps_direct_band_of(const struct mps_direct_job *jb, int64_t p0, int64_t *r0, int64_t *r1)
 {
@@ -502,7 +510,7 @@ static void mps_direct_pool_units(void *ctx, int64_t begin, int64_t end)
     int64_t bands = (pg->out_h + jb->prows - 1) / jb->prows, per_row = (ow_n + jb->uk->mt - 1) / jb->uk->mt;
     int64_t cap = mps_direct_band_cap(pg, jb->prows, d->pw), plane = cap * ow_n;
     float *band = jb->band_rows + mps_pool_self(jb->pool) * jb->band_floats;
-    int64_t *last = (int64_t *)band - MPS_DIRECT_BAND_HEAD; /* this thread's last unit, its first row, tiles made */
+    int64_t *last = mps_direct_band_head(jb, mps_pool_self(jb->pool)); /* its last unit, first row, tiles made */
     for (int64_t u = begin; u < end; u++) {
         int64_t i = u / (bands * jb->parts), it = jb->first + i, p0 = u / jb->parts % bands * jb->prows;
         int64_t m0, m1, r0, r1;
@@ -619,7 +627,7 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
             if (!jb.copy_own)
                 mps_direct_copy_job(a->pool, &jb, count, threads);
             for (int64_t t = 0; t < threads; t++) /* no thread has made a band yet */
-                *((int64_t *)(jb.band_rows + t * jb.band_floats) - MPS_DIRECT_BAND_HEAD) = -2;
+                *mps_direct_band_head(&jb, t) = -2;
             mps_pool_for(a->pool, units,
                          2 * (m_panels / jb.parts + 1) * d.wstep * prows * jb.pg->sh * q->w.out[2] * d.k,
                          mps_direct_pool_units, &jb);

@@ -205,16 +205,18 @@ static void mps_cpu_free(void *state)
     free(s);
 }
 
-/* Memory for the packed weights and the arena: blocks of 2 MB and more are
+/* Memory for the packed weights and the arena: blocks of 1 MB and more are
    2 MB-aligned and, on Linux, asked for in huge pages (transparent huge
    pages in "madvise" mode give them only when asked), so that streaming a
    model's weights does not walk the page tables every 4 KB (resnet18 at
    batch 1, interleaved: 8.79 -> 8.53, 9.94 -> 9.63, 8.52 -> 8.44 ms; 48 of
-   its 148 MB resident in huge pages). */
+   its 148 MB resident in huge pages). From 1 MB, not 2: mnist_cnn's arena at
+   batch 8, 1.4 MB once its pooled Convs' outputs got no bytes, ran 4.5%
+   slower in 4 KB pages; a huge page wastes at most half itself there. */
 static void *mps_cpu_alloc(size_t bytes)
 {
     size_t huge = (size_t)2 << 20;
-    if (bytes < huge)
+    if (bytes < huge / 2)
         return aligned_alloc(64, (bytes + 63) / 64 * 64);
     void *p = aligned_alloc(huge, (bytes + huge - 1) / huge * huge);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
@@ -286,10 +288,10 @@ static void mps_cpu_plan_residuals(struct mps_cpu_state *s)
 }
 
 /* A Conv whose output only a MaxPool reads (the small CNNs' Conv -> Relu ->
-   MaxPool 2x2; a stem's 3x3 stride 2 where its output is large:
-   mps_cpu_conv_pool): the Conv pools each band of its rows as soon as it
-   has made it, and writes the MaxPool's output; the MaxPool does nothing.
-   The conv's rows never leave the cache (mnist_cnn at batch 8: 0.88-0.97). */
+   MaxPool 2x2, the stems' 3x3 stride 2; mps_cpu_conv_pool): the Conv pools
+   each band of its rows as soon as it has made it, and writes the MaxPool's
+   output; the MaxPool does nothing. The conv's rows never leave the cache
+   (mnist_cnn at batch 8: 0.88-0.97), nor get bytes in the arena. */
 static void mps_cpu_plan_pools(struct mps_cpu_state *s)
 {
     const struct mps_graph *g = s->g;
@@ -398,10 +400,11 @@ static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct m
     mps_cpu_plan_pools(s);
     mps_cpu_plan_expands(s);
     mps_cpu_plan_concats(s);
-    /* a 1x1 Conv made inside the depthwise after it: its output is never made, so it gets no bytes */
+    /* a Conv that computes the node after it (a MaxPool pooled band by band, a
+       depthwise made from the 1x1's input) never makes its own output: no bytes */
     bool *skip = calloc((size_t)g->n_values + 1, sizeof *skip);
     for (int k = 0; skip && k < g->n_nodes; k++)
-        if (s->dw_after[k] >= 0)
+        if (s->dw_after[k] >= 0 || s->pool_after[k] >= 0)
             skip[g->nodes[k].out[0]] = true;
     struct mps_memplan mp;
     enum mps_status st =
