@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../src/tensor/cpu/isa.h"
@@ -467,14 +468,23 @@ static void th_dw3_all(const struct mps_ukernels *uk)
 
 /* The pool (pool.h): every item of a job exactly once, whatever the split
    between its threads' shares, chunks within [0, n), each thread's index
-   in range; one thread slowed on its share leaves the rest to the others. */
+   in range; one thread slowed on its share leaves the rest to the others;
+   and the same after the workers slept (a pause longer than their spin) and
+   while the caller sleeps (a worker's chunk longer than the caller's spin). */
 struct th_pool_job {
     _Atomic int *seen;
     int64_t n;
     int threads;
     _Atomic int bad;
     struct mps_pool *pool;
+    _Atomic int slow_worker_ms; /* the first chunk a worker takes sleeps so long */
 };
+
+static void th_sleep_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
 
 static void th_pool_body(void *ctx, int64_t b, int64_t e)
 {
@@ -487,18 +497,27 @@ static void th_pool_body(void *ctx, int64_t b, int64_t e)
     if (self == 0 && b == 0) /* the caller slow on its first chunk */
         for (volatile int spin = 0; spin < 200000; spin++)
             ;
+    int ms = self > 0 ? atomic_exchange(&j->slow_worker_ms, 0) : 0;
+    if (ms)
+        th_sleep_ms(ms);
 }
 
 static void th_pool_all(struct mps_pool **pools, int n_pools)
 {
-    static const int64_t sizes[] = {1, 2, 3, 5, 7, 8, 63, 64, 1000};
+    /* the last three: after 20 ms apart (the workers asleep), and with a worker 20 ms on a chunk (the caller asleep) */
+    static const int64_t sizes[] = {1, 2, 3, 5, 7, 8, 63, 64, 1000, 64, 1000, 64};
+    const size_t n_sizes = sizeof sizes / sizeof sizes[0];
     for (int t = 0; t < n_pools; t++)
-        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        for (size_t s = 0; s < n_sizes; s++) {
             int64_t n = sizes[s];
+            bool asleep = s == n_sizes - 3, slow = s >= n_sizes - 2;
+            if (asleep)
+                th_sleep_ms(20);
             struct th_pool_job j = {.seen = calloc((size_t)n, sizeof(_Atomic int)),
                                     .n = n,
                                     .threads = mps_pool_threads(pools[t]),
-                                    .pool = pools[t]};
+                                    .pool = pools[t],
+                                    .slow_worker_ms = slow ? 20 : 0};
             if (!j.seen) {
                 th_fail("pool: no memory");
                 return;
@@ -508,10 +527,12 @@ static void th_pool_all(struct mps_pool **pools, int n_pools)
             for (int64_t i = 0; i < n; i++)
                 wrong += atomic_load(&j.seen[i]) != 1;
             if (wrong || atomic_load(&j.bad))
-                th_fail("pool of %d threads, %lld items: %lld items not done exactly once, %d bad chunks", j.threads,
-                        (long long)n, (long long)wrong, atomic_load(&j.bad));
+                th_fail("pool of %d threads, %lld items%s: %lld items not done exactly once, %d bad chunks", j.threads,
+                        (long long)n, asleep ? " (workers asleep)" : slow ? " (a slow worker)" : "", (long long)wrong,
+                        atomic_load(&j.bad));
             else
-                th_pass("pool of %d threads, %lld items: each done once", j.threads, (long long)n);
+                th_pass("pool of %d threads, %lld items%s: each done once", j.threads, (long long)n,
+                        asleep ? " (workers asleep)" : slow ? " (a slow worker)" : "");
             free(j.seen);
         }
 }
