@@ -19,6 +19,7 @@
 
 #include "bench.h"
 #include "cli.h"
+#include "cpu/pool.h"
 #include "model.h"
 
 static int mps_bench_cmp(const void *a, const void *b)
@@ -159,12 +160,18 @@ static void mps_bench_machine(cJSON *json, bool print)
         struct mps_error err = {{0}};
         bool ok = all[i]->probe(&info, &err) == MPS_OK;
         if (all[i] == &mps_backend_cpu && ok) {
+            /* where threads share the work, what a line costs between them (pool.h) */
+            double trip = mps_pool_round_trip_ns();
             if (print)
                 printf("machine  %s, %.1f GiB; %s\n", info.device, (double)info.memory_bytes / (1 << 30), info.detail);
+            if (print && trip > 0)
+                printf("cores    a cache line from one thread to another and back: %.0f ns\n", trip);
             if (json) {
                 cJSON_AddStringToObject(json, "cpu", info.device);
                 cJSON_AddStringToObject(json, "blas", info.detail);
                 cJSON_AddNumberToObject(json, "threads", info.threads);
+                if (trip > 0)
+                    cJSON_AddNumberToObject(json, "core_round_trip_ns", round(trip));
             }
         } else if (ok) {
             if (print)

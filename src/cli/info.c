@@ -1,11 +1,13 @@
 /* info.c: `mpsrun info [--json]`: version, the backends compiled in and whether
    each can run here (device, memory, or why not), the BLAS and its threads. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "backend.h"
 #include "cli.h"
+#include "cpu/pool.h"
 
 /* Every backend mpsrun knows of, compiled in or not, and how to get it. */
 static const struct {
@@ -24,6 +26,7 @@ struct mps_info_row {
     enum mps_status status;           /* of its probe */
     struct mps_backend_info info;
     struct mps_error why;
+    double core_trip_ns; /* cpu: mps_pool_round_trip_ns (0: one CPU) */
 };
 
 static void mps_info_probe(struct mps_info_row *rows)
@@ -34,6 +37,8 @@ static void mps_info_probe(struct mps_info_row *rows)
         r->be = mps_backend_find(r->name);
         if (r->be)
             r->status = r->be->probe(&r->info, &r->why);
+        if (r->be == &mps_backend_cpu && r->status == MPS_OK)
+            r->core_trip_ns = mps_pool_round_trip_ns();
         else
             snprintf(r->why.msg, sizeof r->why.msg, "%s", mps_info_known[i].how);
     }
@@ -56,6 +61,8 @@ static int mps_info_json(const struct mps_info_row *rows)
             cJSON_AddNumberToObject(b, "memory_bytes", (double)r->info.memory_bytes);
             cJSON_AddNumberToObject(b, "threads", r->info.threads);
             cJSON_AddStringToObject(b, "detail", r->info.detail);
+            if (r->be == &mps_backend_cpu && r->core_trip_ns > 0)
+                cJSON_AddNumberToObject(b, "core_round_trip_ns", round(r->core_trip_ns));
         } else {
             cJSON_AddStringToObject(b, "reason", r->be ? r->why.msg : "not compiled in");
             if (!r->be)
@@ -81,6 +88,9 @@ static int mps_info_text(const struct mps_info_row *rows)
             printf("  %-5s %-16s %s, %.1f GiB\n", r->name, "available", r->info.device,
                    (double)r->info.memory_bytes / (1024.0 * 1024.0 * 1024.0));
             printf("  %-5s %-16s %s\n", "", "", r->info.detail);
+            if (r->be == &mps_backend_cpu && r->core_trip_ns > 0)
+                printf("  %-5s %-16s a cache line from one thread to another and back: %.0f ns\n", "", "",
+                       r->core_trip_ns);
         } else {
             printf("  %-5s %-16s %s\n", r->name, r->be ? "unavailable" : "not compiled in", r->why.msg);
         }

@@ -53,6 +53,25 @@ check "info --json: every known backend is listed" \
   jq -e '[.backends[].name] | contains(["cpu", "cuda", "mps"])' "$out" >/dev/null
 check "info --json: an unavailable backend says why" \
   jq -e '[.backends[] | select(.available | not) | .reason | length > 0] | all' "$out" >/dev/null
+# the round trip of a cache line between two threads: measured where the process has two CPUs, absent with one
+if [ "$(nproc)" -ge 2 ]; then
+  check "info --json: the cpu's core round trip is a number of ns (two CPUs)" \
+    jq -e '.backends[] | select(.name == "cpu") | .core_round_trip_ns > 0 and .core_round_trip_ns < 100000' \
+    "$out" >/dev/null
+else
+  echo "skip info --json core_round_trip_ns: this machine has one CPU"
+  skipped=$((skipped + 1))
+fi
+if command -v taskset >/dev/null; then
+  taskset -c 0 "$mpsrun" info --json >"$out" 2>"$err"
+  check "info --json on one CPU (taskset): no core round trip" \
+    jq -e '.backends[] | select(.name == "cpu") | has("core_round_trip_ns") | not' "$out" >/dev/null
+  taskset -c 0 "$mpsrun" info >"$out" 2>"$err"
+  check "info on one CPU (taskset): no round-trip line" sh -c "! grep -q 'cache line' '$out'"
+else
+  echo "skip info on one CPU: no taskset"
+  skipped=$((skipped + 1))
+fi
 
 # ---- infer ---------------------------------------------------------------------
 "${PYTHON:-/usr/bin/python3}" "$src/tests/cli/make_inputs.py" "$src/models/samples/mnist/7_seven_0.png" "$tmp/in" >/dev/null
@@ -261,6 +280,9 @@ check "bench matmul --json fields" jq -e '.schema_version == 1 and (.machine.cpu
   and .results[0].direct.gflops > 0 and .results[0].p10_ms <= .results[0].p90_ms' "$out" >/dev/null
 check "bench matmul --json: cpu is timed through its run path, not resident" jq -e '[.results[] | select(.backend == "cpu")]
   | length == 1 and all(.resident == false and (has("run_median_ms") | not))' "$out" >/dev/null
+if [ "$(nproc)" -ge 2 ]; then
+  check "bench matmul --json: the machine's core round trip" jq -e '.machine.core_round_trip_ns > 0' "$out" >/dev/null
+fi
 expect "bench matmul --csv" 0 bench matmul --sizes 16 --repeat 2 --csv
 check "bench matmul --csv has a header and a row" bash -c "head -1 $out | grep -q '^backend,precision,m,n,k' && [ \$(wc -l <$out) = 2 ]"
 expect "bench matmul --sizes 0" 2 bench matmul --sizes 0

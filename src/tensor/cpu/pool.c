@@ -320,3 +320,92 @@ void mps_pool_for(struct mps_pool *p, int64_t n, int64_t cost, mps_pool_fn fn, v
         mps_pool_relax();
     }
 }
+
+/* Waits, spinning and now and then yielding the core (the other thread may
+   be waiting for it), until *ball is want or negative, or (when give_up is
+   not 0) the clock passes give_up; returns its last value. */
+static int_fast64_t mps_pool_await(atomic_int_fast64_t *ball, int_fast64_t want, int64_t give_up)
+{
+    int_fast64_t v;
+    for (int spin = 1; (v = atomic_load_explicit(ball, memory_order_acquire)) != want && v >= 0; spin++) {
+        if (spin % 1024)
+            mps_pool_relax();
+        else if (give_up && mps_pool_now_ns() > give_up)
+            break;
+        else
+            sched_yield();
+    }
+    return v;
+}
+
+/* The second thread of mps_pool_round_trip_ns: says it runs (1), then
+   answers each even value of the line with the next odd one, until the line
+   goes negative. */
+static void *mps_pool_pong(void *arg)
+{
+    atomic_int_fast64_t *ball = arg;
+    int_fast64_t v = 0;
+    atomic_compare_exchange_strong(ball, &v, 1);
+    for (int_fast64_t want = 2;; want += 2) {
+        v = mps_pool_await(ball, want, 0);
+        /* a compare-exchange: the caller may give up meanwhile */
+        if (v < 0 || !atomic_compare_exchange_strong(ball, &v, want + 1))
+            return NULL;
+    }
+}
+
+double mps_pool_round_trip_ns(void)
+{
+    enum { ROUNDS = 5, TRIPS = 1000 };
+    if (mps_pool_cores() < 2)
+        return 0;
+    struct {
+        _Alignas(64) atomic_int_fast64_t ball;
+    } *line = aligned_alloc(64, 64);
+    pthread_t pong;
+    if (!line)
+        return 0;
+    atomic_init(&line->ball, 0);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+#ifdef __linux__
+    /* on a CPU other than the caller's: a new thread that started on the
+       caller's waited there up to 0.1 s before the scheduler moved it */
+    cpu_set_t set, one;
+    int here = sched_getcpu();
+    CPU_ZERO(&one);
+    if (here >= 0 && sched_getaffinity(0, sizeof set, &set) == 0)
+        for (int c = 0; c < CPU_SETSIZE && !CPU_COUNT(&one); c++)
+            if (c != here && CPU_ISSET(c, &set))
+                CPU_SET(c, &one);
+    if (CPU_COUNT(&one))
+        pthread_attr_setaffinity_np(&attr, sizeof one, &one);
+#endif
+    int started = pthread_create(&pong, &attr, mps_pool_pong, &line->ball);
+    pthread_attr_destroy(&attr);
+    if (started != 0) {
+        free(line);
+        return 0;
+    }
+    /* the new thread may first wait for a core, or share the caller's until
+       the scheduler moves it: rounds until one has both running apart, for
+       at most 200 ms */
+    int64_t give_up = mps_pool_now_ns() + 200000000;
+    double best = 0;
+    int_fast64_t ball = 1;
+    bool on = mps_pool_await(&line->ball, 1, give_up) == 1;
+    for (int r = 0; r < ROUNDS && on; r++) {
+        int64_t t0 = mps_pool_now_ns();
+        for (int i = 0; i < TRIPS && on; i++, ball++) {
+            atomic_store_explicit(&line->ball, ++ball, memory_order_release);
+            on = mps_pool_await(&line->ball, ball + 1, give_up) == ball + 1;
+        }
+        double ns = (double)(mps_pool_now_ns() - t0) / TRIPS;
+        if (on)
+            best = best == 0 || ns < best ? ns : best;
+    }
+    atomic_store(&line->ball, -1);
+    pthread_join(pong, NULL);
+    free(line);
+    return best;
+}

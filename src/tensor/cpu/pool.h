@@ -51,5 +51,11 @@ void mps_pool_for(struct mps_pool *pool, int64_t n, int64_t cost, mps_pool_fn fn
 int mps_pool_self(const struct mps_pool *pool);
 /* CPUs this process may run on (at least 1). */
 int mps_pool_cores(void);
+/* How long a cache line takes from the calling thread to one it starts and
+   back, in nanoseconds: the best of a few rounds of a thousand. Tens where
+   the two cores share a cache, hundreds between core complexes or sockets;
+   a VM's virtual CPUs may move from one to the other while it runs. 0 where
+   the process has one CPU or the second thread did not start or answer. */
+double mps_pool_round_trip_ns(void);
 
 #endif
