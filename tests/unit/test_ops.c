@@ -952,6 +952,20 @@ static void test_maxpool_nan(void)
                  (long long)w, bad, err.msg);
         free(o);
     }
+    /* 3x3 stride 2, pads 1, ceil_mode on 6x6 (4x4 outputs): the last output row's windows hold
+       the input's last row alone; a NaN there at column 2 makes outputs (2, 1) and (3, 1) NaN */
+    float six[36];
+    for (int i = 0; i < 36; i++)
+        six[i] = (float)(i % 7);
+    six[5 * 6 + 2] = NAN;
+    float *o = th_maxpool(six, 6, 6, 3, 1, true, &err);
+    char got[64] = "";
+    for (int i = 0; o && i < 16; i++)
+        if (isnan(o[i]))
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%d", *got ? " " : "", i);
+    th_check(o && !strcmp(got, "9 13"), "MaxPool 3x3 pads 1 ceil_mode on 6x6, a NaN in the last row: outputs %s NaN "
+             "(want 9 13) %s", got, err.msg);
+    free(o);
 }
 
 int main(int argc, char **argv)
