@@ -204,7 +204,13 @@ static int64_t mps_winograd_mk(int64_t nt, int64_t mstep)
    group's tasks read all of U between them: where U is small it stays in
    L2 and a group is one block; where it is not (256 channels: 4 MB), as
    many blocks as keep V within MPS_WINOGRAD_V_BYTES, so that U is read
-   from memory fewer times (resnet18's 14x14 layers in the model: ...). */
+   from memory fewer times (resnet18's 14x14 layers in the model: ...) --
+   but no fewer groups than two a thread where the blocks allow: fewer
+   groups split the output channels into parts, whose tasks each transform
+   their group's input again (resnet18's 128-channel 28x28 layers at batch
+   1, 2 threads: 7 blocks in 2 groups x 2 parts took 0.55, 0.50 and 0.49
+   ms, in 7 groups 0.42, 0.41 and 0.42; the model 0.966 of before with its
+   cores on one complex, 0.940 across two, batch 8 even). */
 struct mps_winograd_split {
     int64_t group, groups, parts, mstep; /* blocks a group, groups; parts of mstep output channels */
 };
@@ -214,13 +220,14 @@ static struct mps_winograd_split mps_winograd_split_of(const struct mps_winograd
 {
     struct mps_winograd_split sp = {.group = 1};
     int64_t blocks = (images * q->tiles + MPS_WINOGRAD_NT - 1) / MPS_WINOGRAD_NT, m_panels = (q->m + mr - 1) / mr;
+    int64_t want = 2 * threads;
     if (16 * q->m * q->c * (int64_t)sizeof(float) > MPS_WINOGRAD_U_L2) {
         sp.group = MPS_WINOGRAD_V_BYTES / (16 * q->c * MPS_WINOGRAD_NT * (int64_t)sizeof(float));
+        sp.group = sp.group < blocks / want ? sp.group : blocks / want;
         sp.group = sp.group < 1 ? 1 : sp.group < blocks ? sp.group : blocks;
     }
     sp.groups = (blocks + sp.group - 1) / sp.group;
     sp.group = (blocks + sp.groups - 1) / sp.groups; /* groups of equal size */
-    int64_t want = 2 * threads;
     sp.parts = sp.groups >= want ? 1 : (want + sp.groups - 1) / sp.groups;
     sp.parts = sp.parts < m_panels ? sp.parts : m_panels;
     sp.mstep = (m_panels + sp.parts - 1) / sp.parts * mr;
