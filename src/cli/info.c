@@ -37,10 +37,10 @@ static void mps_info_probe(struct mps_info_row *rows)
         r->be = mps_backend_find(r->name);
         if (r->be)
             r->status = r->be->probe(&r->info, &r->why);
-        if (r->be == &mps_backend_cpu && r->status == MPS_OK)
-            r->core_trip_ns = mps_pool_round_trip_ns();
         else
             snprintf(r->why.msg, sizeof r->why.msg, "%s", mps_info_known[i].how);
+        if (r->be == &mps_backend_cpu && r->status == MPS_OK)
+            r->core_trip_ns = mps_pool_round_trip_ns();
     }
 }
 

@@ -53,6 +53,9 @@ check "info --json: every known backend is listed" \
   jq -e '[.backends[].name] | contains(["cpu", "cuda", "mps"])' "$out" >/dev/null
 check "info --json: an unavailable backend says why" \
   jq -e '[.backends[] | select(.available | not) | .reason | length > 0] | all' "$out" >/dev/null
+check "info --json: a compiled-in backend that cannot run gives its probe's reason, not how to build it" \
+  jq -e '[.backends[] | select(.compiled and (.available | not)) | .reason | test("^(configure with|build on)") | not]
+  | all' "$out" >/dev/null
 # the round trip of a cache line between two threads: measured where the process has two CPUs, absent with one
 if [ "$(nproc)" -ge 2 ]; then
   check "info --json: the cpu's core round trip is a number of ns (two CPUs)" \

@@ -61,10 +61,11 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
         {"Conv 3x3 Winograd, Sigmoid after the transform, no bias", 2, {15, 8}, {3, 3}, 1, 1, {1, 1, 1, 1}, false, 3,
          64, 17, 1, 3},
         {"Conv 3x3 Winograd, rows wider than 1024", 2, {3, 1100}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, 1, 64, 9, 1, 1},
+        /* enough blocks of tiles for groups of several at 3 threads (groups: at least two a thread) */
         {"Conv 3x3 Winograd, U past L2 (a task takes a group of blocks)", 2, {20, 20}, {3, 3}, 1, 1, {1, 1, 1, 1}, true,
-         1, 64, 136, 1, 2},
+         1, 64, 136, 1, 6},
         {"Conv 3x3 Winograd, a group's rows of tiles longer than a block", 2, {4, 150}, {3, 3}, 1, 1, {1, 1, 1, 1}, true,
-         0, 64, 136, 1, 1},
+         0, 64, 136, 1, 4},
         {"Conv 3x3 72 channels, Relu", 2, {9, 10}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, true, 72, 24, 1, 2},
         {"Conv 3x3 72 channels, one row, no pads", 2, {3, 40}, {3, 3}, 1, 1, {0, 0, 0, 0}, false, false, 72, 24, 1, 2},
         {"Conv 3x3 padded copy, 16 channels, Relu", 2, {14, 14}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, true, 16, 32, 1, 3},

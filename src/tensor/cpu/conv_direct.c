@@ -320,10 +320,11 @@ static void mps_direct_copy(void *ctx, int64_t begin, int64_t end)
                     memset(dst, 0, sizeof(float) * (size_t)((row1 - row0) * d->pw));
                 for (int64_t row = row0; row < row1; row++, dst += d->pw) {
                     int64_t ih = row * d->sh + a - pt;
-                    if ((ih < 0 || ih >= in_h) && !brief)
-                        memset(dst, 0, sizeof(float) * (size_t)d->pw);
-                    if (ih < 0 || ih >= in_h)
+                    if (ih < 0 || ih >= in_h) {
+                        if (!brief)
+                            memset(dst, 0, sizeof(float) * (size_t)d->pw);
                         continue;
+                    }
                     const float *sr = src + ih * in_w + b - pl;
                     if (brief) {
                         mps_direct_copy_brief(dst + lo, sr + lo, hi - lo);
