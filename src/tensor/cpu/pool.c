@@ -170,6 +170,7 @@ static void *mps_pool_main(void *arg)
         if (atomic_load(&p->generation) == seen) {
             pthread_mutex_lock(&p->lock);
             atomic_fetch_add(&p->sleepers, 1);
+            atomic_thread_fence(memory_order_seq_cst);
             while (!atomic_load(&p->stop) && atomic_load(&p->generation) == seen)
                 pthread_cond_wait(&p->wake, &p->lock);
             atomic_fetch_sub(&p->sleepers, 1);
@@ -183,6 +184,7 @@ static void *mps_pool_main(void *arg)
             p->after();
         /* done before caller_sleeps is read, as the caller sets that before it reads done */
         atomic_store(&p->done[start.index].generation, seen);
+        atomic_thread_fence(memory_order_seq_cst);
         if (atomic_load(&p->caller_sleeps)) {
             pthread_mutex_lock(&p->lock);
             pthread_cond_signal(&p->idle);
@@ -293,8 +295,10 @@ void mps_pool_for(struct mps_pool *p, int64_t n, int64_t cost, mps_pool_fn fn, v
     p->n = n;
     p->chunk = chunk;
     uint64_t g = atomic_load_explicit(&p->generation, memory_order_relaxed) + 1;
-    /* the fields above before it (release); and before sleepers is read (seq_cst, see mps_pool_main) */
+    /* the fields above before it (release); and before sleepers is read (a full fence, see mps_pool_main:
+       seq_cst stores and loads alone let qemu-aarch64 on x86 lose a wake-up, every worker asleep) */
     atomic_store(&p->generation, g);
+    atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->lock);
         pthread_cond_broadcast(&p->wake);
@@ -311,6 +315,7 @@ void mps_pool_for(struct mps_pool *p, int64_t n, int64_t cost, mps_pool_fn fn, v
             /* caller_sleeps before done is read again, as a worker stores done before it reads that */
             pthread_mutex_lock(&p->lock);
             atomic_store(&p->caller_sleeps, true);
+            atomic_thread_fence(memory_order_seq_cst);
             while (atomic_load(&p->done[t].generation) != g)
                 pthread_cond_wait(&p->idle, &p->lock);
             atomic_store(&p->caller_sleeps, false);
