@@ -33,8 +33,11 @@
    channels, each epilogue and a NaN; nothing past the positions or the
    channels may change. And the thread pool the products run on: each
    item of a job done exactly once, 1 to 3 threads, the caller slowed on
-   its own share. `test_pgemm neon` runs only the families whose name
+   its own share. And that asking the BLAS for one thread leaves this
+   process no other thread (OpenBLAS's pthread build: its workers would spin
+   on the pool's cores). `test_pgemm neon` runs only the families whose name
    contains "neon" (under an emulator, the others take long). */
+#include <dirent.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -44,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../src/tensor/cpu/blas.h"
 #include "../../src/tensor/cpu/isa.h"
 #include "../../src/tensor/cpu/pgemm.h"
 #include "../../src/tensor/cpu/pool.h"
@@ -537,6 +541,61 @@ static void th_pool_all(struct mps_pool **pools, int n_pools)
         }
 }
 
+/* Threads of this process (Linux: /proc/self/task), or -1. */
+static int th_task_count(void)
+{
+    int n = -1;
+#if defined(__linux__)
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return -1;
+    n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+#endif
+    return n;
+}
+
+/* Before any pool: OpenBLAS's workers (as many as its threads less one),
+   started when it loaded and again by a threaded call, are gone once the
+   BLAS is asked for one thread. Counted as a difference: an emulator has
+   threads of its own. */
+static void th_blas_quiet(void)
+{
+#if defined(MPSRUN_BLAS_ACCELERATE)
+    th_skip("blas: Accelerate keeps its own threads");
+#else
+    int loaded = mps_blas_threads();
+    if (openblas_get_parallel() != OPENBLAS_THREAD || loaded < 2 || th_task_count() < 0) {
+        th_skip("blas: OpenBLAS runs no workers of its own here (%s, %d thread%s)", mps_blas_name(), loaded,
+                loaded == 1 ? "" : "s");
+        return;
+    }
+    enum { N = 512 };
+    float *a = calloc(N * N, sizeof *a), *c = calloc(N * N, sizeof *c);
+    if (!a || !c) {
+        free(a), free(c);
+        th_fail("blas: no memory");
+        return;
+    }
+    for (int round = 0; round < 2; round++) { /* as loaded; then after a call on all its threads */
+        if (round) {
+            mps_blas_set_threads(loaded);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a, N, a, N, 0.0f, c, N);
+        }
+        int before = th_task_count();
+        mps_blas_set_threads(1);
+        int after = th_task_count();
+        th_check(before - after == loaded - 1, "blas: one thread asked for %s: %d threads in the process before, %d "
+                 "after (want %d fewer: its workers)", round ? "after a threaded call" : "as loaded", before, after,
+                 loaded - 1);
+    }
+    free(a);
+    free(c);
+#endif
+}
+
 int main(int argc, char **argv)
 {
     const struct mps_ukernels *const *all;
@@ -544,6 +603,7 @@ int main(int argc, char **argv)
     struct mps_pool *pools[3];
     struct mps_error err = {{0}};
     setvbuf(stdout, NULL, _IOLBF, 0); /* each line as it is known: under an emulator this takes minutes */
+    th_blas_quiet();
     for (int t = 0; t < 3; t++)
         if (mps_pool_new(t + 1, &pools[t], &err)) {
             th_fail("pool of %d threads: %s", t + 1, err.msg);

@@ -22,6 +22,8 @@ void mps_blas_set_threads(int n)
 
 #else
 
+#include <dlfcn.h>
+
 const char *mps_blas_name(void)
 {
     static char name[160];
@@ -40,9 +42,27 @@ int mps_blas_threads(void)
     return openblas_get_num_threads();
 }
 
+/* One thread: OpenBLAS's pthread build also stops its workers. They start
+   when the library loads and spin on sched_yield for 2^28 cycles (about
+   0.1 s) after it and after each threaded call, taking a core from the
+   pool's workers: `mpsrun infer` of one image on 2 cores took 8-97 ms for
+   squeezenet1_1's first run instead of 2.2. Its next threaded call starts
+   them again (exec_blas). blas_thread_shutdown_ is what its fork handler
+   calls; looked up at run time, since other builds (OpenMP, serial) and
+   other versions need not have it. */
 void mps_blas_set_threads(int n)
 {
     openblas_set_num_threads(n);
+    if (n != 1 || openblas_get_parallel() != OPENBLAS_THREAD)
+        return;
+    void *self = dlopen(NULL, RTLD_LAZY); /* the program and the libraries it loaded */
+    int (*stop)(void) = NULL;
+    if (self)
+        *(void **)&stop = dlsym(self, "blas_thread_shutdown_");
+    if (stop)
+        stop();
+    if (self)
+        dlclose(self);
 }
 
 #endif

@@ -15,7 +15,8 @@
 const char *mps_blas_name(void);
 /* Threads the BLAS uses for one call; 0 when it does not say. */
 int mps_blas_threads(void);
-/* Asks the BLAS to use n threads (n >= 1); a no-op where it cannot be set. */
+/* Asks the BLAS to use n threads (n >= 1); a no-op where it cannot be set.
+   n = 1 also stops OpenBLAS's own workers where its build allows. */
 void mps_blas_set_threads(int n);
 
 #endif

@@ -584,7 +584,9 @@ static enum mps_status mps_cpu_profile(void *state, const struct mps_tensor *in,
    running. OpenBLAS's own threads spin for a while after a call (2^28 cycles
    by default) and would take a core from the plan's pool when bench times
    mpsrun next: its timings were bimodal, 0.06 or 0.32 ms at n = 128 on 2
-   cores. Linux only (/proc); elsewhere it returns at once. */
+   cores. Where mps_blas_set_threads(1) stops them (blas.c) it returns at
+   once; it stays for BLAS builds that cannot. Linux only (/proc); elsewhere
+   it returns at once. */
 static void mps_cpu_wait_quiet(void)
 {
 #if defined(__linux__)
@@ -715,6 +717,8 @@ static enum mps_status mps_cpu_probe(struct mps_backend_info *info, struct mps_e
     if (st)
         return st;
     mps_cpu_model(model, sizeof model);
+    mps_blas_set_threads(1); /* as plans run it; its own workers stop (blas.c), and no longer share a core with the
+                                cores' round trip that info and bench measure next */
     int cores = mps_pool_cores();
     snprintf(info->device, sizeof info->device, "%s (%d core%s)", model, cores, cores == 1 ? "" : "s");
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
