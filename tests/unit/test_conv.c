@@ -112,6 +112,10 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
          {1, 1, 1, 1}, true, 2, 64, 128, 2, 3},
         {"Conv 1x1 on 7x7, 96 -> 48 (transposed), HardSwish", 2, {7, 7}, {1, 1}, 1, 1, {0, 0, 0, 0}, true, 4, 96, 48,
          1, 2},
+        {"Conv 1x1 in place on 13x13, 64 -> 64 (transposed: 13 tiles of 13 positions, none of 1)", 2, {13, 13},
+         {1, 1}, 1, 1, {0, 0, 0, 0}, true, 1, 64, 64, 1, 2},
+        {"Conv 3x3 on 27x27, 16 -> 32 (transposed: each row a tile of 14 and one of 13)", 2, {27, 27}, {3, 3}, 1, 1,
+         {1, 1, 1, 1}, true, 2, 16, 32, 1, 1},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         struct mps_graph *g = mps_graph_new();

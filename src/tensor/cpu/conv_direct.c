@@ -94,15 +94,17 @@ static struct mps_direct mps_direct_of(const struct mps_conv_geom *q, const stru
     d.wstep = mr;
     if (uk && uk->convt) {
         /* the lanes each tile keeps busy: the conv tile's kept columns and W's rows in its
-           panels, against the transposed tile's positions and channels, whose store
-           (a transpose) costs about 8 more steps of k: measured on single layers here,
+           panels, against the transposed tile's positions (a run in tiles as even as they
+           go, each counted as the largest) and channels, whose store (a transpose) costs
+           about 8 more steps of k: measured on single layers here,
            7x7 512 channels 0.66 -> 0.49 ms, 14x14 32 -> 64 channels (k 288) 0.023 ->
            0.020, but a pointwise 16 -> 64 (k 16) 0.035 -> 0.045; with the transpose in
            registers (avx512) the rule still picks the faster of the two on 14x14 and 7x7
            layers of k 16 to 72, 32 -> 128 pointwise on 14x14 a tie */
-        int64_t run = d.in_place ? q->out_plane : w->out[2];
+        int64_t run = d.in_place ? q->out_plane : w->out[2], per = (run + uk->mt - 1) / uk->mt;
         int64_t conv = 1000 * q->out_plane / (d.tiles * nr) * mps_direct_fill(d.mg, mr) / 1000;
-        int64_t convt = mps_direct_fill(run, uk->mt) * mps_direct_fill(d.mg, nr) / 1000 * d.k / (d.k + 8);
+        int64_t convt = mps_direct_fill(run, (run + per - 1) / per) * mps_direct_fill(d.mg, nr) / 1000 * d.k /
+                        (d.k + 8);
         d.transposed = convt > conv;
     }
     if (d.transposed) {
@@ -183,9 +185,11 @@ static void mps_direct_tiles(const struct mps_conv_geom *q, const struct mps_dir
     for (int64_t t = 0; t < d->tiles; t++) {
         struct mps_direct_tile *tl = &tiles[t];
         if (d->transposed) {
+            /* a run's tiles as even as they go (169 positions in 13 tiles of 13, not 12 of 14
+               and one of 1, which took as long as 4) */
             int64_t per_row = (ow_n + mt - 1) / mt, oh = d->in_place ? 0 : t / per_row;
-            int64_t ow = d->in_place ? t * mt : t % per_row * mt, end = d->in_place ? q->out_plane : ow_n;
-            int64_t n = end - ow < mt ? end - ow : mt;
+            int64_t j = d->in_place ? t : t % per_row, count = d->in_place ? d->tiles : per_row;
+            int64_t run = d->in_place ? q->out_plane : ow_n, ow = run * j / count, n = run * (j + 1) / count - ow;
             *tl = (struct mps_direct_tile){
                 .v = d->in_place ? ow : oh * d->pw + ow, .at = oh * ow_n + ow, .keep = (1ull << n) - 1};
             continue;
