@@ -57,7 +57,8 @@ static inline __m512 mps_avx512_act(__m512 acc, const struct mps_tile_epi *e)
 }
 
 /* Stores acc (lanes [0, n) of columns c0..) of one row, applying the flags. */
-static inline void mps_avx512_store(float *c, __m512 acc, int n, int flags, const struct mps_tile_epi *e, int r, int c0)
+__attribute__((always_inline)) static inline void mps_avx512_store(float *c, __m512 acc, int n, int flags,
+                                                                   const struct mps_tile_epi *e, int r, int c0)
 {
     __mmask16 m = mps_avx512_mask(n);
     if (flags & MPS_TILE_ACCUMULATE)
