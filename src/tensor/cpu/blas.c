@@ -45,8 +45,9 @@ int mps_blas_threads(void)
 /* One thread: OpenBLAS's pthread build also stops its workers. They start
    when the library loads and spin on sched_yield for 2^28 cycles (about
    0.1 s) after it and after each threaded call, taking a core from the
-   pool's workers: `mpsrun infer` of one image on 2 cores took 8-97 ms for
-   squeezenet1_1's first run instead of 2.2. Its next threaded call starts
+   pool's workers: `mpsrun infer` of one image on 2 cores took 68-96 ms for
+   squeezenet1_1's first run in 7 of 12 processes (2-11.5 ms after; its
+   steady run is 1.7). Its next threaded call starts
    them again (exec_blas). blas_thread_shutdown_ is what its fork handler
    calls; looked up at run time, since other builds (OpenMP, serial) and
    other versions need not have it. */

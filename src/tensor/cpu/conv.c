@@ -631,7 +631,8 @@ static void mps_conv_packed_run(const struct mps_cpu_args *a, const struct mps_c
         if (padded) {
             pd.first = first;
             pd.x = (const float *)x->data + first / q->g * q->c * q->in_plane;
-            mps_pool_for(a->pool, count * cg, pd.item_floats / cg, mps_conv_pad_channels, &pd);
+            mps_pool_for(a->pool, count * cg, MPS_POOL_COPY_COST * pd.item_floats / cg, mps_conv_pad_channels,
+                         &pd);
         }
         for (int64_t i = 0; i < count; i++) {
             int64_t bi = (first + i) / q->g, gi = (first + i) % q->g;

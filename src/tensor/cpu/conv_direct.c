@@ -33,10 +33,6 @@ enum {
     MPS_DIRECT_POOL_BYTES = 256 << 10, /* a fused MaxPool's band of the Conv's rows, every channel: in L2 */
     MPS_DIRECT_BAND_HEAD = 8,          /* int64s (a cache line) before each thread's band: what it made last */
     MPS_DIRECT_BRIEF_ROW = 32,         /* a copy's rows up to so many floats are copied inline */
-    MPS_DIRECT_COPY_COST = 4,          /* a copied float in the pool's cost, which counts a tile's flops: at 1,
-                                          squeezenet1_1's 32 x 29 x 29 copies ran on one thread (5.6 us
-                                          between two jobs); at 16, fashion_cnn's small ones paid more for a
-                                          second thread than they saved (1.05 at batch 1) */
 };
 
 struct mps_direct {
@@ -365,7 +361,7 @@ static void mps_direct_copy_job(struct mps_pool *pool, struct mps_direct_job *jb
     int64_t planes = count * d->cg;
     jb->copy_parts = planes < 4 * threads ? (4 * threads + planes - 1) / planes : 1;
     jb->copy_parts = jb->copy_parts < d->ph ? jb->copy_parts : d->ph;
-    mps_pool_for(pool, planes * jb->copy_parts, MPS_DIRECT_COPY_COST * d->uh * d->uw * d->plane / jb->copy_parts,
+    mps_pool_for(pool, planes * jb->copy_parts, MPS_POOL_COPY_COST * d->uh * d->uw * d->plane / jb->copy_parts,
                  mps_direct_copy, jb);
     jb->copy_parts = 1; /* a unit that copies its own item later copies whole channels */
 }

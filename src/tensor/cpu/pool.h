@@ -41,6 +41,12 @@ void mps_pool_after(struct mps_pool *pool, void (*fn)(void));
 void mps_pool_rest(struct mps_pool *pool);
 /* Operations a chunk of work must hold to be worth another thread. */
 #define MPS_POOL_GRAIN 32768
+/* A float that a job only copies (a padded copy of a conv's input), in cost:
+   the grain counts a tile's flops, and a float copied takes as long as
+   several. At 1, squeezenet1_1's 32 x 29 x 29 copies ran on one thread (5.6
+   us between two jobs); at 16, fashion_cnn's small ones paid more for a
+   second thread than they saved (1.05 at batch 1). */
+#define MPS_POOL_COPY_COST 4
 
 /* Calls fn over [0, n) in chunks spread over the pool; cost is one item's
    work. Runs inline when pool is NULL, has one thread, or the job is small. */

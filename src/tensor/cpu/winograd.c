@@ -403,7 +403,8 @@ void mps_winograd_conv(const struct mps_cpu_args *a, const void *packed)
         r.x = (const float *)a->in[0].data + b * q.c * q.h * q.w;
         r.y = (float *)a->out[0].data + b * q.m * q.oh * q.ow;
         r.res = a->res ? a->res + b * q.m * q.oh * q.ow : NULL;
-        mps_pool_for(a->pool, r.images * q.c, mps_winograd_plane(&q), mps_winograd_pad, &r);
+        mps_pool_for(a->pool, r.images * q.c, MPS_POOL_COPY_COST * mps_winograd_plane(&q), mps_winograd_pad,
+                     &r);
         struct mps_winograd_split sp = mps_winograd_split_of(&q, r.images, uk->mr, threads);
         r.nt = sp.group * MPS_WINOGRAD_NT, r.groups = sp.groups, r.mstep = sp.mstep;
         mps_pool_for(a->pool, sp.groups * sp.parts, 2 * 16 * r.nt * q.c * r.mstep, mps_winograd_tasks, &r);
