@@ -172,8 +172,13 @@ static void mps_pgemm_task_a(const struct mps_pgemm_job *jb, const struct mps_pg
     const struct mps_pgemm_operand *a = &it->a, *b = &it->b;
     const struct mps_ukernels *uk = jb->uk;
     int mr = uk->mr, nr = uk->nr;
-    int64_t kc = uk->kc, mc = (int64_t)MPS_PGEMM_MC_PANELS * mr;
     bool in_place = !a->packed && a->rows && uk->gemm_rows; /* A's rows read as they are, not packed */
+    /* k in blocks only where A is packed (its block stays in L2): read in place, each
+       block's tiles added C's partial sums in and out again, which cost more than the
+       blocks saved (bench matmul, avx512, one thread, of OpenBLAS's SkylakeX kernels:
+       n = 2048 0.81 in blocks of 256, 0.97 in one; 1024 1.02 / 1.08; at 2 threads
+       4096 0.82 / 0.98; avx2 2048 0.82 / 0.95 of its Haswell kernels) */
+    int64_t kc = in_place && jb->k > 0 ? jb->k : uk->kc, mc = (int64_t)MPS_PGEMM_MC_PANELS * mr;
     for (int64_t ic = m0; ic < m1; ic += mc) {
         int64_t mcb = m1 - ic < mc ? m1 - ic : mc;
         for (int64_t pc = 0; pc < jb->k || pc == 0; pc += kc) {
