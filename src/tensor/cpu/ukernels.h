@@ -200,13 +200,12 @@ typedef void (*mps_umaxpool_fn)(const struct mps_maxpool_geom *g, const float *x
    ukernel_wino.h has them once, each family compiles them for its vectors).
    wino_in: for count tiles whose 4x4 inputs start at x + 2 t (rows pw
    apart), V = B^T d B, its element k (row-major) to v[k vk + t]. wino_out:
-   for count tiles, M's element k at m[k mk + t], Y = A^T M A + bias (+ the
-   residual rows r0, r1 laid out as y0, y1, unless r0 is NULL) through the
-   epilogue's clamp and slope (its bias and res unused): the 2x2 outputs of
+   for count tiles, M's element k at m[k mk + t], Y = A^T M A + bias through
+   the epilogue's activation (its bias and res unused): the 2x2 outputs of
    tile t to y0[2 t], y0[2 t + 1] and y1[2 t], y1[2 t + 1]. */
 typedef void (*mps_uwino_in_fn)(const float *x, int64_t pw, int64_t count, float *v, int64_t vk);
-typedef void (*mps_uwino_out_fn)(const float *m, int64_t mk, int64_t count, float bias, const float *r0,
-                                 const float *r1, float *y0, float *y1, const struct mps_tile_epi *epi);
+typedef void (*mps_uwino_out_fn)(const float *m, int64_t mk, int64_t count, float bias, float *y0, float *y1,
+                                 const struct mps_tile_epi *epi);
 
 struct mps_ukernels {
     const char *name;     /* "avx512", "avx2", "neon", "c" */
