@@ -16,8 +16,8 @@
 /* Convolutions with constant weights (the rows above feed weights as graph
    inputs), on the paths the cpu takes for a trained layer: 3x3 stride 1 as
    Winograd F(2x2, 3x3) (winograd.c: on avx2 and c from 16 channels, on
-   avx512 the rows of 64+ input channels whose blocks of 32 tiles are 3/4
-   full): odd and even output sizes (partial tiles), asymmetric pads, a
+   avx512 the rows of 16+ input and 64+ output channels whose blocks of 32
+   tiles are 3/4 full): odd and even output sizes (partial tiles), asymmetric pads, a
    single output row, a block of tiles across images, parts of the output
    channels per task, groups of blocks per task (U larger than L2), each
    activation (in the transform's store or after it), rows wider than the
@@ -46,21 +46,21 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
         int act; /* 0 none, 1 Relu, 2 LeakyRelu 0.1, 3 Sigmoid, 4 HardSwish */
         int64_t cin, cout, group, images;
     } rows[] = {
-        {"Conv 3x3 Winograd pads 1, odd sizes", 2, {13, 11}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, false, 64, 20, 1, 2},
-        {"Conv 3x3 Winograd no pads", 2, {16, 14}, {3, 3}, 1, 1, {0, 0, 0, 0}, false, false, 64, 20, 1, 2},
-        {"Conv 3x3 Winograd asymmetric pads, Relu", 2, {12, 13}, {3, 3}, 1, 1, {1, 0, 2, 1}, true, true, 64, 20, 1, 2},
+        {"Conv 3x3 Winograd pads 1, odd sizes", 2, {13, 11}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, false, 64, 64, 1, 2},
+        {"Conv 3x3 Winograd no pads", 2, {16, 14}, {3, 3}, 1, 1, {0, 0, 0, 0}, false, false, 64, 64, 1, 2},
+        {"Conv 3x3 Winograd asymmetric pads, Relu", 2, {12, 13}, {3, 3}, 1, 1, {1, 0, 2, 1}, true, true, 64, 64, 1, 2},
         {"Conv 3x3 Winograd one output row", 2, {3, 66}, {3, 3}, 1, 1, {0, 1, 0, 1}, true, false, 64, 20, 1, 2},
         {"Conv 3x3 Winograd, 3 images (a block of tiles across images)", 2, {24, 24}, {3, 3}, 1, 1, {1, 1, 1, 1}, true,
-         true, 64, 20, 1, 3},
+         true, 64, 64, 1, 3},
         {"Conv 3x3 Winograd, LeakyRelu in the transform's store", 2, {10, 8}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, 2, 64,
-         24, 1, 4},
+         64, 1, 4},
         {"Conv 3x3 Winograd, HardSwish in the transform's store", 2, {12, 10}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, 4, 64,
-         20, 1, 4},
-        {"Conv 3x3 Winograd on 7x7, 256 channels, 6 images (odd sides: wide enough for avx512's rule)", 2, {7, 7},
+         64, 1, 4},
+        {"Conv 3x3 Winograd on 7x7, 256 channels, 6 images (odd sides, 3 blocks)", 2, {7, 7},
          {3, 3}, 1, 1, {1, 1, 1, 1}, true, 1, 256, 256, 1, 6},
         {"Conv 3x3 Winograd, Sigmoid after the transform, no bias", 2, {15, 8}, {3, 3}, 1, 1, {1, 1, 1, 1}, false, 3,
-         64, 17, 1, 3},
-        {"Conv 3x3 Winograd, rows wider than 1024", 2, {3, 1100}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, 1, 64, 9, 1, 1},
+         64, 65, 1, 3},
+        {"Conv 3x3 Winograd, rows wider than 1024", 2, {3, 1100}, {3, 3}, 1, 1, {1, 1, 1, 1}, true, 1, 64, 64, 1, 1},
         /* enough blocks of tiles for groups of several at 3 threads (groups: at least two a thread) */
         {"Conv 3x3 Winograd, U past L2 (a task takes a group of blocks)", 2, {20, 20}, {3, 3}, 1, 1, {1, 1, 1, 1}, true,
          1, 64, 136, 1, 6},
@@ -294,8 +294,8 @@ static void test_conv_residual(const struct mps_backend *const *backends, int n_
          false},
         {"residual Add+Relu after a 1x1 conv on 7x7 (the transposed tile: the sum, then Relu)", 7, 7, 1, 0, 64, 64, 2,
          1, false, false, false},
-        {"residual Add+Relu after a Winograd conv, 3 images", 16, 16, 3, 1, 64, 24, 3, 1, true, false, false},
-        {"residual Add+Sigmoid after a Winograd conv, odd sizes (the edge column)", 15, 13, 3, 1, 64, 24, 2, 3, false,
+        {"residual Add+Relu after a Winograd conv, 3 images", 16, 16, 3, 1, 64, 64, 3, 1, true, false, false},
+        {"residual Add+Sigmoid after a Winograd conv, odd sizes (a last column dropped)", 15, 13, 3, 1, 64, 64, 2, 3, false,
          false, false},
         {"residual Add+Sigmoid after a 1x1 conv on 5x6 (packed)", 5, 6, 1, 0, 12, 10, 2, 3, false, false, false},
         {"residual Add, the conv's output read twice (not fused)", 9, 9, 3, 1, 16, 8, 1, 1, false, true, false},

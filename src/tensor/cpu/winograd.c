@@ -83,22 +83,29 @@ bool mps_winograd_cpu_applies(const struct mps_graph *g, const struct mps_node *
         return false;
     if (!uk || uk->nr < 32) /* every such layer measured gains on avx2 (1.3-2x), 7x7 planes included */
         return true;
-    /* avx512's direct convolution runs near its peak: Winograd wins from 64
-       input channels, with 3 blocks of tiles or more, at least 3/4 full.
-       Measured here (Zen 5, 2 threads), six layers in a chain so that the
-       weights come from memory as in a model: 56x56 64 channels 3.24 ->
-       2.35 ms, 28x28 128 channels 3.37 -> 2.81; 14x14 256 channels at batch
-       1 (49 tiles, 2 blocks) 3.89 -> 4.15-4.95, a loss: U (4 MB) costs more
-       to read than the products it saves. 16 and 32 channels lost too.
-       An odd output side computes a row or column of 2x2 tiles half wasted,
-       which only wide layers repay: at batch 8, 13x13 64 -> 256 channels
-       0.89 ms direct, 1.05 Winograd; 128 -> 128 0.86 / 1.06; but 7x7 512
-       -> 512 4.09 / 3.52 (and 14x14 64 -> 256 1.03 / 1.05, even, kept). */
+    /* avx512's direct convolution runs near its peak: Winograd wins from 16
+       input and 64 output channels, with 3 blocks of tiles or more, at least
+       3/4 full. Measured here (Zen 5, 2 threads, cores on one complex),
+       Winograd against direct: squeezenet1_1's 55x55 16 -> 64 layer 0.79,
+       27x27 32 -> 128 0.90, fashion_cnn's 14x14 32 -> 64 at batch 8 0.89,
+       13x13 64 -> 256 at batch 8 0.89 (odd sides, a row and a column of
+       tiles half wasted), six 56x56 64-channel layers 0.73 (in a chain, the
+       weights from memory as in a model); but 16 -> 32 1.18 (mnist_cnn at
+       batch 8), 2 blocks 1.17 (fashion_cnn at batch 1), and 14x14 256
+       channels at batch 1 (2 blocks) 0.95-1.2: U (4 MB) costs about what the
+       products save. (Before the transforms ran sixteen tiles a step, from
+       64 input channels and even sides only.) A Conv whose one reader is a
+       MaxPool stays direct, which pools its rows as it makes them
+       (mps_cpu_conv_pool): fashion_cnn at batch 8 1.14 with Winograd. */
     const struct mps_shape *ys = &g->values[n->out[0]].shape, *ws = &g->values[n->in[1]].shape;
     int64_t tiles = ys->dim[0] * ((ys->dim[2] + 1) / 2) * ((ys->dim[3] + 1) / 2);
     int64_t blocks = (tiles + MPS_WINOGRAD_NT - 1) / MPS_WINOGRAD_NT;
-    bool even = ys->dim[2] % 2 == 0 && ys->dim[3] % 2 == 0, wide = ws->dim[0] >= 256 && ws->dim[1] >= 256;
-    return ws->dim[1] >= 64 && blocks >= 3 && 4 * tiles >= 3 * blocks * MPS_WINOGRAD_NT && (even || wide);
+    int only = -1;
+    struct mps_maxpool_geom pool;
+    if (mps_graph_uses(g, n->out[0], &only) == 1 && only >= 0 && g->nodes[only].op == MPS_OP_MAX_POOL &&
+        mps_cpu_maxpool_plane(g, &g->nodes[only], uk, &pool))
+        return false;
+    return ws->dim[1] >= 16 && ws->dim[0] >= 64 && blocks >= 3 && 4 * tiles >= 3 * blocks * MPS_WINOGRAD_NT;
 }
 
 /* U[k] = (G g G^T)[k] for each 3x3 kernel g = W[m][c], as 16 [m x c]
