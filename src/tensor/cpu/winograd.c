@@ -91,10 +91,12 @@ bool mps_winograd_cpu_applies(const struct mps_graph *g, const struct mps_node *
        13x13 64 -> 256 at batch 8 0.89 (odd sides, a row and a column of
        tiles half wasted), six 56x56 64-channel layers 0.73 (in a chain, the
        weights from memory as in a model); but 16 -> 32 1.18 (mnist_cnn at
-       batch 8), 2 blocks 1.17 (fashion_cnn at batch 1), and 14x14 256
-       channels at batch 1 (2 blocks) 0.95-1.2: U (4 MB) costs about what the
-       products save. (Before the transforms ran sixteen tiles a step, from
-       64 input channels and even sides only.) A Conv whose one reader is a
+       batch 8), 2 blocks 1.17 (fashion_cnn at batch 1); 2 blocks of 64+
+       channels (resnet18's 14x14 256-channel layers at batch 1) won alone,
+       0.91-0.96, but not in the models (resnet18 1.00 / 1.03 with its cores
+       on one complex / two, squeezenet1_1 1.02). (Before the transforms ran
+       sixteen tiles a step: from 64 input channels, even sides only, 13x13
+       64 -> 256 at batch 8 had lost 1.18.) A Conv whose one reader is a
        MaxPool stays direct, which pools its rows as it makes them
        (mps_cpu_conv_pool): fashion_cnn at batch 8 1.14 with Winograd. */
     const struct mps_shape *ys = &g->values[n->out[0]].shape, *ws = &g->values[n->in[1]].shape;
@@ -169,6 +171,7 @@ struct mps_winograd_run {
     const float *res;                /* its residual (as y; added after the transform, then act), or NULL */
     float *copy;                     /* the round's padded planes, ph x pw each */
     int64_t ph, pw, images;          /* padded planes; images in the round */
+    int64_t pad_parts;               /* parts of each plane's rows a unit of the copy */
     int64_t per;                     /* floats of one packed U[k] */
     int64_t nt, groups, mstep;       /* a task: nt tiles (a group of blocks) x mstep output channels (whole panels) */
     float *scratch;                  /* per thread: V (16 x c x nt) then M (16 x mstep x nt) */
@@ -256,16 +259,19 @@ size_t mps_winograd_scratch(const struct mps_graph *g, const struct mps_node *n,
     return sizeof(float) * (size_t)(copies + (copies % 16 ? 16 : 0) + per_thread * threads) + 64;
 }
 
-/* The padded copies of planes [begin, end) (image * channels + channel) of the round. */
+/* The padded copies of units [begin, end) of the round: an image's planes,
+   or (pad_parts > 1) parts of their rows, the image's units part by part. */
 static void mps_winograd_pad(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_winograd_run *r = ctx;
     const struct mps_winograd *q = r->q;
     int64_t inside = q->w < r->pw - q->pl ? q->w : r->pw - q->pl; /* columns of a row the tiles read */
-    for (int64_t p = begin; p < end; p++) {
+    for (int64_t u = begin; u < end; u++) {
+        int64_t part = u / q->c % r->pad_parts, p = u / (r->pad_parts * q->c) * q->c + u % q->c;
+        int64_t row0 = r->ph * part / r->pad_parts, row1 = r->ph * (part + 1) / r->pad_parts;
         const float *src = r->x + p * q->h * q->w;
-        float *dst = r->copy + p * r->ph * r->pw;
-        for (int64_t row = 0; row < r->ph; row++, dst += r->pw) {
+        float *dst = r->copy + p * r->ph * r->pw + row0 * r->pw;
+        for (int64_t row = row0; row < row1; row++, dst += r->pw) {
             int64_t ih = row - q->pt;
             if (ih < 0 || ih >= q->h) {
                 memset(dst, 0, sizeof(float) * (size_t)r->pw);
@@ -409,9 +415,15 @@ void mps_winograd_conv(const struct mps_cpu_args *a, const void *packed)
         r.x = (const float *)a->in[0].data + b * q.c * q.h * q.w;
         r.y = (float *)a->out[0].data + b * q.m * q.oh * q.ow;
         r.res = a->res ? a->res + b * q.m * q.oh * q.ow : NULL;
-        mps_pool_for(a->pool, r.images * q.c, MPS_POOL_COPY_COST * mps_winograd_plane(&q), mps_winograd_pad,
-                     &r);
         struct mps_winograd_split sp = mps_winograd_split_of(&q, r.images, uk->mr, threads);
+        /* fewer images than threads, the tasks split by tiles: each thread pads the rows its
+           tiles read (about), not whole planes, half of which its tasks would then read from
+           the other core's cache (2 threads, interleaved: resnet18 at batch 1 0.965-0.988
+           with the cores on two complexes, 0.99-1.006 on one; squeezenet1_1 0.97-0.995 /
+           1.00) */
+        r.pad_parts = r.images < threads && sp.parts == 1 ? threads : 1;
+        mps_pool_for(a->pool, r.images * q.c * r.pad_parts,
+                     MPS_POOL_COPY_COST * mps_winograd_plane(&q) / r.pad_parts, mps_winograd_pad, &r);
         r.nt = sp.group * MPS_WINOGRAD_NT, r.groups = sp.groups, r.mstep = sp.mstep;
         mps_pool_for(a->pool, sp.groups * sp.parts, 2 * 16 * r.nt * q.c * r.mstep, mps_winograd_tasks, &r);
     }
