@@ -346,8 +346,9 @@ static void test_conv_residual(const struct mps_backend *const *backends, int n_
    (ceil_mode), batches and bands of rows; windows that overlap down the
    rows (3x3 stride 2 and stride 1, pads above), a band taking the rows it
    shares with the band before it, and the tiles that band made past its
-   rows, where the same thread made that one; the Conv's output read twice,
-   left as it is. Graph input x, output the MaxPool's (and the Conv's, where it
+   rows, where the same thread made that one; a layer Winograd would
+   otherwise take (avx512: 32 -> 64 channels, 392 tiles) kept direct for its
+   pool; the Conv's output read twice, left as it is. Graph input x, output the MaxPool's (and the Conv's, where it
    is read twice). */
 static void test_conv_pool(const struct mps_backend *const *backends, int n_backends)
 {
@@ -375,6 +376,9 @@ static void test_conv_pool(const struct mps_backend *const *backends, int n_back
          3, 1, 1, 4, 48, 3, 3, 1, 1, false, true, false, true},
         {"Conv+Relu 3x3 -> MaxPool 3x3 s2 on 200x14, 7 -> 64 channels (the transposed tile, rows shared)", 200, 14, 3,
          1, 1, 7, 64, 1, 3, 2, 0, false, false, false, true},
+        {"Conv+Relu 3x3 -> MaxPool 2x2 on 14x14, 32 -> 64 channels, 8 images (fashion_cnn's second layer: a shape "
+         "avx512's Winograd rule takes, kept direct for the pool)",
+         14, 14, 3, 1, 1, 32, 64, 8, 2, 2, 0, false, false, false, true},
         {"Conv+Relu -> MaxPool 2x2, the conv's output read twice (not fused)", 12, 12, 3, 1, 1, 4, 8, 1, 2, 2, 0,
          false, false, true, false},
     };

@@ -1,7 +1,7 @@
 /* ukernel_avx512.h: what the avx512 family's files share (ukernel_avx512.c:
    the GEMM and convolution tiles and the family's table; ukernel_avx512_dw.c:
    the depthwise kernels; ukernel_avx512_pool.c: MaxPool): lane masks, the
-   tile epilogue's activation and row store, a 16 x 16 transpose in
+   tile epilogue's activation, a 16 x 16 transpose in
    registers. Built with -mavx512f, as each of those files. */
 #ifndef MPS_CPU_UKERNEL_AVX512_H
 #define MPS_CPU_UKERNEL_AVX512_H
@@ -54,24 +54,6 @@ static inline __m512 mps_avx512_act(__m512 acc, const struct mps_tile_epi *e)
 {
     struct mps_avx512_actc a = mps_avx512_actc_of(e);
     return mps_avx512_actc(acc, &a);
-}
-
-/* Stores acc (lanes [0, n) of columns c0..) of one row, applying the flags. */
-__attribute__((always_inline)) static inline void mps_avx512_store(float *c, __m512 acc, int n, int flags,
-                                                                   const struct mps_tile_epi *e, int r, int c0)
-{
-    __mmask16 m = mps_avx512_mask(n);
-    if (flags & MPS_TILE_ACCUMULATE)
-        acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, c));
-    if (flags & MPS_TILE_FINISH) {
-        if (e->bias)
-            acc =
-                _mm512_add_ps(acc, e->bias_cols ? _mm512_maskz_loadu_ps(m, e->bias + c0) : _mm512_set1_ps(e->bias[r]));
-        if (e->res)
-            acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, e->res + r * e->ldr + c0));
-        acc = mps_avx512_act(acc, e);
-    }
-    _mm512_mask_storeu_ps(c, m, acc);
 }
 
 /* Four rows of sixteen floats interleaved by 32, then 64 bits: lane L of

@@ -60,6 +60,7 @@ static void mps_avx512_dw3_rows(const struct mps_dw3_geom *g, const float *x, co
     __m512 k0 = _mm512_set1_ps(k[0]), k1 = _mm512_set1_ps(k[1]), k2 = _mm512_set1_ps(k[2]);
     __m512 k3 = _mm512_set1_ps(k[3]), k4 = _mm512_set1_ps(k[4]), k5 = _mm512_set1_ps(k[5]);
     __m512 k6 = _mm512_set1_ps(k[6]), k7 = _mm512_set1_ps(k[7]), k8 = _mm512_set1_ps(k[8]);
+    const struct mps_avx512_actc act = mps_avx512_actc_of(e); /* the epilogue's bias and residual are NULL */
     int s = g->s;
     for (int64_t oh = 0; oh < g->out_h; oh++) {
         int64_t i0 = oh * s - g->pt; /* input rows i0 .. i0 + 2; only those in [0, h) are addressed */
@@ -75,7 +76,7 @@ static void mps_avx512_dw3_rows(const struct mps_dw3_geom *g, const float *x, co
             if (r2)
                 acc = mps_avx512_dw3_row(acc, x + (i0 + 2) * g->w, g->w, c, s, inside, k6, k7, k8);
             int n = g->out_w - ow < 16 ? (int)(g->out_w - ow) : 16;
-            mps_avx512_store(y + oh * g->out_w + ow, acc, n, MPS_TILE_FINISH, e, 0, 0);
+            _mm512_mask_storeu_ps(y + oh * g->out_w + ow, mps_avx512_mask(n), mps_avx512_actc(acc, &act));
         }
     }
 }

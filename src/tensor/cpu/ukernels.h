@@ -197,7 +197,8 @@ struct mps_maxpool_geom {
 typedef void (*mps_umaxpool_fn)(const struct mps_maxpool_geom *g, const float *x, float *y);
 
 /* Winograd F(2x2, 3x3)'s transforms around its products (winograd.c;
-   ukernel_wino.h has them once, each family compiles them for its vectors).
+   ukernel_wino.h has them once, each family compiles them for its vectors;
+   avx512 has its own wino_in).
    wino_in: for count tiles whose 4x4 inputs start at x + 2 t (rows pw
    apart), V = B^T d B, its element k (row-major) to v[k vk + t]. wino_out:
    for count tiles, M's element k at m[k mk + t], Y = A^T M A + bias through
