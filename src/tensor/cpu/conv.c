@@ -151,8 +151,14 @@ int mps_cpu_conv_pool(const struct mps_graph *g, const struct mps_node *n, const
         return -1;
     struct mps_conv_geom q;
     struct mps_tile_epi e;
-    if (mps_conv_node_path(g, n, uk, &q) != MPS_CONV_DIRECT || q.g != 1 || mps_conv_is_pointwise(&q) ||
-        !mps_pgemm_act_epi(&n->p.conv.act, &e) || !mps_cpu_maxpool_plane(g, &g->nodes[only], uk, geom))
+    enum mps_conv_path path = mps_conv_node_path(g, n, uk, &q);
+    if (!mps_pgemm_act_epi(&n->p.conv.act, &e))
+        return -1;
+    /* Winograd's tiles are the windows of a 2x2 stride-2 pool: its output transform pools them */
+    if (path == MPS_CONV_WINOGRAD)
+        return mps_cpu_maxpool_plane(g, &g->nodes[only], NULL, geom) && mps_winograd_pools(g, n, geom) ? only : -1;
+    if (path != MPS_CONV_DIRECT || q.g != 1 || mps_conv_is_pointwise(&q) ||
+        !mps_cpu_maxpool_plane(g, &g->nodes[only], uk, geom))
         return -1;
     /* windows that overlap down the rows too (the stems' 3x3 stride 2), each
        band taking the rows it shares with the one before from it: squeezenet1_1's

@@ -96,7 +96,8 @@ int mps_cpu_conv_expand(const struct mps_graph *g, const struct mps_node *n, con
 /* Whether the Conv n, run with uk, writes its output with any image stride
    (mps_cpu_args.out_stride): the direct path. */
 bool mps_cpu_conv_strided(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk);
-/* Whether the family's plane kernel runs the MaxPool p (pooling.c), and its geometry. */
+/* Whether the family's plane kernel runs the MaxPool p (pooling.c), and its
+   geometry; uk NULL: whether p is a plane pool at all (2-D, f32, no indices). */
 bool mps_cpu_maxpool_plane(const struct mps_graph *g, const struct mps_node *p, const struct mps_ukernels *uk,
                            struct mps_maxpool_geom *geom);
 /* The activation a Conv ends with: the Add's when it computes one, else its own. */
@@ -111,7 +112,11 @@ size_t mps_winograd_scratch(const struct mps_graph *g, const struct mps_node *n,
                             int threads);
 size_t mps_winograd_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
                          void *dst);
-/* Runs the convolution of a (u: what mps_winograd_pack wrote), bias and fused activation included. */
+/* Whether Winograd's output transform computes the MaxPool of geometry pg
+   after n: 2x2 windows of stride 2 and no pads, one a tile (mps_cpu_conv_pool). */
+bool mps_winograd_pools(const struct mps_graph *g, const struct mps_node *n, const struct mps_maxpool_geom *pg);
+/* Runs the convolution of a (u: what mps_winograd_pack wrote), bias and
+   fused activation included, and the fused MaxPool where a has one. */
 void mps_winograd_conv(const struct mps_cpu_args *a, const void *u);
 /* pooling.c */
 enum mps_status mps_cpu_pool(const struct mps_cpu_args *a, struct mps_error *err);

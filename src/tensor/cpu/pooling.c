@@ -227,7 +227,7 @@ bool mps_cpu_maxpool_plane(const struct mps_graph *g, const struct mps_node *p, 
         return false;
     struct mps_cpu_window3 w =
         mps_cpu_window3(&p->p.pool.win, &g->values[p->in[0]].shape, &g->values[p->out[0]].shape);
-    return mps_max_plane_applies(&w) && mps_maxpool_family(&w, uk, geom);
+    return mps_max_plane_applies(&w) && (mps_maxpool_family(&w, uk, geom) || !uk);
 }
 
 static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)

@@ -321,4 +321,5 @@ const struct mps_ukernels mps_ukernels_avx2 = {
     .conv = mps_avx2_conv,
     .wino_in = mps_wino_in,
     .wino_out = mps_wino_out,
+    .wino_pool = mps_wino_pool,
 };

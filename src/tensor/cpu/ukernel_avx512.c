@@ -505,4 +505,5 @@ const struct mps_ukernels mps_ukernels_avx512 = {
     .maxpool = mps_avx512_maxpool,
     .wino_in = mps_avx512_wino_in,
     .wino_out = mps_wino_out,
+    .wino_pool = mps_wino_pool,
 };

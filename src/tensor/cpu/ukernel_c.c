@@ -152,4 +152,5 @@ const struct mps_ukernels mps_ukernels_c = {
     .convt = mps_c_convt,
     .wino_in = mps_wino_in,
     .wino_out = mps_wino_out,
+    .wino_pool = mps_wino_pool,
 };

@@ -253,4 +253,5 @@ const struct mps_ukernels mps_ukernels_neon = {
     .conv = mps_neon_conv,
     .wino_in = mps_wino_in,
     .wino_out = mps_wino_out,
+    .wino_pool = mps_wino_pool,
 };

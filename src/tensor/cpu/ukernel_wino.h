@@ -83,4 +83,38 @@ static void mps_wino_out(const float *restrict m, int64_t mk, int64_t count, flo
 }
 #undef MPS_WINO_OUT
 
+/* The larger of a and b, a NaN taken and kept (as MaxPool does). */
+static inline float mps_wino_max(float a, float b)
+{
+    return b > a || b != b ? b : a;
+}
+
+/* As mps_wino_out, then each tile's four outputs pooled: y[t] is their
+   maximum (a 2x2 stride-2 MaxPool whose windows are the tiles). */
+#define MPS_WINO_POOL(HS)                                                                                              \
+    for (int64_t t = 0; t < count; t++) {                                                                              \
+        float r00 = m0[t] + m4[t] + m8[t], r01 = m1[t] + m5[t] + m9[t], r02 = m2[t] + m6[t] + m10[t];                  \
+        float r03 = m3[t] + m7[t] + m11[t], r10 = m4[t] - m8[t] - m12[t], r11 = m5[t] - m9[t] - m13[t];                \
+        float r12 = m6[t] - m10[t] - m14[t], r13 = m7[t] - m11[t] - m15[t];                                            \
+        float a = mps_tile_act(r00 + r01 + r02 + bias, lo, hi, slope, HS);                                             \
+        float b = mps_tile_act(r01 - r02 - r03 + bias, lo, hi, slope, HS);                                             \
+        float c = mps_tile_act(r10 + r11 + r12 + bias, lo, hi, slope, HS);                                             \
+        float d = mps_tile_act(r11 - r12 - r13 + bias, lo, hi, slope, HS);                                             \
+        y[t] = mps_wino_max(mps_wino_max(mps_wino_max(a, b), c), d);                                                   \
+    }
+
+static void mps_wino_pool(const float *restrict m, int64_t mk, int64_t count, float bias, float *restrict y,
+                          const struct mps_tile_epi *e)
+{
+    const float *m0 = m, *m1 = m + mk, *m2 = m + 2 * mk, *m3 = m + 3 * mk, *m4 = m + 4 * mk, *m5 = m + 5 * mk;
+    const float *m6 = m + 6 * mk, *m7 = m + 7 * mk, *m8 = m + 8 * mk, *m9 = m + 9 * mk, *m10 = m + 10 * mk;
+    const float *m11 = m + 11 * mk, *m12 = m + 12 * mk, *m13 = m + 13 * mk, *m14 = m + 14 * mk, *m15 = m + 15 * mk;
+    float lo = e->lo, hi = e->hi, slope = e->slope;
+    if (e->hswish)
+        MPS_WINO_POOL(true)
+    else
+        MPS_WINO_POOL(false)
+}
+#undef MPS_WINO_POOL
+
 #endif

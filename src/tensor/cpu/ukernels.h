@@ -203,10 +203,14 @@ typedef void (*mps_umaxpool_fn)(const struct mps_maxpool_geom *g, const float *x
    apart), V = B^T d B, its element k (row-major) to v[k vk + t]. wino_out:
    for count tiles, M's element k at m[k mk + t], Y = A^T M A + bias through
    the epilogue's activation (its bias and res unused): the 2x2 outputs of
-   tile t to y0[2 t], y0[2 t + 1] and y1[2 t], y1[2 t + 1]. */
+   tile t to y0[2 t], y0[2 t + 1] and y1[2 t], y1[2 t + 1]. wino_pool: as
+   wino_out, then the maximum of tile t's four outputs to y[t] (a NaN kept):
+   a 2x2 stride-2 MaxPool whose windows are the tiles. */
 typedef void (*mps_uwino_in_fn)(const float *x, int64_t pw, int64_t count, float *v, int64_t vk);
 typedef void (*mps_uwino_out_fn)(const float *m, int64_t mk, int64_t count, float bias, float *y0, float *y1,
                                  const struct mps_tile_epi *epi);
+typedef void (*mps_uwino_pool_fn)(const float *m, int64_t mk, int64_t count, float bias, float *y,
+                                  const struct mps_tile_epi *epi);
 
 struct mps_ukernels {
     const char *name;     /* "avx512", "avx2", "neon", "c" */
@@ -228,6 +232,7 @@ struct mps_ukernels {
     mps_umaxpool_fn maxpool; /* optional, likewise */
     mps_uwino_in_fn wino_in;
     mps_uwino_out_fn wino_out;
+    mps_uwino_pool_fn wino_pool;
 };
 
 /* The families this build holds (isa.c lists them; every entry but the optional ones is set). */
