@@ -10,6 +10,8 @@
 #ifndef MPS_CPU_UKERNEL_WINO_H
 #define MPS_CPU_UKERNEL_WINO_H
 
+#include <string.h>
+
 #include "ukernels.h"
 
 /* Tiles a step of mps_wino_in takes (its rows on the stack). */
@@ -29,27 +31,55 @@ static inline void mps_wino_in_row(const float *e, const float *o, float *v, int
     }
 }
 
-/* In two passes, each a loop GCC vectorizes: B^T down the four rows, split
-   into even and odd columns; then B across, from columns t and t + 1 of
-   those. (Reading each window's four columns in one loop, or keeping small
-   arrays of temporaries, the loops stayed scalar.) */
-static inline void mps_wino_in(const float *restrict x, int64_t pw, int64_t count, float *restrict v, int64_t vk)
+/* A run of n <= MPS_WINO_STEP tiles, its four rows of 2 n + 2 columns at x
+   (rows pw apart), in two passes, each a loop GCC vectorizes: B^T down the
+   four rows, split into even and odd columns; then B across, from columns
+   t and t + 1 of those. (Reading each window's four columns in one loop,
+   or keeping small arrays of temporaries, the loops stayed scalar.) */
+static inline void mps_wino_in_run(const float *restrict x, int64_t pw, int64_t n, float *restrict v, int64_t vk)
 {
     float e0[MPS_WINO_STEP + 1], e1[MPS_WINO_STEP + 1], e2[MPS_WINO_STEP + 1], e3[MPS_WINO_STEP + 1];
     float o0[MPS_WINO_STEP + 1], o1[MPS_WINO_STEP + 1], o2[MPS_WINO_STEP + 1], o3[MPS_WINO_STEP + 1];
-    for (int64_t t0 = 0; t0 < count; t0 += MPS_WINO_STEP, x += 2 * MPS_WINO_STEP, v += MPS_WINO_STEP) {
-        int64_t n = count - t0 < MPS_WINO_STEP ? count - t0 : MPS_WINO_STEP;
-        const float *x0 = x, *x1 = x + pw, *x2 = x + 2 * pw, *x3 = x + 3 * pw;
-        for (int64_t u = 0; u <= n; u++) {
-            e0[u] = x0[2 * u] - x2[2 * u], o0[u] = x0[2 * u + 1] - x2[2 * u + 1];
-            e1[u] = x1[2 * u] + x2[2 * u], o1[u] = x1[2 * u + 1] + x2[2 * u + 1];
-            e2[u] = x2[2 * u] - x1[2 * u], o2[u] = x2[2 * u + 1] - x1[2 * u + 1];
-            e3[u] = x1[2 * u] - x3[2 * u], o3[u] = x1[2 * u + 1] - x3[2 * u + 1];
+    const float *x0 = x, *x1 = x + pw, *x2 = x + 2 * pw, *x3 = x + 3 * pw;
+    for (int64_t u = 0; u <= n; u++) {
+        e0[u] = x0[2 * u] - x2[2 * u], o0[u] = x0[2 * u + 1] - x2[2 * u + 1];
+        e1[u] = x1[2 * u] + x2[2 * u], o1[u] = x1[2 * u + 1] + x2[2 * u + 1];
+        e2[u] = x2[2 * u] - x1[2 * u], o2[u] = x2[2 * u + 1] - x1[2 * u + 1];
+        e3[u] = x1[2 * u] - x3[2 * u], o3[u] = x1[2 * u + 1] - x3[2 * u + 1];
+    }
+    mps_wino_in_row(e0, o0, v, vk, n);
+    mps_wino_in_row(e1, o1, v + 4 * vk, vk, n);
+    mps_wino_in_row(e2, o2, v + 8 * vk, vk, n);
+    mps_wino_in_row(e3, o3, v + 12 * vk, vk, n);
+}
+
+/* ukernels.h's wino_in: each run of tiles along a row, MPS_WINO_STEP at a
+   time, its four rows first copied to the stack with the cells outside
+   the plane zeroed. */
+static inline void mps_wino_in(const float *restrict x, const struct mps_wino_plane *p, int64_t j, int64_t count,
+                               float *restrict v, int64_t vk)
+{
+    enum { ROW = 2 * MPS_WINO_STEP + 2 };
+    float buf[4 * ROW];
+    for (int64_t t = 0; t < count;) {
+        int64_t ty = (j + t) / p->tw, tx = (j + t) % p->tw;
+        int64_t n = p->tw - tx < count - t ? p->tw - tx : count - t;
+        n = n < MPS_WINO_STEP ? n : MPS_WINO_STEP;
+        int64_t c0 = 2 * tx - p->pl, cols = 2 * n + 2;
+        int64_t lo = c0 < 0 ? -c0 : 0, hi = p->w - c0 < cols ? p->w - c0 : cols; /* the columns inside */
+        for (int i = 0; i < 4; i++) {
+            int64_t r = 2 * ty - p->pt + i;
+            float *row = buf + i * ROW;
+            if (r < 0 || r >= p->h || hi <= lo) {
+                memset(row, 0, sizeof(float) * (size_t)cols);
+                continue;
+            }
+            memset(row, 0, sizeof(float) * (size_t)lo);
+            memcpy(row + lo, x + r * p->w + c0 + lo, sizeof(float) * (size_t)(hi - lo));
+            memset(row + hi, 0, sizeof(float) * (size_t)(cols - hi));
         }
-        mps_wino_in_row(e0, o0, v, vk, n);
-        mps_wino_in_row(e1, o1, v + 4 * vk, vk, n);
-        mps_wino_in_row(e2, o2, v + 8 * vk, vk, n);
-        mps_wino_in_row(e3, o3, v + 12 * vk, vk, n);
+        mps_wino_in_run(buf, ROW, n, v + t, vk);
+        t += n;
     }
 }
 

@@ -199,14 +199,22 @@ typedef void (*mps_umaxpool_fn)(const struct mps_maxpool_geom *g, const float *x
 /* Winograd F(2x2, 3x3)'s transforms around its products (winograd.c;
    ukernel_wino.h has them once, each family compiles them for its vectors;
    avx512 has its own wino_in).
-   wino_in: for count tiles whose 4x4 inputs start at x + 2 t (rows pw
-   apart), V = B^T d B, its element k (row-major) to v[k vk + t]. wino_out:
+   wino_in: for count tiles of the plane x (struct mps_wino_plane) from its
+   tile j on, row by row of tiles, V = B^T d B, its element k (row-major)
+   to v[k vk + t] for the t-th. The plane is the input itself: the windows'
+   cells outside it (the pads) are read as zeros. wino_out:
    for count tiles, M's element k at m[k mk + t], Y = A^T M A + bias through
    the epilogue's activation (its bias and res unused): the 2x2 outputs of
    tile t to y0[2 t], y0[2 t + 1] and y1[2 t], y1[2 t + 1]. wino_pool: as
    wino_out, then the maximum of tile t's four outputs to y[t] (a NaN kept):
    a 2x2 stride-2 MaxPool whose windows are the tiles. */
-typedef void (*mps_uwino_in_fn)(const float *x, int64_t pw, int64_t count, float *v, int64_t vk);
+struct mps_wino_plane {
+    int64_t h, w;   /* the plane: h rows of w floats */
+    int64_t pt, pl; /* tile (ty, tx)'s 4x4 window from row 2 ty - pt, column 2 tx - pl */
+    int64_t tw;     /* tiles a row */
+};
+typedef void (*mps_uwino_in_fn)(const float *x, const struct mps_wino_plane *p, int64_t j, int64_t count, float *v,
+                                int64_t vk);
 typedef void (*mps_uwino_out_fn)(const float *m, int64_t mk, int64_t count, float bias, float *y0, float *y1,
                                  const struct mps_tile_epi *epi);
 typedef void (*mps_uwino_pool_fn)(const float *m, int64_t mk, int64_t count, float bias, float *y,

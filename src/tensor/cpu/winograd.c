@@ -25,7 +25,6 @@ enum {
     MPS_WINOGRAD_SKEW = 16,            /* floats past each of V's and M's 16 matrices: 64 bytes more than
                                           a multiple of 4 KB apart, the transforms' 16 streams do not all
                                           fall in one set of the L1 cache (they did: l1 4.3 -> 2.3 ms) */
-    MPS_WINOGRAD_COPY_BYTES = 8 << 20, /* the padded copies of one round of images (or one image) */
     MPS_WINOGRAD_U_L2 = 512 << 10,     /* U up to this size stays in L2 from one task to the next */
     MPS_WINOGRAD_V_BYTES = 1 << 20,    /* V of one task, where U does not (mps_winograd_split_of) */
 };
@@ -158,52 +157,40 @@ size_t mps_winograd_pack(const struct mps_graph *g, const struct mps_node *n, co
     return bytes;
 }
 
-/* The run, fused. The input is first copied, zero-padded, so that every
-   tile reads a 4x4 window of one padded plane (2 th + 2 rows of 2 tw + 2).
-   Then each task takes a block of MPS_WINOGRAD_NT tiles (2x2 output blocks,
-   counted over the images of the copy) and a part of the output channels,
-   and does the three steps on it while its data sit in L2: the input
-   transform of the block for every input channel (V: 16 matrices of
-   channels x tiles, laid out as the micro-kernels' packed B), the 16
+/* The run, fused: each task takes a block of MPS_WINOGRAD_NT tiles (2x2
+   output blocks, counted over the images) and a part of the output
+   channels, and does the three steps on it while its data sit in L2: the
+   input transform of the block for every input channel, read from the
+   input itself, the pads as zeros (V: 16 matrices of channels x tiles,
+   laid out as the micro-kernels' packed B), the 16
    products M[k] = U[k] V[k] for its output channels, then the output
    transform with bias and activation. The transforms are the family's
    (ukernel_wino.h). The three-pass form this replaced (each step over
    every tile, through megabytes of scratch, the transforms at SSE2's
    width) lost to the direct convolution on avx512. A task of a part of the
    channels transforms its block itself, as the other parts' tasks do: that
-   repeats 1/(2 x part) of the products' work, cheaper than another job. */
+   repeats 1/(2 x part) of the products' work, cheaper than another job.
+   (The input was first copied, zero-padded, in a job of its own: at batch
+   1 a second hand-off between the threads, and a copy as large as the
+   input; see mps_winograd_input.) */
 
 struct mps_winograd_run {
     const struct mps_winograd *q;
     const struct mps_ukernels *uk;
     struct mps_pool *pool;
-    const float *x, *u, *bias;       /* x: the round's first image; u: U[k] packed as A, per floats apart */
-    float *y;                        /* the round's first image's output */
+    const float *x, *u, *bias;       /* x: the input; u: U[k] packed as A, per floats apart */
+    float *y;                        /* the output */
     const float *res;                /* its residual (as y; added after the transform, then act), or NULL */
-    float *copy;                     /* the round's padded planes, ph x pw each */
-    int64_t ph, pw, images;          /* padded planes; images in the round */
-    int64_t pad_parts;               /* parts of each plane's rows a unit of the copy */
+    struct mps_wino_plane plane;     /* an input plane as the tiles read it */
+    int64_t images;                  /* q->n */
     int64_t per;                     /* floats of one packed U[k] */
     int64_t nt, groups, mstep;       /* a task: nt tiles (a group of blocks) x mstep output channels (whole panels) */
     float *scratch;                  /* per thread: V (16 x c x nt) then M (16 x mstep x nt) */
     struct mps_tile_epi epi, none;   /* the activation, where the tile's clamp and slope make it; nothing */
     const struct mps_fused_act *act; /* the others, applied after, or NULL */
     const struct mps_fused_act *full; /* the whole activation (after a residual, at an odd width's edge) */
-    float *pooled;                    /* a fused MaxPool's output (the round's first image), or NULL */
+    float *pooled;                    /* a fused MaxPool's output, or NULL */
 };
-
-static int64_t mps_winograd_plane(const struct mps_winograd *q)
-{
-    return (2 * q->th + 2) * (2 * q->tw + 2);
-}
-
-/* Images of one round: their padded copies fit MPS_WINOGRAD_COPY_BYTES. */
-static int64_t mps_winograd_round(const struct mps_winograd *q)
-{
-    int64_t fit = MPS_WINOGRAD_COPY_BYTES / (int64_t)sizeof(float) / (q->c * mps_winograd_plane(q));
-    fit = fit > 1 ? fit : 1;
-    return q->n < fit ? q->n : fit;
-}
 
 /* Floats of one thread's V and M for tasks of nt tiles x mstep output channels. */
 static int64_t mps_winograd_thread_floats(const struct mps_winograd *q, int64_t nt, int64_t mstep)
@@ -221,7 +208,7 @@ static int64_t mps_winograd_mk(int64_t nt, int64_t mstep)
     return mstep * nt + MPS_WINOGRAD_SKEW;
 }
 
-/* How a round of images splits into tasks: groups of blocks of NT tiles
+/* How the images split into tasks: groups of blocks of NT tiles
    times parts of the output channels, about two tasks a thread. Each
    group's tasks read all of U between them: where U is small it stays in
    L2 and a group is one block; where it is not (256 channels: 4 MB), as
@@ -261,49 +248,19 @@ size_t mps_winograd_scratch(const struct mps_graph *g, const struct mps_node *n,
                             int threads)
 {
     struct mps_winograd q = mps_winograd_of(&g->values[n->in[0]].shape, &g->values[n->out[0]].shape, n);
-    int64_t round = mps_winograd_round(&q), copies = round * q.c * mps_winograd_plane(&q), per_thread = 0;
-    threads = threads > 0 ? threads : 1;
-    for (int64_t images = 1; images <= round; images++) { /* the last round may hold fewer */
-        struct mps_winograd_split sp = mps_winograd_split_of(&q, images, uk->mr, threads);
-        int64_t f = mps_winograd_thread_floats(&q, sp.group * MPS_WINOGRAD_NT, sp.mstep);
-        per_thread = f > per_thread ? f : per_thread;
-    }
-    return sizeof(float) * (size_t)(copies + (copies % 16 ? 16 : 0) + per_thread * threads) + 64;
-}
-
-/* The padded copies of units [begin, end) of the round: an image's planes,
-   or (pad_parts > 1) parts of their rows, the image's units part by part. */
-static void mps_winograd_pad(void *ctx, int64_t begin, int64_t end)
-{
-    const struct mps_winograd_run *r = ctx;
-    const struct mps_winograd *q = r->q;
-    int64_t inside = q->w < r->pw - q->pl ? q->w : r->pw - q->pl; /* columns of a row the tiles read */
-    for (int64_t u = begin; u < end; u++) {
-        int64_t part = u / q->c % r->pad_parts, p = u / (r->pad_parts * q->c) * q->c + u % q->c;
-        int64_t row0 = r->ph * part / r->pad_parts, row1 = r->ph * (part + 1) / r->pad_parts;
-        const float *src = r->x + p * q->h * q->w;
-        float *dst = r->copy + p * r->ph * r->pw + row0 * r->pw;
-        for (int64_t row = row0; row < row1; row++, dst += r->pw) {
-            int64_t ih = row - q->pt;
-            if (ih < 0 || ih >= q->h) {
-                memset(dst, 0, sizeof(float) * (size_t)r->pw);
-                continue;
-            }
-            memset(dst, 0, sizeof(float) * (size_t)q->pl);
-            memcpy(dst + q->pl, src + ih * q->w, sizeof(float) * (size_t)inside);
-            memset(dst + q->pl + inside, 0, sizeof(float) * (size_t)(r->pw - q->pl - inside));
-        }
-    }
+    struct mps_winograd_split sp = mps_winograd_split_of(&q, q.n, uk->mr, threads > 0 ? threads : 1);
+    int64_t per_thread = mps_winograd_thread_floats(&q, sp.group * MPS_WINOGRAD_NT, sp.mstep);
+    return sizeof(float) * (size_t)(per_thread * (threads > 0 ? threads : 1)) + 64;
 }
 
 /* A run of a block's tiles along one row of tiles of one image: count
-   tiles from (image b of the round, tile row ty, column tx0), the block's
+   tiles from (image b, tile row ty, column tx0), the block's
    tiles at .. at + count. */
 struct mps_winograd_span {
     int64_t b, ty, tx0, count, at;
 };
 
-/* The run that starts at the block's tile at (the block: n tiles from the round's tile j0). */
+/* The run that starts at the block's tile at (the block: n tiles from tile j0). */
 static struct mps_winograd_span mps_winograd_span(const struct mps_winograd *q, int64_t j0, int64_t n, int64_t at)
 {
     int64_t j = j0 + at;
@@ -318,19 +275,24 @@ static struct mps_winograd_span mps_winograd_span(const struct mps_winograd *q, 
 /* V for a task's n tiles from j0, every input channel: V[k] is the packed
    B of the micro-kernels, channel c of the task's tile t at panel t / nr,
    offset c nr + t % nr; lanes past the tiles are zeros (the products read
-   them). */
+   them). Each image's part of each panel is one call of the family's
+   transform a channel, which reads the input plane in place (the pads as
+   zeros): on 14x14 planes avx512's takes two rows of 7 tiles a step.
+   Against a zero-padded copy first and a call a row of tiles (7 of 16
+   lanes filled there), fashion_cnn's 32 -> 64 layer at batch 8 (pooled)
+   0.84 at one thread, 0.79 at two (Zen 4). */
 static void mps_winograd_input(const struct mps_winograd_run *r, int64_t j0, int64_t n, float *v)
 {
     const struct mps_winograd *q = r->q;
-    int64_t nr = r->uk->nr, vk = mps_winograd_vk(q, r->nt);
-    MPS_WINOGRAD_SPANS(s, q, j0, n)
-    for (int64_t c = 0; c < q->c; c++) {
-        const float *plane = r->copy + (s.b * q->c + c) * r->ph * r->pw + 2 * s.ty * r->pw + 2 * s.tx0;
-        for (int64_t done = 0; done < s.count;) { /* the run's tiles, a panel at a time */
-            int64_t t = s.at + done, len = nr - t % nr < s.count - done ? nr - t % nr : s.count - done;
-            r->uk->wino_in(plane + 2 * done, r->pw, len, v + t / nr * q->c * nr + c * nr + t % nr, vk);
-            done += len;
-        }
+    int64_t nr = r->uk->nr, vk = mps_winograd_vk(q, r->nt), plane = q->h * q->w;
+    for (int64_t t = 0; t < n;) {
+        int64_t b = (j0 + t) / q->tiles, j = (j0 + t) % q->tiles, len = q->tiles - j;
+        len = len < n - t ? len : n - t;
+        len = len < nr - t % nr ? len : nr - t % nr;
+        for (int64_t c = 0; c < q->c; c++)
+            r->uk->wino_in(r->x + (b * q->c + c) * plane, &r->plane, j, len, v + t / nr * q->c * nr + c * nr + t % nr,
+                           vk);
+        t += len;
     }
     if (n % nr) /* the last panel's lanes past the tiles */
         for (int k = 0; k < 16; k++)
@@ -432,38 +394,26 @@ void mps_winograd_conv(const struct mps_cpu_args *a, const void *packed)
 {
     struct mps_winograd q = mps_winograd_of(&a->in[0].shape, &a->out[0].shape, a->node);
     const struct mps_ukernels *uk = a->uk;
-    int64_t round = mps_winograd_round(&q), threads = mps_pool_threads(a->pool);
-    float *copy = (float *)(((uintptr_t)a->scratch + 63) & ~(uintptr_t)63);
+    struct mps_winograd_split sp = mps_winograd_split_of(&q, q.n, uk->mr, mps_pool_threads(a->pool));
     struct mps_winograd_run r = {.q = &q,
                                  .uk = uk,
                                  .pool = a->pool,
+                                 .x = a->in[0].data,
                                  .u = packed,
                                  .bias = a->in[2].data,
-                                 .copy = copy,
-                                 .ph = 2 * q.th + 2,
-                                 .pw = 2 * q.tw + 2,
+                                 .y = a->out[0].data,
+                                 .res = a->res,
+                                 .plane = {.h = q.h, .w = q.w, .pt = q.pt, .pl = q.pl, .tw = q.tw},
+                                 .images = q.n,
                                  .per = (int64_t)(mps_pgemm_packed_bytes(uk, q.m, q.c, true) / sizeof(float)),
-                                 .scratch = copy + (round * q.c * mps_winograd_plane(&q) + 15) / 16 * 16,
-                                 .epi = mps_tile_epi_none()};
+                                 .nt = sp.group * MPS_WINOGRAD_NT,
+                                 .groups = sp.groups,
+                                 .mstep = sp.mstep,
+                                 .scratch = (float *)(((uintptr_t)a->scratch + 63) & ~(uintptr_t)63),
+                                 .epi = mps_tile_epi_none(),
+                                 .pooled = a->pool_out ? a->pool_out->data : NULL};
     r.full = mps_cpu_conv_act(a);
     r.none = mps_tile_epi_none();
     r.act = mps_pgemm_act_epi(r.full, &r.epi) ? NULL : r.full;
-    for (int64_t b = 0; b < q.n; b += round) {
-        r.images = q.n - b < round ? q.n - b : round;
-        r.x = (const float *)a->in[0].data + b * q.c * q.h * q.w;
-        r.y = (float *)a->out[0].data + b * q.m * q.oh * q.ow;
-        r.res = a->res ? a->res + b * q.m * q.oh * q.ow : NULL;
-        r.pooled = a->pool_out ? (float *)a->pool_out->data + b * q.m * (q.oh / 2) * (q.ow / 2) : NULL;
-        struct mps_winograd_split sp = mps_winograd_split_of(&q, r.images, uk->mr, threads);
-        /* fewer images than threads, the tasks split by tiles: each thread pads the rows its
-           tiles read (about), not whole planes, half of which its tasks would then read from
-           the other core's cache (2 threads, interleaved: resnet18 at batch 1 0.965-0.988
-           with the cores on two complexes, 0.99-1.006 on one; squeezenet1_1 0.97-0.995 /
-           1.00) */
-        r.pad_parts = r.images < threads && sp.parts == 1 ? threads : 1;
-        mps_pool_for(a->pool, r.images * q.c * r.pad_parts,
-                     MPS_POOL_COPY_COST * mps_winograd_plane(&q) / r.pad_parts, mps_winograd_pad, &r);
-        r.nt = sp.group * MPS_WINOGRAD_NT, r.groups = sp.groups, r.mstep = sp.mstep;
-        mps_pool_for(a->pool, sp.groups * sp.parts, 2 * 16 * r.nt * q.c * r.mstep, mps_winograd_tasks, &r);
-    }
+    mps_pool_for(a->pool, sp.groups * sp.parts, 2 * 16 * r.nt * q.c * r.mstep, mps_winograd_tasks, &r);
 }
