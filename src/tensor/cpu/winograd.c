@@ -83,8 +83,16 @@ bool mps_winograd_cpu_applies(const struct mps_graph *g, const struct mps_node *
     if (!uk || uk->nr < 32) /* every such layer measured gains on avx2 (1.3-2x), 7x7 planes included */
         return true;
     /* avx512's direct convolution runs near its peak: Winograd wins from 16
-       input and 64 output channels, with 3 blocks of tiles or more, at least
-       3/4 full. Measured here (Zen 5, 2 threads, cores on one complex),
+       input and 32 output channels, with 2 blocks of tiles or more, at least
+       3/4 full (7x7 planes at batch 1, one block half full, stay direct:
+       resnet18's 512-channel layers 1.1-1.35 with Winograd). With the input
+       read in place, 7-tile rows paired and the 2x2 pool in the transform
+       (Zen 4, against the rule before, which wanted 64 output channels and
+       3 blocks): resnet18's 14x14 256-channel layers at batch 1 (2 blocks)
+       0.69-0.76, the model 0.94 (2 threads, interleaved with onnxruntime);
+       squeezenet1_1's 13x13 ones 0.83-0.92; mnist_cnn at batch 8 (16 -> 32)
+       0.86, fashion_cnn at batch 1 (2 blocks) 0.89. Before those three
+       changes, measured on Zen 5 (2 threads, cores on one complex),
        Winograd against direct: squeezenet1_1's 55x55 16 -> 64 layer 0.79,
        27x27 32 -> 128 0.90, fashion_cnn's 14x14 32 -> 64 at batch 8 0.89,
        13x13 64 -> 256 at batch 8 0.89 (odd sides, a row and a column of
@@ -110,7 +118,7 @@ bool mps_winograd_cpu_applies(const struct mps_graph *g, const struct mps_node *
     if (mps_graph_uses(g, n->out[0], &only) == 1 && only >= 0 && g->nodes[only].op == MPS_OP_MAX_POOL &&
         mps_cpu_maxpool_plane(g, &g->nodes[only], uk, &pool) && !mps_winograd_pools(g, n, &pool))
         return false;
-    return ws->dim[1] >= 16 && ws->dim[0] >= 64 && blocks >= 3 && 4 * tiles >= 3 * blocks * MPS_WINOGRAD_NT;
+    return ws->dim[1] >= 16 && ws->dim[0] >= 32 && blocks >= 2 && 4 * tiles >= 3 * blocks * MPS_WINOGRAD_NT;
 }
 
 bool mps_winograd_pools(const struct mps_graph *g, const struct mps_node *n, const struct mps_maxpool_geom *pg)
