@@ -5,7 +5,6 @@
    -mavx512f; called only where cpuid says the CPU runs it (isa.c). */
 #include "ukernel_avx512.h"
 #include "ukernel_dw.h"
-#include "ukernel_wino.h"
 #include "ukernel_x86.h"
 
 #define MR 8
@@ -412,6 +411,64 @@ static void mps_avx512_wino_in(const float *restrict x, const struct mps_wino_pl
     }
 }
 
+/* Winograd's output transform for sixteen tiles (lanes keep) of M (element
+   k at m + k mk): A^T down each column of the 4x4, then across, each of the
+   2x2 outputs plus the bias through the activation, to y[0 .. 3] (rows,
+   then columns), summed in the order ukernel_wino.h's loops sum. GCC's
+   vectorized loops kept half of M's sixteen pointers in vector registers
+   and built the clamp from compares and blends. */
+static inline void mps_avx512_wino_sums(const float *m, int64_t mk, __mmask16 keep, __m512 bias,
+                                        const struct mps_avx512_actc *act, __m512 y[4])
+{
+    __m512 v[16], r0[4], r1[4];
+    for (int k = 0; k < 16; k++)
+        v[k] = _mm512_maskz_loadu_ps(keep, m + k * mk);
+    for (int j = 0; j < 4; j++) {
+        r0[j] = _mm512_add_ps(_mm512_add_ps(v[j], v[4 + j]), v[8 + j]);
+        r1[j] = _mm512_sub_ps(_mm512_sub_ps(v[4 + j], v[8 + j]), v[12 + j]);
+    }
+    y[0] = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(r0[0], r0[1]), r0[2]), bias);
+    y[1] = _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(r0[1], r0[2]), r0[3]), bias);
+    y[2] = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(r1[0], r1[1]), r1[2]), bias);
+    y[3] = _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(r1[1], r1[2]), r1[3]), bias);
+    for (int i = 0; i < 4; i++)
+        y[i] = mps_avx512_actc(y[i], act);
+}
+
+/* ukernels.h's wino_out: each output row's two columns interleaved (two
+   two-source permutes a row). */
+static void mps_avx512_wino_out(const float *m, int64_t mk, int64_t count, float bias, float *y0, float *y1,
+                                const struct mps_tile_epi *e)
+{
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(8));
+    const struct mps_avx512_actc act = mps_avx512_actc_of(e);
+    for (int64_t t = 0; t < count; t += 16) {
+        int n = count - t < 16 ? (int)(count - t) : 16;
+        __m512 y[4];
+        mps_avx512_wino_sums(m + t, mk, mps_avx512_mask(n), _mm512_set1_ps(bias), &act, y);
+        __mmask16 m0 = mps_avx512_mask(2 * n), m1 = mps_avx512_mask(2 * n - 16);
+        _mm512_mask_storeu_ps(y0 + 2 * t, m0, _mm512_permutex2var_ps(y[0], lo, y[1]));
+        _mm512_mask_storeu_ps(y0 + 2 * t + 16, m1, _mm512_permutex2var_ps(y[0], hi, y[1]));
+        _mm512_mask_storeu_ps(y1 + 2 * t, m0, _mm512_permutex2var_ps(y[2], lo, y[3]));
+        _mm512_mask_storeu_ps(y1 + 2 * t + 16, m1, _mm512_permutex2var_ps(y[2], hi, y[3]));
+    }
+}
+
+/* ukernels.h's wino_pool: the four outputs' maximum (a NaN kept), in the order ukernel_wino.h takes it. */
+static void mps_avx512_wino_pool(const float *m, int64_t mk, int64_t count, float bias, float *y,
+                                 const struct mps_tile_epi *e)
+{
+    const struct mps_avx512_actc act = mps_avx512_actc_of(e);
+    for (int64_t t = 0; t < count; t += 16) {
+        __mmask16 keep = mps_avx512_mask(count - t < 16 ? (int)(count - t) : 16);
+        __m512 o[4];
+        mps_avx512_wino_sums(m + t, mk, keep, _mm512_set1_ps(bias), &act, o);
+        _mm512_mask_storeu_ps(y + t, keep,
+                              mps_avx512_nanmax(mps_avx512_nanmax(mps_avx512_nanmax(o[0], o[1]), o[2]), o[3]));
+    }
+}
+
 static void mps_avx512_conv(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,
                             int rows, uint64_t cols, const struct mps_tile_epi *e)
 {
@@ -573,6 +630,6 @@ const struct mps_ukernels mps_ukernels_avx512 = {
     .convt = mps_avx512_convt,
     .maxpool = mps_avx512_maxpool,
     .wino_in = mps_avx512_wino_in,
-    .wino_out = mps_wino_out,
-    .wino_pool = mps_wino_pool,
+    .wino_out = mps_avx512_wino_out,
+    .wino_pool = mps_avx512_wino_pool,
 };

@@ -50,6 +50,12 @@ static inline __m512 mps_avx512_actc(__m512 acc, const struct mps_avx512_actc *a
     return acc;
 }
 
+/* max(a, b), a NaN in either giving NaN (vmaxps returns b when either is one). */
+static inline __m512 mps_avx512_nanmax(__m512 a, __m512 b)
+{
+    return _mm512_mask_mov_ps(_mm512_max_ps(a, b), _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), a);
+}
+
 static inline __m512 mps_avx512_act(__m512 acc, const struct mps_tile_epi *e)
 {
     struct mps_avx512_actc a = mps_avx512_actc_of(e);

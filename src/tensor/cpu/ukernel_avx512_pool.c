@@ -12,12 +12,6 @@ static inline void mps_avx512_prefetch_rows(const float *x, int64_t h, int64_t w
             _mm_prefetch((const char *)(x + r * w + j), _MM_HINT_T0);
 }
 
-/* max(a, b), a NaN in either giving NaN (vmaxps returns b when either is one). */
-static inline __m512 mps_avx512_nanmax(__m512 a, __m512 b)
-{
-    return _mm512_mask_mov_ps(_mm512_max_ps(a, b), _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), a);
-}
-
 /* mps_avx512_maxpool2 on rows of n <= 8 outputs: output rows oh and oh + 1
    in one step (they lie together in y), each the maximum down its two
    input rows (2n columns, a masked load each), then of the even and odd

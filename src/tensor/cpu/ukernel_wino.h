@@ -1,9 +1,10 @@
-/* ukernel_wino.h: Winograd F(2x2, 3x3)'s two transforms (ukernels.h), in
-   plain C that each family's file includes, so that the compiler vectorizes
-   them for that family's instruction set (AVX-512, AVX2, NEON, or none):
-   written once, built once per family. Loops over tiles, no branches.
-   avx512 has its own input transform (ukernel_avx512.c): these loops, as
-   GCC vectorized them there, were a fifth of its 56x56 layers.
+/* ukernel_wino.h: Winograd F(2x2, 3x3)'s transforms (ukernels.h), in plain
+   C that the avx2, neon and c families' files include, so that the
+   compiler vectorizes them for that family's instruction set: written once,
+   built once per family. Loops over tiles, no branches. avx512 has its own
+   (ukernel_avx512.c): these loops, as GCC vectorized them there, were a
+   fifth of its 56x56 layers (the input transform), and kept half of M's
+   pointers in vector registers (the output transforms).
 
    B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], A^T = [1 1 1 0; 0 1 -1 -1]:
    every coefficient is 0 or +-1, so the transforms only add and subtract. */
