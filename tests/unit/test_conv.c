@@ -340,7 +340,9 @@ static void test_conv_residual(const struct mps_backend *const *backends, int n_
 /* A Conv whose output only a MaxPool reads: on a family with a MaxPool
    kernel the cpu pools each band of the Conv's rows as it makes them
    (cpu.c), and the pool node takes no time of its own (checked through the
-   profile, at 1, 2 and 3 threads): on the conv tile (its columns cut at the
+   profile, at 1, 2 and 3 threads): 2x2 windows on avx512's pooled tile (the
+   Conv's rows pooled in registers: odd sides, a stride-2 conv's phases,
+   panels of fewer than 8 channels); on the conv tile (its columns cut at the
    bands' rows) and the transposed tile, after a stride-2 conv (the phase
    copy), with the Conv's Relu or Clip; a window clipped at the bottom
    (ceil_mode), batches and bands of rows; windows that overlap down the
@@ -363,7 +365,7 @@ static void test_conv_pool(const struct mps_backend *const *backends, int n_back
         bool wino; /* fused on every family: where Winograd takes the Conv (avx2, neon and c take every such
                       layer), it pools; where it does not (avx512's rule), the direct path does */
     } rows[] = {
-        {"Conv+Relu -> MaxPool 2x2, 3x3 on 28x28 (the conv tile cut at the bands), 3 images", 28, 28, 3, 1, 1, 8, 24,
+        {"Conv+Relu -> MaxPool 2x2, 3x3 on 28x28 (avx512: the pooled tile; others: the bands), 3 images", 28, 28, 3, 1, 1, 8, 24,
          3, 2, 2, 0, false, false, false, true, false},
         {"Conv+Clip -> MaxPool 2x2, stride-2 conv on 30x29 (the phase copy)", 30, 29, 3, 2, 1, 5, 16, 1, 2, 2, 0,
          false, true, false, true, false},

@@ -142,6 +142,41 @@ __attribute__((always_inline)) static inline void mps_avx512_store_row(float *c,
         _mm512_mask_storeu_ps(c + 16, v->m1, hi);
 }
 
+/* What the pooled tile's row stores share (mps_avx512_ptile): the
+   activation's constants, the mask of the n outputs a row, the bias. */
+struct mps_avx512_poolv {
+    const float *bias;
+    struct mps_avx512_actc act;
+    __mmask16 m;
+};
+
+static inline struct mps_avx512_poolv mps_avx512_poolv_of(int n, const struct mps_tile_epi *e)
+{
+    struct mps_avx512_poolv v;
+    v.bias = e->bias;
+    v.act = mps_avx512_actc_of(e);
+    v.m = mps_avx512_mask(n);
+    return v;
+}
+
+/* Row r of the pooled tile (ukernels.h's pconv): lo and hi, sixteen columns
+   of two output rows, through the epilogue, then the maximum down each
+   column and across each pair of columns (a NaN kept, in the order the
+   MaxPool kernel takes it): the row's outputs in lanes 0 .. 7. */
+__attribute__((always_inline)) static inline void mps_avx512_pool_row(float *c, __m512 lo, __m512 hi,
+                                                                       const struct mps_avx512_poolv *v, int r)
+{
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    if (v->bias) {
+        lo = _mm512_add_ps(lo, _mm512_set1_ps(v->bias[r]));
+        hi = _mm512_add_ps(hi, _mm512_set1_ps(v->bias[r]));
+    }
+    __m512 down = mps_avx512_nanmax(mps_avx512_actc(lo, &v->act), mps_avx512_actc(hi, &v->act));
+    _mm512_mask_storeu_ps(c, v->m,
+                          mps_avx512_nanmax(_mm512_permutexvar_ps(even, down), _mm512_permutexvar_ps(odd, down)));
+}
+
 /* Row kk of a tile's B panel: packed (the GEMM: nr floats a row, one after
    another), or at an offset of the direct convolution's input (ukernels.h). */
 #define MPS_AVX512_PACKED(kk) (b + (kk) * NR)
@@ -169,8 +204,12 @@ __attribute__((always_inline)) static inline void mps_avx512_store_row(float *c,
 /* What a tile's stores work out first (STORE##_PREP). */
 #define MPS_AVX512_STORE_PREP const struct mps_avx512_storev sv = mps_avx512_storev_of(cols, flags, e);
 #define MPS_AVX512_KEEP_PREP const struct mps_avx512_keepv kv = mps_avx512_keepv_of(cols, e);
-#define MPS_AVX512_TILE(NAME, ROW, STORE, COLS, LDA, KS, R)                                                           \
-    static void NAME##R(int64_t k, const float *a, int64_t lda, const float *b, const int32_t *off, float *c,         \
+#define MPS_AVX512_POOL(R, r)                                                                                          \
+    if (R > r)                                                                                                         \
+        mps_avx512_pool_row(c + r * ldc, lo##r, hi##r, &pv, r);
+#define MPS_AVX512_POOL_PREP const struct mps_avx512_poolv pv = mps_avx512_poolv_of(cols, e);
+#define MPS_AVX512_TILE(NAME, ROW, STORE, COLS, LDA, KS, NEXT, R)                                                      \
+    static void NAME##R(int64_t k, const float *a, int64_t lda, const float *b, const int32_t *off, float *c,          \
                         int64_t ldc, COLS cols, int flags, const struct mps_tile_epi *e)                               \
     {                                                                                                                  \
         (void)off, (void)flags, (void)lda;                                                                             \
@@ -180,7 +219,7 @@ __attribute__((always_inline)) static inline void mps_avx512_store_row(float *c,
             MPS_AVX512_DECL(6) MPS_AVX512_DECL(7) for (int64_t kk = 0; kk < k; kk++, a += a_ks)                        \
         {                                                                                                              \
             const float *bk = ROW(kk);                                                                                 \
-            __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16);                                            \
+            __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + (NEXT));                                        \
             MPS_AVX512_FMA(R, 0)                                                                                       \
             MPS_AVX512_FMA(R, 1) MPS_AVX512_FMA(R, 2) MPS_AVX512_FMA(R, 3) MPS_AVX512_FMA(R, 4) MPS_AVX512_FMA(R, 5)   \
                 MPS_AVX512_FMA(R, 6) MPS_AVX512_FMA(R, 7)                                                              \
@@ -204,8 +243,8 @@ __attribute__((always_inline)) static inline void mps_avx512_store_row(float *c,
         lo##r = _mm512_add_ps(lo##r, lx##r);                                                                           \
         hi##r = _mm512_add_ps(hi##r, hx##r);                                                                           \
     }
-#define MPS_AVX512_TILE_FEW(NAME, ROW, STORE, COLS, LDA, KS, R)                                                       \
-    static void NAME##R(int64_t k, const float *a, int64_t lda, const float *b, const int32_t *off, float *c,         \
+#define MPS_AVX512_TILE_FEW(NAME, ROW, STORE, COLS, LDA, KS, NEXT, R)                                                  \
+    static void NAME##R(int64_t k, const float *a, int64_t lda, const float *b, const int32_t *off, float *c,          \
                         int64_t ldc, COLS cols, int flags, const struct mps_tile_epi *e)                               \
     {                                                                                                                  \
         (void)off, (void)flags, (void)lda;                                                                             \
@@ -214,14 +253,14 @@ __attribute__((always_inline)) static inline void mps_avx512_store_row(float *c,
         int64_t kk = 0;                                                                                                \
         for (; kk + 2 <= k; kk += 2, a += 2 * a_ks) {                                                                  \
             const float *bk = ROW(kk), *bx = ROW(kk + 1);                                                              \
-            __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16), b2 = _mm512_loadu_ps(bx),                 \
-                   b3 = _mm512_loadu_ps(bx + 16);                                                                      \
+            __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + (NEXT)), b2 = _mm512_loadu_ps(bx),              \
+                   b3 = _mm512_loadu_ps(bx + (NEXT));                                                                  \
             MPS_AVX512_FMA2(R, 0) MPS_AVX512_FMA2(R, 1) MPS_AVX512_FMA2(R, 2)                                          \
         }                                                                                                              \
         MPS_AVX512_FOLD2(R, 0) MPS_AVX512_FOLD2(R, 1) MPS_AVX512_FOLD2(R, 2)                                           \
         for (; kk < k; kk++, a += a_ks) {                                                                              \
             const float *bk = ROW(kk);                                                                                 \
-            __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16);                                            \
+            __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + (NEXT));                                        \
             MPS_AVX512_FMA(R, 0) MPS_AVX512_FMA(R, 1) MPS_AVX512_FMA(R, 2)                                             \
         }                                                                                                              \
         STORE##_PREP                                                                                                   \
@@ -229,8 +268,8 @@ __attribute__((always_inline)) static inline void mps_avx512_store_row(float *c,
     }
 
 /* One row: four k steps in flight, eight accumulators. */
-#define MPS_AVX512_TILE_ONE(NAME, ROW, STORE, COLS, LDA, KS)                                                          \
-    static void NAME##1(int64_t k, const float *a, int64_t lda, const float *b, const int32_t *off, float *c,         \
+#define MPS_AVX512_TILE_ONE(NAME, ROW, STORE, COLS, LDA, KS, NEXT)                                                     \
+    static void NAME##1(int64_t k, const float *a, int64_t lda, const float *b, const int32_t *off, float *c,          \
                         int64_t ldc, COLS cols, int flags, const struct mps_tile_epi *e)                               \
     {                                                                                                                  \
         (void)off, (void)ldc, (void)flags, (void)lda;                                                                  \
@@ -242,19 +281,19 @@ __attribute__((always_inline)) static inline void mps_avx512_store_row(float *c,
             __m512 a0 = _mm512_set1_ps(MPS_AVX512_A(0, 0)), a1 = _mm512_set1_ps(MPS_AVX512_A(0, 1)),                   \
                    a2 = _mm512_set1_ps(MPS_AVX512_A(0, 2)), a3 = _mm512_set1_ps(MPS_AVX512_A(0, 3));                   \
             l0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(r0), l0);                                                         \
-            h0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(r0 + 16), h0);                                                    \
+            h0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(r0 + (NEXT)), h0);                                                \
             l1 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(r1), l1);                                                         \
-            h1 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(r1 + 16), h1);                                                    \
+            h1 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(r1 + (NEXT)), h1);                                                \
             l2 = _mm512_fmadd_ps(a2, _mm512_loadu_ps(r2), l2);                                                         \
-            h2 = _mm512_fmadd_ps(a2, _mm512_loadu_ps(r2 + 16), h2);                                                    \
+            h2 = _mm512_fmadd_ps(a2, _mm512_loadu_ps(r2 + (NEXT)), h2);                                                \
             l3 = _mm512_fmadd_ps(a3, _mm512_loadu_ps(r3), l3);                                                         \
-            h3 = _mm512_fmadd_ps(a3, _mm512_loadu_ps(r3 + 16), h3);                                                    \
+            h3 = _mm512_fmadd_ps(a3, _mm512_loadu_ps(r3 + (NEXT)), h3);                                                \
         }                                                                                                              \
         for (; kk < k; kk++, a += a_ks) {                                                                              \
             const float *r0 = ROW(kk);                                                                                 \
             __m512 av = _mm512_set1_ps(a[0]);                                                                          \
             l0 = _mm512_fmadd_ps(av, _mm512_loadu_ps(r0), l0);                                                         \
-            h0 = _mm512_fmadd_ps(av, _mm512_loadu_ps(r0 + 16), h0);                                                    \
+            h0 = _mm512_fmadd_ps(av, _mm512_loadu_ps(r0 + (NEXT)), h0);                                                \
         }                                                                                                              \
         __m512 lo0 = _mm512_add_ps(_mm512_add_ps(l0, l1), _mm512_add_ps(l2, l3));                                      \
         __m512 hi0 = _mm512_add_ps(_mm512_add_ps(h0, h1), _mm512_add_ps(h2, h3));                                      \
@@ -263,14 +302,14 @@ __attribute__((always_inline)) static inline void mps_avx512_store_row(float *c,
     }
 
 /* Every tile height for one way of reading B, and the call by height. */
-#define MPS_AVX512_TILES(NAME, ROW, STORE, COLS, LDA, KS)                                                              \
-    MPS_AVX512_TILE_ONE(NAME, ROW, STORE, COLS, LDA, KS)                                                               \
-    MPS_AVX512_TILE_FEW(NAME, ROW, STORE, COLS, LDA, KS, 2)                                                            \
-    MPS_AVX512_TILE_FEW(NAME, ROW, STORE, COLS, LDA, KS, 3)                                                            \
-    MPS_AVX512_TILE(NAME, ROW, STORE, COLS, LDA, KS, 4)                                                                \
-    MPS_AVX512_TILE(NAME, ROW, STORE, COLS, LDA, KS, 5)                                                                \
-    MPS_AVX512_TILE(NAME, ROW, STORE, COLS, LDA, KS, 6)                                                                \
-    MPS_AVX512_TILE(NAME, ROW, STORE, COLS, LDA, KS, 7) MPS_AVX512_TILE(NAME, ROW, STORE, COLS, LDA, KS, 8)
+#define MPS_AVX512_TILES(NAME, ROW, STORE, COLS, LDA, KS, NEXT)                                                        \
+    MPS_AVX512_TILE_ONE(NAME, ROW, STORE, COLS, LDA, KS, NEXT)                                                         \
+    MPS_AVX512_TILE_FEW(NAME, ROW, STORE, COLS, LDA, KS, NEXT, 2)                                                      \
+    MPS_AVX512_TILE_FEW(NAME, ROW, STORE, COLS, LDA, KS, NEXT, 3)                                                      \
+    MPS_AVX512_TILE(NAME, ROW, STORE, COLS, LDA, KS, NEXT, 4)                                                          \
+    MPS_AVX512_TILE(NAME, ROW, STORE, COLS, LDA, KS, NEXT, 5)                                                          \
+    MPS_AVX512_TILE(NAME, ROW, STORE, COLS, LDA, KS, NEXT, 6)                                                          \
+    MPS_AVX512_TILE(NAME, ROW, STORE, COLS, LDA, KS, NEXT, 7) MPS_AVX512_TILE(NAME, ROW, STORE, COLS, LDA, KS, NEXT, 8)
 #define MPS_AVX512_BY_ROWS(NAME)                                                                                       \
     switch (rows) {                                                                                                    \
     case 1: NAME##1(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                 \
@@ -283,9 +322,10 @@ __attribute__((always_inline)) static inline void mps_avx512_store_row(float *c,
     default: NAME##8(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                \
     }
 
-MPS_AVX512_TILES(mps_avx512_tile, MPS_AVX512_PACKED, MPS_AVX512_STORE, int, 1, MR)
-MPS_AVX512_TILES(mps_avx512_ctile, MPS_AVX512_OFFSET, MPS_AVX512_KEEP, uint64_t, 1, MR)
-MPS_AVX512_TILES(mps_avx512_rtile, MPS_AVX512_PACKED, MPS_AVX512_STORE, int, lda, 1)
+MPS_AVX512_TILES(mps_avx512_tile, MPS_AVX512_PACKED, MPS_AVX512_STORE, int, 1, MR, 16)
+MPS_AVX512_TILES(mps_avx512_ctile, MPS_AVX512_OFFSET, MPS_AVX512_KEEP, uint64_t, 1, MR, 16)
+MPS_AVX512_TILES(mps_avx512_rtile, MPS_AVX512_PACKED, MPS_AVX512_STORE, int, lda, 1, 16)
+MPS_AVX512_TILES(mps_avx512_ptile, MPS_AVX512_OFFSET, MPS_AVX512_POOL, int, 1, MR, lda) /* lda: the pitch */
 
 static void mps_avx512_gemm(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int rows, int cols,
                             int flags, const struct mps_tile_epi *e)
@@ -469,6 +509,14 @@ static void mps_avx512_wino_pool(const float *m, int64_t mk, int64_t count, floa
     }
 }
 
+static void mps_avx512_pconv(int64_t k, const float *a, const float *b, const int32_t *off, int64_t pitch, float *c,
+                             int64_t ldc, int rows, int n, const struct mps_tile_epi *e)
+{
+    const int flags = MPS_TILE_FINISH, cols = n;
+    const int64_t lda = pitch;
+    MPS_AVX512_BY_ROWS(mps_avx512_ptile)
+}
+
 static void mps_avx512_conv(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,
                             int rows, uint64_t cols, const struct mps_tile_epi *e)
 {
@@ -537,7 +585,7 @@ _Static_assert(MT <= 16, "the store transposes two runs of eight positions at mo
 #define MPS_AVX512_T14(M, R)                                                                                           \
     M(R, 0) M(R, 1) M(R, 2) M(R, 3) M(R, 4) M(R, 5) M(R, 6) M(R, 7) M(R, 8) M(R, 9) M(R, 10) M(R, 11) M(R, 12) M(R, 13)
 #define MPS_AVX512_TTILE(R)                                                                                            \
-    static void mps_avx512_ttile##R(int64_t k, const float *a, const float *b, const int32_t *off, float *c,          \
+    static void mps_avx512_ttile##R(int64_t k, const float *a, const float *b, const int32_t *off, float *c,           \
                                     int64_t ldc, int cols, const struct mps_tile_epi *e)                               \
     {                                                                                                                  \
         MPS_AVX512_TDECL(0) MPS_AVX512_TDECL(1) MPS_AVX512_TDECL(2) MPS_AVX512_TDECL(3) MPS_AVX512_TDECL(4)            \
@@ -629,6 +677,7 @@ const struct mps_ukernels mps_ukernels_avx512 = {
     .conv_res = true,
     .convt = mps_avx512_convt,
     .maxpool = mps_avx512_maxpool,
+    .pconv = mps_avx512_pconv,
     .wino_in = mps_avx512_wino_in,
     .wino_out = mps_avx512_wino_out,
     .wino_pool = mps_avx512_wino_pool,

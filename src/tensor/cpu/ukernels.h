@@ -76,6 +76,17 @@ typedef void (*mps_udw3_fn)(const struct mps_dw3_geom *g, const float *x, const 
 typedef void (*mps_uconv_fn)(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,
                              int rows, uint64_t keep, const struct mps_tile_epi *epi);
 
+/* The direct convolution's tile with a 2x2 stride-2 MaxPool after it
+   (optional; conv_direct.c): as conv, but the tile's columns are 16
+   positions of each of two output rows, pitch apart (B's row kk at
+   b + off[kk] and b + off[kk] + pitch), and the store applies the epilogue
+   (bias a row, clamp and slope; no residual) to both, then keeps the
+   maximum of each 2x2 window (columns 2 j and 2 j + 1 of both rows; a NaN
+   kept): the n <= 8 outputs of row r to c + r ldc. The Conv's rows are
+   never stored. */
+typedef void (*mps_upconv_fn)(int64_t k, const float *a, const float *b, const int32_t *off, int64_t pitch, float *c,
+                              int64_t ldc, int rows, int n, const struct mps_tile_epi *epi);
+
 /* The direct convolution's transposed tile (conv_direct.c): the output
    channels in the vectors, the positions broadcast, for rows <= mt
    positions and cols <= nr channels:
@@ -238,6 +249,7 @@ struct mps_ukernels {
     bool conv_res;       /* conv adds the epilogue's residual (else, and for convt, conv_direct.c adds it after) */
     mps_uconvt_fn convt; /* optional: NULL where the family has none */
     mps_umaxpool_fn maxpool; /* optional, likewise */
+    mps_upconv_fn pconv;     /* optional, likewise */
     mps_uwino_in_fn wino_in;
     mps_uwino_out_fn wino_out;
     mps_uwino_pool_fn wino_pool;

@@ -275,9 +275,9 @@ static int mps_winograd_spans(const struct mps_winograd *q, int64_t j0, int64_t 
 {
     int count = 0;
     for (int64_t at = 0; at < n; at += s[count++].count) {
-        int64_t j = j0 + at;
-        s[count] = (struct mps_winograd_span){.b = j / q->tiles, .ty = j % q->tiles / q->tw, .tx0 = j % q->tw, .at = at};
-        s[count].count = q->tw - s[count].tx0 < n - at ? q->tw - s[count].tx0 : n - at;
+        int64_t j = j0 + at, tx0 = j % q->tw;
+        s[count] = (struct mps_winograd_span){.b = j / q->tiles, .ty = j % q->tiles / q->tw, .tx0 = tx0, .at = at};
+        s[count].count = q->tw - tx0 < n - at ? q->tw - tx0 : n - at;
     }
     return count;
 }
