@@ -351,7 +351,8 @@ static void test_conv_residual(const struct mps_backend *const *backends, int n_
    rows, where the same thread made that one; a 2x2 stride-2 pool after a
    layer Winograd takes, pooled by its output transform (each tile one
    window) on every family: odd sides (a last row and column of tiles in no
-   window), ceil_mode on even sides, blocks of tiles across images; the
+   window), ceil_mode on even sides, blocks of tiles across images, groups
+   that do not divide between the threads (a tail split by channels); the
    Conv's output read twice, left as it is. Graph input x, output the
    MaxPool's (and the Conv's, where it is read twice). */
 static void test_conv_pool(const struct mps_backend *const *backends, int n_backends)
@@ -385,9 +386,9 @@ static void test_conv_pool(const struct mps_backend *const *backends, int n_back
         {"Conv+Relu 3x3 -> MaxPool 2x2 on 14x14, 32 -> 64 channels, 8 images (fashion_cnn's second layer: "
          "Winograd pools it)",
          14, 14, 3, 1, 1, 32, 64, 8, 2, 2, 0, false, false, false, true, true},
-        {"Conv+Relu 3x3 -> MaxPool 2x2 on 15x13, 32 -> 64 channels, 5 images (Winograd: odd sides, blocks across "
-         "images)",
-         15, 13, 3, 1, 1, 32, 64, 5, 2, 2, 0, false, false, false, true, true},
+        {"Conv+Relu 3x3 -> MaxPool 2x2 on 15x13, 32 -> 64 channels, 6 images (Winograd: odd sides, blocks across "
+         "images, 11 blocks: a tail of 1 at 2 threads, of 2 at 3)",
+         15, 13, 3, 1, 1, 32, 64, 6, 2, 2, 0, false, false, false, true, true},
         {"Conv+Clip 3x3 -> MaxPool 2x2 ceil_mode on 12x16, 16 -> 64 channels, 6 images (Winograd; even sides)", 12,
          16, 3, 1, 1, 16, 64, 6, 2, 2, 0, true, true, false, true, true},
         {"Conv+Relu -> MaxPool 2x2, the conv's output read twice (not fused)", 12, 12, 3, 1, 1, 4, 8, 1, 2, 2, 0,
