@@ -84,46 +84,19 @@ static inline void mps_wino_in(const float *restrict x, const struct mps_wino_pl
     }
 }
 
-/* One tile's 2x2 outputs, with HS (false or true) HardSwish after the clamp
-   and slope: a constant in each loop, which GCC vectorizes only then (with
-   hs read in the loop it stayed scalar, branch by branch: a quarter of a
-   56x56 layer's time). */
-#define MPS_WINO_OUT(HS)                                                                                               \
-    for (int64_t t = 0; t < count; t++) {                                                                              \
-        /* A^T down each column j of M (element k = 4 i + j), then A across */                                         \
-        float r00 = m0[t] + m4[t] + m8[t], r01 = m1[t] + m5[t] + m9[t], r02 = m2[t] + m6[t] + m10[t];                  \
-        float r03 = m3[t] + m7[t] + m11[t], r10 = m4[t] - m8[t] - m12[t], r11 = m5[t] - m9[t] - m13[t];                \
-        float r12 = m6[t] - m10[t] - m14[t], r13 = m7[t] - m11[t] - m15[t];                                            \
-        y0[2 * t] = mps_tile_act(r00 + r01 + r02 + bias, lo, hi, slope, HS);                                           \
-        y0[2 * t + 1] = mps_tile_act(r01 - r02 - r03 + bias, lo, hi, slope, HS);                                       \
-        y1[2 * t] = mps_tile_act(r10 + r11 + r12 + bias, lo, hi, slope, HS);                                           \
-        y1[2 * t + 1] = mps_tile_act(r11 - r12 - r13 + bias, lo, hi, slope, HS);                                       \
-    }
-
-static void mps_wino_out(const float *restrict m, int64_t mk, int64_t count, float bias, float *restrict y0,
-                         float *restrict y1, const struct mps_tile_epi *e)
-{
-    const float *m0 = m, *m1 = m + mk, *m2 = m + 2 * mk, *m3 = m + 3 * mk, *m4 = m + 4 * mk, *m5 = m + 5 * mk;
-    const float *m6 = m + 6 * mk, *m7 = m + 7 * mk, *m8 = m + 8 * mk, *m9 = m + 9 * mk, *m10 = m + 10 * mk;
-    const float *m11 = m + 11 * mk, *m12 = m + 12 * mk, *m13 = m + 13 * mk, *m14 = m + 14 * mk, *m15 = m + 15 * mk;
-    float lo = e->lo, hi = e->hi, slope = e->slope;
-    if (e->hswish)
-        MPS_WINO_OUT(true)
-    else
-        MPS_WINO_OUT(false)
-}
-#undef MPS_WINO_OUT
-
 /* The larger of a and b, a NaN taken and kept (as MaxPool does). */
 static inline float mps_wino_max(float a, float b)
 {
     return b > a || b != b ? b : a;
 }
 
-/* As mps_wino_out, then each tile's four outputs pooled: y[t] is their
-   maximum (a 2x2 stride-2 MaxPool whose windows are the tiles). */
-#define MPS_WINO_POOL(HS)                                                                                              \
+/* One tile's 2x2 outputs, with HS (false or true) HardSwish after the clamp
+   and slope, then (POOL) their maximum: constants in each loop, which GCC
+   vectorizes only then (with hs read in the loop it stayed scalar, branch
+   by branch: a quarter of a 56x56 layer's time). */
+#define MPS_WINO_TILES(HS, POOL)                                                                                       \
     for (int64_t t = 0; t < count; t++) {                                                                              \
+        /* A^T down each column j of M (element k = 4 i + j), then A across */                                         \
         float r00 = m0[t] + m4[t] + m8[t], r01 = m1[t] + m5[t] + m9[t], r02 = m2[t] + m6[t] + m10[t];                  \
         float r03 = m3[t] + m7[t] + m11[t], r10 = m4[t] - m8[t] - m12[t], r11 = m5[t] - m9[t] - m13[t];                \
         float r12 = m6[t] - m10[t] - m14[t], r13 = m7[t] - m11[t] - m15[t];                                            \
@@ -131,21 +104,44 @@ static inline float mps_wino_max(float a, float b)
         float b = mps_tile_act(r01 - r02 - r03 + bias, lo, hi, slope, HS);                                             \
         float c = mps_tile_act(r10 + r11 + r12 + bias, lo, hi, slope, HS);                                             \
         float d = mps_tile_act(r11 - r12 - r13 + bias, lo, hi, slope, HS);                                             \
-        y[t] = mps_wino_max(mps_wino_max(mps_wino_max(a, b), c), d);                                                   \
+        if (POOL) {                                                                                                    \
+            y0[t] = mps_wino_max(mps_wino_max(mps_wino_max(a, b), c), d);                                              \
+        } else {                                                                                                       \
+            y0[2 * t] = a, y0[2 * t + 1] = b;                                                                          \
+            y1[2 * t] = c, y1[2 * t + 1] = d;                                                                          \
+        }                                                                                                              \
     }
 
-static void mps_wino_pool(const float *restrict m, int64_t mk, int64_t count, float bias, float *restrict y,
-                          const struct mps_tile_epi *e)
+/* The output transform of count tiles: to y0 and y1 (ukernels.h's
+   wino_out), or pooled to y0 (wino_pool, y1 unused). */
+static inline void mps_wino_tiles(const float *restrict m, int64_t mk, int64_t count, float bias, float *restrict y0,
+                                  float *restrict y1, const struct mps_tile_epi *e, bool pool)
 {
     const float *m0 = m, *m1 = m + mk, *m2 = m + 2 * mk, *m3 = m + 3 * mk, *m4 = m + 4 * mk, *m5 = m + 5 * mk;
     const float *m6 = m + 6 * mk, *m7 = m + 7 * mk, *m8 = m + 8 * mk, *m9 = m + 9 * mk, *m10 = m + 10 * mk;
     const float *m11 = m + 11 * mk, *m12 = m + 12 * mk, *m13 = m + 13 * mk, *m14 = m + 14 * mk, *m15 = m + 15 * mk;
     float lo = e->lo, hi = e->hi, slope = e->slope;
-    if (e->hswish)
-        MPS_WINO_POOL(true)
+    if (e->hswish && pool)
+        MPS_WINO_TILES(true, true)
+    else if (e->hswish)
+        MPS_WINO_TILES(true, false)
+    else if (pool)
+        MPS_WINO_TILES(false, true)
     else
-        MPS_WINO_POOL(false)
+        MPS_WINO_TILES(false, false)
 }
-#undef MPS_WINO_POOL
+#undef MPS_WINO_TILES
+
+static void mps_wino_out(const float *restrict m, int64_t mk, int64_t count, float bias, float *restrict y0,
+                         float *restrict y1, const struct mps_tile_epi *e)
+{
+    mps_wino_tiles(m, mk, count, bias, y0, y1, e, false);
+}
+
+static void mps_wino_pool(const float *restrict m, int64_t mk, int64_t count, float bias, float *restrict y,
+                          const struct mps_tile_epi *e)
+{
+    mps_wino_tiles(m, mk, count, bias, y, NULL, e, true);
+}
 
 #endif

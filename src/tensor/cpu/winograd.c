@@ -337,19 +337,36 @@ static void mps_winograd_input(const struct mps_winograd_run *r, int64_t j0, int
    transform once a run, straight into Y, had loops of a run's length: on
    14x14 planes (runs of 7) scalar code, a third of the layer's time
    (fashion_cnn's 32 -> 64 layer at batch 8: the transform 126 -> 16 us);
-   six 56x56 64-channel layers 0.957 of that, six 28x28 128-channel 0.938. */
+   six 56x56 64-channel layers 0.957 of that, six 28x28 128-channel 0.938.
+   With a fused MaxPool (mps_cpu_args.pool_out), its outputs instead: each
+   tile's 2x2 block is one window, which the transform pools (wino_pool),
+   so the Conv's own output is never made; the tiles of an odd side's last
+   row or column, in no window, are dropped. */
 static void mps_winograd_output(const struct mps_winograd_run *r, int64_t j0, int64_t n, int64_t m0, int64_t m1,
                                 const float *prod)
 {
     const struct mps_winograd *q = r->q;
+    int64_t ph = q->oh / 2, pw = q->ow / 2; /* the pool's output */
     float rows[2][2 * MPS_WINOGRAD_NT];
     struct mps_winograd_span spans[MPS_WINOGRAD_NT];
     for (int64_t p = 0; p < n; p += MPS_WINOGRAD_NT) {
         int64_t count = n - p < MPS_WINOGRAD_NT ? n - p : MPS_WINOGRAD_NT;
         int runs = mps_winograd_spans(q, j0 + p, count, spans);
         for (int64_t m = m0; m < m1; m++) {
-            r->uk->wino_out(prod + (m - m0) * r->nt + p, mps_winograd_mk(r->nt, r->mstep), count,
-                            r->bias ? r->bias[m] : 0.0f, rows[0], rows[1], r->res ? &r->none : &r->epi);
+            const float *mm = prod + (m - m0) * r->nt + p;
+            int64_t mk = mps_winograd_mk(r->nt, r->mstep);
+            float bias = r->bias ? r->bias[m] : 0.0f;
+            if (r->pooled) {
+                r->uk->wino_pool(mm, mk, count, bias, rows[0], &r->epi);
+                for (int i = 0; i < runs; i++) {
+                    const struct mps_winograd_span *s = &spans[i];
+                    if (s->ty < ph && s->tx0 < pw)
+                        memcpy(r->pooled + ((s->b * q->m + m) * ph + s->ty) * pw + s->tx0, rows[0] + s->at,
+                               sizeof(float) * (size_t)(s->count < pw - s->tx0 ? s->count : pw - s->tx0));
+                }
+                continue;
+            }
+            r->uk->wino_out(mm, mk, count, bias, rows[0], rows[1], r->res ? &r->none : &r->epi);
             for (int i = 0; i < runs; i++) {
                 const struct mps_winograd_span *s = &spans[i];
                 float *y0 = r->y + ((s->b * q->m + m) * q->oh + 2 * s->ty) * q->ow + 2 * s->tx0;
@@ -362,33 +379,6 @@ static void mps_winograd_output(const struct mps_winograd_run *r, int64_t j0, in
                     else if (r->act)
                         mps_cpu_act_inplace(r->act, ya, cols);
                 }
-            }
-        }
-    }
-}
-
-/* With a fused MaxPool (mps_cpu_args.pool_out), its outputs instead: each
-   tile's 2x2 block is one window, which the transform pools (wino_pool),
-   so the Conv's own output is never made; the tiles of an odd side's last
-   row or column, in no window, are dropped. */
-static void mps_winograd_pooled(const struct mps_winograd_run *r, int64_t j0, int64_t n, int64_t m0, int64_t m1,
-                                const float *prod)
-{
-    const struct mps_winograd *q = r->q;
-    int64_t ph = q->oh / 2, pw = q->ow / 2;
-    float row[MPS_WINOGRAD_NT];
-    struct mps_winograd_span spans[MPS_WINOGRAD_NT];
-    for (int64_t p = 0; p < n; p += MPS_WINOGRAD_NT) {
-        int64_t count = n - p < MPS_WINOGRAD_NT ? n - p : MPS_WINOGRAD_NT;
-        int runs = mps_winograd_spans(q, j0 + p, count, spans);
-        for (int64_t m = m0; m < m1; m++) {
-            r->uk->wino_pool(prod + (m - m0) * r->nt + p, mps_winograd_mk(r->nt, r->mstep), count,
-                             r->bias ? r->bias[m] : 0.0f, row, &r->epi);
-            for (int i = 0; i < runs; i++) {
-                const struct mps_winograd_span *s = &spans[i];
-                if (s->ty < ph && s->tx0 < pw)
-                    memcpy(r->pooled + ((s->b * q->m + m) * ph + s->ty) * pw + s->tx0, row + s->at,
-                           sizeof(float) * (size_t)(s->count < pw - s->tx0 ? s->count : pw - s->tx0));
             }
         }
     }
@@ -432,10 +422,7 @@ static void mps_winograd_tasks(void *ctx, int64_t begin, int64_t end)
                     uk->gemm(q->c, r->u + k * r->per + i * q->c, v + k * vk + p * q->c,
                              prod + k * mk + (i - m0) * r->nt + p, r->nt, (int)(m1 - i < uk->mr ? m1 - i : uk->mr),
                              uk->nr, MPS_TILE_FINISH, &none);
-        if (r->pooled)
-            mps_winograd_pooled(r, j0, n, m0, m1, prod);
-        else
-            mps_winograd_output(r, j0, n, m0, m1, prod);
+        mps_winograd_output(r, j0, n, m0, m1, prod);
     }
 }
 
