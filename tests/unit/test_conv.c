@@ -6,6 +6,7 @@
    the fusions checked through the cpu's profile at 1, 2 and 3 threads.
    test_ops holds the one-node rows of every op. `test_conv pool` runs the
    table named pool (const, residual, pool, expand). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,6 +338,44 @@ static void test_conv_residual(const struct mps_backend *const *backends, int n_
     }
 }
 
+/* A NaN at row and column 5 of image 0's first channel, and one at row and
+   column 6 of image 1's, through a 3x3 pad-1 Conv (every output channel:
+   rows and columns 4 .. 6, and 5 .. 7) and its fused 2x2 stride-2 MaxPool:
+   exactly pool rows and columns 2 .. 3 of every channel of those two images
+   are NaN, whichever path pooled them (Winograd's transform, avx512's
+   pooled tile, the band). Their windows hold NaNs beside numbers in the
+   first row and column (image 0) and in the last (image 1): a maximum that
+   drops a NaN as either operand fails. */
+static void th_check_pool_nan(const char *name, const struct mps_graph *g, const struct mps_tensor *x)
+{
+    struct mps_error err = {{0}};
+    struct mps_plan *plan;
+    const struct mps_shape *ys = &g->values[g->outputs[0]].shape;
+    int64_t n = mps_shape_numel(&x->shape), ny = mps_shape_numel(ys), ph = ys->dim[2], pw = ys->dim[3];
+    struct mps_tensor in = mps_tensor_make(MPS_F32, &x->shape, th_alloc(MPS_F32, n));
+    struct mps_tensor out = mps_tensor_make(MPS_F32, ys, th_alloc(MPS_F32, ny));
+    memcpy(in.data, x->data, sizeof(float) * (size_t)n);
+    int64_t image = mps_shape_numel(&x->shape) / x->shape.dim[0];
+    ((float *)in.data)[5 * x->shape.dim[3] + 5] = NAN;
+    ((float *)in.data)[image + 6 * x->shape.dim[3] + 6] = NAN;
+    if (th_check(mps_plan_compile(&mps_backend_cpu, g, &(struct mps_compile_opts){.threads = 2}, &plan, &err) ==
+                         MPS_OK &&
+                     mps_plan_run(plan, &in, &out, &err) == MPS_OK,
+                 "%s, a NaN in: run %s", name, err.msg)) {
+        int64_t wrong = 0;
+        for (int64_t i = 0; i < ny; i++) {
+            int64_t py = i / pw % ph, px = i % pw, b = i / (ys->dim[1] * ph * pw);
+            bool want = b < 2 && (py == 2 || py == 3) && (px == 2 || px == 3);
+            wrong += isnan(((const float *)out.data)[i]) != want;
+        }
+        th_check(wrong == 0, "%s, a NaN in: %lld outputs NaN where they should not be, or not where they should",
+                 name, (long long)wrong);
+        mps_plan_free(plan);
+    }
+    free(in.data);
+    free(out.data);
+}
+
 /* A Conv whose output only a MaxPool reads: on a family with a MaxPool
    kernel the cpu pools each band of the Conv's rows as it makes them
    (cpu.c), and the pool node takes no time of its own (checked through the
@@ -352,7 +391,8 @@ static void test_conv_residual(const struct mps_backend *const *backends, int n_
    layer Winograd takes, pooled by its output transform (each tile one
    window) on every family: odd sides (a last row and column of tiles in no
    window), ceil_mode on even sides, blocks of tiles across images, groups
-   that do not divide between the threads (a tail split by channels); the
+   that do not divide between the threads (a tail split by channels); a NaN
+   kept by every 2x2 pool after a 3x3 pad-1 layer (th_check_pool_nan); the
    Conv's output read twice, left as it is. Graph input x, output the
    MaxPool's (and the Conv's, where it is read twice). */
 static void test_conv_pool(const struct mps_backend *const *backends, int n_backends)
@@ -366,8 +406,8 @@ static void test_conv_pool(const struct mps_backend *const *backends, int n_back
         bool wino; /* fused on every family: where Winograd takes the Conv (avx2, neon and c take every such
                       layer), it pools; where it does not (avx512's rule), the direct path does */
     } rows[] = {
-        {"Conv+Relu -> MaxPool 2x2, 3x3 on 28x28 (avx512: the pooled tile; others: the bands), 3 images", 28, 28, 3, 1, 1, 8, 24,
-         3, 2, 2, 0, false, false, false, true, false},
+        {"Conv+Relu -> MaxPool 2x2, 3x3 on 28x28 (avx512: the pooled tile; others: the bands), 3 images", 28, 28, 3,
+         1, 1, 8, 24, 3, 2, 2, 0, false, false, false, true, false},
         {"Conv+Clip -> MaxPool 2x2, stride-2 conv on 30x29 (the phase copy)", 30, 29, 3, 2, 1, 5, 16, 1, 2, 2, 0,
          false, true, false, true, false},
         {"Conv+Relu -> MaxPool 2x2 ceil_mode on 13x13 (the last window one row)", 13, 13, 3, 1, 1, 16, 32, 2, 2, 2, 0,
@@ -429,6 +469,9 @@ static void test_conv_pool(const struct mps_backend *const *backends, int n_back
         struct ref_tensor want[2];
         th_check_graph(rows[r].name, g, &t, backends, n_backends, want);
         th_check_cpu_fused(rows[r].name, g, &t, want, 1, (family || rows[r].wino) && rows[r].fused);
+        if (rows[r].k == 3 && rows[r].stride == 1 && rows[r].pad == 1 && rows[r].pk == 2 && rows[r].ps == 2 &&
+            !rows[r].conv_output)
+            th_check_pool_nan(rows[r].name, g, &t);
         free(t.data);
         mps_graph_free(g);
     }

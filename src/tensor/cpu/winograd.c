@@ -190,7 +190,6 @@ struct mps_winograd_run {
     float *y;                        /* the output */
     const float *res;                /* its residual (as y; added after the transform, then act), or NULL */
     struct mps_wino_plane plane;     /* an input plane as the tiles read it */
-    int64_t images;                  /* q->n */
     int64_t per;                     /* floats of one packed U[k] */
     int64_t nt, groups, mstep;       /* a task: nt tiles (a group of blocks) x mstep output channels (whole panels) */
     int64_t tail, tstep, threads;    /* mps_winograd_split's tail */
@@ -241,11 +240,10 @@ struct mps_winograd_split {
     int64_t tail, tstep;                 /* groups split a part a thread, of tstep output channels (or 0) */
 };
 
-static struct mps_winograd_split mps_winograd_split_of(const struct mps_winograd *q, int64_t images, int64_t mr,
-                                                       int64_t threads)
+static struct mps_winograd_split mps_winograd_split_of(const struct mps_winograd *q, int64_t mr, int64_t threads)
 {
     struct mps_winograd_split sp = {.group = 1};
-    int64_t blocks = (images * q->tiles + MPS_WINOGRAD_NT - 1) / MPS_WINOGRAD_NT, m_panels = (q->m + mr - 1) / mr;
+    int64_t blocks = (q->n * q->tiles + MPS_WINOGRAD_NT - 1) / MPS_WINOGRAD_NT, m_panels = (q->m + mr - 1) / mr;
     int64_t want = 2 * threads;
     if (16 * q->m * q->c * (int64_t)sizeof(float) > MPS_WINOGRAD_U_L2) {
         sp.group = MPS_WINOGRAD_V_BYTES / (16 * q->c * MPS_WINOGRAD_NT * (int64_t)sizeof(float));
@@ -275,7 +273,7 @@ size_t mps_winograd_scratch(const struct mps_graph *g, const struct mps_node *n,
                             int threads)
 {
     struct mps_winograd q = mps_winograd_of(&g->values[n->in[0]].shape, &g->values[n->out[0]].shape, n);
-    struct mps_winograd_split sp = mps_winograd_split_of(&q, q.n, uk->mr, threads > 0 ? threads : 1);
+    struct mps_winograd_split sp = mps_winograd_split_of(&q, uk->mr, threads > 0 ? threads : 1);
     int64_t per_thread = mps_winograd_thread_floats(&q, sp.group * MPS_WINOGRAD_NT, sp.mstep);
     return sizeof(float) * (size_t)(per_thread * (threads > 0 ? threads : 1)) + 64;
 }
@@ -346,7 +344,7 @@ static void mps_winograd_output(const struct mps_winograd_run *r, int64_t j0, in
                                 const float *prod)
 {
     const struct mps_winograd *q = r->q;
-    int64_t ph = q->oh / 2, pw = q->ow / 2; /* the pool's output */
+    int64_t ph = q->oh / 2, pw = q->ow / 2, mk = mps_winograd_mk(r->nt, r->mstep); /* ph x pw: the pool's output */
     float rows[2][2 * MPS_WINOGRAD_NT];
     struct mps_winograd_span spans[MPS_WINOGRAD_NT];
     for (int64_t p = 0; p < n; p += MPS_WINOGRAD_NT) {
@@ -354,7 +352,6 @@ static void mps_winograd_output(const struct mps_winograd_run *r, int64_t j0, in
         int runs = mps_winograd_spans(q, j0 + p, count, spans);
         for (int64_t m = m0; m < m1; m++) {
             const float *mm = prod + (m - m0) * r->nt + p;
-            int64_t mk = mps_winograd_mk(r->nt, r->mstep);
             float bias = r->bias ? r->bias[m] : 0.0f;
             if (r->pooled) {
                 r->uk->wino_pool(mm, mk, count, bias, rows[0], &r->epi);
@@ -409,7 +406,7 @@ static void mps_winograd_tasks(void *ctx, int64_t begin, int64_t end)
     float *v = r->scratch + mps_winograd_thread_floats(q, r->nt, r->mstep) * mps_pool_self(r->pool);
     float *prod = v + 16 * vk;
     for (int64_t task = begin; task < end; task++) {
-        int64_t j0, m0, m1, total = r->images * q->tiles;
+        int64_t j0, m0, m1, total = q->n * q->tiles;
         mps_winograd_task(r, task, &j0, &m0, &m1);
         int64_t n = total - j0 < r->nt ? total - j0 : r->nt;
         if (m0 >= m1 || n <= 0)
@@ -430,7 +427,7 @@ void mps_winograd_conv(const struct mps_cpu_args *a, const void *packed)
 {
     struct mps_winograd q = mps_winograd_of(&a->in[0].shape, &a->out[0].shape, a->node);
     const struct mps_ukernels *uk = a->uk;
-    struct mps_winograd_split sp = mps_winograd_split_of(&q, q.n, uk->mr, mps_pool_threads(a->pool));
+    struct mps_winograd_split sp = mps_winograd_split_of(&q, uk->mr, mps_pool_threads(a->pool));
     struct mps_winograd_run r = {.q = &q,
                                  .uk = uk,
                                  .pool = a->pool,
@@ -440,7 +437,6 @@ void mps_winograd_conv(const struct mps_cpu_args *a, const void *packed)
                                  .y = a->out[0].data,
                                  .res = a->res,
                                  .plane = {.h = q.h, .w = q.w, .pt = q.pt, .pl = q.pl, .tw = q.tw},
-                                 .images = q.n,
                                  .per = (int64_t)(mps_pgemm_packed_bytes(uk, q.m, q.c, true) / sizeof(float)),
                                  .nt = sp.group * MPS_WINOGRAD_NT,
                                  .groups = sp.groups,
