@@ -109,7 +109,7 @@ static inline struct mps_avx512_storev mps_avx512_storev_of(int cols, int flags,
     v.m1 = mps_avx512_mask(cols - 16);
     v.acc = flags & MPS_TILE_ACCUMULATE;
     v.two = cols > 16;
-    v.act_any = finish && (v.act.clamp || v.act.leaky || v.act.hswish);
+    v.act_any = finish && mps_avx512_act_any(e);
     v.plain = !v.acc && !v.bias && !v.res && !v.act_any;
     return v;
 }
@@ -137,9 +137,9 @@ __attribute__((always_inline)) static inline void mps_avx512_store_row(float *c,
         if (v->two)
             hi = mps_avx512_epi_row(c, hi, v->m1, v, r, 16);
     }
-    _mm512_mask_storeu_ps(c, v->m0, lo);
+    mps_avx512_store(c, v->m0, lo);
     if (v->two)
-        _mm512_mask_storeu_ps(c + 16, v->m1, hi);
+        mps_avx512_store(c + 16, v->m1, hi);
 }
 
 /* What the pooled tile's row stores share (mps_avx512_ptile): the
@@ -173,8 +173,7 @@ __attribute__((always_inline)) static inline void mps_avx512_pool_row(float *c, 
         hi = _mm512_add_ps(hi, _mm512_set1_ps(v->bias[r]));
     }
     __m512 down = mps_avx512_nanmax(mps_avx512_actc(lo, &v->act), mps_avx512_actc(hi, &v->act));
-    _mm512_mask_storeu_ps(c, v->m,
-                          mps_avx512_nanmax(_mm512_permutexvar_ps(even, down), _mm512_permutexvar_ps(odd, down)));
+    mps_avx512_store(c, v->m, mps_avx512_nanmax(_mm512_permutexvar_ps(even, down), _mm512_permutexvar_ps(odd, down)));
 }
 
 /* Row kk of a tile's B panel: packed (the GEMM: nr floats a row, one after
@@ -488,10 +487,10 @@ static void mps_avx512_wino_out(const float *m, int64_t mk, int64_t count, float
         __m512 y[4];
         mps_avx512_wino_sums(m + t, mk, mps_avx512_mask(n), _mm512_set1_ps(bias), &act, y);
         __mmask16 m0 = mps_avx512_mask(2 * n), m1 = mps_avx512_mask(2 * n - 16);
-        _mm512_mask_storeu_ps(y0 + 2 * t, m0, _mm512_permutex2var_ps(y[0], lo, y[1]));
-        _mm512_mask_storeu_ps(y0 + 2 * t + 16, m1, _mm512_permutex2var_ps(y[0], hi, y[1]));
-        _mm512_mask_storeu_ps(y1 + 2 * t, m0, _mm512_permutex2var_ps(y[2], lo, y[3]));
-        _mm512_mask_storeu_ps(y1 + 2 * t + 16, m1, _mm512_permutex2var_ps(y[2], hi, y[3]));
+        mps_avx512_store(y0 + 2 * t, m0, _mm512_permutex2var_ps(y[0], lo, y[1]));
+        mps_avx512_store(y0 + 2 * t + 16, m1, _mm512_permutex2var_ps(y[0], hi, y[1]));
+        mps_avx512_store(y1 + 2 * t, m0, _mm512_permutex2var_ps(y[2], lo, y[3]));
+        mps_avx512_store(y1 + 2 * t + 16, m1, _mm512_permutex2var_ps(y[2], hi, y[3]));
     }
 }
 
@@ -504,8 +503,7 @@ static void mps_avx512_wino_pool(const float *m, int64_t mk, int64_t count, floa
         __mmask16 keep = mps_avx512_mask(count - t < 16 ? (int)(count - t) : 16);
         __m512 o[4];
         mps_avx512_wino_sums(m + t, mk, keep, _mm512_set1_ps(bias), &act, o);
-        _mm512_mask_storeu_ps(y + t, keep,
-                              mps_avx512_nanmax(mps_avx512_nanmax(mps_avx512_nanmax(o[0], o[1]), o[2]), o[3]));
+        mps_avx512_store(y + t, keep, mps_avx512_nanmax(mps_avx512_nanmax(mps_avx512_nanmax(o[0], o[1]), o[2]), o[3]));
     }
 }
 
