@@ -376,6 +376,18 @@ static void th_check_pool_nan(const char *name, const struct mps_graph *g, const
     free(out.data);
 }
 
+/* The Conv's activation in test_conv_pool's rows: Relu and Clip(0, 6) never
+   fall, so a fused pool may come before them (avx512 pools first there);
+   LeakyRelu with a negative slope and HardSwish fall somewhere, so the pool
+   must take the activated outputs. */
+enum th_pool_act { TH_RELU, TH_CLIP, TH_LEAKY_NEG, TH_HSWISH };
+static const struct mps_fused_act th_pool_acts[] = {
+    [TH_RELU] = {true, MPS_OP_RELU, {.alpha = 0.0f}},
+    [TH_CLIP] = {true, MPS_OP_CLIP, {.alpha = 0.0f, .beta = 6.0f}},
+    [TH_LEAKY_NEG] = {true, MPS_OP_LEAKY_RELU, {.alpha = -0.5f}},
+    [TH_HSWISH] = {true, MPS_OP_HARD_SWISH, {.alpha = 0.0f}},
+};
+
 /* A Conv whose output only a MaxPool reads: on a family with a MaxPool
    kernel the cpu pools each band of the Conv's rows as it makes them
    (cpu.c), and the pool node takes no time of its own (checked through the
@@ -383,7 +395,9 @@ static void th_check_pool_nan(const char *name, const struct mps_graph *g, const
    Conv's rows pooled in registers: odd sides, a stride-2 conv's phases,
    panels of fewer than 8 channels); on the conv tile (its columns cut at the
    bands' rows) and the transposed tile, after a stride-2 conv (the phase
-   copy), with the Conv's Relu or Clip; a window clipped at the bottom
+   copy), with the Conv's Relu or Clip (which avx512 pools before, adding
+   the bias and activating once a window), LeakyRelu with a negative slope
+   or HardSwish (pooled after, on the pooled tile and Winograd); a window clipped at the bottom
    (ceil_mode), batches and bands of rows; windows that overlap down the
    rows (3x3 stride 2 and stride 1, pads above), a band taking the rows it
    shares with the band before it, and the tiles that band made past its
@@ -401,38 +415,51 @@ static void test_conv_pool(const struct mps_backend *const *backends, int n_back
         const char *name;
         int64_t h, w, k, stride, pad, cin, cout, images;
         int64_t pk, ps, ppad; /* the pool's window, stride and pads */
-        bool ceil, clip;      /* ceil_mode; Clip(0, 6) for the Conv's Relu */
+        bool ceil;            /* ceil_mode */
+        enum th_pool_act act; /* the Conv's activation */
         bool conv_output, fused;
         bool wino; /* fused on every family: where Winograd takes the Conv (avx2, neon and c take every such
                       layer), it pools; where it does not (avx512's rule), the direct path does */
     } rows[] = {
         {"Conv+Relu -> MaxPool 2x2, 3x3 on 28x28 (avx512: the pooled tile; others: the bands), 3 images", 28, 28, 3,
-         1, 1, 8, 24, 3, 2, 2, 0, false, false, false, true, false},
+         1, 1, 8, 24, 3, 2, 2, 0, false, TH_RELU, false, true, false},
         {"Conv+Clip -> MaxPool 2x2, stride-2 conv on 30x29 (the phase copy)", 30, 29, 3, 2, 1, 5, 16, 1, 2, 2, 0,
-         false, true, false, true, false},
+         false, TH_CLIP, false, true, false},
         {"Conv+Relu -> MaxPool 2x2 ceil_mode on 13x13 (the last window one row)", 13, 13, 3, 1, 1, 16, 32, 2, 2, 2, 0,
-         true, false, false, true, false},
+         true, TH_RELU, false, true, false},
         {"Conv+Relu -> MaxPool 2x2, 3x3 on 7x7 (avx512: the transposed tile; others: Winograd)", 7, 7, 3, 1, 1, 64,
-         64, 2, 2, 2, 0, false, false, false, true, true},
+         64, 2, 2, 2, 0, false, TH_RELU, false, true, true},
         {"Conv+Relu 3x3 s2 -> MaxPool 3x3 s2 ceil_mode on 113x113, 64 channels, 2 images (squeezenet1_1's stem and "
          "pool: bands share a row)",
-         113, 113, 3, 2, 0, 3, 64, 2, 3, 2, 0, true, false, false, true, false},
+         113, 113, 3, 2, 0, 3, 64, 2, 3, 2, 0, true, TH_RELU, false, true, false},
         {"Conv+Relu 7x7 s2 -> MaxPool 3x3 s2 pad 1 on 96x90, 64 channels (resnet18's: a pad above)", 96, 90, 7, 2, 3,
-         3, 64, 1, 3, 2, 1, false, false, false, true, false},
+         3, 64, 1, 3, 2, 1, false, TH_RELU, false, true, false},
         {"Conv+Clip 3x3 -> MaxPool 3x3 stride 1 pad 1 on 40x37, 48 channels, 3 images (bands share two rows)", 40, 37,
-         3, 1, 1, 4, 48, 3, 3, 1, 1, false, true, false, true, false},
+         3, 1, 1, 4, 48, 3, 3, 1, 1, false, TH_CLIP, false, true, false},
         {"Conv+Relu 3x3 -> MaxPool 3x3 s2 on 200x14, 7 -> 64 channels (the transposed tile, rows shared)", 200, 14, 3,
-         1, 1, 7, 64, 1, 3, 2, 0, false, false, false, true, false},
+         1, 1, 7, 64, 1, 3, 2, 0, false, TH_RELU, false, true, false},
         {"Conv+Relu 3x3 -> MaxPool 2x2 on 14x14, 32 -> 64 channels, 8 images (fashion_cnn's second layer: "
          "Winograd pools it)",
-         14, 14, 3, 1, 1, 32, 64, 8, 2, 2, 0, false, false, false, true, true},
+         14, 14, 3, 1, 1, 32, 64, 8, 2, 2, 0, false, TH_RELU, false, true, true},
         {"Conv+Relu 3x3 -> MaxPool 2x2 on 15x13, 32 -> 64 channels, 6 images (Winograd: odd sides, blocks across "
          "images, 11 blocks: a tail of 1 at 2 threads, of 2 at 3)",
-         15, 13, 3, 1, 1, 32, 64, 6, 2, 2, 0, false, false, false, true, true},
+         15, 13, 3, 1, 1, 32, 64, 6, 2, 2, 0, false, TH_RELU, false, true, true},
         {"Conv+Clip 3x3 -> MaxPool 2x2 ceil_mode on 12x16, 16 -> 64 channels, 6 images (Winograd; even sides)", 12,
-         16, 3, 1, 1, 16, 64, 6, 2, 2, 0, true, true, false, true, true},
+         16, 3, 1, 1, 16, 64, 6, 2, 2, 0, true, TH_CLIP, false, true, true},
+        {"Conv+LeakyRelu(-0.5) -> MaxPool 2x2 on 28x28, 3 images (avx512: the pooled tile, pooling after a falling "
+         "activation)",
+         28, 28, 3, 1, 1, 8, 24, 3, 2, 2, 0, false, TH_LEAKY_NEG, false, true, false},
+        {"Conv+HardSwish -> MaxPool 2x2 on 28x28, 3 images (avx512: the pooled tile, pooling after a falling "
+         "activation)",
+         28, 28, 3, 1, 1, 8, 24, 3, 2, 2, 0, false, TH_HSWISH, false, true, false},
+        {"Conv+LeakyRelu(-0.5) -> MaxPool 2x2 on 14x14, 32 -> 64 channels, 8 images (Winograd, pooling after a "
+         "falling activation)",
+         14, 14, 3, 1, 1, 32, 64, 8, 2, 2, 0, false, TH_LEAKY_NEG, false, true, true},
+        {"Conv+HardSwish -> MaxPool 2x2 on 14x14, 32 -> 64 channels, 8 images (Winograd, pooling after a falling "
+         "activation)",
+         14, 14, 3, 1, 1, 32, 64, 8, 2, 2, 0, false, TH_HSWISH, false, true, true},
         {"Conv+Relu -> MaxPool 2x2, the conv's output read twice (not fused)", 12, 12, 3, 1, 1, 4, 8, 1, 2, 2, 0,
-         false, false, true, false, false},
+         false, TH_RELU, true, false, false},
     };
     const struct mps_ukernels *uk = NULL;
     struct mps_error err = {{0}};
@@ -453,8 +480,7 @@ static void test_conv_pool(const struct mps_backend *const *backends, int n_back
             pp.pool.win.pad[j] = pp.pool.win.pad[2 + j] = rows[r].ppad;
         }
         pp.pool.ceil_mode = rows[r].ceil;
-        p.conv.act = rows[r].clip ? (struct mps_fused_act){true, MPS_OP_CLIP, {.alpha = 0.0f, .beta = 6.0f}}
-                                  : (struct mps_fused_act){true, MPS_OP_RELU, {.alpha = 0.0f}};
+        p.conv.act = th_pool_acts[rows[r].act];
         int x = mps_graph_add_value(g, "x", MPS_F32, &xs);
         int in[3] = {x, th_add_random_const(g, "w", &ws, -1, 1),
                      th_add_random_const(g, "b", &(struct mps_shape){1, {co}}, -1, 1)};

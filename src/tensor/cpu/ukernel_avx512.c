@@ -143,11 +143,13 @@ __attribute__((always_inline)) static inline void mps_avx512_store_row(float *c,
 }
 
 /* What the pooled tile's row stores share (mps_avx512_ptile): the
-   activation's constants, the mask of the n outputs a row, the bias. */
+   activation's constants, the mask of the n outputs a row, the bias, and
+   whether the pool may come first (mps_avx512_act_rises). */
 struct mps_avx512_poolv {
     const float *bias;
     struct mps_avx512_actc act;
     __mmask16 m;
+    bool first;
 };
 
 static inline struct mps_avx512_poolv mps_avx512_poolv_of(int n, const struct mps_tile_epi *e)
@@ -156,18 +158,30 @@ static inline struct mps_avx512_poolv mps_avx512_poolv_of(int n, const struct mp
     v.bias = e->bias;
     v.act = mps_avx512_actc_of(e);
     v.m = mps_avx512_mask(n);
+    v.first = mps_avx512_act_rises(e);
     return v;
 }
 
 /* Row r of the pooled tile (ukernels.h's pconv): lo and hi, sixteen columns
    of two output rows, through the epilogue, then the maximum down each
    column and across each pair of columns (a NaN kept, in the order the
-   MaxPool kernel takes it): the row's outputs in lanes 0 .. 7. */
+   MaxPool kernel takes it): the row's outputs in lanes 0 .. 7. Where the
+   activation rises, the maximum first and the epilogue on it alone (half
+   the adds and activations: mnist_cnn's first layer with its pool, batch 8,
+   one thread, 0.0322 -> 0.0295 ms on Zen 4). */
 __attribute__((always_inline)) static inline void mps_avx512_pool_row(float *c, __m512 lo, __m512 hi,
                                                                        const struct mps_avx512_poolv *v, int r)
 {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    if (v->first) {
+        __m512 down = mps_avx512_nanmax(lo, hi);
+        __m512 p = mps_avx512_nanmax(_mm512_permutexvar_ps(even, down), _mm512_permutexvar_ps(odd, down));
+        if (v->bias)
+            p = _mm512_add_ps(p, _mm512_set1_ps(v->bias[r]));
+        mps_avx512_store(c, v->m, mps_avx512_actc(p, &v->act));
+        return;
+    }
     if (v->bias) {
         lo = _mm512_add_ps(lo, _mm512_set1_ps(v->bias[r]));
         hi = _mm512_add_ps(hi, _mm512_set1_ps(v->bias[r]));
@@ -451,13 +465,12 @@ static void mps_avx512_wino_in(const float *restrict x, const struct mps_wino_pl
 }
 
 /* Winograd's output transform for sixteen tiles (lanes keep) of M (element
-   k at m + k mk): A^T down each column of the 4x4, then across, each of the
-   2x2 outputs plus the bias through the activation, to y[0 .. 3] (rows,
-   then columns), summed in the order ukernel_wino.h's loops sum. GCC's
-   vectorized loops kept half of M's sixteen pointers in vector registers
-   and built the clamp from compares and blends. */
-static inline void mps_avx512_wino_sums(const float *m, int64_t mk, __mmask16 keep, __m512 bias,
-                                        const struct mps_avx512_actc *act, __m512 y[4])
+   k at m + k mk): A^T down each column of the 4x4, then across, the 2x2
+   outputs to y[0 .. 3] (rows, then columns), summed in the order
+   ukernel_wino.h's loops sum; the bias and activation are the caller's.
+   GCC's vectorized loops kept half of M's sixteen pointers in vector
+   registers and built the clamp from compares and blends. */
+static inline void mps_avx512_wino_sums(const float *m, int64_t mk, __mmask16 keep, __m512 y[4])
 {
     __m512 v[16], r0[4], r1[4];
     for (int k = 0; k < 16; k++)
@@ -466,12 +479,10 @@ static inline void mps_avx512_wino_sums(const float *m, int64_t mk, __mmask16 ke
         r0[j] = _mm512_add_ps(_mm512_add_ps(v[j], v[4 + j]), v[8 + j]);
         r1[j] = _mm512_sub_ps(_mm512_sub_ps(v[4 + j], v[8 + j]), v[12 + j]);
     }
-    y[0] = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(r0[0], r0[1]), r0[2]), bias);
-    y[1] = _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(r0[1], r0[2]), r0[3]), bias);
-    y[2] = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(r1[0], r1[1]), r1[2]), bias);
-    y[3] = _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(r1[1], r1[2]), r1[3]), bias);
-    for (int i = 0; i < 4; i++)
-        y[i] = mps_avx512_actc(y[i], act);
+    y[0] = _mm512_add_ps(_mm512_add_ps(r0[0], r0[1]), r0[2]);
+    y[1] = _mm512_sub_ps(_mm512_sub_ps(r0[1], r0[2]), r0[3]);
+    y[2] = _mm512_add_ps(_mm512_add_ps(r1[0], r1[1]), r1[2]);
+    y[3] = _mm512_sub_ps(_mm512_sub_ps(r1[1], r1[2]), r1[3]);
 }
 
 /* ukernels.h's wino_out: each output row's two columns interleaved (two
@@ -482,10 +493,13 @@ static void mps_avx512_wino_out(const float *m, int64_t mk, int64_t count, float
     const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
     const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(8));
     const struct mps_avx512_actc act = mps_avx512_actc_of(e);
+    const __m512 b = _mm512_set1_ps(bias);
     for (int64_t t = 0; t < count; t += 16) {
         int n = count - t < 16 ? (int)(count - t) : 16;
         __m512 y[4];
-        mps_avx512_wino_sums(m + t, mk, mps_avx512_mask(n), _mm512_set1_ps(bias), &act, y);
+        mps_avx512_wino_sums(m + t, mk, mps_avx512_mask(n), y);
+        for (int i = 0; i < 4; i++)
+            y[i] = mps_avx512_actc(_mm512_add_ps(y[i], b), &act);
         __mmask16 m0 = mps_avx512_mask(2 * n), m1 = mps_avx512_mask(2 * n - 16);
         mps_avx512_store(y0 + 2 * t, m0, _mm512_permutex2var_ps(y[0], lo, y[1]));
         mps_avx512_store(y0 + 2 * t + 16, m1, _mm512_permutex2var_ps(y[0], hi, y[1]));
@@ -494,16 +508,25 @@ static void mps_avx512_wino_out(const float *m, int64_t mk, int64_t count, float
     }
 }
 
-/* ukernels.h's wino_pool: the four outputs' maximum (a NaN kept), in the order ukernel_wino.h takes it. */
+/* ukernels.h's wino_pool: the four outputs' maximum (a NaN kept), in the
+   order ukernel_wino.h takes it; where the activation rises
+   (mps_avx512_act_rises), the maximum of the sums first, then the bias and
+   the activation once a window. */
 static void mps_avx512_wino_pool(const float *m, int64_t mk, int64_t count, float bias, float *y,
                                  const struct mps_tile_epi *e)
 {
     const struct mps_avx512_actc act = mps_avx512_actc_of(e);
+    const __m512 b = _mm512_set1_ps(bias);
+    const bool first = mps_avx512_act_rises(e);
     for (int64_t t = 0; t < count; t += 16) {
         __mmask16 keep = mps_avx512_mask(count - t < 16 ? (int)(count - t) : 16);
         __m512 o[4];
-        mps_avx512_wino_sums(m + t, mk, keep, _mm512_set1_ps(bias), &act, o);
-        mps_avx512_store(y + t, keep, mps_avx512_nanmax(mps_avx512_nanmax(mps_avx512_nanmax(o[0], o[1]), o[2]), o[3]));
+        mps_avx512_wino_sums(m + t, mk, keep, o);
+        if (!first)
+            for (int i = 0; i < 4; i++)
+                o[i] = mps_avx512_actc(_mm512_add_ps(o[i], b), &act);
+        __m512 p = mps_avx512_nanmax(mps_avx512_nanmax(mps_avx512_nanmax(o[0], o[1]), o[2]), o[3]);
+        mps_avx512_store(y + t, keep, first ? mps_avx512_actc(_mm512_add_ps(p, b), &act) : p);
     }
 }
 

@@ -73,6 +73,15 @@ static inline __m512 mps_avx512_actc(__m512 acc, const struct mps_avx512_actc *a
     return acc;
 }
 
+/* Whether e's activation never decreases (no HardSwish, no negative slope):
+   then, with a bias a row, the maximum of the outputs is the output of
+   their maximum (x -> fl(x + b) never decreases either), bit for bit, so a
+   fused MaxPool may pool first and add and activate once a window. */
+static inline bool mps_avx512_act_rises(const struct mps_tile_epi *e)
+{
+    return !e->hswish && e->slope >= 0.0f;
+}
+
 /* max(a, b), a NaN in either giving NaN (vmaxps returns b when either is one). */
 static inline __m512 mps_avx512_nanmax(__m512 a, __m512 b)
 {
