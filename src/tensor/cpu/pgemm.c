@@ -105,16 +105,16 @@ struct mps_pgemm_job {
     const struct mps_fused_act *act; /* applied after each finished tile, or NULL */
     float *scratch;                  /* 64-byte aligned */
     int64_t mt, nt;                  /* each item's task grid: mt ranges of rows x nt ranges of columns */
-    int64_t m_step, n_step;          /* rows and columns a task covers (whole panels) */
+    int64_t m_step, n_step;          /* rows and columns a task covers (whole panels, or rows of one panel) */
 };
 
 /* One micro-kernel call: the tile at rows i, columns j of item it's C over k [pc, pc + kb);
    ap NULL: A's rows in place (it->a.rows, from column pc). */
 static void mps_pgemm_tile(const struct mps_pgemm_job *jb, const struct mps_pgemm_item *it, const float *ap,
-                           const float *bp, int64_t i, int64_t j, int64_t pc, int64_t kb, int flags)
+                           const float *bp, int64_t i, int64_t i1, int64_t j, int64_t pc, int64_t kb, int flags)
 {
     const struct mps_ukernels *uk = jb->uk;
-    int rows = (int)(jb->m - i < uk->mr ? jb->m - i : uk->mr), cols = (int)(jb->n - j < uk->nr ? jb->n - j : uk->nr);
+    int rows = (int)(i1 - i < uk->mr ? i1 - i : uk->mr), cols = (int)(jb->n - j < uk->nr ? jb->n - j : uk->nr);
     struct mps_tile_epi e = jb->epi;
     e.bias = it->bias ? it->bias + (e.bias_cols ? j : i) : NULL;
     e.res = it->res ? it->res + i * e.ldr + j : NULL;
@@ -154,7 +154,7 @@ static void mps_pgemm_task_b(const struct mps_pgemm_job *jb, const struct mps_pg
                 for (int64_t jr = 0; jr < ncb; jr += nr)
                     for (int64_t ir = 0; ir < mcb; ir += mr) {
                         const float *ap = a->packed ? a->packed + (ic + ir) * jb->k + pc * mr : abuf + ir * kb;
-                        mps_pgemm_tile(jb, it, ap, bbuf + jr * kb, ic + ir, jc + jr, pc, kb,
+                        mps_pgemm_tile(jb, it, ap, bbuf + jr * kb, ic + ir, m1, jc + jr, pc, kb,
                                        mps_pgemm_flags(pc, kb, jb->k));
                     }
             }
@@ -190,7 +190,7 @@ static void mps_pgemm_task_a(const struct mps_pgemm_job *jb, const struct mps_pg
                     const float *ap = in_place   ? NULL
                                       : a->packed ? a->packed + (ic + ir) * jb->k + pc * mr
                                                   : abuf + ir * kb;
-                    mps_pgemm_tile(jb, it, ap, b->packed + j * jb->k + pc * nr, ic + ir, j, pc, kb,
+                    mps_pgemm_tile(jb, it, ap, b->packed + j * jb->k + pc * nr, ic + ir, m1, j, pc, kb,
                                    mps_pgemm_flags(pc, kb, jb->k));
                 }
         }
@@ -215,6 +215,27 @@ static void mps_pgemm_tasks(void *ctx, int64_t begin, int64_t end)
         else
             mps_pgemm_task_b(jb, it, abuf, bbuf, m0, m1, n0, n1);
     }
+}
+
+/* Whether a product of constant B splits by A's rows though they are fewer
+   than its columns: each thread then reads all of B, but only the rows of A
+   (a batch's images) that, after a layer split the same way, it made
+   itself. A row the other thread made crosses between the cores, and so
+   does the write after, on the next run, to the lines the other core has
+   read: mnist_cnn's Gemm at batch 8, split by columns, read the pooled
+   output of the Conv before on both cores, and the Conv's stores then
+   waited on those lines (perf: a sixth of the time at 2 threads in its
+   copies; the Conv 87 us a run with the cores on two complexes, 58 on
+   one). Where B is up to 32 times A (n <= 32 m) the extra reads of B cost
+   less than the crossings; resnet18's 512 -> 1000 at batch 8 (B 128 times
+   A) ran 0.0575 -> 0.0777 ms split by rows. Split by rows, interleaved with
+   onnxruntime (2 threads, batch 8, Zen 4): mnist_cnn 0.666 -> 0.627 with
+   the cores on one complex, 0.783 -> 0.661 on two; fashion_cnn 0.671 ->
+   0.647 and 0.744 -> 0.653. */
+static bool mps_pgemm_keeps_rows(int64_t count, const struct mps_pgemm_item *items, int64_t m, int64_t n,
+                                 int64_t threads)
+{
+    return count == 1 && items[0].b.packed && !items[0].a.packed && m >= 2 * threads && n <= 32 * m;
 }
 
 /* Whether a batch splits each product by rows first (see mps_pgemm_batch). */
@@ -278,7 +299,8 @@ void mps_pgemm_batch(struct mps_pool *pool, const struct mps_ukernels *uk, int64
        has too few panels for the threads. */
     int64_t threads = mps_pool_threads(pool), m_panels = (m + uk->mr - 1) / uk->mr,
             want = (2 * threads + count - 1) / count;
-    bool rows_first = mps_pgemm_rows_first(m, n, items[0].b.packed != NULL);
+    bool keep_rows = mps_pgemm_keeps_rows(count, items, m, n, threads);
+    bool rows_first = keep_rows || mps_pgemm_rows_first(m, n, items[0].b.packed != NULL);
     int64_t first = rows_first ? m_panels : n_panels, second = rows_first ? n_panels : m_panels;
     int64_t t1 = first < want ? first : want, t2 = t1 * count >= threads ? 1 : (want + t1 - 1) / t1;
     t2 = t2 < second ? t2 : second;
@@ -286,6 +308,10 @@ void mps_pgemm_batch(struct mps_pool *pool, const struct mps_ukernels *uk, int64
     jb.nt = rows_first ? t2 : t1;
     jb.n_step = (n_panels + jb.nt - 1) / jb.nt * uk->nr;
     jb.m_step = (m_panels + jb.mt - 1) / jb.mt * uk->mr;
+    if (keep_rows && m_panels < threads) { /* fewer panels than threads: parts of one (A not packed in panels) */
+        jb.mt = threads, jb.nt = 1;
+        jb.m_step = (m + threads - 1) / threads, jb.n_step = n_panels * uk->nr;
+    }
     /* a task's work counts the rows and columns it has, not the whole panels they round up to
        (a batch-1 layer, one row: mnist_mlp's 128 -> 64 counted 8 rows, went to two threads,
        and took 1.2 us there instead of 0.2 with the cores on two core complexes) */
