@@ -340,11 +340,59 @@ MPS_AVX512_TILES(mps_avx512_ctile, MPS_AVX512_OFFSET, MPS_AVX512_KEEP, uint64_t,
 MPS_AVX512_TILES(mps_avx512_rtile, MPS_AVX512_PACKED, MPS_AVX512_STORE, int, lda, 1, 16)
 MPS_AVX512_TILES(mps_avx512_ptile, MPS_AVX512_OFFSET, MPS_AVX512_POOL, int, 1, MR, lda) /* lda: the pitch */
 
+/* A GEMM tile of 16 columns or fewer, 4 rows or more: one accumulator a row,
+   the second vector's FMAs (every lane past cols) left out. Winograd's last
+   block of a few tiles (mnist_cnn's 8 of 32 at batch 8) ran its products
+   at full width. */
+#define MPS_AVX512_FMA_HALF(R, r)                                                                                      \
+    if (R > r)                                                                                                         \
+        lo##r = _mm512_fmadd_ps(_mm512_set1_ps(MPS_AVX512_A(r, 0)), b0, lo##r);
+#define MPS_AVX512_TILE_HALF(NAME, LDA, KS, R)                                                                         \
+    static void NAME##R(int64_t k, const float *a, int64_t lda, const float *b, float *c, int64_t ldc, int cols,      \
+                        int flags, const struct mps_tile_epi *e)                                                       \
+    {                                                                                                                  \
+        (void)lda;                                                                                                     \
+        const int64_t a_lda = LDA, a_ks = KS;                                                                          \
+        MPS_AVX512_DECL(0)                                                                                             \
+        MPS_AVX512_DECL(1) MPS_AVX512_DECL(2) MPS_AVX512_DECL(3) MPS_AVX512_DECL(4) MPS_AVX512_DECL(5)                 \
+            MPS_AVX512_DECL(6) MPS_AVX512_DECL(7) for (int64_t kk = 0; kk < k; kk++, a += a_ks)                        \
+        {                                                                                                              \
+            __m512 b0 = _mm512_loadu_ps(b + kk * NR);                                                                  \
+            MPS_AVX512_FMA_HALF(R, 0)                                                                                  \
+            MPS_AVX512_FMA_HALF(R, 1) MPS_AVX512_FMA_HALF(R, 2) MPS_AVX512_FMA_HALF(R, 3) MPS_AVX512_FMA_HALF(R, 4)    \
+                MPS_AVX512_FMA_HALF(R, 5) MPS_AVX512_FMA_HALF(R, 6) MPS_AVX512_FMA_HALF(R, 7)                          \
+        }                                                                                                              \
+        MPS_AVX512_STORE_PREP                                                                                          \
+        MPS_AVX512_STORE(R, 0)                                                                                         \
+        MPS_AVX512_STORE(R, 1) MPS_AVX512_STORE(R, 2) MPS_AVX512_STORE(R, 3) MPS_AVX512_STORE(R, 4)                    \
+            MPS_AVX512_STORE(R, 5) MPS_AVX512_STORE(R, 6) MPS_AVX512_STORE(R, 7)                                       \
+    }
+#define MPS_AVX512_TILES_HALF(NAME, LDA, KS)                                                                           \
+    MPS_AVX512_TILE_HALF(NAME, LDA, KS, 4)                                                                             \
+    MPS_AVX512_TILE_HALF(NAME, LDA, KS, 5)                                                                             \
+    MPS_AVX512_TILE_HALF(NAME, LDA, KS, 6)                                                                             \
+    MPS_AVX512_TILE_HALF(NAME, LDA, KS, 7) MPS_AVX512_TILE_HALF(NAME, LDA, KS, 8)
+/* the half tile where it applies (returns after it), by height */
+#define MPS_AVX512_HALF_BY_ROWS(NAME)                                                                                  \
+    if (cols <= 16 && rows >= 4) {                                                                                     \
+        switch (rows) {                                                                                                \
+        case 4: NAME##4(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
+        case 5: NAME##5(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
+        case 6: NAME##6(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
+        case 7: NAME##7(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
+        default: NAME##8(k, a, lda, b, c, ldc, cols, flags, e); return;                                                \
+        }                                                                                                              \
+    }
+
+MPS_AVX512_TILES_HALF(mps_avx512_htile, 1, MR)
+MPS_AVX512_TILES_HALF(mps_avx512_hrtile, lda, 1)
+
 static void mps_avx512_gemm(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int rows, int cols,
                             int flags, const struct mps_tile_epi *e)
 {
     const int32_t *off = NULL;
     const int64_t lda = 0;
+    MPS_AVX512_HALF_BY_ROWS(mps_avx512_htile)
     MPS_AVX512_BY_ROWS(mps_avx512_tile)
 }
 
@@ -352,6 +400,7 @@ static void mps_avx512_gemm_rows(int64_t k, const float *a, int64_t lda, const f
                                  int rows, int cols, int flags, const struct mps_tile_epi *e)
 {
     const int32_t *off = NULL;
+    MPS_AVX512_HALF_BY_ROWS(mps_avx512_hrtile)
     MPS_AVX512_BY_ROWS(mps_avx512_rtile)
 }
 

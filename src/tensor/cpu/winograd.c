@@ -418,7 +418,7 @@ static void mps_winograd_tasks(void *ctx, int64_t begin, int64_t end)
                 for (int64_t p = 0; p < n; p += uk->nr)
                     uk->gemm(q->c, r->u + k * r->per + i * q->c, v + k * vk + p * q->c,
                              prod + k * mk + (i - m0) * r->nt + p, r->nt, (int)(m1 - i < uk->mr ? m1 - i : uk->mr),
-                             uk->nr, MPS_TILE_FINISH, &none);
+                             (int)(n - p < uk->nr ? n - p : uk->nr), MPS_TILE_FINISH, &none);
         mps_winograd_output(r, j0, n, m0, m1, prod);
     }
 }
