@@ -198,21 +198,29 @@ static void mps_cpu_widen(const uint16_t *x, float *y, int64_t n)
 
 enum mps_status mps_cpu_matmul(const struct mps_cpu_args *a, struct mps_error *err)
 {
+    (void)err;
+    if (a->packed) { /* B constant (2-D, f32), packed at compile: A's batch folds into its rows */
+        const struct mps_shape *y = &a->out[0].shape;
+        int64_t n = y->ndim ? y->dim[y->ndim - 1] : 1, numel = mps_shape_numel(y);
+        /* the sizes straight from the output's shape: mps_matmul_geom (shape broadcasts, a 240-byte
+           struct zeroed) took longer than an 8 x 32 x 1 product's tile (perf) */
+        if (numel > 0)
+            mps_gemm_packed_run(a, a->in[0].data, ((const struct mps_gemm_packed *)a->packed)->k, 1, numel / n, n,
+                                a->out[0].data, NULL);
+        return MPS_OK;
+    }
     struct mps_matmul_geom q = mps_matmul_geom(&a->in[0].shape, &a->in[1].shape);
     const float *pa = a->in[0].data, *pb = a->in[1].data;
     float *pc = a->out[0].data;
     int64_t na = mps_shape_numel(&a->in[0].shape), nb = mps_shape_numel(&a->in[1].shape),
             nc = mps_shape_numel(&a->out[0].shape);
-    (void)err;
     if (a->out[0].dtype == MPS_F16) { /* f16: widened to f32 in scratch, one f32 product, rounded once */
         float *wa = a->scratch, *wb = wa + na;
         mps_cpu_widen(a->in[0].data, wa, na);
         mps_cpu_widen(a->in[1].data, wb, nb);
         pa = wa, pb = wb, pc = wb + nb;
     }
-    if (a->packed) { /* B constant, packed at compile: A's batch folds into its rows */
-        mps_gemm_packed_run(a, pa, q.k, 1, q.m * q.batches, q.n, pc, NULL);
-    } else if (q.fold) { /* B is one matrix: A's batch folds into its rows, one call */
+    if (q.fold) { /* B is one matrix: A's batch folds into its rows, one call */
         mps_cpu_sgemm(a->pool, false, false, q.m * q.batches, q.n, q.k, 1.0f, pa, pb, 0.0f, pc);
     } else {
         for (int64_t i = 0; i < q.batches; i++) {

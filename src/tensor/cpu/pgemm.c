@@ -266,26 +266,39 @@ static void mps_pgemm_prepack_panels(void *ctx, int64_t begin, int64_t end)
     }
 }
 
+/* A batch split by rows whose B is packed per run: every task would pack all
+   of B, so it is packed once, in parallel, into shared, and the batch run on
+   that. Apart from mps_pgemm_batch, whose every call (a 64 x 64 x 64 product
+   a run) paid for the items' copies on its stack. */
+static __attribute__((noinline)) void mps_pgemm_batch_prepacked(struct mps_pool *pool, const struct mps_ukernels *uk,
+                                                               int64_t count, const struct mps_pgemm_item *items,
+                                                               int64_t m, int64_t n, int64_t k, int64_t ldc,
+                                                               const struct mps_tile_epi *epi,
+                                                               const struct mps_fused_act *act, void *scratch,
+                                                               void *shared)
+{
+    int64_t n_panels = (n + uk->nr - 1) / uk->nr;
+    struct mps_pgemm_prepack pp = {items, n_panels, k, uk->nr, (float *)(((uintptr_t)shared + 63) & ~(uintptr_t)63)};
+    mps_pool_for(pool, count * n_panels, 8 * uk->nr * (k > 0 ? k : 1), mps_pgemm_prepack_panels, &pp);
+    struct mps_pgemm_item packed[MPS_PGEMM_PREPACK_MAX];
+    for (int64_t i = 0; i < count; i++) {
+        packed[i] = items[i];
+        packed[i].b = (struct mps_pgemm_operand){.packed = pp.dst + i * n_panels * uk->nr * k};
+    }
+    mps_pgemm_batch(pool, uk, count, packed, m, n, k, ldc, epi, act, scratch, NULL);
+}
+
 void mps_pgemm_batch(struct mps_pool *pool, const struct mps_ukernels *uk, int64_t count,
                      const struct mps_pgemm_item *items, int64_t m, int64_t n, int64_t k, int64_t ldc,
                      const struct mps_tile_epi *epi, const struct mps_fused_act *act, void *scratch, void *shared)
 {
     if (m <= 0 || n <= 0 || count <= 0)
         return;
-    int64_t n_panels = (n + uk->nr - 1) / uk->nr;
     if (shared && !items[0].b.packed && mps_pgemm_rows_first(m, n, false) && count <= MPS_PGEMM_PREPACK_MAX) {
-        /* split by rows, every task would pack all of B: pack it once, in parallel, into shared */
-        struct mps_pgemm_prepack pp = {items, n_panels, k, uk->nr,
-                                       (float *)(((uintptr_t)shared + 63) & ~(uintptr_t)63)};
-        mps_pool_for(pool, count * n_panels, 8 * uk->nr * (k > 0 ? k : 1), mps_pgemm_prepack_panels, &pp);
-        struct mps_pgemm_item packed[MPS_PGEMM_PREPACK_MAX];
-        for (int64_t i = 0; i < count; i++) {
-            packed[i] = items[i];
-            packed[i].b = (struct mps_pgemm_operand){.packed = pp.dst + i * n_panels * uk->nr * k};
-        }
-        mps_pgemm_batch(pool, uk, count, packed, m, n, k, ldc, epi, act, scratch, NULL);
+        mps_pgemm_batch_prepacked(pool, uk, count, items, m, n, k, ldc, epi, act, scratch, shared);
         return;
     }
+    int64_t n_panels = (n + uk->nr - 1) / uk->nr;
     struct mps_pgemm_job jb = {.pool = pool, .uk = uk, .m = m, .n = n, .k = k, .ldc = ldc, .items = items,
                                .epi = epi ? *epi : mps_tile_epi_none(),
                                .act = act && act->on ? act : NULL,
