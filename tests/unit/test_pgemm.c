@@ -72,6 +72,7 @@ static const struct th_shape th_shapes[] = {
     {1, 1, 5, 1, 2, 0},    {-1, -1, 33, 2, 2, 0}, {1, 1, 3, 2, 3, 1},    {5, 7, -1, 0, 0, 1},     {4, 9, 1, 3, 1, 2},
     {1, 300, 77, 0, 0, 0}, {2, 7, 600, 0, 0, 0},  {150, 3, 20, 0, 0, 0}, {70, 410, 129, 0, 0, 0}, {7, 1, 257, 0, 0, 0},
     {6, 16, 40, 0, 0, 0},  {5, 17, 33, 0, 1, 0}, /* 16 and 17 columns: avx512's half tile and the full one past it */
+    {9, 8, 41, 0, 0, 0},   {4, 9, 7, 0, 0, 0},   /* 8 and 9 columns: avx512's quarter tile and the half one past it */
 };
 
 /* The family's size of s. */
