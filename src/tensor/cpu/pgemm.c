@@ -109,23 +109,30 @@ struct mps_pgemm_job {
 };
 
 /* One micro-kernel call: the tile at rows i, columns j of item it's C over k [pc, pc + kb);
-   ap NULL: A's rows in place (it->a.rows, from column pc). */
-static void mps_pgemm_tile(const struct mps_pgemm_job *jb, const struct mps_pgemm_item *it, const float *ap,
-                           const float *bp, int64_t i, int64_t i1, int64_t j, int64_t pc, int64_t kb, int flags)
+   ap NULL: A's rows in place (it->a.rows, from column pc); dot: rows [i, i1), by the family's
+   gemm_dot (the last few columns). Returns the rows done. */
+static int64_t mps_pgemm_tile(const struct mps_pgemm_job *jb, const struct mps_pgemm_item *it, const float *ap,
+                              const float *bp, int64_t i, int64_t i1, int64_t j, int64_t pc, int64_t kb, int flags,
+                              bool dot)
 {
     const struct mps_ukernels *uk = jb->uk;
-    int rows = (int)(i1 - i < uk->mr ? i1 - i : uk->mr), cols = (int)(jb->n - j < uk->nr ? jb->n - j : uk->nr);
+    int64_t rows = dot || i1 - i < uk->mr ? i1 - i : uk->mr;
+    int cols = (int)(jb->n - j < uk->nr ? jb->n - j : uk->nr);
     struct mps_tile_epi e = jb->epi;
     e.bias = it->bias ? it->bias + (e.bias_cols ? j : i) : NULL;
     e.res = it->res ? it->res + i * e.ldr + j : NULL;
     float *ct = it->c + i * jb->ldc + j;
-    if (ap)
-        uk->gemm(kb, ap, bp, ct, jb->ldc, rows, cols, flags, &e);
+    const float *ar = ap ? NULL : it->a.rows + i * it->a.lda + pc;
+    if (dot)
+        uk->gemm_dot(kb, ar, it->a.lda, bp, ct, jb->ldc, rows, cols, flags, &e);
+    else if (ap)
+        uk->gemm(kb, ap, bp, ct, jb->ldc, (int)rows, cols, flags, &e);
     else
-        uk->gemm_rows(kb, it->a.rows + i * it->a.lda + pc, it->a.lda, bp, ct, jb->ldc, rows, cols, flags, &e);
+        uk->gemm_rows(kb, ar, it->a.lda, bp, ct, jb->ldc, (int)rows, cols, flags, &e);
     if ((flags & MPS_TILE_FINISH) && jb->act)
-        for (int r = 0; r < rows; r++)
+        for (int64_t r = 0; r < rows; r++)
             mps_cpu_act_inplace(jb->act, ct + r * jb->ldc, cols);
+    return rows;
 }
 
 static int mps_pgemm_flags(int64_t pc, int64_t kb, int64_t k)
@@ -155,7 +162,7 @@ static void mps_pgemm_task_b(const struct mps_pgemm_job *jb, const struct mps_pg
                     for (int64_t ir = 0; ir < mcb; ir += mr) {
                         const float *ap = a->packed ? a->packed + (ic + ir) * jb->k + pc * mr : abuf + ir * kb;
                         mps_pgemm_tile(jb, it, ap, bbuf + jr * kb, ic + ir, m1, jc + jr, pc, kb,
-                                       mps_pgemm_flags(pc, kb, jb->k));
+                                       mps_pgemm_flags(pc, kb, jb->k), false);
                     }
             }
         }
@@ -185,14 +192,17 @@ static void mps_pgemm_task_a(const struct mps_pgemm_job *jb, const struct mps_pg
             int64_t kb = jb->k - pc < kc ? jb->k - pc : kc;
             if (!a->packed && !in_place)
                 a->pack(a->ctx, ic, mps_pgemm_up(mcb, mr), pc, kb, mr, abuf);
-            for (int64_t j = n0; j < n1; j += nr)
-                for (int64_t ir = 0; ir < mcb; ir += mr) {
+            for (int64_t j = n0; j < n1; j += nr) {
+                /* gemm_dot copies the columns out of their panel once for all the rows */
+                bool dot = in_place && uk->gemm_dot && jb->n - j <= MPS_UGEMM_DOT_COLS && mcb >= MPS_UGEMM_DOT_ROWS;
+                for (int64_t ir = 0; ir < mcb;) {
                     const float *ap = in_place   ? NULL
                                       : a->packed ? a->packed + (ic + ir) * jb->k + pc * mr
                                                   : abuf + ir * kb;
-                    mps_pgemm_tile(jb, it, ap, b->packed + j * jb->k + pc * nr, ic + ir, m1, j, pc, kb,
-                                   mps_pgemm_flags(pc, kb, jb->k));
+                    ir += mps_pgemm_tile(jb, it, ap, b->packed + j * jb->k + pc * nr, ic + ir, ic + mcb, j, pc, kb,
+                                         mps_pgemm_flags(pc, kb, jb->k), dot);
                 }
+            }
         }
     }
 }

@@ -484,6 +484,94 @@ static void mps_avx512_gemm_rows(int64_t k, const float *a, int64_t lda, const f
     MPS_AVX512_BY_ROWS(mps_avx512_rtile)
 }
 
+/* gemm_dot (ukernels.h): k in blocks of DK, B's columns copied out of their
+   panel as rows of DK floats, zeros past k, so that every row of A reads them
+   from L1 as vectors. Rows in groups of DR(C) (eight for one or two columns,
+   four for three or four: at most sixteen accumulators); a row's sums end in
+   lanes 0 .. C - 1 of one vector, stored as a tile's row. */
+#define DK 256
+#define DR(C) ((C) <= 2 ? 8 : 4)
+
+/* The sums of a0 .. a3 in lanes 0 .. 3: pairs within each 128-bit lane, then across the lanes. */
+static inline __m512 mps_avx512_sum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
+{
+    __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(a0, a1), _mm512_unpackhi_ps(a0, a1));
+    __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(a2, a3), _mm512_unpackhi_ps(a2, a3));
+    __m512 t = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(s01), _mm512_castps_pd(s23))),
+                             _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(s01), _mm512_castps_pd(s23))));
+    t = _mm512_add_ps(t, _mm512_shuffle_f32x4(t, t, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm512_add_ps(t, _mm512_shuffle_f32x4(t, t, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+
+/* The sums of rows [0, R) of a over k <= DK steps of bt, in out[r]. */
+__attribute__((always_inline)) static inline void mps_avx512_dot_rows(int64_t k, const float *a, int64_t lda,
+                                                                       const float *bt, const int R, const int C,
+                                                                       __m512 *out)
+{
+    __m512 acc[8][4];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            acc[r][j] = _mm512_setzero_ps();
+    for (int64_t kk = 0; kk < k; kk += 16) {
+        __mmask16 m = mps_avx512_mask((int)(k - kk)); /* A's last steps: nothing past its row is read */
+        __m512 bv[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < C; j++)
+            bv[j] = _mm512_load_ps(bt + j * DK + kk);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            __m512 av = mps_avx512_load(m, a + r * lda + kk);
+#pragma GCC unroll 4
+            for (int j = 0; j < C; j++)
+                acc[r][j] = _mm512_fmadd_ps(av, bv[j], acc[r][j]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+        out[r] = mps_avx512_sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+}
+
+__attribute__((always_inline)) static inline void mps_avx512_dot_cols(int64_t k, const float *a, int64_t lda,
+                                                                       const float *b, float *c, int64_t ldc,
+                                                                       int64_t rows, const int C, int flags,
+                                                                       const struct mps_tile_epi *e)
+{
+    float bt[4 * DK] __attribute__((aligned(64)));
+    for (int64_t pc = 0; pc < k || pc == 0; pc += DK) {
+        int64_t kb = k - pc < DK ? k - pc : DK, kb16 = (kb + 15) / 16 * 16;
+        for (int j = 0; j < C; j++)
+            for (int64_t t = 0; t < kb16; t++)
+                bt[j * DK + t] = t < kb ? b[(pc + t) * NR + j] : 0.0f;
+        int f = (pc > 0 ? MPS_TILE_ACCUMULATE : flags & MPS_TILE_ACCUMULATE) |
+                (pc + DK >= k ? flags & MPS_TILE_FINISH : 0);
+        const struct mps_avx512_storev sv = mps_avx512_storev_of(C, f, e);
+        __m512 out[8];
+        int64_t r0 = 0;
+        for (; r0 + DR(C) <= rows; r0 += DR(C)) {
+            mps_avx512_dot_rows(kb, a + r0 * lda + pc, lda, bt, DR(C), C, out);
+            for (int r = 0; r < DR(C); r++)
+                mps_avx512_store_row(c + (r0 + r) * ldc, out[r], out[r], &sv, (int)(r0 + r), false);
+        }
+        for (; r0 < rows; r0++) {
+            mps_avx512_dot_rows(kb, a + r0 * lda + pc, lda, bt, 1, C, out);
+            mps_avx512_store_row(c + r0 * ldc, out[0], out[0], &sv, (int)r0, false);
+        }
+    }
+}
+
+static void mps_avx512_gemm_dot(int64_t k, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                                int64_t rows, int cols, int flags, const struct mps_tile_epi *e)
+{
+    switch (cols) {
+    case 1: mps_avx512_dot_cols(k, a, lda, b, c, ldc, rows, 1, flags, e); break;
+    case 2: mps_avx512_dot_cols(k, a, lda, b, c, ldc, rows, 2, flags, e); break;
+    case 3: mps_avx512_dot_cols(k, a, lda, b, c, ldc, rows, 3, flags, e); break;
+    default: mps_avx512_dot_cols(k, a, lda, b, c, ldc, rows, 4, flags, e); break;
+    }
+}
+
 /* Winograd's input transform (ukernels.h's wino_in), read straight from the
    input plane: masked loads, zeros for the cells outside it (the pads), so
    that no padded copy is made. B^T first, down the four rows of a run of
@@ -820,6 +908,7 @@ const struct mps_ukernels mps_ukernels_avx512 = {
     .clean = mps_avx512_clean,
     .gemm = mps_avx512_gemm,
     .gemm_rows = mps_avx512_gemm_rows,
+    .gemm_dot = mps_avx512_gemm_dot,
     .dw3 = mps_avx512_dw3,
     .dwk = mps_dwk,
     .dwb = mps_avx512_dwb,

@@ -45,6 +45,20 @@ typedef void (*mps_ugemm_fn)(int64_t k, const float *a, const float *b, float *c
 typedef void (*mps_ugemm_rows_fn)(int64_t k, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
                                   int rows, int cols, int flags, const struct mps_tile_epi *epi);
 
+/* A product's last few columns (cols <= 4), A's rows in place, as gemm_rows
+   computes them:
+
+       c[r ldc + j] = sum over kk < k of a[r lda + kk] * b[kk nr + j],  r < rows, j < cols
+
+   b the columns' packed panel (as gemm_rows reads it), any number of rows,
+   the store as gemm_rows's (flags, the epilogue, row r's bias and residual
+   at r). Along k in the vectors: the dot products of A's rows with B's
+   columns, where a tile's vectors hold a row's columns and would compute 4
+   in 8 lanes or 1 in 8 (n = 1 ran at 0.2 of OpenBLAS's kernel). Optional. */
+typedef void (*mps_ugemm_dot_fn)(int64_t k, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                                 int64_t rows, int cols, int flags, const struct mps_tile_epi *epi);
+enum { MPS_UGEMM_DOT_COLS = 4, MPS_UGEMM_DOT_ROWS = 16 };
+
 /* One output plane of a 3x3 depthwise convolution (the mobilenets' layer):
    for oh < out_h, ow < out_w,
 
@@ -242,6 +256,7 @@ struct mps_ukernels {
                                 before code built for the baseline ISA runs (ukernel_avx512.c) */
     mps_ugemm_fn gemm;
     mps_ugemm_rows_fn gemm_rows; /* optional */
+    mps_ugemm_dot_fn gemm_dot;   /* optional */
     mps_udw3_fn dw3;
     mps_udwk_fn dwk;
     mps_udwb_fn dwb; /* optional */
