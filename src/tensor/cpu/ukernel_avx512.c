@@ -450,6 +450,61 @@ MPS_AVX512_TILES_HALF(mps_avx512_hrtile, lda, 1)
     MPS_AVX512_TILE_QUARTER(NAME, LDA, KS, 5)                                                                          \
     MPS_AVX512_TILE_QUARTER(NAME, LDA, KS, 6)                                                                          \
     MPS_AVX512_TILE_QUARTER(NAME, LDA, KS, 7) MPS_AVX512_TILE_QUARTER(NAME, LDA, KS, 8)
+/* A GEMM tile of 17 to 24 columns, 4 rows or more: the first sixteen in a
+   512-bit vector a row, the rest in a 256-bit one (two a cycle on Zen 4:
+   52 x 52 x 52, whose 20-column edge ran two 512-bit FMAs a row, at 0.87 of
+   OpenBLAS's kernel). */
+#define MPS_AVX512_TDECL3(r) __m512 lo##r = _mm512_setzero_ps(); __m256 hq##r = _mm256_setzero_ps();
+#define MPS_AVX512_FMA_3Q(R, r)                                                                                        \
+    if (R > r) {                                                                                                       \
+        __m512 av = _mm512_set1_ps(MPS_AVX512_A(r, 0));                                                                \
+        lo##r = _mm512_fmadd_ps(av, b0, lo##r);                                                                        \
+        hq##r = _mm256_fmadd_ps(_mm512_castps512_ps256(av), b1, hq##r);                                                \
+    }
+#define MPS_AVX512_STORE_3Q(R, r)                                                                                      \
+    if (R > r)                                                                                                         \
+        mps_avx512_store_row(c + r * ldc, lo##r, _mm512_zextps256_ps512(hq##r), &sv, r, false);
+#define MPS_AVX512_TILE_3Q(NAME, LDA, KS, R)                                                                           \
+    static void NAME##R(int64_t k, const float *a, int64_t lda, const float *b, float *c, int64_t ldc, int cols,      \
+                        int flags, const struct mps_tile_epi *e)                                                       \
+    {                                                                                                                  \
+        (void)lda;                                                                                                     \
+        const int64_t a_lda = LDA, a_ks = KS;                                                                          \
+        MPS_AVX512_TDECL3(0)                                                                                           \
+        MPS_AVX512_TDECL3(1) MPS_AVX512_TDECL3(2) MPS_AVX512_TDECL3(3) MPS_AVX512_TDECL3(4) MPS_AVX512_TDECL3(5)       \
+            MPS_AVX512_TDECL3(6) MPS_AVX512_TDECL3(7) for (int64_t kk = 0; kk < k; kk++, a += a_ks)                    \
+        {                                                                                                              \
+            __m512 b0 = _mm512_loadu_ps(b + kk * NR);                                                                  \
+            __m256 b1 = _mm256_loadu_ps(b + kk * NR + 16);                                                             \
+            MPS_AVX512_FMA_3Q(R, 0)                                                                                    \
+            MPS_AVX512_FMA_3Q(R, 1) MPS_AVX512_FMA_3Q(R, 2) MPS_AVX512_FMA_3Q(R, 3) MPS_AVX512_FMA_3Q(R, 4)            \
+                MPS_AVX512_FMA_3Q(R, 5) MPS_AVX512_FMA_3Q(R, 6) MPS_AVX512_FMA_3Q(R, 7)                                \
+        }                                                                                                              \
+        MPS_AVX512_STORE_PREP                                                                                          \
+        MPS_AVX512_STORE_3Q(R, 0)                                                                                      \
+        MPS_AVX512_STORE_3Q(R, 1) MPS_AVX512_STORE_3Q(R, 2) MPS_AVX512_STORE_3Q(R, 3) MPS_AVX512_STORE_3Q(R, 4)        \
+            MPS_AVX512_STORE_3Q(R, 5) MPS_AVX512_STORE_3Q(R, 6) MPS_AVX512_STORE_3Q(R, 7)                              \
+    }
+#define MPS_AVX512_TILES_3Q(NAME, LDA, KS)                                                                             \
+    MPS_AVX512_TILE_3Q(NAME, LDA, KS, 4)                                                                               \
+    MPS_AVX512_TILE_3Q(NAME, LDA, KS, 5)                                                                               \
+    MPS_AVX512_TILE_3Q(NAME, LDA, KS, 6)                                                                               \
+    MPS_AVX512_TILE_3Q(NAME, LDA, KS, 7) MPS_AVX512_TILE_3Q(NAME, LDA, KS, 8)
+/* the three-quarter tile where it applies (returns after it), by height */
+#define MPS_AVX512_3Q_BY_ROWS(NAME)                                                                                    \
+    if (cols > 16 && cols <= 24 && rows >= 4) {                                                                        \
+        switch (rows) {                                                                                                \
+        case 4: NAME##4(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
+        case 5: NAME##5(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
+        case 6: NAME##6(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
+        case 7: NAME##7(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
+        default: NAME##8(k, a, lda, b, c, ldc, cols, flags, e); return;                                                \
+        }                                                                                                              \
+    }
+
+MPS_AVX512_TILES_3Q(mps_avx512_tqtile, 1, MR)
+MPS_AVX512_TILES_3Q(mps_avx512_tqrtile, lda, 1)
+
 /* the quarter tile where it applies (returns after it), by height */
 #define MPS_AVX512_QUARTER_BY_ROWS(NAME)                                                                               \
     if (cols <= 8 && rows >= 4) {                                                                                      \
@@ -471,6 +526,7 @@ static void mps_avx512_gemm(int64_t k, const float *a, const float *b, float *c,
     const int32_t *off = NULL;
     const int64_t lda = 0;
     MPS_AVX512_QUARTER_BY_ROWS(mps_avx512_qtile)
+    MPS_AVX512_3Q_BY_ROWS(mps_avx512_tqtile)
     MPS_AVX512_HALF_BY_ROWS(mps_avx512_htile)
     MPS_AVX512_BY_ROWS(mps_avx512_tile)
 }
@@ -480,6 +536,7 @@ static void mps_avx512_gemm_rows(int64_t k, const float *a, int64_t lda, const f
 {
     const int32_t *off = NULL;
     MPS_AVX512_QUARTER_BY_ROWS(mps_avx512_qrtile)
+    MPS_AVX512_3Q_BY_ROWS(mps_avx512_tqrtile)
     MPS_AVX512_HALF_BY_ROWS(mps_avx512_hrtile)
     MPS_AVX512_BY_ROWS(mps_avx512_rtile)
 }
