@@ -21,51 +21,156 @@ static inline __m256i mps_avx2_mask(int n)
     return _mm256_loadu_si256((const __m256i *)(lanes + 8 - (n < 0 ? 0 : n > 8 ? 8 : n)));
 }
 
-/* Stores acc (lanes [0, n) of columns c0..) of one row, applying the flags. */
-static inline void mps_avx2_store(float *c, __m256 acc, int n, int flags, const struct mps_tile_epi *e, int r, int c0)
+/* v's lanes in m to p (whole: all eight, a plain store; Zen 2's masked store
+   is a slow one). */
+static inline void mps_avx2_put(float *p, __m256i m, bool whole, __m256 v)
 {
-    __m256i m = mps_avx2_mask(n);
-    bool full = n >= 8;
-    if (flags & MPS_TILE_ACCUMULATE)
-        acc = _mm256_add_ps(acc, full ? _mm256_loadu_ps(c) : _mm256_maskload_ps(c, m));
-    if (flags & MPS_TILE_FINISH) {
-        if (e->bias)
-            acc = _mm256_add_ps(acc, e->bias_cols
-                                         ? (full ? _mm256_loadu_ps(e->bias + c0) : _mm256_maskload_ps(e->bias + c0, m))
-                                         : _mm256_broadcast_ss(e->bias + r));
-        if (e->res) {
-            const float *rp = e->res + r * e->ldr + c0;
-            acc = _mm256_add_ps(acc, full ? _mm256_loadu_ps(rp) : _mm256_maskload_ps(rp, m));
-        }
-        if (e->lo > -INFINITY || e->hi < INFINITY) /* acc second: max and min return it when it is NaN */
-            acc = _mm256_min_ps(_mm256_set1_ps(e->hi), _mm256_max_ps(_mm256_set1_ps(e->lo), acc));
-        if (e->slope != 1.0f)
-            acc = _mm256_blendv_ps(acc, _mm256_mul_ps(acc, _mm256_set1_ps(e->slope)), acc);
-        if (e->hswish) { /* t is NaN only where acc is: the product is NaN whatever min and max made of t */
-            __m256 t = _mm256_add_ps(_mm256_div_ps(acc, _mm256_set1_ps(6.0f)), _mm256_set1_ps(0.5f));
-            t = _mm256_max_ps(_mm256_min_ps(t, _mm256_set1_ps(1.0f)), _mm256_setzero_ps());
-            acc = _mm256_mul_ps(acc, t);
-        }
-    }
-    if (full)
-        _mm256_storeu_ps(c, acc);
+    if (whole)
+        _mm256_storeu_ps(p, v);
     else
-        _mm256_maskstore_ps(c, m, acc);
+        _mm256_maskstore_ps(p, m, v);
+}
+
+static inline __m256 mps_avx2_get(const float *p, __m256i m, bool whole)
+{
+    return whole ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m);
+}
+
+/* The epilogue's activation from its constants (as ukernel_avx512.h's). */
+struct mps_avx2_actc {
+    __m256 lo, hi, slope;
+    bool clamp, leaky, hswish;
+};
+
+static inline struct mps_avx2_actc mps_avx2_actc_of(const struct mps_tile_epi *e)
+{
+    return (struct mps_avx2_actc){.lo = _mm256_set1_ps(e->lo),
+                                  .hi = _mm256_set1_ps(e->hi),
+                                  .slope = _mm256_set1_ps(e->slope),
+                                  .clamp = e->lo > -INFINITY || e->hi < INFINITY,
+                                  .leaky = e->slope != 1.0f,
+                                  .hswish = e->hswish};
+}
+
+static inline __m256 mps_avx2_actc(__m256 acc, const struct mps_avx2_actc *a)
+{
+    if (a->clamp) /* acc second: max and min return it when it is NaN */
+        acc = _mm256_min_ps(a->hi, _mm256_max_ps(a->lo, acc));
+    if (a->leaky)
+        acc = _mm256_blendv_ps(acc, _mm256_mul_ps(acc, a->slope), acc);
+    if (a->hswish) { /* t is NaN only where acc is: the product is NaN whatever min and max made of t */
+        __m256 t = _mm256_add_ps(_mm256_div_ps(acc, _mm256_set1_ps(6.0f)), _mm256_set1_ps(0.5f));
+        t = _mm256_max_ps(_mm256_min_ps(t, _mm256_set1_ps(1.0f)), _mm256_setzero_ps());
+        acc = _mm256_mul_ps(acc, t);
+    }
+    return acc;
+}
+
+/* What a GEMM tile's row stores share, worked out once a tile (as
+   ukernel_avx512.c's storev): per row, from e and flags, they were loaded
+   again after every store, which might have changed them, and the masks
+   from a table: a tile took ~92 cycles more than its k steps, a fifth of
+   a k = 64 tile's time. */
+struct mps_avx2_storev {
+    const float *bias, *res; /* NULL where the tile does not finish */
+    int64_t ldr;
+    struct mps_avx2_actc act;
+    __m256i m0, m1;
+    bool acc, bias_cols, act_any;
+    bool plain;  /* no accumulate and no epilogue: the rows are stored as they are */
+    bool whole0; /* the first eight columns all there */
+    bool two;    /* columns past 8 */
+};
+
+static inline struct mps_avx2_storev mps_avx2_storev_of(int cols, int flags, const struct mps_tile_epi *e)
+{
+    struct mps_avx2_storev v; /* field by field: an initializer zeroed the padding first */
+    bool finish = flags & MPS_TILE_FINISH;
+    v.bias = finish ? e->bias : NULL;
+    v.res = finish ? e->res : NULL;
+    v.ldr = e->ldr;
+    v.bias_cols = e->bias_cols;
+    v.act = mps_avx2_actc_of(e);
+    v.m0 = mps_avx2_mask(cols);
+    v.m1 = mps_avx2_mask(cols - 8);
+    v.acc = flags & MPS_TILE_ACCUMULATE;
+    v.act_any = finish && (v.act.clamp || v.act.leaky || v.act.hswish);
+    v.plain = !v.acc && !v.bias && !v.res && !v.act_any;
+    v.whole0 = cols >= 8;
+    v.two = cols > 8;
+    return v;
+}
+
+/* One row's epilogue on eight columns from c0 (mask m) of c. */
+__attribute__((always_inline)) static inline __m256 mps_avx2_epi_row(const float *c, __m256 acc, __m256i m,
+                                                                      bool whole, const struct mps_avx2_storev *v,
+                                                                      int r, int c0)
+{
+    if (v->acc)
+        acc = _mm256_add_ps(acc, mps_avx2_get(c + c0, m, whole));
+    if (v->bias)
+        acc = _mm256_add_ps(acc, v->bias_cols ? mps_avx2_get(v->bias + c0, m, whole) : _mm256_broadcast_ss(v->bias + r));
+    if (v->res)
+        acc = _mm256_add_ps(acc, mps_avx2_get(v->res + r * v->ldr + c0, m, whole));
+    return v->act_any ? mps_avx2_actc(acc, &v->act) : acc;
+}
+
+/* Row r of a GEMM tile: lo its first eight columns, hi the next; full: all
+   16 columns (a constant, so that every mask test folds away). */
+__attribute__((always_inline)) static inline void mps_avx2_store_row(float *c, __m256 lo, __m256 hi,
+                                                                      const struct mps_avx2_storev *v, int r, bool full)
+{
+    bool whole0 = full || v->whole0, two = full || v->two;
+    if (!v->plain) {
+        lo = mps_avx2_epi_row(c, lo, v->m0, whole0, v, r, 0);
+        if (two)
+            hi = mps_avx2_epi_row(c, hi, v->m1, full, v, r, 8);
+    }
+    mps_avx2_put(c, v->m0, whole0, lo);
+    if (two)
+        mps_avx2_put(c + 8, v->m1, full, hi);
+}
+
+/* What the direct convolution's row stores share, once a tile: the bias a
+   row and the activation (the family adds no residual: conv_res is false). */
+struct mps_avx2_keepv {
+    const float *bias;
+    struct mps_avx2_actc act;
+    uint64_t keep;
+    bool act_any, all;
+};
+
+static inline struct mps_avx2_keepv mps_avx2_keepv_of(uint64_t keep, const struct mps_tile_epi *e)
+{
+    struct mps_avx2_keepv v;
+    v.bias = e->bias;
+    v.act = mps_avx2_actc_of(e);
+    v.keep = keep;
+    v.act_any = v.act.clamp || v.act.leaky || v.act.hswish;
+    v.all = keep == 0xffffu;
+    return v;
 }
 
 /* The direct convolution's store of one row (ukernels.h): the epilogue (bias
    a row, activation), then the kept columns packed together from c. */
-static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, const struct mps_tile_epi *e, int r)
+__attribute__((always_inline)) static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi,
+                                                                const struct mps_avx2_keepv *v, int r)
 {
-    if (keep == 0xffffu) {
-        mps_avx2_store(c, lo, 8, MPS_TILE_FINISH, e, r, 0);
-        mps_avx2_store(c + 8, hi, 8, MPS_TILE_FINISH, e, r, 8);
-        return;
+    if (v->bias) {
+        __m256 b = _mm256_broadcast_ss(v->bias + r);
+        lo = _mm256_add_ps(lo, b);
+        hi = _mm256_add_ps(hi, b);
+    }
+    if (v->act_any) {
+        lo = mps_avx2_actc(lo, &v->act);
+        hi = mps_avx2_actc(hi, &v->act);
     }
     float row[16];
-    mps_avx2_store(row, lo, 8, MPS_TILE_FINISH, e, r, 0);
-    mps_avx2_store(row + 8, hi, 8, MPS_TILE_FINISH, e, r, 8);
-    mps_tile_keep_copy(c, row, keep);
+    float *to = v->all ? c : row;
+    _mm256_storeu_ps(to, lo);
+    _mm256_storeu_ps(to + 8, hi);
+    if (!v->all)
+        mps_tile_keep_copy(c, row, v->keep);
 }
 
 /* Row kk of a tile's B panel: packed, or at an offset of the direct
@@ -88,14 +193,25 @@ static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, 
         hi##r = _mm256_fmadd_ps(av, b1, hi##r);                                                                        \
     }
 #define MPS_AVX2_STORE(R, r)                                                                                           \
-    if (R > r) {                                                                                                       \
-        mps_avx2_store(c + r * ldc, lo##r, cols, flags, e, r, 0);                                                      \
-        if (cols > 8)                                                                                                  \
-            mps_avx2_store(c + r * ldc + 8, hi##r, cols - 8, flags, e, r, 8);                                          \
+    if (R > r)                                                                                                         \
+        mps_avx2_store_row(c + r * ldc, lo##r, hi##r, &sv, r, full_);
+/* A tile's row stores (ROWS), twice: for all 16 columns, whose stores test
+   no mask, and for fewer (see ukernel_avx512.c). */
+#define MPS_AVX2_STORE_BOTH(ROWS)                                                                                      \
+    if (cols == NR) {                                                                                                  \
+        const bool full_ = true;                                                                                       \
+        ROWS                                                                                                           \
+    } else {                                                                                                           \
+        const bool full_ = false;                                                                                      \
+        ROWS                                                                                                           \
     }
 #define MPS_AVX2_KEEP(R, r)                                                                                            \
     if (R > r)                                                                                                         \
-        mps_avx2_keep(c + r * ldc, lo##r, hi##r, cols, e, r);
+        mps_avx2_keep(c + r * ldc, lo##r, hi##r, &kv, r);
+#define MPS_AVX2_KEEP_BOTH(ROWS) ROWS
+/* What a tile's stores work out first (STORE##_PREP). */
+#define MPS_AVX2_STORE_PREP const struct mps_avx2_storev sv = mps_avx2_storev_of(cols, flags, e);
+#define MPS_AVX2_KEEP_PREP const struct mps_avx2_keepv kv = mps_avx2_keepv_of(cols, e);
 #define MPS_AVX2_TILE(NAME, ROW, STORE, COLS, LDA, KS, R)                                                              \
     static void NAME##R(int64_t k, const float *a, int64_t lda, const float *b, const int32_t *off, float *c,         \
                         int64_t ldc, COLS cols, int flags, const struct mps_tile_epi *e)                               \
@@ -111,7 +227,8 @@ static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, 
             MPS_AVX2_FMA(R, 0)                                                                                         \
             MPS_AVX2_FMA(R, 1) MPS_AVX2_FMA(R, 2) MPS_AVX2_FMA(R, 3) MPS_AVX2_FMA(R, 4) MPS_AVX2_FMA(R, 5)             \
         }                                                                                                              \
-        STORE(R, 0) STORE(R, 1) STORE(R, 2) STORE(R, 3) STORE(R, 4) STORE(R, 5)                                        \
+        STORE##_PREP                                                                                                   \
+        STORE##_BOTH(STORE(R, 0) STORE(R, 1) STORE(R, 2) STORE(R, 3) STORE(R, 4) STORE(R, 5))                          \
     }
 
 /* Two or three rows (a Linear layer's last rows of a batch): two k steps in
@@ -151,7 +268,8 @@ static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, 
             __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8);                                             \
             MPS_AVX2_FMA(R, 0) MPS_AVX2_FMA(R, 1) MPS_AVX2_FMA(R, 2)                                                   \
         }                                                                                                              \
-        STORE(R, 0) STORE(R, 1) STORE(R, 2)                                                                            \
+        STORE##_PREP                                                                                                   \
+        STORE##_BOTH(STORE(R, 0) STORE(R, 1) STORE(R, 2))                                                              \
     }
 
 /* One row (a Linear layer at batch 1): four k steps in flight, eight
@@ -185,7 +303,8 @@ static inline void mps_avx2_keep(float *c, __m256 lo, __m256 hi, uint64_t keep, 
         }                                                                                                              \
         __m256 lo0 = _mm256_add_ps(_mm256_add_ps(l0, l1), _mm256_add_ps(l2, l3));                                      \
         __m256 hi0 = _mm256_add_ps(_mm256_add_ps(h0, h1), _mm256_add_ps(h2, h3));                                      \
-        STORE(1, 0)                                                                                                    \
+        STORE##_PREP                                                                                                   \
+        STORE##_BOTH(STORE(1, 0))                                                                                      \
     }
 
 /* Every tile height for one way of reading B, and the call by height. */
@@ -287,6 +406,7 @@ static void mps_avx2_dw3(const struct mps_dw3_geom *g, const float *x, const flo
     __m256 k0 = _mm256_broadcast_ss(k), k1 = _mm256_broadcast_ss(k + 1), k2 = _mm256_broadcast_ss(k + 2);
     __m256 k3 = _mm256_broadcast_ss(k + 3), k4 = _mm256_broadcast_ss(k + 4), k5 = _mm256_broadcast_ss(k + 5);
     __m256 k6 = _mm256_broadcast_ss(k + 6), k7 = _mm256_broadcast_ss(k + 7), k8 = _mm256_broadcast_ss(k + 8);
+    const struct mps_avx2_actc act = mps_avx2_actc_of(e);
     int s = g->s;
     for (int64_t oh = 0; oh < g->out_h; oh++) {
         int64_t i0 = oh * s - g->pt; /* input rows i0 .. i0 + 2; only those in [0, h) are addressed */
@@ -302,7 +422,7 @@ static void mps_avx2_dw3(const struct mps_dw3_geom *g, const float *x, const flo
             if (r2)
                 acc = mps_avx2_dw3_row(acc, x + (i0 + 2) * g->w, g->w, c, s, inside, k6, k7, k8);
             int n = g->out_w - ow < 8 ? (int)(g->out_w - ow) : 8;
-            mps_avx2_store(y + oh * g->out_w + ow, acc, n, MPS_TILE_FINISH, e, 0, 0);
+            mps_avx2_put(y + oh * g->out_w + ow, mps_avx2_mask(n), n == 8, mps_avx2_actc(acc, &act));
         }
     }
 }
