@@ -396,9 +396,9 @@ MPS_AVX512_TILES(mps_avx512_ptile, MPS_AVX512_OFFSET, MPS_AVX512_POOL, int, 1, M
     MPS_AVX512_TILE_HALF(NAME, LDA, KS, 5)                                                                             \
     MPS_AVX512_TILE_HALF(NAME, LDA, KS, 6)                                                                             \
     MPS_AVX512_TILE_HALF(NAME, LDA, KS, 7) MPS_AVX512_TILE_HALF(NAME, LDA, KS, 8)
-/* the half tile where it applies (returns after it), by height */
-#define MPS_AVX512_HALF_BY_ROWS(NAME)                                                                                  \
-    if (cols <= 16 && rows >= 4) {                                                                                     \
+/* a narrow tile (quarter, three-quarter, half) where WHERE holds, by height; returns after it */
+#define MPS_AVX512_NARROW_BY_ROWS(NAME, WHERE)                                                                         \
+    if ((WHERE) && rows >= 4) {                                                                                        \
         switch (rows) {                                                                                                \
         case 4: NAME##4(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
         case 5: NAME##5(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
@@ -490,32 +490,10 @@ MPS_AVX512_TILES_HALF(mps_avx512_hrtile, lda, 1)
     MPS_AVX512_TILE_3Q(NAME, LDA, KS, 5)                                                                               \
     MPS_AVX512_TILE_3Q(NAME, LDA, KS, 6)                                                                               \
     MPS_AVX512_TILE_3Q(NAME, LDA, KS, 7) MPS_AVX512_TILE_3Q(NAME, LDA, KS, 8)
-/* the three-quarter tile where it applies (returns after it), by height */
-#define MPS_AVX512_3Q_BY_ROWS(NAME)                                                                                    \
-    if (cols > 16 && cols <= 24 && rows >= 4) {                                                                        \
-        switch (rows) {                                                                                                \
-        case 4: NAME##4(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
-        case 5: NAME##5(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
-        case 6: NAME##6(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
-        case 7: NAME##7(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
-        default: NAME##8(k, a, lda, b, c, ldc, cols, flags, e); return;                                                \
-        }                                                                                                              \
-    }
 
 MPS_AVX512_TILES_3Q(mps_avx512_tqtile, 1, MR)
 MPS_AVX512_TILES_3Q(mps_avx512_tqrtile, lda, 1)
 
-/* the quarter tile where it applies (returns after it), by height */
-#define MPS_AVX512_QUARTER_BY_ROWS(NAME)                                                                               \
-    if (cols <= 8 && rows >= 4) {                                                                                      \
-        switch (rows) {                                                                                                \
-        case 4: NAME##4(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
-        case 5: NAME##5(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
-        case 6: NAME##6(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
-        case 7: NAME##7(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
-        default: NAME##8(k, a, lda, b, c, ldc, cols, flags, e); return;                                                \
-        }                                                                                                              \
-    }
 
 MPS_AVX512_TILES_QUARTER(mps_avx512_qtile, 1, MR)
 MPS_AVX512_TILES_QUARTER(mps_avx512_qrtile, lda, 1)
@@ -525,9 +503,9 @@ static void mps_avx512_gemm(int64_t k, const float *a, const float *b, float *c,
 {
     const int32_t *off = NULL;
     const int64_t lda = 0;
-    MPS_AVX512_QUARTER_BY_ROWS(mps_avx512_qtile)
-    MPS_AVX512_3Q_BY_ROWS(mps_avx512_tqtile)
-    MPS_AVX512_HALF_BY_ROWS(mps_avx512_htile)
+    MPS_AVX512_NARROW_BY_ROWS(mps_avx512_qtile, cols <= 8)
+    MPS_AVX512_NARROW_BY_ROWS(mps_avx512_tqtile, cols > 16 && cols <= 24)
+    MPS_AVX512_NARROW_BY_ROWS(mps_avx512_htile, cols <= 16)
     MPS_AVX512_BY_ROWS(mps_avx512_tile)
 }
 
@@ -535,9 +513,9 @@ static void mps_avx512_gemm_rows(int64_t k, const float *a, int64_t lda, const f
                                  int rows, int cols, int flags, const struct mps_tile_epi *e)
 {
     const int32_t *off = NULL;
-    MPS_AVX512_QUARTER_BY_ROWS(mps_avx512_qrtile)
-    MPS_AVX512_3Q_BY_ROWS(mps_avx512_tqrtile)
-    MPS_AVX512_HALF_BY_ROWS(mps_avx512_hrtile)
+    MPS_AVX512_NARROW_BY_ROWS(mps_avx512_qrtile, cols <= 8)
+    MPS_AVX512_NARROW_BY_ROWS(mps_avx512_tqrtile, cols > 16 && cols <= 24)
+    MPS_AVX512_NARROW_BY_ROWS(mps_avx512_hrtile, cols <= 16)
     MPS_AVX512_BY_ROWS(mps_avx512_rtile)
 }
 
