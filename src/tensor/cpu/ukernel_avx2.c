@@ -538,16 +538,15 @@ static void mps_avx2_dw3_pairs(const struct mps_dw3_geom *g, const float *x, con
 static void mps_avx2_dw3(const struct mps_dw3_geom *g, const float *x, const float *k, float bias, float *y,
                          const struct mps_tile_epi *e)
 {
+    const struct mps_avx2_actc act = mps_avx2_actc_of(e);
     int64_t pw = g->out_w + 2, band = (MPS_AVX2_DW3_BAND - 16) / pw - 2;
     if (g->s == 1 && band >= 1 && g->out_w >= 8) {
-        const struct mps_avx2_actc act = mps_avx2_actc_of(e);
         mps_avx2_dw3_pairs(g, x, k, bias, y, &act, pw, band);
         return;
     }
     __m256 k0 = _mm256_broadcast_ss(k), k1 = _mm256_broadcast_ss(k + 1), k2 = _mm256_broadcast_ss(k + 2);
     __m256 k3 = _mm256_broadcast_ss(k + 3), k4 = _mm256_broadcast_ss(k + 4), k5 = _mm256_broadcast_ss(k + 5);
     __m256 k6 = _mm256_broadcast_ss(k + 6), k7 = _mm256_broadcast_ss(k + 7), k8 = _mm256_broadcast_ss(k + 8);
-    const struct mps_avx2_actc act = mps_avx2_actc_of(e);
     int s = g->s;
     for (int64_t oh = 0; oh < g->out_h; oh++) {
         int64_t i0 = oh * s - g->pt; /* input rows i0 .. i0 + 2; only those in [0, h) are addressed */

@@ -414,8 +414,9 @@ MPS_AVX512_TILES_HALF(mps_avx512_hrtile, lda, 1)
 /* A GEMM tile of 8 columns or fewer, 4 rows or more: 256-bit FMAs, of which
    Zen 4 runs two a cycle where it runs one of 512 bits (an edge of 4 columns
    in the half tile: 64 x 68 x 64 at 0.85 of OpenBLAS's kernel, 100 x 100 x
-   100 at 0.91, one thread); two k steps in flight, so that eight rows keep
-   both pipes fed through the FMA's latency. Stored as the half tile's rows. */
+   100 at 0.91, one thread). One k step in flight: without AVX-512VL only
+   ymm0-15 take 256-bit operations, and two steps' sixteen accumulators
+   spilled (7.1 cycles a step against 4.9). Stored as the half tile's rows. */
 #define MPS_AVX512_QDECL(r) __m256 q##r = _mm256_setzero_ps();
 #define MPS_AVX512_FMA_Q(R, r)                                                                                         \
     if (R > r)                                                                                                         \
@@ -491,12 +492,10 @@ MPS_AVX512_TILES_HALF(mps_avx512_hrtile, lda, 1)
     MPS_AVX512_TILE_3Q(NAME, LDA, KS, 6)                                                                               \
     MPS_AVX512_TILE_3Q(NAME, LDA, KS, 7) MPS_AVX512_TILE_3Q(NAME, LDA, KS, 8)
 
-MPS_AVX512_TILES_3Q(mps_avx512_tqtile, 1, MR)
-MPS_AVX512_TILES_3Q(mps_avx512_tqrtile, lda, 1)
-
-
 MPS_AVX512_TILES_QUARTER(mps_avx512_qtile, 1, MR)
 MPS_AVX512_TILES_QUARTER(mps_avx512_qrtile, lda, 1)
+MPS_AVX512_TILES_3Q(mps_avx512_tqtile, 1, MR)
+MPS_AVX512_TILES_3Q(mps_avx512_tqrtile, lda, 1)
 
 static void mps_avx512_gemm(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int rows, int cols,
                             int flags, const struct mps_tile_epi *e)
