@@ -249,9 +249,71 @@ enum mps_status mps_onnx_tensor(struct mps_onnx_ctx *c, const Onnx__TensorProto 
 
 /* ---- files -------------------------------------------------------------------- */
 
+/* A protobuf varint at b[0, n): its value in *v and its length, or 0. */
+static int mps_onnx_varint(const unsigned char *b, size_t n, uint64_t *v)
+{
+    *v = 0;
+    for (int i = 0; i < 10 && (size_t)i < n; i++) {
+        *v |= (uint64_t)(b[i] & 0x7f) << (7 * i);
+        if (!(b[i] & 0x80))
+            return i + 1;
+    }
+    return 0;
+}
+
+/* Walks the top-level fields of the protobuf message in fd (a ModelProto's
+   ir_version, graph, opset_import...) without reading what they hold: each
+   a field number from 1 with a wire type protobuf still writes (0, 1, 2,
+   5), each length inside the file. A file of zeros, text or another format
+   fails here, after a few bytes, before gigabytes of it are read. */
+static enum mps_status mps_onnx_walk(int fd, int64_t size, struct mps_error *err)
+{
+    for (int64_t at = 0; at < size;) {
+        unsigned char b[32];
+        size_t n = size - at < (int64_t)sizeof b ? (size_t)(size - at) : sizeof b;
+        enum mps_status st = mps_file_pread(fd, b, n, at, MPS_ERR_MODEL, err);
+        if (st)
+            return st;
+        uint64_t tag, v;
+        int used = mps_onnx_varint(b, n, &tag), more = 0;
+        unsigned type = (unsigned)(tag & 7);
+        if (!used || tag >> 3 == 0 || (type != 0 && type != 1 && type != 2 && type != 5))
+            return mps_fail(err, MPS_ERR_MODEL, "not an ONNX model: byte %lld is no protobuf field (another format?)",
+                            (long long)at);
+        if (type == 0 || type == 2) {
+            more = mps_onnx_varint(b + used, n - (size_t)used, &v);
+            if (!more)
+                return mps_fail(err, MPS_ERR_MODEL, "not an ONNX model: a field at byte %lld is cut short",
+                                (long long)at);
+        }
+        uint64_t skip = type == 1 ? 8 : type == 5 ? 4 : type == 2 ? v : 0;
+        if (skip > (uint64_t)(size - at - used - more))
+            return mps_fail(err, MPS_ERR_MODEL,
+                            "not an ONNX model: a field at byte %lld runs past the end of the file "
+                            "(truncated?)",
+                            (long long)at);
+        at += used + more + (int64_t)skip;
+    }
+    return MPS_OK;
+}
+
 static enum mps_status mps_onnx_read_file(const char *path, unsigned char **buf, size_t *len, struct mps_error *err)
 {
-    return mps_file_read(path, MPS_ONNX_MAX_FILE, MPS_ERR_MODEL, buf, len, err);
+    int fd;
+    int64_t size;
+    enum mps_status st = mps_file_open(path, MPS_ERR_MODEL, &fd, &size, err);
+    if (st)
+        return st;
+    if ((uint64_t)size > MPS_ONNX_MAX_FILE)
+        st = mps_fail(err, MPS_ERR_MODEL, "file of %lld bytes is larger than mpsrun reads (%zu MiB)", (long long)size,
+                      MPS_ONNX_MAX_FILE >> 20);
+    else if (!(st = mps_onnx_walk(fd, size, err)) && !(*buf = malloc((size_t)size + 1)))
+        st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory reading %lld bytes", (long long)size);
+    else if (!st && (st = mps_file_pread(fd, *buf, (size_t)size, 0, MPS_ERR_MODEL, err)))
+        free(*buf);
+    close(fd);
+    *len = (size_t)size;
+    return st;
 }
 
 enum mps_status mps_onnx_read_tensor_file(const char *path, struct mps_tensor *t, struct mps_error *err)

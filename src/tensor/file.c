@@ -36,15 +36,24 @@ enum mps_status mps_file_pread(int fd, void *dst, size_t bytes, int64_t offset, 
     return MPS_OK;
 }
 
+enum mps_status mps_file_open(const char *path, enum mps_status bad, int *fd, int64_t *size, struct mps_error *err)
+{
+    /* O_NONBLOCK: a FIFO is refused as not a regular file instead of waiting for a writer */
+    *fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (*fd < 0)
+        return mps_fail(err, bad, "cannot open: %s", strerror(errno));
+    enum mps_status st = mps_file_regular(*fd, bad, size, err);
+    if (st)
+        *fd = -1;
+    return st;
+}
+
 enum mps_status mps_file_read(const char *path, size_t max, enum mps_status bad, unsigned char **buf, size_t *len,
                               struct mps_error *err)
 {
     int64_t size;
-    /* O_NONBLOCK: a FIFO is refused as not a regular file instead of waiting for a writer */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return mps_fail(err, bad, "cannot open: %s", strerror(errno));
-    enum mps_status st = mps_file_regular(fd, bad, &size, err);
+    int fd;
+    enum mps_status st = mps_file_open(path, bad, &fd, &size, err);
     if (st)
         return st;
     if ((uint64_t)size > max) {

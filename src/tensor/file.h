@@ -10,6 +10,10 @@
 
 #include "status.h"
 
+/* Opens path for reading: a regular file (else status bad, without
+   blocking on a FIFO); its descriptor in *fd (close() it), its size in *size. */
+enum mps_status mps_file_open(const char *path, enum mps_status bad, int *fd, int64_t *size, struct mps_error *err);
+
 /* Reads path into *buf (free() it; one spare byte at the end), *len bytes.
    A missing, unreadable or larger than max file fails with status bad. */
 enum mps_status mps_file_read(const char *path, size_t max, enum mps_status bad, unsigned char **buf, size_t *len,
