@@ -554,7 +554,7 @@ static void mps_bench_profile(const struct mps_graph *g, const double *node_ms, 
             printf("%s%.6f,,,,,%s,%s,%.6f\n", csv_row, nodes[i].ms, mps_cli_csv_quote(nd->name, name, sizeof name),
                    mps_cli_csv_quote(op, label, sizeof label), share);
         } else {
-            printf("  %10.4f %6.1f%%  %-24s %-28.28s %s\n", nodes[i].ms, 100 * share, op, nd->name, shape);
+            printf("  %10.4f %6.1f%%  %-24s %-28.28s %s\n", nodes[i].ms, 100 * share, op, mps_cli_vis(nd->name), shape);
         }
     }
     if (!o && !csv)

@@ -26,16 +26,89 @@ int mps_cli_exit_code(enum mps_status s)
     return MPS_EXIT_RUNTIME;
 }
 
+static bool mps_cli_progress_shown; /* a progress line is on the terminal, not ended by a newline */
+
+int mps_cli_control(const char *c)
+{
+    const unsigned char *s = (const unsigned char *)c;
+    if ((s[0] < 0x20 && s[0] != '\t') || s[0] == 0x7f)
+        return 1;
+    return s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f ? 2 : 0;
+}
+
+static void mps_cli_write_visible(FILE *f, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        int n = mps_cli_control((const char *)p);
+        if (n)
+            fprintf(f, n == 1 ? "\\x%02x" : "\\u%04x", n == 1 ? p[0] : p[1]);
+        else
+            fputc(*p, f);
+        p += n ? n : 1;
+    }
+}
+
+const char *mps_cli_vis(const char *s)
+{
+    static char ring[8][4400];
+    static int next;
+    char *buf = ring[next++ % 8];
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p && n + 7 < sizeof ring[0];) {
+        int c = mps_cli_control((const char *)p);
+        if (c)
+            n += (size_t)snprintf(buf + n, sizeof ring[0] - n, c == 1 ? "\\x%02x" : "\\u%04x", c == 1 ? p[0] : p[1]);
+        else
+            buf[n++] = (char)*p;
+        p += c ? c : 1;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
 void mps_cli_error(const char *subject, const char *fmt, ...)
 {
+    char msg[4096];
     va_list ap;
     va_start(ap, fmt);
-    fputs("mpsrun: error: ", stderr);
-    if (subject)
-        fprintf(stderr, "%s: ", subject);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    mps_cli_progress_done(); /* an error has a line of its own; the progress line comes back below it */
+    fputs("mpsrun: error: ", stderr);
+    if (subject) {
+        mps_cli_write_visible(stderr, subject);
+        fputs(": ", stderr);
+    }
+    mps_cli_write_visible(stderr, msg); /* a name from a file cannot move a terminal's cursor or clear it */
+    fputc('\n', stderr);
+}
+
+/* The first long option of argtable that takes a value and is given an
+   empty one ("--plot ''" or "--plot="), as "--plot"; NULL when none is. */
+static const char *mps_cli_empty_value(int argc, char **argv, void **argtable)
+{
+    static char name[64];
+    for (int i = 1; i < argc; i++) {
+        if (strncmp(argv[i], "--", 2) != 0 || !argv[i][2])
+            continue;
+        const char *eq = strchr(argv[i], '=');
+        size_t len = eq ? (size_t)(eq - argv[i] - 2) : strlen(argv[i] + 2);
+        bool empty = eq ? !eq[1] : i + 1 < argc && !argv[i + 1][0];
+        for (int t = 0; empty && !(((struct arg_hdr *)argtable[t])->flag & ARG_TERMINATOR); t++) {
+            const struct arg_hdr *h = argtable[t];
+            if (!(h->flag & ARG_HASVALUE) || !h->longopts)
+                continue;
+            for (const char *p = h->longopts; *p;) { /* "output,o": names separated by commas */
+                size_t n = strcspn(p, ",");
+                if (n == len && !strncmp(p, argv[i] + 2, n)) {
+                    snprintf(name, sizeof name, "--%.*s", (int)n, p);
+                    return name;
+                }
+                p += n + (p[n] == ',');
+            }
+        }
+    }
+    return NULL;
 }
 
 int mps_cli_parse(int argc, char **argv, void **argtable, struct arg_lit *help, struct arg_end *end,
@@ -45,6 +118,11 @@ int mps_cli_parse(int argc, char **argv, void **argtable, struct arg_lit *help, 
     if (arg_nullcheck(argtable) != 0) {
         mps_cli_error(argv[0], "out of memory");
         return MPS_EXIT_RUNTIME;
+    }
+    const char *empty = mps_cli_empty_value(argc, argv, argtable);
+    if (empty) { /* argtable2 would say `option "" requires an argument`, naming no option */
+        mps_cli_error(NULL, "%s: an empty value (give one)", empty);
+        return MPS_EXIT_USAGE;
     }
     int errors = arg_parse(argc, argv, argtable);
     if (help && help->count > 0) {
@@ -167,10 +245,18 @@ enum mps_status mps_cli_writable(const char *name, const char *path, struct mps_
     char dir[4096];
     const char *slash = strrchr(path, '/');
     snprintf(dir, sizeof dir, "%.*s", slash ? (slash == path ? 1 : (int)(slash - path)) : 1, slash ? path : ".");
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    bool exists = stat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode))
         return mps_fail(err, MPS_ERR_USAGE, "%s %s: is a folder", name, path);
-    if ((stat(path, &st) == 0 && access(path, W_OK) != 0) || (stat(path, &st) != 0 && access(dir, W_OK | X_OK) != 0))
-        return mps_fail(err, MPS_ERR_USAGE, "%s %s: cannot write: %s", name, path, strerror(errno));
+    if (exists && !S_ISREG(st.st_mode))
+        return mps_fail(err, MPS_ERR_USAGE,
+                        "%s %s: not a regular file (mpsrun writes a new file beside it and "
+                        "renames it over)",
+                        name, path);
+    /* the new file is made in the folder, whatever the old one's own permissions */
+    if (access(dir, W_OK | X_OK) != 0)
+        return mps_fail(err, MPS_ERR_USAGE, "%s %s: cannot write in the folder %s: %s", name, path, dir,
+                        strerror(errno));
     return MPS_OK;
 }
 
@@ -285,10 +371,12 @@ void mps_cli_progress(const char *fmt, ...)
     fputs("\r\033[K", stderr);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
+    mps_cli_progress_shown = true;
 }
 
 void mps_cli_progress_done(void)
 {
-    if (isatty(2))
+    if (mps_cli_progress_shown)
         fputs("\r\033[K", stderr);
+    mps_cli_progress_shown = false;
 }

@@ -28,17 +28,28 @@ struct mps_cli_command {
 
 /* The exit code for a library status. */
 int mps_cli_exit_code(enum mps_status s);
-/* Prints "mpsrun: error: <subject>: <message>" to stderr; subject may be NULL. */
+/* Prints "mpsrun: error: <subject>: <message>" to stderr; subject may be NULL.
+   Control characters in either are written as mps_cli_vis writes them. */
 void mps_cli_error(const char *subject, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
 
+/* s as a terminal should see it: each control character (C0 but tab, DEL,
+   C1) written \x1b or \u009b, so that a label, a path, a node name or a
+   message that came from a file cannot move the cursor, recolor or clear
+   the terminal (JSON escapes them its own way). Text of up to 4 KB; the
+   result lasts until 8 more calls (the text reports print from one thread). */
+const char *mps_cli_vis(const char *s);
+/* The length of the control character at s (1, or 2 for a C1 in UTF-8), or 0. */
+int mps_cli_control(const char *s);
+
 /* Parses argv with the argtable2 table argtable, whose --help flag is help
    and whose terminator is end. On --help prints the usage of `mpsrun <cmd>` with
-   summary and returns 0 with *done set; on a parse error prints the errors
-   and returns MPS_EXIT_USAGE with *done set. Otherwise *done is false. */
+   summary and returns 0 with *done set; on a parse error (an empty value
+   given to an option is one, naming the option) prints the errors and
+   returns MPS_EXIT_USAGE with *done set. Otherwise *done is false. */
 int mps_cli_parse(int argc, char **argv, void **argtable, struct arg_lit *help, struct arg_end *end,
                   const char *summary, bool *done);
 
@@ -68,7 +79,9 @@ enum mps_status mps_cli_list(const char *name, const char *list, char *buf, size
                              struct mps_error *err);
 
 /* Whether option name's path can be written, found out before any work: a
-   usage error naming the option when it is a folder or not writable. */
+   usage error naming the option when it is a folder or another file that
+   is not a regular one, or its folder cannot be written (the file is
+   written beside its name and renamed over it: outfile.h). */
 enum mps_status mps_cli_writable(const char *name, const char *path, struct mps_error *err);
 /* --plot's file, when given: named .svg, writable. */
 enum mps_status mps_cli_plot_path(const struct arg_file *plot, struct mps_error *err);
@@ -88,7 +101,8 @@ int mps_cli_utf8_len(const unsigned char *s);
 char *mps_cli_json_text(struct cJSON *root, bool formatted);
 
 /* A progress line on stderr, redrawn in place, when stderr is a terminal
-   (nothing otherwise: logs and pipes stay clean); _done erases it. */
+   (nothing otherwise: logs and pipes stay clean); _done erases it, and so
+   does mps_cli_error before its line (the next progress line comes below). */
 void mps_cli_progress(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))

@@ -19,6 +19,7 @@
 
 struct mps_eval {
     int64_t k;          /* classes */
+    bool keep_going;    /* a failed image is named as it is met (else the stream's stop names it) */
     int64_t *truth;     /* per input of the list: its folder's class */
     int64_t *confusion; /* [k][k]: true class row, predicted column */
     int64_t *images;    /* per class: images of it run */
@@ -95,6 +96,7 @@ static enum mps_status mps_eval_folders(struct mps_eval *e, const struct mps_inf
             e->truth[j] = c;
     }
     mps_inputs_names_free(names, n);
+    list->done = true;
     if (!st && !e->n_folders)
         st = mps_fail(err, MPS_ERR_INPUT, "%s: no class folders in it (DIR/CLASS/image)", dir);
     else if (!st && !list->n)
@@ -112,7 +114,8 @@ static enum mps_status mps_eval_chunk(void *ctx, struct mps_infer_result *r, str
     for (int f = 0; f < r->n_files; f++) {
         const struct mps_infer_file *file = &r->files[f];
         if (file->st) {
-            mps_cli_error(file->path, "%s", file->error);
+            if (e->keep_going)
+                mps_cli_error(file->path, "%s", file->error);
             e->failed++;
             continue;
         }
@@ -149,8 +152,8 @@ static void mps_eval_text(const struct mps_eval *e, const struct mps_infer_resul
     char a[32], b[32], c[32];
     int64_t n = r->n_items, k = e->k;
     mps_infer_text_head(r);
-    printf("data       %s: %d class folders, %s images%s\n", dir, e->n_folders, mps_cli_count(n, a, sizeof a),
-           e->failed ? " run" : "");
+    printf("data       %s: %d class folders, %s images%s\n", mps_cli_vis(dir), e->n_folders,
+           mps_cli_count(n, a, sizeof a), e->failed ? " run" : "");
     printf("top-1      %7.3f%%  (%s of %s)\n", n ? 100.0 * (double)e->top1 / (double)n : 0.0,
            mps_cli_count(e->top1, b, sizeof b), mps_cli_count(n, c, sizeof c));
     if (k > 5)
@@ -164,7 +167,7 @@ static void mps_eval_text(const struct mps_eval *e, const struct mps_infer_resul
         int64_t predicted;
         double prec = mps_eval_precision(e, cl, &predicted);
         char label[64];
-        snprintf(label, sizeof label, "%lld %s", (long long)cl, cl < r->n_labels ? r->labels[cl] : "");
+        snprintf(label, sizeof label, "%lld %s", (long long)cl, mps_cli_vis(cl < r->n_labels ? r->labels[cl] : ""));
         printf("           %-18.18s ", label);
         if (predicted)
             printf("%8.2f%% ", 100.0 * prec);
@@ -369,6 +372,7 @@ int mps_cli_eval(int argc, char **argv)
     if ((st = mps_eval_folders(&e, &r, dir->filename[0], &list, &err)))
         goto out;
     subject = model->filename[0];
+    e.keep_going = keep_going->count > 0;
     struct mps_stream_opts so = {.batch = a.batch->count ? n_batch : mps_stream_default_batch(&r),
                                  .keep_going = keep_going->count > 0,
                                  .co = &co,

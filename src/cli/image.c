@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "file.h"
+#include "outfile.h"
 
 int mps_image_is_png(const void *buf, size_t len)
 {
@@ -547,6 +548,21 @@ enum mps_status mps_image_load(const char *path, const struct mps_image_opts *o,
     return st;
 }
 
+enum mps_status mps_image_check_head(const void *buf, size_t len, struct mps_error *err)
+{
+    const unsigned char *b = buf;
+    if (len < 24 || memcmp(b + 12, "IHDR", 4) != 0)
+        return MPS_OK; /* libpng says what is wrong */
+    uint32_t w = (uint32_t)b[16] << 24 | (uint32_t)b[17] << 16 | (uint32_t)b[18] << 8 | b[19];
+    uint32_t h = (uint32_t)b[20] << 24 | (uint32_t)b[21] << 16 | (uint32_t)b[22] << 8 | b[23];
+    if (w > 1u << 16 || h > 1u << 16 || (uint64_t)w * h > MPS_IMAGE_MAX_PIXELS)
+        return mps_fail(err, MPS_ERR_INPUT,
+                        "a PNG of %ux%u pixels is larger than mpsrun decodes (2^26 pixels, "
+                        "65,536 a side)",
+                        w, h);
+    return MPS_OK;
+}
+
 /* Pascal VOC's palette: class k's color from its bits, interleaved high to low. */
 static void mps_image_palette(png_color *pal)
 {
@@ -565,9 +581,11 @@ enum mps_status mps_image_write(const char *path, int channels, int64_t h, int64
     if (h <= 0 || w <= 0 || h > INT32_MAX || w > INT32_MAX || (uint64_t)h * (uint64_t)w > MPS_IMAGE_MAX_PIXELS)
         return mps_fail(err, MPS_ERR_USAGE, "%s: a %lldx%lld picture cannot be written", path, (long long)h,
                         (long long)w);
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return mps_fail(err, MPS_ERR_INPUT, "%s: cannot write: %s", path, strerror(errno));
+    struct mps_out out; /* written beside its name, renamed over it when whole */
+    enum mps_status st = mps_out_open(path, &out, err);
+    if (st)
+        return st;
+    FILE *f = out.f;
     char why[sizeof err->msg] = "out of memory";
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, why, mps_png_error, mps_png_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
@@ -591,9 +609,8 @@ enum mps_status mps_image_write(const char *path, int channels, int64_t h, int64
         ok = true;
     }
     png_destroy_write_struct(png ? &png : NULL, info ? &info : NULL);
-    if (fclose(f) != 0 && ok) {
-        snprintf(why, sizeof why, "%s", strerror(errno));
-        ok = false;
-    }
-    return ok ? MPS_OK : mps_fail(err, MPS_ERR_INPUT, "%s: cannot write: %s", path, why);
+    if (ok)
+        return mps_out_commit(&out, err);
+    mps_out_abort(&out);
+    return mps_fail(err, MPS_ERR_RUNTIME, "%s: cannot write: %s", path, why);
 }

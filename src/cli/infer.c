@@ -1,43 +1,50 @@
 /* infer.c: `mpsrun infer MODEL INPUT...`: runs a model on PNG or .npy inputs
    and reports what it sees, with timings; --expect and --check turn it into a
-   check for CI scripts (exit code 5). */
+   check for CI scripts (exit code 5). Every option is checked before any
+   input is read; the exit code is decided in one place (mps_infer_verdict)
+   from everything that happened; --output and the pictures are written
+   whole or not at all (outfile.h). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
-#include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
-#include "file.h"
 #include "image.h"
 #include "infer.h"
 #include "inputs.h"
 #include "npy.h"
+#include "outfile.h"
 #include "stream.h"
 
 #define MPS_INFER_MAX_TOP 64
 
 /* What infer does with each chunk beside reporting it: --expect's tally,
-   --check's copy of the first output, --output's file. */
+   --check's copy of the first output, --output's file, the pictures. */
 struct mps_infer_run {
     struct mps_infer_report rep;
+    bool keep_going;
     int64_t expect_items, expect_bad; /* items judged, and those whose top class is not --expect's */
     char expect_first[384];           /* the first of those, said */
+    struct mps_tensor ref;            /* --check's reference, read before anything runs */
     bool checking;                    /* --check: the first output of every item is kept */
-    struct mps_tensor kept;           /* [items so far, item...] f32 */
-    int64_t kept_cap;                 /* items kept has room for */
-    const char *output;               /* --output, or NULL */
-    struct mps_npy_stream *npy;       /* its file, opened before the run */
+    struct mps_tensor kept;           /* [rows so far, item...]: a row per item, one of NaN per failed file */
+    int64_t kept_cap;                 /* rows kept has room for */
+    int64_t rows;                     /* rows of the first output so far (in --output and kept) */
+    int64_t *failed_rows;             /* the rows that stand for a failed input */
+    int64_t n_failed_rows, cap_failed_rows;
+    struct mps_npy_stream *npy;       /* --output's file, opened before the run */
     bool write_failed;                /* writing it or a picture failed (the message names the file) */
     const char *png;                  /* --output-png: a .png file (one item), else a folder */
-    bool png_folder, png_mask;        /* PATH is a folder; the output is a class mask (else an image) */
-    int64_t png_written;              /* pictures written */
+    bool png_mask;                    /* the output is a class mask (else an image) */
+    int64_t png_written, png_failed;  /* pictures written; items whose picture could not be made */
     uint8_t *pixels;                  /* one picture's bytes */
+    const char *stop_subject;         /* the input a stream stopped at for its picture */
 };
 
 /* --output-png: whether the first output can be pictures, and which kind:
@@ -69,7 +76,9 @@ static enum mps_status mps_infer_png_kind(const struct mps_value *o, bool mask, 
 /* Row `row` of the chunk's first output as one picture's bytes: a mask's class
    per pixel (the first largest score; NaN scores never win, and a pixel of NaN
    scores only is class 0; integers as they are, 0 to 255), an image's values
-   v in [0, 1] as round(255 v), clamped (NaN: 0), channels interleaved. */
+   v in [0, 1] as round(255 v), clamped (NaN: 0), channels interleaved.
+   MPS_ERR_INPUT for an integer class outside the palette: that item's picture
+   cannot be made. */
 static enum mps_status mps_infer_pixels(const struct mps_infer_run *run, const struct mps_tensor *out, int64_t row,
                                         struct mps_error *err)
 {
@@ -96,45 +105,74 @@ static enum mps_status mps_infer_pixels(const struct mps_infer_run *run, const s
                         : out->dtype == MPS_I32 ? ((const int32_t *)out->data)[at]
                                                 : ((const uint8_t *)out->data)[at];
             if (v < 0 || v > 255)
-                return mps_fail(err, MPS_ERR_RUNTIME, "--output-png: class %lld at pixel %lld is outside the palette's "
-                                "0 to 255", (long long)v, (long long)i);
+                return mps_fail(err, MPS_ERR_INPUT,
+                                "--output-png: class %lld at pixel %lld is outside the palette's "
+                                "0 to 255",
+                                (long long)v, (long long)i);
             run->pixels[i] = (uint8_t)v;
         }
     }
     return MPS_OK;
 }
 
+/* Notes that the chunk's item `row` has no picture, for the report. */
+static enum mps_status mps_infer_picture_failed(struct mps_infer_report *rep, int64_t row, const char *why,
+                                                struct mps_error *err)
+{
+    if (rep->n_pic_failed == rep->cap_pic_failed) {
+        int cap = rep->cap_pic_failed ? 2 * rep->cap_pic_failed : 8;
+        struct mps_infer_pic_failure *grown = realloc(rep->pic_failed, sizeof *grown * (size_t)cap);
+        if (!grown)
+            return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+        rep->pic_failed = grown;
+        rep->cap_pic_failed = cap;
+    }
+    rep->pic_failed[rep->n_pic_failed].row = row;
+    snprintf(rep->pic_failed[rep->n_pic_failed++].why, sizeof rep->pic_failed[0].why, "%s", why);
+    return MPS_OK;
+}
+
 /* Writes the chunk's pictures: PATH itself for the one item of a .png PATH,
    else PATH/NNNNNN.png by the input's place in the list (NNNNNN_K.png for
-   item K of a .npy holding several). */
-static enum mps_status mps_infer_pictures(struct mps_infer_run *run, const struct mps_infer_result *r,
-                                          struct mps_error *err)
+   item K of a .npy holding several). An item whose picture cannot be made
+   is named; under --keep-going the others go on, else the stream stops. A
+   picture that cannot be written stops it. */
+static enum mps_status mps_infer_pictures(struct mps_infer_run *run, struct mps_infer_result *r, struct mps_error *err)
 {
     const struct mps_tensor *out = &r->groups[0].out[0];
     int rank = out->shape.ndim;
     int64_t row = 0, h = out->shape.dim[rank - 2], w = out->shape.dim[rank - 1];
     int channels = run->png_mask ? 1 : (int)(rank == 4 ? out->shape.dim[1] : 1);
-    int64_t items = 0;
-    for (int fi = 0; fi < r->n_files; fi++)
-        items += r->files[fi].items;
-    if (!run->png_folder && run->png_written + items > 1) /* before writing any: one .npy may hold several */
-        return mps_fail(err, MPS_ERR_USAGE, "--output-png %s is one file, and the inputs give several items: name a "
-                        "folder", run->png);
+    run->rep.n_pic_failed = 0;
     for (int fi = 0; fi < r->n_files; fi++)
         for (int64_t it = 0; it < r->files[fi].items; it++, row++) {
-            char path[4096];
-            if (!run->png_folder)
-                snprintf(path, sizeof path, "%s", run->png);
-            else if (r->files[fi].items > 1)
-                snprintf(path, sizeof path, "%s/%06lld_%lld.png", run->png, (long long)r->files[fi].index,
-                         (long long)it);
-            else
-                snprintf(path, sizeof path, "%s/%06lld.png", run->png, (long long)r->files[fi].index);
+            char path[4200];
+            mps_infer_picture_path(&run->rep, &r->files[fi], r->files[fi].item0 + it, path, sizeof path);
             enum mps_status st = mps_infer_pixels(run, out, row, err);
-            if (!st)
-                st = mps_image_write(path, channels, h, w, run->pixels, run->png_mask, err);
-            if (st)
+            if (st) {
+                char why[sizeof err->msg];
+                memcpy(why, err->msg, sizeof why);
+                run->png_failed++;
+                if (run->keep_going) {
+                    if ((st = mps_infer_picture_failed(&run->rep, row, why, err)))
+                        return st;
+                    continue;
+                }
+                r->stopped = true; /* the report ends; the exit code is the item's */
+                run->stop_subject = r->files[fi].path;
+                enum mps_status noted = MPS_OK;
+                for (int64_t rest = row; rest < r->groups[0].in[0].shape.dim[0] && !noted; rest++)
+                    noted = mps_infer_picture_failed(&run->rep, rest,
+                                                     rest == row ? why
+                                                                 : "not written: the run "
+                                                                   "stopped at an earlier item",
+                                                     err);
+                return noted ? noted : mps_fail(err, MPS_ERR_INPUT, "%s", why);
+            }
+            if ((st = mps_image_write(path, channels, h, w, run->pixels, run->png_mask, err))) {
+                run->write_failed = true;
                 return st;
+            }
             run->png_written++;
         }
     return MPS_OK;
@@ -156,8 +194,8 @@ static enum mps_status mps_infer_tally(struct mps_infer_run *run, const struct m
             if (top == r->expect_class || run->expect_bad++)
                 continue;
             char name[300];
-            snprintf(name, sizeof name, r->files[f].items > 1 ? "%s (item %lld)" : "%s", r->files[f].path,
-                     (long long)it);
+            snprintf(name, sizeof name, r->files[f].file_items > 1 ? "%s (item %lld)" : "%s", r->files[f].path,
+                     (long long)(r->files[f].item0 + it));
             if (top < 0)
                 snprintf(run->expect_first, sizeof run->expect_first, "%s has no top class: its output is NaN", name);
             else
@@ -168,90 +206,164 @@ static enum mps_status mps_infer_tally(struct mps_infer_run *run, const struct m
     return MPS_OK;
 }
 
-/* Appends the first output of the chunk's items to run->kept. */
-static enum mps_status mps_infer_keep(struct mps_infer_run *run, const struct mps_tensor *out, struct mps_error *err)
+/* Appends items rows of data (NULL: of NaN, for a failed input) to run->kept,
+   whose shape (the model's first output, its batch growing) is set before the run. */
+static enum mps_status mps_infer_keep(struct mps_infer_run *run, const void *data, int64_t items, struct mps_error *err)
 {
-    int64_t items = out->shape.ndim ? out->shape.dim[0] : 1, per = items ? mps_shape_numel(&out->shape) / items : 0;
-    if (!run->kept.data) {
-        run->kept = mps_tensor_make(out->dtype, &out->shape, NULL);
-        run->kept.shape.dim[0] = 0;
-    }
-    if (out->dtype != run->kept.dtype || out->shape.ndim != run->kept.shape.ndim)
-        return MPS_OK; /* not one array: the check will say the shapes differ */
-    int64_t have = run->kept.shape.ndim ? run->kept.shape.dim[0] : 0;
+    struct mps_tensor *k = &run->kept;
+    int64_t have = k->shape.dim[0], per = 1;
+    for (int d = 1; d < k->shape.ndim; d++)
+        per *= k->shape.dim[d];
+    size_t size = mps_dtype_size(k->dtype);
     if (have + items > run->kept_cap) {
         int64_t cap = run->kept_cap ? run->kept_cap * 2 : items;
         cap = cap < have + items ? have + items : cap;
-        void *data = realloc(run->kept.data, mps_dtype_size(out->dtype) * (size_t)(cap * per + 1));
-        if (!data)
+        void *grown = realloc(k->data, size * (size_t)(cap * per + 1));
+        if (!grown)
             return mps_fail(err, MPS_ERR_RUNTIME, "out of memory keeping the output for --check");
-        run->kept.data = data;
+        k->data = grown;
         run->kept_cap = cap;
     }
-    memcpy((char *)run->kept.data + mps_dtype_size(out->dtype) * (size_t)(have * per), out->data,
-           mps_tensor_bytes(out));
-    if (run->kept.shape.ndim)
-        run->kept.shape.dim[0] = have + items;
+    char *to = (char *)k->data + size * (size_t)(have * per);
+    if (data)
+        memcpy(to, data, size * (size_t)(items * per));
+    else
+        memset(to, 0, size * (size_t)(items * per));
+    for (int64_t i = 0; !data && k->dtype == MPS_F32 && i < items * per; i++)
+        ((float *)to)[i] = NAN;
+    k->shape.dim[0] = have + items;
     return MPS_OK;
 }
 
-/* The stream's function: tally, keep and write each chunk, then report it. */
-static enum mps_status mps_infer_chunk(void *ctx, struct mps_infer_result *r, struct mps_error *err)
+/* The chunk's rows of the first output into --output and --check's copy:
+   each item's row, and for an input that failed one row of NaN in its place
+   (so that row i stays input i's), noted in failed_rows. */
+static enum mps_status mps_infer_rows(struct mps_infer_run *run, const struct mps_infer_result *r,
+                                      struct mps_error *err)
 {
-    struct mps_infer_run *run = ctx;
-    enum mps_status st = mps_infer_report_chunk(&run->rep, r, err);
-    if (st || !r->n_groups)
-        return st;
-    const struct mps_tensor *out = &r->groups[0].out[0];
-    if (r->expect && (st = mps_infer_tally(run, r, err)))
-        return st;
-    if (run->checking && (st = mps_infer_keep(run, out, err)))
-        return st;
-    if (run->npy && (st = mps_npy_stream_append(run->npy, out->data, out->shape.ndim ? out->shape.dim[0] : 1, err)))
-        run->write_failed = true;
-    if (!st && run->png && (st = mps_infer_pictures(run, r, err)))
-        run->write_failed = true;
+    const struct mps_tensor *out = r->n_groups ? &r->groups[0].out[0] : NULL;
+    int64_t at = 0,
+            per = out && out->shape.ndim && out->shape.dim[0] ? mps_shape_numel(&out->shape) / out->shape.dim[0] : 0;
+    size_t size = out ? mps_dtype_size(out->dtype) : 0;
+    enum mps_status st = MPS_OK;
+    for (int f = 0; f < r->n_files && !st; f++) {
+        const struct mps_infer_file *file = &r->files[f];
+        int64_t n = file->st ? 1 : file->items;
+        const void *data = file->st ? NULL : (const char *)out->data + size * (size_t)(at * per);
+        if (file->st) {
+            if (run->n_failed_rows == run->cap_failed_rows) {
+                int64_t cap = run->cap_failed_rows ? 2 * run->cap_failed_rows : 16;
+                int64_t *grown = realloc(run->failed_rows, sizeof *grown * (size_t)cap);
+                if (!grown)
+                    return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+                run->failed_rows = grown;
+                run->cap_failed_rows = cap;
+            }
+            run->failed_rows[run->n_failed_rows++] = run->rows;
+        }
+        if (run->npy)
+            st = data ? mps_npy_stream_append(run->npy, data, n, err) : mps_npy_stream_fill(run->npy, n, err);
+        if (st)
+            run->write_failed = true;
+        else if (run->checking && run->kept.shape.ndim)
+            st = mps_infer_keep(run, data, n, err);
+        run->rows += n;
+        at += file->st ? 0 : file->items;
+    }
     return st;
 }
 
-/* --check ref.npy: the first output of every item must match the reference
-   by mps_compare's rule (within atol + rtol times the reference's largest magnitude). */
-static enum mps_status mps_infer_check(struct mps_infer_result *r, const struct mps_tensor *out, struct mps_error *err)
+/* The stream's function: the pictures (so the report can name them), the
+   report, then --expect's tally and the rows. */
+static enum mps_status mps_infer_chunk(void *ctx, struct mps_infer_result *r, struct mps_error *err)
 {
-    struct mps_tensor ref;
-    enum mps_status st = mps_npy_read(r->check_path, &ref, err);
-    if (st) {
-        char why[sizeof err->msg];
-        memcpy(why, err->msg, sizeof why);
-        return mps_fail(err, st, "%s: %s", r->check_path, why);
+    struct mps_infer_run *run = ctx;
+    enum mps_status st = MPS_OK, pic = MPS_OK;
+    struct mps_error pic_err = {{0}};
+    if (run->png && r->n_groups)
+        pic = mps_infer_pictures(run, r, &pic_err);
+    if ((st = mps_infer_report_chunk(&run->rep, r, err)))
+        return st;
+    if (pic) {
+        *err = pic_err;
+        return pic;
     }
-    char a[128], b[128];
-    r->check_ok = false;
-    if (!out->data || out->dtype != MPS_F32 || !mps_shape_eq(&out->shape, &ref.shape)) {
-        snprintf(r->check_detail, sizeof r->check_detail, "output is %s %s, the reference f32 %s",
-                 mps_dtype_name(out->dtype), out->data ? mps_shape_str(&out->shape, a, sizeof a) : "(none)",
-                 mps_shape_str(&ref.shape, b, sizeof b));
-    } else {
-        int64_t n = mps_shape_numel(&ref.shape);
-        r->tol.log = mps_model_probabilities(r->model, 0);
-        mps_compare(MPS_F32, out->data, ref.data, n, r->tol, &r->check);
-        r->compared = true;
-        /* NaN matching NaN, or nothing compared, shows nothing about the model */
-        int64_t nan_out = 0, nan_ref = 0;
-        for (int64_t i = 0; i < n; i++) {
-            nan_out += isnan(((const float *)out->data)[i]);
-            nan_ref += isnan(((const float *)ref.data)[i]);
+    if (r->expect && r->n_groups && (st = mps_infer_tally(run, r, err)))
+        return st;
+    if ((run->npy || run->checking) && (st = mps_infer_rows(run, r, err)))
+        return st;
+    return MPS_OK;
+}
+
+/* kept and ref without the rows of failed inputs, into a and b (owned). */
+static bool mps_infer_drop_rows(const struct mps_infer_run *run, struct mps_tensor *a, struct mps_tensor *b)
+{
+    int64_t rows = run->kept.shape.dim[0], per = rows ? mps_shape_numel(&run->kept.shape) / rows : 0, n = 0;
+    *a = run->kept;
+    *b = run->ref;
+    a->data = malloc(sizeof(float) * (size_t)(rows * per + 1));
+    b->data = malloc(sizeof(float) * (size_t)(rows * per + 1));
+    if (!a->data || !b->data)
+        return false;
+    for (int64_t i = 0, f = 0; i < rows; i++) {
+        if (f < run->n_failed_rows && run->failed_rows[f] == i) {
+            f++;
+            continue;
         }
-        int len = 0;
-        if (nan_out || nan_ref)
-            len = snprintf(r->check_detail, sizeof r->check_detail, "%lld of %lld output and %lld reference values "
-                           "are NaN, and a check needs numbers; ", (long long)nan_out, (long long)n, (long long)nan_ref);
-        mps_compare_str(&r->check, n, r->tol, r->check_detail + len, sizeof r->check_detail - (size_t)len);
-        if (n == 0)
-            snprintf(r->check_detail, sizeof r->check_detail, "the reference is empty: nothing to compare");
-        r->check_ok = r->check.ok && n > 0 && !nan_out && !nan_ref;
+        memcpy((float *)a->data + n * per, (const float *)run->kept.data + i * per, sizeof(float) * (size_t)per);
+        memcpy((float *)b->data + n * per, (const float *)run->ref.data + i * per, sizeof(float) * (size_t)per);
+        n++;
     }
-    free(ref.data);
+    a->shape.dim[0] = b->shape.dim[0] = n;
+    return true;
+}
+
+/* --check ref.npy: the first output of every item must match the reference
+   by mps_compare's rule (within atol + rtol times the reference's largest
+   magnitude). Rows of inputs that failed (--keep-going) are left out of both. */
+static enum mps_status mps_infer_check(struct mps_infer_result *r, struct mps_infer_run *run, struct mps_error *err)
+{
+    const struct mps_tensor *out = &run->kept, *ref = &run->ref;
+    struct mps_tensor a = {0}, b = {0};
+    char x[128], y[128];
+    r->check_ok = false;
+    if (!out->data || out->dtype != MPS_F32 || !mps_shape_eq(&out->shape, &ref->shape)) {
+        snprintf(r->check_detail, sizeof r->check_detail, "output is %s %s, the reference f32 %s",
+                 mps_dtype_name(out->dtype), out->data ? mps_shape_str(&out->shape, x, sizeof x) : "(none)",
+                 mps_shape_str(&ref->shape, y, sizeof y));
+        return mps_fail(err, MPS_ERR_CHECK, "--check %s: %s", r->check_path, r->check_detail);
+    }
+    if (run->n_failed_rows) {
+        if (!mps_infer_drop_rows(run, &a, &b)) {
+            free(a.data);
+            free(b.data);
+            return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+        }
+        out = &a;
+        ref = &b;
+    }
+    int64_t n = mps_shape_numel(&ref->shape);
+    r->tol.log = mps_model_probabilities(r->model, 0);
+    mps_compare(MPS_F32, out->data, ref->data, n, r->tol, &r->check);
+    r->compared = true;
+    /* NaN matching NaN, or nothing compared, shows nothing about the model */
+    int64_t nan_out = 0, nan_ref = 0;
+    for (int64_t i = 0; i < n; i++) {
+        nan_out += isnan(((const float *)out->data)[i]);
+        nan_ref += isnan(((const float *)ref->data)[i]);
+    }
+    int len = 0;
+    if (nan_out || nan_ref)
+        len = snprintf(r->check_detail, sizeof r->check_detail,
+                       "%lld of %lld output and %lld reference values "
+                       "are NaN, and a check needs numbers; ",
+                       (long long)nan_out, (long long)n, (long long)nan_ref);
+    mps_compare_str(&r->check, n, r->tol, r->check_detail + len, sizeof r->check_detail - (size_t)len);
+    if (n == 0)
+        snprintf(r->check_detail, sizeof r->check_detail, "the reference is empty: nothing to compare");
+    r->check_ok = r->check.ok && n > 0 && !nan_out && !nan_ref;
+    free(a.data);
+    free(b.data);
     if (!r->check_ok)
         return mps_fail(err, MPS_ERR_CHECK, "--check %s: %s", r->check_path, r->check_detail);
     return MPS_OK;
@@ -290,17 +402,19 @@ static enum mps_status mps_infer_multi_run(struct mps_infer_result *r, struct mp
     if (!st)
         st = mps_plan_run(plan, grp->in, grp->out, err);
     r->t_first = r->t_run = mps_cli_now_ms() - t0;
-    for (int i = 0; i < warmup && !st; i++)
+    for (int i = 0; i < warmup && !st && !mps_out_interrupted(); i++)
         st = mps_plan_run(plan, grp->in, grp->out, err);
     if (!st && repeat > 0 && !(r->t_runs = calloc((size_t)repeat, sizeof *r->t_runs)))
         st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
-    for (int i = 0; i < repeat && !st; i++) {
+    for (int i = 0; i < repeat && !st && !mps_out_interrupted(); i++) {
         t0 = mps_cli_now_ms();
         st = mps_plan_run(plan, grp->in, grp->out, err);
         r->t_runs[r->n_runs++] = mps_cli_now_ms() - t0;
     }
     mps_plan_free(plan);
     r->n_items = 1;
+    r->n_done = n_paths;
+    r->interrupted = mps_out_interrupted();
     r->t_total = r->t_preprocess + r->t_run;
     return st ? st : mps_infer_chunk(run, r, err);
 }
@@ -313,54 +427,321 @@ static bool mps_infer_is_stream(const char *const *args, int n)
     return n > 1 || !strcmp(args[0], "-") || args[0][0] == '@' || (stat(args[0], &st) == 0 && S_ISDIR(st.st_mode));
 }
 
+/* The options infer has beside the ones it shares with eval. */
+struct mps_infer_opts {
+    struct mps_infer_args a;
+    struct arg_file *model, *inputs, *output, *png, *check, *labels;
+    struct arg_int *top_k, *repeat, *warmup;
+    struct arg_lit *json, *jsonl, *quiet, *keep_going, *mask, *help;
+    struct arg_str *shard, *expect;
+    struct arg_dbl *rtol, *atol;
+    struct arg_end *end;
+};
+
+/* --output-png PATH: a .png file, or a folder made (with its parents) if missing. */
+static enum mps_status mps_infer_png_path(const char *path, bool stream, bool *folder, struct mps_error *err)
+{
+    size_t len = strlen(path);
+    struct stat sb;
+    *folder = !(len > 4 && !strcasecmp(path + len - 4, ".png"));
+    if (!*folder) {
+        if (stream)
+            return mps_fail(err, MPS_ERR_USAGE,
+                            "--output-png %s is one file, and the inputs are several (a folder, "
+                            "a list, stdin): name a folder",
+                            path);
+        return mps_cli_writable("--output-png", path, err);
+    }
+    if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode))
+        return mps_fail(err, MPS_ERR_USAGE, "--output-png %s: not a folder (name a folder, or a file .png)", path);
+    char buf[4096];
+    if (len >= sizeof buf)
+        return mps_fail(err, MPS_ERR_USAGE, "--output-png %s: the path is too long", path);
+    memcpy(buf, path, len + 1);
+    for (char *p = buf + 1;; p++) /* each folder on the way, then the last */
+        if (*p == '/' || !*p) {
+            char c = *p;
+            *p = '\0';
+            if (stat(buf, &sb) != 0 && mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return mps_fail(err, MPS_ERR_USAGE, "--output-png %s: cannot make the folder %s: %s", path, buf,
+                                strerror(errno));
+            *p = c;
+            if (!c)
+                break;
+        }
+    if (access(path, W_OK | X_OK) != 0)
+        return mps_fail(err, MPS_ERR_USAGE, "--output-png %s: cannot write in the folder: %s", path, strerror(errno));
+    return MPS_OK;
+}
+
+/* Every option that needs no model, before any work: one message per
+   problem, naming the option. */
+static enum mps_status mps_infer_options(struct mps_infer_opts *o, struct mps_infer_result *r,
+                                         struct mps_infer_run *run, struct mps_compile_opts *co, int *n_batch,
+                                         int *n_repeat, int *n_warmup, struct mps_error *err)
+{
+    bool stream = mps_infer_is_stream(o->inputs->filename, o->inputs->count);
+    enum mps_status st;
+    if ((st = mps_infer_args_check(&o->a, r, co, n_batch, err)) ||
+        (st = mps_cli_int(o->top_k, "--top-k", 1, MPS_INFER_MAX_TOP, 5, &r->top_k, err)) ||
+        (st = mps_cli_int(o->repeat, "--repeat", 0, 1000000, stream ? 0 : 10, n_repeat, err)) ||
+        (st = mps_cli_int(o->warmup, "--warmup", 0, 1000000, stream ? 0 : 1, n_warmup, err)))
+        return st;
+    if (stream && (*n_repeat || *n_warmup))
+        return mps_fail(err, MPS_ERR_USAGE,
+                        "%s times one input's run; over many inputs the stream's speed is "
+                        "reported (time a model with `mpsrun bench model`)",
+                        *n_repeat ? "--repeat" : "--warmup");
+    if (!(r->tol.rtol >= 0 && r->tol.rtol <= 1))
+        return mps_fail(err, MPS_ERR_USAGE, "--rtol must be 0 to 1, not %g", r->tol.rtol);
+    if (!(r->tol.atol >= 0 && isfinite(r->tol.atol)))
+        return mps_fail(err, MPS_ERR_USAGE, "--atol must be a finite number not below 0, not %g", r->tol.atol);
+    if ((o->rtol->count || o->atol->count) && !o->check->count)
+        return mps_fail(err, MPS_ERR_USAGE, "%s sets --check's tolerance: give --check too",
+                        o->rtol->count ? "--rtol" : "--atol");
+    if (o->json->count + o->jsonl->count + o->quiet->count > 1)
+        return mps_fail(err, MPS_ERR_USAGE, "--%s and --%s are two report forms: give one",
+                        o->json->count ? "json" : "jsonl", o->quiet->count ? "quiet" : "jsonl");
+    if (o->output->count && (st = mps_cli_writable("--output", o->output->filename[0], err)))
+        return st;
+    if (o->mask->count && !o->png->count)
+        return mps_fail(err, MPS_ERR_USAGE, "--mask says how --output-png writes: give --output-png too");
+    if (run->png && (st = mps_infer_png_path(run->png, stream, &run->rep.png_folder, err)))
+        return st;
+    return MPS_OK;
+}
+
+/* --check's reference, read before anything runs: an input file (exit 4,
+   naming it) when it cannot be read, is no .npy or is not float32. */
+static enum mps_status mps_infer_reference(struct mps_infer_run *run, const char *path, const char **subject,
+                                           struct mps_error *err)
+{
+    enum mps_status st = mps_npy_read(path, &run->ref, err);
+    struct mps_npy_info info = {.dtype = run->ref.dtype};
+    if (!st && (st = mps_npy_require_f32(&info, err))) {
+        free(run->ref.data);
+        run->ref.data = NULL;
+    }
+    if (st) {
+        char why[sizeof err->msg];
+        memcpy(why, err->msg, sizeof why);
+        mps_fail(err, st, "--check's reference: %s", why);
+        *subject = path;
+    }
+    return st;
+}
+
+/* The items of the .npy at path, by its header, for a model of one input:
+   [items, item...]; 1 when it is anything else (its decoding says what is wrong). */
+static int64_t mps_infer_file_items(const struct mps_infer_result *r, const char *path)
+{
+    const struct mps_graph *g = r->model->graph;
+    struct mps_npy_info info;
+    struct mps_error ignored;
+    int fd;
+    if (g->n_inputs != 1 || mps_npy_open(path, &info, &fd, &ignored) != MPS_OK)
+        return 1;
+    close(fd);
+    return info.shape.ndim == g->values[g->inputs[0]].shape.ndim && info.shape.dim[0] > 1 ? info.shape.dim[0] : 1;
+}
+
+/* What the options need of the loaded model, before any input is read:
+   --output opened (a file that cannot be written is said now), the kind of
+   pictures, and a .png PATH against the items of its one input. */
+static enum mps_status mps_infer_outputs(struct mps_infer_opts *o, struct mps_infer_result *r,
+                                         struct mps_infer_run *run, struct mps_error *err)
+{
+    const struct mps_graph *g = r->model->graph;
+    const struct mps_value *out = &g->values[g->outputs[0]];
+    enum mps_status st;
+    if (o->output->count) {
+        run->rep.output_path = o->output->filename[0];
+        struct mps_shape item = out->shape; /* each run appends its items of the output */
+        item.ndim = item.ndim ? item.ndim - 1 : 0;
+        memmove(item.dim, out->shape.dim + 1, sizeof(int64_t) * (size_t)item.ndim);
+        if ((st = mps_npy_stream_open(o->output->filename[0], out->dtype, &item, &run->npy, err)))
+            return st;
+    }
+    if (run->checking && out->shape.ndim) { /* its batch grows as items run */
+        run->kept = mps_tensor_make(out->dtype, &out->shape, NULL);
+        run->kept.shape.dim[0] = 0;
+    }
+    if (!run->png)
+        return MPS_OK;
+    int64_t plane =
+        out->shape.ndim >= 2 ? out->shape.dim[out->shape.ndim - 1] * out->shape.dim[out->shape.ndim - 2] : 0;
+    if ((st = mps_infer_png_kind(out, o->mask->count > 0, &run->png_mask, err)))
+        return st;
+    run->rep.png_mask = run->png_mask;
+    if (!(run->pixels = malloc((size_t)(plane * 3 + 1))))
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    int64_t items = run->rep.png_folder ? 0 : mps_infer_file_items(r, o->inputs->filename[0]);
+    if (items > 1)
+        return mps_fail(err, MPS_ERR_USAGE, "--output-png %s is one file, and %s holds %lld items: name a folder",
+                        run->png, o->inputs->filename[0], (long long)items);
+    return MPS_OK;
+}
+
+/* The exit status, from everything that happened, whatever the report form
+   and the outputs: a write that failed (1) outranks an input that failed
+   (4: the stream stopped at one, or some failed under --keep-going), which
+   outranks a failed --check or --expect (5). err gets the message. */
+static enum mps_status mps_infer_verdict(const struct mps_infer_result *r, const struct mps_infer_run *run,
+                                         int64_t listed, enum mps_status check_st, const struct mps_error *check_err,
+                                         struct mps_error *err)
+{
+    int64_t failed = r->n_failed + run->png_failed;
+    char x[32], y[32];
+    if (r->stopped)
+        return MPS_ERR_INPUT; /* err holds the stop's message */
+    if (failed) {
+        char pics[64] = "";
+        if (run->png_failed)
+            snprintf(pics, sizeof pics, "; %s with no picture", mps_cli_count(run->png_failed, x, sizeof x));
+        return mps_fail(err, MPS_ERR_INPUT, "%s of %s input%s failed (each named above%s)",
+                        mps_cli_count(failed, x, sizeof x), mps_cli_count(listed, y, sizeof y), listed == 1 ? "" : "s",
+                        pics);
+    }
+    if (check_st)
+        *err = *check_err;
+    return check_st;
+}
+
+/* After the run: the checks (when every input ran), the report's end, the
+   outputs committed (or given up when the run did not end), the verdict.
+   st and err are the run's. */
+static enum mps_status mps_infer_finish(struct mps_infer_result *r, struct mps_infer_run *run,
+                                        const struct mps_inputs *list, enum mps_status st, struct mps_error *err,
+                                        const char **subject)
+{
+    struct mps_error check_err = {{0}};
+    enum mps_status check_st = MPS_OK;
+    bool whole = !r->stopped && !r->interrupted; /* every input ran: there is something to judge */
+    run->rep.total = list->n;
+    run->rep.listed_all = list->done;
+    if (whole && r->check_path)
+        check_st = mps_infer_check(r, run, &check_err);
+    if (whole && r->expect) { /* judged beside --check: the report says both; the exit names the first */
+        r->expect_ok = run->expect_items > 0 && !run->expect_bad; /* no item is no evidence */
+        struct mps_error e = {{0}};
+        enum mps_status expect_st = MPS_OK;
+        char x[32], y[32];
+        if (!run->expect_items)
+            expect_st = mps_fail(&e, MPS_ERR_CHECK, "--expect %s: no input item was run", r->expect);
+        else if (run->expect_bad == 1 && run->expect_items == 1)
+            expect_st = mps_fail(&e, MPS_ERR_CHECK, "--expect %s: %s", r->expect, run->expect_first);
+        else if (run->expect_bad)
+            expect_st = mps_fail(&e, MPS_ERR_CHECK, "--expect %s: %s of %s items have another top class; the first: %s",
+                                 r->expect, mps_cli_count(run->expect_bad, x, sizeof x),
+                                 mps_cli_count(run->expect_items, y, sizeof y), run->expect_first);
+        if (expect_st && !check_st) {
+            check_st = expect_st;
+            check_err = e;
+        }
+    }
+    if (check_st && check_st != MPS_ERR_CHECK) { /* out of memory */
+        *err = check_err;
+        return check_st;
+    }
+    /* --output: written when every input ran, a failed one's rows as NaN */
+    enum mps_status out_st = MPS_OK;
+    struct mps_error out_err = {{0}};
+    run->rep.output_rows = run->rows;
+    run->rep.output_nan = run->n_failed_rows;
+    run->rep.first_nan = run->n_failed_rows ? run->failed_rows[0] : -1;
+    if (whole)
+        out_st = mps_npy_stream_close(run->npy, &out_err);
+    else
+        mps_npy_stream_abort(run->npy);
+    run->rep.output_written = whole && run->npy && !out_st;
+    run->npy = NULL;
+    run->rep.png_written = run->png_written;
+    if (!mps_infer_report_end(&run->rep, r))
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    if (out_st) {
+        *subject = NULL; /* the message names the file */
+        *err = out_err;
+        return out_st;
+    }
+    if (r->stopped) {
+        *subject = run->stop_subject ? run->stop_subject : *subject;
+        return st;
+    }
+    if (r->interrupted) { /* said, then the process ends by the signal */
+        char x[32];
+        mps_cli_error(NULL, "interrupted by %s after %s input%s%s", mps_out_signal_name(r->interrupted),
+                      mps_cli_count(r->n_done, x, sizeof x), r->n_done == 1 ? "" : "s",
+                      run->rep.output_path ? "; --output not written" : "");
+        return MPS_OK;
+    }
+    *subject = NULL;
+    return mps_infer_verdict(r, run, list->n, check_st, &check_err, err);
+}
+
+static void mps_infer_opts_make(struct mps_infer_opts *o)
+{
+    o->model = arg_file1(NULL, NULL, "MODEL", "an ONNX model");
+    o->inputs = arg_filen(NULL, NULL, "INPUT", 1, 1 << 16,
+                          "PNG images and .npy arrays (f32), folders of them (walked in order), "
+                          "@FILE (a list of paths, one a line), - (the list on stdin, read as it comes)");
+    mps_infer_args_make(&o->a);
+    o->top_k = arg_int0(NULL, "top-k", "K", "classes to show per input, 1 to 64 (default 5)");
+    o->repeat = arg_int0(NULL, "repeat", "N",
+                         "timed runs of one input after the first, 0 to 1000000 "
+                         "(default 10; 0 over many inputs)");
+    o->warmup = arg_int0(NULL, "warmup", "N", "untimed runs before them, 0 to 1000000 (default 1; 0 over many inputs)");
+    o->json = arg_lit0(NULL, "json", "print one JSON object (schema_version 1)");
+    o->jsonl = arg_lit0(NULL, "jsonl", "print a JSON object per input item, one a line, as they are ready");
+    o->quiet = arg_lit0("q", "quiet",
+                        "print a tab-separated line per input item: path, item, class, label, "
+                        "probability");
+    o->keep_going = arg_lit0(NULL, "keep-going",
+                             "an input that fails is said and skipped; exit 4 at the end if any "
+                             "did");
+    o->shard = arg_str0(NULL, "shard", "K/N",
+                        "run part K of N of the inputs (K from 0), or auto, auto/N: K (and N) "
+                        "from Slurm or Kubernetes");
+    o->output = arg_file0(NULL, "output", "out.npy",
+                          "write the first output (every item; NaN for an input that "
+                          "failed) to a .npy file");
+    o->png = arg_file0(NULL, "output-png", "PATH",
+                       "write the first output as pictures: a .png file for one input, "
+                       "else a folder of NNNNNN.png by input order (a class mask, or an image)");
+    o->mask = arg_lit0(NULL, "mask",
+                       "with --output-png: a class mask even where the output has 1 or 3 channels "
+                       "(a 3-class model)");
+    o->expect = arg_str0(NULL, "expect", "CLASS",
+                         "exit 5 unless every input's top class is CLASS (an index, or a "
+                         "label in any case)");
+    o->check = arg_file0(NULL, "check", "ref.npy", "exit 5 unless the first output matches");
+    o->rtol = arg_dbl0(NULL, "rtol", "R",
+                       "--check's tolerance, 0 to 1, relative to the reference's largest "
+                       "magnitude (default 1e-5)");
+    o->atol = arg_dbl0(NULL, "atol", "A", "--check's absolute tolerance, 0 or more (default 0)");
+    o->help = arg_lit0("h", "help", "print this help");
+    o->end = arg_end(20);
+}
+
 int mps_cli_infer(int argc, char **argv)
 {
-    struct arg_file *model = arg_file1(NULL, NULL, "MODEL", "an ONNX model");
-    struct arg_file *inputs = arg_filen(NULL, NULL, "INPUT", 1, 1 << 16,
-                                        "PNG images and .npy arrays (f32), folders of them (walked in order), "
-                                        "@FILE (a list of paths, one a line), - (the list on stdin)");
-    struct mps_infer_args a;
-    mps_infer_args_make(&a);
-    struct arg_int *top_k = arg_int0(NULL, "top-k", "K", "classes to show per input, 1 to 64 (default 5)");
-    struct arg_int *repeat = arg_int0(NULL, "repeat", "N", "timed runs of one input after the first, 0 to 1000000 "
-                                      "(default 10; 0 over many inputs)");
-    struct arg_int *warmup = arg_int0(NULL, "warmup", "N", "untimed runs before them, 0 to 1000000 (default 1; "
-                                      "0 over many inputs)");
-    struct arg_lit *json = arg_lit0(NULL, "json", "print one JSON object (schema_version 1)");
-    struct arg_lit *jsonl = arg_lit0(NULL, "jsonl", "print a JSON object per input item, one a line, as they are ready");
-    struct arg_lit *quiet = arg_lit0("q", "quiet", "print a tab-separated line per input item: path, item, class, "
-                                     "label, probability");
-    struct arg_lit *keep_going = arg_lit0(NULL, "keep-going", "an input that fails is said and skipped; exit 4 at the "
-                                          "end if any did");
-    struct arg_str *shard = arg_str0(NULL, "shard", "K/N", "run part K of N of the inputs (K from 0), or auto, "
-                                     "auto/N: K (and N) from Slurm or Kubernetes");
-    struct arg_file *output = arg_file0(NULL, "output", "out.npy", "write the first output (every item) to a .npy file");
-    struct arg_file *png = arg_file0(NULL, "output-png", "PATH", "write the first output as pictures: a .png file for "
-                                     "one input, else a folder of NNNNNN.png by input order (a class mask, or an image)");
-    struct arg_lit *mask = arg_lit0(NULL, "mask", "with --output-png: a class mask even where the output has 1 or 3 "
-                                    "channels (a 3-class model)");
-    struct arg_str *expect = arg_str0(NULL, "expect", "CLASS", "exit 5 unless every input's top class is CLASS (an index, or a label in any case)");
-    struct arg_file *check = arg_file0(NULL, "check", "ref.npy", "exit 5 unless the first output matches");
-    struct arg_dbl *rtol = arg_dbl0(NULL, "rtol", "R", "--check's tolerance, 0 to 1, relative to the reference's "
-                                    "largest magnitude (default 1e-5)");
-    struct arg_dbl *atol = arg_dbl0(NULL, "atol", "A", "--check's absolute tolerance, 0 or more (default 0)");
-    struct arg_lit *help = arg_lit0("h", "help", "print this help");
-    struct arg_end *end = arg_end(20);
-    void *argtable[] = {model,  inputs, a.backend,  a.precision, a.threads, a.batch, top_k,      a.labels,
-                        a.mean, a.std,  a.size,     repeat,      warmup,    json,    jsonl,      quiet,
-                        keep_going, shard, output, png,        mask,        expect,    check,   rtol,       atol,
-                        help,       end};
+    struct mps_infer_opts o;
+    mps_infer_opts_make(&o);
+    void *argtable[] = {o.model,    o.inputs, o.a.backend,  o.a.precision, o.a.threads, o.a.batch, o.top_k,
+                        o.a.labels, o.a.mean, o.a.std,      o.a.size,      o.repeat,    o.warmup,  o.json,
+                        o.jsonl,    o.quiet,  o.keep_going, o.shard,       o.output,    o.png,     o.mask,
+                        o.expect,   o.check,  o.rtol,       o.atol,        o.help,      o.end};
     bool done;
-    int rc = mps_cli_parse(argc, argv, argtable, help, end,
+    int rc = mps_cli_parse(argc, argv, argtable, o.help, o.end,
                            "Runs MODEL on each INPUT and prints the top classes with their probabilities.\n"
                            "One input: its run's timings. Many (several, a folder, a list): they stream\n"
                            "through in batches, results printed as they are ready, in bounded memory.\n"
                            "Labels, normalization and image size come from the model's metadata unless given.",
                            &done);
-    struct mps_infer_result r = {.expect = expect->count ? expect->sval[0] : NULL,
-                                 .check_path = check->count ? check->filename[0] : NULL};
-    struct mps_infer_run run = {.output = output->count ? output->filename[0] : NULL, .checking = check->count > 0,
-                                .png = png->count ? png->filename[0] : NULL};
+    struct mps_infer_result r = {.expect = o.expect->count ? o.expect->sval[0] : NULL,
+                                 .check_path = o.check->count ? o.check->filename[0] : NULL};
+    struct mps_infer_run run = {.checking = o.check->count > 0,
+                                .png = o.png->count ? o.png->filename[0] : NULL,
+                                .keep_going = o.keep_going->count > 0};
     struct mps_inputs list = {0};
     struct mps_error err = {{0}};
     const char *subject = NULL;
@@ -370,192 +751,95 @@ int mps_cli_infer(int argc, char **argv)
     const char *shard_from = NULL;
     char shard_text[160];
     struct mps_compile_opts co = {0};
-    r.tol = (struct mps_tolerance){.rtol = rtol->count ? rtol->dval[0] : 1e-5, .atol = atol->count ? atol->dval[0] : 0};
+    r.tol = (struct mps_tolerance){.rtol = o.rtol->count ? o.rtol->dval[0] : 1e-5,
+                                   .atol = o.atol->count ? o.atol->dval[0] : 0};
     if (done)
         goto out;
-    /* every option that needs no model, before any work: one message per problem, naming the option */
-    bool stream = mps_infer_is_stream(inputs->filename, inputs->count);
-    if ((st = mps_infer_args_check(&a, &r, &co, &n_batch, &err)) ||
-        (st = mps_cli_int(top_k, "--top-k", 1, MPS_INFER_MAX_TOP, 5, &r.top_k, &err)) ||
-        (st = mps_cli_int(repeat, "--repeat", 0, 1000000, stream ? 0 : 10, &n_repeat, &err)) ||
-        (st = mps_cli_int(warmup, "--warmup", 0, 1000000, stream ? 0 : 1, &n_warmup, &err)))
+    bool stream = mps_infer_is_stream(o.inputs->filename, o.inputs->count);
+    run.rep = (struct mps_infer_report){.form = o.json->count    ? MPS_INFER_JSON
+                                                : o.jsonl->count ? MPS_INFER_JSONL
+                                                : o.quiet->count ? MPS_INFER_QUIET
+                                                                 : MPS_INFER_TEXT,
+                                        .stream = stream,
+                                        .keep_going = run.keep_going,
+                                        .png = run.png};
+    if ((st = mps_infer_options(&o, &r, &run, &co, &n_batch, &n_repeat, &n_warmup, &err)) ||
+        (o.shard->count && (st = mps_inputs_shard_parse(o.shard->sval[0], &shard_k, &shard_n, &shard_from, &err))) ||
+        (r.check_path && (st = mps_infer_reference(&run, r.check_path, &subject, &err))))
         goto out;
-    if (stream && (n_repeat || n_warmup))
-        st = mps_fail(&err, MPS_ERR_USAGE, "%s times one input's run; over many inputs the stream's speed is "
-                      "reported (time a model with `mpsrun bench model`)", n_repeat ? "--repeat" : "--warmup");
-    else if (!(r.tol.rtol >= 0 && r.tol.rtol <= 1))
-        st = mps_fail(&err, MPS_ERR_USAGE, "--rtol must be 0 to 1, not %g", r.tol.rtol);
-    else if (!(r.tol.atol >= 0 && isfinite(r.tol.atol)))
-        st = mps_fail(&err, MPS_ERR_USAGE, "--atol must be a finite number not below 0, not %g", r.tol.atol);
-    else if ((rtol->count || atol->count) && !check->count)
-        st = mps_fail(&err, MPS_ERR_USAGE, "%s sets --check's tolerance: give --check too", rtol->count ? "--rtol"
-                                                                                                        : "--atol");
-    else if (json->count + jsonl->count + quiet->count > 1)
-        st = mps_fail(&err, MPS_ERR_USAGE, "--%s and --%s are two report forms: give one",
-                      json->count ? "json" : "jsonl", quiet->count ? "quiet" : "jsonl");
-    else if (shard->count)
-        st = mps_inputs_shard_parse(shard->sval[0], &shard_k, &shard_n, &shard_from, &err);
-    if (!st && output->count)
-        st = mps_cli_writable("--output", output->filename[0], &err);
-    if (!st && mask->count && !png->count)
-        st = mps_fail(&err, MPS_ERR_USAGE, "--mask says how --output-png writes: give --output-png too");
-    if (!st && run.png) {
-        size_t len = strlen(run.png);
-        struct stat sb;
-        run.png_folder = !(len > 4 && !strcasecmp(run.png + len - 4, ".png"));
-        if (!run.png_folder)
-            st = mps_cli_writable("--output-png", run.png, &err);
-        else if (stat(run.png, &sb) == 0 && !S_ISDIR(sb.st_mode))
-            st = mps_fail(&err, MPS_ERR_USAGE, "--output-png %s: not a folder (name a folder, or a file .png)", run.png);
-        else if (stat(run.png, &sb) != 0 && mkdir(run.png, 0777) != 0)
-            st = mps_fail(&err, MPS_ERR_USAGE, "--output-png %s: cannot make the folder: %s", run.png, strerror(errno));
-    }
-    if (st)
-        goto out;
-    run.rep = (struct mps_infer_report){.form = json->count    ? MPS_INFER_JSON
-                                                : jsonl->count ? MPS_INFER_JSONL
-                                                : quiet->count ? MPS_INFER_QUIET
-                                                               : MPS_INFER_TEXT,
-                                        .stream = stream, .keep_going = keep_going->count > 0};
 
-    /* the inputs: folders walked, lists read, this process's share kept */
-    for (int i = 0; i < inputs->count && !st; i++)
-        st = mps_inputs_add(&list, inputs->filename[i], &err);
-    if (st)
+    /* the inputs: folders walked, lists read (stdin as it comes, unless a shard needs all of it), this
+       process's share kept */
+    if ((st = mps_inputs_begin(&list, o.inputs->filename, o.inputs->count, !o.shard->count, &err)))
         goto out;
-    if (shard->count) {
+    if (o.shard->count) {
         mps_inputs_shard(&list, shard_k, shard_n);
         char x[32], y[32], z[32];
         snprintf(shard_text, sizeof shard_text, "shard %lld of %lld (%s): %s of %s inputs, from %s", (long long)shard_k,
                  (long long)shard_n, shard_from, mps_cli_count(list.n, x, sizeof x),
                  mps_cli_count(list.total, y, sizeof y), mps_cli_count(list.first, z, sizeof z));
         run.rep.shard = shard_text;
-    } else if (!list.n) {
+    } else if (!list.n && list.done) {
         st = mps_fail(&err, MPS_ERR_INPUT, "no inputs: the folders and lists given hold no .png or .npy file");
         goto out;
     }
-    run.rep.total = list.n;
-    if (run.png && !run.png_folder && list.n > 1) {
-        st = mps_fail(&err, MPS_ERR_USAGE, "--output-png %s is one file, and there are %lld inputs: name a folder",
-                      run.png, (long long)list.n);
-        goto out;
-    }
+    run.rep.total = list.done ? list.n : -1;
 
     /* the model, and what the options need of it, before any input is read */
-    if ((st = mps_infer_setup(&r, model->filename[0], &a, &subject, &err)))
+    if ((st = mps_infer_setup(&r, o.model->filename[0], &o.a, &subject, &err)))
         goto out;
-    if (r.model->graph->n_inputs > 1 && (stream || shard->count)) {
+    if (r.model->graph->n_inputs > 1 && (stream || o.shard->count)) {
         st = mps_fail(&err, MPS_ERR_USAGE, "the model takes %d inputs: give one .npy file for each, as files",
                       r.model->graph->n_inputs);
         subject = NULL;
         goto out;
     }
-
-    /* --output opened now, so that a file that cannot be written is said before any input runs */
-    if (run.output) {
-        const struct mps_value *o = &r.model->graph->values[r.model->graph->outputs[0]];
-        struct mps_shape item = o->shape; /* each run appends its items of the output */
-        item.ndim = item.ndim ? item.ndim - 1 : 0;
-        memmove(item.dim, o->shape.dim + 1, sizeof(int64_t) * (size_t)item.ndim);
-        if ((st = mps_npy_stream_open(run.output, o->dtype, &item, &run.npy, &err))) {
-            subject = NULL; /* the message names the file */
-            goto out;
-        }
+    if ((st = mps_infer_outputs(&o, &r, &run, &err))) {
+        subject = NULL; /* the message names the option or the file */
+        goto out;
     }
 
-    if (run.png) {
-        const struct mps_value *o = &r.model->graph->values[r.model->graph->outputs[0]];
-        int64_t plane = o->shape.ndim >= 2 ? o->shape.dim[o->shape.ndim - 1] * o->shape.dim[o->shape.ndim - 2] : 0;
-        if ((st = mps_infer_png_kind(o, mask->count > 0, &run.png_mask, &err))) {
-            subject = NULL;
-            goto out;
-        }
-        if (!(run.pixels = malloc((size_t)(plane * 3 + 1)))) {
-            st = mps_fail(&err, MPS_ERR_RUNTIME, "out of memory");
-            goto out;
-        }
-    }
-
-    /* the run: one model input streams, several take one .npy each */
-    const char *be = a.backend->count ? a.backend->sval[0] : "auto";
-    run.rep.batch = a.batch->count ? n_batch : mps_stream_default_batch(&r);
+    /* the run: one model input streams, several take one .npy each; a signal ends it after the chunk that runs */
+    const char *be = o.a.backend->count ? o.a.backend->sval[0] : "auto";
+    run.rep.batch = o.a.batch->count ? n_batch : mps_stream_default_batch(&r);
+    if (!stream && !o.a.batch->count) /* one file is one run, however many items it holds */
+        run.rep.batch = mps_infer_file_items(&r, o.inputs->filename[0]) > run.rep.batch
+                            ? mps_infer_file_items(&r, o.inputs->filename[0])
+                            : run.rep.batch;
+    mps_out_defer(true);
     if (r.model->graph->n_inputs > 1) {
-        st = mps_infer_multi_run(&r, &run, (char **)inputs->filename, inputs->count, be, &co, n_warmup, n_repeat, &err,
-                                 &subject);
+        st = mps_infer_multi_run(&r, &run, (char **)o.inputs->filename, o.inputs->count, be, &co, n_warmup, n_repeat,
+                                 &err, &subject);
     } else {
-        struct mps_stream_opts so = {.batch = run.rep.batch, .keep_going = run.rep.keep_going, .co = &co,
-                                     .backend = be, .warmup = n_warmup, .repeat = n_repeat,
-                                     .progress = stream};
+        struct mps_stream_opts so = {.batch = run.rep.batch,
+                                     .keep_going = run.keep_going,
+                                     .co = &co,
+                                     .backend = be,
+                                     .warmup = n_warmup,
+                                     .repeat = n_repeat,
+                                     .progress = stream,
+                                     .cancel = mps_out_interrupted};
         st = mps_stream_run(&r, &list, &so, mps_infer_chunk, &run, &err, &subject);
     }
     if (st && !r.stopped) {
         subject = run.write_failed ? NULL : subject;
         goto out;
     }
-
-    /* the checks, the report's end, the exit code; a stream stopped at a bad
-       file ends its report (a --json document stays whole), checks nothing
-       and exits with that file's error */
-    struct mps_error stop = err;
-    const char *stop_subject = subject;
-    if ((st = mps_npy_stream_close(run.npy, &err))) {
-        run.npy = NULL;
-        subject = NULL; /* the message names the file */
-        goto out;
-    }
-    run.npy = NULL;
-    enum mps_status check_st = MPS_OK;
-    if (r.check_path && !r.stopped)
-        check_st = mps_infer_check(&r, &run.kept, &err);
-    if (!check_st && r.expect && !r.stopped) {
-        r.expect_ok = run.expect_items > 0 && !run.expect_bad; /* no item is no evidence */
-        char x[32], y[32];
-        if (!run.expect_items)
-            check_st = mps_fail(&err, MPS_ERR_CHECK, "--expect %s: no input item was run", r.expect);
-        else if (run.expect_bad == 1 && run.expect_items == 1)
-            check_st = mps_fail(&err, MPS_ERR_CHECK, "--expect %s: %s", r.expect, run.expect_first);
-        else if (run.expect_bad)
-            check_st = mps_fail(&err, MPS_ERR_CHECK, "--expect %s: %s of %s items have another top class; the first: %s",
-                                r.expect, mps_cli_count(run.expect_bad, x, sizeof x),
-                                mps_cli_count(run.expect_items, y, sizeof y), run.expect_first);
-    }
-    if (!mps_infer_report_end(&run.rep, &r)) {
-        st = mps_fail(&err, MPS_ERR_RUNTIME, "out of memory");
-    } else if (run.png_written && run.rep.form == MPS_INFER_TEXT && !r.stopped) {
-        const struct mps_value *o = &r.model->graph->values[r.model->graph->outputs[0]];
-        int64_t c = o->shape.ndim == 4 ? o->shape.dim[1] : 1;
-        char x[32], kind[96];
-        if (!run.png_mask)
-            snprintf(kind, sizeof kind, "%s images, [0, 1] as 0 to 255", c == 3 ? "RGB" : "gray");
-        else if (o->dtype == MPS_F32)
-            snprintf(kind, sizeof kind, "class masks (the largest of %lld scores a pixel), VOC palette", (long long)c);
-        else
-            snprintf(kind, sizeof kind, "class masks (the output's classes), VOC palette");
-        printf("pictures   %s PNG file%s %s %s: %s\n", mps_cli_count(run.png_written, x, sizeof x),
-               run.png_written > 1 ? "s" : "", run.png_folder ? "in" : "as", run.png, kind);
-    } else if (r.stopped) {
-        err = stop;
-        st = MPS_ERR_INPUT;
-        subject = stop_subject;
-        goto out;
-    } else if (r.n_failed) {
-        char x[32], y[32];
-        st = mps_fail(&err, MPS_ERR_INPUT, "%s of %s inputs failed (each named above)",
-                      mps_cli_count(r.n_failed, x, sizeof x), mps_cli_count(list.n, y, sizeof y));
-    } else {
-        st = check_st;
-    }
-    if (st)
-        subject = NULL;
+    st = mps_infer_finish(&r, &run, &list, st, &err, &subject);
 out:
+    mps_npy_stream_abort(run.npy); /* a run that did not end leaves the file that was there */
     if (st) {
         mps_cli_error(subject, "%s", err.msg);
         rc = mps_cli_exit_code(st);
     }
-    mps_npy_stream_close(run.npy, &err);
+    fflush(stdout);
+    mps_out_reraise(); /* ends the process by the signal that stopped the run, if one did */
+    mps_out_defer(false);
     free(run.pixels);
     mps_infer_report_free(&run.rep);
     free(run.kept.data);
+    free(run.ref.data);
+    free(run.failed_rows);
     mps_inputs_free(&list);
     mps_infer_free_groups(&r);
     free(r.t_runs);

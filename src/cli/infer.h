@@ -20,13 +20,19 @@ struct mps_infer_prep {
     const char *norm_from; /* "flags", "model metadata" or "none" */
 };
 
-/* One input file, decoded, or why it could not be. */
+/* One input file, decoded, or why it could not be. A .npy of several items
+   is read a part at a time, as runs take them (mps_infer_read_items): a
+   chunk may hold a part of one, the items [item0, item0 + items). */
 struct mps_infer_file {
     const char *path;
     char source[96];      /* "PNG gray 8-bit 28x28", "npy f32 [1,1,28,28]" */
-    int64_t items;        /* batch items it gave; 0 when it failed */
+    int64_t items;        /* batch items of it in this chunk; 0 when it failed */
+    int64_t item0;        /* the first of them: its index in the file */
+    int64_t file_items;   /* items the file holds */
+    int64_t data_at;      /* a .npy: where its data starts in the file */
     int64_t index;        /* its place in the whole input list */
     bool png;             /* decoded from a PNG */
+    bool ends;            /* its last item is in this chunk (or it failed) */
     enum mps_status st;   /* MPS_OK, or why it failed */
     char error[sizeof((struct mps_error *)0)->msg]; /* the failure, without the path */
 };
@@ -66,6 +72,7 @@ struct mps_infer_result {
     int64_t n_items, n_failed; /* a stream's counts so far: items run, files that failed */
     int64_t n_done;            /* files reported so far (with the ones that failed) */
     bool stopped;              /* the stream stopped at a file that failed (without keep_going) */
+    int interrupted;           /* the stream ended early for this signal (SIGINT, SIGTERM) */
     /* checks: NULL when not asked */
     const char *expect, *check_path;
     int64_t expect_class;         /* --expect resolved to an index */
@@ -98,15 +105,20 @@ enum mps_status mps_infer_setup(struct mps_infer_result *r, const char *path, co
 
 /* input.c */
 /* Decodes file->path, a PNG or a .npy, for a model whose input items have
-   shape item, by prep: a PNG is one item, written to dst; a .npy's items go
-   to dst when there are at most room of them, else to *spill (a new buffer,
-   free() it). fixed_batch > 0: the model fixes its batch there and the file
-   must give exactly that many items. Sets file->items, source and png;
-   MPS_ERR_INPUT with the reason (no path) when the file is bad,
-   MPS_ERR_RUNTIME when out of memory. Safe to call from any thread. */
+   shape item, by prep; each file's signature and size are checked before
+   the rest of it is read. A PNG is one item, written to dst; so is a .npy
+   of one item. A .npy of several is only checked (its items are read by
+   mps_infer_read_items). fixed_batch > 0: the model fixes its batch there
+   and the file must give exactly that many items. Sets file->file_items,
+   data_at, source and png; MPS_ERR_INPUT with the reason (no path) when the
+   file is bad, MPS_ERR_RUNTIME when out of memory. Safe to call from any
+   thread. */
 enum mps_status mps_infer_decode(const struct mps_infer_prep *prep, const struct mps_shape *item, int64_t fixed_batch,
-                                 struct mps_infer_file *file, float *dst, int64_t room, float **spill,
-                                 struct mps_error *err);
+                                 struct mps_infer_file *file, float *dst, struct mps_error *err);
+/* Reads items [first, first + count) of the .npy file decoded, per floats
+   each, into dst; MPS_ERR_INPUT when the file changed since. */
+enum mps_status mps_infer_read_items(const struct mps_infer_file *file, int64_t first, int64_t count, int64_t per,
+                                     float *dst, struct mps_error *err);
 /* A model with several inputs: one .npy per input, in order, as one group
    (r->files and r->groups, owned: mps_infer_free_groups). */
 enum mps_status mps_infer_multi(struct mps_infer_result *r, char **paths, int n_paths, struct mps_error *err,
@@ -121,13 +133,30 @@ enum mps_infer_form {
     MPS_INFER_JSONL, /* --jsonl: one JSON object per item (or failed file), a line each */
 };
 
+/* An item of the chunk whose picture could not be made (--keep-going). */
+struct mps_infer_pic_failure {
+    int64_t row;
+    char why[sizeof((struct mps_error *)0)->msg];
+};
+
 struct mps_infer_report {
     enum mps_infer_form form;
     bool stream;        /* several inputs: chunks, their count and speed; else one run and its timings */
     int64_t batch;      /* a stream's --batch */
-    int64_t total;      /* inputs in this process's share */
+    int64_t total;      /* inputs in this process's share; -1 while stdin is still being read */
+    bool listed_all;    /* at the end: total is every input (stdin was read to its end) */
     bool keep_going;
     const char *shard;  /* "shard 1 of 4 (Slurm array task): inputs 2,500 to 4,999 of 10,000", or NULL */
+    const char *png;    /* --output-png PATH, or NULL */
+    bool png_folder;    /* PATH is a folder of NNNNNN.png */
+    struct mps_infer_pic_failure *pic_failed; /* this chunk's items without a picture */
+    int n_pic_failed, cap_pic_failed;
+    /* what was written, for the end */
+    const char *output_path;                    /* --output, or NULL */
+    bool output_written;                        /* it was (every input ran) */
+    int64_t output_rows, output_nan, first_nan; /* its rows; rows of NaN for failed inputs, the first */
+    int64_t png_written;
+    bool png_mask; /* the pictures are class masks (--mask, or the output's kind) */
     /* internal */
     bool classified, head;
     struct cJSON *held; /* --json: results of files that failed before the head */
@@ -135,6 +164,11 @@ struct mps_infer_report {
     double *p;          /* scratch for one item's class values */
 };
 
+/* The picture --output-png writes for item `item` of file f: PATH itself
+   for a .png PATH, else PATH/NNNNNN.png by f's place in the list
+   (NNNNNN_K.png for item K of a .npy of several). */
+void mps_infer_picture_path(const struct mps_infer_report *rep, const struct mps_infer_file *f, int64_t item, char *buf,
+                            size_t size);
 /* The classes of g's first output when it is [batch, K, 1...] f32 with K > 1, else 0. */
 int64_t mps_infer_graph_classes(const struct mps_graph *g);
 /* Decides r->output_kind from the model's metadata, its last op, else the values of g (NULL: none yet). */

@@ -4,75 +4,120 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "file.h"
 #include "image.h"
 #include "infer.h"
 #include "npy.h"
 
-enum mps_status mps_infer_decode(const struct mps_infer_prep *prep, const struct mps_shape *item, int64_t fixed_batch,
-                                 struct mps_infer_file *file, float *dst, int64_t room, float **spill,
-                                 struct mps_error *err)
+/* A .npy's items: [items, item...], or one item without the batch dim. */
+static enum mps_status mps_infer_npy_items(const struct mps_npy_info *info, const struct mps_shape *item,
+                                           int64_t fixed_batch, int64_t *items, struct mps_error *err)
 {
-    unsigned char *buf;
-    size_t len;
-    *spill = NULL;
-    file->items = 0;
-    enum mps_status st = mps_file_read(file->path, (size_t)1 << 31, MPS_ERR_INPUT, &buf, &len, err);
+    char a[128], b[128];
+    bool whole = info->shape.ndim == item->ndim + 1, one = mps_shape_eq(&info->shape, item);
+    for (int i = 0; whole && i < item->ndim; i++)
+        whole = info->shape.dim[i + 1] == item->dim[i];
+    *items = one ? 1 : whole ? info->shape.dim[0] : -1;
+    if (*items == 0)
+        return mps_fail(err, MPS_ERR_INPUT, ".npy shape %s holds no items to run",
+                        mps_shape_str(&info->shape, a, sizeof a));
+    if (*items < 0 || (fixed_batch && *items != fixed_batch)) {
+        struct mps_shape want = {item->ndim + 1, {fixed_batch ? fixed_batch : 1}};
+        memcpy(want.dim + 1, item->dim, sizeof(int64_t) * (size_t)item->ndim);
+        return mps_fail(err, MPS_ERR_INPUT, ".npy shape %s does not fit the model's input %s%s",
+                        mps_shape_str(&info->shape, a, sizeof a), mps_shape_str(&want, b, sizeof b),
+                        fixed_batch ? "" : " (any batch)");
+    }
+    return MPS_OK;
+}
+
+static enum mps_status mps_infer_decode_png(const struct mps_infer_prep *prep, const struct mps_shape *item,
+                                            int64_t fixed_batch, int fd, int64_t size, struct mps_infer_file *file,
+                                            float *dst, struct mps_error *err)
+{
+    char a[128];
+    file->png = true;
+    if (mps_shape_numel(item) != prep->channels * prep->height * prep->width)
+        return mps_fail(err, MPS_ERR_INPUT, "the model's input %s is not an image (channels x height x width)",
+                        mps_shape_str(item, a, sizeof a));
+    if (fixed_batch > 1)
+        return mps_fail(err, MPS_ERR_INPUT,
+                        "a PNG is one image, and the model fixes its batch at %lld: give a .npy "
+                        "of %lld items",
+                        (long long)fixed_batch, (long long)fixed_batch);
+    if ((uint64_t)size > (uint64_t)1 << 30)
+        return mps_fail(err, MPS_ERR_INPUT, "a PNG file of %lld bytes is larger than mpsrun reads (1 GiB)",
+                        (long long)size);
+    unsigned char *buf = malloc((size_t)size + 1);
+    if (!buf)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory reading %lld bytes", (long long)size);
+    struct mps_image_opts o = {.channels = prep->channels, .height = prep->height, .width = prep->width};
+    memcpy(o.mean, prep->mean, sizeof o.mean);
+    memcpy(o.std, prep->std, sizeof o.std);
+    struct mps_image_info info;
+    enum mps_status st = mps_file_pread(fd, buf, (size_t)size, 0, MPS_ERR_INPUT, err);
+    if (!st)
+        st = mps_image_decode(buf, (size_t)size, &o, dst, &info, err);
+    free(buf);
+    if (!st) {
+        file->file_items = 1;
+        snprintf(file->source, sizeof file->source, "PNG %s %ux%u", info.format, info.width, info.height);
+    }
+    return st;
+}
+
+enum mps_status mps_infer_decode(const struct mps_infer_prep *prep, const struct mps_shape *item, int64_t fixed_batch,
+                                 struct mps_infer_file *file, float *dst, struct mps_error *err)
+{
+    file->file_items = 0;
+    int fd;
+    int64_t size;
+    enum mps_status st = mps_file_open(file->path, MPS_ERR_INPUT, &fd, &size, err);
     if (st)
         return st;
-    int64_t per = mps_shape_numel(item);
-    char a[128], b[128];
-    if (mps_image_is_png(buf, len)) {
-        struct mps_image_opts o = {.channels = prep->channels, .height = prep->height, .width = prep->width};
-        memcpy(o.mean, prep->mean, sizeof o.mean);
-        memcpy(o.std, prep->std, sizeof o.std);
-        struct mps_image_info info;
-        file->png = true;
-        if (per != prep->channels * prep->height * prep->width)
-            st = mps_fail(err, MPS_ERR_INPUT, "the model's input %s is not an image (channels x height x width)",
-                          mps_shape_str(item, a, sizeof a));
-        else if (fixed_batch > 1)
-            st = mps_fail(err, MPS_ERR_INPUT, "a PNG is one image, and the model fixes its batch at %lld: give a "
-                          ".npy of %lld items", (long long)fixed_batch, (long long)fixed_batch);
-        else
-            st = mps_image_decode(buf, len, &o, dst, &info, err);
-        if (!st) {
-            file->items = 1;
-            snprintf(file->source, sizeof file->source, "PNG %s %ux%u", info.format, info.width, info.height);
-        }
-    } else if (len < 6 || memcmp(buf, "\x93NUMPY", 6) != 0) {
+    unsigned char head[24];
+    size_t got = size < (int64_t)sizeof head ? (size_t)size : sizeof head;
+    if ((st = mps_file_pread(fd, head, got, 0, MPS_ERR_INPUT, err))) {
+    } else if (mps_image_is_png(head, got)) {
+        if (!(st = mps_image_check_head(head, got, err)))
+            st = mps_infer_decode_png(prep, item, fixed_batch, fd, size, file, dst, err);
+    } else if (got < 6 || memcmp(head, "\x93NUMPY", 6) != 0) {
         st = mps_fail(err, MPS_ERR_INPUT, "not a PNG or .npy file (neither signature)");
     } else {
-        struct mps_tensor t;
-        st = mps_npy_parse(buf, len, &t, err);
-        if (!st) {
-            /* [items, item...] or one item without the batch dim */
-            bool whole = t.shape.ndim == item->ndim + 1, one = mps_shape_eq(&t.shape, item);
-            for (int i = 0; whole && i < item->ndim; i++)
-                whole = t.shape.dim[i + 1] == item->dim[i];
-            int64_t items = one ? 1 : whole ? t.shape.dim[0] : -1;
-            if (items == 0) {
-                st = mps_fail(err, MPS_ERR_INPUT, ".npy shape %s holds no items to run",
-                              mps_shape_str(&t.shape, a, sizeof a));
-            } else if (items < 0 || (fixed_batch && items != fixed_batch)) {
-                struct mps_shape want = {item->ndim + 1, {fixed_batch ? fixed_batch : 1}};
-                memcpy(want.dim + 1, item->dim, sizeof(int64_t) * (size_t)item->ndim);
-                st = mps_fail(err, MPS_ERR_INPUT, ".npy shape %s does not fit the model's input %s%s",
-                              mps_shape_str(&t.shape, a, sizeof a), mps_shape_str(&want, b, sizeof b),
-                              fixed_batch ? "" : " (any batch)");
-            } else {
-                file->items = items;
-                snprintf(file->source, sizeof file->source, "npy f32 %s", mps_shape_str(&t.shape, a, sizeof a));
-                if (items <= room)
-                    memcpy(dst, t.data, sizeof(float) * (size_t)(items * per));
-                else
-                    *spill = t.data, t.data = NULL;
-            }
-            free(t.data);
+        struct mps_npy_info info;
+        int64_t items;
+        char a[128];
+        if (!(st = mps_npy_header_fd(fd, size, &info, err)) && !(st = mps_npy_require_f32(&info, err)) &&
+            !(st = mps_infer_npy_items(&info, item, fixed_batch, &items, err))) {
+            file->file_items = items;
+            file->data_at = (int64_t)info.offset;
+            snprintf(file->source, sizeof file->source, "npy f32 %s", mps_shape_str(&info.shape, a, sizeof a));
+            if (items == 1) /* read now, beside the other files of its window */
+                st = mps_file_pread(fd, dst, info.bytes, file->data_at, MPS_ERR_INPUT, err);
         }
     }
-    free(buf);
+    close(fd);
+    if (st)
+        file->file_items = 0;
+    return st;
+}
+
+enum mps_status mps_infer_read_items(const struct mps_infer_file *file, int64_t first, int64_t count, int64_t per,
+                                     float *dst, struct mps_error *err)
+{
+    int fd;
+    int64_t size, bytes = (int64_t)sizeof(float) * per;
+    enum mps_status st = mps_file_open(file->path, MPS_ERR_INPUT, &fd, &size, err);
+    if (st)
+        return st;
+    if (size != file->data_at + bytes * file->file_items)
+        st = mps_fail(err, MPS_ERR_INPUT, "the file changed while it was read (%lld bytes, not %lld)", (long long)size,
+                      (long long)(file->data_at + bytes * file->file_items));
+    else
+        st = mps_file_pread(fd, dst, (size_t)(bytes * count), file->data_at + bytes * first, MPS_ERR_INPUT, err);
+    close(fd);
     return st;
 }
 
@@ -98,7 +143,11 @@ enum mps_status mps_infer_multi(struct mps_infer_result *r, char **paths, int n_
         if (st)
             return st;
         grp->n_in++;
-        r->files[i].items = 1;
+        struct mps_npy_info info = {.dtype = grp->in[i].dtype};
+        if ((st = mps_npy_require_f32(&info, err)))
+            return st;
+        r->files[i].items = r->files[i].file_items = 1;
+        r->files[i].ends = true;
         char a[128];
         snprintf(r->files[i].source, sizeof r->files[i].source, "npy f32 %s",
                  mps_shape_str(&grp->in[i].shape, a, sizeof a));

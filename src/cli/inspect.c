@@ -194,19 +194,19 @@ int mps_cli_inspect(int argc, char **argv)
         }
         jnodes = cJSON_AddArrayToObject(root, "nodes");
     } else {
-        printf("model      %s\nproducer   %s, opset %lld, IR version %lld\n", m->path,
-               m->producer[0] ? m->producer : "(unknown)", (long long)m->opset, (long long)m->ir_version);
+        printf("model      %s\nproducer   %s, opset %lld, IR version %lld\n", mps_cli_vis(m->path),
+               m->producer[0] ? mps_cli_vis(m->producer) : "(unknown)", (long long)m->opset, (long long)m->ir_version);
         for (int i = 0; i < m->n_meta; i++)
-            printf("%-10s %s: %.70s%s\n", i ? "" : "metadata", m->meta[i].key, m->meta[i].value,
-                   strlen(m->meta[i].value) > 70 ? "..." : "");
+            printf("%-10s %s: %.70s%s\n", i ? "" : "metadata", mps_cli_vis(m->meta[i].key),
+                   mps_cli_vis(m->meta[i].value), strlen(m->meta[i].value) > 70 ? "..." : "");
         for (int i = 0; i < g->n_inputs; i++) {
             const struct mps_value *v = &g->values[g->inputs[i]];
             mps_inspect_dims(m, i, &v->shape, a, sizeof a);
-            printf("%-10s %s %s %s\n", i ? "" : "inputs", v->name, mps_dtype_name(v->dtype), a);
+            printf("%-10s %s %s %s\n", i ? "" : "inputs", mps_cli_vis(v->name), mps_dtype_name(v->dtype), a);
         }
         for (int i = 0; i < g->n_outputs; i++) {
             const struct mps_value *v = &g->values[g->outputs[i]];
-            printf("%-10s %s %s %s\n", i ? "" : "outputs", v->name, mps_dtype_name(v->dtype),
+            printf("%-10s %s %s %s\n", i ? "" : "outputs", mps_cli_vis(v->name), mps_dtype_name(v->dtype),
                    mps_shape_str(&v->shape, a, sizeof a));
         }
         printf("\n%4s  %-32s %-18s %-20s %11s %14s\n", "#", "node", "op", "output", "params", "FLOPs");
@@ -231,8 +231,8 @@ int mps_cli_inspect(int argc, char **argv)
             cJSON_AddItemToArray(jnodes, o);
         } else {
             char np[32], nf[32];
-            printf("%4d  %-32.32s %-18s %-20s %11s %14s\n", k, n->name, op, a, mps_cli_count(c.params, np, sizeof np),
-                   mps_cli_count(c.flops, nf, sizeof nf));
+            printf("%4d  %-32.32s %-18s %-20s %11s %14s\n", k, mps_cli_vis(n->name), op, a,
+                   mps_cli_count(c.params, np, sizeof np), mps_cli_count(c.flops, nf, sizeof nf));
         }
     }
     if (root) {
@@ -271,8 +271,10 @@ int mps_cli_inspect(int argc, char **argv)
             cJSON_AddItemToArray(jb, o);
         } else {
             printf("%-10s %-5s %s%s%s\n", i ? "" : "backends", mps_inspect_known[i],
-                   !be ? "not compiled in" : bad ? "cannot run: " : "runs every node", bad ? list : "",
-                   be && !avail ? " (not available on this machine)" : "");
+                   !be   ? "not compiled in"
+                   : bad ? "cannot run: "
+                         : "runs every node",
+                   bad ? mps_cli_vis(list) : "", be && !avail ? " (not available on this machine)" : "");
         }
     }
     if (root) {

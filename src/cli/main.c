@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "outfile.h"
 
 static const struct mps_cli_command mps_cli_commands[] = {
     {"infer", "run a model on PNG or .npy inputs: top classes, outputs, timings, checks", mps_cli_infer},
@@ -39,6 +40,7 @@ static const struct mps_cli_command *mps_cli_find(const char *name)
 
 int main(int argc, char **argv)
 {
+    mps_out_signals(); /* a signal removes the files being written before it ends the process */
     if (argc < 2) {
         mps_cli_usage(stderr);
         return MPS_EXIT_USAGE;

@@ -10,10 +10,11 @@
 #include <string.h>
 
 #include "cli.h"
+#include "outfile.h"
 
 struct mps_svg {
+    struct mps_out out; /* written beside its name, renamed over it when closed */
     FILE *f;
-    const char *path;
 };
 
 /* Tableau's ten colours: told apart by most readers, in print too. */
@@ -21,15 +22,19 @@ static const char *const mps_plot_colors[] = {"#4e79a7", "#f28e2b", "#e15759", "
                                               "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
 #define MPS_PLOT_N_COLORS (int)(sizeof mps_plot_colors / sizeof mps_plot_colors[0])
 
-/* s as XML text: &, <, >, " escaped; a byte that is not part of well-formed UTF-8 as '?'. */
+/* s as XML text: &, <, >, " escaped; a byte that is not part of well-formed
+   UTF-8, and a character XML 1.0 does not allow at all, escaped or not (the
+   controls but tab, line feed and carriage return; U+FFFE, U+FFFF), as '?'. */
 static void mps_svg_escaped(FILE *f, const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
         int n = mps_cli_utf8_len(p);
-        if (!n) {
+        bool control = n == 1 && ((*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r') || *p == 0x7f);
+        bool nonchar = n == 3 && p[0] == 0xef && p[1] == 0xbf && (p[2] == 0xbe || p[2] == 0xbf);
+        if (!n || control || nonchar) {
             fputc('?', f);
-            p++;
+            p += n ? n : 1;
         } else if (*p == '&' || *p == '<' || *p == '>' || *p == '"') {
             fputs(*p == '&' ? "&amp;" : *p == '<' ? "&lt;" : *p == '>' ? "&gt;" : "&quot;", f);
             p++;
@@ -61,11 +66,12 @@ enum mps_status mps_svg_open(const char *path, double width, double height, cons
     struct mps_svg *svg = calloc(1, sizeof *svg);
     if (!svg)
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
-    svg->path = path;
-    if (!(svg->f = fopen(path, "w"))) {
+    enum mps_status st = mps_out_open(path, &svg->out, err);
+    if (st) {
         free(svg);
-        return mps_fail(err, MPS_ERR_RUNTIME, "%s: cannot write: %s", path, strerror(errno));
+        return st;
     }
+    svg->f = svg->out.f;
     fprintf(svg->f,
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
@@ -82,10 +88,7 @@ enum mps_status mps_svg_close(struct mps_svg *svg, struct mps_error *err)
     if (!svg)
         return MPS_OK;
     fputs("</svg>\n", svg->f);
-    bool ok = !ferror(svg->f);
-    ok = fclose(svg->f) == 0 && ok;
-    enum mps_status st =
-        ok ? MPS_OK : mps_fail(err, MPS_ERR_RUNTIME, "%s: cannot write: %s", svg->path, strerror(errno));
+    enum mps_status st = mps_out_commit(&svg->out, err);
     free(svg);
     return st;
 }

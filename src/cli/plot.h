@@ -9,8 +9,9 @@
    Elements carry classes a test can count: each series' line is a path of
    class "series" (data-series its name), each bar a rect of class "bar",
    each heat-map cell a rect of class "cell", each axis title a text of
-   class "axis-label". Text is escaped for XML; bytes that are not UTF-8
-   become '?'. */
+   class "axis-label". Text is escaped for XML; bytes that are not UTF-8,
+   and characters XML cannot hold (control characters but tab and line
+   breaks), become '?'. */
 #ifndef MPS_CLI_PLOT_H
 #define MPS_CLI_PLOT_H
 

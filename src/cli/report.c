@@ -7,6 +7,7 @@
    as they come, and a JSON object per line (--jsonl). Nothing is kept from
    chunk to chunk but counts. */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 
 #include "cli.h"
 #include "infer.h"
+#include "outfile.h"
 
 #define MPS_REPORT_TEXT_VALUES 8 /* raw values the text shows per output */
 
@@ -208,12 +210,33 @@ static void mps_report_stats(const struct mps_infer_result *r, double *p50, doub
 /* "x.npy[2]" for an item of a file of several, else the path. */
 static const char *mps_report_name(const struct mps_infer_file *f, int64_t item, char *buf, size_t size)
 {
-    snprintf(buf, size, f->items > 1 ? "%s[%lld]" : "%s", f->path, (long long)item);
+    snprintf(buf, size, f->file_items > 1 ? "%s[%lld]" : "%s", f->path, (long long)item);
     return buf;
 }
 
+void mps_infer_picture_path(const struct mps_infer_report *rep, const struct mps_infer_file *f, int64_t item, char *buf,
+                            size_t size)
+{
+    if (!rep->png_folder)
+        snprintf(buf, size, "%s", rep->png);
+    else if (f->file_items > 1)
+        snprintf(buf, size, "%s/%06lld_%lld.png", rep->png, (long long)f->index, (long long)item);
+    else
+        snprintf(buf, size, "%s/%06lld.png", rep->png, (long long)f->index);
+}
+
+/* Why the chunk's item `row` has no picture, or NULL when it has one. */
+static const char *mps_report_pic_why(const struct mps_infer_report *rep, int64_t row)
+{
+    for (int i = 0; i < rep->n_pic_failed; i++)
+        if (rep->pic_failed[i].row == row)
+            return rep->pic_failed[i].why;
+    return NULL;
+}
+
 /* Writes s as a field of a tab-separated line: a backslash, tab, newline
-   or carriage return written as \\, \t, \n, \r, so that a line always splits. */
+   or carriage return written as \\, \t, \n, \r, so that a line always
+   splits, and another control character as mps_cli_vis writes it. */
 static void mps_report_tsv(const char *s)
 {
     for (; *s; s++)
@@ -222,7 +245,14 @@ static void mps_report_tsv(const char *s)
         case '\t': fputs("\\t", stdout); break;
         case '\n': fputs("\\n", stdout); break;
         case '\r': fputs("\\r", stdout); break;
-        default: putchar(*s);
+        default: {
+            int n = mps_cli_control(s);
+            if (n)
+                printf(n == 1 ? "\\x%02x" : "\\u%04x", (unsigned char)s[n - 1]);
+            else
+                putchar(*s);
+            s += n ? n - 1 : 0;
+        }
         }
 }
 
@@ -282,6 +312,17 @@ static cJSON *mps_report_json_item(const struct mps_infer_report *rep, const str
     }
     cJSON_AddNumberToObject(res, "item", (double)item);
     cJSON_AddStringToObject(res, "source", f->source);
+    if (rep->png) {
+        const char *why = mps_report_pic_why(rep, row);
+        char path[4200];
+        mps_infer_picture_path(rep, f, item, path, sizeof path);
+        if (why) {
+            cJSON_AddNullToObject(res, "picture");
+            cJSON_AddStringToObject(res, "picture_error", why);
+        } else {
+            cJSON_AddStringToObject(res, "picture", path);
+        }
+    }
     cJSON *top = cJSON_AddArrayToObject(res, "top");
     if (!r->output_kind)
         return res;
@@ -309,7 +350,7 @@ static cJSON *mps_report_json_item(const struct mps_infer_report *rep, const str
 /* Prints a result object; with raw values (jsonl of a model that is not a
    classifier), each output's name, shape and values are spliced in. */
 static bool mps_report_json_write(cJSON *res, const struct mps_infer_result *r, const struct mps_infer_group *g,
-                                  int64_t row, bool values)
+                                  int64_t row, bool values, bool pictured)
 {
     char *text = mps_cli_json_text(res, false);
     if (!text)
@@ -335,6 +376,10 @@ static bool mps_report_json_write(cJSON *res, const struct mps_infer_result *r, 
         cJSON_Delete(name);
         for (int d = 0; d < shape.ndim; d++)
             printf("%s%lld", d ? "," : "", (long long)shape.dim[d]);
+        if (o == 0 && pictured) { /* its values are the picture */
+            fputs("]}", stdout);
+            continue;
+        }
         fputs("],\"values\":[", stdout);
         for (int64_t i = 0; i < count; i++) {
             if (i)
@@ -354,10 +399,16 @@ static void mps_report_text_item(const struct mps_infer_report *rep, const struc
     char name[300];
     mps_report_name(f, item, name, sizeof name);
     if (f->st) {
-        printf("input      %s  error: %s\n", f->path, f->error);
+        printf("input      %s  error: %s\n", mps_cli_vis(f->path), mps_cli_vis(f->error));
         return;
     }
-    printf("input      %s  %s\n", name, f->source);
+    printf("input      %s  %s\n", mps_cli_vis(name), mps_cli_vis(f->source));
+    if (rep->png) {
+        const char *why = mps_report_pic_why(rep, row);
+        char path[4200];
+        mps_infer_picture_path(rep, f, item, path, sizeof path);
+        printf("  picture   %s%s\n", why ? "none: " : mps_cli_vis(path), why ? mps_cli_vis(why) : "");
+    }
     if (!r->output_kind) { /* not a classifier: the first values of each output */
         for (int o = 0; o < g->n_out; o++) {
             int64_t first, count;
@@ -381,7 +432,8 @@ static void mps_report_text_item(const struct mps_infer_report *rep, const struc
     mps_report_top(rep->p, k, n, idx);
     bool scores = !strcmp(r->output_kind, "scores");
     for (int64_t i = 0; i < n; i++) {
-        printf("%s %4lld  %-14s ", i ? "          " : "  top-k   ", (long long)idx[i], mps_report_label(r, idx[i]));
+        printf("%s %4lld  %-14s ", i ? "          " : "  top-k   ", (long long)idx[i],
+               mps_cli_vis(mps_report_label(r, idx[i])));
         printf(scores ? "%9.4g\n" : "%8.4f%%\n", scores ? rep->p[idx[i]] : 100.0 * rep->p[idx[i]]);
     }
 }
@@ -397,6 +449,14 @@ static void mps_report_quiet_item(const struct mps_infer_report *rep, const stru
         return;
     mps_report_tsv(f->path);
     printf("\t%lld", (long long)item);
+    if (!r->output_kind && rep->png) { /* the picture written, not its millions of values */
+        char path[4200];
+        mps_infer_picture_path(rep, f, item, path, sizeof path);
+        putchar('\t');
+        mps_report_tsv(mps_report_pic_why(rep, row) ? "-" : path);
+        putchar('\n');
+        return;
+    }
     if (!r->output_kind) {
         int64_t first, count;
         struct mps_shape shape;
@@ -420,8 +480,8 @@ static void mps_report_quiet_item(const struct mps_infer_report *rep, const stru
 
 void mps_infer_text_head(const struct mps_infer_result *r)
 {
-    printf("model      %s (opset %lld%s%s)\n", r->model->path, (long long)r->model->opset,
-           r->model->producer[0] ? ", " : "", r->model->producer);
+    printf("model      %s (opset %lld%s%s)\n", mps_cli_vis(r->model->path), (long long)r->model->opset,
+           r->model->producer[0] ? ", " : "", mps_cli_vis(r->model->producer));
     if (r->backend)
         printf("backend    %s: %s; %s\n", r->backend->name, r->device.device, r->why_backend);
 }
@@ -456,13 +516,16 @@ static bool mps_report_head(struct mps_infer_report *rep, const struct mps_infer
         char kind[160];
         if (r->output_kind && g) {
             mps_report_kind_text(r, kind, sizeof kind);
-            printf("output     '%s' %s: %s\n", r->model->graph->values[r->model->graph->outputs[0]].name,
+            printf("output     '%s' %s: %s\n", mps_cli_vis(r->model->graph->values[r->model->graph->outputs[0]].name),
                    mps_shape_str(&g->out[0].shape, a, sizeof a), kind);
         }
         if (rep->shard)
             printf("inputs     %s\n", rep->shard);
         if (!rep->stream && g)
             printf("batch      %s, one run\n", mps_shape_str(&g->in[0].shape, a, sizeof a));
+        else if (g && rep->total < 0)
+            printf("batch      %s a run, inputs listed on stdin as they come\n",
+                   mps_shape_str(&g->in[0].shape, a, sizeof a));
         else if (g)
             printf("batch      %s a run, %s input%s\n", mps_shape_str(&g->in[0].shape, a, sizeof a),
                    mps_cli_count(rep->total, b, sizeof b), rep->total == 1 ? "" : "s");
@@ -519,17 +582,24 @@ enum mps_status mps_infer_report_chunk(void *ctx, struct mps_infer_result *r, st
         const struct mps_infer_file *f = &r->files[fi];
         if (f->st && rep->keep_going) /* said at once on stderr; the run goes on */
             mps_cli_error(f->path, "%s", f->error);
+        for (int64_t it = 0; rep->keep_going && !f->st && it < f->items; it++) {
+            const char *why = mps_report_pic_why(rep, row + it);
+            char name[300];
+            if (why)
+                mps_cli_error(mps_report_name(f, f->item0 + it, name, sizeof name), "%s", why);
+        }
         if (f->st && !json)
             continue; /* text and TSV: stderr says it (without keep_going, the stream's last word) */
         for (int64_t it = 0; it < (f->st ? 1 : f->items); it++, row += !f->st) {
+            int64_t item = f->item0 + it;
             if (!json) {
                 if (rep->form == MPS_INFER_TEXT)
-                    mps_report_text_item(rep, r, f, g, it, row);
+                    mps_report_text_item(rep, r, f, g, item, row);
                 else
-                    mps_report_quiet_item(rep, r, f, g, it, row);
+                    mps_report_quiet_item(rep, r, f, g, item, row);
                 continue;
             }
-            cJSON *res = mps_report_json_item(rep, r, f, g, it, row);
+            cJSON *res = mps_report_json_item(rep, r, f, g, item, row);
             if (!res)
                 return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
             if (rep->form == MPS_INFER_JSON && !rep->head) { /* a failed file before anything ran */
@@ -543,7 +613,7 @@ enum mps_status mps_infer_report_chunk(void *ctx, struct mps_infer_result *r, st
             if (rep->form == MPS_INFER_JSON)
                 printf("%s\n", rep->n_results++ ? "," : "");
             bool values = rep->form == MPS_INFER_JSONL && !r->output_kind && !f->st;
-            bool ok = mps_report_json_write(res, r, g, row, values);
+            bool ok = mps_report_json_write(res, r, g, row, values, rep->png != NULL);
             cJSON_Delete(res);
             if (!ok)
                 return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
@@ -551,8 +621,40 @@ enum mps_status mps_infer_report_chunk(void *ctx, struct mps_infer_result *r, st
                 putchar('\n');
         }
     }
-    fflush(stdout); /* a chunk's results reach a pipe as soon as they are known */
+    /* a chunk's results reach a pipe as soon as they are known; a reader that is gone ends the run (where
+       SIGPIPE is ignored: else the signal does) */
+    if (fflush(stdout) != 0 || ferror(stdout))
+        return mps_fail(err, MPS_ERR_RUNTIME, "cannot write the report to stdout: %s", strerror(errno));
     return MPS_OK;
+}
+
+/* The text report's lines on what was written: --output, the pictures. */
+static void mps_report_written_text(const struct mps_infer_report *rep, const struct mps_infer_result *r)
+{
+    char a[32], b[32];
+    if (rep->output_path && !rep->output_written)
+        printf("output     %s: not written (not every input ran; a file there is as it was)\n",
+               mps_cli_vis(rep->output_path));
+    else if (rep->output_path && rep->output_nan)
+        printf("output     %s: %s rows, %s of NaN for inputs that failed (the first: row %lld)\n",
+               mps_cli_vis(rep->output_path), mps_cli_count(rep->output_rows, a, sizeof a),
+               mps_cli_count(rep->output_nan, b, sizeof b), (long long)rep->first_nan);
+    else if (rep->output_path)
+        printf("output     %s: %s rows\n", mps_cli_vis(rep->output_path), mps_cli_count(rep->output_rows, a, sizeof a));
+    if (!rep->png)
+        return;
+    const struct mps_value *o = &r->model->graph->values[r->model->graph->outputs[0]];
+    int64_t c = o->shape.ndim == 4 ? o->shape.dim[1] : 1;
+    bool mask = o->dtype != MPS_F32 || (c != 1 && c != 3) || rep->png_mask;
+    char kind[96];
+    if (!mask)
+        snprintf(kind, sizeof kind, "%s images, [0, 1] as 0 to 255", c == 3 ? "RGB" : "gray");
+    else if (o->dtype == MPS_F32)
+        snprintf(kind, sizeof kind, "class masks (the largest of %lld scores a pixel), VOC palette", (long long)c);
+    else
+        snprintf(kind, sizeof kind, "class masks (the output's classes), VOC palette");
+    printf("pictures   %s PNG file%s %s %s: %s\n", mps_cli_count(rep->png_written, a, sizeof a),
+           rep->png_written == 1 ? "" : "s", rep->png_folder ? "in" : "as", mps_cli_vis(rep->png), kind);
 }
 
 bool mps_infer_report_end(struct mps_infer_report *rep, struct mps_infer_result *r)
@@ -588,16 +690,26 @@ bool mps_infer_report_end(struct mps_infer_report *rep, struct mps_infer_result 
             mps_report_stats(r, &p50, &p10, &p90);
             printf("           %d runs: median %.3f ms, p10 %.3f ms, p90 %.3f ms\n", r->n_runs, p50, p10, p90);
         }
-        if (r->stopped)
-            printf("stopped    at an input that failed (named on stderr): %s of %s inputs not run\n",
-                   mps_cli_count(rep->total - r->n_done, a, sizeof a), mps_cli_count(rep->total, c, sizeof c));
-        else if (r->n_failed)
+        const char *so_far = rep->listed_all ? "" : " listed so far (stdin was not read to its end)";
+        if (r->stopped || r->interrupted)
+            printf("%s %s: %s of %s inputs%s not run\n", r->stopped ? "stopped   " : "interrupted",
+                   r->stopped ? "at an input that failed (named on stderr)" : mps_out_signal_name(r->interrupted),
+                   mps_cli_count(rep->total - r->n_done, a, sizeof a), mps_cli_count(rep->total, c, sizeof c), so_far);
+        if (r->n_failed && rep->keep_going)
             printf("failed     %s of %s input%s (each named above)\n", mps_cli_count(r->n_failed, a, sizeof a),
                    mps_cli_count(rep->total, c, sizeof c), rep->total == 1 ? "" : "s");
         if (r->expect)
-            printf("expect     %s: %s\n", r->expect, r->expect_ok ? "passed" : "FAILED");
+            printf("expect     %s: %s\n", mps_cli_vis(r->expect),
+                   r->stopped || r->interrupted ? "not judged: not every input ran"
+                   : r->expect_ok               ? "passed"
+                                                : "FAILED");
         if (r->check_path)
-            printf("check      %s: %s (%s)\n", r->check_path, r->check_ok ? "passed" : "FAILED", r->check_detail);
+            printf("check      %s: %s%s%s%s\n", mps_cli_vis(r->check_path),
+                   r->stopped || r->interrupted ? "not judged: not every input ran"
+                   : r->check_ok                ? "passed"
+                                                : "FAILED",
+                   r->check_detail[0] ? " (" : "", r->check_detail, r->check_detail[0] ? ")" : "");
+        mps_report_written_text(rep, r);
         return true;
     }
     if (rep->form != MPS_INFER_JSON)
@@ -622,21 +734,43 @@ bool mps_infer_report_end(struct mps_infer_report *rep, struct mps_infer_result 
     cJSON_AddNumberToObject(j, "files", (double)rep->total);
     cJSON_AddNumberToObject(j, "items", (double)r->n_items);
     cJSON_AddNumberToObject(j, "failed", (double)r->n_failed);
-    cJSON_AddNumberToObject(j, "not_run", (double)(rep->total - r->n_done));
+    if (rep->listed_all)
+        cJSON_AddNumberToObject(j, "not_run", (double)(rep->total - r->n_done));
+    else
+        cJSON_AddNullToObject(j, "not_run"); /* stdin was not read to its end */
     cJSON_AddNumberToObject(j, "items_per_s", rate);
     if (rep->shard)
         cJSON_AddStringToObject(j, "shard", rep->shard);
+    if (r->interrupted)
+        cJSON_AddStringToObject(j, "interrupted", mps_out_signal_name(r->interrupted));
+    if (rep->output_path || rep->png) {
+        j = cJSON_AddObjectToObject(root, "written");
+        if (rep->output_path) {
+            cJSON *o = cJSON_AddObjectToObject(j, "output");
+            cJSON_AddStringToObject(o, "file", rep->output_path);
+            cJSON_AddBoolToObject(o, "written", rep->output_written);
+            cJSON_AddNumberToObject(o, "rows", (double)rep->output_rows);
+            cJSON_AddNumberToObject(o, "nan_rows", (double)rep->output_nan);
+        }
+        if (rep->png) {
+            cJSON *o = cJSON_AddObjectToObject(j, "pictures");
+            cJSON_AddStringToObject(o, "path", rep->png);
+            cJSON_AddNumberToObject(o, "files", (double)rep->png_written);
+        }
+    }
     if (r->expect || r->check_path) {
         j = cJSON_AddObjectToObject(root, "checks");
         if (r->expect) {
             cJSON *e = cJSON_AddObjectToObject(j, "expect");
             cJSON_AddStringToObject(e, "class", r->expect);
             cJSON_AddBoolToObject(e, "passed", r->expect_ok);
+            cJSON_AddBoolToObject(e, "judged", !r->stopped && !r->interrupted);
         }
         if (r->check_path) {
             cJSON *ck = cJSON_AddObjectToObject(j, "check");
             cJSON_AddStringToObject(ck, "file", r->check_path);
             cJSON_AddBoolToObject(ck, "passed", r->check_ok);
+            cJSON_AddBoolToObject(ck, "judged", !r->stopped && !r->interrupted);
             cJSON_AddStringToObject(ck, "detail", r->check_detail);
             cJSON_AddNumberToObject(ck, "rtol", r->tol.rtol);
             cJSON_AddNumberToObject(ck, "atol", r->tol.atol);
@@ -661,6 +795,8 @@ bool mps_infer_report_end(struct mps_infer_report *rep, struct mps_infer_result 
 
 void mps_infer_report_free(struct mps_infer_report *rep)
 {
+    free(rep->pic_failed);
+    rep->pic_failed = NULL;
     cJSON_Delete(rep->held);
     free(rep->p);
     rep->held = NULL;

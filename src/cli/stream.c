@@ -23,21 +23,22 @@
 #include "cpu/pool.h"
 #include "memplan.h"
 
-#define MPS_STREAM_PLANS 4 /* batch sizes compiled at once; the least recently used one goes */
+#define MPS_STREAM_PLANS 4     /* batch sizes compiled at once; the least recently used one goes */
+#define MPS_STREAM_PAUSE_MS 50 /* stdin: a chunk waits this long for the next line, then runs part-full */
+#define MPS_STREAM_POLL_MS 100 /* stdin: how often a wait for a line looks whether the stream was stopped */
 
 /* Files decoded into one batch. */
 struct mps_stream_chunk {
     struct mps_infer_file *files;
     int n_files, cap_files;
-    float *data; /* [cap_items, item...] */
-    int64_t items, cap_items;
-    float *staged;                 /* the backend's staging for this chunk (host_io), or NULL: data is
-                                      staged unless a .npy too large for it made the chunk grow */
-    struct mps_tensor *staged_out; /* the outputs a run from staged writes, per graph output */
+    float *data; /* [batch, item...]: the backend's staging (host_io), or memory of its own */
+    int64_t items;
+    struct mps_tensor *staged_out; /* the outputs a run from the staging writes, per graph output */
+    bool staged;                   /* data is the backend's */
     bool ready;                    /* decoded, not yet run and reported */
     bool last;                     /* no chunk after it */
     double decode_ms;
-    enum mps_status fatal; /* the decoder could not go on (out of memory) */
+    enum mps_status fatal; /* the decoder could not go on (out of memory, an unreadable list) */
     struct mps_error fatal_err;
 };
 
@@ -55,16 +56,17 @@ struct mps_stream_plan {
 /* A file decoded ahead of its chunk. */
 struct mps_stream_file {
     struct mps_infer_file f;
-    float *data;           /* its items (f.items of them): its slot, its place in window_data, or a .npy's own
-                              buffer; NULL when it failed */
-    bool own;              /* data is the .npy's own buffer, freed once laid into a chunk */
+    float *data;           /* its one item: its slot, or its place in window_data; NULL when it failed or holds
+                              several (read a part at a time as chunks take them) */
+    int64_t left;          /* items not yet laid into a chunk */
+    const char *why;       /* the list says it failed already (a folder that cannot be read) */
     enum mps_status fatal; /* out of memory while decoding it */
     struct mps_error fatal_err;
 };
 
 struct mps_stream {
     struct mps_infer_result *r;
-    const struct mps_inputs *list;
+    struct mps_inputs *list; /* read on by the decoder as it goes (stdin) */
     const struct mps_stream_opts *o;
     struct mps_shape item; /* one item of the model's input */
     int64_t per;           /* floats an item */
@@ -72,15 +74,17 @@ struct mps_stream {
     bool free_batch;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    bool take_turns; /* runs and fills share the cores: each holds turn while it works */
+    bool take_turns; /* runs and decoding share the cores: each holds turn while it works */
     pthread_mutex_t turn;
     struct mps_stream_chunk chunk[2];
     bool stop;                      /* the main thread is done: the decoder ends */
+    int64_t known;                  /* inputs listed so far (under mu: the progress line reads it) */
+    bool known_all;                 /* and that is all of them */
     int64_t next;                   /* the next path to decode */
     struct mps_pool *pool;          /* the decoder's threads */
     struct mps_stream_file *window; /* files decoded, waiting for their chunk: [at, n_window) */
     float *slots;                   /* where window file i decodes: slots + i * per, the chunk's room for it */
-    float *window_data;             /* the window's items moved out of the chunk (a .npy in it spilled) */
+    float *window_data;             /* the window's items moved out of the chunk (a .npy of several in it) */
     int64_t n_window, at, cap_window, cap_data;
     struct mps_stream_plan plans[MPS_STREAM_PLANS];
     int n_plans;
@@ -92,24 +96,7 @@ static bool mps_stream_stopped(struct mps_stream *s)
     pthread_mutex_lock(&s->mu);
     bool stop = s->stop;
     pthread_mutex_unlock(&s->mu);
-    return stop;
-}
-
-/* Room for n items in c, keeping its items (a staged chunk moves to memory of its own). */
-static bool mps_stream_reserve(struct mps_stream *s, struct mps_stream_chunk *c, int64_t n)
-{
-    if (n <= c->cap_items)
-        return true;
-    bool staged = c->data && c->data == c->staged;
-    float *data = staged ? malloc(sizeof(float) * (size_t)(n * s->per + 1))
-                         : realloc(c->data, sizeof(float) * (size_t)(n * s->per + 1));
-    if (!data)
-        return false;
-    if (staged)
-        memcpy(data, c->data, sizeof(float) * (size_t)(c->items * s->per));
-    c->data = data;
-    c->cap_items = n;
-    return true;
+    return stop || (s->o->cancel && s->o->cancel());
 }
 
 static bool mps_stream_add_file(struct mps_stream_chunk *c, const struct mps_infer_file *f)
@@ -126,20 +113,19 @@ static bool mps_stream_add_file(struct mps_stream_chunk *c, const struct mps_inf
     return true;
 }
 
-/* Decodes window files [b, e), each into a buffer of its own. */
+/* Decodes window files [b, e), each into its slot. */
 static void mps_stream_decode(void *ctx, int64_t b, int64_t e)
 {
     struct mps_stream *s = ctx;
     for (int64_t i = b; i < e; i++) {
         struct mps_stream_file *w = &s->window[i];
-        float *spill = NULL;
         struct mps_error err = {{0}};
-        enum mps_status st = mps_infer_decode(&s->r->prep, &s->item, s->free_batch ? 0 : s->batch, &w->f,
-                                              s->slots + i * s->per, 1, &spill, &err);
-        w->data = spill ? spill : s->slots + i * s->per;
-        w->own = spill != NULL;
+        enum mps_status st = w->why ? mps_fail(&err, MPS_ERR_INPUT, "%s", w->why)
+                                    : mps_infer_decode(&s->r->prep, &s->item, s->free_batch ? 0 : s->batch, &w->f,
+                                                       s->slots + i * s->per, &err);
+        w->left = w->f.file_items;
+        w->data = !st && w->left == 1 ? s->slots + i * s->per : NULL;
         if (st) {
-            w->data = NULL;
             if (st == MPS_ERR_RUNTIME) {
                 w->fatal = st;
                 w->fatal_err = err;
@@ -150,13 +136,40 @@ static void mps_stream_decode(void *ctx, int64_t b, int64_t e)
     }
 }
 
+/* Lists what the inputs hold up to `want` paths, waiting up to wait_ms for
+   stdin's next line; false when the list could not be read (*c's fatal). */
+static bool mps_stream_list(struct mps_stream *s, struct mps_stream_chunk *c, int64_t want, int wait_ms)
+{
+    struct mps_inputs *in = s->list;
+    enum mps_status st = in->done ? MPS_OK : mps_inputs_more(in, want, wait_ms, &c->fatal_err);
+    pthread_mutex_lock(&s->mu);
+    s->known = in->n;
+    s->known_all = in->done;
+    pthread_mutex_unlock(&s->mu);
+    c->fatal = st;
+    return !st;
+}
+
+/* Waits, without holding the cores, until an input is there to decode or
+   there will be none (the list's end, or the stream stopped). */
+static bool mps_stream_await(struct mps_stream *s, struct mps_stream_chunk *c)
+{
+    while (s->next == s->list->n && !s->list->done && !mps_stream_stopped(s))
+        if (!mps_stream_list(s, c, s->next + 1, MPS_STREAM_POLL_MS))
+            return false;
+    return true;
+}
+
 /* The next window of files, as many as c has room for, decoded in parallel
    into that room: file i into item c->items + i (a 224x224 file is 0.6 MB:
    copied from a window of its own, 32 of them took a third of the time a
-   GPU's stream spent filling a chunk). */
+   GPU's stream spent filling a chunk). An empty window: none is listed yet. */
 static bool mps_stream_window(struct mps_stream *s, struct mps_stream_chunk *c)
 {
-    int64_t left = s->list->n - s->next, room = s->batch - c->items, count = left < room ? left : room;
+    int64_t room = s->batch - c->items;
+    if (!mps_stream_list(s, c, s->next + room, c->items ? MPS_STREAM_PAUSE_MS : 0))
+        return false;
+    int64_t left = s->list->n - s->next, count = left < room ? left : room;
     if (count > s->cap_window) {
         struct mps_stream_file *w = realloc(s->window, sizeof *w * (size_t)count);
         if (!w)
@@ -166,17 +179,22 @@ static bool mps_stream_window(struct mps_stream *s, struct mps_stream_chunk *c)
     }
     for (int64_t i = 0; i < count; i++)
         s->window[i] = (struct mps_stream_file){
-            .f = {.path = mps_inputs_path(s->list, s->next + i), .index = s->list->first + s->next + i}};
+            .f = {.path = mps_inputs_path(s->list, s->next + i), .index = s->list->first + s->next + i},
+            .why = mps_inputs_why(s->list, s->next + i)};
     s->next += count;
     s->n_window = count;
     s->at = 0;
     s->slots = c->data + c->items * s->per;
+    if (s->take_turns)
+        pthread_mutex_lock(&s->turn);
     mps_pool_for(s->pool, count, MPS_POOL_GRAIN, mps_stream_decode, s); /* a file is work enough for a thread */
     mps_pool_rest(s->pool); /* the runs get the cores until the next window */
-    bool spilled = false;   /* a .npy of several items: laid in from its own buffer over the slots after its own */
+    if (s->take_turns)
+        pthread_mutex_unlock(&s->turn);
+    bool several = false; /* a .npy of several items: read into the chunk over the slots after its own */
     for (int64_t i = 0; i < count; i++)
-        spilled = spilled || s->window[i].own;
-    if (!spilled)
+        several = several || s->window[i].left > 1;
+    if (!several)
         return true;
     if (count > s->cap_data) {
         float *data = realloc(s->window_data, sizeof(float) * (size_t)(count * s->per + 1));
@@ -187,7 +205,7 @@ static bool mps_stream_window(struct mps_stream *s, struct mps_stream_chunk *c)
     }
     for (int64_t i = 0; i < count; i++) { /* the others move out of the chunk first */
         struct mps_stream_file *w = &s->window[i];
-        if (w->data && !w->own) {
+        if (w->data) {
             memcpy(s->window_data + i * s->per, w->data, sizeof(float) * (size_t)s->per);
             w->data = s->window_data + i * s->per;
         }
@@ -196,58 +214,69 @@ static bool mps_stream_window(struct mps_stream *s, struct mps_stream_chunk *c)
 }
 
 /* Lays decoded files into c until it holds s->batch items, the files run
-   out, a .npy does not fit (it starts the next chunk), or (without
-   keep_going) a file has failed. */
+   out (or stdin pauses), or (without keep_going) a file has failed. A .npy
+   of more items than are left goes in part by part, a chunk at a time. */
 static void mps_stream_fill(struct mps_stream *s, struct mps_stream_chunk *c)
 {
-    if (s->take_turns)
-        pthread_mutex_lock(&s->turn);
-    double t0 = mps_cli_now_ms();
     c->n_files = 0;
     c->items = 0;
     c->last = false;
+    c->fatal = MPS_OK;
     c->fatal_err.msg[0] = '\0';
-    if (c->staged && c->data != c->staged) { /* back to the staging after a chunk that outgrew it */
-        free(c->data);
-        c->data = c->staged;
-        c->cap_items = s->batch;
-    }
-    bool oom = !mps_stream_reserve(s, c, s->batch);
-    while (!oom && c->items < s->batch && !mps_stream_stopped(s)) {
-        if (s->at == s->n_window && (s->next >= s->list->n || (oom = !mps_stream_window(s, c))))
-            break;
+    bool oom = false;
+    bool listed = mps_stream_await(s, c);
+    double t0 = mps_cli_now_ms(); /* the decoding's time, not stdin's */
+    if (!listed)
+        goto out;
+    while (c->items < s->batch && !mps_stream_stopped(s)) {
+        if (s->at == s->n_window) {
+            if (s->next == s->list->n && s->list->done)
+                break;
+            if ((oom = !mps_stream_window(s, c)) || c->fatal)
+                break;
+            if (!s->n_window)
+                break; /* stdin paused: the chunk runs with what it has */
+        }
         struct mps_stream_file *w = &s->window[s->at];
         if (w->fatal) {
-            oom = true;
+            c->fatal = w->fatal;
             c->fatal_err = w->fatal_err;
             break;
         }
-        if (!w->f.st && c->items > 0 && c->items + w->f.items > s->batch)
-            break; /* a .npy of more items than are left: it starts the next chunk */
-        if (!w->f.st && (oom = !mps_stream_reserve(s, c, c->items + w->f.items)))
-            break;
         float *to = c->data + c->items * s->per; /* at or before its slot: the files before it took an item or none */
-        if (!w->f.st && to != w->data)
-            memmove(to, w->data, sizeof(float) * (size_t)(w->f.items * s->per));
-        if ((oom = !mps_stream_add_file(c, &w->f)))
+        struct mps_infer_file part = w->f;
+        part.items = w->f.st ? 0 : w->left < s->batch - c->items ? w->left : s->batch - c->items;
+        part.item0 = w->f.file_items - w->left;
+        if (w->data && to != w->data)
+            memmove(to, w->data, sizeof(float) * (size_t)s->per);
+        else if (!w->data && part.items) {
+            struct mps_error e = {{0}};
+            if ((part.st = mps_infer_read_items(&w->f, part.item0, part.items, s->per, to, &e))) {
+                snprintf(part.error, sizeof part.error, "%s", e.msg);
+                part.items = 0;
+                w->left = 0;
+            }
+        }
+        w->left -= part.items;
+        part.ends = part.st || !w->left;
+        if ((oom = !mps_stream_add_file(c, &part)))
             break;
-        c->items += w->f.items;
-        if (w->own)
-            free(w->data);
-        w->data = NULL;
-        s->at++;
-        if (w->f.st && !s->o->keep_going) {
+        c->items += part.items;
+        if (part.ends)
+            s->at++;
+        if (part.st && !s->o->keep_going) {
             c->last = true;
             break;
         }
     }
-    c->fatal = oom ? MPS_ERR_RUNTIME : MPS_OK;
-    if (oom && !c->fatal_err.msg[0])
+out:
+    if (oom) {
+        c->fatal = MPS_ERR_RUNTIME;
         mps_fail(&c->fatal_err, MPS_ERR_RUNTIME, "out of memory decoding inputs");
-    c->last = c->last || oom || (s->next >= s->list->n && s->at == s->n_window) || mps_stream_stopped(s);
+    }
+    c->last = c->last || c->fatal || (s->next == s->list->n && s->list->done && s->at == s->n_window) ||
+              mps_stream_stopped(s);
     c->decode_ms = mps_cli_now_ms() - t0;
-    if (s->take_turns)
-        pthread_mutex_unlock(&s->turn);
 }
 
 static void *mps_stream_decoder(void *arg)
@@ -351,30 +380,33 @@ static enum mps_status mps_stream_plan(struct mps_stream *s, int64_t items, stru
     return MPS_OK;
 }
 
-/* Before the first chunk: the plan for a whole chunk, and where the
-   backend has staging of its own (a GPU's pinned memory), each chunk decoded
-   straight into one of its two slots, so that a run copies nothing on the
-   host and the decoder fills one slot while the other runs. */
+/* Before the first chunk: the plan for a whole chunk, and each chunk's room:
+   where the backend has staging of its own (a GPU's pinned memory), one of
+   its two slots, so that a run copies nothing on the host and the decoder
+   fills one slot while the other runs. */
 static enum mps_status mps_stream_stage(struct mps_stream *s, struct mps_error *err)
 {
-    struct mps_stream_plan *p;
-    enum mps_status st = mps_stream_plan(s, s->batch, &p, err);
-    if (st)
+    struct mps_stream_plan *p = NULL;
+    enum mps_status st = MPS_OK;
+    bool full = s->list->n >= s->batch || !s->list->done; /* a whole chunk will run: its plan is wanted anyway */
+    if (full && (st = mps_stream_plan(s, s->batch, &p, err)))
         return st;
     s->take_turns = s->r->backend == &mps_backend_cpu && 2 * mps_pool_threads(s->pool) > mps_pool_cores();
-    if (!s->r->backend->host_io)
-        return MPS_OK;
-    p->kept = true;
-    int n_out = p->model->graph->n_outputs;
+    int n_out = p ? p->model->graph->n_outputs : 0;
     for (int k = 0; k < 2 && !st; k++) {
         struct mps_stream_chunk *c = &s->chunk[k];
         struct mps_tensor in[8];
-        if (p->model->graph->n_inputs > 8 || !(c->staged_out = calloc((size_t)n_out, sizeof *c->staged_out)))
-            return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
-        if ((st = mps_plan_host_io(p->plan, k, in, c->staged_out, err)))
-            return st;
-        c->data = c->staged = in[0].data;
-        c->cap_items = s->batch;
+        if (p && s->r->backend->host_io) {
+            p->kept = true;
+            if (p->model->graph->n_inputs > 8 || !(c->staged_out = calloc((size_t)n_out, sizeof *c->staged_out)))
+                return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+            if ((st = mps_plan_host_io(p->plan, k, in, c->staged_out, err)))
+                return st;
+            c->data = in[0].data;
+            c->staged = true;
+        } else if (!(c->data = malloc(sizeof(float) * (size_t)(s->batch * s->per + 1)))) {
+            return mps_fail(err, MPS_ERR_RUNTIME, "out of memory for a batch of %lld inputs", (long long)s->batch);
+        }
     }
     return MPS_OK;
 }
@@ -394,7 +426,7 @@ static enum mps_status mps_stream_chunk_run(struct mps_stream *s, struct mps_str
         struct mps_shape shape = {s->item.ndim + 1, {c->items}};
         memcpy(shape.dim + 1, s->item.dim, sizeof(int64_t) * (size_t)s->item.ndim);
         grp.in[0] = mps_tensor_make(MPS_F32, &shape, c->data);
-        grp.out = c->data == c->staged && c->items == s->batch ? c->staged_out : p->out;
+        grp.out = c->staged && c->items == s->batch ? c->staged_out : p->out;
         grp.n_out = p->model->graph->n_outputs;
         double t0 = mps_cli_now_ms();
         if (s->take_turns)
@@ -406,11 +438,11 @@ static enum mps_status mps_stream_chunk_run(struct mps_stream *s, struct mps_str
         r->t_run += ms;
         if (first)
             r->t_first = ms;
-        for (int i = 0; first && !st && i < s->o->warmup; i++)
+        for (int i = 0; first && !st && i < s->o->warmup && !mps_stream_stopped(s); i++)
             st = mps_plan_run(p->plan, grp.in, grp.out, err);
         if (first && !st && s->o->repeat > 0 && !(r->t_runs = calloc((size_t)s->o->repeat, sizeof *r->t_runs)))
             st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
-        for (int i = 0; first && !st && i < s->o->repeat; i++) {
+        for (int i = 0; first && !st && i < s->o->repeat && !mps_stream_stopped(s); i++) {
             t0 = mps_cli_now_ms();
             st = mps_plan_run(p->plan, grp.in, grp.out, err);
             r->t_runs[r->n_runs++] = mps_cli_now_ms() - t0;
@@ -424,11 +456,11 @@ static enum mps_status mps_stream_chunk_run(struct mps_stream *s, struct mps_str
     r->groups = c->items > 0 ? &grp : NULL;
     r->n_groups = c->items > 0;
     for (int f = 0; f < c->n_files; f++) {
-        r->n_png += c->files[f].png;
+        r->n_png += c->files[f].png && c->files[f].ends;
         r->n_items += c->files[f].items;
         r->n_failed += c->files[f].st != MPS_OK;
+        r->n_done += c->files[f].ends;
     }
-    r->n_done += c->n_files;
     st = fn(ctx, r, err);
     r->files = NULL;
     r->groups = NULL;
@@ -436,9 +468,27 @@ static enum mps_status mps_stream_chunk_run(struct mps_stream *s, struct mps_str
     return st;
 }
 
-enum mps_status mps_stream_run(struct mps_infer_result *r, const struct mps_inputs *list,
-                               const struct mps_stream_opts *o, mps_stream_fn fn, void *ctx, struct mps_error *err,
-                               const char **subject)
+/* The progress line: done of the inputs listed (all of them, or so far from stdin), speed, time left. */
+static void mps_stream_progress(struct mps_stream *s, int64_t done, double t0)
+{
+    pthread_mutex_lock(&s->mu);
+    int64_t known = s->known;
+    bool all = s->known_all;
+    pthread_mutex_unlock(&s->mu);
+    double rate = (double)done * 1e3 / (mps_cli_now_ms() - t0 > 1 ? mps_cli_now_ms() - t0 : 1);
+    int left = rate > 0 ? (int)((double)(known - done) / rate + 0.5) : 0;
+    char a[32], b[32], x[32];
+    if (all)
+        mps_cli_progress("mpsrun: %s/%s inputs, %s/s, %d:%02d left", mps_cli_count(done, a, sizeof a),
+                         mps_cli_count(known, b, sizeof b), mps_cli_count((int64_t)rate, x, sizeof x), left / 60,
+                         left % 60);
+    else
+        mps_cli_progress("mpsrun: %s inputs (%s listed so far), %s/s", mps_cli_count(done, a, sizeof a),
+                         mps_cli_count(known, b, sizeof b), mps_cli_count((int64_t)rate, x, sizeof x));
+}
+
+enum mps_status mps_stream_run(struct mps_infer_result *r, struct mps_inputs *list, const struct mps_stream_opts *o,
+                               mps_stream_fn fn, void *ctx, struct mps_error *err, const char **subject)
 {
     const struct mps_graph *g = r->model->graph;
     const struct mps_value *in = &g->values[g->inputs[0]];
@@ -452,13 +502,15 @@ enum mps_status mps_stream_run(struct mps_infer_result *r, const struct mps_inpu
     s->per = mps_shape_numel(&s->item);
     s->free_batch = r->model->inputs[0].symbolic[0];
     s->batch = s->free_batch ? o->batch : in->shape.dim[0];
+    s->known = list->n;
+    s->known_all = list->done;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     pthread_mutex_init(&s->turn, NULL);
     double t0 = mps_cli_now_ms();
     pthread_t thread;
     enum mps_status st = mps_pool_new(o->co->threads, &s->pool, err);
-    if (st || (list->n >= s->batch && (st = mps_stream_stage(s, err))))
+    if (st || (st = mps_stream_stage(s, err)))
         goto out;
     if (pthread_create(&thread, NULL, mps_stream_decoder, s) != 0) {
         st = mps_fail(err, MPS_ERR_RUNTIME, "cannot start the decoding thread");
@@ -475,18 +527,15 @@ enum mps_status mps_stream_run(struct mps_infer_result *r, const struct mps_inpu
         if (c->fatal) {
             *err = c->fatal_err;
             st = c->fatal;
+            *subject = NULL; /* the message says what failed */
         } else {
             st = mps_stream_chunk_run(s, c, n == 0, fn, ctx, err);
         }
-        done += c->n_files;
-        if (!st && o->progress && (mps_cli_now_ms() - drawn >= 100 || done == list->n)) { /* ten a second at most */
+        for (int f = 0; f < c->n_files; f++)
+            done += c->files[f].ends;
+        if (!st && o->progress && mps_cli_now_ms() - drawn >= 100) { /* ten a second at most */
             drawn = mps_cli_now_ms();
-            double rate = (double)done * 1e3 / (drawn - t0 > 1 ? drawn - t0 : 1);
-            int left = rate > 0 ? (int)((double)(list->n - done) / rate + 0.5) : 0;
-            char a[32], b[32], x[32];
-            mps_cli_progress("mpsrun: %s/%s inputs, %s/s, %d:%02d left", mps_cli_count(done, a, sizeof a),
-                             mps_cli_count(list->n, b, sizeof b), mps_cli_count((int64_t)rate, x, sizeof x), left / 60,
-                             left % 60);
+            mps_stream_progress(s, done, t0);
         }
         for (int f = 0; !st && !o->keep_going && f < c->n_files; f++)
             if (c->files[f].st) { /* the first failure ends the stream, after what came before it */
@@ -495,6 +544,8 @@ enum mps_status mps_stream_run(struct mps_infer_result *r, const struct mps_inpu
                 r->stopped = true;
             }
         bool last = c->last;
+        if (!st && !last && o->cancel && (r->interrupted = o->cancel()))
+            last = true; /* a signal: the report ends after this chunk */
         pthread_mutex_lock(&s->mu);
         c->ready = false;
         s->stop = st != MPS_OK || last;
@@ -504,6 +555,8 @@ enum mps_status mps_stream_run(struct mps_infer_result *r, const struct mps_inpu
             break;
     }
     pthread_join(thread, NULL);
+    if (!st && !r->interrupted && o->cancel)
+        r->interrupted = o->cancel(); /* the last chunk ended early for it */
     if (o->progress)
         mps_cli_progress_done();
 out:
@@ -512,13 +565,10 @@ out:
         mps_stream_plan_free(&s->plans[i]);
     for (int k = 0; k < 2; k++) {
         free(s->chunk[k].files);
-        if (s->chunk[k].data != s->chunk[k].staged)
+        if (!s->chunk[k].staged)
             free(s->chunk[k].data);
         free(s->chunk[k].staged_out);
     }
-    for (int64_t i = s->at; i < s->n_window; i++)
-        if (s->window[i].own)
-            free(s->window[i].data);
     free(s->window);
     free(s->window_data);
     mps_pool_free(s->pool);
