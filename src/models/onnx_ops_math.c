@@ -128,7 +128,7 @@ static enum mps_status mps_map_mod(struct mps_onnx_ctx *c, struct mps_onnx_node 
 static enum mps_status mps_map_isinf(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                      struct mps_error *err)
 {
-    int64_t neg, pos;
+    int64_t neg = 1, pos = 1;
     enum mps_status st = mps_attr_int(n, "detect_negative", 1, &neg, err);
     if (!st)
         st = mps_attr_int(n, "detect_positive", 1, &pos, err);

@@ -373,7 +373,7 @@ static enum mps_status mps_map_trilu(struct mps_onnx_ctx *c, struct mps_onnx_nod
 static enum mps_status mps_map_cumsum(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                       struct mps_error *err)
 {
-    int64_t exclusive, reverse;
+    int64_t exclusive = 0, reverse = 0;
     (void)c;
     enum mps_status st = mps_attr_int(n, "exclusive", 0, &exclusive, err);
     if (!st)
@@ -404,7 +404,7 @@ static enum mps_status mps_map_depth(struct mps_onnx_ctx *c, struct mps_onnx_nod
 static enum mps_status mps_map_arg(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                    struct mps_error *err)
 {
-    int64_t keep, last;
+    int64_t keep = 1, last = 0;
     (void)c;
     enum mps_status st = mps_attr_int(n, "axis", 0, &p->arg.axis, err);
     if (!st)
