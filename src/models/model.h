@@ -62,6 +62,11 @@ enum mps_status mps_onnx_load(const char *path, const struct mps_onnx_opts *opts
    relative to dir. (The fuzz target's entry point.) */
 enum mps_status mps_onnx_load_buffer(const void *buf, size_t len, const char *dir, const struct mps_onnx_opts *opts,
                                      struct mps_model **model, struct mps_error *err);
+/* What mps_onnx_load checks of a file before reading it whole: that the
+   size bytes open at fd are a sequence of protobuf fields (a field number
+   from 1, a wire type protobuf writes, a length inside the file), read a
+   few bytes a field. MPS_ERR_MODEL naming the byte where it is not. */
+enum mps_status mps_onnx_walk(int fd, int64_t size, struct mps_error *err);
 /* Frees the model and its graph; NULL is a no-op. */
 void mps_model_free(struct mps_model *m);
 /* The metadata value stored under key, or NULL. */

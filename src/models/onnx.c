@@ -261,12 +261,10 @@ static int mps_onnx_varint(const unsigned char *b, size_t n, uint64_t *v)
     return 0;
 }
 
-/* Walks the top-level fields of the protobuf message in fd (a ModelProto's
-   ir_version, graph, opset_import...) without reading what they hold: each
-   a field number from 1 with a wire type protobuf still writes (0, 1, 2,
-   5), each length inside the file. A file of zeros, text or another format
-   fails here, after a few bytes, before gigabytes of it are read. */
-static enum mps_status mps_onnx_walk(int fd, int64_t size, struct mps_error *err)
+/* The top-level fields of a ModelProto (ir_version, graph, opset_import...)
+   walked without reading what they hold: a file of zeros, text or another
+   format fails after a few bytes, before gigabytes of it are read. */
+enum mps_status mps_onnx_walk(int fd, int64_t size, struct mps_error *err)
 {
     for (int64_t at = 0; at < size;) {
         unsigned char b[32];
