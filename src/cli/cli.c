@@ -1,4 +1,5 @@
 #include "cli.h"
+#include "outfile.h"
 
 #include <argtable2.h>
 #include <cjson/cJSON.h>
@@ -239,11 +240,11 @@ enum mps_status mps_cli_list(const char *name, const char *list, char *buf, size
     }
 }
 
-enum mps_status mps_cli_writable(const char *name, const char *path, struct mps_error *err)
+enum mps_status mps_cli_writable(const char *name, const char *given, struct mps_error *err)
 {
     struct stat st;
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
+    char dir[4096], resolved[4096];
+    const char *path = mps_out_resolve(given, resolved, sizeof resolved), *slash = strrchr(path, '/');
     snprintf(dir, sizeof dir, "%.*s", slash ? (slash == path ? 1 : (int)(slash - path)) : 1, slash ? path : ".");
     bool exists = stat(path, &st) == 0;
     if (exists && S_ISDIR(st.st_mode))

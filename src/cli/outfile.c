@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 /* The temporary names the signal handler removes: written before `used` is
    set and read only where it is, so the handler never sees half a name. */
 static char mps_out_tmp[MPS_OUT_SLOTS][4200];
+static char mps_out_target[MPS_OUT_SLOTS][4200]; /* what the file is renamed over */
 static volatile sig_atomic_t mps_out_used[MPS_OUT_SLOTS];
 static volatile sig_atomic_t mps_out_deferring, mps_out_noted;
 static unsigned mps_out_count;
@@ -78,26 +80,40 @@ void mps_out_reraise(void)
     raise(sig);
 }
 
+const char *mps_out_resolve(const char *path, char *buf, size_t size)
+{
+    struct stat ls;
+    char real[PATH_MAX];
+    if (lstat(path, &ls) != 0 || !S_ISLNK(ls.st_mode) || !realpath(path, real) || strlen(real) >= size)
+        return path;
+    memcpy(buf, real, strlen(real) + 1);
+    return buf;
+}
+
 enum mps_status mps_out_open(const char *path, struct mps_out *o, struct mps_error *err)
 {
     *o = (struct mps_out){.path = path, .slot = -1};
-    struct stat st;
-    bool exists = stat(path, &st) == 0;
-    if (exists && !S_ISREG(st.st_mode))
-        return mps_fail(err, MPS_ERR_RUNTIME,
-                        "%s: cannot write: not a regular file (mpsrun writes a new file and "
-                        "renames it over the old one)",
-                        path);
     int slot = 0;
     while (slot < MPS_OUT_SLOTS && mps_out_used[slot])
         slot++;
     if (slot == MPS_OUT_SLOTS)
         return mps_fail(err, MPS_ERR_RUNTIME, "%s: more than %d files open for writing", path, MPS_OUT_SLOTS);
-    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    int dir = slash ? (int)(slash - path) + 1 : 0;
+    const char *target = mps_out_resolve(path, mps_out_target[slot], sizeof mps_out_target[slot]);
+    if (target == path && snprintf(mps_out_target[slot], sizeof mps_out_target[slot], "%s", path) < 0)
+        return mps_fail(err, MPS_ERR_RUNTIME, "%s: cannot write: the path is too long", path);
+    target = mps_out_target[slot];
+    struct stat st;
+    bool exists = stat(target, &st) == 0;
+    if (exists && !S_ISREG(st.st_mode))
+        return mps_fail(err, MPS_ERR_RUNTIME,
+                        "%s: cannot write: not a regular file (mpsrun writes a new file and renames it over the old "
+                        "one)",
+                        path);
+    const char *slash = strrchr(target, '/'), *base = slash ? slash + 1 : target;
+    int dir = slash ? (int)(slash - target) + 1 : 0;
     int fd = -1;
     for (int tries = 0; fd < 0 && tries < 100; tries++) {
-        int n = snprintf(mps_out_tmp[slot], sizeof mps_out_tmp[slot], "%.*s.%s.mpsrun-%ld-%u", dir, path, base,
+        int n = snprintf(mps_out_tmp[slot], sizeof mps_out_tmp[slot], "%.*s.%s.mpsrun-%ld-%u", dir, target, base,
                          (long)getpid(), mps_out_count++);
         if (n < 0 || (size_t)n >= sizeof mps_out_tmp[slot])
             return mps_fail(err, MPS_ERR_RUNTIME, "%s: cannot write: the path is too long", path);
@@ -129,7 +145,7 @@ enum mps_status mps_out_commit(struct mps_out *o, struct mps_error *err)
     ok = fclose(o->f) == 0 && ok;
     e = ok ? 0 : e ? e : errno;
     o->f = NULL;
-    if (ok && rename(mps_out_tmp[o->slot], o->path) != 0) {
+    if (ok && rename(mps_out_tmp[o->slot], mps_out_target[o->slot]) != 0) {
         ok = false;
         e = errno;
     }

@@ -21,6 +21,7 @@
 #define MPS_CLI_OUTFILE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "status.h"
@@ -31,9 +32,13 @@ struct mps_out {
     int slot;         /* where the temporary name is registered for the signal handler */
 };
 
-/* Creates the temporary file beside path, with path's permissions when it
-   exists (else 0666 less the umask). MPS_ERR_RUNTIME naming path when the
-   folder cannot be written or path is there and not a regular file. */
+/* path, or where it leads when it is a symbolic link to a file (into buf):
+   the file mpsrun replaces, writing through the link as fopen would. */
+const char *mps_out_resolve(const char *path, char *buf, size_t size);
+/* Creates the temporary file beside path (beside the file a link at path
+   leads to), with its permissions when it exists (else 0666 less the
+   umask). MPS_ERR_RUNTIME naming path when the folder cannot be written or
+   path is there and not a regular file. */
 enum mps_status mps_out_open(const char *path, struct mps_out *o, struct mps_error *err);
 /* Flushes, closes and renames the file over path. On failure the
    temporary file is removed and MPS_ERR_RUNTIME names path. */

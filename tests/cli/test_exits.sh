@@ -168,6 +168,11 @@ expect "--output when the stream stops at a bad input: exit 4" 4 infer "$pics/se
 check "the file there is left as it was, and the report says so" bash -c "[ \"\$(cat $tmp/keep.npy)\" = old ] &&
   grep -q 'keep.npy: not written' $out && ! ls -a $tmp | grep -q mpsrun-"
 
+mkdir -p "$tmp/real" && echo "old" >"$tmp/real/o.npy" && ln -s real/o.npy "$tmp/link.npy"
+expect "--output through a symbolic link" 0 infer "$pics/seg4.onnx" "$tmp/good" --output "$tmp/link.npy" -q
+check "writes the file it leads to, and leaves the link a link" bash -c "[ -L $tmp/link.npy ] &&
+  \"\$1\" -c 'import numpy, sys; assert numpy.load(sys.argv[1]).shape == (2, 4, 6, 5)' $tmp/real/o.npy" _ "$py"
+
 # ---- a .npy of more items than a batch runs in batches ------------------------------------
 "$py" -c "
 import numpy as np, sys
