@@ -726,8 +726,8 @@ static int mps_bench_model(int argc, char **argv)
                profile->count ? ",node,op,share" : "");
     } else if (!st) {
         mps_bench_machine(NULL, true);
-        printf("model    %s\n\n%-7s %-5s %6s %10s %9s %9s %14s %12s\n", model->filename[0], "backend", "prec",
-               "batch", "median ms", "p10 ms", "p90 ms", "inferences/s", "resident ms");
+        printf("model    %s\n\n%-7s %-5s %6s %10s %9s %9s %14s %12s\n", mps_cli_vis(model->filename[0]), "backend",
+               "prec", "batch", "median ms", "p10 ms", "p90 ms", "inferences/s", "resident ms");
     }
     mps_bench_rng = 0x9e3779b97f4a7c15ull;
     for (int bi = 0; !st && bi < n_batch; bi++) {

@@ -691,7 +691,7 @@ bool mps_infer_report_end(struct mps_infer_report *rep, struct mps_infer_result 
             printf("           %d runs: median %.3f ms, p10 %.3f ms, p90 %.3f ms\n", r->n_runs, p50, p10, p90);
         }
         const char *so_far = rep->listed_all ? "" : " listed so far (stdin was not read to its end)";
-        if (r->stopped || r->interrupted)
+        if ((r->stopped && rep->stream) || r->interrupted) /* one input that failed: stderr says it */
             printf("%s %s: %s of %s inputs%s not run\n", r->stopped ? "stopped   " : "interrupted",
                    r->stopped ? "at an input that failed (named on stderr)" : mps_out_signal_name(r->interrupted),
                    mps_cli_count(rep->total - r->n_done, a, sizeof a), mps_cli_count(rep->total, c, sizeof c), so_far);
