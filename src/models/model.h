@@ -58,6 +58,40 @@ struct mps_model {
    MPS_ERR_RUNTIME when out of memory. */
 enum mps_status mps_onnx_load(const char *path, const struct mps_onnx_opts *opts, struct mps_model **model,
                               struct mps_error *err);
+/* A model file parsed once (read, checked, its protobuf decoded), from which
+   models are built for the input shapes each run needs without reading the
+   file again (a stream compiles one per batch size and input size):
+
+       struct mps_onnx_file *f;
+       mps_onnx_open("net.onnx", &f, &err);
+       mps_onnx_model(f, &(struct mps_onnx_opts){.n_shapes = 1, .shapes = &s}, &m, &err);
+       ...
+       mps_onnx_close(f);   // the models built stay valid
+
+   mps_onnx_load is open, model, close. */
+struct mps_onnx_file;
+enum mps_status mps_onnx_open(const char *path, struct mps_onnx_file **f, struct mps_error *err);
+enum mps_status mps_onnx_model(const struct mps_onnx_file *f, const struct mps_onnx_opts *opts,
+                               struct mps_model **model, struct mps_error *err);
+/* The runtime inputs as the file declares them, before any model is built
+   (one may not build at the shapes a free dim defaults to): up to max
+   names and shapes, a free dim -1 (symbolic in decl, with its name). The
+   strings live as long as f. The count, or -1 when there are more than max
+   or one has no declared shape. */
+int mps_onnx_inputs(const struct mps_onnx_file *f, const char **names, struct mps_shape *shapes,
+                    struct mps_model_input *decl, int max);
+/* The model for shapes[n] (per runtime input, as mps_onnx_inputs lists
+   them), whose dims of -1 it chooses: a batch (dim 0) 1, another 1 as well,
+   or where the model cannot be built so (a MaxPool would make an empty
+   plane of a 1x1 image), the first of 32, 224 and 1024 it builds at. The
+   error is the one at 1. What every input shape shares (the inputs, the
+   outputs' ranks, a classifier's classes) can be read from it. */
+enum mps_status mps_onnx_model_free(const struct mps_onnx_file *f, int n, const struct mps_shape *shapes,
+                                    struct mps_model **model, struct mps_error *err);
+/* The path it was opened from. */
+const char *mps_onnx_path(const struct mps_onnx_file *f);
+/* NULL is a no-op. */
+void mps_onnx_close(struct mps_onnx_file *f);
 /* The same from the bytes of a model file in memory; external data is read
    relative to dir. (The fuzz target's entry point.) */
 enum mps_status mps_onnx_load_buffer(const void *buf, size_t len, const char *dir, const struct mps_onnx_opts *opts,

@@ -595,14 +595,11 @@ static enum mps_status mps_onnx_build(struct mps_onnx_ctx *c, struct mps_model *
     return st;
 }
 
-enum mps_status mps_onnx_load_buffer(const void *buf, size_t len, const char *dir, const struct mps_onnx_opts *opts,
-                                     struct mps_model **model, struct mps_error *err)
+/* Builds the model of mp for opts into *model (dir: where external data is). */
+static enum mps_status mps_onnx_model_of(const Onnx__ModelProto *mp, const char *dir, const struct mps_onnx_opts *opts,
+                                         struct mps_model **model, struct mps_error *err)
 {
     *model = NULL;
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
-    if (!mp)
-        return mps_fail(err, MPS_ERR_MODEL, "not an ONNX model: the protobuf does not decode (truncated or another "
-                        "format?)");
     struct mps_model *m = calloc(1, sizeof *m);
     struct mps_graph *g = mps_graph_new();
     struct mps_onnx_ctx c = {.g = g, .dir = dir};
@@ -614,7 +611,6 @@ enum mps_status mps_onnx_load_buffer(const void *buf, size_t len, const char *di
         st = mps_onnx_build(&c, m, mp, opts, err);
     }
     free(c.slots);
-    onnx__model_proto__free_unpacked(mp, NULL);
     if (st) {
         if (m)
             mps_model_free(m);
@@ -626,24 +622,164 @@ enum mps_status mps_onnx_load_buffer(const void *buf, size_t len, const char *di
     return MPS_OK;
 }
 
-enum mps_status mps_onnx_load(const char *path, const struct mps_onnx_opts *opts, struct mps_model **model,
-                              struct mps_error *err)
+enum mps_status mps_onnx_load_buffer(const void *buf, size_t len, const char *dir, const struct mps_onnx_opts *opts,
+                                     struct mps_model **model, struct mps_error *err)
 {
     *model = NULL;
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
+    if (!mp)
+        return mps_fail(err, MPS_ERR_MODEL,
+                        "not an ONNX model: the protobuf does not decode (truncated or another "
+                        "format?)");
+    enum mps_status st = mps_onnx_model_of(mp, dir, opts, model, err);
+    onnx__model_proto__free_unpacked(mp, NULL);
+    return st;
+}
+
+struct mps_onnx_file {
+    Onnx__ModelProto *mp;
+    char *path;
+    char dir[4096]; /* the model's folder, for external data */
+};
+
+enum mps_status mps_onnx_open(const char *path, struct mps_onnx_file **out, struct mps_error *err)
+{
+    *out = NULL;
     unsigned char *buf;
     size_t len;
     enum mps_status st = mps_onnx_read_file(path, &buf, &len, err);
     if (st)
         return st;
-    char dir[4096];
+    struct mps_onnx_file *f = calloc(1, sizeof *f);
+    if (f && !(f->path = strdup(path))) {
+        free(f);
+        f = NULL;
+    }
+    if (!f) {
+        free(buf);
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    }
     const char *slash = strrchr(path, '/');
     if (slash)
-        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+        snprintf(f->dir, sizeof f->dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
     else
-        snprintf(dir, sizeof dir, ".");
-    st = mps_onnx_load_buffer(buf, len, dir, opts, model, err);
+        snprintf(f->dir, sizeof f->dir, ".");
+    f->mp = onnx__model_proto__unpack(NULL, len, buf);
     free(buf);
-    if (st == MPS_OK)
-        (*model)->path = mps_graph_strdup((*model)->graph, path);
+    if (!f->mp) {
+        mps_onnx_close(f);
+        return mps_fail(err, MPS_ERR_MODEL,
+                        "not an ONNX model: the protobuf does not decode (truncated or another "
+                        "format?)");
+    }
+    *out = f;
+    return MPS_OK;
+}
+
+enum mps_status mps_onnx_model(const struct mps_onnx_file *f, const struct mps_onnx_opts *opts,
+                               struct mps_model **model, struct mps_error *err)
+{
+    enum mps_status st = mps_onnx_model_of(f->mp, f->dir, opts, model, err);
+    if (st == MPS_OK && !((*model)->path = mps_graph_strdup((*model)->graph, f->path))) {
+        mps_model_free(*model);
+        *model = NULL;
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    }
+    return st;
+}
+
+int mps_onnx_inputs(const struct mps_onnx_file *f, const char **names, struct mps_shape *shapes,
+                    struct mps_model_input *decl, int max)
+{
+    const Onnx__GraphProto *gp = f->mp->graph;
+    int n = 0;
+    for (size_t i = 0; gp && i < gp->n_input; i++) {
+        const char *name = gp->input[i]->name ? gp->input[i]->name : "";
+        bool weight = false; /* IR < 4 lists the initializers among the inputs */
+        for (size_t k = 0; k < gp->n_initializer && !weight; k++)
+            weight = gp->initializer[k]->name && !strcmp(gp->initializer[k]->name, name);
+        if (weight)
+            continue;
+        if (n == max)
+            return -1;
+        const Onnx__TypeProto *tp = gp->input[i]->type;
+        const Onnx__TensorShapeProto *sp =
+            tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type ? tp->tensor_type->shape
+                                                                                           : NULL;
+        if (!sp || sp->n_dim > MPS_MAX_DIMS)
+            return -1;
+        names[n] = name;
+        shapes[n] = (struct mps_shape){(int)sp->n_dim, {0}};
+        memset(&decl[n], 0, sizeof decl[n]);
+        for (size_t d = 0; d < sp->n_dim; d++) {
+            const Onnx__TensorShapeProto__Dimension *dim = sp->dim[d];
+            bool known = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && dim->dim_value >= 0;
+            shapes[n].dim[d] = known ? dim->dim_value : -1;
+            decl[n].symbolic[d] = !known;
+            decl[n].dim_name[d] =
+                dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ? dim->dim_param : NULL;
+        }
+        n++;
+    }
+    return n;
+}
+
+enum mps_status mps_onnx_model_free(const struct mps_onnx_file *f, int n, const struct mps_shape *shapes,
+                                    struct mps_model **model, struct mps_error *err)
+{
+    static const int64_t probe[] = {1, 32, 224, 1024};
+    struct mps_shape s[8];
+    enum mps_status first = MPS_OK;
+    struct mps_error first_err = {{0}};
+    if (n < 0 || n > 8)
+        return mps_fail(err, MPS_ERR_MODEL, "more than 8 inputs");
+    for (size_t t = 0; t < sizeof probe / sizeof probe[0]; t++) {
+        bool free_size = false;
+        for (int i = 0; i < n; i++) {
+            s[i] = shapes[i];
+            for (int d = 0; d < s[i].ndim; d++)
+                if (s[i].dim[d] < 0) {
+                    s[i].dim[d] = d == 0 ? 1 : probe[t];
+                    free_size = free_size || d > 0;
+                }
+        }
+        enum mps_status st = mps_onnx_model(f, &(struct mps_onnx_opts){.n_shapes = n, .shapes = s}, model, err);
+        if (st == MPS_OK)
+            return MPS_OK;
+        if (!first) {
+            first = st;
+            first_err = *err;
+        }
+        if (!free_size || st != MPS_ERR_MODEL)
+            break;
+    }
+    *err = first_err; /* what went wrong at the sizes a user would guess first */
+    return first;
+}
+
+const char *mps_onnx_path(const struct mps_onnx_file *f)
+{
+    return f->path;
+}
+
+void mps_onnx_close(struct mps_onnx_file *f)
+{
+    if (!f)
+        return;
+    if (f->mp)
+        onnx__model_proto__free_unpacked(f->mp, NULL);
+    free(f->path);
+    free(f);
+}
+
+enum mps_status mps_onnx_load(const char *path, const struct mps_onnx_opts *opts, struct mps_model **model,
+                              struct mps_error *err)
+{
+    struct mps_onnx_file *f;
+    *model = NULL;
+    enum mps_status st = mps_onnx_open(path, &f, err);
+    if (!st)
+        st = mps_onnx_model(f, opts, model, err);
+    mps_onnx_close(f);
     return st;
 }
