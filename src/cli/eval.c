@@ -406,6 +406,7 @@ out:
     mps_inputs_free(&list);
     free(r.t_runs);
     mps_model_free(r.model);
+    mps_onnx_close(r.file);
     arg_freetable(argtable, sizeof argtable / sizeof argtable[0]);
     return rc;
 }

@@ -548,18 +548,17 @@ enum mps_status mps_image_load(const char *path, const struct mps_image_opts *o,
     return st;
 }
 
-enum mps_status mps_image_check_head(const void *buf, size_t len, struct mps_error *err)
+enum mps_status mps_image_check_head(const void *buf, size_t len, uint32_t *w, uint32_t *h, struct mps_error *err)
 {
     const unsigned char *b = buf;
+    *w = *h = 0;
     if (len < 24 || memcmp(b + 12, "IHDR", 4) != 0)
         return MPS_OK; /* libpng says what is wrong */
-    uint32_t w = (uint32_t)b[16] << 24 | (uint32_t)b[17] << 16 | (uint32_t)b[18] << 8 | b[19];
-    uint32_t h = (uint32_t)b[20] << 24 | (uint32_t)b[21] << 16 | (uint32_t)b[22] << 8 | b[23];
-    if (w > 1u << 16 || h > 1u << 16 || (uint64_t)w * h > MPS_IMAGE_MAX_PIXELS)
+    *w = (uint32_t)b[16] << 24 | (uint32_t)b[17] << 16 | (uint32_t)b[18] << 8 | b[19];
+    *h = (uint32_t)b[20] << 24 | (uint32_t)b[21] << 16 | (uint32_t)b[22] << 8 | b[23];
+    if (*w > 1u << 16 || *h > 1u << 16 || (uint64_t)*w * *h > MPS_IMAGE_MAX_PIXELS)
         return mps_fail(err, MPS_ERR_INPUT,
-                        "a PNG of %ux%u pixels is larger than mpsrun decodes (2^26 pixels, "
-                        "65,536 a side)",
-                        w, h);
+                        "a PNG of %ux%u pixels is larger than mpsrun decodes (2^26 pixels, 65,536 a side)", *w, *h);
     return MPS_OK;
 }
 

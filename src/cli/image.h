@@ -51,8 +51,9 @@ enum mps_status mps_image_load(const char *path, const struct mps_image_opts *o,
 enum mps_status mps_image_write(const char *path, int channels, int64_t h, int64_t w, const uint8_t *pixels,
                                 bool palette, struct mps_error *err);
 /* Whether the start of a PNG file (its first 24 bytes or more) says an image
-   mpsrun decodes: MPS_ERR_INPUT when its IHDR is larger, before the rest is read. */
-enum mps_status mps_image_check_head(const void *buf, size_t len, struct mps_error *err);
+   mpsrun decodes: MPS_ERR_INPUT when its IHDR is larger, before the rest is
+   read. *w and *h get the IHDR's size (0 when the head holds no IHDR). */
+enum mps_status mps_image_check_head(const void *buf, size_t len, uint32_t *w, uint32_t *h, struct mps_error *err);
 /* Whether buf starts with the PNG signature. */
 int mps_image_is_png(const void *buf, size_t len);
 

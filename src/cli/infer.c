@@ -38,13 +38,18 @@ struct mps_infer_run {
     int64_t rows;                     /* rows of the first output so far (in --output and kept) */
     int64_t *failed_rows;             /* the rows that stand for a failed input */
     int64_t n_failed_rows, cap_failed_rows;
-    struct mps_npy_stream *npy;       /* --output's file, opened before the run */
+    struct mps_npy_stream *npy; /* --output's file, opened when the first chunk has run */
+    bool row_known;             /* the first output's rows have a shape (a chunk ran) */
+    struct mps_shape row_item;  /* that shape, without the batch */
+    enum mps_dtype row_dtype;
     bool write_failed;                /* writing it or a picture failed (the message names the file) */
     const char *png;                  /* --output-png: a .png file (one item), else a folder */
     bool png_mask;                    /* the output is a class mask (else an image) */
     int64_t png_written, png_failed;  /* pictures written; items whose picture could not be made */
     uint8_t *pixels;                  /* one picture's bytes */
-    const char *stop_subject;         /* the input a stream stopped at for its picture */
+    int64_t cap_pixels;
+    bool stop_named;          /* the chunk function stopped the stream: stop_subject is its error's subject */
+    const char *stop_subject; /* the input a picture failed for; NULL: the message names the option */
 };
 
 /* --output-png: whether the first output can be pictures, and which kind:
@@ -144,6 +149,13 @@ static enum mps_status mps_infer_pictures(struct mps_infer_run *run, struct mps_
     int64_t row = 0, h = out->shape.dim[rank - 2], w = out->shape.dim[rank - 1];
     int channels = run->png_mask ? 1 : (int)(rank == 4 ? out->shape.dim[1] : 1);
     run->rep.n_pic_failed = 0;
+    if (h * w * 3 > run->cap_pixels) { /* a model of free sizes: the pictures grow with the inputs */
+        uint8_t *grown = realloc(run->pixels, (size_t)(h * w * 3 + 1));
+        if (!grown)
+            return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+        run->pixels = grown;
+        run->cap_pixels = h * w * 3;
+    }
     for (int fi = 0; fi < r->n_files; fi++)
         for (int64_t it = 0; it < r->files[fi].items; it++, row++) {
             char path[4200];
@@ -158,7 +170,7 @@ static enum mps_status mps_infer_pictures(struct mps_infer_run *run, struct mps_
                         return st;
                     continue;
                 }
-                r->stopped = true; /* the report ends; the exit code is the item's */
+                r->stopped = run->stop_named = true; /* the report ends; the exit code is the item's */
                 run->stop_subject = r->files[fi].path;
                 enum mps_status noted = MPS_OK;
                 for (int64_t rest = row; rest < r->groups[0].in[0].shape.dim[0] && !noted; rest++)
@@ -235,17 +247,64 @@ static enum mps_status mps_infer_keep(struct mps_infer_run *run, const void *dat
     return MPS_OK;
 }
 
+/* The shape of the first output's rows, from the first chunk that ran:
+   --output opened and --check's copy begun with it, and the rows of the
+   inputs that failed before it filled in. A later chunk of another shape
+   (a model of free sizes given inputs of several) is a usage error. */
+static enum mps_status mps_infer_row_shape(struct mps_infer_run *run, const struct mps_tensor *out, const char *path,
+                                           struct mps_error *err)
+{
+    struct mps_shape item = {out->shape.ndim ? out->shape.ndim - 1 : 0, {0}};
+    memcpy(item.dim, out->shape.dim + 1, sizeof(int64_t) * (size_t)item.ndim);
+    char a[128], b[128];
+    if (run->row_known) {
+        if (mps_shape_eq(&item, &run->row_item) && out->dtype == run->row_dtype)
+            return MPS_OK;
+        return mps_fail(err, MPS_ERR_USAGE,
+                        "%s takes one array: the first output of %s is %s %s, of the items "
+                        "before it %s %s (a model of free sizes, inputs of several: give them apart)",
+                        run->npy ? "--output" : "--check", path, mps_dtype_name(out->dtype),
+                        mps_shape_str(&item, a, sizeof a), mps_dtype_name(run->row_dtype),
+                        mps_shape_str(&run->row_item, b, sizeof b));
+    }
+    run->row_known = true;
+    run->row_item = item;
+    run->row_dtype = out->dtype;
+    enum mps_status st = MPS_OK;
+    if (run->rep.output_path && (st = mps_npy_stream_open(run->rep.output_path, out->dtype, &item, &run->npy, err)))
+        return st;
+    if (run->checking) {
+        run->kept = mps_tensor_make(out->dtype, &out->shape, NULL);
+        run->kept.shape.dim[0] = 0;
+    }
+    if (run->rows && run->npy) /* the inputs that failed before any ran */
+        st = mps_npy_stream_fill(run->npy, run->rows, err);
+    if (!st && run->rows && run->checking)
+        st = mps_infer_keep(run, NULL, run->rows, err);
+    return st;
+}
+
 /* The chunk's rows of the first output into --output and --check's copy:
    each item's row, and for an input that failed one row of NaN in its place
    (so that row i stays input i's), noted in failed_rows. */
-static enum mps_status mps_infer_rows(struct mps_infer_run *run, const struct mps_infer_result *r,
-                                      struct mps_error *err)
+static enum mps_status mps_infer_rows(struct mps_infer_run *run, struct mps_infer_result *r, struct mps_error *err)
 {
     const struct mps_tensor *out = r->n_groups ? &r->groups[0].out[0] : NULL;
     int64_t at = 0,
             per = out && out->shape.ndim && out->shape.dim[0] ? mps_shape_numel(&out->shape) / out->shape.dim[0] : 0;
     size_t size = out ? mps_dtype_size(out->dtype) : 0;
     enum mps_status st = MPS_OK;
+    for (int f = 0; out && f < r->n_files && !st; f++) /* the first file that ran names the shape */
+        if (!r->files[f].st)
+            st = mps_infer_row_shape(run, out, r->files[f].path, err);
+    if (st == MPS_ERR_USAGE) { /* a shape the options cannot take: the stream stops, the report ends */
+        r->stopped = run->stop_named = true;
+        run->stop_subject = NULL;
+    }
+    if (st) {
+        run->write_failed = st == MPS_ERR_RUNTIME;
+        return st;
+    }
     for (int f = 0; f < r->n_files && !st; f++) {
         const struct mps_infer_file *file = &r->files[f];
         int64_t n = file->st ? 1 : file->items;
@@ -265,7 +324,7 @@ static enum mps_status mps_infer_rows(struct mps_infer_run *run, const struct mp
             st = data ? mps_npy_stream_append(run->npy, data, n, err) : mps_npy_stream_fill(run->npy, n, err);
         if (st)
             run->write_failed = true;
-        else if (run->checking && run->kept.shape.ndim)
+        else if (run->checking && run->row_known)
             st = mps_infer_keep(run, data, n, err);
         run->rows += n;
         at += file->st ? 0 : file->items;
@@ -290,7 +349,7 @@ static enum mps_status mps_infer_chunk(void *ctx, struct mps_infer_result *r, st
     }
     if (r->expect && r->n_groups && (st = mps_infer_tally(run, r, err)))
         return st;
-    if ((run->npy || run->checking) && (st = mps_infer_rows(run, r, err)))
+    if ((run->rep.output_path || run->checking) && (st = mps_infer_rows(run, r, err)))
         return st;
     return MPS_OK;
 }
@@ -554,27 +613,12 @@ static enum mps_status mps_infer_outputs(struct mps_infer_opts *o, struct mps_in
     const struct mps_graph *g = r->model->graph;
     const struct mps_value *out = &g->values[g->outputs[0]];
     enum mps_status st;
-    if (o->output->count) {
-        run->rep.output_path = o->output->filename[0];
-        struct mps_shape item = out->shape; /* each run appends its items of the output */
-        item.ndim = item.ndim ? item.ndim - 1 : 0;
-        memmove(item.dim, out->shape.dim + 1, sizeof(int64_t) * (size_t)item.ndim);
-        if ((st = mps_npy_stream_open(o->output->filename[0], out->dtype, &item, &run->npy, err)))
-            return st;
-    }
-    if (run->checking && out->shape.ndim) { /* its batch grows as items run */
-        run->kept = mps_tensor_make(out->dtype, &out->shape, NULL);
-        run->kept.shape.dim[0] = 0;
-    }
+    run->rep.output_path = o->output->count ? o->output->filename[0] : NULL; /* opened by the first chunk's shape */
     if (!run->png)
         return MPS_OK;
-    int64_t plane =
-        out->shape.ndim >= 2 ? out->shape.dim[out->shape.ndim - 1] * out->shape.dim[out->shape.ndim - 2] : 0;
     if ((st = mps_infer_png_kind(out, o->mask->count > 0, &run->png_mask, err)))
         return st;
     run->rep.png_mask = run->png_mask;
-    if (!(run->pixels = malloc((size_t)(plane * 3 + 1))))
-        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     int64_t items = run->rep.png_folder ? 0 : mps_infer_file_items(r, o->inputs->filename[0]);
     if (items > 1)
         return mps_fail(err, MPS_ERR_USAGE, "--output-png %s is one file, and %s holds %lld items: name a folder",
@@ -664,7 +708,7 @@ static enum mps_status mps_infer_finish(struct mps_infer_result *r, struct mps_i
         return out_st;
     }
     if (r->stopped) {
-        *subject = run->stop_subject ? run->stop_subject : *subject;
+        *subject = run->stop_named ? run->stop_subject : *subject;
         return st;
     }
     if (r->interrupted) { /* said, then the process ends by the signal */
@@ -844,6 +888,7 @@ out:
     mps_infer_free_groups(&r);
     free(r.t_runs);
     mps_model_free(r.model);
+    mps_onnx_close(r.file);
     arg_freetable(argtable, sizeof argtable / sizeof argtable[0]);
     return rc;
 }

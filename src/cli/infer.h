@@ -29,6 +29,7 @@ struct mps_infer_file {
     int64_t items;        /* batch items of it in this chunk; 0 when it failed */
     int64_t item0;        /* the first of them: its index in the file */
     int64_t file_items;   /* items the file holds */
+    struct mps_shape item; /* the shape of an item (without the batch), as the file gives it */
     int64_t data_at;      /* a .npy: where its data starts in the file */
     int64_t index;        /* its place in the whole input list */
     bool png;             /* decoded from a PNG */
@@ -47,7 +48,9 @@ struct mps_infer_group {
 };
 
 struct mps_infer_result {
-    struct mps_model *model;
+    struct mps_onnx_file *file; /* the model file, parsed once: a run of another input shape builds from it */
+    struct mps_model *model;    /* built for the nominal shapes: a free batch 1, free sizes what --size or a
+                                   probe gave (model->inputs says which dims are free) */
     const struct mps_backend *backend;
     struct mps_backend_info device;
     char why_backend[256];
@@ -105,16 +108,19 @@ enum mps_status mps_infer_setup(struct mps_infer_result *r, const char *path, co
 
 /* input.c */
 /* Decodes file->path, a PNG or a .npy, for a model whose input items have
-   shape item, by prep; each file's signature and size are checked before
-   the rest of it is read. A PNG is one item, written to dst; so is a .npy
-   of one item. A .npy of several is only checked (its items are read by
-   mps_infer_read_items). fixed_batch > 0: the model fixes its batch there
-   and the file must give exactly that many items. Sets file->file_items,
-   data_at, source and png; MPS_ERR_INPUT with the reason (no path) when the
-   file is bad, MPS_ERR_RUNTIME when out of memory. Safe to call from any
-   thread. */
+   shape item (a dim of -1 is free: the file's own size, a PNG's the image's
+   own size unless prep sets it), by prep; each file's signature and size
+   are checked before the rest of it is read. Sets file->item, the shape of
+   the file's items. A PNG is one item, and so is a .npy of one: written to
+   dst, or when dst is NULL (a free shape: the size is the file's) to *own,
+   a new buffer (free() it). A .npy of several is only checked (its items
+   are read by mps_infer_read_items). fixed_batch > 0: the model fixes its
+   batch there and the file must give exactly that many items. Sets
+   file->file_items, data_at, source and png; MPS_ERR_INPUT with the reason
+   (no path) when the file is bad, MPS_ERR_RUNTIME when out of memory. Safe
+   to call from any thread. */
 enum mps_status mps_infer_decode(const struct mps_infer_prep *prep, const struct mps_shape *item, int64_t fixed_batch,
-                                 struct mps_infer_file *file, float *dst, struct mps_error *err);
+                                 struct mps_infer_file *file, float *dst, float **own, struct mps_error *err);
 /* Reads items [first, first + count) of the .npy file decoded, per floats
    each, into dst; MPS_ERR_INPUT when the file changed since. */
 enum mps_status mps_infer_read_items(const struct mps_infer_file *file, int64_t first, int64_t count, int64_t per,

@@ -254,6 +254,26 @@ enum mps_status mps_infer_args_check(const struct mps_infer_args *a, struct mps_
     return MPS_OK;
 }
 
+/* The model at its nominal shapes (mps_onnx_model_free): --size gives an
+   image input's free height and width. Each run builds the model for its
+   own shapes (stream.c); this one answers what every shape shares: the
+   inputs, the outputs' ranks, the classes. */
+static enum mps_status mps_infer_nominal(struct mps_infer_result *r, const char *size, struct mps_error *err)
+{
+    const char *names[8];
+    struct mps_shape shapes[8];
+    struct mps_model_input decl[8];
+    int n = mps_onnx_inputs(r->file, names, shapes, decl, 8);
+    if (n <= 0) /* the build says what is wrong, or there is nothing to size */
+        return mps_onnx_model(r->file, NULL, &r->model, err);
+    int64_t h = 0, w = 0;
+    if (size && n == 1 && shapes[0].ndim == 4 && mps_infer_size(size, &h, &w)) { /* checked with the options */
+        shapes[0].dim[2] = shapes[0].dim[2] < 0 ? h : shapes[0].dim[2];
+        shapes[0].dim[3] = shapes[0].dim[3] < 0 ? w : shapes[0].dim[3];
+    }
+    return mps_onnx_model_free(r->file, n, shapes, &r->model, err);
+}
+
 static enum mps_status mps_infer_setup_model(struct mps_infer_result *r, const char *path,
                                              const struct mps_infer_args *a, const char **subject,
                                              struct mps_error *err)
@@ -261,7 +281,9 @@ static enum mps_status mps_infer_setup_model(struct mps_infer_result *r, const c
     const char *labels = a->labels->count ? a->labels->filename[0] : NULL;
     *subject = path;
     double t0 = mps_cli_now_ms();
-    enum mps_status st = mps_onnx_load(path, NULL, &r->model, err);
+    enum mps_status st = mps_onnx_open(path, &r->file, err);
+    if (!st)
+        st = mps_infer_nominal(r, a->size->count ? a->size->sval[0] : NULL, err);
     r->t_load = mps_cli_now_ms() - t0;
     if (st)
         return st;

@@ -23,7 +23,7 @@
 #include "cpu/pool.h"
 #include "memplan.h"
 
-#define MPS_STREAM_PLANS 4     /* batch sizes compiled at once; the least recently used one goes */
+#define MPS_STREAM_PLANS 4     /* input shapes compiled at once; the least recently used one goes */
 #define MPS_STREAM_PAUSE_MS 50 /* stdin: a chunk waits this long for the next line, then runs part-full */
 #define MPS_STREAM_POLL_MS 100 /* stdin: how often a wait for a line looks whether the stream was stopped */
 
@@ -31,7 +31,10 @@
 struct mps_stream_chunk {
     struct mps_infer_file *files;
     int n_files, cap_files;
-    float *data; /* [batch, item...]: the backend's staging (host_io), or memory of its own */
+    float *data;           /* [batch, item...]: the backend's staging (host_io), or memory of its own */
+    size_t cap;            /* floats data has room for */
+    struct mps_shape item; /* the shape of its items: a run takes one input shape */
+    int64_t per;           /* floats an item */
     int64_t items;
     struct mps_tensor *staged_out; /* the outputs a run from the staging writes, per graph output */
     bool staged;                   /* data is the backend's */
@@ -42,22 +45,23 @@ struct mps_stream_chunk {
     struct mps_error fatal_err;
 };
 
-/* A plan for one batch size. */
+/* A plan for one input shape: a batch size, and where the model leaves them free, an item's. */
 struct mps_stream_plan {
-    int64_t batch;
+    struct mps_shape shape;
     struct mps_model *model;
     struct mps_plan *plan;
     struct mps_tensor *out; /* per graph output, owned */
     uint64_t used;          /* last use, for eviction */
     bool kept;              /* never evicted: the chunks are staged in it, or it is shared */
-    bool shared;            /* model is the stream's own r->model (its batch), not loaded for the plan */
+    bool shared;            /* model is the stream's own r->model (its shape), not built for the plan */
 };
 
 /* A file decoded ahead of its chunk. */
 struct mps_stream_file {
     struct mps_infer_file f;
-    float *data;           /* its one item: its slot, or its place in window_data; NULL when it failed or holds
-                              several (read a part at a time as chunks take them) */
+    float *data;           /* its one item: its slot, its place in window_data or its own buffer; NULL when it
+                              failed or holds several (read a part at a time as chunks take them) */
+    bool own;              /* data is a buffer of its own (a free item shape), freed once laid in */
     int64_t left;          /* items not yet laid into a chunk */
     const char *why;       /* the list says it failed already (a folder that cannot be read) */
     enum mps_status fatal; /* out of memory while decoding it */
@@ -68,8 +72,9 @@ struct mps_stream {
     struct mps_infer_result *r;
     struct mps_inputs *list; /* read on by the decoder as it goes (stdin) */
     const struct mps_stream_opts *o;
-    struct mps_shape item; /* one item of the model's input */
-    int64_t per;           /* floats an item */
+    struct mps_shape item; /* one item of the model's input; a free dim -1: each file gives its own size */
+    bool fixed;            /* no dim of item is free: each file decodes straight into its slot of the chunk */
+    int64_t per;           /* floats an item, when fixed */
     int64_t batch;         /* items a chunk holds: --batch, or the fixed batch */
     bool free_batch;
     pthread_mutex_t mu;
@@ -120,11 +125,13 @@ static void mps_stream_decode(void *ctx, int64_t b, int64_t e)
     for (int64_t i = b; i < e; i++) {
         struct mps_stream_file *w = &s->window[i];
         struct mps_error err = {{0}};
+        float *own = NULL;
         enum mps_status st = w->why ? mps_fail(&err, MPS_ERR_INPUT, "%s", w->why)
                                     : mps_infer_decode(&s->r->prep, &s->item, s->free_batch ? 0 : s->batch, &w->f,
-                                                       s->slots + i * s->per, &err);
+                                                       s->fixed ? s->slots + i * s->per : NULL, &own, &err);
         w->left = w->f.file_items;
-        w->data = !st && w->left == 1 ? s->slots + i * s->per : NULL;
+        w->own = own != NULL;
+        w->data = own ? own : !st && w->left == 1 ? s->slots + i * s->per : NULL;
         if (st) {
             if (st == MPS_ERR_RUNTIME) {
                 w->fatal = st;
@@ -184,7 +191,7 @@ static bool mps_stream_window(struct mps_stream *s, struct mps_stream_chunk *c)
     s->next += count;
     s->n_window = count;
     s->at = 0;
-    s->slots = c->data + c->items * s->per;
+    s->slots = s->fixed ? c->data + c->items * s->per : NULL;
     if (s->take_turns)
         pthread_mutex_lock(&s->turn);
     mps_pool_for(s->pool, count, MPS_POOL_GRAIN, mps_stream_decode, s); /* a file is work enough for a thread */
@@ -194,7 +201,7 @@ static bool mps_stream_window(struct mps_stream *s, struct mps_stream_chunk *c)
     bool several = false; /* a .npy of several items: read into the chunk over the slots after its own */
     for (int64_t i = 0; i < count; i++)
         several = several || s->window[i].left > 1;
-    if (!several)
+    if (!several || !s->fixed)
         return true;
     if (count > s->cap_data) {
         float *data = realloc(s->window_data, sizeof(float) * (size_t)(count * s->per + 1));
@@ -205,7 +212,7 @@ static bool mps_stream_window(struct mps_stream *s, struct mps_stream_chunk *c)
     }
     for (int64_t i = 0; i < count; i++) { /* the others move out of the chunk first */
         struct mps_stream_file *w = &s->window[i];
-        if (w->data) {
+        if (w->data && !w->own) {
             memcpy(s->window_data + i * s->per, w->data, sizeof(float) * (size_t)s->per);
             w->data = s->window_data + i * s->per;
         }
@@ -213,8 +220,25 @@ static bool mps_stream_window(struct mps_stream *s, struct mps_stream_chunk *c)
     return true;
 }
 
+/* Room for n floats in c's data: a chunk of a free item shape grows to its
+   largest batch; one of a fixed shape has its room from the start. */
+static bool mps_stream_room(struct mps_stream_chunk *c, int64_t n)
+{
+    if ((size_t)n <= c->cap)
+        return true;
+    if (c->staged)
+        return false;
+    float *data = realloc(c->data, sizeof(float) * (size_t)(n + 1));
+    if (!data)
+        return false;
+    c->data = data;
+    c->cap = (size_t)n;
+    return true;
+}
+
 /* Lays decoded files into c until it holds s->batch items, the files run
-   out (or stdin pauses), or (without keep_going) a file has failed. A .npy
+   out (or stdin pauses), a file's items have another shape than the
+   chunk's, or (without keep_going) a file has failed. A .npy
    of more items than are left goes in part by part, a chunk at a time. */
 static void mps_stream_fill(struct mps_stream *s, struct mps_stream_chunk *c)
 {
@@ -243,20 +267,32 @@ static void mps_stream_fill(struct mps_stream *s, struct mps_stream_chunk *c)
             c->fatal_err = w->fatal_err;
             break;
         }
-        float *to = c->data + c->items * s->per; /* at or before its slot: the files before it took an item or none */
+        if (!w->f.st && c->items && !mps_shape_eq(&w->f.item, &c->item))
+            break; /* items of another shape: they start the next chunk */
+        if (!w->f.st && !c->items) {
+            c->item = w->f.item;
+            c->per = mps_shape_numel(&c->item);
+        }
         struct mps_infer_file part = w->f;
         part.items = w->f.st ? 0 : w->left < s->batch - c->items ? w->left : s->batch - c->items;
         part.item0 = w->f.file_items - w->left;
+        if ((oom = !mps_stream_room(c, (c->items + part.items) * c->per)))
+            break;
+        float *to = c->data + c->items * c->per; /* at or before its slot: the files before it took an item or none */
         if (w->data && to != w->data)
-            memmove(to, w->data, sizeof(float) * (size_t)s->per);
+            memmove(to, w->data, sizeof(float) * (size_t)c->per);
         else if (!w->data && part.items) {
             struct mps_error e = {{0}};
-            if ((part.st = mps_infer_read_items(&w->f, part.item0, part.items, s->per, to, &e))) {
+            if ((part.st = mps_infer_read_items(&w->f, part.item0, part.items, c->per, to, &e))) {
                 snprintf(part.error, sizeof part.error, "%s", e.msg);
                 part.items = 0;
                 w->left = 0;
             }
         }
+        if (w->own)
+            free(w->data);
+        w->data = NULL;
+        w->own = false;
         w->left -= part.items;
         part.ends = part.st || !w->left;
         if ((oom = !mps_stream_add_file(c, &part)))
@@ -313,14 +349,14 @@ static void mps_stream_plan_free(struct mps_stream_plan *p)
     *p = (struct mps_stream_plan){0};
 }
 
-/* The plan for a run of `items` items: cached, else loaded and compiled (the
-   first one also chooses the backend). */
-static enum mps_status mps_stream_plan(struct mps_stream *s, int64_t items, struct mps_stream_plan **out,
-                                       struct mps_error *err)
+/* The plan for a run of input shape `shape`: cached, else built from the
+   parsed model and compiled (the first one also chooses the backend). */
+static enum mps_status mps_stream_plan(struct mps_stream *s, const struct mps_shape *shape,
+                                       struct mps_stream_plan **out, struct mps_error *err)
 {
     struct mps_infer_result *r = s->r;
     for (int i = 0; i < s->n_plans; i++)
-        if (s->plans[i].batch == items) {
+        if (mps_shape_eq(&s->plans[i].shape, shape)) {
             s->plans[i].used = ++s->tick;
             *out = &s->plans[i];
             return MPS_OK;
@@ -336,19 +372,17 @@ static enum mps_status mps_stream_plan(struct mps_stream *s, int64_t items, stru
         s->n_plans++;
     }
     struct mps_stream_plan *p = &s->plans[slot];
-    *p = (struct mps_stream_plan){.batch = items, .used = ++s->tick};
-    struct mps_shape shape = {s->item.ndim + 1, {items}};
-    memcpy(shape.dim + 1, s->item.dim, sizeof(int64_t) * (size_t)s->item.ndim);
+    *p = (struct mps_stream_plan){.shape = *shape, .used = ++s->tick};
     double t0 = mps_cli_now_ms();
     enum mps_status st = MPS_OK;
     const struct mps_value *in = &r->model->graph->values[r->model->graph->inputs[0]];
-    bool shared = false; /* the model as loaded fits this batch, and no other plan took it */
+    bool shared = false; /* the model as loaded fits this shape, and no other plan took it */
     for (int i = 0; i < s->n_plans; i++)
         shared = shared || s->plans[i].shared;
-    if (!shared && in->shape.dim[0] == items) /* kept: fused for the backend once, it stays with the stream */
+    if (!shared && mps_shape_eq(&in->shape, shape)) /* kept: fused for the backend once, it stays with the stream */
         p->model = r->model, p->shared = p->kept = true;
     else
-        st = mps_onnx_load(r->model->path, &(struct mps_onnx_opts){.n_shapes = 1, .shapes = &shape}, &p->model, err);
+        st = mps_onnx_model(r->file, &(struct mps_onnx_opts){.n_shapes = 1, .shapes = shape}, &p->model, err);
     r->t_load += mps_cli_now_ms() - t0;
     const struct mps_graph *g = p->model ? p->model->graph : NULL;
     if (!st && !r->backend &&
@@ -388,8 +422,10 @@ static enum mps_status mps_stream_stage(struct mps_stream *s, struct mps_error *
 {
     struct mps_stream_plan *p = NULL;
     enum mps_status st = MPS_OK;
-    bool full = s->list->n >= s->batch || !s->list->done; /* a whole chunk will run: its plan is wanted anyway */
-    if (full && (st = mps_stream_plan(s, s->batch, &p, err)))
+    struct mps_shape whole = {s->item.ndim + 1, {s->batch}};
+    memcpy(whole.dim + 1, s->item.dim, sizeof(int64_t) * (size_t)s->item.ndim);
+    /* a whole chunk of a known shape will run: its plan is wanted anyway */
+    if (s->fixed && (s->list->n >= s->batch || !s->list->done) && (st = mps_stream_plan(s, &whole, &p, err)))
         return st;
     s->take_turns = s->r->backend == &mps_backend_cpu && 2 * mps_pool_threads(s->pool) > mps_pool_cores();
     int n_out = p ? p->model->graph->n_outputs : 0;
@@ -403,8 +439,9 @@ static enum mps_status mps_stream_stage(struct mps_stream *s, struct mps_error *
             if ((st = mps_plan_host_io(p->plan, k, in, c->staged_out, err)))
                 return st;
             c->data = in[0].data;
+            c->cap = (size_t)(s->batch * s->per);
             c->staged = true;
-        } else if (!(c->data = malloc(sizeof(float) * (size_t)(s->batch * s->per + 1)))) {
+        } else if (s->fixed && !mps_stream_room(c, s->batch * s->per)) {
             return mps_fail(err, MPS_ERR_RUNTIME, "out of memory for a batch of %lld inputs", (long long)s->batch);
         }
     }
@@ -421,10 +458,10 @@ static enum mps_status mps_stream_chunk_run(struct mps_stream *s, struct mps_str
     r->t_preprocess += c->decode_ms;
     if (c->items > 0) {
         struct mps_stream_plan *p;
-        if ((st = mps_stream_plan(s, c->items, &p, err)))
+        struct mps_shape shape = {c->item.ndim + 1, {c->items}};
+        memcpy(shape.dim + 1, c->item.dim, sizeof(int64_t) * (size_t)c->item.ndim);
+        if ((st = mps_stream_plan(s, &shape, &p, err)))
             return st;
-        struct mps_shape shape = {s->item.ndim + 1, {c->items}};
-        memcpy(shape.dim + 1, s->item.dim, sizeof(int64_t) * (size_t)s->item.ndim);
         grp.in[0] = mps_tensor_make(MPS_F32, &shape, c->data);
         grp.out = c->staged && c->items == s->batch ? c->staged_out : p->out;
         grp.n_out = p->model->graph->n_outputs;
@@ -497,9 +534,12 @@ enum mps_status mps_stream_run(struct mps_infer_result *r, struct mps_inputs *li
     struct mps_stream *s = calloc(1, sizeof *s);
     if (!s)
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
-    *s = (struct mps_stream){.r = r, .list = list, .o = o, .item = {in->shape.ndim - 1, {0}}};
-    memcpy(s->item.dim, in->shape.dim + 1, sizeof(int64_t) * (size_t)s->item.ndim);
-    s->per = mps_shape_numel(&s->item);
+    *s = (struct mps_stream){.r = r, .list = list, .o = o, .item = {in->shape.ndim - 1, {0}}, .fixed = true};
+    for (int i = 1; i < in->shape.ndim; i++) { /* a dim the model leaves free: each file's own */
+        s->item.dim[i - 1] = r->model->inputs[0].symbolic[i] ? -1 : in->shape.dim[i];
+        s->fixed = s->fixed && !r->model->inputs[0].symbolic[i];
+    }
+    s->per = s->fixed ? mps_shape_numel(&s->item) : 0;
     s->free_batch = r->model->inputs[0].symbolic[0];
     s->batch = s->free_batch ? o->batch : in->shape.dim[0];
     s->known = list->n;
@@ -569,6 +609,9 @@ out:
             free(s->chunk[k].data);
         free(s->chunk[k].staged_out);
     }
+    for (int64_t i = s->at; i < s->n_window; i++) /* decoded into buffers of their own, never laid in */
+        if (s->window[i].own)
+            free(s->window[i].data);
     free(s->window);
     free(s->window_data);
     mps_pool_free(s->pool);
