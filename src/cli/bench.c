@@ -590,33 +590,35 @@ static void mps_bench_bars(const struct mps_graph *g, const double *node_ms, int
     free(nodes);
 }
 
-/* Loads path with every input's free batch dim set to batch; random inputs. */
-static enum mps_status mps_bench_model_load(const char *path, int64_t batch, struct mps_model **m,
+/* The model file and its inputs' shapes as --shape gives them (a free dim -1). */
+struct mps_bench_inputs {
+    struct mps_onnx_file *file;
+    int n;
+    const char *names[8];
+    struct mps_shape shapes[8];
+    struct mps_model_input decl[8];
+};
+
+/* The model with every input's free batch dim set to batch (the other free
+   dims --shape's, or sizes it builds at); random inputs. */
+static enum mps_status mps_bench_model_load(const struct mps_bench_inputs *t, int64_t batch, struct mps_model **m,
                                             struct mps_tensor *in, int *n_in, struct mps_error *err)
 {
-    struct mps_model *decl;
-    enum mps_status st = mps_onnx_load(path, NULL, &decl, err);
-    if (st)
-        return st;
     struct mps_shape shapes[8];
-    *n_in = decl->graph->n_inputs;
-    if (*n_in > 8) {
-        mps_model_free(decl);
-        return mps_fail(err, MPS_ERR_MODEL, "more than 8 inputs");
-    }
-    for (int i = 0; i < *n_in; i++) {
-        shapes[i] = decl->graph->values[decl->graph->inputs[i]].shape;
-        if (shapes[i].ndim > 0 && decl->inputs[i].symbolic[0])
+    if (t->n <= 0)
+        return mps_onnx_model(t->file, NULL, m, err);
+    for (int i = 0; i < t->n; i++) {
+        shapes[i] = t->shapes[i];
+        if (shapes[i].ndim > 0 && t->decl[i].symbolic[0])
             shapes[i].dim[0] = batch;
-        else if (batch != 1 && (shapes[i].ndim == 0 || shapes[i].dim[0] != batch)) {
-            mps_model_free(decl);
+        else if (batch != 1 && (shapes[i].ndim == 0 || shapes[i].dim[0] != batch))
             return mps_fail(err, MPS_ERR_USAGE, "the model fixes its batch; --batch %lld does not fit",
                             (long long)batch);
-        }
     }
-    mps_model_free(decl);
-    if ((st = mps_onnx_load(path, &(struct mps_onnx_opts){.n_shapes = *n_in, .shapes = shapes}, m, err)))
+    enum mps_status st = mps_onnx_model_free(t->file, t->n, shapes, m, err);
+    if (st)
         return st;
+    *n_in = (*m)->graph->n_inputs;
     for (int i = 0; i < *n_in; i++) {
         const struct mps_value *v = &(*m)->graph->values[(*m)->graph->inputs[i]];
         int64_t n = mps_shape_numel(&v->shape);
@@ -631,11 +633,12 @@ static enum mps_status mps_bench_model_load(const char *path, int64_t batch, str
 /* What would stop bench model part way, found before any row is printed: a
    model that does not load, a batch it fixes otherwise, a node a backend
    asked for cannot run. */
-static enum mps_status mps_bench_model_check(const char *path, char **batches, int n_batch,
+static enum mps_status mps_bench_model_check(const struct mps_bench_inputs *t, char **batches, int n_batch,
                                              const struct mps_bench_opts *o, struct mps_error *err)
 {
     struct mps_model *m;
-    enum mps_status st = mps_onnx_load(path, NULL, &m, err);
+    enum mps_status st =
+        t->n > 0 ? mps_onnx_model_free(t->file, t->n, t->shapes, &m, err) : mps_onnx_model(t->file, NULL, &m, err);
     const struct mps_graph *g = st ? NULL : m->graph;
     for (int bi = 0; !st && bi < n_batch; bi++) {
         long long batch = strtoll(batches[bi], NULL, 10);
@@ -663,6 +666,9 @@ static int mps_bench_model(int argc, char **argv)
     struct arg_rex *cmd = arg_rex1(NULL, NULL, "^model$", "model", 0, "what to measure");
     struct arg_file *model = arg_file1(NULL, NULL, "MODEL", "an ONNX model");
     struct arg_str *batches = arg_str0(NULL, "batch", "LIST", "batch sizes, comma separated (default 1)");
+    struct arg_str *shape = arg_strn(NULL, "shape", "NAME=AxBxC", 0, 8,
+                                     "an input's shape where the model leaves "
+                                     "dims free (its batch --batch's; NAME= may be left out for one input)");
     struct arg_str *backends = arg_str0(NULL, "backend", "LIST", "backends, comma separated (default all available)");
     struct arg_str *precs = arg_str0(NULL, "precision", "LIST", "fp32 (default), tf32, fp16, comma separated");
     struct arg_int *threads = arg_int0(NULL, "threads", "N", "CPU threads (default: one per core)");
@@ -675,8 +681,8 @@ static int mps_bench_model(int argc, char **argv)
                                       "with --profile, the largest nodes)");
     struct arg_lit *help = arg_lit0("h", "help", "print this help");
     struct arg_end *end = arg_end(20);
-    void *argtable[] = {cmd, model, batches, backends, precs, threads, repeat, warmup, profile, json, csv, plot, help,
-                        end};
+    void *argtable[] = {cmd,    model,   batches, shape, backends, precs, threads, repeat,
+                        warmup, profile, json,    csv,   plot,     help,  end};
     bool done;
     int rc = mps_cli_parse(argc, argv, argtable, help, end,
                            "Times MODEL on random inputs per batch size, backend and precision: latency\n"
@@ -690,6 +696,7 @@ static int mps_bench_model(int argc, char **argv)
     cJSON *root = NULL, *res = NULL;
     struct mps_bench_result *kept = NULL; /* the rows, for --plot */
     int n_kept = 0;
+    struct mps_bench_inputs decl = {0};
     if (done)
         goto out;
     char bbuf[256], *batch_list[16];
@@ -709,7 +716,11 @@ static int mps_bench_model(int argc, char **argv)
         st = mps_cli_plot_path(plot, &err);
     if (!st) {
         subject = model->filename[0];
-        st = mps_bench_model_check(subject, batch_list, n_batch, &opts, &err);
+        if (!(st = mps_onnx_open(subject, &decl.file, &err)) &&
+            (st = mps_cli_shapes(shape, decl.file, &decl.n, decl.names, decl.shapes, decl.decl, &err)) == MPS_ERR_USAGE)
+            subject = NULL; /* the message names the option */
+        if (!st)
+            st = mps_bench_model_check(&decl, batch_list, n_batch, &opts, &err);
     }
     if (!st && plot->count && !(kept = calloc((size_t)(n_batch * opts.n_pairs + 1), sizeof *kept)))
         st = mps_fail(&err, MPS_ERR_RUNTIME, "out of memory");
@@ -744,7 +755,7 @@ static int mps_bench_model(int argc, char **argv)
                 struct mps_plan *plan = NULL;
                 double *times = malloc(sizeof(double) * (size_t)opts.repeat), *node_ms = NULL;
                 subject = model->filename[0];
-                st = mps_bench_model_load(model->filename[0], batch, &m, in, &n_in, &err);
+                st = mps_bench_model_load(&decl, batch, &m, in, &n_in, &err);
                 if (!st && (st = mps_passes_fuse(m->graph, opts.be[b], &err)) == MPS_OK) {
                     int bad = mps_backend_unsupported(opts.be[b], m->graph, err.msg, sizeof err.msg);
                     if (bad)
@@ -880,6 +891,7 @@ out:
         free(kept[i].bars);
     free(kept);
     cJSON_Delete(root);
+    mps_onnx_close(decl.file);
     if (st) {
         mps_cli_error(subject, "%s", err.msg);
         rc = mps_cli_exit_code(st);

@@ -1,4 +1,5 @@
 #include "cli.h"
+#include "model.h"
 #include "outfile.h"
 
 #include <argtable2.h>
@@ -380,4 +381,71 @@ void mps_cli_progress_done(void)
     if (mps_cli_progress_shown)
         fputs("\r\033[K", stderr);
     mps_cli_progress_shown = false;
+}
+
+/* "1x3x320x320" into s: each dim a whole number from 1 to 2^31; false otherwise. */
+static bool mps_cli_dims(const char *text, struct mps_shape *s)
+{
+    s->ndim = 0;
+    for (const char *p = text;;) {
+        char *end;
+        if (*p < '0' || *p > '9' || s->ndim == MPS_MAX_DIMS)
+            return false;
+        errno = 0;
+        long long d = strtoll(p, &end, 10);
+        if (errno || d < 1 || d > (1ll << 31))
+            return false;
+        s->dim[s->ndim++] = d;
+        if (!*end)
+            return true;
+        if (*end != 'x' && *end != 'X')
+            return false;
+        p = end + 1;
+    }
+}
+
+enum mps_status mps_cli_shapes(const struct arg_str *opt, const struct mps_onnx_file *f, int *n, const char **names,
+                               struct mps_shape *shapes, struct mps_model_input *decl, struct mps_error *err)
+{
+    *n = mps_onnx_inputs(f, names, shapes, decl, 8);
+    if (*n < 0 && opt->count)
+        return mps_fail(err, MPS_ERR_USAGE, "--shape: the model has more than 8 inputs, or one without a shape");
+    bool given[8] = {false};
+    for (int k = 0; k < opt->count; k++) {
+        const char *v = opt->sval[k], *eq = strrchr(v, '=');
+        int i = -1;
+        struct mps_shape s;
+        char a[160], b[160];
+        for (int j = 0; eq && j < *n && i < 0; j++)
+            if (strlen(names[j]) == (size_t)(eq - v) && !strncmp(names[j], v, (size_t)(eq - v)))
+                i = j;
+        if (!eq && *n == 1)
+            i = 0;
+        if (i < 0 && eq)
+            return mps_fail(err, MPS_ERR_USAGE, "--shape %s: the model has no input '%.*s'", v, (int)(eq - v), v);
+        if (i < 0)
+            return mps_fail(err, MPS_ERR_USAGE, "--shape %s: the model has %d inputs: give NAME=AxBxC", v, *n);
+        if (given[i])
+            return mps_fail(err, MPS_ERR_USAGE, "--shape: input '%s' is given twice", names[i]);
+        if (!mps_cli_dims(eq ? eq + 1 : v, &s))
+            return mps_fail(err, MPS_ERR_USAGE, "--shape %s: give sizes from 1 joined by x, as 1x3x224x224", v);
+        bool fits = s.ndim == shapes[i].ndim;
+        for (int d = 0; fits && d < s.ndim; d++)
+            fits = shapes[i].dim[d] < 0 || shapes[i].dim[d] == s.dim[d];
+        if (!fits) {
+            size_t len = (size_t)snprintf(a, sizeof a, "[");
+            for (int d = 0; d < shapes[i].ndim && len < sizeof a; d++)
+                len += (size_t)(shapes[i].dim[d] < 0 ? snprintf(a + len, sizeof a - len, "%s%s", d ? "," : "",
+                                                                decl[i].dim_name[d] ? decl[i].dim_name[d] : "?")
+                                                     : snprintf(a + len, sizeof a - len, "%s%lld", d ? "," : "",
+                                                                (long long)shapes[i].dim[d]));
+            if (len < sizeof a)
+                snprintf(a + len, sizeof a - len, "]");
+            return mps_fail(err, MPS_ERR_USAGE, "--shape %s: input '%s' is %s, and %s does not fit it", v, names[i], a,
+                            mps_shape_str(&s, b, sizeof b));
+        }
+        shapes[i] = s;
+        given[i] = true;
+    }
+    return MPS_OK;
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "status.h"
+#include "tensor.h"
 
 /* Exit codes; scripts depend on them (DESIGN.md, "Errors and exit codes"). */
 enum mps_exit {
@@ -85,6 +86,16 @@ enum mps_status mps_cli_list(const char *name, const char *list, char *buf, size
 enum mps_status mps_cli_writable(const char *name, const char *path, struct mps_error *err);
 /* --plot's file, when given: named .svg, writable. */
 enum mps_status mps_cli_plot_path(const struct arg_file *plot, struct mps_error *err);
+
+/* --shape NAME=AxBxC, given once for each input it sizes (NAME= may be
+   left out when the model has one input): *n the model's runtime inputs,
+   names[i] and shapes[i] each as the file declares it (a free dim -1, decl
+   with its name), the shapes given in their places. A usage error names
+   the option, the input and what the model declares of it. */
+struct mps_onnx_file;
+struct mps_model_input;
+enum mps_status mps_cli_shapes(const struct arg_str *opt, const struct mps_onnx_file *f, int *n, const char **names,
+                               struct mps_shape *shapes, struct mps_model_input *decl, struct mps_error *err);
 
 /* s as one CSV field (RFC 4180): in double quotes, each '"' doubled, when it
    holds a comma, a quote or a line break; as it is otherwise. Returns buf. */

@@ -123,29 +123,122 @@ static void mps_inspect_dims(const struct mps_model *m, int input, const struct 
 
 static const char *const mps_inspect_known[] = {"cpu", "cuda", "mps"};
 
+/* The name of free dim d of input i: the model's, else "input[d]". */
+static const char *mps_inspect_free_name(const char *const *names, const struct mps_model_input *decl, int i, int d,
+                                         char *buf, size_t size)
+{
+    if (decl[i].dim_name[d] && decl[i].dim_name[d][0])
+        snprintf(buf, size, "%.40s", decl[i].dim_name[d]);
+    else
+        snprintf(buf, size, "%.40s[%d]", names[i], d);
+    return buf;
+}
+
+/* How output dim a0 -> a1 follows input dim x0 -> x1: "name", "name+2", "name*4", "name/8", or "f(name)". */
+static void mps_inspect_relation(const char *name, int64_t x0, int64_t x1, int64_t a0, int64_t a1, char *buf,
+                                 size_t size)
+{
+    if (a0 - x0 == a1 - x1 && a0 != x0)
+        snprintf(buf, size, "%s%+lld", name, (long long)(a0 - x0));
+    else if (a0 == x0 && a1 == x1)
+        snprintf(buf, size, "%s", name);
+    else if (x0 && a0 % x0 == 0 && a0 / x0 * x1 == a1)
+        snprintf(buf, size, "%s*%lld", name, (long long)(a0 / x0));
+    else if (a0 && x0 % a0 == 0 && x1 % (x0 / a0) == 0 && x1 / (x0 / a0) == a1)
+        snprintf(buf, size, "%s/%lld", name, (long long)(x0 / a0));
+    else
+        snprintf(buf, size, "f(%s)", name);
+}
+
+/* Each output dim of m (built at the shapes its graph's inputs have) as the
+   inputs' free dims make it: the model is built again with each free dim
+   at another size, and an output dim that changes with it follows it. Into
+   dims[output][dim]: a number, a free dim's name, or how it follows it. */
+static void mps_inspect_follow(const struct mps_onnx_file *f, const struct mps_model *m, int n, const char **names,
+                               const struct mps_model_input *decl, char (*dims)[MPS_MAX_DIMS][96])
+{
+    const struct mps_graph *g = m->graph;
+    struct mps_shape base[8];
+    for (int i = 0; i < n && i < g->n_inputs; i++)
+        base[i] = g->values[g->inputs[i]].shape;
+    for (int o = 0; o < g->n_outputs && o < 16; o++)
+        for (int k = 0; k < g->values[g->outputs[o]].shape.ndim; k++)
+            snprintf(dims[o][k], sizeof dims[o][k], "%lld", (long long)g->values[g->outputs[o]].shape.dim[k]);
+    int follows[16][MPS_MAX_DIMS] = {{0}}; /* how many free dims each output dim follows */
+    for (int i = 0; i < n && i < g->n_inputs; i++)
+        for (int d = 0; d < base[i].ndim; d++) {
+            if (!decl[i].symbolic[d])
+                continue;
+            struct mps_shape s[8];
+            memcpy(s, base, sizeof s[0] * (size_t)n);
+            s[i].dim[d] = base[i].dim[d] * 2 + (d == 0); /* 1 -> 3 for a batch: a batch of 2 can look like a pair */
+            struct mps_model *m2;
+            struct mps_error err;
+            if (mps_onnx_model(f, &(struct mps_onnx_opts){.n_shapes = n, .shapes = s}, &m2, &err) != MPS_OK)
+                continue; /* the dim has no other size the model takes: it is shown as a number */
+            char nb[48];
+            const char *name = mps_inspect_free_name(names, decl, i, d, nb, sizeof nb);
+            for (int o = 0; o < g->n_outputs && o < 16 && o < m2->graph->n_outputs; o++) {
+                const struct mps_shape *a = &g->values[g->outputs[o]].shape,
+                                       *b = &m2->graph->values[m2->graph->outputs[o]].shape;
+                for (int k = 0; k < a->ndim && a->ndim == b->ndim; k++) {
+                    if (a->dim[k] == b->dim[k])
+                        continue;
+                    if (follows[o][k]++)
+                        snprintf(dims[o][k], sizeof dims[o][k], "f(...)"); /* two free dims: no one name */
+                    else
+                        mps_inspect_relation(name, base[i].dim[d], s[i].dim[d], a->dim[k], b->dim[k], dims[o][k],
+                                             sizeof dims[o][k]);
+                }
+            }
+            mps_model_free(m2);
+        }
+}
+
 int mps_cli_inspect(int argc, char **argv)
 {
     struct arg_file *model = arg_file1(NULL, NULL, "MODEL", "an ONNX model");
+    struct arg_str *shape = arg_strn(NULL, "shape", "NAME=AxBxC", 0, 8,
+                                     "an input's shape, where the model leaves "
+                                     "dims free (NAME= may be left out for a model of one input)");
     struct arg_lit *json = arg_lit0(NULL, "json", "print one JSON object (schema_version 1)");
     struct arg_lit *help = arg_lit0("h", "help", "print this help");
     struct arg_end *end = arg_end(8);
-    void *argtable[] = {model, json, help, end};
+    void *argtable[] = {model, shape, json, help, end};
     bool done;
     int rc = mps_cli_parse(argc, argv, argtable, help, end,
-                           "Shows MODEL as mpsrun runs it (a free batch set to 1): inputs, outputs, metadata,\n"
+                           "Shows MODEL as mpsrun runs it (free dims as --shape gives them, else a batch of 1\n"
+                           "and sizes the model builds at): inputs with their free dims, outputs and how\n"
+                           "their dims follow those, metadata,\n"
                            "one row per node with its output shape, parameters and FLOPs, the totals, the\n"
                            "activation arena, and which backends can run every node.",
                            &done);
     struct mps_model *m = NULL;
+    struct mps_onnx_file *file = NULL;
+    const char *names[8];
+    struct mps_shape shapes[8];
+    struct mps_model_input decl[8];
+    int n_in = 0;
+    char(*dims)[MPS_MAX_DIMS][96] = calloc(16, sizeof *dims); /* each output dim as the free dims make it */
     struct mps_error err = {{0}};
     struct mps_memplan mp = {0};
     enum mps_status st = MPS_OK;
     cJSON *root = NULL;
     if (done)
         goto out;
-    if ((st = mps_onnx_load(model->filename[0], NULL, &m, &err)) ||
+    if (!dims) {
+        st = mps_fail(&err, MPS_ERR_RUNTIME, "out of memory");
+        goto out;
+    }
+    if ((st = mps_onnx_open(model->filename[0], &file, &err)))
+        goto out;
+    if ((st = mps_cli_shapes(shape, file, &n_in, names, shapes, decl, &err)))
+        goto out;
+    if ((st = n_in > 0 ? mps_onnx_model_free(file, n_in, shapes, &m, &err) : mps_onnx_model(file, NULL, &m, &err)) ||
         (st = mps_memplan_build(m->graph, 64, NULL, &mp, &err)))
         goto out;
+    if (n_in > 0)
+        mps_inspect_follow(file, m, n_in, names, decl, dims);
     const struct mps_graph *g = m->graph;
     char a[256];
     int64_t params = 0, macs = 0, flops = 0, weight_bytes = 0;
@@ -181,14 +274,21 @@ int mps_cli_inspect(int argc, char **argv)
             cJSON *arr = cJSON_AddArrayToObject(root, io ? "outputs" : "inputs");
             for (int i = 0; i < (io ? g->n_outputs : g->n_inputs); i++) {
                 const struct mps_value *v = &g->values[io ? g->outputs[i] : g->inputs[i]];
-                cJSON *o = cJSON_CreateObject(), *shape = cJSON_AddArrayToObject(o, "shape");
+                cJSON *o = cJSON_CreateObject(), *jshape = cJSON_AddArrayToObject(o, "shape");
+                cJSON *sizes = cJSON_AddArrayToObject(o, "sizes");
                 cJSON_AddStringToObject(o, "name", v->name);
                 cJSON_AddStringToObject(o, "dtype", mps_dtype_name(v->dtype));
-                for (int d = 0; d < v->shape.ndim; d++)
-                    cJSON_AddItemToArray(shape, io || !m->inputs[i].symbolic[d]
-                                                    ? cJSON_CreateNumber((double)v->shape.dim[d])
-                                                    : cJSON_CreateString(m->inputs[i].dim_name[d]
-                                                                             ? m->inputs[i].dim_name[d] : "?"));
+                for (int d = 0; d < v->shape.ndim; d++) {
+                    char nb[48];
+                    const char *free_dim = io && i < 16 && n_in > 0 ? dims[i][d] : NULL;
+                    bool number =
+                        io ? !free_dim || (free_dim[0] >= '0' && free_dim[0] <= '9') : !m->inputs[i].symbolic[d];
+                    cJSON_AddItemToArray(
+                        jshape, number ? cJSON_CreateNumber((double)v->shape.dim[d])
+                                       : cJSON_CreateString(
+                                             io ? free_dim : mps_inspect_free_name(names, decl, i, d, nb, sizeof nb)));
+                    cJSON_AddItemToArray(sizes, cJSON_CreateNumber((double)v->shape.dim[d]));
+                }
                 cJSON_AddItemToArray(arr, o);
             }
         }
@@ -206,9 +306,30 @@ int mps_cli_inspect(int argc, char **argv)
         }
         for (int i = 0; i < g->n_outputs; i++) {
             const struct mps_value *v = &g->values[g->outputs[i]];
-            printf("%-10s %s %s %s\n", i ? "" : "outputs", mps_cli_vis(v->name), mps_dtype_name(v->dtype),
-                   mps_shape_str(&v->shape, a, sizeof a));
+            size_t len = (size_t)snprintf(a, sizeof a, "[");
+            bool free_dims = false;
+            for (int d = 0; d < v->shape.ndim && len < sizeof a; d++) {
+                free_dims = free_dims || (n_in > 0 && i < 16 && (dims[i][d][0] < '0' || dims[i][d][0] > '9'));
+                len += (size_t)snprintf(a + len, sizeof a - len, "%s%s", d ? "," : "",
+                                        n_in > 0 && i < 16 ? dims[i][d] : "?");
+            }
+            if (len < sizeof a)
+                snprintf(a + len, sizeof a - len, "]");
+            char here[160];
+            printf("%-10s %s %s %s", i ? "" : "outputs", mps_cli_vis(v->name), mps_dtype_name(v->dtype),
+                   n_in > 0 ? a : mps_shape_str(&v->shape, here, sizeof here));
+            if (free_dims)
+                printf(" (here %s)", mps_shape_str(&v->shape, here, sizeof here));
+            printf("\n");
         }
+        bool any_free = false;
+        for (int i = 0; i < n_in; i++)
+            for (int d = 0; d < shapes[i].ndim; d++)
+                any_free = any_free || decl[i].symbolic[d];
+        if (any_free)
+            printf("%-10s the sizes shown are --shape's, else a batch of 1 and the first of 1, 32, 224, 1024 the "
+                   "model builds at\n",
+                   "free dims");
         printf("\n%4s  %-32s %-18s %-20s %11s %14s\n", "#", "node", "op", "output", "params", "FLOPs");
     }
     for (int k = 0; k < g->n_nodes; k++) {
@@ -220,11 +341,11 @@ int mps_cli_inspect(int argc, char **argv)
         macs += c.macs;
         flops += c.flops;
         if (jnodes) {
-            cJSON *o = cJSON_CreateObject(), *shape = cJSON_AddArrayToObject(o, "output_shape");
+            cJSON *o = cJSON_CreateObject(), *jout = cJSON_AddArrayToObject(o, "output_shape");
             cJSON_AddStringToObject(o, "name", n->name);
             cJSON_AddStringToObject(o, "op", op);
             for (int d = 0; d < g->values[n->out[0]].shape.ndim; d++)
-                cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)g->values[n->out[0]].shape.dim[d]));
+                cJSON_AddItemToArray(jout, cJSON_CreateNumber((double)g->values[n->out[0]].shape.dim[d]));
             cJSON_AddNumberToObject(o, "params", (double)c.params);
             cJSON_AddNumberToObject(o, "macs", (double)c.macs);
             cJSON_AddNumberToObject(o, "flops", (double)c.flops);
@@ -285,10 +406,12 @@ out:
     cJSON_Delete(root);
     mps_memplan_free(&mp);
     if (st) {
-        mps_cli_error(model->filename[0], "%s", err.msg);
+        mps_cli_error(st == MPS_ERR_USAGE ? NULL : model->filename[0], "%s", err.msg);
         rc = mps_cli_exit_code(st);
     }
     mps_model_free(m);
+    mps_onnx_close(file);
+    free(dims);
     arg_freetable(argtable, sizeof argtable / sizeof argtable[0]);
     return rc;
 }
