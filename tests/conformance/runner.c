@@ -6,7 +6,9 @@
    For each DIR/test_* (the suite's folders node, pytorch-converted, ...; or
    PyTorch exports written the same way by tests/models/export_torch.py):
    loads model.onnx for the shapes of test_data_set_0's inputs, runs every
-   test_data_set_N, and compares each output_N.pb by mps_compare's rule
+   test_data_set_N (one whose inputs have other shapes, as a model of free
+   sizes is tested at several, on the model built again for them), and
+   compares each output_N.pb by mps_compare's rule
    (compare.h: |got - want| <= atol + rtol * the output's largest magnitude;
    by default rtol 1e-5, atol 0; integers exactly). Each model also runs
    without the optimizing passes, and both runs must agree by the same rule.
@@ -144,8 +146,28 @@ static const char *mps_conf_out_of_scope(const char *msg)
 }
 
 /* Runs model m on backend be over every data set; the results go into got[set][output]. */
-static enum mps_status mps_conf_run(struct mps_model *m, const struct mps_backend *be, struct mps_conf_set *sets,
-                                    int n_sets, struct mps_tensor (*got)[MPS_CONF_MAX_IO], struct mps_error *err)
+/* Runs data set s's inputs on plan (a plan of model g) into got[s]. */
+static enum mps_status mps_conf_run_set(const struct mps_graph *g, struct mps_plan *plan, struct mps_conf_set *sets,
+                                        int s, struct mps_tensor (*got)[MPS_CONF_MAX_IO], struct mps_error *err)
+{
+    if (sets[s].n_out != g->n_outputs || sets[s].n_rt != g->n_inputs)
+        return mps_fail(err, MPS_ERR_MODEL, "data set %d has %d inputs and %d outputs, the model %d and %d", s,
+                        sets[s].n_rt, sets[s].n_out, g->n_inputs, g->n_outputs);
+    for (int o = 0; o < g->n_outputs; o++) {
+        const struct mps_value *v = &g->values[g->outputs[o]];
+        size_t bytes = (size_t)mps_shape_numel(&v->shape) * mps_dtype_size(v->dtype);
+        got[s][o] = mps_tensor_make(v->dtype, &v->shape, calloc(1, bytes ? bytes : 1));
+    }
+    return mps_plan_run(plan, sets[s].rt, got[s], err);
+}
+
+/* Runs every data set on backend be: on m, built for data set 0's shapes,
+   and where a data set's inputs have other shapes (a model of free sizes
+   run at several), on the model built again from path for them (o's
+   values and passes, the set's shapes). */
+static enum mps_status mps_conf_run(const char *path, const struct mps_onnx_opts *o, struct mps_model *m,
+                                    const struct mps_backend *be, struct mps_conf_set *sets, int n_sets,
+                                    struct mps_tensor (*got)[MPS_CONF_MAX_IO], struct mps_error *err)
 {
     const struct mps_graph *g = m->graph;
     enum mps_status st = mps_passes_fuse(m->graph, be, err);
@@ -153,17 +175,25 @@ static enum mps_status mps_conf_run(struct mps_model *m, const struct mps_backen
     if (!st)
         st = mps_plan_compile(be, g, &(struct mps_compile_opts){0}, &plan, err);
     for (int s = 0; !st && s < n_sets; s++) {
-        if (sets[s].n_out != g->n_outputs || sets[s].n_rt != g->n_inputs) {
-            st = mps_fail(err, MPS_ERR_MODEL, "data set %d has %d inputs and %d outputs, the model %d and %d", s,
-                          sets[s].n_rt, sets[s].n_out, g->n_inputs, g->n_outputs);
-            break;
+        bool same = sets[s].n_rt == g->n_inputs;
+        for (int i = 0; same && i < sets[s].n_rt; i++)
+            same = mps_shape_eq(&sets[s].rt[i].shape, &g->values[g->inputs[i]].shape);
+        if (same) {
+            st = mps_conf_run_set(g, plan, sets, s, got, err);
+            continue;
         }
-        for (int o = 0; o < g->n_outputs; o++) {
-            const struct mps_value *v = &g->values[g->outputs[o]];
-            size_t bytes = (size_t)mps_shape_numel(&v->shape) * mps_dtype_size(v->dtype);
-            got[s][o] = mps_tensor_make(v->dtype, &v->shape, calloc(1, bytes ? bytes : 1));
-        }
-        st = mps_plan_run(plan, sets[s].rt, got[s], err);
+        struct mps_shape shapes[MPS_CONF_MAX_IO];
+        struct mps_onnx_opts os = *o;
+        struct mps_model *ms = NULL;
+        struct mps_plan *ps = NULL;
+        for (int i = 0; i < sets[s].n_in; i++)
+            shapes[i] = sets[s].in[i].shape;
+        os.shapes = shapes;
+        if (!(st = mps_onnx_load(path, &os, &ms, err)) && !(st = mps_passes_fuse(ms->graph, be, err)) &&
+            !(st = mps_plan_compile(be, ms->graph, &(struct mps_compile_opts){0}, &ps, err)))
+            st = mps_conf_run_set(ms->graph, ps, sets, s, got, err);
+        mps_plan_free(ps);
+        mps_model_free(ms);
     }
     mps_plan_free(plan);
     return st;
@@ -259,7 +289,10 @@ static enum mps_conf_result mps_conf_test(const char *dir, const struct mps_back
         if (mps_backend_unsupported(bes[b], opt->graph, why, size))
             continue; /* a GPU backend without this op: counted in ran[] */
         ran[b]++;
-        if (mps_conf_run(opt, bes[b], sets, n_sets, got, &err) || mps_conf_run(raw, bes[b], sets, n_sets, plain, &err)) {
+        struct mps_onnx_opts o_raw = o;
+        o.no_optimize = false;
+        if (mps_conf_run(path, &o, opt, bes[b], sets, n_sets, got, &err) ||
+            mps_conf_run(path, &o_raw, raw, bes[b], sets, n_sets, plain, &err)) {
             snprintf(why, size, "[%s] %s", bes[b]->name, err.msg);
             r = MPS_CONF_FAIL;
             break;

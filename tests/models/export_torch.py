@@ -14,7 +14,9 @@ covered (and 9, for Upsample). Two more cases are rewritten into the form PyTorc
 exporter writes (opset 18: Reduce axes as inputs, weights in external data
 model.onnx.data), because only PyTorch 1.13 is in Debian; the real thing,
 the MLP and the small CNN exported by PyTorch 2.11's default (dynamo)
-exporter at opset 20, is committed in tests/models/recent_exporter/.
+exporter at opset 20, is committed in tests/models/recent_exporter/. resnet18
+and LR-ASPP are also exported with batch, height and width free and checked
+at three input sizes each (test_data_set_0..2) from the one model.onnx.
 
 usage: export_torch.py OUT [NAME...]     (Debian: python3-torch python3-torchvision python3-onnx)
 """
@@ -156,6 +158,14 @@ CASES = {
     "small_style": (SmallStyle, (2, 3, 40, 32), 11, True),
 }
 
+# Exported once with batch, height and width free (dynamic_axes), then checked
+# at each input shape listed, from the same model.onnx: name: (constructor, shapes, opset)
+FREE_SIZES = {
+    "resnet18_free_size": (vision("resnet18"), [(1, 3, 224, 224), (2, 3, 160, 192), (1, 3, 97, 131)], 13),
+    "lraspp_free_size": (lambda: peer_models.Segmentation("lraspp_mobilenet_v3_large"),
+                         [(1, 3, 224, 224), (2, 3, 128, 160), (1, 3, 200, 120)], 13),
+}
+
 # Rewritten into the opset 18 form with external data (see the module doc).
 OPSET18 = {"mlp_opset18_external": "mlp_784_512_512_10", "small_cnn_opset18_external": "small_cnn"}
 
@@ -190,6 +200,27 @@ def export(out, name):
     write_tensor(os.path.join(case, "test_data_set_0", "input_0.pb"), x.numpy(), "input")
     write_tensor(os.path.join(case, "test_data_set_0", "output_0.pb"), y.numpy(), "output")
     return case
+
+
+def export_free_size(out, name):
+    make, shapes, opset = FREE_SIZES[name]
+    torch.manual_seed(len(name))
+    model = make().eval()
+    case = os.path.join(out, "test_" + name)
+    os.makedirs(case, exist_ok=True)
+    free = {0: "batch", 2: "height", 3: "width"}
+    with torch.no_grad():
+        image = model(torch.randn(*shapes[0])).dim() == 4  # a segmentation's output follows the input's size
+    torch.onnx.export(model, torch.randn(*shapes[0]), os.path.join(case, "model.onnx"), opset_version=opset,
+                      input_names=["input"], output_names=["output"],
+                      dynamic_axes={"input": free, "output": free if image else {0: "batch"}})
+    for k, shape in enumerate(shapes):
+        x = torch.randn(*shape)
+        with torch.no_grad():
+            y = model(x)
+        os.makedirs(os.path.join(case, f"test_data_set_{k}"), exist_ok=True)
+        write_tensor(os.path.join(case, f"test_data_set_{k}", "input_0.pb"), x.numpy(), "input")
+        write_tensor(os.path.join(case, f"test_data_set_{k}", "output_0.pb"), y.numpy(), "output")
 
 
 # ONNX ops PyTorch does not export as one node, built with onnx.helper; the
@@ -249,11 +280,13 @@ def to_opset18(src_case, out, name):
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    out, names = sys.argv[1], sys.argv[2:] or list(CASES) + list(OPSET18) + list(LPPOOL)
+    out, names = sys.argv[1], sys.argv[2:] or list(CASES) + list(OPSET18) + list(LPPOOL) + list(FREE_SIZES)
     os.makedirs(out, exist_ok=True)
     for name in names:
         if name in LPPOOL:
             lppool(out, name)
+        elif name in FREE_SIZES:
+            export_free_size(out, name)
         elif name in OPSET18:
             src = os.path.join(out, "test_" + OPSET18[name])
             if not os.path.exists(os.path.join(src, "model.onnx")):
