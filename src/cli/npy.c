@@ -229,6 +229,27 @@ static size_t mps_npy_header_text(enum mps_dtype dtype, const struct mps_shape *
     return total;
 }
 
+size_t mps_npy_header_bytes(enum mps_dtype dtype, const struct mps_shape *s, char *hdr)
+{
+    return mps_npy_header_text(dtype, s, 0, hdr);
+}
+
+enum mps_status mps_npy_write(const char *path, const struct mps_tensor *t, struct mps_error *err)
+{
+    char hdr[512];
+    size_t h = mps_npy_header_text(t->dtype, &t->shape, 0, hdr), bytes = mps_tensor_bytes(t);
+    struct mps_out out;
+    enum mps_status st = mps_out_open(path, &out, err);
+    if (st)
+        return st;
+    if (fwrite(hdr, 1, h, out.f) != h || (bytes && fwrite(t->data, 1, bytes, out.f) != bytes)) {
+        st = mps_fail(err, MPS_ERR_RUNTIME, "%s: cannot write: %s", path, strerror(errno));
+        mps_out_abort(&out);
+        return st;
+    }
+    return mps_out_commit(&out, err);
+}
+
 struct mps_npy_stream {
     struct mps_out out;
     enum mps_dtype dtype;

@@ -38,6 +38,11 @@ enum mps_status mps_npy_parse(const void *buf, size_t len, struct mps_tensor *t,
 /* Reads the file at path (MPS_ERR_INPUT when it cannot be read). */
 enum mps_status mps_npy_read(const char *path, struct mps_tensor *t, struct mps_error *err);
 
+/* Writes t (contiguous) as a .npy file, whole or not at all (outfile.h). */
+enum mps_status mps_npy_write(const char *path, const struct mps_tensor *t, struct mps_error *err);
+/* The header of a .npy file of dtype and shape (512 bytes of room); its length. */
+size_t mps_npy_header_bytes(enum mps_dtype dtype, const struct mps_shape *s, char *hdr);
+
 /* A .npy written item by item (infer's --output over a stream), through
    outfile.h: a temporary file beside path from open on; each append writes
    items of the item shape, fill writes items of NaN (0 for an integer
