@@ -262,6 +262,32 @@ enum mps_status mps_cli_writable(const char *name, const char *given, struct mps
     return MPS_OK;
 }
 
+enum mps_status mps_cli_folder(const char *name, const char *path, struct mps_error *err)
+{
+    struct stat sb;
+    size_t len = strlen(path);
+    char buf[4096];
+    if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode))
+        return mps_fail(err, MPS_ERR_USAGE, "%s %s: not a folder", name, path);
+    if (len >= sizeof buf)
+        return mps_fail(err, MPS_ERR_USAGE, "%s %s: the path is too long", name, path);
+    memcpy(buf, path, len + 1);
+    for (char *p = buf + 1;; p++) /* each folder on the way, then the last */
+        if (*p == '/' || !*p) {
+            char c = *p;
+            *p = '\0';
+            if (stat(buf, &sb) != 0 && mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return mps_fail(err, MPS_ERR_USAGE, "%s %s: cannot make the folder %s: %s", name, path, buf,
+                                strerror(errno));
+            *p = c;
+            if (!c)
+                break;
+        }
+    if (access(path, W_OK | X_OK) != 0)
+        return mps_fail(err, MPS_ERR_USAGE, "%s %s: cannot write in the folder: %s", name, path, strerror(errno));
+    return MPS_OK;
+}
+
 enum mps_status mps_cli_plot_path(const struct arg_file *plot, struct mps_error *err)
 {
     if (!plot->count)
@@ -407,7 +433,7 @@ static bool mps_cli_dims(const char *text, struct mps_shape *s)
 enum mps_status mps_cli_shapes(const struct arg_str *opt, const struct mps_onnx_file *f, int *n, const char **names,
                                struct mps_shape *shapes, struct mps_model_input *decl, struct mps_error *err)
 {
-    *n = mps_onnx_inputs(f, names, shapes, decl, 8);
+    *n = mps_onnx_inputs(f, names, shapes, decl, NULL, 8);
     if (*n < 0 && opt->count)
         return mps_fail(err, MPS_ERR_USAGE, "--shape: the model has more than 8 inputs, or one without a shape");
     bool given[8] = {false};

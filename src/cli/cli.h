@@ -84,6 +84,10 @@ enum mps_status mps_cli_list(const char *name, const char *list, char *buf, size
    is not a regular one, or its folder cannot be written (the file is
    written beside its name and renamed over it: outfile.h). */
 enum mps_status mps_cli_writable(const char *name, const char *path, struct mps_error *err);
+/* Option name's folder path, made with the folders on its way when
+   missing: a usage error naming the option when it is a file, cannot be
+   made or cannot be written. */
+enum mps_status mps_cli_folder(const char *name, const char *path, struct mps_error *err);
 /* --plot's file, when given: named .svg, writable. */
 enum mps_status mps_cli_plot_path(const struct arg_file *plot, struct mps_error *err);
 

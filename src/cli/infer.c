@@ -19,6 +19,7 @@
 #include "infer.h"
 #include "inputs.h"
 #include "npy.h"
+#include "npz.h"
 #include "outfile.h"
 #include "stream.h"
 
@@ -332,6 +333,51 @@ static enum mps_status mps_infer_rows(struct mps_infer_run *run, struct mps_infe
     return st;
 }
 
+/* --outputs: every output of the run, DIR/NAME.npy each (a name's characters
+   other than letters, digits, '.', '-' and '_' as '_'; a name taken twice
+   gets _2, _3...), or one .npz of them by their names. */
+static enum mps_status mps_infer_write_outputs(struct mps_infer_run *run, const struct mps_infer_result *r,
+                                               struct mps_error *err)
+{
+    const struct mps_graph *g = r->model->graph;
+    const struct mps_infer_group *grp = &r->groups[0];
+    const char *names[64];
+    int n = grp->n_out < 64 ? grp->n_out : 64;
+    for (int o = 0; o < n; o++)
+        names[o] = g->values[g->outputs[o]].name;
+    if (run->rep.outputs_npz) {
+        enum mps_status st = mps_npz_write(run->rep.outputs_path, n, names, grp->out, err);
+        run->rep.outputs_written = st ? 0 : n;
+        return st;
+    }
+    for (int o = 0; o < n; o++) {
+        char file[256], path[4400];
+        size_t k = 0;
+        for (const char *c = names[o]; *c && k + 1 < 200; c++)
+            file[k++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '.' ||
+                                *c == '-' || *c == '_'
+                            ? *c
+                            : '_';
+        file[k] = '\0';
+        if (!k || !strcmp(file, ".") || !strcmp(file, ".."))
+            snprintf(file, sizeof file, "output_%d", o);
+        int same = 1;
+        for (int p = 0; p < o; p++)
+            same +=
+                !strcmp(run->rep.outputs_file[p], file) || (!strncmp(run->rep.outputs_file[p], file, strlen(file)) &&
+                                                            run->rep.outputs_file[p][strlen(file)] == '_');
+        if (same > 1)
+            snprintf(file + strlen(file), sizeof file - strlen(file), "_%d", same);
+        snprintf(run->rep.outputs_file[o], sizeof run->rep.outputs_file[o], "%s", file);
+        snprintf(path, sizeof path, "%s/%s.npy", run->rep.outputs_path, file);
+        enum mps_status st = mps_npy_write(path, &grp->out[o], err);
+        if (st)
+            return st;
+        run->rep.outputs_written = o + 1;
+    }
+    return MPS_OK;
+}
+
 /* The stream's function: the pictures (so the report can name them), the
    report, then --expect's tally and the rows. */
 static enum mps_status mps_infer_chunk(void *ctx, struct mps_infer_result *r, struct mps_error *err)
@@ -351,7 +397,9 @@ static enum mps_status mps_infer_chunk(void *ctx, struct mps_infer_result *r, st
         return st;
     if ((run->rep.output_path || run->checking) && (st = mps_infer_rows(run, r, err)))
         return st;
-    return MPS_OK;
+    if (run->rep.outputs_path && r->n_groups && (st = mps_infer_write_outputs(run, r, err)))
+        run->write_failed = true;
+    return st;
 }
 
 /* kept and ref without the rows of failed inputs, into a and b (owned). */
@@ -428,22 +476,39 @@ static enum mps_status mps_infer_check(struct mps_infer_result *r, struct mps_in
     return MPS_OK;
 }
 
-/* A model with several inputs: one .npy each, one run, timed as --repeat says. */
-static enum mps_status mps_infer_multi_run(struct mps_infer_result *r, struct mps_infer_run *run, char **paths,
-                                           int n_paths, const char *backend, const struct mps_compile_opts *co,
-                                           int warmup, int repeat, struct mps_error *err, const char **subject)
+/* A run fed by file (several inputs, an input of another type than f32,
+   --input, an .npz): the model built at the shapes given, one run, timed as
+   --repeat says. */
+static enum mps_status mps_infer_feed_run(struct mps_infer_result *r, struct mps_infer_run *run,
+                                          const struct arg_file *inputs, const struct arg_str *named,
+                                          const char *backend, const struct mps_compile_opts *co, int warmup,
+                                          int repeat, struct mps_error *err, const char **subject)
 {
+    struct mps_shape shapes[8];
     double t0 = mps_cli_now_ms();
-    enum mps_status st = mps_infer_multi(r, paths, n_paths, err, subject);
+    enum mps_status st =
+        mps_infer_feed(r, inputs->filename, inputs->count, named->sval, named->count, shapes, err, subject);
     r->t_preprocess = mps_cli_now_ms() - t0;
     if (st)
         return st;
     *subject = r->model->path;
-    const struct mps_graph *g = r->model->graph;
+    struct mps_model *m = r->model; /* built again where the shapes given are not the nominal ones */
+    bool same = true;
+    for (int i = 0; i < m->graph->n_inputs; i++)
+        same = same && mps_shape_eq(&shapes[i], &m->graph->values[m->graph->inputs[i]].shape);
+    t0 = mps_cli_now_ms();
+    if (!same) {
+        st =
+            mps_onnx_model(r->file, &(struct mps_onnx_opts){.n_shapes = m->graph->n_inputs, .shapes = shapes}, &m, err);
+        r->t_load += mps_cli_now_ms() - t0;
+        if (st)
+            return st;
+    }
+    const struct mps_graph *g = m->graph;
     struct mps_infer_group *grp = &r->groups[0];
     struct mps_plan *plan = NULL;
     if (!(st = mps_backend_choose(g, backend, &r->backend, r->why_backend, sizeof r->why_backend, err)) &&
-        !(st = r->backend->probe(&r->device, err)) && !(st = mps_passes_fuse(r->model->graph, r->backend, err))) {
+        !(st = r->backend->probe(&r->device, err)) && !(st = mps_passes_fuse(m->graph, r->backend, err))) {
         t0 = mps_cli_now_ms();
         st = mps_plan_compile(r->backend, g, co, &plan, err);
         r->t_compile = mps_cli_now_ms() - t0;
@@ -471,8 +536,10 @@ static enum mps_status mps_infer_multi_run(struct mps_infer_result *r, struct mp
         r->t_runs[r->n_runs++] = mps_cli_now_ms() - t0;
     }
     mps_plan_free(plan);
-    r->n_items = 1;
-    r->n_done = n_paths;
+    if (m != r->model)
+        mps_model_free(m);
+    r->n_items = r->files[0].items;
+    r->n_done = 1;
     r->interrupted = mps_out_interrupted();
     r->t_total = r->t_preprocess + r->t_run;
     return st ? st : mps_infer_chunk(run, r, err);
@@ -486,10 +553,36 @@ static bool mps_infer_is_stream(const char *const *args, int n)
     return n > 1 || !strcmp(args[0], "-") || args[0][0] == '@' || (stat(args[0], &st) == 0 && S_ISDIR(st.st_mode));
 }
 
+/* Whether the run feeds the model's inputs by file, one run (several
+   inputs, one that is not a batch of f32, --input, an .npz), rather than
+   streaming the INPUT arguments through its one input. */
+static bool mps_infer_feeds(const struct mps_onnx_file *f, const struct arg_file *inputs, const struct arg_str *input)
+{
+    const char *names[8];
+    struct mps_shape s[8];
+    struct mps_model_input d[8];
+    enum mps_dtype dt[8];
+    int n = mps_onnx_inputs(f, names, s, d, dt, 8);
+    if (input->count || n > 1)
+        return true;
+    if (n == 1 && (dt[0] != MPS_F32 || s[0].ndim == 0))
+        return true;
+    for (int i = 0; i < inputs->count; i++) {
+        struct mps_npz *z;
+        struct mps_error ignored;
+        if (mps_npz_open(inputs->filename[i], &z, &ignored) == MPS_OK) {
+            mps_npz_close(z);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* The options infer has beside the ones it shares with eval. */
 struct mps_infer_opts {
     struct mps_infer_args a;
-    struct arg_file *model, *inputs, *output, *png, *check, *labels;
+    struct arg_file *model, *inputs, *output, *outputs, *png, *check, *labels;
+    struct arg_str *input; /* --input NAME=FILE */
     struct arg_int *top_k, *repeat, *warmup;
     struct arg_lit *json, *jsonl, *quiet, *keep_going, *mask, *help;
     struct arg_str *shard, *expect;
@@ -501,46 +594,48 @@ struct mps_infer_opts {
 static enum mps_status mps_infer_png_path(const char *path, bool stream, bool *folder, struct mps_error *err)
 {
     size_t len = strlen(path);
-    struct stat sb;
     *folder = !(len > 4 && !strcasecmp(path + len - 4, ".png"));
-    if (!*folder) {
-        if (stream)
-            return mps_fail(err, MPS_ERR_USAGE,
-                            "--output-png %s is one file, and the inputs are several (a folder, "
-                            "a list, stdin): name a folder",
-                            path);
-        return mps_cli_writable("--output-png", path, err);
-    }
-    if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode))
-        return mps_fail(err, MPS_ERR_USAGE, "--output-png %s: not a folder (name a folder, or a file .png)", path);
-    char buf[4096];
-    if (len >= sizeof buf)
-        return mps_fail(err, MPS_ERR_USAGE, "--output-png %s: the path is too long", path);
-    memcpy(buf, path, len + 1);
-    for (char *p = buf + 1;; p++) /* each folder on the way, then the last */
-        if (*p == '/' || !*p) {
-            char c = *p;
-            *p = '\0';
-            if (stat(buf, &sb) != 0 && mkdir(buf, 0777) != 0 && errno != EEXIST)
-                return mps_fail(err, MPS_ERR_USAGE, "--output-png %s: cannot make the folder %s: %s", path, buf,
-                                strerror(errno));
-            *p = c;
-            if (!c)
-                break;
-        }
-    if (access(path, W_OK | X_OK) != 0)
-        return mps_fail(err, MPS_ERR_USAGE, "--output-png %s: cannot write in the folder: %s", path, strerror(errno));
-    return MPS_OK;
+    if (*folder)
+        return mps_cli_folder("--output-png", path, err);
+    if (stream)
+        return mps_fail(err, MPS_ERR_USAGE,
+                        "--output-png %s is one file, and the inputs are several (a folder, a list, stdin): name a "
+                        "folder",
+                        path);
+    return mps_cli_writable("--output-png", path, err);
+}
+
+/* --outputs PATH: an .npz file, or a folder made (with its parents) if missing; one run only. */
+static enum mps_status mps_infer_outputs_path(const char *path, bool stream, bool *npz, struct mps_error *err)
+{
+    size_t len = strlen(path);
+    *npz = len > 4 && !strcasecmp(path + len - 4, ".npz");
+    if (stream)
+        return mps_fail(err, MPS_ERR_USAGE,
+                        "--outputs %s writes the outputs of one run; over many inputs --output "
+                        "writes the first output of each",
+                        path);
+    return *npz ? mps_cli_writable("--outputs", path, err) : mps_cli_folder("--outputs", path, err);
 }
 
 /* Every option that needs no model, before any work: one message per
    problem, naming the option. */
 static enum mps_status mps_infer_options(struct mps_infer_opts *o, struct mps_infer_result *r,
-                                         struct mps_infer_run *run, struct mps_compile_opts *co, int *n_batch,
-                                         int *n_repeat, int *n_warmup, struct mps_error *err)
+                                         struct mps_infer_run *run, struct mps_compile_opts *co, bool stream, bool feed,
+                                         int *n_batch, int *n_repeat, int *n_warmup, struct mps_error *err)
 {
-    bool stream = mps_infer_is_stream(o->inputs->filename, o->inputs->count);
     enum mps_status st;
+    if (!o->inputs->count && !o->input->count)
+        return mps_fail(err, MPS_ERR_USAGE, "give an INPUT (or --input NAME=FILE)");
+    if (feed && o->shard->count)
+        return mps_fail(err, MPS_ERR_USAGE, "--shard splits a stream; this model's inputs are fed by file, one run");
+    for (int i = 0; feed && i < o->inputs->count; i++)
+        if (mps_infer_is_stream(o->inputs->filename + i, 1))
+            return mps_fail(err, MPS_ERR_USAGE,
+                            "%s: this model's inputs are given a file each (in its order, "
+                            "--input NAME=FILE, or an .npz), one run; a folder, a list or stdin streams a model of "
+                            "one f32 input",
+                            o->inputs->filename[i]);
     if ((st = mps_infer_args_check(&o->a, r, co, n_batch, err)) ||
         (st = mps_cli_int(o->top_k, "--top-k", 1, MPS_INFER_MAX_TOP, 5, &r->top_k, err)) ||
         (st = mps_cli_int(o->repeat, "--repeat", 0, 1000000, stream ? 0 : 10, n_repeat, err)) ||
@@ -566,6 +661,10 @@ static enum mps_status mps_infer_options(struct mps_infer_opts *o, struct mps_in
     if (o->mask->count && !o->png->count)
         return mps_fail(err, MPS_ERR_USAGE, "--mask says how --output-png writes: give --output-png too");
     if (run->png && (st = mps_infer_png_path(run->png, stream, &run->rep.png_folder, err)))
+        return st;
+    run->rep.outputs_path = o->outputs->count ? o->outputs->filename[0] : NULL;
+    if (run->rep.outputs_path &&
+        (st = mps_infer_outputs_path(run->rep.outputs_path, stream, &run->rep.outputs_npz, err)))
         return st;
     return MPS_OK;
 }
@@ -619,7 +718,7 @@ static enum mps_status mps_infer_outputs(struct mps_infer_opts *o, struct mps_in
     if ((st = mps_infer_png_kind(out, o->mask->count > 0, &run->png_mask, err)))
         return st;
     run->rep.png_mask = run->png_mask;
-    int64_t items = run->rep.png_folder ? 0 : mps_infer_file_items(r, o->inputs->filename[0]);
+    int64_t items = run->rep.png_folder || !o->inputs->count ? 0 : mps_infer_file_items(r, o->inputs->filename[0]);
     if (items > 1)
         return mps_fail(err, MPS_ERR_USAGE, "--output-png %s is one file, and %s holds %lld items: name a folder",
                         run->png, o->inputs->filename[0], (long long)items);
@@ -725,9 +824,13 @@ static enum mps_status mps_infer_finish(struct mps_infer_result *r, struct mps_i
 static void mps_infer_opts_make(struct mps_infer_opts *o)
 {
     o->model = arg_file1(NULL, NULL, "MODEL", "an ONNX model");
-    o->inputs = arg_filen(NULL, NULL, "INPUT", 1, 1 << 16,
+    o->inputs = arg_filen(NULL, NULL, "INPUT", 0, 1 << 16,
                           "PNG images and .npy arrays (f32), folders of them (walked in order), "
-                          "@FILE (a list of paths, one a line), - (the list on stdin, read as it comes)");
+                          "@FILE (a list of paths, one a line), - (the list on stdin, read as it comes); for a "
+                          "model of several inputs (or one not f32), a .npy per input in its order, or an .npz");
+    o->input = arg_strn(NULL, "input", "NAME=FILE", 0, 8,
+                        "the model's input NAME from FILE (a .npy of its type, "
+                        "or an .npz's array of that name)");
     mps_infer_args_make(&o->a);
     o->top_k = arg_int0(NULL, "top-k", "K", "classes to show per input, 1 to 64 (default 5)");
     o->repeat = arg_int0(NULL, "repeat", "N",
@@ -748,6 +851,9 @@ static void mps_infer_opts_make(struct mps_infer_opts *o)
     o->output = arg_file0(NULL, "output", "out.npy",
                           "write the first output (every item; NaN for an input that "
                           "failed) to a .npy file");
+    o->outputs = arg_file0(NULL, "outputs", "DIR|FILE.npz",
+                           "write every output of the run: DIR/NAME.npy each, or "
+                           "one .npz of them by name (one run: a file, or a model's inputs by file)");
     o->png = arg_file0(NULL, "output-png", "PATH",
                        "write the first output as pictures: a .png file for one input, "
                        "else a folder of NNNNNN.png by input order (a class mask, or an image)");
@@ -770,10 +876,10 @@ int mps_cli_infer(int argc, char **argv)
 {
     struct mps_infer_opts o;
     mps_infer_opts_make(&o);
-    void *argtable[] = {o.model,    o.inputs, o.a.backend,  o.a.precision, o.a.threads, o.a.batch, o.top_k,
-                        o.a.labels, o.a.mean, o.a.std,      o.a.size,      o.repeat,    o.warmup,  o.json,
-                        o.jsonl,    o.quiet,  o.keep_going, o.shard,       o.output,    o.png,     o.mask,
-                        o.expect,   o.check,  o.rtol,       o.atol,        o.help,      o.end};
+    void *argtable[] = {o.model,    o.inputs,     o.input, o.a.backend, o.a.precision, o.a.threads, o.a.batch, o.top_k,
+                        o.a.labels, o.a.mean,     o.a.std, o.a.size,    o.repeat,      o.warmup,    o.json,    o.jsonl,
+                        o.quiet,    o.keep_going, o.shard, o.output,    o.outputs,     o.png,       o.mask,    o.expect,
+                        o.check,    o.rtol,       o.atol,  o.help,      o.end};
     bool done;
     int rc = mps_cli_parse(argc, argv, argtable, o.help, o.end,
                            "Runs MODEL on each INPUT and prints the top classes with their probabilities.\n"
@@ -799,7 +905,12 @@ int mps_cli_infer(int argc, char **argv)
                                    .atol = o.atol->count ? o.atol->dval[0] : 0};
     if (done)
         goto out;
-    bool stream = mps_infer_is_stream(o.inputs->filename, o.inputs->count);
+    if ((st = mps_onnx_open(o.model->filename[0], &r.file, &err))) {
+        subject = o.model->filename[0];
+        goto out;
+    }
+    bool feed = mps_infer_feeds(r.file, o.inputs, o.input);
+    bool stream = !feed && o.inputs->count && mps_infer_is_stream(o.inputs->filename, o.inputs->count);
     run.rep = (struct mps_infer_report){.form = o.json->count    ? MPS_INFER_JSON
                                                 : o.jsonl->count ? MPS_INFER_JSONL
                                                 : o.quiet->count ? MPS_INFER_QUIET
@@ -807,14 +918,14 @@ int mps_cli_infer(int argc, char **argv)
                                         .stream = stream,
                                         .keep_going = run.keep_going,
                                         .png = run.png};
-    if ((st = mps_infer_options(&o, &r, &run, &co, &n_batch, &n_repeat, &n_warmup, &err)) ||
+    if ((st = mps_infer_options(&o, &r, &run, &co, stream, feed, &n_batch, &n_repeat, &n_warmup, &err)) ||
         (o.shard->count && (st = mps_inputs_shard_parse(o.shard->sval[0], &shard_k, &shard_n, &shard_from, &err))) ||
         (r.check_path && (st = mps_infer_reference(&run, r.check_path, &subject, &err))))
         goto out;
 
     /* the inputs: folders walked, lists read (stdin as it comes, unless a shard needs all of it), this
        process's share kept */
-    if ((st = mps_inputs_begin(&list, o.inputs->filename, o.inputs->count, !o.shard->count, &err)))
+    if (!feed && (st = mps_inputs_begin(&list, o.inputs->filename, o.inputs->count, !o.shard->count, &err)))
         goto out;
     if (o.shard->count) {
         mps_inputs_shard(&list, shard_k, shard_n);
@@ -823,7 +934,7 @@ int mps_cli_infer(int argc, char **argv)
                  (long long)shard_n, shard_from, mps_cli_count(list.n, x, sizeof x),
                  mps_cli_count(list.total, y, sizeof y), mps_cli_count(list.first, z, sizeof z));
         run.rep.shard = shard_text;
-    } else if (!list.n && list.done) {
+    } else if (!feed && !list.n && list.done) {
         st = mps_fail(&err, MPS_ERR_INPUT, "no inputs: the folders and lists given hold no .png or .npy file");
         goto out;
     }
@@ -832,12 +943,6 @@ int mps_cli_infer(int argc, char **argv)
     /* the model, and what the options need of it, before any input is read */
     if ((st = mps_infer_setup(&r, o.model->filename[0], &o.a, &subject, &err)))
         goto out;
-    if (r.model->graph->n_inputs > 1 && (stream || o.shard->count)) {
-        st = mps_fail(&err, MPS_ERR_USAGE, "the model takes %d inputs: give one .npy file for each, as files",
-                      r.model->graph->n_inputs);
-        subject = NULL;
-        goto out;
-    }
     if ((st = mps_infer_outputs(&o, &r, &run, &err))) {
         subject = NULL; /* the message names the option or the file */
         goto out;
@@ -846,14 +951,13 @@ int mps_cli_infer(int argc, char **argv)
     /* the run: one model input streams, several take one .npy each; a signal ends it after the chunk that runs */
     const char *be = o.a.backend->count ? o.a.backend->sval[0] : "auto";
     run.rep.batch = o.a.batch->count ? n_batch : mps_stream_default_batch(&r);
-    if (!stream && !o.a.batch->count) /* one file is one run, however many items it holds */
+    if (!stream && !feed && !o.a.batch->count) /* one file is one run, however many items it holds */
         run.rep.batch = mps_infer_file_items(&r, o.inputs->filename[0]) > run.rep.batch
                             ? mps_infer_file_items(&r, o.inputs->filename[0])
                             : run.rep.batch;
     mps_out_defer(true);
-    if (r.model->graph->n_inputs > 1) {
-        st = mps_infer_multi_run(&r, &run, (char **)o.inputs->filename, o.inputs->count, be, &co, n_warmup, n_repeat,
-                                 &err, &subject);
+    if (feed) {
+        st = mps_infer_feed_run(&r, &run, o.inputs, o.input, be, &co, n_warmup, n_repeat, &err, &subject);
     } else {
         struct mps_stream_opts so = {.batch = run.rep.batch,
                                      .keep_going = run.keep_going,

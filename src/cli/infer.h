@@ -47,6 +47,12 @@ struct mps_infer_group {
     bool borrowed;                    /* in and out belong to a stream (stream.c) */
 };
 
+/* An input of a run fed by file (mps_infer_feed): the file it came from. */
+struct mps_infer_fed {
+    const char *name, *path;
+    char source[96]; /* "npy f32 [1,6]", "npz f32 [1,6] (from f64)" */
+};
+
 struct mps_infer_result {
     struct mps_onnx_file *file; /* the model file, parsed once: a run of another input shape builds from it */
     struct mps_model *model;    /* built for the nominal shapes: a free batch 1, free sizes what --size or a
@@ -58,6 +64,9 @@ struct mps_infer_result {
     struct mps_infer_prep prep;
     struct mps_infer_file *files;
     int n_files;
+    struct mps_infer_fed fed[8]; /* a run fed by file: each input's (the one file entry stands for them all) */
+    int n_fed;
+    char fed_label[512]; /* that entry's path: the files, joined by " + " */
     struct mps_infer_group *groups;
     int n_groups;
     const char **labels; /* n_labels entries or NULL */
@@ -125,10 +134,19 @@ enum mps_status mps_infer_decode(const struct mps_infer_prep *prep, const struct
    each, into dst; MPS_ERR_INPUT when the file changed since. */
 enum mps_status mps_infer_read_items(const struct mps_infer_file *file, int64_t first, int64_t count, int64_t per,
                                      float *dst, struct mps_error *err);
-/* A model with several inputs: one .npy per input, in order, as one group
-   (r->files and r->groups, owned: mps_infer_free_groups). */
-enum mps_status mps_infer_multi(struct mps_infer_result *r, char **paths, int n_paths, struct mps_error *err,
-                                const char **bad_file);
+/* The model's inputs for one run: the files of args in the model's order
+   (an .npz gives the inputs its arrays name) and named, "NAME=FILE" each
+   (--input; a .npy, or an .npz's array of that name). Each file read whole,
+   its dtype the input's (a float64 array for a float32 input is converted,
+   and said in its source), its shape the input's where the model fixes a
+   dim; shapes[i] gets the shape given. As one group: r->fed (a file per
+   input), r->files (one entry that stands for them: its items the first
+   input's free batch, else 1) and r->groups (owned: mps_infer_free_groups). A name unknown, an
+   input given twice or not at all is MPS_ERR_USAGE; a file that does not
+   fit is MPS_ERR_INPUT with *bad_file its path. */
+enum mps_status mps_infer_feed(struct mps_infer_result *r, const char *const *args, int n_args,
+                               const char *const *named, int n_named, struct mps_shape *shapes, struct mps_error *err,
+                               const char **bad_file);
 void mps_infer_free_groups(struct mps_infer_result *r);
 
 /* report.c: what infer prints, chunk by chunk as a stream runs. */
@@ -162,6 +180,10 @@ struct mps_infer_report {
     bool output_written;                        /* it was (every input ran) */
     int64_t output_rows, output_nan, first_nan; /* its rows; rows of NaN for failed inputs, the first */
     int64_t png_written;
+    const char *outputs_path;   /* --outputs, or NULL */
+    bool outputs_npz;           /* it is an .npz (else a folder) */
+    int outputs_written;        /* files (or arrays) written */
+    char outputs_file[64][256]; /* a folder's: each output's file name, without .npy */
     bool png_mask; /* the pictures are class masks (--mask, or the output's kind) */
     /* internal */
     bool classified, head;

@@ -10,6 +10,7 @@
 #include "image.h"
 #include "infer.h"
 #include "npy.h"
+#include "npz.h"
 
 /* s with a free dim (-1) as "?": "[1,3,?,?]". */
 static const char *mps_infer_dims(const struct mps_shape *s, char *buf, size_t size)
@@ -180,37 +181,168 @@ enum mps_status mps_infer_read_items(const struct mps_infer_file *file, int64_t 
     return st;
 }
 
-enum mps_status mps_infer_multi(struct mps_infer_result *r, char **paths, int n_paths, struct mps_error *err,
-                                const char **bad_file)
+/* Reads path for model input i (declared shape decl, a free dim -1; dtype dt):
+   a .npy, or from a .npz the array named like the input (or its only one). */
+static enum mps_status mps_infer_feed_file(const char *path, const char *input, const struct mps_shape *decl,
+                                           enum mps_dtype dt, struct mps_tensor *t, char *source, size_t size,
+                                           struct mps_error *err)
+{
+    struct mps_npz *z = NULL;
+    char a[128], b[128];
+    int at = -1;
+    enum mps_status st = mps_npz_open(path, &z, err);
+    if (st == MPS_OK) { /* a bundle: the array of the input's name */
+        at = mps_npz_find(z, input);
+        if (at < 0 && mps_npz_count(z) == 1)
+            at = 0;
+        st = at < 0 ? mps_fail(err, MPS_ERR_INPUT, ".npz holds no array named '%s'", input)
+                    : mps_npz_read(z, at, t, err);
+        mps_npz_close(z);
+    } else {
+        st = mps_npy_read(path, t, err);
+    }
+    if (st)
+        return st;
+    bool fits = t->shape.ndim == decl->ndim;
+    for (int d = 0; fits && d < decl->ndim; d++)
+        fits = decl->dim[d] < 0 || decl->dim[d] == t->shape.dim[d];
+    const char *conv = "";
+    if (t->dtype == MPS_F64 && dt == MPS_F32) { /* numpy's default float: taken as the float32 the model takes */
+        int64_t n = mps_shape_numel(&t->shape);
+        float *f = malloc(sizeof(float) * (size_t)(n + 1));
+        if (!f)
+            st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+        for (int64_t k = 0; f && k < n; k++)
+            f[k] = (float)((const double *)t->data)[k];
+        free(t->data);
+        t->data = f;
+        t->dtype = MPS_F32;
+        conv = " (from f64)";
+    } else if (t->dtype != dt) {
+        st = mps_fail(err, MPS_ERR_INPUT, "input '%s' takes %s, and the array is %s", input, mps_dtype_name(dt),
+                      mps_dtype_name(t->dtype));
+    }
+    if (!st && !fits)
+        st = mps_fail(err, MPS_ERR_INPUT, "input '%s' is %s, and the array's shape %s does not fit it", input,
+                      mps_infer_dims(decl, a, sizeof a), mps_shape_str(&t->shape, b, sizeof b));
+    if (st) {
+        free(t->data);
+        t->data = NULL;
+        return st;
+    }
+    snprintf(source, size, "%s %s %s%s", at >= 0 ? "npz" : "npy", mps_dtype_name(t->dtype),
+             mps_shape_str(&t->shape, a, sizeof a), conv);
+    return MPS_OK;
+}
+
+enum mps_status mps_infer_feed(struct mps_infer_result *r, const char *const *args, int n_args,
+                               const char *const *named, int n_named, struct mps_shape *shapes, struct mps_error *err,
+                               const char **bad_file)
 {
     const struct mps_graph *g = r->model->graph;
-    if (n_paths != g->n_inputs || g->n_inputs > 8)
-        return mps_fail(err, MPS_ERR_USAGE, "the model takes %d inputs: give one .npy file for each", g->n_inputs);
-    r->files = calloc((size_t)n_paths, sizeof *r->files);
+    int n = g->n_inputs;
+    const char *file[8] = {NULL};
+    char list[512] = "";
+    *bad_file = NULL;
+    if (n > 8)
+        return mps_fail(err, MPS_ERR_MODEL, "the model takes %d inputs (mpsrun feeds up to 8)", n);
+    for (int i = 0; i < n; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s'%s'", i ? ", " : "",
+                 g->values[g->inputs[i]].name);
+    for (int k = 0; k < n_named; k++) { /* --input NAME=FILE */
+        const char *eq = strchr(named[k], '=');
+        int i = -1;
+        for (int j = 0; eq && j < n && i < 0; j++)
+            if (strlen(g->values[g->inputs[j]].name) == (size_t)(eq - named[k]) &&
+                !strncmp(g->values[g->inputs[j]].name, named[k], (size_t)(eq - named[k])))
+                i = j;
+        if (!eq || !eq[1])
+            return mps_fail(err, MPS_ERR_USAGE, "--input %s: give NAME=FILE", named[k]);
+        if (i < 0)
+            return mps_fail(err, MPS_ERR_USAGE, "--input %s: the model has no input '%.*s' (its inputs: %s)", named[k],
+                            (int)(eq - named[k]), named[k], list);
+        if (file[i])
+            return mps_fail(err, MPS_ERR_USAGE, "input '%s' is given twice (%s and %s)", g->values[g->inputs[i]].name,
+                            file[i], eq + 1);
+        file[i] = eq + 1;
+    }
+    for (int k = 0; k < n_args; k++) { /* a bundle gives the inputs it names; a .npy the next input not given */
+        struct mps_npz *z = NULL;
+        struct mps_error ignored;
+        if (mps_npz_open(args[k], &z, &ignored) == MPS_OK && mps_npz_count(z) > 0 && n > 1) {
+            for (int a = 0; a < mps_npz_count(z); a++) {
+                int i = -1;
+                for (int j = 0; j < n && i < 0; j++)
+                    if (!strcmp(g->values[g->inputs[j]].name, mps_npz_name(z, a)))
+                        i = j;
+                enum mps_status st = i < 0     ? mps_fail(err, MPS_ERR_USAGE,
+                                                          "%s: array '%s' is no input of the model "
+                                                              "(its inputs: %s)",
+                                                          args[k], mps_npz_name(z, a), list)
+                                     : file[i] ? mps_fail(err, MPS_ERR_USAGE, "input '%s' is given twice (%s and %s)",
+                                                          mps_npz_name(z, a), file[i], args[k])
+                                               : MPS_OK;
+                if (st) {
+                    mps_npz_close(z);
+                    return st;
+                }
+                file[i] = args[k];
+            }
+            mps_npz_close(z);
+            continue;
+        }
+        mps_npz_close(z);
+        int i = 0;
+        while (i < n && file[i])
+            i++;
+        if (i == n)
+            return mps_fail(err, MPS_ERR_USAGE, "%s: the model takes %d input%s (%s), and each has its file", args[k],
+                            n, n == 1 ? "" : "s", list);
+        file[i] = args[k];
+    }
+    for (int i = 0; i < n; i++)
+        if (!file[i]) {
+            char a[128];
+            struct mps_shape decl = g->values[g->inputs[i]].shape;
+            for (int d = 0; d < decl.ndim; d++)
+                decl.dim[d] = r->model->inputs[i].symbolic[d] ? -1 : decl.dim[d];
+            return mps_fail(err, MPS_ERR_USAGE,
+                            "input '%s' (%s %s) is not given: give --input %s=FILE, a file for "
+                            "each input in order (%s), or an .npz of them by name",
+                            g->values[g->inputs[i]].name, mps_dtype_name(g->values[g->inputs[i]].dtype),
+                            mps_infer_dims(&decl, a, sizeof a), g->values[g->inputs[i]].name, list);
+        }
+    r->files = calloc(1, sizeof *r->files);
     r->groups = calloc(1, sizeof *r->groups);
     if (!r->files || !r->groups)
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
-    r->n_files = n_paths;
+    r->n_files = 1;
     r->n_groups = 1;
     struct mps_infer_group *grp = &r->groups[0];
     *grp = (struct mps_infer_group){0};
-    for (int i = 0; i < g->n_inputs; i++) {
-        r->files[i].path = paths[i];
-        r->files[i].index = i;
-        *bad_file = paths[i];
-        enum mps_status st = mps_npy_read(paths[i], &grp->in[i], err);
+    int64_t batch = 0;
+    for (int i = 0; i < n; i++) {
+        struct mps_shape decl = g->values[g->inputs[i]].shape;
+        for (int d = 0; d < decl.ndim; d++)
+            decl.dim[d] = r->model->inputs[i].symbolic[d] ? -1 : decl.dim[d];
+        r->fed[i] = (struct mps_infer_fed){.name = g->values[g->inputs[i]].name, .path = file[i]};
+        *bad_file = file[i];
+        enum mps_status st = mps_infer_feed_file(file[i], r->fed[i].name, &decl, g->values[g->inputs[i]].dtype,
+                                                 &grp->in[i], r->fed[i].source, sizeof r->fed[i].source, err);
         if (st)
             return st;
+        r->n_fed++;
         grp->n_in++;
-        struct mps_npy_info info = {.dtype = grp->in[i].dtype};
-        if ((st = mps_npy_require_f32(&info, err)))
-            return st;
-        r->files[i].items = r->files[i].file_items = 1;
-        r->files[i].ends = true;
-        char a[128];
-        snprintf(r->files[i].source, sizeof r->files[i].source, "npy f32 %s",
-                 mps_shape_str(&grp->in[i].shape, a, sizeof a));
+        shapes[i] = grp->in[i].shape;
+        if (i == 0) /* the first input's free batch: the run's items, each reported */
+            batch = shapes[0].ndim && r->model->inputs[0].symbolic[0] ? shapes[0].dim[0] : 0;
+        size_t len = strlen(r->fed_label);
+        if (!i || strcmp(file[i], file[i - 1]) != 0) /* an .npz of them all is named once */
+            snprintf(r->fed_label + len, sizeof r->fed_label - len, "%s%s", len ? " + " : "", file[i]);
     }
+    int64_t items = batch > 0 ? batch : 1;
+    r->files[0] = (struct mps_infer_file){.path = r->fed_label, .items = items, .file_items = items, .ends = true};
+    snprintf(r->files[0].source, sizeof r->files[0].source, "%d input%s", n, n == 1 ? "" : "s");
     *bad_file = NULL;
     return MPS_OK;
 }

@@ -312,6 +312,14 @@ static cJSON *mps_report_json_item(const struct mps_infer_report *rep, const str
     }
     cJSON_AddNumberToObject(res, "item", (double)item);
     cJSON_AddStringToObject(res, "source", f->source);
+    cJSON *fed = r->n_fed ? cJSON_AddArrayToObject(res, "inputs") : NULL;
+    for (int i = 0; fed && i < r->n_fed; i++) {
+        cJSON *one = cJSON_CreateObject();
+        cJSON_AddStringToObject(one, "name", r->fed[i].name);
+        cJSON_AddStringToObject(one, "file", r->fed[i].path);
+        cJSON_AddStringToObject(one, "source", r->fed[i].source);
+        cJSON_AddItemToArray(fed, one);
+    }
     if (rep->png) {
         const char *why = mps_report_pic_why(rep, row);
         char path[4200];
@@ -349,13 +357,41 @@ static cJSON *mps_report_json_item(const struct mps_infer_report *rep, const str
 
 /* Prints a result object; with raw values (jsonl of a model that is not a
    classifier), each output's name, shape and values are spliced in. */
+/* The least, the largest and the mean of values [first, first + count) of
+   t, over the ones that are numbers; *nan the others (NaN, infinite). */
+static void mps_report_summary(const struct mps_tensor *t, int64_t first, int64_t count, double *lo, double *hi,
+                               double *mean, int64_t *nan)
+{
+    double sum = 0;
+    int64_t n = 0;
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    *nan = 0;
+    for (int64_t i = 0; i < count; i++) {
+        double v = mps_report_value(t, first + i);
+        if (!isfinite(v)) {
+            (*nan)++;
+            continue;
+        }
+        *lo = v < *lo ? v : *lo;
+        *hi = v > *hi ? v : *hi;
+        sum += v;
+        n++;
+    }
+    *mean = n ? sum / (double)n : NAN;
+}
+
+/* Prints a result object; with summary, every output's name, dtype, shape
+   (the item's), least, largest and mean value (and how many are not
+   numbers) are spliced in, and with values (jsonl of a model that is not a
+   classifier) every value too. */
 static bool mps_report_json_write(cJSON *res, const struct mps_infer_result *r, const struct mps_infer_group *g,
-                                  int64_t row, bool values, bool pictured)
+                                  int64_t row, bool summary, bool values, bool pictured)
 {
     char *text = mps_cli_json_text(res, false);
     if (!text)
         return false;
-    if (!values) {
+    if (!summary) {
         fputs(text, stdout);
         cJSON_free(text);
         return true;
@@ -365,7 +401,8 @@ static bool mps_report_json_write(cJSON *res, const struct mps_infer_result *r, 
     cJSON_free(text);
     fputs(",\"outputs\":[", stdout);
     for (int o = 0; o < g->n_out; o++) {
-        int64_t first, count;
+        int64_t first, count, nan;
+        double lo, hi, mean;
         struct mps_shape shape;
         const struct mps_tensor *t = mps_report_slice(g, o, row, &first, &count, &shape);
         cJSON *name = cJSON_CreateString(r->model->graph->values[r->model->graph->outputs[o]].name);
@@ -376,11 +413,18 @@ static bool mps_report_json_write(cJSON *res, const struct mps_infer_result *r, 
         cJSON_Delete(name);
         for (int d = 0; d < shape.ndim; d++)
             printf("%s%lld", d ? "," : "", (long long)shape.dim[d]);
-        if (o == 0 && pictured) { /* its values are the picture */
-            fputs("]}", stdout);
+        mps_report_summary(t, first, count, &lo, &hi, &mean, &nan);
+        fputs("]", stdout);
+        if (nan < count) { /* of the numbers: absent when there are none */
+            printf(",\"min\":%.9g,\"max\":%.9g,\"mean\":", lo, hi);
+            mps_report_json_float(mean);
+        }
+        printf(",\"not_finite\":%lld", (long long)nan);
+        if (!values || (o == 0 && pictured)) { /* no values, or they are the picture */
+            fputs("}", stdout);
             continue;
         }
-        fputs("],\"values\":[", stdout);
+        fputs(",\"values\":[", stdout);
         for (int64_t i = 0; i < count; i++) {
             if (i)
                 putchar(',');
@@ -390,6 +434,31 @@ static bool mps_report_json_write(cJSON *res, const struct mps_infer_result *r, 
     }
     fputs("]}", stdout);
     return true;
+}
+
+/* Outputs from..n of the item: name, dtype, the item's shape, its first
+   values and, past them, the least, largest and mean. */
+static void mps_report_text_outputs(const struct mps_infer_result *r, const struct mps_infer_group *g, int64_t row,
+                                    int from)
+{
+    for (int o = from; o < g->n_out; o++) {
+        int64_t first, count, nan;
+        double lo, hi, mean;
+        struct mps_shape shape;
+        char a[128];
+        const struct mps_tensor *t = mps_report_slice(g, o, row, &first, &count, &shape);
+        printf("  output %d  '%s' %s %s:", o, mps_cli_vis(r->model->graph->values[r->model->graph->outputs[o]].name),
+               mps_dtype_name(t->dtype), mps_shape_str(&shape, a, sizeof a));
+        for (int64_t i = 0; i < count && i < MPS_REPORT_TEXT_VALUES; i++)
+            printf(" %g", mps_report_value(t, first + i));
+        if (count <= MPS_REPORT_TEXT_VALUES) {
+            printf("\n");
+            continue;
+        }
+        mps_report_summary(t, first, count, &lo, &hi, &mean, &nan);
+        printf(" ... (min %g, max %g, mean %g", lo, hi, mean);
+        printf(nan ? ", %lld not finite)\n" : ")\n", (long long)nan);
+    }
 }
 
 static void mps_report_text_item(const struct mps_infer_report *rep, const struct mps_infer_result *r,
@@ -410,18 +479,10 @@ static void mps_report_text_item(const struct mps_infer_report *rep, const struc
         printf("  picture   %s%s\n", why ? "none: " : mps_cli_vis(path), why ? mps_cli_vis(why) : "");
     }
     if (!r->output_kind) { /* not a classifier: the first values of each output */
-        for (int o = 0; o < g->n_out; o++) {
-            int64_t first, count;
-            struct mps_shape shape;
-            char a[128];
-            const struct mps_tensor *t = mps_report_slice(g, o, row, &first, &count, &shape);
-            printf("  output %d  %s %s:", o, mps_dtype_name(t->dtype), mps_shape_str(&shape, a, sizeof a));
-            for (int64_t i = 0; i < count && i < MPS_REPORT_TEXT_VALUES; i++)
-                printf(" %g", mps_report_value(t, first + i));
-            printf("%s\n", count > MPS_REPORT_TEXT_VALUES ? " ..." : "");
-        }
+        mps_report_text_outputs(r, g, row, 0);
         return;
     }
+    mps_report_text_outputs(r, g, row, 1); /* a classifier's other outputs, after its classes */
     int64_t k = mps_report_classes(g), idx[64];
     mps_infer_probabilities(r, g, row, rep->p, k);
     int64_t n = r->top_k < k ? r->top_k : k, n_nan = mps_report_nan(rep->p, k);
@@ -521,7 +582,12 @@ static bool mps_report_head(struct mps_infer_report *rep, const struct mps_infer
         }
         if (rep->shard)
             printf("inputs     %s\n", rep->shard);
-        if (!rep->stream && g)
+        for (int i = 0; i < r->n_fed; i++) /* a run fed by file: each input's */
+            printf("%-10s %s  %s  %s\n", i ? "" : "inputs", mps_cli_vis(r->fed[i].name), mps_cli_vis(r->fed[i].path),
+                   r->fed[i].source);
+        if (r->n_fed)
+            ;
+        else if (!rep->stream && g)
             printf("batch      %s, one run\n", mps_shape_str(&g->in[0].shape, a, sizeof a));
         else if (g && rep->total < 0)
             printf("batch      %s a run, inputs listed on stdin as they come\n",
@@ -613,7 +679,7 @@ enum mps_status mps_infer_report_chunk(void *ctx, struct mps_infer_result *r, st
             if (rep->form == MPS_INFER_JSON)
                 printf("%s\n", rep->n_results++ ? "," : "");
             bool values = rep->form == MPS_INFER_JSONL && !r->output_kind && !f->st;
-            bool ok = mps_report_json_write(res, r, g, row, values, rep->png != NULL);
+            bool ok = mps_report_json_write(res, r, g, row, !f->st && g, values, rep->png != NULL);
             cJSON_Delete(res);
             if (!ok)
                 return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
@@ -641,6 +707,15 @@ static void mps_report_written_text(const struct mps_infer_report *rep, const st
                mps_cli_count(rep->output_nan, b, sizeof b), (long long)rep->first_nan);
     else if (rep->output_path)
         printf("output     %s: %s rows\n", mps_cli_vis(rep->output_path), mps_cli_count(rep->output_rows, a, sizeof a));
+    if (rep->outputs_path && rep->outputs_npz)
+        printf("outputs    %s: %d array%s by name\n", mps_cli_vis(rep->outputs_path), rep->outputs_written,
+               rep->outputs_written == 1 ? "" : "s");
+    else if (rep->outputs_path) {
+        printf("outputs    %s:", mps_cli_vis(rep->outputs_path));
+        for (int i = 0; i < rep->outputs_written; i++)
+            printf("%s %s.npy", i ? "," : "", mps_cli_vis(rep->outputs_file[i]));
+        printf("%s\n", rep->outputs_written ? "" : " none written");
+    }
     if (!rep->png)
         return;
     const struct mps_value *o = &r->model->graph->values[r->model->graph->outputs[0]];
@@ -743,8 +818,19 @@ bool mps_infer_report_end(struct mps_infer_report *rep, struct mps_infer_result 
         cJSON_AddStringToObject(j, "shard", rep->shard);
     if (r->interrupted)
         cJSON_AddStringToObject(j, "interrupted", mps_out_signal_name(r->interrupted));
-    if (rep->output_path || rep->png) {
+    if (rep->output_path || rep->png || rep->outputs_path) {
         j = cJSON_AddObjectToObject(root, "written");
+        if (rep->outputs_path) {
+            cJSON *o = cJSON_AddObjectToObject(j, "outputs");
+            cJSON_AddStringToObject(o, rep->outputs_npz ? "file" : "folder", rep->outputs_path);
+            cJSON *files = rep->outputs_npz ? NULL : cJSON_AddArrayToObject(o, "files");
+            for (int i = 0; files && i < rep->outputs_written; i++) {
+                char f[270];
+                snprintf(f, sizeof f, "%s.npy", rep->outputs_file[i]);
+                cJSON_AddItemToArray(files, cJSON_CreateString(f));
+            }
+            cJSON_AddNumberToObject(o, "arrays", rep->outputs_written);
+        }
         if (rep->output_path) {
             cJSON *o = cJSON_AddObjectToObject(j, "output");
             cJSON_AddStringToObject(o, "file", rep->output_path);

@@ -263,7 +263,7 @@ static enum mps_status mps_infer_nominal(struct mps_infer_result *r, const char 
     const char *names[8];
     struct mps_shape shapes[8];
     struct mps_model_input decl[8];
-    int n = mps_onnx_inputs(r->file, names, shapes, decl, 8);
+    int n = mps_onnx_inputs(r->file, names, shapes, decl, NULL, 8);
     if (n <= 0) /* the build says what is wrong, or there is nothing to size */
         return mps_onnx_model(r->file, NULL, &r->model, err);
     int64_t h = 0, w = 0;
@@ -281,7 +281,7 @@ static enum mps_status mps_infer_setup_model(struct mps_infer_result *r, const c
     const char *labels = a->labels->count ? a->labels->filename[0] : NULL;
     *subject = path;
     double t0 = mps_cli_now_ms();
-    enum mps_status st = mps_onnx_open(path, &r->file, err);
+    enum mps_status st = r->file ? MPS_OK : mps_onnx_open(path, &r->file, err);
     if (!st)
         st = mps_infer_nominal(r, a->size->count ? a->size->sval[0] : NULL, err);
     r->t_load = mps_cli_now_ms() - t0;

@@ -75,11 +75,12 @@ enum mps_status mps_onnx_model(const struct mps_onnx_file *f, const struct mps_o
                                struct mps_model **model, struct mps_error *err);
 /* The runtime inputs as the file declares them, before any model is built
    (one may not build at the shapes a free dim defaults to): up to max
-   names and shapes, a free dim -1 (symbolic in decl, with its name). The
+   names, shapes and dtypes (NULL: not wanted; MPS_DTYPE_COUNT for a type
+   mpsrun has not), a free dim -1 (symbolic in decl, with its name). The
    strings live as long as f. The count, or -1 when there are more than max
    or one has no declared shape. */
 int mps_onnx_inputs(const struct mps_onnx_file *f, const char **names, struct mps_shape *shapes,
-                    struct mps_model_input *decl, int max);
+                    struct mps_model_input *decl, enum mps_dtype *dtypes, int max);
 /* The model for shapes[n] (per runtime input, as mps_onnx_inputs lists
    them), whose dims of -1 it chooses: a batch (dim 0) 1, another 1 as well,
    or where the model cannot be built so (a MaxPool would make an empty

@@ -689,7 +689,7 @@ enum mps_status mps_onnx_model(const struct mps_onnx_file *f, const struct mps_o
 }
 
 int mps_onnx_inputs(const struct mps_onnx_file *f, const char **names, struct mps_shape *shapes,
-                    struct mps_model_input *decl, int max)
+                    struct mps_model_input *decl, enum mps_dtype *dtypes, int max)
 {
     const Onnx__GraphProto *gp = f->mp->graph;
     int n = 0;
@@ -709,6 +709,8 @@ int mps_onnx_inputs(const struct mps_onnx_file *f, const char **names, struct mp
         if (!sp || sp->n_dim > MPS_MAX_DIMS)
             return -1;
         names[n] = name;
+        if (dtypes && !mps_onnx_dtype(tp->tensor_type->elem_type, &dtypes[n]))
+            dtypes[n] = MPS_DTYPE_COUNT;
         shapes[n] = (struct mps_shape){(int)sp->n_dim, {0}};
         memset(&decl[n], 0, sizeof decl[n]);
         for (size_t d = 0; d < sp->n_dim; d++) {

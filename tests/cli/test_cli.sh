@@ -199,7 +199,7 @@ check "--json: output_kind scores, each top entry a score" jq -e '.output_kind =
   and (.output_kind_reason | test("Relu")) and all(.results[0].top[]; has("score") and (has("probability") | not))' "$out" >/dev/null
 expect "a model that is not a classifier" 0 infer "$tmp/bad/raw_output.onnx" "$in/vec4.npy"
 check "its raw output is printed under its input" bash -c "grep -A1 '^input .*vec4.npy' $out |
-  grep -q '^  output 0  f32 \[2,2\]: 0 1 2 3\$'"
+  grep -q \"^  output 0  'y' f32 \\[2,2\\]: 0 1 2 3\$\""
 
 # usage errors: exit 2
 expect "--top-k 0" 2 infer "$cnn" "$in/gray8.png" --top-k 0

@@ -1,0 +1,78 @@
+#!/usr/bin/python3
+"""Writes models of several and typed inputs into OUT, with inputs and what
+PyTorch (or numpy, for the typed one) computes:
+
+    two.onnx       image f32 [batch, 3, 16, 16], vec f32 [batch, 6] -> probs [batch, 4], feat [batch, 4]
+                   (PyTorch, batch free); image.npy, vec.npy, vec64.npy (float64), both.npz,
+                   both_compressed.npz, probs.npy, feat.npy; image2.npy, vec2.npy (a batch of 2), probs2.npy
+    typed.onnx     tokens i64 [batch, seq], scale f32 [] (a scalar), flag bool [1] -> y f32 [batch, seq, 3]:
+                   an embedding of the tokens, times scale, negated where flag; tokens.npy, scale.npy,
+                   flag.npy, y.npy; tokens_long.npy (another seq), y_long.npy
+
+usage: make_typed_models.py OUT
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+out = sys.argv[1] if len(sys.argv) > 1 else sys.exit(__doc__)
+os.makedirs(out, exist_ok=True)
+p = lambda name: os.path.join(out, name)
+torch.manual_seed(0)
+
+
+class Two(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.fc = torch.nn.Linear(6, 4)
+
+    def forward(self, image, vec):
+        f = self.conv(image).mean(dim=(2, 3))
+        return torch.softmax(f + self.fc(vec), dim=1), f * 2
+
+
+two = Two().eval()
+batch = {0: "batch"}
+x, v = torch.randn(1, 3, 16, 16), torch.randn(1, 6)
+torch.onnx.export(two, (x, v), p("two.onnx"), input_names=["image", "vec"], output_names=["probs", "feat"],
+                  opset_version=13, dynamic_axes={"image": batch, "vec": batch, "probs": batch, "feat": batch})
+with torch.no_grad():
+    probs, feat = two(x, v)
+    x2, v2 = torch.randn(2, 3, 16, 16), torch.randn(2, 6)
+    probs2, _ = two(x2, v2)
+np.save(p("image.npy"), x.numpy())
+np.save(p("vec.npy"), v.numpy())
+np.save(p("vec64.npy"), v.numpy().astype(np.float64))
+np.save(p("probs.npy"), probs.numpy())
+np.save(p("feat.npy"), feat.numpy())
+np.save(p("image2.npy"), x2.numpy())
+np.save(p("vec2.npy"), v2.numpy())
+np.save(p("probs2.npy"), probs2.numpy())
+np.savez(p("both.npz"), image=x.numpy(), vec=v.numpy())
+np.savez_compressed(p("both_compressed.npz"), image=x.numpy(), vec=v.numpy())
+
+rng = np.random.default_rng(3)
+table = rng.standard_normal((10, 3)).astype(np.float32)
+nodes = [helper.make_node("Gather", ["table", "tokens"], ["e"], axis=0),
+         helper.make_node("Mul", ["e", "scale"], ["s"]),
+         helper.make_node("Neg", ["s"], ["n"]),
+         helper.make_node("Where", ["flag", "n", "s"], ["y"])]
+graph = helper.make_graph(nodes, "typed", [helper.make_tensor_value_info("tokens", TensorProto.INT64, ["batch", "seq"]),
+                                           helper.make_tensor_value_info("scale", TensorProto.FLOAT, []),
+                                           helper.make_tensor_value_info("flag", TensorProto.BOOL, [1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", 3])],
+                          [numpy_helper.from_array(table, "table")])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+model.ir_version = 8
+onnx.save(model, p("typed.onnx"))
+for name, seq in (("", 5), ("_long", 9)):
+    tokens = rng.integers(0, 10, (2, seq)).astype(np.int64)
+    np.save(p(f"tokens{name}.npy"), tokens)
+    np.save(p(f"y{name}.npy"), -(table[tokens] * np.float32(0.5)))
+np.save(p("scale.npy"), np.array(0.5, np.float32))
+np.save(p("flag.npy"), np.array([True]))

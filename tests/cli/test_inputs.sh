@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# test_inputs.sh MPSRUN SRC: models of several inputs and of inputs that are
+# not float32 images: fed by file in the model's order, by --input
+# NAME=FILE, or as an .npz (stored and compressed); int64 tokens, a scalar,
+# a bool flag, a free sequence length; float64 arrays for float32 inputs;
+# every output written (--outputs DIR or FILE.npz) and summarized in the
+# report; and each kind of bad input refused with one line naming the
+# input, what it takes and what was given. Against PyTorch (and numpy).
+# Prints one line per check and "N passed, N failed, N skipped" last.
+set -u
+mpsrun=${1:?usage: test_inputs.sh path/to/mpsrun SRC}
+src=${2:?usage: test_inputs.sh path/to/mpsrun SRC}
+source "$(dirname "$0")/lib.sh"
+py=${PYTHON:-/usr/bin/python3}
+"$py" "$src/tests/cli/make_typed_models.py" "$tmp/m" 2>/dev/null >/dev/null
+m=$tmp/m
+two=$m/two.onnx typed=$m/typed.onnx
+
+# ---- several inputs ------------------------------------------------------------------------
+expect "two inputs, a file each in the model's order" 0 infer "$two" "$m/image.npy" "$m/vec.npy" --check "$m/probs.npy"
+check "the report names each input's file, and each output" bash -c "grep -q '^inputs     image  .*image.npy  npy f32 \[1,3,16,16\]' $out &&
+  grep -q '^           vec  .*vec.npy  npy f32 \[1,6\]' $out && grep -q \"^  output 1  'feat' f32 \[4\]\" $out"
+expect "--input NAME=FILE, in any order" 0 infer "$two" --input vec=$m/vec.npy --input image=$m/image.npy --check "$m/probs.npy" -q
+expect "--input for one, the other by order" 0 infer "$two" "$m/image.npy" --input vec=$m/vec.npy --check "$m/probs.npy" -q
+expect "float64 for a float32 input" 0 infer "$two" "$m/image.npy" "$m/vec64.npy" --check "$m/probs.npy" --json
+check "... converted, and said" jq -e '.results[0].inputs[1].source == "npy f32 [1,6] (from f64)"' "$out" >/dev/null
+for z in both both_compressed; do
+  expect "an .npz of both, by name ($z)" 0 infer "$two" "$m/$z.npz" --check "$m/probs.npy" --json
+  check "... each input from it" jq -e '[.results[0].inputs[].source] == ["npz f32 [1,3,16,16]", "npz f32 [1,6]"]' "$out" >/dev/null
+done
+expect "a batch of 2 through both inputs" 0 infer "$two" "$m/image2.npy" "$m/vec2.npy" --check "$m/probs2.npy" --jsonl
+check "... two results, each with its outputs summarized" jq -e -s 'length == 2 and all(.[]; (.outputs | length) == 2
+  and .outputs[0].name == "probs" and (.outputs[0].max <= 1) and (.outputs[0].min >= 0))' "$out" >/dev/null
+
+# ---- every output written ---------------------------------------------------------------------
+expect "--outputs DIR: each output as NAME.npy" 0 infer "$two" "$m/both.npz" --outputs "$tmp/o/d" -q
+check "probs.npy and feat.npy, PyTorch's" "$py" -c "
+import numpy as np, sys
+for n in ('probs', 'feat'):
+    a, b = np.load(f'{sys.argv[1]}/{n}.npy'), np.load(f'{sys.argv[2]}/{n}.npy')
+    assert a.shape == b.shape and np.abs(a - b).max() <= 1e-5 * np.abs(b).max(), n" "$tmp/o/d" "$m"
+expect "--outputs FILE.npz: the outputs by name" 0 infer "$two" "$m/both.npz" --outputs "$tmp/o/all.npz" --json
+check "... an .npz numpy reads, and the report says so" bash -c "jq -e '.written.outputs.file and .written.outputs.arrays == 2' $out >/dev/null &&
+  \"\$1\" -c 'import numpy as np, sys; z = np.load(sys.argv[1]); assert sorted(z.files) == [\"feat\", \"probs\"] and z[\"probs\"].shape == (1, 4)' $tmp/o/all.npz" _ "$py"
+expect "--outputs over one PNG of a model of one input" 0 infer "$src/models/mnist_cnn.onnx" "$src/models/samples/mnist/4_four_1.png" --outputs "$tmp/o/cnn" -q
+check "... its one output" test -f "$tmp/o/cnn/logits.npy"
+usage "--outputs over a stream" "--outputs $tmp/o/s writes the outputs of one run" \
+  infer "$src/models/mnist_cnn.onnx" "$src/models/samples/mnist" --outputs "$tmp/o/s"
+
+# ---- inputs that are not float32 images -------------------------------------------------------
+expect "int64 tokens, a float scalar and a bool flag" 0 infer "$typed" "$m/tokens.npy" "$m/scale.npy" "$m/flag.npy" --check "$m/y.npy"
+check "each input's type in the report" bash -c "grep -q 'tokens  .*  npy i64 \[2,5\]' $out && grep -q 'scale  .*  npy f32 \[\]' $out &&
+  grep -q 'flag  .*  npy bool \[1\]' $out"
+expect "... a longer sequence (the seq dim is free)" 0 infer "$typed" "$m/tokens_long.npy" "$m/scale.npy" "$m/flag.npy" --check "$m/y_long.npy" -q
+expect "one input that is int64 is fed, not streamed" 0 infer "$typed" --input tokens=$m/tokens.npy --input scale=$m/scale.npy --input flag=$m/flag.npy -q
+
+# ---- bad inputs: one line each, naming the input ----------------------------------------------
+usage "an input not given" "input 'vec' (f32 [?,6]) is not given: give --input vec=FILE" infer "$two" "$m/image.npy"
+usage "an unknown input name" "--input picture=$m/image.npy: the model has no input 'picture' (its inputs: 'image', 'vec')" \
+  infer "$two" --input picture=$m/image.npy "$m/vec.npy"
+usage "two files for one input" "input 'vec' is given twice" infer "$two" "$m/image.npy" --input vec=$m/vec.npy --input vec=$m/vec64.npy
+usage "more files than inputs" "the model takes 2 inputs ('image', 'vec'), and each has its file" \
+  infer "$two" "$m/image.npy" "$m/vec.npy" "$m/vec.npy"
+expect "a wrong dtype: exit 4" 4 infer "$typed" "$m/tokens.npy" "$m/tokens.npy" "$m/flag.npy"
+check "... naming the file, the input, what it takes and what it got" bash -c "[ \$(wc -l < $err) = 1 ] &&
+  grep -q 'tokens.npy: input .scale. takes f32, and the array is i64' $err"
+expect "a tensor where a scalar goes: exit 4" 4 infer "$typed" "$m/tokens.npy" "$m/vec.npy" "$m/flag.npy"
+check "... naming the shapes" grep -q "vec.npy: input 'scale' is \[\], and the array's shape \[1,6\] does not fit it" "$err"
+expect "a fixed dim that does not fit: exit 4" 4 infer "$two" "$m/vec.npy" "$m/vec.npy"
+check "... naming the input's shape, its free dims as ?" grep -q "input 'image' is \[?,3,16,16\], and the array's shape \[1,6\] does not fit it" "$err"
+"$py" -c "import numpy as np, sys; np.savez(sys.argv[1], image=np.zeros((1, 3, 16, 16), np.float32))" "$tmp/half.npz"
+usage "an .npz without an array the model needs" "input 'vec' (f32 [?,6]) is not given" infer "$two" "$tmp/half.npz"
+"$py" -c "import numpy as np, sys; np.savez(sys.argv[1], image=np.zeros((1, 3, 16, 16), np.float32), vec=np.zeros((1, 6), np.float32), extra=np.zeros(1))" "$tmp/extra.npz"
+usage "an .npz with an array that is no input" "array 'extra' is no input of the model" infer "$two" "$tmp/extra.npz"
+printf 'PK\003\004 not a zip at all' >"$tmp/broken.npz"
+expect "a broken .npz: exit 4" 4 infer "$two" "$tmp/broken.npz" "$m/vec.npy"
+check "... said as a .npy file it is not either" grep -q "broken.npz: .*not a .npy file" "$err"
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
