@@ -118,6 +118,11 @@ enum mps_status mps_onnx_read_tensor_file(const char *path, struct mps_tensor *t
 /* Shape inference over the whole graph, folding every node whose inputs are
    constants (and every Shape node) into a constant as it goes. */
 enum mps_status mps_passes_fold(struct mps_graph *g, struct mps_error *err);
+/* The same for value v alone, on demand, before the graph is sorted (the
+   loader asks it of an If's condition): the shapes of the values it depends
+   on inferred, each node before it that fold would fold folded. *known:
+   whether v is a constant now. */
+enum mps_status mps_passes_fold_value(struct mps_graph *g, int v, bool *known, struct mps_error *err);
 /* Removes Identity and Dropout, folds BatchNormalization into the Conv or
    Gemm before it. Results change by float rounding at most. */
 enum mps_status mps_passes_optimize(struct mps_graph *g, struct mps_error *err);

@@ -474,6 +474,94 @@ static enum mps_status mps_onnx_input(struct mps_onnx_ctx *c, struct mps_model *
     return MPS_OK;
 }
 
+static enum mps_status mps_onnx_nodes(struct mps_onnx_ctx *c, const Onnx__GraphProto *gp, struct mps_error *err);
+static enum mps_status mps_onnx_if_branch(struct mps_onnx_ctx *c, struct mps_onnx_node *n, const Onnx__GraphProto *b,
+                                          struct mps_error *err);
+
+/* An If whose condition is a constant once the model is loaded (a flag, a
+   size compared with a threshold): the branch it takes is mapped in its
+   place, its initializers and nodes into the graph (names are unique across
+   a model and its subgraphs, so the branch reads the outer scope's values by
+   their names), each of its outputs copied to the If's by an Identity that
+   the optimizer removes. A condition that depends on what the inputs hold
+   is refused by name: a run-time If is not built yet. */
+static enum mps_status mps_onnx_if(struct mps_onnx_ctx *c, struct mps_onnx_node *n, struct mps_error *err)
+{
+    const Onnx__AttributeProto *branch[2] = {NULL, NULL};
+    for (size_t i = 0; i < n->np->n_attribute; i++) {
+        const Onnx__AttributeProto *a = n->np->attribute[i];
+        int which = a->name && !strcmp(a->name, "then_branch")   ? 1
+                    : a->name && !strcmp(a->name, "else_branch") ? 0
+                                                                 : -1;
+        if (which < 0)
+            return mps_onnx_fail(n, err, "attribute '%s' is not supported", a->name ? a->name : "");
+        branch[which] = a;
+    }
+    if (!branch[0] || !branch[1] || !branch[0]->has_g || !branch[1]->has_g || n->n_in != 1 || n->in[0] < 0)
+        return mps_onnx_fail(n, err, "an If needs a condition, then_branch and else_branch");
+    if (c->depth >= MPS_ONNX_MAX_NESTING)
+        return mps_onnx_fail(n, err, "Ifs nested more than %d deep", MPS_ONNX_MAX_NESTING);
+    bool known = false;
+    enum mps_status st = mps_passes_fold_value(c->g, n->in[0], &known, err);
+    if (st)
+        return st;
+    const struct mps_value *cond = &c->g->values[n->in[0]];
+    if (!known)
+        return mps_onnx_fail(n, err,
+                             "its condition '%s' depends on what the inputs hold, not only on their shapes: "
+                             "a run-time If is not supported yet",
+                             cond->name);
+    if (mps_shape_numel(&cond->shape) != 1 || (cond->dtype != MPS_BOOL && cond->dtype != MPS_U8))
+        return mps_onnx_fail(n, err, "its condition is %s of %lld elements, not one bool", mps_dtype_name(cond->dtype),
+                             (long long)mps_shape_numel(&cond->shape));
+    const Onnx__AttributeProto *taken = branch[((const uint8_t *)cond->data)[0] != 0];
+    Onnx__GraphProto *b = onnx__graph_proto__unpack(NULL, taken->g.len, taken->g.data);
+    if (!b)
+        return mps_onnx_fail(n, err, "its %s does not decode", taken->name);
+    c->depth++;
+    st = mps_onnx_if_branch(c, n, b, err);
+    c->depth--;
+    onnx__graph_proto__free_unpacked(b, NULL);
+    return st;
+}
+
+/* Maps branch b of If node n in the If's place. */
+static enum mps_status mps_onnx_if_branch(struct mps_onnx_ctx *c, struct mps_onnx_node *n, const Onnx__GraphProto *b,
+                                          struct mps_error *err)
+{
+    enum mps_status st;
+    if (b->n_output != (size_t)n->n_out)
+        return mps_onnx_fail(n, err, "its branch has %zu outputs, the If %d", b->n_output, n->n_out);
+    for (size_t i = 0; i < b->n_initializer; i++) {
+        const Onnx__TensorProto *t = b->initializer[i];
+        enum mps_dtype dt;
+        struct mps_shape s;
+        const void *data;
+        if ((st = mps_onnx_tensor(c, t, t->name ? t->name : "", &dt, &s, &data, err)))
+            return st;
+        int v = mps_onnx_define(c, t->name ? t->name : "", dt, &s);
+        if (v < 0)
+            return mps_onnx_fail(n, err, "its branch's initializer '%s' takes a name already used",
+                                 t->name ? t->name : "");
+        c->g->values[v].data = data;
+    }
+    if ((st = mps_onnx_nodes(c, b, err)))
+        return st;
+    for (int o = 0; o < n->n_out; o++) {
+        const char *name = b->output[o]->name ? b->output[o]->name : "";
+        int from = mps_onnx_lookup(c, name);
+        if (from < 0)
+            return mps_onnx_fail(n, err, "its branch's output '%s' is computed by no node", name);
+        if (n->out[o] < 0)
+            continue;
+        char id_name[200];
+        snprintf(id_name, sizeof id_name, "%s/out%d", n->name, o);
+        if ((st = mps_graph_add_node(c->g, MPS_OP_IDENTITY, id_name, &from, 1, &n->out[o], 1, NULL, err)))
+            return st;
+    }
+    return MPS_OK;
+}
+
 static enum mps_status mps_onnx_nodes(struct mps_onnx_ctx *c, const Onnx__GraphProto *gp, struct mps_error *err)
 {
     for (size_t k = 0; k < gp->n_node; k++) {
@@ -516,7 +604,9 @@ static enum mps_status mps_onnx_nodes(struct mps_onnx_ctx *c, const Onnx__GraphP
             if (n.out[i] < 0)
                 return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
         }
-        enum mps_status st = mps_onnx_map_node(c, &n, err);
+        const char *domain_ok = np->domain && np->domain[0] ? np->domain : "";
+        enum mps_status st =
+            !domain_ok[0] && !strcmp(np->op_type, "If") ? mps_onnx_if(c, &n, err) : mps_onnx_map_node(c, &n, err);
         if (st)
             return st;
     }

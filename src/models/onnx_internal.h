@@ -19,7 +19,10 @@ struct mps_onnx_ctx {
     int *slots;      /* name -> value index, open addressing; -1 empty */
     size_t n_slots;  /* a power of two */
     int n_generated; /* counter for the names of values the loader adds */
+    int depth;       /* the If branches being mapped, one inside another */
 };
+
+#define MPS_ONNX_MAX_NESTING 32 /* If branches inside each other (a file's nesting is its own; the stack is ours) */
 
 /* The value named name, or -1. */
 int mps_onnx_lookup(const struct mps_onnx_ctx *c, const char *name);

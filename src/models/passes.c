@@ -97,6 +97,56 @@ enum mps_status mps_passes_fold(struct mps_graph *g, struct mps_error *err)
     return st;
 }
 
+/* Infers the shape of value v and of the values before it, as fold would, on demand. */
+static enum mps_status mps_pass_shape(struct mps_graph *g, int v, int depth, struct mps_error *err)
+{
+    if (g->values[v].shape_known || g->values[v].data)
+        return MPS_OK;
+    int p = g->values[v].producer;
+    if (p < 0 || depth > 4096)
+        return mps_fail(err, MPS_ERR_MODEL, "value '%s' has no shape yet (defined later in the file?)",
+                        g->values[v].name);
+    for (int i = 0; i < g->nodes[p].n_in; i++) {
+        enum mps_status st = g->nodes[p].in[i] >= 0 ? mps_pass_shape(g, g->nodes[p].in[i], depth + 1, err) : MPS_OK;
+        if (st)
+            return st;
+    }
+    return mps_graph_infer_node(g, &g->nodes[p], err);
+}
+
+/* Evaluates value v, and the values before it that fold would make constants. */
+static enum mps_status mps_pass_value(struct mps_graph *g, int v, int depth, struct mps_error *err)
+{
+    int p = g->values[v].producer;
+    if (g->values[v].data || p < 0 || depth > 4096)
+        return MPS_OK;
+    enum mps_status st = mps_pass_shape(g, v, depth, err);
+    for (int i = 0; !st && i < g->nodes[p].n_in; i++)
+        if (g->nodes[p].in[i] >= 0 && g->nodes[p].op != MPS_OP_SHAPE)
+            st = mps_pass_value(g, g->nodes[p].in[i], depth + 1, err);
+    if (st || !mps_pass_foldable(g, &g->nodes[p]))
+        return st;
+    struct mps_node *n = &g->nodes[p];
+    void *out[8] = {NULL};
+    for (int o = 0; o < n->n_out && !st; o++) {
+        const struct mps_value *val = &g->values[n->out[o]];
+        if (!(out[o] = mps_graph_alloc(g, (size_t)mps_shape_numel(&val->shape) * mps_dtype_size(val->dtype))))
+            st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory folding node '%s'", n->name);
+    }
+    if (!st && (st = mps_cpu_eval_node(g, n, out, err)) == MPS_ERR_INPUT)
+        st = MPS_ERR_MODEL;
+    for (int o = 0; o < n->n_out && !st; o++)
+        g->values[n->out[o]].data = out[o];
+    return st;
+}
+
+enum mps_status mps_passes_fold_value(struct mps_graph *g, int v, bool *known, struct mps_error *err)
+{
+    enum mps_status st = mps_pass_value(g, v, 0, err);
+    *known = !st && g->values[v].data != NULL;
+    return st;
+}
+
 /* A new constant holding a copy of value v's data, converted nowhere: f32 only. */
 static int mps_pass_copy_const(struct mps_graph *g, int v, const char *suffix)
 {

@@ -219,6 +219,52 @@ for k, v in (("labels", "cat,dog"), ("mean", "0.5")):
     e.key, e.value = k, v
 save("metadata.onnx", meta, "ok")
 
+# If with a condition that is a constant once the model is loaded: the branch it takes is mapped in its place
+def branch(name, nodes, out, inits=()):
+    return helper.make_graph(nodes, name, [], [vi(out, None)], list(inits))
+
+
+one = numpy_helper.from_array(np.array([1], np.float32), "one")
+plus = branch("plus", [helper.make_node("Add", ["x", "one"], ["p"], name="plus_one")], "p", [one])
+minus = branch("minus", [helper.make_node("Sub", ["x", "one_m"], ["m"], name="minus_one")], "m",
+               [numpy_helper.from_array(np.array([1], np.float32), "one_m")])
+save("if_const_cond.onnx", model([helper.make_node("If", ["cond"], ["y"], name="if", then_branch=plus, else_branch=minus)],
+                                 [vi("x", [2])], [vi("y", [2])],
+                                 [numpy_helper.from_array(np.array(True), "cond")]), "ok")
+# the condition from the input's shape (an exporter's size test): 2 > 1, so the then branch, which negates
+save("if_shape_cond.onnx", model([helper.make_node("Shape", ["x"], ["s"], name="shape"),
+                                  helper.make_node("Greater", ["s", "lim"], ["g"], name="gt"),
+                                  helper.make_node("Squeeze", ["g"], ["cond"], name="sq"),
+                                  helper.make_node("If", ["cond"], ["y"], name="if",
+                                                   then_branch=branch("neg", [helper.make_node("Neg", ["x"], ["n"],
+                                                                                               name="neg")], "n"),
+                                                   else_branch=minus)],
+                                 [vi("x", [2])], [vi("y", [2])], [numpy_helper.from_array(np.array([1], np.int64), "lim")]),
+     "ok")
+# the branch reads a value of the outer graph computed before the If: (x * 2) + 1
+save("if_outer_scope.onnx", model([helper.make_node("Mul", ["x", "two"], ["t"], name="mul"),
+                                   helper.make_node("If", ["cond"], ["y"], name="if",
+                                                    then_branch=branch("tplus", [helper.make_node(
+                                                        "Add", ["t", "one"], ["q"], name="tplus_one")], "q", [one]),
+                                                    else_branch=minus)],
+                                  [vi("x", [2])], [vi("y", [2])], [numpy_helper.from_array(np.array(True), "cond"),
+                                                                   numpy_helper.from_array(np.array([2], np.float32),
+                                                                                           "two")]), "ok")
+# a condition that depends on what an input holds: refused by name
+save("if_runtime_cond.onnx", model([helper.make_node("If", ["c"], ["y"], name="if_rt", then_branch=plus,
+                                                     else_branch=minus)],
+                                   [vi("x", [2]), vi("c", [], TensorProto.BOOL)], [vi("y", [2])]),
+     "model", "node 'if_rt' (If): its condition 'c' depends on what the inputs hold")
+# Ifs inside Ifs, 40 deep: refused past 32 (the loader's stack is its own, whatever the file nests)
+inner = plus
+for k in range(40):
+    inner = branch(f"b{k}", [helper.make_node("If", ["cond"], [f"o{k}"], name=f"if{k}", then_branch=inner,
+                                              else_branch=minus)], f"o{k}")
+save("if_nested_40.onnx", model([helper.make_node("If", ["cond"], ["y"], name="if_top", then_branch=inner,
+                                                  else_branch=minus)], [vi("x", [2])], [vi("y", [2])],
+                                [numpy_helper.from_array(np.array(True), "cond")]),
+     "model", "Ifs nested more than 32 deep")
+
 with open(os.path.join(OUT, "manifest.txt"), "w") as f:
     f.write("\n".join(manifest) + "\n")
 print(f"wrote {len(manifest)} files to {OUT}")

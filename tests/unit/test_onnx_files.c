@@ -16,11 +16,14 @@ static const struct {
     int n;
     float y[6];
 } th_known[] = {
-    {"legacy_axis_broadcast.onnx", 6, {2, 3, 4, 6, 7, 8}}, /* b = {1, 2} aligned at axis 0 of [2,3] */
-    {"constant_node.onnx", 2, {2, 3}},                     /* x + 1 */
-    {"float16_typed.onnx", 2, {2, 0}},                     /* x + {1, -2} from FLOAT16 bit patterns */
+    {"legacy_axis_broadcast.onnx", 6, {2, 3, 4, 6, 7, 8}},            /* b = {1, 2} aligned at axis 0 of [2,3] */
+    {"constant_node.onnx", 2, {2, 3}},                                /* x + 1 */
+    {"float16_typed.onnx", 2, {2, 0}},                                /* x + {1, -2} from FLOAT16 bit patterns */
     {"typed_fields.onnx", 6, {2.5f, 3.5f, 4.5f, 9.5f, 11.5f, 13.5f}}, /* x * a + 3 * 0.5 */
     {"chain_100000_reversed.onnx", 2, {1, 2}},                        /* x negated 100,000 times */
+    {"if_const_cond.onnx", 2, {2, 3}},                                /* the then branch: x + 1 */
+    {"if_shape_cond.onnx", 2, {-1, -2}},                              /* 2 > 1: the then branch, -x */
+    {"if_outer_scope.onnx", 2, {3, 5}},                               /* x * 2, then + 1 in the branch */
 };
 
 static void th_check_numbers(const char *file, struct mps_model *m)
