@@ -174,7 +174,7 @@ static enum mps_status mps_infer_pictures(struct mps_infer_run *run, struct mps_
                 r->stopped = run->stop_named = true; /* the report ends; the exit code is the item's */
                 run->stop_subject = r->files[fi].path;
                 enum mps_status noted = MPS_OK;
-                for (int64_t rest = row; rest < r->groups[0].in[0].shape.dim[0] && !noted; rest++)
+                for (int64_t rest = row; rest < r->groups[0].items && !noted; rest++)
                     noted = mps_infer_picture_failed(&run->rep, rest,
                                                      rest == row ? why
                                                                  : "not written: the run "
@@ -477,33 +477,17 @@ static enum mps_status mps_infer_check(struct mps_infer_result *r, struct mps_in
 }
 
 /* A run fed by file (several inputs, an input of another type than f32,
-   --input, an .npz): the model built at the shapes given, one run, timed as
-   --repeat says. */
-static enum mps_status mps_infer_feed_run(struct mps_infer_result *r, struct mps_infer_run *run,
-                                          const struct arg_file *inputs, const struct arg_str *named,
-                                          const char *backend, const struct mps_compile_opts *co, int warmup,
-                                          int repeat, struct mps_error *err, const char **subject)
+   --input, an .npz): its inputs read (mps_infer_feed) and the model built
+   at their shapes (mps_infer_setup) before it; one run, timed as --repeat
+   says. */
+static enum mps_status mps_infer_feed_run(struct mps_infer_result *r, struct mps_infer_run *run, const char *backend,
+                                          const struct mps_compile_opts *co, int warmup, int repeat,
+                                          struct mps_error *err, const char **subject)
 {
-    struct mps_shape shapes[8];
-    double t0 = mps_cli_now_ms();
-    enum mps_status st =
-        mps_infer_feed(r, inputs->filename, inputs->count, named->sval, named->count, shapes, err, subject);
-    r->t_preprocess = mps_cli_now_ms() - t0;
-    if (st)
-        return st;
+    double t0;
+    enum mps_status st = MPS_OK;
     *subject = r->model->path;
-    struct mps_model *m = r->model; /* built again where the shapes given are not the nominal ones */
-    bool same = true;
-    for (int i = 0; i < m->graph->n_inputs; i++)
-        same = same && mps_shape_eq(&shapes[i], &m->graph->values[m->graph->inputs[i]].shape);
-    t0 = mps_cli_now_ms();
-    if (!same) {
-        st =
-            mps_onnx_model(r->file, &(struct mps_onnx_opts){.n_shapes = m->graph->n_inputs, .shapes = shapes}, &m, err);
-        r->t_load += mps_cli_now_ms() - t0;
-        if (st)
-            return st;
-    }
+    struct mps_model *m = r->model;
     const struct mps_graph *g = m->graph;
     struct mps_infer_group *grp = &r->groups[0];
     struct mps_plan *plan = NULL;
@@ -536,9 +520,7 @@ static enum mps_status mps_infer_feed_run(struct mps_infer_result *r, struct mps
         r->t_runs[r->n_runs++] = mps_cli_now_ms() - t0;
     }
     mps_plan_free(plan);
-    if (m != r->model)
-        mps_model_free(m);
-    r->n_items = r->files[0].items;
+    r->n_items = grp->items = r->files[0].items;
     r->n_done = 1;
     r->interrupted = mps_out_interrupted();
     r->t_total = r->t_preprocess + r->t_run;
@@ -940,6 +922,17 @@ int mps_cli_infer(int argc, char **argv)
     }
     run.rep.total = list.done ? list.n : -1;
 
+    /* a run fed by file reads its inputs first: the model is built at their shapes */
+    if (feed) {
+        struct mps_shape shapes[8];
+        double t0 = mps_cli_now_ms();
+        st = mps_infer_feed(&r, o.inputs->filename, o.inputs->count, o.input->sval, o.input->count, shapes, &err,
+                            &subject);
+        r.t_preprocess = mps_cli_now_ms() - t0;
+        if (st)
+            goto out;
+    }
+
     /* the model, and what the options need of it, before any input is read */
     if ((st = mps_infer_setup(&r, o.model->filename[0], &o.a, &subject, &err)))
         goto out;
@@ -957,7 +950,7 @@ int mps_cli_infer(int argc, char **argv)
                             : run.rep.batch;
     mps_out_defer(true);
     if (feed) {
-        st = mps_infer_feed_run(&r, &run, o.inputs, o.input, be, &co, n_warmup, n_repeat, &err, &subject);
+        st = mps_infer_feed_run(&r, &run, be, &co, n_warmup, n_repeat, &err, &subject);
     } else {
         struct mps_stream_opts so = {.batch = run.rep.batch,
                                      .keep_going = run.keep_going,

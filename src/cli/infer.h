@@ -44,6 +44,7 @@ struct mps_infer_group {
     int n_in;
     struct mps_tensor *out;           /* per graph output; owned unless borrowed */
     int n_out;
+    int64_t items;                    /* the items it runs: an output whose first dim is this many is theirs */
     bool borrowed;                    /* in and out belong to a stream (stream.c) */
 };
 
@@ -141,9 +142,9 @@ enum mps_status mps_infer_read_items(const struct mps_infer_file *file, int64_t 
    and said in its source), its shape the input's where the model fixes a
    dim; shapes[i] gets the shape given. As one group: r->fed (a file per
    input), r->files (one entry that stands for them: its items the first
-   input's free batch, else 1) and r->groups (owned: mps_infer_free_groups). A name unknown, an
-   input given twice or not at all is MPS_ERR_USAGE; a file that does not
-   fit is MPS_ERR_INPUT with *bad_file its path. */
+   input's free first dim where it has two or more, else 1) and r->groups (owned: mps_infer_free_groups). A name
+   unknown, an input given twice or not at all is MPS_ERR_USAGE; a file that does not fit is MPS_ERR_INPUT with
+   *bad_file its path. */
 enum mps_status mps_infer_feed(struct mps_infer_result *r, const char *const *args, int n_args,
                                const char *const *named, int n_named, struct mps_shape *shapes, struct mps_error *err,
                                const char **bad_file);

@@ -239,22 +239,22 @@ enum mps_status mps_infer_feed(struct mps_infer_result *r, const char *const *ar
                                const char *const *named, int n_named, struct mps_shape *shapes, struct mps_error *err,
                                const char **bad_file)
 {
-    const struct mps_graph *g = r->model->graph;
-    int n = g->n_inputs;
-    const char *file[8] = {NULL};
+    const char *names[8], *file[8] = {NULL};
+    struct mps_shape decl[8];
+    struct mps_model_input sym[8];
+    enum mps_dtype dtype[8];
+    int n = mps_onnx_inputs(r->file, names, decl, sym, dtype, 8);
     char list[512] = "";
     *bad_file = NULL;
-    if (n > 8)
-        return mps_fail(err, MPS_ERR_MODEL, "the model takes %d inputs (mpsrun feeds up to 8)", n);
+    if (n < 0)
+        return mps_fail(err, MPS_ERR_MODEL, "the model takes more than 8 inputs, or one without a declared shape");
     for (int i = 0; i < n; i++)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s'%s'", i ? ", " : "",
-                 g->values[g->inputs[i]].name);
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s'%s'", i ? ", " : "", names[i]);
     for (int k = 0; k < n_named; k++) { /* --input NAME=FILE */
         const char *eq = strchr(named[k], '=');
         int i = -1;
         for (int j = 0; eq && j < n && i < 0; j++)
-            if (strlen(g->values[g->inputs[j]].name) == (size_t)(eq - named[k]) &&
-                !strncmp(g->values[g->inputs[j]].name, named[k], (size_t)(eq - named[k])))
+            if (strlen(names[j]) == (size_t)(eq - named[k]) && !strncmp(names[j], named[k], (size_t)(eq - named[k])))
                 i = j;
         if (!eq || !eq[1])
             return mps_fail(err, MPS_ERR_USAGE, "--input %s: give NAME=FILE", named[k]);
@@ -262,8 +262,7 @@ enum mps_status mps_infer_feed(struct mps_infer_result *r, const char *const *ar
             return mps_fail(err, MPS_ERR_USAGE, "--input %s: the model has no input '%.*s' (its inputs: %s)", named[k],
                             (int)(eq - named[k]), named[k], list);
         if (file[i])
-            return mps_fail(err, MPS_ERR_USAGE, "input '%s' is given twice (%s and %s)", g->values[g->inputs[i]].name,
-                            file[i], eq + 1);
+            return mps_fail(err, MPS_ERR_USAGE, "input '%s' is given twice (%s and %s)", names[i], file[i], eq + 1);
         file[i] = eq + 1;
     }
     for (int k = 0; k < n_args; k++) { /* a bundle gives the inputs it names; a .npy the next input not given */
@@ -273,7 +272,7 @@ enum mps_status mps_infer_feed(struct mps_infer_result *r, const char *const *ar
             for (int a = 0; a < mps_npz_count(z); a++) {
                 int i = -1;
                 for (int j = 0; j < n && i < 0; j++)
-                    if (!strcmp(g->values[g->inputs[j]].name, mps_npz_name(z, a)))
+                    if (!strcmp(names[j], mps_npz_name(z, a)))
                         i = j;
                 enum mps_status st = i < 0     ? mps_fail(err, MPS_ERR_USAGE,
                                                           "%s: array '%s' is no input of the model "
@@ -303,14 +302,11 @@ enum mps_status mps_infer_feed(struct mps_infer_result *r, const char *const *ar
     for (int i = 0; i < n; i++)
         if (!file[i]) {
             char a[128];
-            struct mps_shape decl = g->values[g->inputs[i]].shape;
-            for (int d = 0; d < decl.ndim; d++)
-                decl.dim[d] = r->model->inputs[i].symbolic[d] ? -1 : decl.dim[d];
             return mps_fail(err, MPS_ERR_USAGE,
-                            "input '%s' (%s %s) is not given: give --input %s=FILE, a file for "
-                            "each input in order (%s), or an .npz of them by name",
-                            g->values[g->inputs[i]].name, mps_dtype_name(g->values[g->inputs[i]].dtype),
-                            mps_infer_dims(&decl, a, sizeof a), g->values[g->inputs[i]].name, list);
+                            "input '%s' (%s %s) is not given: give --input %s=FILE, a file for each input in order "
+                            "(%s), or an .npz of them by name",
+                            names[i], dtype[i] < MPS_DTYPE_COUNT ? mps_dtype_name(dtype[i]) : "?",
+                            mps_infer_dims(&decl[i], a, sizeof a), names[i], list);
         }
     r->files = calloc(1, sizeof *r->files);
     r->groups = calloc(1, sizeof *r->groups);
@@ -322,20 +318,19 @@ enum mps_status mps_infer_feed(struct mps_infer_result *r, const char *const *ar
     *grp = (struct mps_infer_group){0};
     int64_t batch = 0;
     for (int i = 0; i < n; i++) {
-        struct mps_shape decl = g->values[g->inputs[i]].shape;
-        for (int d = 0; d < decl.ndim; d++)
-            decl.dim[d] = r->model->inputs[i].symbolic[d] ? -1 : decl.dim[d];
-        r->fed[i] = (struct mps_infer_fed){.name = g->values[g->inputs[i]].name, .path = file[i]};
+        r->fed[i] = (struct mps_infer_fed){.name = names[i], .path = file[i]};
         *bad_file = file[i];
-        enum mps_status st = mps_infer_feed_file(file[i], r->fed[i].name, &decl, g->values[g->inputs[i]].dtype,
-                                                 &grp->in[i], r->fed[i].source, sizeof r->fed[i].source, err);
+        if (dtype[i] == MPS_DTYPE_COUNT)
+            return mps_fail(err, MPS_ERR_MODEL, "input '%s' has a data type mpsrun does not support", names[i]);
+        enum mps_status st = mps_infer_feed_file(file[i], r->fed[i].name, &decl[i], dtype[i], &grp->in[i],
+                                                 r->fed[i].source, sizeof r->fed[i].source, err);
         if (st)
             return st;
         r->n_fed++;
         grp->n_in++;
         shapes[i] = grp->in[i].shape;
-        if (i == 0) /* the first input's free batch: the run's items, each reported */
-            batch = shapes[0].ndim && r->model->inputs[0].symbolic[0] ? shapes[0].dim[0] : 0;
+        if (i == 0) /* the first input's free batch (of items of 1 dim or more): the run's items, each reported */
+            batch = shapes[0].ndim >= 2 && sym[0].symbolic[0] ? shapes[0].dim[0] : 0;
         size_t len = strlen(r->fed_label);
         if (!i || strcmp(file[i], file[i - 1]) != 0) /* an .npz of them all is named once */
             snprintf(r->fed_label + len, sizeof r->fed_label - len, "%s%s", len ? " + " : "", file[i]);

@@ -23,7 +23,7 @@
 static int64_t mps_report_classes(const struct mps_infer_group *g)
 {
     const struct mps_tensor *o = &g->out[0];
-    if (o->dtype != MPS_F32 || o->shape.ndim < 2 || o->shape.dim[0] != g->in[0].shape.dim[0])
+    if (o->dtype != MPS_F32 || o->shape.ndim < 2 || o->shape.dim[0] != g->items)
         return 0;
     for (int i = 2; i < o->shape.ndim; i++)
         if (o->shape.dim[i] != 1)
@@ -271,7 +271,7 @@ static const struct mps_tensor *mps_report_slice(const struct mps_infer_group *g
 {
     const struct mps_tensor *t = &g->out[o];
     int64_t rows = t->shape.ndim ? t->shape.dim[0] : 1, n = mps_shape_numel(&t->shape);
-    bool batched = t->shape.ndim > 0 && rows == g->in[0].shape.dim[0];
+    bool batched = t->shape.ndim > 0 && rows == g->items;
     *count = batched ? n / (rows ? rows : 1) : n;
     *first = batched ? item * *count : 0;
     *shape = t->shape;

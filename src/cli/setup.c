@@ -274,6 +274,56 @@ static enum mps_status mps_infer_nominal(struct mps_infer_result *r, const char 
     return mps_onnx_model_free(r->file, n, shapes, &r->model, err);
 }
 
+/* A run fed by file (r->fed and r->groups[0].in read): the model built at
+   the shapes given. Where it does not build so because an input steers it
+   (a Reshape's shape, an If's condition given as an input: "must be a
+   constant", "depends on what the inputs hold"), again with the small
+   integer and bool inputs given as values: the model is specialized for
+   them and takes the others only (r->groups[0].in compacted to its inputs). */
+static enum mps_status mps_infer_fed_model(struct mps_infer_result *r, struct mps_error *err)
+{
+    struct mps_infer_group *grp = &r->groups[0];
+    struct mps_shape shapes[8];
+    struct mps_tensor values[8];
+    int n = grp->n_in;
+    for (int i = 0; i < n; i++) {
+        shapes[i] = grp->in[i].shape;
+        values[i] = grp->in[i];
+        bool steers = (values[i].dtype == MPS_I64 || values[i].dtype == MPS_I32 || values[i].dtype == MPS_U8 ||
+                       values[i].dtype == MPS_BOOL) &&
+                      mps_shape_numel(&values[i].shape) <= 64;
+        values[i].data = steers ? values[i].data : NULL;
+    }
+    struct mps_onnx_opts o = {.n_shapes = n, .shapes = shapes};
+    enum mps_status st = mps_onnx_model(r->file, &o, &r->model, err);
+    if (st == MPS_ERR_MODEL &&
+        (strstr(err->msg, "must be a constant") || strstr(err->msg, "depends on what the inputs"))) {
+        struct mps_error first = *err;
+        o.values = values;
+        if ((st = mps_onnx_model(r->file, &o, &r->model, err)))
+            *err = first; /* the reason without the values */
+    }
+    if (st)
+        return st;
+    const struct mps_graph *g = r->model->graph;
+    struct mps_tensor kept[8];
+    int k = 0;
+    for (int j = 0; j < g->n_inputs; j++) /* the inputs the model still takes, in its order */
+        for (int i = 0; i < n; i++)
+            if (!strcmp(g->values[g->inputs[j]].name, r->fed[i].name))
+                kept[k++] = grp->in[i];
+    for (int i = 0; i < n; i++) { /* the ones given as values: the model holds a copy */
+        bool taken = false;
+        for (int j = 0; j < k; j++)
+            taken = taken || kept[j].data == grp->in[i].data;
+        if (!taken)
+            free(grp->in[i].data);
+    }
+    memcpy(grp->in, kept, sizeof kept[0] * (size_t)k);
+    grp->n_in = k;
+    return MPS_OK;
+}
+
 static enum mps_status mps_infer_setup_model(struct mps_infer_result *r, const char *path,
                                              const struct mps_infer_args *a, const char **subject,
                                              struct mps_error *err)
@@ -283,12 +333,13 @@ static enum mps_status mps_infer_setup_model(struct mps_infer_result *r, const c
     double t0 = mps_cli_now_ms();
     enum mps_status st = r->file ? MPS_OK : mps_onnx_open(path, &r->file, err);
     if (!st)
-        st = mps_infer_nominal(r, a->size->count ? a->size->sval[0] : NULL, err);
+        st = r->n_fed ? mps_infer_fed_model(r, err)
+                      : mps_infer_nominal(r, a->size->count ? a->size->sval[0] : NULL, err);
     r->t_load = mps_cli_now_ms() - t0;
     if (st)
         return st;
     const struct mps_graph *g = r->model->graph;
-    if (g->n_inputs == 0)
+    if (g->n_inputs == 0 && !r->n_fed)
         return mps_fail(err, MPS_ERR_MODEL, "the model has no runtime inputs");
     if (g->n_inputs == 1 &&
         (st = mps_infer_prep(r, a->mean->count ? a->mean->sval[0] : NULL, a->std->count ? a->std->sval[0] : NULL,
@@ -300,6 +351,8 @@ static enum mps_status mps_infer_setup_model(struct mps_infer_result *r, const c
     *subject = path;
     if ((st = mps_infer_classes(r, labels, err)))
         return st;
+    if (g->n_inputs == 0)
+        return MPS_OK;
     const struct mps_value *in = &g->values[g->inputs[0]];
     if (a->batch->count && !r->model->inputs[0].symbolic[0] && a->batch->ival[0] != in->shape.dim[0])
         return mps_fail(err, MPS_ERR_USAGE, "--batch %d: the model fixes its batch at %lld", a->batch->ival[0],

@@ -453,7 +453,7 @@ static enum mps_status mps_stream_chunk_run(struct mps_stream *s, struct mps_str
                                             mps_stream_fn fn, void *ctx, struct mps_error *err)
 {
     struct mps_infer_result *r = s->r;
-    struct mps_infer_group grp = {.n_in = 1, .borrowed = true};
+    struct mps_infer_group grp = {.n_in = 1, .borrowed = true, .items = c->items};
     enum mps_status st = MPS_OK;
     r->t_preprocess += c->decode_ms;
     if (c->items > 0) {

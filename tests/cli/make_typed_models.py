@@ -8,6 +8,8 @@ PyTorch (or numpy, for the typed one) computes:
     typed.onnx     tokens i64 [batch, seq], scale f32 [] (a scalar), flag bool [1] -> y f32 [batch, seq, 3]:
                    an embedding of the tokens, times scale, negated where flag; tokens.npy, scale.npy,
                    flag.npy, y.npy; tokens_long.npy (another seq), y_long.npy
+    if_rate.onnx   x f32 [n], rate i64 [] -> y: an If on rate > 16000 (x / 2, else x * 2), as an
+                   audio front-end chooses by its sample rate; x4.npy, rate44k.npy, rate8k.npy
 
 usage: make_typed_models.py OUT
 """
@@ -76,3 +78,21 @@ for name, seq in (("", 5), ("_long", 9)):
     np.save(p(f"y{name}.npy"), -(table[tokens] * np.float32(0.5)))
 np.save(p("scale.npy"), np.array(0.5, np.float32))
 np.save(p("flag.npy"), np.array([True]))
+
+half = helper.make_graph([helper.make_node("Mul", ["x", "h"], ["a"])], "half", [],
+                         [helper.make_tensor_value_info("a", TensorProto.FLOAT, None)],
+                         [numpy_helper.from_array(np.array(0.5, np.float32), "h")])
+double = helper.make_graph([helper.make_node("Add", ["x", "x"], ["b"])], "double", [],
+                           [helper.make_tensor_value_info("b", TensorProto.FLOAT, None)])
+graph = helper.make_graph([helper.make_node("Greater", ["rate", "lim"], ["high"]),
+                           helper.make_node("If", ["high"], ["y"], name="by_rate", then_branch=half, else_branch=double)],
+                          "if_rate", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"]),
+                                      helper.make_tensor_value_info("rate", TensorProto.INT64, [])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"])],
+                          [numpy_helper.from_array(np.array(16000, np.int64), "lim")])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+model.ir_version = 8
+onnx.save(model, p("if_rate.onnx"))
+np.save(p("x4.npy"), np.arange(4, dtype=np.float32))
+np.save(p("rate44k.npy"), np.array(44100, np.int64))
+np.save(p("rate8k.npy"), np.array(8000, np.int64))

@@ -3,7 +3,8 @@
 # not float32 images: fed by file in the model's order, by --input
 # NAME=FILE, or as an .npz (stored and compressed); int64 tokens, a scalar,
 # a bool flag, a free sequence length; float64 arrays for float32 inputs;
-# every output written (--outputs DIR or FILE.npz) and summarized in the
+# an If whose branch an input's value chooses; every output written
+# (--outputs DIR or FILE.npz) and summarized in the
 # report; and each kind of bad input refused with one line naming the
 # input, what it takes and what was given. Against PyTorch (and numpy).
 # Prints one line per check and "N passed, N failed, N skipped" last.
@@ -53,6 +54,15 @@ check "each input's type in the report" bash -c "grep -q 'tokens  .*  npy i64 \[
   grep -q 'flag  .*  npy bool \[1\]' $out"
 expect "... a longer sequence (the seq dim is free)" 0 infer "$typed" "$m/tokens_long.npy" "$m/scale.npy" "$m/flag.npy" --check "$m/y_long.npy" -q
 expect "one input that is int64 is fed, not streamed" 0 infer "$typed" --input tokens=$m/tokens.npy --input scale=$m/scale.npy --input flag=$m/flag.npy -q
+
+# ---- an If steered by an input ---------------------------------------------------------------
+expect "an If on a sample rate given as an input: 44.1 kHz takes the then branch" 0 infer "$m/if_rate.onnx" \
+  "$m/x4.npy" "$m/rate44k.npy" -q
+check "... x / 2" bash -c "[ \"\$(cut -f3- $out)\" = \"\$(printf '0\t0.5\t1\t1.5')\" ]"
+expect "... 8 kHz the else branch" 0 infer "$m/if_rate.onnx" "$m/x4.npy" "$m/rate8k.npy" -q
+check "... x * 2" bash -c "[ \"\$(cut -f3- $out)\" = \"\$(printf '0\t2\t4\t6')\" ]"
+expect "inspect says why it cannot build without the rate: exit 3" 3 inspect "$m/if_rate.onnx"
+check "... naming the node" grep -q "node 'by_rate' (If): its condition 'high' depends on what the inputs hold" "$err"
 
 # ---- bad inputs: one line each, naming the input ----------------------------------------------
 usage "an input not given" "input 'vec' (f32 [?,6]) is not given: give --input vec=FILE" infer "$two" "$m/image.npy"
