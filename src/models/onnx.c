@@ -819,7 +819,7 @@ int mps_onnx_inputs(const struct mps_onnx_file *f, const char **names, struct mp
 enum mps_status mps_onnx_model_free(const struct mps_onnx_file *f, int n, const struct mps_shape *shapes,
                                     struct mps_model **model, struct mps_error *err)
 {
-    static const int64_t probe[] = {1, 32, 224, 1024};
+    static const int64_t probe[] = {1, 32, 224, 1024, 16384};
     struct mps_shape s[8];
     enum mps_status first = MPS_OK;
     struct mps_error first_err = {{0}};

@@ -34,14 +34,42 @@ static enum mps_status mps_map_shrink(struct mps_onnx_ctx *c, struct mps_onnx_no
     return st ? st : mps_attr_float(n, "bias", 0.0f, &p->act.beta, err);
 }
 
+/* Clip: its bounds constants (attributes before opset 11, constant inputs
+   after), or where a bound is computed at run time (a spectrogram's floor
+   at its maximum less 80 dB), Max and Min nodes, which broadcast it. */
 static enum mps_status mps_map_clip(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                     struct mps_error *err)
 {
-    (void)c;
-    if (c->opset >= 11)
-        return MPS_OK;
-    enum mps_status st = mps_attr_float(n, "min", -INFINITY, &p->act.alpha, err);
-    return st ? st : mps_attr_float(n, "max", INFINITY, &p->act.beta, err);
+    enum mps_status st = MPS_OK;
+    if (c->opset < 11) {
+        st = mps_attr_float(n, "min", -INFINITY, &p->act.alpha, err);
+        return st ? st : mps_attr_float(n, "max", INFINITY, &p->act.beta, err);
+    }
+    bool computed = false;
+    for (int i = 1; i < n->n_in && i < 3 && !st; i++) {
+        bool known = true;
+        if (n->in[i] >= 0)
+            st = mps_passes_fold_value(c->g, n->in[i], &known, err);
+        computed = computed || !known;
+    }
+    if (st || !computed)
+        return st;
+    int x = n->in[0], lo = n->n_in > 1 ? n->in[1] : -1, hi = n->n_in > 2 ? n->in[2] : -1;
+    if (lo >= 0 && hi >= 0) {
+        int t = mps_onnx_temp(c, n->name);
+        if (t < 0)
+            return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+        char name[200];
+        snprintf(name, sizeof name, "%s/max", n->name);
+        if ((st = mps_graph_add_node(c->g, MPS_OP_MAX, name, (int[]){x, lo}, 2, &t, 1, NULL, err)))
+            return st;
+        x = t;
+    }
+    n->in[0] = x;
+    n->in[1] = hi >= 0 ? hi : lo;
+    n->n_in = 2;
+    n->last_op = hi >= 0 ? MPS_OP_MIN : MPS_OP_MAX;
+    return MPS_OK;
 }
 
 static enum mps_status mps_map_cast(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,

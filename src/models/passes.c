@@ -97,33 +97,23 @@ enum mps_status mps_passes_fold(struct mps_graph *g, struct mps_error *err)
     return st;
 }
 
-/* Infers the shape of value v and of the values before it, as fold would, on demand. */
-static enum mps_status mps_pass_shape(struct mps_graph *g, int v, int depth, struct mps_error *err)
-{
-    if (g->values[v].shape_known || g->values[v].data)
-        return MPS_OK;
-    int p = g->values[v].producer;
-    if (p < 0 || depth > 4096)
-        return mps_fail(err, MPS_ERR_MODEL, "value '%s' has no shape yet (defined later in the file?)",
-                        g->values[v].name);
-    for (int i = 0; i < g->nodes[p].n_in; i++) {
-        enum mps_status st = g->nodes[p].in[i] >= 0 ? mps_pass_shape(g, g->nodes[p].in[i], depth + 1, err) : MPS_OK;
-        if (st)
-            return st;
-    }
-    return mps_graph_infer_node(g, &g->nodes[p], err);
-}
-
-/* Evaluates value v, and the values before it that fold would make constants. */
+/* Works out value v as fold would, on demand, and the values before it
+   first: their shapes inferred, a node folded when its inputs are constants.
+   A value whose shape is known was visited (or is an input) already. */
 static enum mps_status mps_pass_value(struct mps_graph *g, int v, int depth, struct mps_error *err)
 {
     int p = g->values[v].producer;
-    if (g->values[v].data || p < 0 || depth > 4096)
+    if (g->values[v].data || g->values[v].shape_known || p < 0)
         return MPS_OK;
-    enum mps_status st = mps_pass_shape(g, v, depth, err);
+    if (depth > 4096)
+        return mps_fail(err, MPS_ERR_MODEL, "value '%s' lies more than 4,096 nodes after a constant or an input",
+                        g->values[v].name);
+    enum mps_status st = MPS_OK;
     for (int i = 0; !st && i < g->nodes[p].n_in; i++)
-        if (g->nodes[p].in[i] >= 0 && g->nodes[p].op != MPS_OP_SHAPE)
+        if (g->nodes[p].in[i] >= 0)
             st = mps_pass_value(g, g->nodes[p].in[i], depth + 1, err);
+    if (!st)
+        st = mps_graph_infer_node(g, &g->nodes[p], err);
     if (st || !mps_pass_foldable(g, &g->nodes[p]))
         return st;
     struct mps_node *n = &g->nodes[p];
