@@ -301,7 +301,7 @@ static enum mps_status mps_infer_fed_model(struct mps_infer_result *r, struct mp
         struct mps_error first = *err;
         o.values = values;
         if ((st = mps_onnx_model(r->file, &o, &r->model, err)))
-            *err = first; /* the reason without the values */
+            (void)first; /* the reason with the values: it went further */
     }
     if (st)
         return st;

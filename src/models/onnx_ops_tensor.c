@@ -122,6 +122,32 @@ static enum mps_status mps_map_shape(struct mps_onnx_ctx *c, struct mps_onnx_nod
     return st ? st : mps_attr_int(n, "end", INT64_MAX, &p->shape.end, err);
 }
 
+/* Size: shapes are static once a model is built, so it is the constant
+   number of the input's elements (its shape worked out as fold would), read
+   through an Identity that folds. */
+static enum mps_status mps_map_size(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                    struct mps_error *err)
+{
+    (void)p;
+    bool known;
+    if (n->n_in != 1 || n->in[0] < 0)
+        return mps_onnx_fail(n, err, "Size takes one input");
+    enum mps_status st = mps_passes_fold_value(c->g, n->in[0], &known, err);
+    if (st)
+        return st;
+    const struct mps_value *v = &c->g->values[n->in[0]];
+    if (!v->shape_known && !v->data)
+        return mps_onnx_fail(n, err, "the shape of its input '%s' is not known here", v->name);
+    int64_t numel = mps_shape_numel(&v->shape);
+    struct mps_shape scalar = {0, {0}};
+    int id = mps_onnx_const(c, n->name, MPS_I64, &scalar, &numel);
+    if (id < 0)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    n->in[0] = id;
+    n->last_op = MPS_OP_IDENTITY;
+    return MPS_OK;
+}
+
 /* Constant: its value becomes an initializer that the Constant node reads. */
 static enum mps_status mps_map_constant(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                         struct mps_error *err)
@@ -442,6 +468,7 @@ const struct mps_onnx_rule mps_onnx_rules_tensor[] = {
     {"Scatter", MPS_OP_SCATTER_ELEMENTS, "axis", mps_map_index},
     {"ScatterND", MPS_OP_SCATTER_ND, "reduction", mps_map_index},
     {"Shape", MPS_OP_SHAPE, "start end", mps_map_shape},
+    {"Size", MPS_OP_IDENTITY, "", mps_map_size},
     {"Constant", MPS_OP_CONSTANT,
      "value value_float value_floats value_int value_ints value_string value_strings "
      "sparse_value",
