@@ -342,15 +342,30 @@ static enum mps_status mps_infer_write_outputs(struct mps_infer_run *run, const 
     const struct mps_graph *g = r->model->graph;
     const struct mps_infer_group *grp = &r->groups[0];
     const char *names[64];
+    struct mps_tensor out[64];
+    void *narrowed[64] = {NULL};
+    enum mps_status st = MPS_OK;
     int n = grp->n_out < 64 ? grp->n_out : 64;
-    for (int o = 0; o < n; o++)
-        names[o] = g->values[g->outputs[o]].name;
-    if (run->rep.outputs_npz) {
-        enum mps_status st = mps_npz_write(run->rep.outputs_path, n, names, grp->out, err);
-        run->rep.outputs_written = st ? 0 : n;
-        return st;
-    }
     for (int o = 0; o < n; o++) {
+        names[o] = g->values[g->outputs[o]].name;
+        out[o] = grp->out[o];
+        enum mps_dtype dt = r->model->output_dtype[o];
+        if (dt != MPS_F16 || out[o].dtype != MPS_F32)
+            continue;
+        /* as the model declares it: the f32 the graph computes it in holds f16 values (model.h) */
+        int64_t count = mps_shape_numel(&out[o].shape);
+        if (!(narrowed[o] = malloc(sizeof(uint16_t) * (size_t)(count + 1)))) {
+            st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+            break;
+        }
+        mps_convert_floats(MPS_F32, out[o].data, dt, narrowed[o], count);
+        out[o] = mps_tensor_make(dt, &out[o].shape, narrowed[o]);
+    }
+    if (!st && run->rep.outputs_npz) {
+        st = mps_npz_write(run->rep.outputs_path, n, names, out, err);
+        run->rep.outputs_written = st ? 0 : n;
+    }
+    for (int o = 0; !st && !run->rep.outputs_npz && o < n; o++) {
         char file[256], path[4400];
         size_t k = 0;
         for (const char *c = names[o]; *c && k + 1 < 200; c++)
@@ -370,12 +385,12 @@ static enum mps_status mps_infer_write_outputs(struct mps_infer_run *run, const 
             snprintf(file + strlen(file), sizeof file - strlen(file), "_%d", same);
         snprintf(run->rep.outputs_file[o], sizeof run->rep.outputs_file[o], "%s", file);
         snprintf(path, sizeof path, "%s/%s.npy", run->rep.outputs_path, file);
-        enum mps_status st = mps_npy_write(path, &grp->out[o], err);
-        if (st)
-            return st;
-        run->rep.outputs_written = o + 1;
+        if (!(st = mps_npy_write(path, &out[o], err)))
+            run->rep.outputs_written = o + 1;
     }
-    return MPS_OK;
+    for (int o = 0; o < n; o++)
+        free(narrowed[o]);
+    return st;
 }
 
 /* The stream's function: the pictures (so the report can name them), the
@@ -652,11 +667,22 @@ static enum mps_status mps_infer_options(struct mps_infer_opts *o, struct mps_in
 }
 
 /* --check's reference, read before anything runs: an input file (exit 4,
-   naming it) when it cannot be read, is no .npy or is not float32. */
+   naming it) when it cannot be read, is no .npy or holds no floats; f16
+   (an f16 model's output) and f64 are compared as the f32 they convert to. */
 static enum mps_status mps_infer_reference(struct mps_infer_run *run, const char *path, const char **subject,
                                            struct mps_error *err)
 {
     enum mps_status st = mps_npy_read(path, &run->ref, err);
+    if (!st && (run->ref.dtype == MPS_F16 || run->ref.dtype == MPS_F64)) {
+        int64_t n = mps_shape_numel(&run->ref.shape);
+        float *f = malloc(sizeof(float) * (size_t)(n + 1));
+        if (f)
+            mps_convert_floats(run->ref.dtype, run->ref.data, MPS_F32, f, n);
+        else
+            st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+        free(run->ref.data);
+        run->ref = mps_tensor_make(MPS_F32, &run->ref.shape, f);
+    }
     struct mps_npy_info info = {.dtype = run->ref.dtype};
     if (!st && (st = mps_npy_require_f32(&info, err))) {
         free(run->ref.data);

@@ -51,7 +51,7 @@ struct mps_infer_group {
 /* An input of a run fed by file (mps_infer_feed): the file it came from. */
 struct mps_infer_fed {
     const char *name, *path;
-    char source[96]; /* "npy f32 [1,6]", "npz f32 [1,6] (from f64)" */
+    char source[96]; /* "npy f32 [1,6]", "npz f64 [1,6] (to f32)": as stored, converted to */
 };
 
 struct mps_infer_result {

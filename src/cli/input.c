@@ -206,18 +206,24 @@ static enum mps_status mps_infer_feed_file(const char *path, const char *input, 
     bool fits = t->shape.ndim == decl->ndim;
     for (int d = 0; fits && d < decl->ndim; d++)
         fits = decl->dim[d] < 0 || decl->dim[d] == t->shape.dim[d];
-    const char *conv = "";
-    if (t->dtype == MPS_F64 && dt == MPS_F32) { /* numpy's default float: taken as the float32 the model takes */
+    char conv[32] = "";
+    enum mps_dtype given = t->dtype;
+    bool floats =
+        (dt == MPS_F32 || dt == MPS_F16) && (t->dtype == MPS_F16 || t->dtype == MPS_F32 || t->dtype == MPS_F64);
+    if (floats && t->dtype != MPS_F32) { /* f32, what the graph computes an f16 input in (model.h) */
+        if (t->dtype != dt)              /* numpy's default f64, or an f16 array: converted to the model's type */
+            snprintf(conv, sizeof conv, " (to %s)", mps_dtype_name(dt));
         int64_t n = mps_shape_numel(&t->shape);
         float *f = malloc(sizeof(float) * (size_t)(n + 1));
         if (!f)
             st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
-        for (int64_t k = 0; f && k < n; k++)
-            f[k] = (float)((const double *)t->data)[k];
+        else
+            mps_convert_floats(t->dtype, t->data, MPS_F32, f, n);
         free(t->data);
         t->data = f;
         t->dtype = MPS_F32;
-        conv = " (from f64)";
+    } else if (floats && t->dtype != dt) {
+        snprintf(conv, sizeof conv, " (to %s)", mps_dtype_name(dt));
     } else if (t->dtype != dt) {
         st = mps_fail(err, MPS_ERR_INPUT, "input '%s' takes %s, and the array is %s", input, mps_dtype_name(dt),
                       mps_dtype_name(t->dtype));
@@ -230,7 +236,7 @@ static enum mps_status mps_infer_feed_file(const char *path, const char *input, 
         t->data = NULL;
         return st;
     }
-    snprintf(source, size, "%s %s %s%s", at >= 0 ? "npz" : "npy", mps_dtype_name(t->dtype),
+    snprintf(source, size, "%s %s %s%s", at >= 0 ? "npz" : "npy", mps_dtype_name(given),
              mps_shape_str(&t->shape, a, sizeof a), conv);
     return MPS_OK;
 }

@@ -267,6 +267,10 @@ int mps_cli_inspect(int argc, char **argv)
         cJSON_AddStringToObject(jm, "producer", m->producer);
         cJSON_AddNumberToObject(jm, "opset", (double)m->opset);
         cJSON_AddNumberToObject(jm, "ir_version", (double)m->ir_version);
+        if (m->n_widened) {
+            cJSON_AddStringToObject(jm, "storage", "f16");
+            cJSON_AddStringToObject(jm, "compute", "f32");
+        }
         cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
         for (int i = 0; i < m->n_meta; i++)
             cJSON_AddStringToObject(meta, m->meta[i].key, m->meta[i].value);
@@ -277,7 +281,7 @@ int mps_cli_inspect(int argc, char **argv)
                 cJSON *o = cJSON_CreateObject(), *jshape = cJSON_AddArrayToObject(o, "shape");
                 cJSON *sizes = cJSON_AddArrayToObject(o, "sizes");
                 cJSON_AddStringToObject(o, "name", v->name);
-                cJSON_AddStringToObject(o, "dtype", mps_dtype_name(v->dtype));
+                cJSON_AddStringToObject(o, "dtype", mps_dtype_name(io ? m->output_dtype[i] : m->inputs[i].dtype));
                 for (int d = 0; d < v->shape.ndim; d++) {
                     char nb[48];
                     const char *free_dim = io && i < 16 && n_in > 0 ? dims[i][d] : NULL;
@@ -299,10 +303,12 @@ int mps_cli_inspect(int argc, char **argv)
         for (int i = 0; i < m->n_meta; i++)
             printf("%-10s %s: %.70s%s\n", i ? "" : "metadata", mps_cli_vis(m->meta[i].key),
                    mps_cli_vis(m->meta[i].value), strlen(m->meta[i].value) > 70 ? "..." : "");
+        if (m->n_widened)
+            printf("%-10s f16 (%d weights, inputs, outputs and Casts), computed in f32\n", "dtypes", m->n_widened);
         for (int i = 0; i < g->n_inputs; i++) {
             const struct mps_value *v = &g->values[g->inputs[i]];
             mps_inspect_dims(m, i, &v->shape, a, sizeof a);
-            printf("%-10s %s %s %s\n", i ? "" : "inputs", mps_cli_vis(v->name), mps_dtype_name(v->dtype), a);
+            printf("%-10s %s %s %s\n", i ? "" : "inputs", mps_cli_vis(v->name), mps_dtype_name(m->inputs[i].dtype), a);
         }
         for (int i = 0; i < g->n_outputs; i++) {
             const struct mps_value *v = &g->values[g->outputs[i]];
@@ -316,7 +322,7 @@ int mps_cli_inspect(int argc, char **argv)
             if (len < sizeof a)
                 snprintf(a + len, sizeof a - len, "]");
             char here[160];
-            printf("%-10s %s %s %s", i ? "" : "outputs", mps_cli_vis(v->name), mps_dtype_name(v->dtype),
+            printf("%-10s %s %s %s", i ? "" : "outputs", mps_cli_vis(v->name), mps_dtype_name(m->output_dtype[i]),
                    n_in > 0 ? a : mps_shape_str(&v->shape, here, sizeof here));
             if (free_dims)
                 printf(" (here %s)", mps_shape_str(&v->shape, here, sizeof here));

@@ -408,7 +408,7 @@ static bool mps_report_json_write(cJSON *res, const struct mps_infer_result *r, 
         cJSON *name = cJSON_CreateString(r->model->graph->values[r->model->graph->outputs[o]].name);
         char *quoted = name ? mps_cli_json_text(name, false) : NULL;
         printf("%s{\"name\":%s,\"dtype\":\"%s\",\"shape\":[", o ? "," : "", quoted ? quoted : "\"\"",
-               mps_dtype_name(t->dtype));
+               mps_dtype_name(r->model->output_dtype[o]));
         cJSON_free(quoted);
         cJSON_Delete(name);
         for (int d = 0; d < shape.ndim; d++)
@@ -448,7 +448,7 @@ static void mps_report_text_outputs(const struct mps_infer_result *r, const stru
         char a[128];
         const struct mps_tensor *t = mps_report_slice(g, o, row, &first, &count, &shape);
         printf("  output %d  '%s' %s %s:", o, mps_cli_vis(r->model->graph->values[r->model->graph->outputs[o]].name),
-               mps_dtype_name(t->dtype), mps_shape_str(&shape, a, sizeof a));
+               mps_dtype_name(r->model->output_dtype[o]), mps_shape_str(&shape, a, sizeof a));
         for (int64_t i = 0; i < count && i < MPS_REPORT_TEXT_VALUES; i++)
             printf(" %g", mps_report_value(t, first + i));
         if (count <= MPS_REPORT_TEXT_VALUES) {
@@ -541,8 +541,9 @@ static void mps_report_quiet_item(const struct mps_infer_report *rep, const stru
 
 void mps_infer_text_head(const struct mps_infer_result *r)
 {
-    printf("model      %s (opset %lld%s%s)\n", mps_cli_vis(r->model->path), (long long)r->model->opset,
-           r->model->producer[0] ? ", " : "", mps_cli_vis(r->model->producer));
+    printf("model      %s (opset %lld%s%s%s)\n", mps_cli_vis(r->model->path), (long long)r->model->opset,
+           r->model->producer[0] ? ", " : "", mps_cli_vis(r->model->producer),
+           r->model->n_widened ? "; f16, computed in f32" : "");
     if (r->backend)
         printf("backend    %s: %s; %s\n", r->backend->name, r->device.device, r->why_backend);
 }
@@ -556,6 +557,10 @@ cJSON *mps_infer_json_head(const struct mps_infer_result *r)
     cJSON_AddNumberToObject(j, "opset", (double)r->model->opset);
     cJSON_AddNumberToObject(j, "ir_version", (double)r->model->ir_version);
     cJSON_AddStringToObject(j, "producer", r->model->producer);
+    if (r->model->n_widened) { /* model.h: f16 is stored, not computed */
+        cJSON_AddStringToObject(j, "storage", "f16");
+        cJSON_AddStringToObject(j, "compute", "f32");
+    }
     if (r->backend) {
         j = cJSON_AddObjectToObject(root, "backend");
         cJSON_AddStringToObject(j, "name", r->backend->name);
@@ -606,7 +611,7 @@ static bool mps_report_head(struct mps_infer_report *rep, const struct mps_infer
         cJSON *out = cJSON_CreateObject(), *shape = cJSON_AddArrayToObject(out, "shape");
         const struct mps_tensor *t = &g->out[o];
         cJSON_AddStringToObject(out, "name", r->model->graph->values[r->model->graph->outputs[o]].name);
-        cJSON_AddStringToObject(out, "dtype", mps_dtype_name(t->dtype));
+        cJSON_AddStringToObject(out, "dtype", mps_dtype_name(r->model->output_dtype[o]));
         for (int d = 0; d < t->shape.ndim; d++)
             cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->shape.dim[d]));
         cJSON_AddItemToArray(outs, out);

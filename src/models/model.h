@@ -14,7 +14,13 @@
    take their size from opts.shapes, or 1. Load again for other shapes. Inputs
    that steer shapes (a Reshape's shape fed as an input) must be given as
    opts.values: the model is then specialized for them.
-   External data (model.onnx.data) is read relative to the model's folder. */
+   External data (model.onnx.data) is read relative to the model's folder.
+
+   float16 (and bfloat16) are storage types here: the graph computes them in
+   f32. Weights are widened at load; an f16 input is an f32 input of the
+   graph, rounded to f16 where it is read, and an f16 output an f32 output
+   holding f16 values; a Cast to f16 rounds and stays f32. The file's own
+   types stay in inputs[].dtype and output_dtype[] for the caller's files. */
 #ifndef MPS_MODEL_H
 #define MPS_MODEL_H
 
@@ -39,6 +45,7 @@ struct mps_model_meta {
 struct mps_model_input {
     bool symbolic[MPS_MAX_DIMS]; /* dim i was symbolic (or missing) in the file */
     const char *dim_name[MPS_MAX_DIMS]; /* its name ("batch", "N"), or NULL */
+    enum mps_dtype dtype; /* as the file declares it: f16 where the graph's input is the f32 it widens to */
 };
 
 struct mps_model {
@@ -50,6 +57,9 @@ struct mps_model {
     struct mps_model_meta *meta; /* metadata_props */
     int n_meta;
     struct mps_model_input *inputs; /* per graph input */
+    enum mps_dtype *output_dtype;   /* per graph output, as the file declares it: f16 where the graph's output is
+                                       f32 (holding f16 values); else the graph's */
+    int n_widened;                  /* f16 and bf16 tensors, inputs, outputs and Casts computed in f32 */
 };
 
 /* Loads the ONNX file path. On failure *model is NULL and err says why:

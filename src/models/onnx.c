@@ -199,10 +199,15 @@ static size_t mps_onnx_typed_count(const Onnx__TensorProto *t, enum mps_dtype dt
     }
 }
 
-enum mps_status mps_onnx_tensor(struct mps_onnx_ctx *c, const Onnx__TensorProto *t, const char *what,
-                                enum mps_dtype *dt, struct mps_shape *s, const void **data, struct mps_error *err)
+/* t's data as stored: dtype (bf16 as the f16 of the same size), shape, data in the arena. */
+static enum mps_status mps_onnx_tensor_stored(struct mps_onnx_ctx *c, const Onnx__TensorProto *t, const char *what,
+                                              enum mps_dtype *dt, struct mps_shape *s, const void **data,
+                                              struct mps_error *err)
 {
-    if (!mps_onnx_dtype(t->data_type, dt))
+    bool bf16 = c->widen && t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
+    if (bf16)
+        *dt = MPS_F16;
+    else if (!mps_onnx_dtype(t->data_type, dt))
         return mps_fail(err, MPS_ERR_MODEL, "tensor '%s' has data type %s, which mpsrun does not support", what,
                         mps_onnx_dtype_name(t->data_type));
     if (t->n_dims > MPS_MAX_DIMS)
@@ -241,9 +246,33 @@ enum mps_status mps_onnx_tensor(struct mps_onnx_ctx *c, const Onnx__TensorProto 
         case MPS_F64: ((double *)d)[i] = t->double_data[i]; break;
         case MPS_I64: ((int64_t *)d)[i] = t->int64_data[i]; break;
         case MPS_I32: ((int32_t *)d)[i] = t->int32_data[i]; break;
-        case MPS_F16: ((uint16_t *)d)[i] = (uint16_t)t->int32_data[i]; break;
+        case MPS_F16: ((uint16_t *)d)[i] = (uint16_t)t->int32_data[i]; break; /* and bf16 */
         default: d[i] = (unsigned char)t->int32_data[i]; break; /* u8, bool */
         }
+    return MPS_OK;
+}
+
+enum mps_status mps_onnx_tensor(struct mps_onnx_ctx *c, const Onnx__TensorProto *t, const char *what,
+                                enum mps_dtype *dt, struct mps_shape *s, const void **data, struct mps_error *err)
+{
+    enum mps_status st = mps_onnx_tensor_stored(c, t, what, dt, s, data, err);
+    if (st || *dt != MPS_F16 || !c->widen)
+        return st;
+    int64_t n = mps_shape_numel(s);
+    const uint16_t *h = *data;
+    float *f = mps_graph_alloc(c->g, sizeof(float) * (size_t)n);
+    if (!f)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory for tensor '%s'", what);
+    if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16)
+        for (int64_t i = 0; i < n; i++) { /* bf16: the top half of an f32 */
+            uint32_t bits = (uint32_t)h[i] << 16;
+            memcpy(&f[i], &bits, sizeof bits);
+        }
+    else
+        mps_convert_floats(MPS_F16, h, MPS_F32, f, n);
+    *dt = MPS_F32;
+    *data = f;
+    c->n_widened++;
     return MPS_OK;
 }
 
@@ -421,6 +450,9 @@ static enum mps_status mps_onnx_input(struct mps_onnx_ctx *c, struct mps_model *
     struct mps_shape s = {0, {0}};
     struct mps_model_input info;
     memset(&info, 0, sizeof info);
+    info.dtype = dt;
+    if (dt == MPS_F16 && c->widen) /* an f32 input, rounded to f16 where it is read (mps_onnx_round_inputs) */
+        dt = MPS_F32;
     if (tt->shape) {
         if (tt->shape->n_dim > MPS_MAX_DIMS)
             return mps_fail(err, MPS_ERR_MODEL, "graph input '%s' has %zu dims; at most %d are supported", name,
@@ -455,15 +487,18 @@ static enum mps_status mps_onnx_input(struct mps_onnx_ctx *c, struct mps_model *
     int v = mps_onnx_define(c, name, dt, &s);
     if (v < 0)
         return mps_fail(err, MPS_ERR_MODEL, "graph input '%s' is declared twice", name);
-    if (value) {
-        if (value->dtype != dt)
+    if (value) { /* an f16 one widened as a weight is */
+        if (value->dtype != info.dtype)
             return mps_fail(err, MPS_ERR_INPUT, "input '%s' must be %s, the value given is %s", name,
-                            mps_dtype_name(dt), mps_dtype_name(value->dtype));
-        size_t bytes = mps_tensor_bytes(value);
-        void *copy = mps_graph_alloc(c->g, bytes);
+                            mps_dtype_name(info.dtype), mps_dtype_name(value->dtype));
+        int64_t n = mps_shape_numel(&value->shape);
+        void *copy = mps_graph_alloc(c->g, (size_t)n * mps_dtype_size(dt));
         if (!copy)
             return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
-        memcpy(copy, value->data, bytes);
+        if (dt != info.dtype)
+            mps_convert_floats(info.dtype, value->data, dt, copy, n);
+        else
+            memcpy(copy, value->data, mps_tensor_bytes(value));
         c->g->values[v].data = copy;
         return MPS_OK;
     }
@@ -613,6 +648,70 @@ static enum mps_status mps_onnx_nodes(struct mps_onnx_ctx *c, const Onnx__GraphP
     return MPS_OK;
 }
 
+/* Value v rounded to f16 and back (two Casts named after it): into *out, a new f32 value. */
+static enum mps_status mps_onnx_round_f16(struct mps_onnx_ctx *c, int v, int *out, struct mps_error *err)
+{
+    char name[200];
+    snprintf(name, sizeof name, "%.180s (f16)", c->g->values[v].name);
+    int half = mps_onnx_temp(c, name), back = half >= 0 ? mps_onnx_temp(c, name) : -1;
+    if (back < 0)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    union mps_op_params to16, to32;
+    mps_op_params_default(MPS_OP_CAST, &to16);
+    mps_op_params_default(MPS_OP_CAST, &to32);
+    to16.cast.to = MPS_F16;
+    to32.cast.to = MPS_F32;
+    enum mps_status st = mps_graph_add_node(c->g, MPS_OP_CAST, name, &v, 1, &half, 1, &to16, err);
+    if (!st)
+        st = mps_graph_add_node(c->g, MPS_OP_CAST, name, &half, 1, &back, 1, &to32, err);
+    *out = back;
+    c->n_widened++;
+    return st;
+}
+
+/* Every reader of an input the file declares f16 reads it rounded to f16,
+   as the model's own f16 input would hold it (the graph input is f32, so
+   that an image or an f32 array goes in as for any model). */
+static enum mps_status mps_onnx_round_inputs(struct mps_onnx_ctx *c, const struct mps_model *m, struct mps_error *err)
+{
+    for (int i = 0; i < c->g->n_inputs; i++) {
+        int x = c->g->inputs[i], rounded;
+        if (m->inputs[i].dtype != MPS_F16 || c->g->values[x].dtype != MPS_F32)
+            continue;
+        int first = c->g->n_nodes;
+        enum mps_status st = mps_onnx_round_f16(c, x, &rounded, err);
+        if (st)
+            return st;
+        for (int k = 0; k < first; k++) /* the readers before the two Casts: not the first Cast itself */
+            for (int j = 0; j < c->g->nodes[k].n_in; j++)
+                if (c->g->nodes[k].in[j] == x)
+                    c->g->nodes[k].in[j] = rounded;
+    }
+    return MPS_OK;
+}
+
+/* Graph output i of the file: value v, or where the file declares it f16
+   and the graph computes it in f32, v rounded to f16, under v's name (v
+   renamed). */
+static enum mps_status mps_onnx_output(struct mps_onnx_ctx *c, struct mps_model *m, const Onnx__ValueInfoProto *vi,
+                                       int v, struct mps_error *err)
+{
+    const Onnx__TypeProto *tp = vi->type;
+    bool f16 = c->widen && tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
+               tp->tensor_type->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16;
+    m->output_dtype[c->g->n_outputs] = f16 ? MPS_F16 : MPS_DTYPE_COUNT; /* the graph's: known after inference */
+    int out = v;
+    enum mps_status st;
+    if (f16 && c->g->values[v].producer >= 0) {
+        if ((st = mps_onnx_round_f16(c, v, &out, err)))
+            return st;
+        const char *name = c->g->values[v].name; /* the map is not asked again: the names can change places */
+        c->g->values[v].name = c->g->values[out].name;
+        c->g->values[out].name = name;
+    }
+    return mps_graph_add_output(c->g, out, err);
+}
+
 static enum mps_status mps_onnx_build(struct mps_onnx_ctx *c, struct mps_model *m, const Onnx__ModelProto *mp,
                                       const struct mps_onnx_opts *opts, struct mps_error *err)
 {
@@ -631,7 +730,8 @@ static enum mps_status mps_onnx_build(struct mps_onnx_ctx *c, struct mps_model *
     m->producer = mps_graph_strdup(c->g, producer);
     m->meta = mps_graph_alloc(c->g, sizeof *m->meta * (mp->n_metadata_props + 1));
     m->inputs = mps_graph_alloc(c->g, sizeof *m->inputs * (gp->n_input + 1));
-    if (!m->producer || !m->meta || !m->inputs)
+    m->output_dtype = mps_graph_alloc(c->g, sizeof *m->output_dtype * (gp->n_output + 1));
+    if (!m->producer || !m->meta || !m->inputs || !m->output_dtype)
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     for (size_t i = 0; i < mp->n_metadata_props; i++) {
         const Onnx__StringStringEntryProto *e = mp->metadata_props[i];
@@ -666,23 +766,30 @@ static enum mps_status mps_onnx_build(struct mps_onnx_ctx *c, struct mps_model *
     }
     if (opts && opts->n_shapes && opts->n_shapes != k)
         return mps_fail(err, MPS_ERR_INPUT, "the model takes %d inputs, %d were given", k, opts->n_shapes);
-    if ((st = mps_onnx_nodes(c, gp, err)))
+    if ((st = mps_onnx_nodes(c, gp, err)) || (st = mps_onnx_round_inputs(c, m, err)))
         return st;
     if (gp->n_output == 0)
         return mps_fail(err, MPS_ERR_MODEL, "the graph has no outputs");
-    for (size_t i = 0; i < gp->n_output; i++) {
+    int *outs = mps_graph_alloc(c->g, sizeof *outs * gp->n_output);
+    if (!outs)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    for (size_t i = 0; i < gp->n_output; i++) { /* every name looked up before an f16 one is renamed */
         const char *name = gp->output[i]->name ? gp->output[i]->name : "";
-        int v = mps_onnx_lookup(c, name);
-        if (v < 0)
+        if ((outs[i] = mps_onnx_lookup(c, name)) < 0)
             return mps_fail(err, MPS_ERR_MODEL, "graph output '%s' is not computed by any node", name);
-        if ((st = mps_graph_add_output(c->g, v, err)))
-            return st;
     }
+    for (size_t i = 0; i < gp->n_output; i++)
+        if ((st = mps_onnx_output(c, m, gp->output[i], outs[i], err)))
+            return st;
     if ((st = mps_graph_sort(c->g, err)) || (st = mps_passes_fold(c->g, err)))
         return st;
-    if (!(opts && opts->no_optimize))
-        st = mps_passes_optimize(c->g, err);
-    return st;
+    if (!(opts && opts->no_optimize) && (st = mps_passes_optimize(c->g, err)))
+        return st;
+    for (int i = 0; i < c->g->n_outputs; i++)
+        if (m->output_dtype[i] == MPS_DTYPE_COUNT)
+            m->output_dtype[i] = c->g->values[c->g->outputs[i]].dtype;
+    m->n_widened = c->n_widened;
+    return MPS_OK;
 }
 
 /* Builds the model of mp for opts into *model (dir: where external data is). */
@@ -692,7 +799,7 @@ static enum mps_status mps_onnx_model_of(const Onnx__ModelProto *mp, const char 
     *model = NULL;
     struct mps_model *m = calloc(1, sizeof *m);
     struct mps_graph *g = mps_graph_new();
-    struct mps_onnx_ctx c = {.g = g, .dir = dir};
+    struct mps_onnx_ctx c = {.g = g, .dir = dir, .widen = true};
     enum mps_status st;
     if (!m || !g) {
         st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");

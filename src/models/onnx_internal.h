@@ -20,6 +20,9 @@ struct mps_onnx_ctx {
     size_t n_slots;  /* a power of two */
     int n_generated; /* counter for the names of values the loader adds */
     int depth;       /* the If branches being mapped, one inside another */
+    bool widen;      /* f16 and bf16 tensors decode as f32, Cast to f16 rounds and stays f32 (a model's, not
+                        a test's data file) */
+    int n_widened;   /* tensors, inputs and Casts so widened */
 };
 
 #define MPS_ONNX_MAX_NESTING 32 /* If branches inside each other (a file's nesting is its own; the stack is ours) */
@@ -35,7 +38,8 @@ int mps_onnx_const(struct mps_onnx_ctx *c, const char *hint, enum mps_dtype dt, 
 int mps_onnx_temp(struct mps_onnx_ctx *c, const char *hint);
 
 /* Decodes t (inline or external data) into dtype, shape and data copied into
-   the graph arena. what names the tensor in messages. */
+   the graph arena. what names the tensor in messages. With c->widen an f16
+   or bf16 tensor comes back as f32. */
 enum mps_status mps_onnx_tensor(struct mps_onnx_ctx *c, const Onnx__TensorProto *t, const char *what,
                                 enum mps_dtype *dt, struct mps_shape *s, const void **data, struct mps_error *err);
 /* The mpsrun dtype of ONNX TensorProto.DataType v; false when unsupported. */

@@ -76,13 +76,23 @@ static enum mps_status mps_map_cast(struct mps_onnx_ctx *c, struct mps_onnx_node
                                     struct mps_error *err)
 {
     int64_t to;
-    (void)c;
     enum mps_status st = mps_attr_int(n, "to", -1, &to, err);
     if (st)
         return st;
     if (to < INT32_MIN || to > INT32_MAX || !mps_onnx_dtype((int32_t)to, &p->cast.to))
         return mps_onnx_fail(n, err, "cast to %s is not supported", mps_onnx_dtype_name((int32_t)to));
-    return MPS_OK;
+    if (p->cast.to != MPS_F16 || !c->widen)
+        return MPS_OK;
+    /* to f16 in a model computed in f32 (model.h): rounds to f16, and the value read on is that f32 */
+    int half = mps_onnx_temp(c, n->name);
+    union mps_op_params to16 = *p;
+    if (half < 0)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    st = mps_graph_add_node(c->g, MPS_OP_CAST, n->name, n->in, 1, &half, 1, &to16, err);
+    n->in[0] = half;
+    p->cast.to = MPS_F32;
+    c->n_widened++;
+    return st;
 }
 
 /* Dropout in inference: the output is the input; a requested mask is all true. */

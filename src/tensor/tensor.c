@@ -224,3 +224,18 @@ uint16_t mps_f32_to_f16(float f)
         half++; /* round to nearest even; a carry into the exponent is correct */
     return (uint16_t)(sign | half);
 }
+
+void mps_convert_floats(enum mps_dtype from, const void *src, enum mps_dtype to, void *dst, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double v = from == MPS_F16   ? mps_f16_to_f32(((const uint16_t *)src)[i])
+                   : from == MPS_F64 ? ((const double *)src)[i]
+                                     : ((const float *)src)[i];
+        if (to == MPS_F16)
+            ((uint16_t *)dst)[i] = mps_f32_to_f16((float)v);
+        else if (to == MPS_F64)
+            ((double *)dst)[i] = v;
+        else
+            ((float *)dst)[i] = (float)v;
+    }
+}

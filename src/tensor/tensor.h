@@ -92,6 +92,11 @@ struct mps_matmul_geom mps_matmul_geom(const struct mps_shape *a, const struct m
 void mps_matmul_offsets(const struct mps_matmul_geom *g, int64_t i, int64_t *oa, int64_t *ob);
 
 float mps_f16_to_f32(uint16_t h);
-uint16_t mps_f32_to_f16(float f);
+uint16_t mps_f32_to_f16(float f); /* to nearest even; beyond 65504 an infinity */
+/* Copies n values of the float dtype from (f16, f32, f64) at src to dtype to
+   at dst, rounded to nearest even where to is narrower (f64 to f16 through
+   f32: twice, which can differ from numpy's once by an ulp in a near tie).
+   Where f16 and f64 inputs and outputs meet the f32 the graph computes in. */
+void mps_convert_floats(enum mps_dtype from, const void *src, enum mps_dtype to, void *dst, int64_t n);
 
 #endif

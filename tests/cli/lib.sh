@@ -31,6 +31,11 @@ check() {
   fi
 }
 
+# skip NAME WHY: a check that cannot run on this machine, said by name
+skip() {
+  echo "skip $1: $2"; skipped=$((skipped + 1))
+}
+
 # usage NAME TEXT ARGS...: exit 2 before any work (nothing on stdout), one error line containing TEXT
 usage() {
   local name=$1 text=$2

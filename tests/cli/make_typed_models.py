@@ -10,6 +10,10 @@ PyTorch (or numpy, for the typed one) computes:
                    flag.npy, y.npy; tokens_long.npy (another seq), y_long.npy
     if_rate.onnx   x f32 [n], rate i64 [] -> y: an If on rate > 16000 (x / 2, else x * 2), as an
                    audio front-end chooses by its sample rate; x4.npy, rate44k.npy, rate8k.npy
+    two_f16.onnx   two.onnx converted to float16 (tests/models/fp16.py), inputs and outputs f16 too;
+                   image16.npy, vec16.npy; probs16.npy, feat16.npy: PyTorch in f32 on its f16 weights and
+                   inputs, rounded to f16 (what mpsrun computes: model.h)
+    two_f16_io32.onnx  the same with f32 inputs and outputs, a Cast at each edge; probs16_32.npy, feat16_32.npy
 
 usage: make_typed_models.py OUT
 """
@@ -20,6 +24,9 @@ import numpy as np
 import onnx
 import torch
 from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+import fp16  # noqa: E402
 
 out = sys.argv[1] if len(sys.argv) > 1 else sys.exit(__doc__)
 os.makedirs(out, exist_ok=True)
@@ -57,6 +64,20 @@ np.save(p("vec2.npy"), v2.numpy())
 np.save(p("probs2.npy"), probs2.numpy())
 np.savez(p("both.npz"), image=x.numpy(), vec=v.numpy())
 np.savez_compressed(p("both_compressed.npz"), image=x.numpy(), vec=v.numpy())
+
+for keep_io, name in ((False, "two_f16"), (True, "two_f16_io32")):
+    onnx.save(fp16.convert(onnx.load(p("two.onnx")), keep_io=keep_io), p(name + ".onnx"))
+with torch.no_grad():
+    for t in two.parameters():
+        t.copy_(torch.from_numpy(fp16.rounded(t.numpy())))
+    x16, v16 = fp16.rounded(x.numpy()), fp16.rounded(v.numpy())
+    probs16, feat16 = (a.numpy() for a in two(torch.from_numpy(x16), torch.from_numpy(v16)))
+np.save(p("image16.npy"), x16.astype(np.float16))
+np.save(p("vec16.npy"), v16.astype(np.float16))
+np.save(p("probs16.npy"), probs16.astype(np.float16))
+np.save(p("feat16.npy"), feat16.astype(np.float16))
+np.save(p("probs16_32.npy"), probs16)
+np.save(p("feat16_32.npy"), feat16)
 
 rng = np.random.default_rng(3)
 table = rng.standard_normal((10, 3)).astype(np.float32)

@@ -3,6 +3,7 @@
 # not float32 images: fed by file in the model's order, by --input
 # NAME=FILE, or as an .npz (stored and compressed); int64 tokens, a scalar,
 # a bool flag, a free sequence length; float64 arrays for float32 inputs;
+# f16 models (fed f16 or f32 arrays, written f16; against PyTorch and onnxruntime);
 # an If whose branch an input's value chooses; every output written
 # (--outputs DIR or FILE.npz) and summarized in the
 # report; and each kind of bad input refused with one line naming the
@@ -24,7 +25,7 @@ check "the report names each input's file, and each output" bash -c "grep -q '^i
 expect "--input NAME=FILE, in any order" 0 infer "$two" --input vec=$m/vec.npy --input image=$m/image.npy --check "$m/probs.npy" -q
 expect "--input for one, the other by order" 0 infer "$two" "$m/image.npy" --input vec=$m/vec.npy --check "$m/probs.npy" -q
 expect "float64 for a float32 input" 0 infer "$two" "$m/image.npy" "$m/vec64.npy" --check "$m/probs.npy" --json
-check "... converted, and said" jq -e '.results[0].inputs[1].source == "npy f32 [1,6] (from f64)"' "$out" >/dev/null
+check "... converted, and said" jq -e '.results[0].inputs[1].source == "npy f64 [1,6] (to f32)"' "$out" >/dev/null
 for z in both both_compressed; do
   expect "an .npz of both, by name ($z)" 0 infer "$two" "$m/$z.npz" --check "$m/probs.npy" --json
   check "... each input from it" jq -e '[.results[0].inputs[].source] == ["npz f32 [1,3,16,16]", "npz f32 [1,6]"]' "$out" >/dev/null
@@ -54,6 +55,49 @@ check "each input's type in the report" bash -c "grep -q 'tokens  .*  npy i64 \[
   grep -q 'flag  .*  npy bool \[1\]' $out"
 expect "... a longer sequence (the seq dim is free)" 0 infer "$typed" "$m/tokens_long.npy" "$m/scale.npy" "$m/flag.npy" --check "$m/y_long.npy" -q
 expect "one input that is int64 is fed, not streamed" 0 infer "$typed" --input tokens=$m/tokens.npy --input scale=$m/scale.npy --input flag=$m/flag.npy -q
+
+# ---- float16 models (computed in f32: src/models/model.h) -------------------------------------------
+expect "an f16 model (f16 weights, inputs, outputs), fed f16 arrays" 0 infer "$m/two_f16.onnx" "$m/image16.npy" \
+  "$m/vec16.npy" --outputs "$tmp/o/f16.npz" --check "$m/probs16.npy" --rtol 0.001
+check "... the report says f16, computed in f32, and each output is f16" bash -c "grep -q '^model .*; f16, computed in f32)' $out &&
+  grep -q \"^  output 1  'feat' f16 \[4\]\" $out"
+check "... written as f16, within one f16 step of PyTorch in f32 on the same f16 weights and inputs" "$py" -c "
+import numpy as np, sys
+z = np.load(sys.argv[1])
+for n in ('probs', 'feat'):
+    a, b = z[n], np.load(f'{sys.argv[2]}/{n}16.npy')
+    assert a.dtype == np.float16 and a.shape == b.shape, (n, a.dtype, a.shape)
+    a, b = a.astype(np.float32), b.astype(np.float32)
+    assert np.abs(a - b).max() <= 2 ** -10 * np.abs(b).max(), n" "$tmp/o/f16.npz" "$m"
+expect "... fed f32 arrays: rounded to f16 as the model's inputs hold them" 0 infer "$m/two_f16.onnx" "$m/image.npy" \
+  "$m/vec.npy" --outputs "$tmp/o/f16_from32.npz" --json
+check "... said, and the same outputs to the bit" bash -c "jq -e '.results[0].inputs[0].source == \"npy f32 [1,3,16,16] (to f16)\"
+  and .model.storage == \"f16\" and .model.compute == \"f32\" and .outputs[0].dtype == \"f16\"' $out >/dev/null &&
+  \"\$1\" -c 'import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2]); assert all((a[n] == b[n]).all() for n in a.files)' \
+  $tmp/o/f16.npz $tmp/o/f16_from32.npz" _ "$py"
+expect "an f16 model with f32 inputs and outputs (a Cast at each edge) matches PyTorch to 1e-5" 0 infer \
+  "$m/two_f16_io32.onnx" "$m/image.npy" "$m/vec.npy" --check "$m/probs16_32.npy" -q
+expect "inspect shows the model's own types" 0 inspect "$m/two_f16.onnx" --json
+check "... f16 inputs and outputs, f16 storage" jq -e '[.inputs[].dtype, .outputs[].dtype] == ["f16", "f16", "f16", "f16"]
+  and .model.storage == "f16"' "$out" >/dev/null
+if node -e "require('$src/.deps/node_modules/onnxruntime-node')" 2>/dev/null; then
+  for f in two_f16 two_f16_io32; do
+    case $f in two_f16) ins="image=$m/image16.npy vec=$m/vec16.npy" ;; *) ins="image=$m/image.npy vec=$m/vec.npy" ;; esac
+    expect "$f: onnxruntime on the same model" 0 infer "$m/$f.onnx" $(for i in $ins; do printf -- '--input %s ' "$i"; done) \
+      --outputs "$tmp/o/$f.npz" -q
+    node "$src/tests/models/ort_run.js" "$m/$f.onnx" "$tmp/ort_$f" $ins >/dev/null
+    # onnxruntime rounds each op's result to f16 (an f16 step is 2^-11 of a value): within 4 steps of the scale
+    check "... within 4 f16 steps of onnxruntime's outputs" "$py" -c "
+import numpy as np, sys
+z = np.load(sys.argv[1])
+for i, n in enumerate(('probs', 'feat')):
+    a, b = z[n].astype(np.float32), np.load(f'{sys.argv[2]}/{i}.npy').astype(np.float32)
+    assert np.abs(a - b).max() <= 4 * 2 ** -11 * np.abs(b).max(), (n, np.abs(a - b).max() / np.abs(b).max())" \
+      "$tmp/o/$f.npz" "$tmp/ort_$f"
+  done
+else
+  skip "f16 models against onnxruntime" "onnxruntime-node is not installed (./scripts/setup installs it)"
+fi
 
 # ---- an If steered by an input ---------------------------------------------------------------
 expect "an If on a sample rate given as an input: 44.1 kHz takes the then branch" 0 infer "$m/if_rate.onnx" \

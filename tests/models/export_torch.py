@@ -16,7 +16,9 @@ model.onnx.data), because only PyTorch 1.13 is in Debian; the real thing,
 the MLP and the small CNN exported by PyTorch 2.11's default (dynamo)
 exporter at opset 20, is committed in tests/models/recent_exporter/. resnet18
 and LR-ASPP are also exported with batch, height and width free and checked
-at three input sizes each (test_data_set_0..2) from the one model.onnx.
+at three input sizes each (test_data_set_0..2) from the one model.onnx. A
+model of two inputs and two outputs, a small ViT at opset 17, and resnet18
+converted to float16 (FP16 below) complete the set.
 
 usage: export_torch.py OUT [NAME...]     (Debian: python3-torch python3-torchvision python3-onnx)
 """
@@ -32,6 +34,8 @@ import torchvision
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "peers"))
 import peer_models  # noqa: E402  (Segmentation: a torchvision segmentation model's "out")
+
+import fp16  # noqa: E402  (tests/models/fp16.py: float16 conversion)
 
 
 class MLP(torch.nn.Module):
@@ -133,7 +137,35 @@ class SmallStyle(torch.nn.Module):
         return torch.sigmoid(self.out(h))
 
 
-# name: (constructor, input shape, opset, dynamic batch exported as a symbolic dim)
+class TwoInTwoOut(torch.nn.Module):
+    """An image and a vector of side data in, class scores and an embedding
+    out: the form of a model that takes several inputs and gives several outputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
+                                        torch.nn.Flatten())
+        self.side = torch.nn.Linear(6, 8)
+        self.head = torch.nn.Linear(8, 5)
+
+    def forward(self, image, side):
+        embedding = self.conv(image) + torch.tanh(self.side(side))
+        return torch.log_softmax(self.head(embedding), dim=1), embedding
+
+
+def vit_tiny():
+    """torchvision's VisionTransformer in small (2 layers, 4 heads, width 64),
+    its zero-initialized head drawn at random so that the output says something."""
+    m = torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4, hidden_dim=64,
+                                             mlp_dim=128, num_classes=10)
+    with torch.no_grad():
+        torch.nn.init.normal_(m.heads.head.weight, std=0.2)
+        torch.nn.init.normal_(m.heads.head.bias, std=0.1)
+    return m
+
+
+# name: (constructor, input shape (a list of them for several inputs), opset, dynamic batch exported as a
+# symbolic dim)
 CASES = {
     "mlp_784_512_512_10": (MLP, (4, 1, 28, 28), 11, True),
     "small_cnn": (SmallCNN, (2, 1, 28, 28), 12, False),
@@ -156,7 +188,18 @@ CASES = {
     "small_unet_opset9": (lambda: SmallUNet(nearest=True), (1, 3, 32, 32), 9, False),
     "small_espcn": (SmallESPCN, (2, 3, 24, 20), 12, True),
     "small_style": (SmallStyle, (2, 3, 40, 32), 11, True),
+    # two inputs and two outputs; a transformer (LayerNormalization at opset 17, attention as MatMul/Softmax)
+    "two_in_two_out": (TwoInTwoOut, [(2, 3, 24, 24), (2, 6)], 14, True),
+    "vit_tiny_opset17": (vit_tiny, (2, 3, 32, 32), 17, True),
 }
+
+# Converted to float16 (weights, compute; f32 inputs and outputs with a Cast at
+# each edge, tests/models/fp16.py) after an export that keeps BatchNormalization
+# (PyTorch folds it into the Conv in eval mode), so that PyTorch computes the
+# same thing from the same f16 numbers: the expected output is PyTorch in f32 on
+# the model's parameters and input rounded to f16 -- what mpsrun computes for an
+# f16 model (src/models/model.h). name: (constructor, input shape, opset)
+FP16 = {"resnet18_fp16": (vision("resnet18"), (2, 3, 96, 96), 13)}
 
 # Exported once with batch, height and width free (dynamic_axes), then checked
 # at each input shape listed, from the same model.onnx: name: (constructor, shapes, opset)
@@ -176,30 +219,64 @@ def write_tensor(path, array, name):
         f.write(tensor.SerializeToString())
 
 
-def export(out, name):
-    make, shape, opset, dynamic = CASES[name]
+def made(make, name):
+    """The model, seeded by its name, in eval mode, with BatchNorm statistics
+    other than 0/1 (so that folding them is really tested)."""
     torch.manual_seed(len(name))
     model = make().eval()
-    x = torch.randn(*shape)
     with torch.no_grad():
-        # BatchNorm statistics other than 0/1, so that folding them is really tested
         for m in model.modules():
             if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)):
                 m.running_mean.uniform_(-0.5, 0.5)
                 m.running_var.uniform_(0.5, 2.0)
-        y = model(x)
-    case = os.path.join(out, "test_" + name)
+    return model
+
+
+def write_set(case, xs, ys):
+    """test_data_set_0 of case: inputs xs, expected outputs ys (tuples of tensors)."""
     os.makedirs(os.path.join(case, "test_data_set_0"), exist_ok=True)
-    axes = {"input": {0: "batch"}, "output": {0: "batch"}} if dynamic else None
-    torch.onnx.export(model, x, os.path.join(case, "model.onnx"), opset_version=opset, input_names=["input"],
-                      output_names=["output"], dynamic_axes=axes)
+    for io, tensors in (("input", xs), ("output", ys)):
+        for i, t in enumerate(tensors):
+            write_tensor(os.path.join(case, "test_data_set_0", f"{io}_{i}.pb"), t.numpy(), f"{io}{i or ''}")
+
+
+def export(out, name):
+    make, shape, opset, dynamic = CASES[name]
+    model = made(make, name)
+    shapes = shape if isinstance(shape, list) else [shape]
+    xs = tuple(torch.randn(*s) for s in shapes)
+    with torch.no_grad():
+        traced = model(*xs)
+    n_out = len(traced) if isinstance(traced, tuple) else 1
+    case = os.path.join(out, "test_" + name)
+    os.makedirs(case, exist_ok=True)
+    ins = ["input"] + [f"input{i}" for i in range(1, len(shapes))]
+    outs = ["output"] + [f"output{i}" for i in range(1, n_out)]
+    axes = {n: {0: "batch"} for n in ins + outs} if dynamic else None
+    torch.onnx.export(model, xs, os.path.join(case, "model.onnx"), opset_version=opset, input_names=ins,
+                      output_names=outs, dynamic_axes=axes)
     if dynamic:  # the data has another batch than the trace: the symbolic dim must be resolved
-        x = torch.randn(shape[0] + 3, *shape[1:])
-        with torch.no_grad():
-            y = model(x)
-    write_tensor(os.path.join(case, "test_data_set_0", "input_0.pb"), x.numpy(), "input")
-    write_tensor(os.path.join(case, "test_data_set_0", "output_0.pb"), y.numpy(), "output")
+        xs = tuple(torch.randn(s[0] + 3, *s[1:]) for s in shapes)
+    with torch.no_grad():
+        ys = model(*xs)
+    write_set(case, xs, ys if isinstance(ys, tuple) else (ys,))
     return case
+
+
+def export_fp16(out, name):
+    make, shape, opset = FP16[name]
+    model = made(make, name)
+    case = os.path.join(out, "test_" + name)
+    os.makedirs(case, exist_ok=True)
+    path = os.path.join(case, "model.onnx")
+    torch.onnx.export(model, torch.randn(*shape), path, opset_version=opset, input_names=["input"],
+                      output_names=["output"], training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False)
+    onnx.save(fp16.convert(onnx.load(path), keep_io=True), path)
+    with torch.no_grad():
+        for t in list(model.parameters()) + [b for b in model.buffers() if b.is_floating_point()]:
+            t.copy_(torch.from_numpy(fp16.rounded(t.numpy())))
+        x = torch.from_numpy(fp16.rounded(torch.randn(*shape).numpy()))
+        write_set(case, (x,), (model(x),))
 
 
 def export_free_size(out, name):
@@ -280,11 +357,13 @@ def to_opset18(src_case, out, name):
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    out, names = sys.argv[1], sys.argv[2:] or list(CASES) + list(OPSET18) + list(LPPOOL) + list(FREE_SIZES)
+    out, names = sys.argv[1], sys.argv[2:] or list(CASES) + list(OPSET18) + list(LPPOOL) + list(FREE_SIZES) + list(FP16)
     os.makedirs(out, exist_ok=True)
     for name in names:
         if name in LPPOOL:
             lppool(out, name)
+        elif name in FP16:
+            export_fp16(out, name)
         elif name in FREE_SIZES:
             export_free_size(out, name)
         elif name in OPSET18:

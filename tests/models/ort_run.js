@@ -1,6 +1,6 @@
 // ort_run.js [--level disabled|basic|all] MODEL OUTDIR NAME=FILE.npy...: runs
 // onnxruntime's CPU build (the npm package onnxruntime-node, a setup
-// dependency) on the named inputs, read from .npy files (float32, float64,
+// dependency) on the named inputs, read from .npy files (float32, float16, float64,
 // int64, int32, uint8, bool), and writes each output as OUTDIR/<index>.npy
 // (in the model's output order: names can be any string); prints the
 // outputs' names, one a line. One thread; graph optimizations as --level
@@ -11,7 +11,8 @@ const path = require('path');
 const ort = require(path.join(__dirname, '..', '..', '.deps', 'node_modules', 'onnxruntime-node'));
 
 const kinds = {
-  '<f4': ['float32', Float32Array], '<f8': ['float64', Float64Array], '<i8': ['int64', BigInt64Array],
+  '<f4': ['float32', Float32Array], '<f2': ['float16', Uint16Array], '<f8': ['float64', Float64Array],
+  '<i8': ['int64', BigInt64Array],
   '<i4': ['int32', Int32Array], '|u1': ['uint8', Uint8Array], '|b1': ['bool', Uint8Array],
 };
 
@@ -30,7 +31,7 @@ function readNpy(file) {
 }
 
 function writeNpy(file, t) {
-  const descr = { float32: '<f4', float64: '<f8', int64: '<i8', int32: '<i4', uint8: '|u1', bool: '|b1' }[t.type];
+  const descr = { float32: '<f4', float16: '<f2', float64: '<f8', int64: '<i8', int32: '<i4', uint8: '|u1', bool: '|b1' }[t.type];
   if (!descr) throw new Error(`an output of type ${t.type}`);
   const dims = t.dims.length === 1 ? `${t.dims[0]},` : t.dims.join(', ');
   let hdr = `{'descr': '${descr}', 'fortran_order': False, 'shape': (${dims}), }`;

@@ -24,7 +24,9 @@ fi
 # brings ceil_mode pooling and Concat, shufflenet and mnasnet depthwise convolutions,
 # small_unet Resize and Upsample (nearest, bilinear with align_corners) and skip Concats,
 # small_espcn DepthToSpace (PixelShuffle), small_style InstanceNormalization and reflection Pad,
-# lppool LpPool (built with onnx.helper, the expected output from the spec in numpy).
-exec "$runner" --sim-only mlp,small_cnn,shufflenet,mnasnet,squeezenet,small_unet,small_espcn,small_style,lppool \
+# lppool LpPool (built with onnx.helper, the expected output from the spec in numpy),
+# two_in_two_out several inputs and outputs, vit_tiny LayerNormalization and attention,
+# resnet18_fp16 the Casts of an f16 model computed in f32.
+exec "$runner" --sim-only mlp,small_cnn,shufflenet,mnasnet,squeezenet,small_unet,small_espcn,small_style,lppool,two_in_two_out,vit_tiny,resnet18_fp16 \
   "$src/tests/models/expected_exports.txt" "$out" \
   "$src/tests/models/recent_exporter"
