@@ -276,10 +276,11 @@ static enum mps_status mps_infer_nominal(struct mps_infer_result *r, const char 
 
 /* A run fed by file (r->fed and r->groups[0].in read): the model built at
    the shapes given. Where it does not build so because an input steers it
-   (a Reshape's shape, an If's condition given as an input: "must be a
-   constant", "depends on what the inputs hold"), again with the small
-   integer and bool inputs given as values: the model is specialized for
-   them and takes the others only (r->groups[0].in compacted to its inputs). */
+   (a Reshape's shape given as an input: "must be a constant"), or builds
+   with an If decided at run time (which only the cpu backend runs), again
+   with the small integer and bool inputs given as values: the model is
+   specialized for them (an If on a sample rate given is decided at load)
+   and takes the others only (r->groups[0].in compacted to its inputs). */
 static enum mps_status mps_infer_fed_model(struct mps_infer_result *r, struct mps_error *err)
 {
     struct mps_infer_group *grp = &r->groups[0];
@@ -296,12 +297,20 @@ static enum mps_status mps_infer_fed_model(struct mps_infer_result *r, struct mp
     }
     struct mps_onnx_opts o = {.n_shapes = n, .shapes = shapes};
     enum mps_status st = mps_onnx_model(r->file, &o, &r->model, err);
-    if (st == MPS_ERR_MODEL &&
-        (strstr(err->msg, "must be a constant") || strstr(err->msg, "depends on what the inputs"))) {
-        struct mps_error first = *err;
+    bool decided_late = false;
+    for (int k = 0; !st && k < r->model->graph->n_nodes; k++)
+        decided_late = decided_late || r->model->graph->nodes[k].op == MPS_OP_IF;
+    if ((st == MPS_ERR_MODEL && strstr(err->msg, "must be a constant")) || decided_late) {
+        struct mps_model *late = r->model; /* NULL, or the model with its run-time Ifs */
+        struct mps_error why = *err;
         o.values = values;
-        if ((st = mps_onnx_model(r->file, &o, &r->model, err)))
-            (void)first; /* the reason with the values: it went further */
+        st = mps_onnx_model(r->file, &o, &r->model, &why);
+        if (late && st) /* the values decide nothing more: the run-time Ifs stay */
+            r->model = late, st = MPS_OK;
+        else
+            mps_model_free(late);
+        if (st) /* the reason with the values: it went further */
+            *err = why;
     }
     if (st)
         return st;

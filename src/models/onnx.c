@@ -36,9 +36,9 @@ static size_t mps_onnx_hash(const char *s)
     return h;
 }
 
-static bool mps_onnx_map_grow(struct mps_onnx_ctx *c)
+/* The map again over n slots, from the values' names as they are now. */
+static bool mps_onnx_map_rehash(struct mps_onnx_ctx *c, size_t n)
 {
-    size_t n = c->n_slots ? c->n_slots * 2 : 256;
     int *slots = malloc(n * sizeof *slots);
     if (!slots)
         return false;
@@ -54,6 +54,11 @@ static bool mps_onnx_map_grow(struct mps_onnx_ctx *c)
     c->slots = slots;
     c->n_slots = n;
     return true;
+}
+
+static bool mps_onnx_map_grow(struct mps_onnx_ctx *c)
+{
+    return mps_onnx_map_rehash(c, c->n_slots ? c->n_slots * 2 : 256);
 }
 
 int mps_onnx_lookup(const struct mps_onnx_ctx *c, const char *name)
@@ -510,16 +515,68 @@ static enum mps_status mps_onnx_input(struct mps_onnx_ctx *c, struct mps_model *
 }
 
 static enum mps_status mps_onnx_nodes(struct mps_onnx_ctx *c, const Onnx__GraphProto *gp, struct mps_error *err);
-static enum mps_status mps_onnx_if_branch(struct mps_onnx_ctx *c, struct mps_onnx_node *n, const Onnx__GraphProto *b,
-                                          struct mps_error *err);
 
-/* An If whose condition is a constant once the model is loaded (a flag, a
-   size compared with a threshold): the branch it takes is mapped in its
-   place, its initializers and nodes into the graph (names are unique across
-   a model and its subgraphs, so the branch reads the outer scope's values by
-   their names), each of its outputs copied to the If's by an Identity that
-   the optimizer removes. A condition that depends on what the inputs hold
-   is refused by name: a run-time If is not built yet. */
+/* Maps branch side (1: then_branch, 0: else_branch) of If node n into the
+   graph, its outputs' values into outs[n->n_out]. */
+static enum mps_status mps_onnx_branch(struct mps_onnx_ctx *c, struct mps_onnx_node *n,
+                                       const Onnx__AttributeProto *side, int *outs, struct mps_error *err)
+{
+    Onnx__GraphProto *b = onnx__graph_proto__unpack(NULL, side->g.len, side->g.data);
+    if (!b)
+        return mps_onnx_fail(n, err, "its %s does not decode", side->name);
+    enum mps_status st = MPS_OK;
+    if (b->n_output != (size_t)n->n_out)
+        st = mps_onnx_fail(n, err, "its %s has %zu outputs, the If %d", side->name, b->n_output, n->n_out);
+    for (size_t i = 0; !st && i < b->n_initializer; i++) {
+        const Onnx__TensorProto *t = b->initializer[i];
+        enum mps_dtype dt;
+        struct mps_shape s;
+        const void *data;
+        if ((st = mps_onnx_tensor(c, t, t->name ? t->name : "", &dt, &s, &data, err)))
+            break;
+        int v = mps_onnx_define(c, t->name ? t->name : "", dt, &s);
+        if (v < 0)
+            st = mps_onnx_fail(n, err, "its %s's initializer '%s' takes a name already used", side->name,
+                               t->name ? t->name : "");
+        else
+            c->g->values[v].data = data;
+    }
+    c->depth++;
+    if (!st)
+        st = mps_onnx_nodes(c, b, err);
+    c->depth--;
+    for (int o = 0; !st && o < n->n_out; o++) {
+        const char *name = b->output[o]->name ? b->output[o]->name : "";
+        if ((outs[o] = mps_onnx_lookup(c, name)) < 0)
+            st = mps_onnx_fail(n, err, "its %s's output '%s' is computed by no node", side->name, name);
+    }
+    onnx__graph_proto__free_unpacked(b, NULL);
+    return st;
+}
+
+/* The values a branch of If node n made (from first on: initializers and
+   node outputs, not outer names it read before they were defined) named
+   "<If>/<side>/<name>": out of reach of the other branch and the nodes
+   after the If, which may use the same names. */
+static enum mps_status mps_onnx_branch_scope(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int first,
+                                             const char *side, struct mps_error *err)
+{
+    for (int v = first; v < c->g->n_values; v++) {
+        struct mps_value *val = &c->g->values[v];
+        if (val->producer < 0 && !val->data)
+            continue;
+        char name[400];
+        snprintf(name, sizeof name, "%.120s/%s/%.200s", n->name, side, val->name);
+        if (!(val->name = mps_graph_strdup(c->g, name)))
+            return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    }
+    return mps_onnx_map_rehash(c, c->n_slots) ? MPS_OK : mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+}
+
+/* An If whose condition is known once the model is loaded is mapped as the
+   branch it takes. One decided at run time maps both branches and an If
+   node after them that passes on the taken one's outputs (MPS_OP_IF: the
+   cpu backend runs only that branch's nodes; the GPU backends refuse it). */
 static enum mps_status mps_onnx_if(struct mps_onnx_ctx *c, struct mps_onnx_node *n, struct mps_error *err)
 {
     const Onnx__AttributeProto *branch[2] = {NULL, NULL};
@@ -541,60 +598,35 @@ static enum mps_status mps_onnx_if(struct mps_onnx_ctx *c, struct mps_onnx_node 
     if (st)
         return st;
     const struct mps_value *cond = &c->g->values[n->in[0]];
-    if (!known)
-        return mps_onnx_fail(n, err,
-                             "its condition '%s' depends on what the inputs hold, not only on their shapes: "
-                             "a run-time If is not supported yet",
-                             cond->name);
-    if (mps_shape_numel(&cond->shape) != 1 || (cond->dtype != MPS_BOOL && cond->dtype != MPS_U8))
+    if (known && (mps_shape_numel(&cond->shape) != 1 || (cond->dtype != MPS_BOOL && cond->dtype != MPS_U8)))
         return mps_onnx_fail(n, err, "its condition is %s of %lld elements, not one bool", mps_dtype_name(cond->dtype),
                              (long long)mps_shape_numel(&cond->shape));
-    const Onnx__AttributeProto *taken = branch[((const uint8_t *)cond->data)[0] != 0];
-    Onnx__GraphProto *b = onnx__graph_proto__unpack(NULL, taken->g.len, taken->g.data);
-    if (!b)
-        return mps_onnx_fail(n, err, "its %s does not decode", taken->name);
-    c->depth++;
-    st = mps_onnx_if_branch(c, n, b, err);
-    c->depth--;
-    onnx__graph_proto__free_unpacked(b, NULL);
-    return st;
-}
-
-/* Maps branch b of If node n in the If's place. */
-static enum mps_status mps_onnx_if_branch(struct mps_onnx_ctx *c, struct mps_onnx_node *n, const Onnx__GraphProto *b,
-                                          struct mps_error *err)
-{
-    enum mps_status st;
-    if (b->n_output != (size_t)n->n_out)
-        return mps_onnx_fail(n, err, "its branch has %zu outputs, the If %d", b->n_output, n->n_out);
-    for (size_t i = 0; i < b->n_initializer; i++) {
-        const Onnx__TensorProto *t = b->initializer[i];
-        enum mps_dtype dt;
-        struct mps_shape s;
-        const void *data;
-        if ((st = mps_onnx_tensor(c, t, t->name ? t->name : "", &dt, &s, &data, err)))
+    int outs[2][8], in[1 + 2 * 8];
+    if (known) {
+        if ((st = mps_onnx_branch(c, n, branch[((const uint8_t *)cond->data)[0] != 0], outs[0], err)))
             return st;
-        int v = mps_onnx_define(c, t->name ? t->name : "", dt, &s);
-        if (v < 0)
-            return mps_onnx_fail(n, err, "its branch's initializer '%s' takes a name already used",
-                                 t->name ? t->name : "");
-        c->g->values[v].data = data;
+        for (int o = 0; o < n->n_out; o++) {
+            char id_name[200];
+            snprintf(id_name, sizeof id_name, "%s/out%d", n->name, o);
+            if (n->out[o] >= 0 &&
+                (st = mps_graph_add_node(c->g, MPS_OP_IDENTITY, id_name, &outs[0][o], 1, &n->out[o], 1, NULL, err)))
+                return st;
+        }
+        return MPS_OK;
     }
-    if ((st = mps_onnx_nodes(c, b, err)))
-        return st;
+    for (int side = 1; side >= 0; side--) {
+        int first = c->g->n_values;
+        if ((st = mps_onnx_branch(c, n, branch[side], outs[side], err)) ||
+            (st = mps_onnx_branch_scope(c, n, first, side ? "then" : "else", err)))
+            return st;
+    }
+    in[0] = n->in[0];
     for (int o = 0; o < n->n_out; o++) {
-        const char *name = b->output[o]->name ? b->output[o]->name : "";
-        int from = mps_onnx_lookup(c, name);
-        if (from < 0)
-            return mps_onnx_fail(n, err, "its branch's output '%s' is computed by no node", name);
-        if (n->out[o] < 0)
-            continue;
-        char id_name[200];
-        snprintf(id_name, sizeof id_name, "%s/out%d", n->name, o);
-        if ((st = mps_graph_add_node(c->g, MPS_OP_IDENTITY, id_name, &from, 1, &n->out[o], 1, NULL, err)))
-            return st;
+        in[1 + o] = outs[1][o], in[1 + n->n_out + o] = outs[0][o];
+        if (n->out[o] < 0 && (n->out[o] = mps_onnx_temp(c, n->name)) < 0) /* an output nothing reads */
+            return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     }
-    return MPS_OK;
+    return mps_graph_add_node(c->g, MPS_OP_IF, n->name, in, 1 + 2 * n->n_out, n->out, n->n_out, NULL, err);
 }
 
 static enum mps_status mps_onnx_nodes(struct mps_onnx_ctx *c, const Onnx__GraphProto *gp, struct mps_error *err)

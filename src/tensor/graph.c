@@ -530,3 +530,72 @@ int64_t mps_index_plan(const struct mps_graph *g, const struct mps_node *n, int6
     free(last);
     return count;
 }
+
+/* The deepest condition both a and b lie under (-1: none). */
+static int mps_branch_common(const struct mps_branch *br, int a, int b)
+{
+    for (int x = a; x >= 0; x = br[x].parent)
+        for (int y = b; y >= 0; y = br[y].parent)
+            if (x == y)
+                return x;
+    return -1;
+}
+
+/* Whether every condition of b's chain is computed before node k. */
+static bool mps_branch_ready(const struct mps_graph *g, const struct mps_branch *br, int b, int k)
+{
+    for (; b >= 0; b = br[b].parent)
+        if (g->values[br[b].cond].producer >= k)
+            return false;
+    return true;
+}
+
+int mps_graph_branches(const struct mps_graph *g, int *guard, struct mps_branch *br)
+{
+    int guarded = 0;
+    int *reader = malloc(sizeof *reader * ((size_t)g->n_values + 1)); /* per value: what its readers need so far */
+    bool *read = calloc((size_t)g->n_values + 1, sizeof *read);
+    if (!reader || !read) { /* every node runs */
+        for (int k = 0; k < g->n_nodes; k++)
+            guard[k] = -1;
+        free(reader);
+        free(read);
+        return 0;
+    }
+    for (int i = 0; i < g->n_outputs; i++)
+        read[g->outputs[i]] = true, reader[g->outputs[i]] = -1;
+    for (int k = g->n_nodes - 1; k >= 0; k--) { /* readers before writers */
+        const struct mps_node *n = &g->nodes[k];
+        bool any = false;
+        int need = -1;
+        for (int o = 0; o < n->n_out; o++)
+            if (read[n->out[o]]) {
+                need = any ? mps_branch_common(br, need, reader[n->out[o]]) : reader[n->out[o]];
+                any = true;
+            }
+        guard[k] = any && mps_branch_ready(g, br, need, k) ? need : -1;
+        guarded += guard[k] >= 0;
+        if (n->op == MPS_OP_IF)
+            for (int side = 0; side < 2; side++)
+                br[2 * k + side] = (struct mps_branch){.cond = n->in[0], .taken = side == 0, .parent = guard[k]};
+        for (int i = 0; i < n->n_in; i++) {
+            int v = n->in[i];
+            if (v < 0)
+                continue;
+            int b = n->op != MPS_OP_IF || i == 0 ? guard[k] : 2 * k + (i > n->n_out); /* a branch's output */
+            reader[v] = read[v] ? mps_branch_common(br, reader[v], b) : b;
+            read[v] = true;
+        }
+    }
+    free(reader);
+    free(read);
+    return guarded;
+}
+
+bool mps_branch_holds(const struct mps_branch *br, int b, bool (*value)(int v, void *ctx), void *ctx)
+{
+    for (; b >= 0; b = br[b].parent)
+        if (value(br[b].cond, ctx) != br[b].taken)
+            return false;
+    return true;
+}

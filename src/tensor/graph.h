@@ -114,6 +114,24 @@ bool mps_graph_is_output(const struct mps_graph *g, int v);
    an output: its one reader). */
 int mps_graph_uses(const struct mps_graph *g, int v, int *only);
 
+/* A run-time If (MPS_OP_IF) has both branches' nodes in the graph before it;
+   a run needs only the taken one's. A branch condition: the nodes it guards
+   run when value cond (one bool, computed before them) is taken (true: the
+   then branch) and the condition parent (-1: none, an If inside a branch)
+   holds too. */
+struct mps_branch {
+    int cond;
+    bool taken;
+    int parent;
+};
+/* The conditions under which each node's result is read: guard[k] (n_nodes
+   entries) -1 when every run needs node k, else an index into
+   branches[0, 2 * n_nodes) (caller's arrays). A node that several branches
+   read is guarded by what they share. Returns the count of guarded nodes. */
+int mps_graph_branches(const struct mps_graph *g, int *guard, struct mps_branch *branches);
+/* Whether branch condition b holds, cond values read by value(v, ctx) != 0. */
+bool mps_branch_holds(const struct mps_branch *branches, int b, bool (*value)(int v, void *ctx), void *ctx);
+
 /* The input of node n at slot i as a value, or NULL when omitted. */
 const struct mps_value *mps_node_input(const struct mps_graph *g, const struct mps_node *n, int i);
 

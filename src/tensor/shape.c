@@ -176,6 +176,33 @@ static enum mps_status mps_shape_cast(struct mps_graph *g, struct mps_node *n, s
     return MPS_OK;
 }
 
+/* If (a run-time one): one bool, then n outputs of each branch, alike pairwise
+   (a plan has one shape per value, whichever branch a run takes). */
+static enum mps_status mps_shape_if(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *c = mps_shape_in(g, n, 0);
+    if (n->n_in != 1 + 2 * n->n_out)
+        return mps_shape_fail(n, err, "%d inputs for %d outputs: a condition and two branches' outputs", n->n_in,
+                              n->n_out);
+    if (mps_shape_numel(&c->shape) != 1 || (c->dtype != MPS_BOOL && c->dtype != MPS_U8))
+        return mps_shape_fail(n, err, "its condition '%s' is %s of %lld elements, not one bool", c->name,
+                              mps_dtype_name(c->dtype), (long long)mps_shape_numel(&c->shape));
+    for (int o = 0; o < n->n_out; o++) {
+        const struct mps_value *a = mps_shape_in(g, n, 1 + o), *b = mps_shape_in(g, n, 1 + n->n_out + o);
+        char x[128], y[128];
+        if (!a || !b)
+            return mps_shape_fail(n, err, "output %d is missing from a branch", o);
+        if (a->dtype != b->dtype || !mps_shape_eq(&a->shape, &b->shape))
+            return mps_shape_fail(n, err,
+                                  "its branches give output %d as %s %s and %s %s: an If decided at run time "
+                                  "needs them alike here",
+                                  o, mps_dtype_name(a->dtype), mps_shape_str(&a->shape, x, sizeof x),
+                                  mps_dtype_name(b->dtype), mps_shape_str(&b->shape, y, sizeof y));
+        mps_shape_set(g, n, o, a->dtype, &a->shape);
+    }
+    return MPS_OK;
+}
+
 /* Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean: numpy broadcasting of all inputs. */
 static enum mps_status mps_shape_broadcast_op(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
@@ -683,6 +710,7 @@ static const mps_shape_rule mps_shape_math_rules[MPS_OP_COUNT] = {
     [MPS_OP_REDUCE_LOG_SUM_EXP] = mps_shape_reduce,
     [MPS_OP_ARG_MAX] = mps_shape_arg,
     [MPS_OP_ARG_MIN] = mps_shape_arg,
+    [MPS_OP_IF] = mps_shape_if,
 };
 
 enum mps_status mps_graph_infer_node(struct mps_graph *g, struct mps_node *n, struct mps_error *err)

@@ -10,6 +10,11 @@ PyTorch (or numpy, for the typed one) computes:
                    flag.npy, y.npy; tokens_long.npy (another seq), y_long.npy
     if_rate.onnx   x f32 [n], rate i64 [] -> y: an If on rate > 16000 (x / 2, else x * 2), as an
                    audio front-end chooses by its sample rate; x4.npy, rate44k.npy, rate8k.npy
+    if_score.onnx  x f32 [4], idx i64 [80] -> y f32 [4], z f32 []: If on sum(x) > 0, decided at run time
+                   (what the inputs hold, not their shapes): then an If on max(x) > 1 (x * 10 + 1, else
+                   x * 100 + 1) and z the sum of x[idx]; else -x and z the sum of x. Both branches name
+                   values alike (sibling scopes). score_*.npy inputs, idx_ok.npy, idx_bad.npy (an index out
+                   of range: the then branch fails, the else branch never reads it)
     two_f16.onnx   two.onnx converted to float16 (tests/models/fp16.py), inputs and outputs f16 too;
                    image16.npy, vec16.npy; probs16.npy, feat16.npy: PyTorch in f32 on its f16 weights and
                    inputs, rounded to f16 (what mpsrun computes: model.h)
@@ -117,3 +122,36 @@ onnx.save(model, p("if_rate.onnx"))
 np.save(p("x4.npy"), np.arange(4, dtype=np.float32))
 np.save(p("rate44k.npy"), np.array(44100, np.int64))
 np.save(p("rate8k.npy"), np.array(8000, np.int64))
+
+big = helper.make_graph([helper.make_node("Mul", ["x", "ten"], ["u"]), helper.make_node("Add", ["u", "one"], ["r"])],
+                        "big", [], [helper.make_tensor_value_info("r", TensorProto.FLOAT, [4])],
+                        [numpy_helper.from_array(np.array(10, np.float32), "ten")])
+small = helper.make_graph([helper.make_node("Mul", ["x", "hundred"], ["u"]), helper.make_node("Add", ["u", "one"], ["r"])],
+                          "small", [], [helper.make_tensor_value_info("r", TensorProto.FLOAT, [4])],
+                          [numpy_helper.from_array(np.array(100, np.float32), "hundred")])
+then = helper.make_graph([helper.make_node("ReduceMax", ["x"], ["m"], keepdims=0),
+                          helper.make_node("Greater", ["m", "one"], ["c2"]),
+                          helper.make_node("If", ["c2"], ["t"], name="by_max", then_branch=big, else_branch=small),
+                          helper.make_node("Gather", ["x", "idx"], ["g"], axis=0),
+                          helper.make_node("ReduceSum", ["g"], ["s"], keepdims=0)],
+                         "then", [], [helper.make_tensor_value_info("t", TensorProto.FLOAT, [4]),
+                                      helper.make_tensor_value_info("s", TensorProto.FLOAT, [])])
+other = helper.make_graph([helper.make_node("Neg", ["x"], ["t"]), helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0)],
+                          "else", [], [helper.make_tensor_value_info("t", TensorProto.FLOAT, [4]),
+                                       helper.make_tensor_value_info("s", TensorProto.FLOAT, [])])
+graph = helper.make_graph([helper.make_node("ReduceSum", ["x"], ["sum"], keepdims=0),
+                           helper.make_node("Greater", ["sum", "zero"], ["c"]),
+                           helper.make_node("If", ["c"], ["y", "z"], name="by_sum", then_branch=then, else_branch=other)],
+                          "if_score", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]),
+                                       helper.make_tensor_value_info("idx", TensorProto.INT64, [80])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4]),
+                           helper.make_tensor_value_info("z", TensorProto.FLOAT, [])],
+                          [numpy_helper.from_array(np.array(0, np.float32), "zero"),
+                           numpy_helper.from_array(np.array(1, np.float32), "one")])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+model.ir_version = 8
+onnx.save(model, p("if_score.onnx"))
+for name, x in (("big", [2, 0.5, -1, 0.25]), ("small", [0.5, 0.25, 0.75, -0.5]), ("neg", [-2, 0.5, -1, 0.25])):
+    np.save(p(f"score_{name}.npy"), np.array(x, np.float32))
+np.save(p("idx_ok.npy"), np.arange(80, dtype=np.int64) % 4)
+np.save(p("idx_bad.npy"), np.full(80, 99, np.int64))

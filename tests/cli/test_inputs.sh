@@ -4,7 +4,7 @@
 # NAME=FILE, or as an .npz (stored and compressed); int64 tokens, a scalar,
 # a bool flag, a free sequence length; float64 arrays for float32 inputs;
 # f16 models (fed f16 or f32 arrays, written f16; against PyTorch and onnxruntime);
-# an If whose branch an input's value chooses; every output written
+# an If whose branch an input's value chooses, at load or at run time; every output written
 # (--outputs DIR or FILE.npz) and summarized in the
 # report; and each kind of bad input refused with one line naming the
 # input, what it takes and what was given. Against PyTorch (and numpy).
@@ -105,8 +105,27 @@ expect "an If on a sample rate given as an input: 44.1 kHz takes the then branch
 check "... x / 2" bash -c "[ \"\$(cut -f3- $out)\" = \"\$(printf '0\t0.5\t1\t1.5')\" ]"
 expect "... 8 kHz the else branch" 0 infer "$m/if_rate.onnx" "$m/x4.npy" "$m/rate8k.npy" -q
 check "... x * 2" bash -c "[ \"\$(cut -f3- $out)\" = \"\$(printf '0\t2\t4\t6')\" ]"
-expect "inspect says why it cannot build without the rate: exit 3" 3 inspect "$m/if_rate.onnx"
-check "... naming the node" grep -q "node 'by_rate' (If): its condition 'high' depends on what the inputs hold" "$err"
+expect "inspect, without the rate, shows the If decided at run time" 0 inspect "$m/if_rate.onnx"
+check "... which the cpu backend runs and cuda refuses by name" bash -c "grep -q '^   3  by_rate  *If ' $out &&
+  grep -q '^backends   cpu   runs every node' $out && grep -q \"^           cuda  cannot run: node 'by_rate' (If)\" $out"
+
+# ---- an If decided at run time, by what an input holds ------------------------------------------
+# y: then an If on max(x) > 1 inside (x * 10 + 1, else x * 100 + 1), else -x; z: then sum(x[idx]), else sum(x)
+for c in "big 21 6 -9 3.5 35" "small 51 26 76 -49 20" "neg 2 -0.5 1 -0.25 -2.25"; do
+  set -- $c
+  expect "if_score, $1: the branch the data chooses (nested Ifs, names alike in both branches)" 0 infer \
+    "$m/if_score.onnx" "$m/score_$1.npy" "$m/idx_ok.npy" --json
+  check "... y [$2 $3 $4 $5], z $6" jq -e --argjson y "[$2,$3,$4,$5]" --argjson z "$6" \
+    '.results[0].outputs[0].min == ($y | min) and .results[0].outputs[0].max == ($y | max) and
+     .results[0].outputs[1].mean == $z and .backend.name == "cpu"' "$out" >/dev/null
+done
+expect "the branch not taken never runs: an index out of range there is no error" 0 infer "$m/if_score.onnx" \
+  "$m/score_neg.npy" "$m/idx_bad.npy" --outputs "$tmp/o/neg.npz" -q
+check "... the else branch's outputs" "$py" -c "
+import numpy as np, sys
+z = np.load(sys.argv[1]); assert (z['y'] == [2, -0.5, 1, -0.25]).all() and z['z'] == -2.25, dict(z)" "$tmp/o/neg.npz"
+expect "... and where it is taken, the error names the node: exit 4" 4 infer "$m/if_score.onnx" "$m/score_big.npy" "$m/idx_bad.npy"
+check "... one line" bash -c "[ \$(wc -l < $err) = 1 ] && grep -q \"node 'Gather_3' (Gather): index 99 is out of range\" $err"
 
 # ---- bad inputs: one line each, naming the input ----------------------------------------------
 usage "an input not given" "input 'vec' (f32 [?,6]) is not given: give --input vec=FILE" infer "$two" "$m/image.npy"

@@ -250,11 +250,16 @@ save("if_outer_scope.onnx", model([helper.make_node("Mul", ["x", "two"], ["t"], 
                                   [vi("x", [2])], [vi("y", [2])], [numpy_helper.from_array(np.array(True), "cond"),
                                                                    numpy_helper.from_array(np.array([2], np.float32),
                                                                                            "two")]), "ok")
-# a condition that depends on what an input holds: refused by name
+# a condition that depends on what an input holds: both branches mapped, the taken one run each time
 save("if_runtime_cond.onnx", model([helper.make_node("If", ["c"], ["y"], name="if_rt", then_branch=plus,
                                                      else_branch=minus)],
-                                   [vi("x", [2]), vi("c", [], TensorProto.BOOL)], [vi("y", [2])]),
-     "model", "node 'if_rt' (If): its condition 'c' depends on what the inputs hold")
+                                   [vi("x", [2]), vi("c", [], TensorProto.BOOL)], [vi("y", [2])]), "ok")
+# ... whose branches give outputs of other shapes: refused by name (a plan has one shape a value)
+twice = branch("twice", [helper.make_node("Concat", ["x", "x"], ["xx"], name="cat", axis=0)], "xx")
+save("if_runtime_shapes.onnx", model([helper.make_node("If", ["c"], ["y"], name="if_rt", then_branch=plus,
+                                                       else_branch=twice)],
+                                     [vi("x", [2]), vi("c", [], TensorProto.BOOL)], [vi("y", None)]),
+     "model", "node 'if_rt' (If): its branches give output 0 as f32 [2] and f32 [4]")
 # Ifs inside Ifs, 40 deep: refused past 32 (the loader's stack is its own, whatever the file nests)
 inner = plus
 for k in range(40):

@@ -56,8 +56,10 @@ MODELS = {
                         [{"onnx::Flatten_0": (f32, (1, 16, 96), -2, 2)}], None),
     "oww_timer": ("oww", "models/timer_v0.1.onnx", "openWakeWord timer head (PyTorch MLP, 7 classes)",
                   [{"onnx::Flatten_0": (f32, (1, 34, 96), -2, 2)}], None),
-    "oww_hey_jarvis": ("oww", "models/hey_jarvis_v0.1.onnx", "openWakeWord 'hey jarvis' head (PyTorch, an If on its score)",
-                       [{"x.1": (f32, (1, 16, 96), -2, 2)}], "a run-time If"),
+    "oww_hey_jarvis": ("oww", "models/hey_jarvis_v0.1.onnx",
+                       "openWakeWord 'hey jarvis' head (PyTorch; an If on its score, decided at run time: "
+                       "one input takes each branch)",
+                       [{"x.1": (f32, (1, 16, 96), -2, 2)}, {"x.1": (f32, (1, 16, 96), -0.2, 0.2)}], None),
     "silero_vad_legacy": ("vad", "dist/silero_vad_legacy.onnx", "Silero VAD v4 (PyTorch; an If on the rate given, LSTM)",
                           [{"input": (f32, (1, 512), -1, 1), "sr": ("int64", (), 16000, 16000),
                             "h": (f32, (2, 1, 64), 0, 0), "c": (f32, (2, 1, 64), 0, 0)}], "op LSTM"),

@@ -710,6 +710,12 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
         ref_reduce(op, &p->reduce, in, n_in, out);
         return;
     }
+    if (op == MPS_OP_IF) { /* the outputs of the branch the condition takes */
+        for (int o = 0; o < n_out; o++)
+            memcpy(out[o].d, in[in[0].d[0] != 0 ? 1 + o : 1 + n_out + o].d,
+                   sizeof(double) * (size_t)ref_numel(&out[o].shape));
+        return;
+    }
     switch (op) {
     case MPS_OP_MATMUL: ref_matmul(in, out); break;
     case MPS_OP_GEMM:

@@ -1,7 +1,8 @@
 /* test_graph.c: the tensor core's own functions: f16 conversion, shapes and
    broadcasting, the graph IR (topological order, cycles and undefined
-   inputs rejected), shape inference errors that name the node, backend
-   selection, and input checks of a compiled plan. */
+   inputs rejected, the nodes a run-time If's branches alone need), shape
+   inference errors that name the node, backend selection, and input checks
+   of a compiled plan. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,9 +275,69 @@ static void test_remove_nodes(void)
     mps_graph_free(g);
 }
 
+static bool test_branches_cond(int v, void *ctx)
+{
+    return ((const bool *)ctx)[v];
+}
+
+/* A run-time If (c ? [T2] : [E1]), an If inside its then branch (d ? T3 : x),
+   and nodes the branches share: which node runs for which branch. */
+static void test_branches(void)
+{
+    struct mps_graph *g = mps_graph_new();
+    struct mps_error err = {{0}};
+    struct mps_shape s = {1, {4}};
+    int x = mps_graph_add_value(g, "x", MPS_F32, &s), c = mps_graph_add_value(g, "c", MPS_BOOL, NULL),
+        d = mps_graph_add_value(g, "d", MPS_BOOL, NULL), sh = mps_graph_add_value(g, "shared", MPS_F32, NULL),
+        t1 = mps_graph_add_value(g, "t1", MPS_F32, NULL), t3 = mps_graph_add_value(g, "t3", MPS_F32, NULL),
+        inner = mps_graph_add_value(g, "inner", MPS_F32, NULL), t2 = mps_graph_add_value(g, "t2", MPS_F32, NULL),
+        e1 = mps_graph_add_value(g, "e1", MPS_F32, NULL), y = mps_graph_add_value(g, "y", MPS_F32, NULL);
+    mps_graph_add_input(g, x, &err);
+    int nodes = 0;
+    struct {
+        enum mps_op op;
+        int in[5], n_in, out;
+    } rows[] = {
+        {MPS_OP_IS_NAN, {x}, 1, c},        /* 0: the condition, always */
+        {MPS_OP_RELU, {x}, 1, sh},         /* 1: read by both branches: always */
+        {MPS_OP_SIGMOID, {sh}, 1, t1},     /* 2: then */
+        {MPS_OP_IS_INF, {t1}, 1, d},       /* 3: then (the inner If's condition) */
+        {MPS_OP_TANH, {t1}, 1, t3},        /* 4: then, and d */
+        {MPS_OP_IF, {d, t3, x}, 3, inner}, /* 5: then */
+        {MPS_OP_ADD, {inner, sh}, 2, t2},  /* 6: then */
+        {MPS_OP_NEG, {sh}, 1, e1},         /* 7: else */
+        {MPS_OP_IF, {c, t2, e1}, 3, y},    /* 8: always */
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        nodes += !mps_graph_add_node(g, rows[i].op, "n", rows[i].in, rows[i].n_in, &rows[i].out, 1, NULL, &err);
+    mps_graph_add_output(g, y, &err);
+    int guard[9];
+    struct mps_branch br[18];
+    int guarded = nodes == 9 ? mps_graph_branches(g, guard, br) : -1;
+    th_check(guarded == 6, "6 of 9 nodes are in a branch (%d; %s)", guarded, err.msg);
+    static const bool want[3][9] = {
+        {1, 1, 1, 1, 0, 1, 1, 0, 1}, /* c holds, d not: T3 is the inner then branch's alone */
+        {1, 1, 1, 1, 1, 1, 1, 0, 1}, /* c and d hold */
+        {1, 1, 0, 0, 0, 0, 0, 1, 1}, /* c does not: the inner If's condition is not even computed */
+    };
+    bool cond[3][16] = {{0}};
+    cond[0][c] = true, cond[1][c] = cond[1][d] = true;
+    for (int w = 0; guarded == 6 && w < 3; w++) {
+        char got[16] = "", exp[16] = "";
+        for (int k = 0; k < 9; k++) {
+            got[k] = guard[k] < 0 || mps_branch_holds(br, guard[k], test_branches_cond, cond[w]) ? '1' : '0';
+            exp[k] = want[w][k] ? '1' : '0';
+        }
+        th_check(!strcmp(got, exp), "the nodes that run where c is %d and d %d: %s (want %s)", cond[w][c], cond[w][d],
+                 got, exp);
+    }
+    mps_graph_free(g);
+}
+
 int main(void)
 {
     test_f16();
+    test_branches();
     test_remove_nodes();
     test_shapes();
     test_sort();

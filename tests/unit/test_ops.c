@@ -43,6 +43,7 @@ struct th_case {
                  .vals = (const double[]){__VA_ARGS__}, .n_vals = N_OF(double, __VA_ARGS__)}
 #define CI_EMPTY {.dt = MPS_I64, .shape = {1, {0}}, .is_const = true}
 #define CI_SCALAR(v) {.dt = MPS_I64, .shape = SCALAR, .is_const = true, .vals = (const double[]){v}, .n_vals = 1}
+#define CB(v) {.dt = MPS_BOOL, .shape = {1, {1}}, .is_const = true, .vals = (const double[]){v}, .n_vals = 1}
 #define CF_SCALAR(v) {.dt = MPS_F32, .shape = SCALAR, .is_const = true, .vals = (const double[]){v}, .n_vals = 1}
 #define CF(...) {.dt = MPS_F32, .shape = S(__VA_ARGS__), .is_const = true}
 #define CFL(...) {.dt = MPS_F32, .shape = {1, {N_OF(double, __VA_ARGS__)}}, .is_const = true, \
@@ -499,6 +500,12 @@ static const struct th_case th_cases[] = {
     {"Where f32, three-way broadcast", MPS_OP_WHERE, IN(IR(MPS_BOOL, 0, 1, 2, 1, 4), F(3, 4), F(2, 3, 1)),
      OUT(S(2, 3, 4))},
     {"Where i64", MPS_OP_WHERE, IN(IR(MPS_BOOL, 0, 1, 5), IR(MPS_I64, -9, 9, 5), IR(MPS_I64, -9, 9, 1)), OUT(S(5))},
+    /* a run-time If's outputs (cpu only: the GPU backends refuse it), the condition random, then a true and a
+       false one given as constants */
+    {"If, two outputs", MPS_OP_IF, IN(IR(MPS_BOOL, 0, 1, 1), F(3, 4), IR(MPS_I64, -9, 9, 2), F(3, 4),
+                                      IR(MPS_I64, -9, 9, 2)), OUT(S(3, 4), S(2))},
+    {"If, true", MPS_OP_IF, IN(CB(1), F(2, 5), F(2, 5)), OUT(S(2, 5))},
+    {"If, false", MPS_OP_IF, IN(CB(0), F(2, 5), F(2, 5)), OUT(S(2, 5))},
     /* reductions */
     {"ReduceMean axis 1 keepdims", MPS_OP_REDUCE_MEAN, P(reduce, .keepdims = true), IN(F(2, 3, 4), CI(1)),
      OUT(S(2, 1, 4))},

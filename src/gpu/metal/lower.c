@@ -58,6 +58,8 @@ static bool mps_mtl_param_input(const struct mps_node *n, int i)
 bool mps_mtl_node_supported(const struct mps_graph *g, const struct mps_node *n, char *why, size_t size)
 {
     char buf[64];
+    if (n->op == MPS_OP_IF)
+        return MPS_MTL_WHY("an If decided at run time: the cpu backend runs it, the taken branch alone");
     if (!mps_mtl_op_lowered(n->op))
         return MPS_MTL_WHY("no MPSGraph lowering");
     for (int i = 0; i < n->n_in + n->n_out; i++) {

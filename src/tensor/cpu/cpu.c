@@ -135,6 +135,7 @@ static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
     [MPS_OP_RANGE] = mps_cpu_range,
     [MPS_OP_ONE_HOT] = mps_cpu_onehot,
     [MPS_OP_SPACE_TO_DEPTH] = mps_cpu_depth,
+    [MPS_OP_IF] = mps_cpu_if,
 };
 
 static const mps_cpu_scratch mps_cpu_scratch_fns[MPS_OP_COUNT] = {
@@ -171,6 +172,8 @@ struct mps_cpu_state {
     size_t *into_at;
     int64_t *into_stride;     /* per value so written: floats from an image's part to the next's, or 0 */
     struct mps_maxpool_geom *pool_geom; /* per node: that MaxPool's geometry */
+    int *guard;                         /* per node: the branch of a run-time If it runs for, or -1 (graph.h) */
+    struct mps_branch *branches;
 };
 
 /* Slots a node's kernel may read: optional inputs and outputs up to the op's maximum. */
@@ -202,6 +205,8 @@ static void mps_cpu_free(void *state)
     free(s->into);
     free(s->into_at);
     free(s->into_stride);
+    free(s->guard);
+    free(s->branches);
     free(s);
 }
 
@@ -391,11 +396,14 @@ static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct m
     s->into = calloc((size_t)g->n_values + 1, sizeof *s->into);
     s->into_at = calloc((size_t)g->n_values + 1, sizeof *s->into_at);
     s->into_stride = calloc((size_t)g->n_values + 1, sizeof *s->into_stride);
+    s->guard = calloc((size_t)g->n_nodes + 1, sizeof *s->guard);
+    s->branches = calloc(2 * (size_t)g->n_nodes + 1, sizeof *s->branches);
     if (!s->writer || !s->res_add || !s->pool_after || !s->pool_geom || !s->dw_after || !s->into || !s->into_at ||
-        !s->into_stride) {
+        !s->into_stride || !s->guard || !s->branches) {
         mps_cpu_free(s);
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     }
+    mps_graph_branches(g, s->guard, s->branches);
     mps_cpu_plan_residuals(s);
     mps_cpu_plan_pools(s);
     mps_cpu_plan_expands(s);
@@ -488,6 +496,12 @@ static double mps_cpu_now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+static bool mps_cpu_cond(int v, void *state)
+{
+    const struct mps_cpu_state *s = state;
+    return ((const uint8_t *)s->vt[v].data)[0] != 0;
+}
+
 /* Runs every node; with node_ms, times each. Graph inputs are read where the
    caller keeps them and outputs computed by a node are written straight into
    the caller's buffers: nothing is copied but outputs that are inputs or constants. */
@@ -510,9 +524,11 @@ static enum mps_status mps_cpu_run_nodes(struct mps_cpu_state *s, const struct m
         const struct mps_node *n = &g->nodes[k];
         struct mps_tensor *t = s->slots + s->first_slot[k];
         int ins, outs;
-        if (s->writer[k] != k || (n->n_out == 1 && s->alias[n->out[0]] >= 0)) {
+        if (s->writer[k] != k || (n->n_out == 1 && s->alias[n->out[0]] >= 0) ||
+            (s->guard[k] >= 0 && !mps_branch_holds(s->branches, s->guard[k], mps_cpu_cond, s))) {
             /* a residual Add or a MaxPool its Conv computed; a Concat its inputs' nodes
-               wrote; a view, its input's bytes */
+               wrote; a view, its input's bytes; a branch of an If this run does not take
+               (what it would have fused is in it too: read only by it) */
             if (node_ms)
                 node_ms[k] = 0;
             continue;

@@ -147,6 +147,8 @@ enum mps_status mps_cpu_topk(const struct mps_cpu_args *a, struct mps_error *err
 /* Comparisons, And/Or/Xor/Not, IsNaN, IsInf (logic.c) */
 enum mps_status mps_cpu_logic(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_where(const struct mps_cpu_args *a, struct mps_error *err);
+/* a run-time If's outputs: the taken branch's, copied (the other's nodes did not run: cpu.c) */
+enum mps_status mps_cpu_if(const struct mps_cpu_args *a, struct mps_error *err);
 /* layout.c */
 enum mps_status mps_cpu_transpose(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_concat(const struct mps_cpu_args *a, struct mps_error *err);

@@ -131,3 +131,15 @@ enum mps_status mps_cpu_where(const struct mps_cpu_args *a, struct mps_error *er
     }
     return MPS_OK;
 }
+
+enum mps_status mps_cpu_if(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    int n = a->node->n_out, from = ((const uint8_t *)a->in[0].data)[0] ? 1 : 1 + n;
+    (void)err;
+    for (int o = 0; o < n; o++) {
+        size_t bytes = mps_tensor_bytes(&a->out[o]);
+        if (bytes && a->out[o].data != a->in[from + o].data)
+            memcpy(a->out[o].data, a->in[from + o].data, bytes);
+    }
+    return MPS_OK;
+}
