@@ -26,7 +26,8 @@ fi
 # small_espcn DepthToSpace (PixelShuffle), small_style InstanceNormalization and reflection Pad,
 # lppool LpPool (built with onnx.helper, the expected output from the spec in numpy),
 # two_in_two_out several inputs and outputs, vit_tiny LayerNormalization and attention,
-# resnet18_fp16 the Casts of an f16 model computed in f32.
-exec "$runner" --sim-only mlp,small_cnn,shufflenet,mnasnet,squeezenet,small_unet,small_espcn,small_style,lppool,two_in_two_out,vit_tiny,resnet18_fp16 \
+# resnet18_fp16 the Casts of an f16 model computed in f32, lraspp_free_size a model of free
+# height and width built for each of three sizes.
+exec "$runner" --sim-only mlp,small_cnn,shufflenet,mnasnet,squeezenet,small_unet,small_espcn,small_style,lppool,two_in_two_out,vit_tiny,resnet18_fp16,lraspp_free \
   "$src/tests/models/expected_exports.txt" "$out" \
   "$src/tests/models/recent_exporter"
