@@ -562,7 +562,8 @@ static bool mps_infer_feeds(const struct mps_onnx_file *f, const struct arg_file
     int n = mps_onnx_inputs(f, names, s, d, dt, 8);
     if (input->count || n > 1)
         return true;
-    if (n == 1 && (dt[0] != MPS_F32 || s[0].ndim == 0))
+    if (n == 1 &&
+        ((dt[0] != MPS_F32 && dt[0] != MPS_F16) || s[0].ndim == 0)) /* f16: the f32 the graph takes (model.h) */
         return true;
     for (int i = 0; i < inputs->count; i++) {
         struct mps_npz *z;

@@ -181,6 +181,20 @@ enum mps_status mps_infer_read_items(const struct mps_infer_file *file, int64_t 
     return st;
 }
 
+/* Whether the file at path begins as a zip does (an .npz, whatever its name). */
+static bool mps_infer_is_zip(const char *path)
+{
+    int fd;
+    int64_t size;
+    unsigned char head[4];
+    struct mps_error ignored;
+    if (mps_file_open(path, MPS_ERR_INPUT, &fd, &size, &ignored))
+        return false;
+    bool zip = size >= 4 && !mps_file_pread(fd, head, 4, 0, MPS_ERR_INPUT, &ignored) && mps_npz_is_zip(head, 4);
+    close(fd);
+    return zip;
+}
+
 /* Reads path for model input i (declared shape decl, a free dim -1; dtype dt):
    a .npy, or from a .npz the array named like the input (or its only one). */
 static enum mps_status mps_infer_feed_file(const char *path, const char *input, const struct mps_shape *decl,
@@ -190,16 +204,14 @@ static enum mps_status mps_infer_feed_file(const char *path, const char *input, 
     struct mps_npz *z = NULL;
     char a[128], b[128];
     int at = -1;
-    enum mps_status st = mps_npz_open(path, &z, err);
-    if (st == MPS_OK) { /* a bundle: the array of the input's name */
+    enum mps_status st = mps_infer_is_zip(path) ? mps_npz_open(path, &z, err) : mps_npy_read(path, t, err);
+    if (z) { /* a bundle: the array of the input's name */
         at = mps_npz_find(z, input);
         if (at < 0 && mps_npz_count(z) == 1)
             at = 0;
         st = at < 0 ? mps_fail(err, MPS_ERR_INPUT, ".npz holds no array named '%s'", input)
                     : mps_npz_read(z, at, t, err);
         mps_npz_close(z);
-    } else {
-        st = mps_npy_read(path, t, err);
     }
     if (st)
         return st;

@@ -13,6 +13,7 @@
 #include "outfile.h"
 
 #define MPS_NPZ_MAX_ENTRIES 4096
+#define MPS_NPZ_MAX_RATIO 1032                /* deflate at best: a 258-byte match in about 2 bits (RFC 1951) */
 #define MPS_NPZ_MAX_BYTES ((uint64_t)1 << 32) /* an entry's data, either way: a zip without zip64 */
 
 struct mps_npz_entry {
@@ -113,6 +114,12 @@ static enum mps_status mps_npz_directory(struct mps_npz *z, uint64_t cd, uint32_
                           "are read)", e->name, e->method);
         else if (e->method == 0 && e->packed != e->size)
             st = mps_fail(err, MPS_ERR_INPUT, ".npz: array '%s' is stored, but its sizes differ", e->name);
+        else if (e->method == 8 && (uint64_t)e->size > (uint64_t)e->packed * MPS_NPZ_MAX_RATIO + 1024)
+            /* found by fuzz_npz: 92 bytes that said 4 GiB were allocated before inflating */
+            st = mps_fail(err, MPS_ERR_INPUT,
+                          ".npz: array '%s' says %u bytes from %u deflated, more than deflate "
+                          "can make of them",
+                          e->name, e->size, e->packed);
         else if (e->local + 30 + (uint64_t)e->packed > (uint64_t)z->len)
             st = mps_fail(err, MPS_ERR_INPUT, ".npz: array '%s' lies past the end of the file", e->name);
         for (int k = 0; !st && k < z->n; k++)
