@@ -77,6 +77,11 @@ static struct mps_inspect_node mps_inspect_cost(const struct mps_graph *g, const
     case MPS_OP_MATMUL:
         c.macs = out * x->dim[x->ndim - 1];
         break;
+    case MPS_OP_RNN:
+    case MPS_OP_GRU:
+    case MPS_OP_LSTM: /* per step, sequence and direction: every gate's x W^T and h R^T (Y holds one h each) */
+        c.macs = out * mps_rnn_gates(n->op) * (x->dim[2] + n->p.rnn.hidden);
+        break;
     case MPS_OP_RESIZE: {
         const struct mps_resize_params *p = &n->p.resize;
         int64_t taps = 1;

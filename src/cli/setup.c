@@ -275,12 +275,13 @@ static enum mps_status mps_infer_nominal(struct mps_infer_result *r, const char 
 }
 
 /* A run fed by file (r->fed and r->groups[0].in read): the model built at
-   the shapes given. Where it does not build so because an input steers it
-   (a Reshape's shape given as an input: "must be a constant"), or builds
-   with an If decided at run time (which only the cpu backend runs), again
-   with the small integer and bool inputs given as values: the model is
-   specialized for them (an If on a sample rate given is decided at load)
-   and takes the others only (r->groups[0].in compacted to its inputs). */
+   the shapes given. Where it does not build so (a Reshape's shape given as
+   an input; an If whose branches cannot both be built at these shapes), or
+   builds with an If decided at run time (which only the cpu backend runs),
+   again with the small integer and bool inputs given as values: the model
+   is specialized for them (an If on a sample rate given is decided at load,
+   its other branch never built) and takes the others only
+   (r->groups[0].in compacted to its inputs). */
 static enum mps_status mps_infer_fed_model(struct mps_infer_result *r, struct mps_error *err)
 {
     struct mps_infer_group *grp = &r->groups[0];
@@ -297,10 +298,12 @@ static enum mps_status mps_infer_fed_model(struct mps_infer_result *r, struct mp
     }
     struct mps_onnx_opts o = {.n_shapes = n, .shapes = shapes};
     enum mps_status st = mps_onnx_model(r->file, &o, &r->model, err);
-    bool decided_late = false;
+    bool decided_late = false, steered = false;
     for (int k = 0; !st && k < r->model->graph->n_nodes; k++)
         decided_late = decided_late || r->model->graph->nodes[k].op == MPS_OP_IF;
-    if ((st == MPS_ERR_MODEL && strstr(err->msg, "must be a constant")) || decided_late) {
+    for (int i = 0; i < n; i++)
+        steered = steered || values[i].data;
+    if (steered && (st == MPS_ERR_MODEL || decided_late)) {
         struct mps_model *late = r->model; /* NULL, or the model with its run-time Ifs */
         struct mps_error why = *err;
         o.values = values;

@@ -72,6 +72,11 @@ enum mps_status mps_attr_ints(const struct mps_onnx_node *n, const char *name, i
                               struct mps_error *err);
 enum mps_status mps_attr_string(const struct mps_onnx_node *n, const char *name, const char *def, char *v, size_t size,
                                 struct mps_error *err);
+enum mps_status mps_attr_floats(const struct mps_onnx_node *n, const char *name, float *v, int max, int *count,
+                                struct mps_error *err);
+/* Each string cut to 31 bytes. */
+enum mps_status mps_attr_strings(const struct mps_onnx_node *n, const char *name, char (*v)[32], int max, int *count,
+                                 struct mps_error *err);
 /* An older opset's attribute v[count] as the constant input slot of the newest form. */
 enum mps_status mps_attr_to_input(struct mps_onnx_ctx *c, struct mps_onnx_node *n, int slot, const int64_t *v,
                                   int count, struct mps_error *err);

@@ -84,6 +84,42 @@ enum mps_status mps_attr_ints(const struct mps_onnx_node *n, const char *name, i
     return MPS_OK;
 }
 
+enum mps_status mps_attr_floats(const struct mps_onnx_node *n, const char *name, float *v, int max, int *count,
+                                struct mps_error *err)
+{
+    const Onnx__AttributeProto *a = mps_attr(n, name);
+    *count = -1;
+    if (!a)
+        return MPS_OK;
+    if (mps_attr_type(a) != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS)
+        return mps_onnx_fail(n, err, "attribute '%s' must be a list of floats", name);
+    if (a->n_floats > (size_t)max)
+        return mps_onnx_fail(n, err, "attribute '%s' has %zu values; at most %d are supported", name, a->n_floats, max);
+    for (size_t i = 0; i < a->n_floats; i++)
+        v[i] = a->floats[i];
+    *count = (int)a->n_floats;
+    return MPS_OK;
+}
+
+enum mps_status mps_attr_strings(const struct mps_onnx_node *n, const char *name, char (*v)[32], int max, int *count,
+                                 struct mps_error *err)
+{
+    const Onnx__AttributeProto *a = mps_attr(n, name);
+    *count = -1;
+    if (!a)
+        return MPS_OK;
+    if (mps_attr_type(a) != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS)
+        return mps_onnx_fail(n, err, "attribute '%s' must be a list of strings", name);
+    if (a->n_strings > (size_t)max)
+        return mps_onnx_fail(n, err, "attribute '%s' has %zu values; at most %d are supported", name, a->n_strings,
+                             max);
+    for (size_t i = 0; i < a->n_strings; i++)
+        snprintf(v[i], 32, "%.*s", (int)(a->strings[i].len < 31 ? a->strings[i].len : 31),
+                 (const char *)a->strings[i].data);
+    *count = (int)a->n_strings;
+    return MPS_OK;
+}
+
 enum mps_status mps_attr_string(const struct mps_onnx_node *n, const char *name, const char *def, char *v, size_t size,
                                 struct mps_error *err)
 {

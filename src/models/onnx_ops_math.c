@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "onnx_internal.h"
 
@@ -93,6 +94,82 @@ static enum mps_status mps_map_cast(struct mps_onnx_ctx *c, struct mps_onnx_node
     p->cast.to = MPS_F32;
     c->n_widened++;
     return st;
+}
+
+/* RNN, GRU, LSTM: direction, layout, clip, hidden_size, input_forget,
+   linear_before_reset, and the activations with their alpha and beta (each
+   list consumed as onnxruntime does: an alpha by each function that takes
+   one, in order). Outputs the file omits are made anyway (op.h). */
+static enum mps_status mps_map_rnn(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                   struct mps_error *err)
+{
+    static const struct {
+        const char *name;
+        enum mps_rnn_fn fn;
+        float alpha, beta; /* NaN: takes none */
+    } fns[] = {
+        {"Sigmoid", MPS_RNN_SIGMOID, NAN, NAN},
+        {"Tanh", MPS_RNN_TANH, NAN, NAN},
+        {"Relu", MPS_RNN_RELU, NAN, NAN},
+        {"Affine", MPS_RNN_AFFINE, 1.0f, 0.0f},
+        {"LeakyRelu", MPS_RNN_LEAKY_RELU, 0.01f, NAN},
+        {"ThresholdedRelu", MPS_RNN_THRESHOLDED_RELU, 1.0f, NAN},
+        {"ScaledTanh", MPS_RNN_SCALED_TANH, 1.0f, 1.0f},
+        {"HardSigmoid", MPS_RNN_HARD_SIGMOID, 0.2f, 0.5f},
+        {"Elu", MPS_RNN_ELU, 1.0f, NAN},
+        {"Softsign", MPS_RNN_SOFTSIGN, NAN, NAN},
+        {"Softplus", MPS_RNN_SOFTPLUS, NAN, NAN},
+    };
+    struct mps_rnn_params *r = &p->rnn;
+    char dir[32], names[6][32];
+    float alpha[6], beta[6];
+    int64_t hidden, layout, input_forget, lbr;
+    enum mps_op op = !strcmp(n->np->op_type, "LSTM")  ? MPS_OP_LSTM
+                     : !strcmp(n->np->op_type, "GRU") ? MPS_OP_GRU
+                                                      : MPS_OP_RNN;
+    int n_names, n_alpha, n_beta, per = mps_rnn_fns(op);
+    enum mps_status st;
+    if ((st = mps_attr_string(n, "direction", "forward", dir, sizeof dir, err)) ||
+        (st = mps_attr_int(n, "hidden_size", 0, &hidden, err)) || (st = mps_attr_int(n, "layout", 0, &layout, err)) ||
+        (st = mps_attr_int(n, "input_forget", 0, &input_forget, err)) ||
+        (st = mps_attr_int(n, "linear_before_reset", 0, &lbr, err)) ||
+        (st = mps_attr_float(n, "clip", 0.0f, &r->clip, err)) ||
+        (st = mps_attr_strings(n, "activations", names, 6, &n_names, err)) ||
+        (st = mps_attr_floats(n, "activation_alpha", alpha, 6, &n_alpha, err)) ||
+        (st = mps_attr_floats(n, "activation_beta", beta, 6, &n_beta, err)))
+        return st;
+    r->direction = !strcmp(dir, "forward") ? 0 : !strcmp(dir, "reverse") ? 1 : !strcmp(dir, "bidirectional") ? 2 : -1;
+    if (r->direction < 0)
+        return mps_onnx_fail(n, err, "direction '%s' is not forward, reverse or bidirectional", dir);
+    if (hidden < 0 || (layout != 0 && layout != 1) || !(r->clip >= 0))
+        return mps_onnx_fail(n, err, "hidden_size %lld, layout %lld or clip %g is out of range", (long long)hidden,
+                             (long long)layout, (double)r->clip);
+    r->hidden = hidden, r->batch_first = layout == 1, r->input_forget = input_forget != 0,
+    r->linear_before_reset = lbr != 0;
+    int dirs = r->direction == 2 ? 2 : 1, used_alpha = 0, used_beta = 0;
+    if (n_names >= 0 && n_names != per && n_names != per * dirs)
+        return mps_onnx_fail(n, err, "%d activations, not %d a direction", n_names, per);
+    for (int k = 0; k < n_names; k++) {
+        size_t f = 0;
+        while (f < sizeof fns / sizeof fns[0] && strcasecmp(fns[f].name, names[k]))
+            f++;
+        if (f == sizeof fns / sizeof fns[0])
+            return mps_onnx_fail(n, err, "activation '%s' is not one ONNX defines for it", names[k]);
+        struct mps_rnn_act a = {fns[f].fn, fns[f].alpha, fns[f].beta};
+        if (!isnan(a.alpha) && used_alpha < n_alpha)
+            a.alpha = alpha[used_alpha++];
+        if (!isnan(a.beta) && used_beta < n_beta)
+            a.beta = beta[used_beta++];
+        r->act[k / per * 3 + k % per] = a;
+        if (n_names == per && dirs == 2) /* one list for both directions */
+            r->act[3 + k] = a;
+    }
+    int outs = mps_op_info(op)->out_max;
+    for (int o = 0; o < outs; o++)
+        if ((o >= n->n_out || n->out[o] < 0) && (n->out[o] = mps_onnx_temp(c, n->name)) < 0)
+            return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    n->n_out = outs;
+    return MPS_OK;
 }
 
 /* Dropout in inference: the output is the input; a requested mask is all true. */
@@ -482,6 +559,11 @@ const struct mps_onnx_rule mps_onnx_rules_math[] = {
     {"Clip", MPS_OP_CLIP, "min max", mps_map_clip},
     {"Identity", MPS_OP_IDENTITY, "", NULL},
     {"Dropout", MPS_OP_DROPOUT, "ratio seed is_test", mps_map_dropout},
+    {"RNN", MPS_OP_RNN, "activation_alpha activation_beta activations clip direction hidden_size layout", mps_map_rnn},
+    {"GRU", MPS_OP_GRU,
+     "activation_alpha activation_beta activations clip direction hidden_size layout linear_before_reset", mps_map_rnn},
+    {"LSTM", MPS_OP_LSTM, "activation_alpha activation_beta activations clip direction hidden_size input_forget layout",
+     mps_map_rnn},
     {"Cast", MPS_OP_CAST, "to saturate", mps_map_cast},
     {"PRelu", MPS_OP_PRELU, "", mps_map_prelu},
     {"Add", MPS_OP_ADD, "broadcast axis", mps_map_binary},

@@ -135,9 +135,51 @@ void mps_op_params_default(enum mps_op op, union mps_op_params *p)
     case MPS_OP_IS_INF:
         p->isinf.negative = p->isinf.positive = true;
         break;
+    case MPS_OP_RNN:
+    case MPS_OP_GRU:
+    case MPS_OP_LSTM: /* f Sigmoid, g Tanh, h Tanh; RNN's one Tanh */
+        for (int d = 0; d < 2; d++) {
+            p->rnn.act[d * 3] = (struct mps_rnn_act){op == MPS_OP_RNN ? MPS_RNN_TANH : MPS_RNN_SIGMOID, 0, 0};
+            p->rnn.act[d * 3 + 1] = p->rnn.act[d * 3 + 2] = (struct mps_rnn_act){MPS_RNN_TANH, 0, 0};
+        }
+        break;
     default:
         if (mps_op_is_reduce(op))
             p->reduce.keepdims = true;
         break;
+    }
+}
+
+int mps_rnn_gates(enum mps_op op)
+{
+    return op == MPS_OP_LSTM ? 4 : op == MPS_OP_GRU ? 3 : 1;
+}
+
+int mps_rnn_fns(enum mps_op op)
+{
+    return op == MPS_OP_LSTM ? 3 : op == MPS_OP_GRU ? 2 : 1;
+}
+
+float mps_rnn_apply(const struct mps_rnn_act *a, float x)
+{
+    switch (a->fn) {
+    case MPS_RNN_SIGMOID: { /* in the form that does not overflow either way */
+        float e = expf(-fabsf(x));
+        return x >= 0 ? 1.0f / (1.0f + e) : e / (1.0f + e);
+    }
+    case MPS_RNN_TANH: return tanhf(x);
+    case MPS_RNN_RELU: return x > 0 ? x : 0;
+    case MPS_RNN_AFFINE: return a->alpha * x + a->beta;
+    case MPS_RNN_LEAKY_RELU: return x >= 0 ? x : a->alpha * x;
+    case MPS_RNN_THRESHOLDED_RELU: return x > a->alpha ? x : 0;
+    case MPS_RNN_SCALED_TANH: return a->alpha * tanhf(a->beta * x);
+    case MPS_RNN_HARD_SIGMOID: {
+        float y = a->alpha * x + a->beta;
+        return y < 0 ? 0 : y > 1 ? 1 : y;
+    }
+    case MPS_RNN_ELU: return x >= 0 ? x : a->alpha * expm1f(x);
+    case MPS_RNN_SOFTSIGN: return x / (1 + fabsf(x));
+    case MPS_RNN_SOFTPLUS: return x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x));
+    default: return x;
     }
 }

@@ -283,6 +283,46 @@ struct mps_fill_params {
     double value;
 };
 
+/* RNN, GRU, LSTM: their activations, as ONNX names them (Affine alpha x + beta,
+   ScaledTanh alpha tanh(beta x); the others as the ops of the same name). */
+enum mps_rnn_fn {
+    MPS_RNN_SIGMOID,
+    MPS_RNN_TANH,
+    MPS_RNN_RELU,
+    MPS_RNN_AFFINE,
+    MPS_RNN_LEAKY_RELU,
+    MPS_RNN_THRESHOLDED_RELU,
+    MPS_RNN_SCALED_TANH,
+    MPS_RNN_HARD_SIGMOID,
+    MPS_RNN_ELU,
+    MPS_RNN_SOFTSIGN,
+    MPS_RNN_SOFTPLUS,
+    MPS_RNN_FN_COUNT
+};
+struct mps_rnn_act {
+    enum mps_rnn_fn fn;
+    float alpha, beta;
+};
+
+/* RNN (gate i), GRU (z, r, h), LSTM (i, o, f, c): W [dirs, gates * hidden,
+   input], R [dirs, gates * hidden, hidden], B [dirs, 2 * gates * hidden] (W's
+   biases, then R's), in ONNX's gate order. act[d * 3 + k] is direction d's
+   k-th function: f (RNN); f, g (GRU); f, g, h (LSTM). */
+struct mps_rnn_params {
+    int64_t hidden;    /* hidden_size (resolved from R where the file does not say) */
+    int direction;     /* 0 forward, 1 reverse, 2 bidirectional */
+    bool batch_first;  /* layout 1: X [batch, seq, input], Y [batch, seq, dirs, hidden], Y_h [batch, dirs, hidden] */
+    float clip;        /* > 0: each gate's input clipped to [-clip, clip] before its activation */
+    bool input_forget; /* LSTM: the forget gate is 1 - the input gate */
+    bool linear_before_reset; /* GRU: r multiplies (h R + Rb), not h */
+    struct mps_rnn_act act[6];
+};
+/* Activation a of x. */
+float mps_rnn_apply(const struct mps_rnn_act *a, float x);
+/* The gates of op (RNN 1, GRU 3, LSTM 4) and its activations per direction (1, 2, 3). */
+int mps_rnn_gates(enum mps_op op);
+int mps_rnn_fns(enum mps_op op);
+
 union mps_op_params {
     struct mps_gemm_params gemm;
     struct mps_conv_params conv;
@@ -310,6 +350,7 @@ union mps_op_params {
     struct mps_topk_params topk;
     struct mps_onehot_params onehot;
     struct mps_index_params index;
+    struct mps_rnn_params rnn;
 };
 
 /* Fills p with the ONNX defaults of op (everything else zero). */

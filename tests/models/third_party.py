@@ -60,16 +60,23 @@ MODELS = {
                        "openWakeWord 'hey jarvis' head (PyTorch; an If on its score, decided at run time: "
                        "one input takes each branch)",
                        [{"x.1": (f32, (1, 16, 96), -2, 2)}, {"x.1": (f32, (1, 16, 96), -0.2, 0.2)}], None),
-    "silero_vad_legacy": ("vad", "dist/silero_vad_legacy.onnx", "Silero VAD v4 (PyTorch; an If on the rate given, LSTM)",
+    "silero_vad_legacy": ("vad", "dist/silero_vad_legacy.onnx",
+                          "Silero VAD v4 (PyTorch; LSTMs, an If on the sample rate given: 16 and 8 kHz)",
                           [{"input": (f32, (1, 512), -1, 1), "sr": ("int64", (), 16000, 16000),
-                            "h": (f32, (2, 1, 64), 0, 0), "c": (f32, (2, 1, 64), 0, 0)}], "op LSTM"),
-    "silero_vad_v5": ("vad", "dist/silero_vad_v5.onnx", "Silero VAD v5 (PyTorch; an If on the rate given, LSTM)",
-                      [{"input": (f32, (1, 512), -1, 1), "state": (f32, (2, 1, 128), 0, 0),
-                        "sr": ("int64", (), 16000, 16000)}], "op LSTM"),
+                            "h": (f32, (2, 1, 64), -0.5, 0.5), "c": (f32, (2, 1, 64), -0.5, 0.5)},
+                           {"input": (f32, (1, 256), -1, 1), "sr": ("int64", (), 8000, 8000),
+                            "h": (f32, (2, 1, 64), -0.5, 0.5), "c": (f32, (2, 1, 64), -0.5, 0.5)}], None),
+    "silero_vad_v5": ("vad", "dist/silero_vad_v5.onnx",
+                      "Silero VAD v5 (PyTorch; LSTMs, an If on the sample rate given: 16 and 8 kHz)",
+                      [{"input": (f32, (1, 512), -1, 1), "state": (f32, (2, 1, 128), -0.5, 0.5),
+                        "sr": ("int64", (), 16000, 16000)},
+                       {"input": (f32, (1, 256), -1, 1), "state": (f32, (2, 1, 128), -0.5, 0.5),
+                        "sr": ("int64", (), 8000, 8000)}], None),
 }
 
 # What a GPU backend refuses by name, so that auto runs it on the cpu: name: the node named
-GPU_REFUSES = {"oww_hey_jarvis": "node 'If_32' (If)"}  # an If decided at run time
+GPU_REFUSES = {"oww_hey_jarvis": "node 'If_32' (If)",  # an If decided at run time
+               "silero_vad_legacy": "(LSTM)", "silero_vad_v5": "(LSTM)"}  # no GPU LSTM yet
 
 failures = 0
 

@@ -25,7 +25,7 @@ struct th_case {
     bool has_p; /* else the op's defaults */
     union mps_op_params p;
     int n_in;
-    struct th_input in[5];
+    struct th_input in[8];
     int n_out;
     struct mps_shape out[3]; /* expected shapes */
     double tol;              /* NMSE bound for float outputs; 0: 1e-9 */
@@ -43,6 +43,10 @@ struct th_case {
                  .vals = (const double[]){__VA_ARGS__}, .n_vals = N_OF(double, __VA_ARGS__)}
 #define CI_EMPTY {.dt = MPS_I64, .shape = {1, {0}}, .is_const = true}
 #define CI_SCALAR(v) {.dt = MPS_I64, .shape = SCALAR, .is_const = true, .vals = (const double[]){v}, .n_vals = 1}
+#define CI32(...) {.dt = MPS_I32, .shape = {1, {N_OF(double, __VA_ARGS__)}}, .is_const = true, \
+                   .vals = (const double[]){__VA_ARGS__}, .n_vals = N_OF(double, __VA_ARGS__)}
+/* an RNN's activations, the same for both directions */
+#define ACTS(f, g, h) {{MPS_RNN_##f}, {MPS_RNN_##g}, {MPS_RNN_##h}, {MPS_RNN_##f}, {MPS_RNN_##g}, {MPS_RNN_##h}}
 #define CB(v) {.dt = MPS_BOOL, .shape = {1, {1}}, .is_const = true, .vals = (const double[]){v}, .n_vals = 1}
 #define CF_SCALAR(v) {.dt = MPS_F32, .shape = SCALAR, .is_const = true, .vals = (const double[]){v}, .n_vals = 1}
 #define CF(...) {.dt = MPS_F32, .shape = S(__VA_ARGS__), .is_const = true}
@@ -506,6 +510,30 @@ static const struct th_case th_cases[] = {
                                       IR(MPS_I64, -9, 9, 2)), OUT(S(3, 4), S(2))},
     {"If, true", MPS_OP_IF, IN(CB(1), F(2, 5), F(2, 5)), OUT(S(2, 5))},
     {"If, false", MPS_OP_IF, IN(CB(0), F(2, 5), F(2, 5)), OUT(S(2, 5))},
+    /* recurrent nets (cpu only so far: the GPU backends refuse them by name) */
+    {"LSTM forward, defaults", MPS_OP_LSTM, P(rnn, .hidden = 4, .act = ACTS(SIGMOID, TANH, TANH)),
+     IN(F(5, 2, 3), F(1, 16, 3), F(1, 16, 4)), OUT(S(5, 1, 2, 4), S(1, 2, 4), S(1, 2, 4))},
+    {"LSTM bidirectional, B, sequence_lens, initial h and c, peepholes, clip", MPS_OP_LSTM,
+     P(rnn, .hidden = 3, .direction = 2, .clip = 0.8f, .act = ACTS(SIGMOID, TANH, TANH)),
+     IN(F(6, 3, 5), F(2, 12, 5), F(2, 12, 3), F(2, 24), IR(MPS_I32, 1, 6, 3), F(2, 3, 3), F(2, 3, 3), F(2, 9)),
+     OUT(S(6, 2, 3, 3), S(2, 3, 3), S(2, 3, 3))},
+    {"LSTM batch first, reverse, input_forget, HardSigmoid, ScaledTanh, Softsign", MPS_OP_LSTM,
+     P(rnn, .hidden = 2, .direction = 1, .batch_first = true, .input_forget = true,
+       .act = {{MPS_RNN_HARD_SIGMOID, 0.3f, 0.4f}, {MPS_RNN_SCALED_TANH, 1.5f, 0.7f}, {MPS_RNN_SOFTSIGN}}),
+     IN(F(2, 4, 3), F(1, 8, 3), F(1, 8, 2), F(1, 16), OMIT, F(2, 1, 2), F(2, 1, 2)),
+     OUT(S(2, 4, 1, 2), S(2, 1, 2), S(2, 1, 2))},
+    {"GRU bidirectional, B, sequence_lens (one empty), initial h", MPS_OP_GRU,
+     P(rnn, .hidden = 3, .direction = 2, .act = ACTS(SIGMOID, TANH, TANH)),
+     IN(F(4, 2, 3), F(2, 9, 3), F(2, 9, 3), F(2, 18), CI32(0, 3), F(2, 2, 3)), OUT(S(4, 2, 2, 3), S(2, 2, 3))},
+    {"GRU linear_before_reset, reverse, Elu and Softsign", MPS_OP_GRU,
+     P(rnn, .hidden = 2, .direction = 1, .linear_before_reset = true,
+       .act = {{MPS_RNN_SOFTSIGN}, {MPS_RNN_ELU, 0.5f}}),
+     IN(F(5, 3, 4), F(1, 6, 4), F(1, 6, 2), F(1, 12)), OUT(S(5, 1, 3, 2), S(1, 3, 2))},
+    {"RNN batch first, Relu, B", MPS_OP_RNN, P(rnn, .hidden = 5, .batch_first = true, .act = {{MPS_RNN_RELU}}),
+     IN(F(3, 4, 2), F(1, 5, 2), F(1, 5, 5), F(1, 10)), OUT(S(3, 4, 1, 5), S(3, 1, 5))},
+    {"RNN bidirectional, initial h, Tanh and Softplus", MPS_OP_RNN,
+     P(rnn, .hidden = 3, .direction = 2, .act = {{MPS_RNN_TANH}, {0}, {0}, {MPS_RNN_SOFTPLUS}}),
+     IN(F(4, 2, 3), F(2, 3, 3), F(2, 3, 3), OMIT, OMIT, F(2, 2, 3)), OUT(S(4, 2, 2, 3), S(2, 2, 3))},
     /* reductions */
     {"ReduceMean axis 1 keepdims", MPS_OP_REDUCE_MEAN, P(reduce, .keepdims = true), IN(F(2, 3, 4), CI(1)),
      OUT(S(2, 1, 4))},
@@ -748,16 +776,16 @@ static bool th_is_int(enum mps_dtype t)
 /* Data for one case: graph, runtime inputs and their reference copies. */
 struct th_data {
     struct mps_graph *g;
-    struct mps_tensor rt[5]; /* runtime inputs, in graph input order */
+    struct mps_tensor rt[8]; /* runtime inputs, in graph input order */
     int n_rt;
-    struct ref_tensor ref_in[5];
+    struct ref_tensor ref_in[8];
 };
 
 static enum mps_status th_build(const struct th_case *c, const union mps_op_params *p, struct th_data *d,
                                 struct mps_error *err)
 {
     struct mps_graph *g = d->g = mps_graph_new();
-    int in[5], out[3];
+    int in[8], out[3];
     for (int i = 0; i < c->n_in; i++) {
         const struct th_input *x = &c->in[i];
         char name[16];

@@ -136,6 +136,9 @@ static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
     [MPS_OP_ONE_HOT] = mps_cpu_onehot,
     [MPS_OP_SPACE_TO_DEPTH] = mps_cpu_depth,
     [MPS_OP_IF] = mps_cpu_if,
+    [MPS_OP_RNN] = mps_cpu_rnn,
+    [MPS_OP_GRU] = mps_cpu_rnn,
+    [MPS_OP_LSTM] = mps_cpu_rnn,
 };
 
 static const mps_cpu_scratch mps_cpu_scratch_fns[MPS_OP_COUNT] = {
@@ -143,6 +146,9 @@ static const mps_cpu_scratch mps_cpu_scratch_fns[MPS_OP_COUNT] = {
     [MPS_OP_CONV] = mps_cpu_conv_scratch,
     [MPS_OP_CONV_TRANSPOSE] = mps_cpu_conv_scratch,
     [MPS_OP_RESIZE] = mps_cpu_resize_scratch,
+    [MPS_OP_RNN] = mps_cpu_rnn_scratch,
+    [MPS_OP_GRU] = mps_cpu_rnn_scratch,
+    [MPS_OP_LSTM] = mps_cpu_rnn_scratch,
 };
 
 static const mps_cpu_pack mps_cpu_pack_fns[MPS_OP_COUNT] = {

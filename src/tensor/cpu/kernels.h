@@ -149,6 +149,10 @@ enum mps_status mps_cpu_logic(const struct mps_cpu_args *a, struct mps_error *er
 enum mps_status mps_cpu_where(const struct mps_cpu_args *a, struct mps_error *err);
 /* a run-time If's outputs: the taken branch's, copied (the other's nodes did not run: cpu.c) */
 enum mps_status mps_cpu_if(const struct mps_cpu_args *a, struct mps_error *err);
+/* RNN, GRU, LSTM (rnn.c) */
+enum mps_status mps_cpu_rnn(const struct mps_cpu_args *a, struct mps_error *err);
+size_t mps_cpu_rnn_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                           int threads);
 /* layout.c */
 enum mps_status mps_cpu_transpose(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_concat(const struct mps_cpu_args *a, struct mps_error *err);
