@@ -369,6 +369,22 @@ static enum mps_conf_result mps_conf_test(const char *dir, const struct mps_back
     return r;
 }
 
+/* Tests whose expected outputs the model does not compute: the window
+   functions' expanded forms in ONNX 1.12's data (hann of 10 at element 8
+   0.34556 where cos gives 0.34549 and onnxruntime 1.30 agrees with it; the
+   data is not even symmetric). Run all the same: a FAIL becomes a skip. */
+static bool mps_conf_wrong_data(const char *test)
+{
+    static const char *const wrong[] = {
+        "test_blackmanwindow_expanded", "test_blackmanwindow_symmetric_expanded", "test_hammingwindow_expanded",
+        "test_hammingwindow_symmetric_expanded", "test_hannwindow_expanded", "test_hannwindow_symmetric_expanded",
+    };
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++)
+        if (!strcmp(test, wrong[i]))
+            return true;
+    return false;
+}
+
 /* Whether name is in the sorted list; marks it seen. */
 static bool mps_conf_expected(char **list, bool *seen, int n, const char *name)
 {
@@ -467,6 +483,13 @@ int main(int argc, char **argv)
             int n_run = sim_on && !mps_conf_matches(name, sim_on) ? n_bes - 1 : n_bes;
             double worst[2] = {0, 0};
             enum mps_conf_result r = mps_conf_test(tdir, bes, n_run, ran, worst, why, sizeof why);
+            if (r == MPS_CONF_FAIL && mps_conf_wrong_data(tests[t])) {
+                char was[sizeof why];
+                memcpy(was, why, sizeof was);
+                snprintf(why, sizeof why, "the suite's expected output is not the model's (onnxruntime computes what "
+                         "mpsrun does): %s", was);
+                r = MPS_CONF_SKIP;
+            }
             bool want = mps_conf_expected(expected, seen, n_expected, name);
             if (r == MPS_CONF_PASS) {
                 printf("ok   %s (max error %.2g of the scale; with vs without the passes %.2g)\n", name, worst[0],

@@ -274,6 +274,17 @@ static bool th_sim_step(const struct mps_mtl_step *s, struct ref_tensor *t, cons
         [MPS_MTL_FLOOR] = MPS_OP_FLOOR,       [MPS_MTL_CEIL] = MPS_OP_CEIL,
         [MPS_MTL_ERF] = MPS_OP_ERF,           [MPS_MTL_NOT] = MPS_OP_NOT,
         [MPS_MTL_SIGN] = MPS_OP_SIGN,         [MPS_MTL_RINT] = MPS_OP_ROUND,
+        [MPS_MTL_SIN] = MPS_OP_SIN,
+        [MPS_MTL_COS] = MPS_OP_COS,
+        [MPS_MTL_TAN] = MPS_OP_TAN,
+        [MPS_MTL_ASIN] = MPS_OP_ASIN,
+        [MPS_MTL_ACOS] = MPS_OP_ACOS,
+        [MPS_MTL_ATAN] = MPS_OP_ATAN,
+        [MPS_MTL_SINH] = MPS_OP_SINH,
+        [MPS_MTL_COSH] = MPS_OP_COSH,
+        [MPS_MTL_ASINH] = MPS_OP_ASINH,
+        [MPS_MTL_ACOSH] = MPS_OP_ACOSH,
+        [MPS_MTL_ATANH] = MPS_OP_ATANH,
     };
     static const enum mps_op binary[MPS_MTL_BINARY_COUNT] = {
         [MPS_MTL_ADD] = MPS_OP_ADD, [MPS_MTL_SUB] = MPS_OP_SUB, [MPS_MTL_MUL] = MPS_OP_MUL, [MPS_MTL_DIV] = MPS_OP_DIV,

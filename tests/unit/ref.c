@@ -205,6 +205,17 @@ static double ref_unary1(enum mps_op op, const struct mps_act_params *p, double 
         return p->beta != 0 ? 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)))
                             : 0.5 * x * (1 + erf(x / sqrt(2)));
     case MPS_OP_ERF: return erf(x);
+    case MPS_OP_SIN: return sin(x);
+    case MPS_OP_COS: return cos(x);
+    case MPS_OP_TAN: return tan(x);
+    case MPS_OP_ASIN: return asin(x);
+    case MPS_OP_ACOS: return acos(x);
+    case MPS_OP_ATAN: return atan(x);
+    case MPS_OP_SINH: return sinh(x);
+    case MPS_OP_COSH: return cosh(x);
+    case MPS_OP_ASINH: return asinh(x);
+    case MPS_OP_ACOSH: return acosh(x);
+    case MPS_OP_ATANH: return atanh(x);
     case MPS_OP_EXP: return exp(x);
     case MPS_OP_LOG: return log(x);
     case MPS_OP_SQRT: return sqrt(x);

@@ -157,6 +157,17 @@ __device__ static inline float mps_cu_act(int op, float v, float alpha, float be
         return beta != 0.0f ? 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)))
                             : 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
     case MPS_OP_ERF: return erff(v);
+    case MPS_OP_SIN: return sinf(v);
+    case MPS_OP_COS: return cosf(v);
+    case MPS_OP_TAN: return tanf(v);
+    case MPS_OP_ASIN: return asinf(v);
+    case MPS_OP_ACOS: return acosf(v);
+    case MPS_OP_ATAN: return atanf(v);
+    case MPS_OP_SINH: return sinhf(v);
+    case MPS_OP_COSH: return coshf(v);
+    case MPS_OP_ASINH: return asinhf(v);
+    case MPS_OP_ACOSH: return acoshf(v);
+    case MPS_OP_ATANH: return atanhf(v);
     case MPS_OP_EXP: return expf(v);
     case MPS_OP_LOG: return logf(v);
     case MPS_OP_SQRT: return sqrtf(v);

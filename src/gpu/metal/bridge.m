@@ -112,6 +112,17 @@ static MPSGraphTensor *mps_mtl_unary_op(MPSGraph *g, int fn, MPSGraphTensor *x)
     case MPS_MTL_NOT: return [g notWithTensor:x name:nil];
     case MPS_MTL_SIGN: return [g signWithTensor:x name:nil];
     case MPS_MTL_RINT: return [g rintWithTensor:x name:nil];
+    case MPS_MTL_SIN: return [g sinWithTensor:x name:nil];
+    case MPS_MTL_COS: return [g cosWithTensor:x name:nil];
+    case MPS_MTL_TAN: return [g tanWithTensor:x name:nil];
+    case MPS_MTL_ASIN: return [g asinWithTensor:x name:nil];
+    case MPS_MTL_ACOS: return [g acosWithTensor:x name:nil];
+    case MPS_MTL_ATAN: return [g atanWithTensor:x name:nil];
+    case MPS_MTL_SINH: return [g sinhWithTensor:x name:nil];
+    case MPS_MTL_COSH: return [g coshWithTensor:x name:nil];
+    case MPS_MTL_ASINH: return [g asinhWithTensor:x name:nil];
+    case MPS_MTL_ACOSH: return [g acoshWithTensor:x name:nil];
+    case MPS_MTL_ATANH: return [g atanhWithTensor:x name:nil];
     default: return nil;
     }
 }

@@ -513,6 +513,7 @@ const char *mps_mtl_unary_name(int fn)
     static const char *const names[MPS_MTL_UNARY_COUNT] = {
         "identity", "relu",       "sigmoid", "tanh", "exp", "log", "sqrt", "abs",
         "neg",      "reciprocal", "floor",   "ceil", "erf", "not", "sign", "rint",
+        "sin",      "cos",        "tan",     "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
     };
     return fn >= 0 && fn < MPS_MTL_UNARY_COUNT ? names[fn] : "?";
 }

@@ -76,6 +76,17 @@ enum mps_mtl_unary {
     MPS_MTL_NOT, /* of bool */
     MPS_MTL_SIGN,
     MPS_MTL_RINT, /* halves to even */
+    MPS_MTL_SIN,
+    MPS_MTL_COS,
+    MPS_MTL_TAN,
+    MPS_MTL_ASIN,
+    MPS_MTL_ACOS,
+    MPS_MTL_ATAN,
+    MPS_MTL_SINH,
+    MPS_MTL_COSH,
+    MPS_MTL_ASINH,
+    MPS_MTL_ACOSH,
+    MPS_MTL_ATANH,
     MPS_MTL_UNARY_COUNT
 };
 

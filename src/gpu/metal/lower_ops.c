@@ -43,6 +43,17 @@ static int mps_mtl_activation(struct mps_mtl_lowerer *L, enum mps_op op, const s
     case MPS_OP_CEIL: return mps_mtl_unary(L, MPS_MTL_CEIL, x);
     case MPS_OP_SIGN: return mps_mtl_unary(L, MPS_MTL_SIGN, x);
     case MPS_OP_ROUND: return mps_mtl_unary(L, MPS_MTL_RINT, x);
+    case MPS_OP_SIN: return mps_mtl_unary(L, MPS_MTL_SIN, x);
+    case MPS_OP_COS: return mps_mtl_unary(L, MPS_MTL_COS, x);
+    case MPS_OP_TAN: return mps_mtl_unary(L, MPS_MTL_TAN, x);
+    case MPS_OP_ASIN: return mps_mtl_unary(L, MPS_MTL_ASIN, x);
+    case MPS_OP_ACOS: return mps_mtl_unary(L, MPS_MTL_ACOS, x);
+    case MPS_OP_ATAN: return mps_mtl_unary(L, MPS_MTL_ATAN, x);
+    case MPS_OP_SINH: return mps_mtl_unary(L, MPS_MTL_SINH, x);
+    case MPS_OP_COSH: return mps_mtl_unary(L, MPS_MTL_COSH, x);
+    case MPS_OP_ASINH: return mps_mtl_unary(L, MPS_MTL_ASINH, x);
+    case MPS_OP_ACOSH: return mps_mtl_unary(L, MPS_MTL_ACOSH, x);
+    case MPS_OP_ATANH: return mps_mtl_unary(L, MPS_MTL_ATANH, x);
     case MPS_OP_THRESHOLDED_RELU: {
         int keep = mps_mtl_binary_scalar(L, MPS_MTL_GREATER, x, alpha);
         return mps_mtl_select(L, keep, x, mps_mtl_scalar(L, 0.0, mps_mtl_dtype(L, x)));
@@ -558,6 +569,17 @@ static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
     [MPS_OP_SOFTSIGN] = mps_mtl_lower_activation,
     [MPS_OP_GELU] = mps_mtl_lower_activation,
     [MPS_OP_ERF] = mps_mtl_lower_activation,
+    [MPS_OP_SIN] = mps_mtl_lower_activation,
+    [MPS_OP_COS] = mps_mtl_lower_activation,
+    [MPS_OP_TAN] = mps_mtl_lower_activation,
+    [MPS_OP_ASIN] = mps_mtl_lower_activation,
+    [MPS_OP_ACOS] = mps_mtl_lower_activation,
+    [MPS_OP_ATAN] = mps_mtl_lower_activation,
+    [MPS_OP_SINH] = mps_mtl_lower_activation,
+    [MPS_OP_COSH] = mps_mtl_lower_activation,
+    [MPS_OP_ASINH] = mps_mtl_lower_activation,
+    [MPS_OP_ACOSH] = mps_mtl_lower_activation,
+    [MPS_OP_ATANH] = mps_mtl_lower_activation,
     [MPS_OP_EXP] = mps_mtl_lower_activation,
     [MPS_OP_LOG] = mps_mtl_lower_activation,
     [MPS_OP_SQRT] = mps_mtl_lower_activation,

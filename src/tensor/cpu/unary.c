@@ -55,6 +55,17 @@ static void mps_unary_chunk(void *ctx, int64_t begin, int64_t end)
         }
         MPS_MAP(0.5f * v * (1.0f + erff(v * 0.70710678118654752f)));
     case MPS_OP_ERF: MPS_MAP(erff(v));
+    case MPS_OP_SIN: MPS_MAP(sinf(v));
+    case MPS_OP_COS: MPS_MAP(cosf(v));
+    case MPS_OP_TAN: MPS_MAP(tanf(v));
+    case MPS_OP_ASIN: MPS_MAP(asinf(v));
+    case MPS_OP_ACOS: MPS_MAP(acosf(v));
+    case MPS_OP_ATAN: MPS_MAP(atanf(v));
+    case MPS_OP_SINH: MPS_MAP(sinhf(v));
+    case MPS_OP_COSH: MPS_MAP(coshf(v));
+    case MPS_OP_ASINH: MPS_MAP(asinhf(v));
+    case MPS_OP_ACOSH: MPS_MAP(acoshf(v));
+    case MPS_OP_ATANH: MPS_MAP(atanhf(v));
     case MPS_OP_EXP: MPS_MAP(expf(v));
     case MPS_OP_LOG: MPS_MAP(logf(v));
     case MPS_OP_SQRT: MPS_MAP(sqrtf(v));

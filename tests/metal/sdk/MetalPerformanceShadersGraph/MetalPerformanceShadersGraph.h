@@ -145,6 +145,17 @@ typedef void (^MPSGraphExecutableCompletionHandler)(NSArray<MPSGraphTensorData *
 - (MPSGraphTensor *)floorWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
 - (MPSGraphTensor *)tanhWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
 - (MPSGraphTensor *)erfWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)sinWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)cosWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)tanWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)asinWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)acosWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)atanWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)sinhWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)coshWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)asinhWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)acoshWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
+- (MPSGraphTensor *)atanhWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
 - (MPSGraphTensor *)notWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
 - (MPSGraphTensor *)signWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
 - (MPSGraphTensor *)rintWithTensor:(MPSGraphTensor *)tensor name:(NSString *_Nullable)name;
