@@ -561,11 +561,11 @@ static enum mps_status mps_onnx_branch(struct mps_onnx_ctx *c, struct mps_onnx_n
 static enum mps_status mps_onnx_branch_scope(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int first,
                                              const char *side, struct mps_error *err)
 {
+    char name[400];
     for (int v = first; v < c->g->n_values; v++) {
         struct mps_value *val = &c->g->values[v];
         if (val->producer < 0 && !val->data)
             continue;
-        char name[400];
         snprintf(name, sizeof name, "%.120s/%s/%.200s", n->name, side, val->name);
         if (!(val->name = mps_graph_strdup(c->g, name)))
             return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
@@ -616,8 +616,12 @@ static enum mps_status mps_onnx_if(struct mps_onnx_ctx *c, struct mps_onnx_node 
     }
     for (int side = 1; side >= 0; side--) {
         int first = c->g->n_values;
-        if ((st = mps_onnx_branch(c, n, branch[side], outs[side], err)) ||
-            (st = mps_onnx_branch_scope(c, n, first, side ? "then" : "else", err)))
+        char outer[sizeof c->scope]; /* the branch's nodes named "<If>/<side>/<node>" (mps_onnx_nodes) */
+        memcpy(outer, c->scope, sizeof outer);
+        snprintf(c->scope, sizeof c->scope, "%.150s/%s/", n->name, side ? "then" : "else"); /* n->name: in outer */
+        st = mps_onnx_branch(c, n, branch[side], outs[side], err);
+        memcpy(c->scope, outer, sizeof outer);
+        if (st || (st = mps_onnx_branch_scope(c, n, first, side ? "then" : "else", err)))
             return st;
     }
     in[0] = n->in[0];
@@ -633,11 +637,11 @@ static enum mps_status mps_onnx_nodes(struct mps_onnx_ctx *c, const Onnx__GraphP
 {
     for (size_t k = 0; k < gp->n_node; k++) {
         const Onnx__NodeProto *np = gp->node[k];
-        char name[160];
+        char name[400];
         if (np->name && np->name[0])
-            snprintf(name, sizeof name, "%s", np->name);
+            snprintf(name, sizeof name, "%s%.200s", c->scope, np->name);
         else
-            snprintf(name, sizeof name, "%s_%zu", np->op_type ? np->op_type : "node", k);
+            snprintf(name, sizeof name, "%s%.100s_%zu", c->scope, np->op_type ? np->op_type : "node", k);
         struct mps_onnx_node n = {.np = np, .name = name};
         if (!np->op_type)
             return mps_onnx_fail(&n, err, "no op_type");

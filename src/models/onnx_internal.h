@@ -23,6 +23,7 @@ struct mps_onnx_ctx {
     bool widen;      /* f16 and bf16 tensors decode as f32, Cast to f16 rounds and stays f32 (a model's, not
                         a test's data file) */
     int n_widened;   /* tensors, inputs and Casts so widened */
+    char scope[192]; /* "<If>/then/" ...: what the nodes of a run-time If's branches are named within */
 };
 
 #define MPS_ONNX_MAX_NESTING 32 /* If branches inside each other (a file's nesting is its own; the stack is ours) */

@@ -138,7 +138,7 @@ check "... the else branch's outputs" "$py" -c "
 import numpy as np, sys
 z = np.load(sys.argv[1]); assert (z['y'] == [2, -0.5, 1, -0.25]).all() and z['z'] == -2.25, dict(z)" "$tmp/o/neg.npz"
 expect "... and where it is taken, the error names the node: exit 4" 4 infer "$m/if_score.onnx" "$m/score_big.npy" "$m/idx_bad.npy"
-check "... one line" bash -c "[ \$(wc -l < $err) = 1 ] && grep -q \"node 'Gather_3' (Gather): index 99 is out of range\" $err"
+check "... one line, naming the node and the branch it is in" bash -c "[ \$(wc -l < $err) = 1 ] && grep -q \"node 'by_sum/then/Gather_3' (Gather): index 99 is out of range\" $err"
 
 # ---- bad inputs: one line each, naming the input ----------------------------------------------
 usage "an input not given" "input 'vec' (f32 [?,6]) is not given: give --input vec=FILE" infer "$two" "$m/image.npy"
