@@ -198,6 +198,15 @@ struct mps_infer_report {
    (NNNNNN_K.png for item K of a .npy of several). */
 void mps_infer_picture_path(const struct mps_infer_report *rep, const struct mps_infer_file *f, int64_t item, char *buf,
                             size_t size);
+/* classes.c */
+/* Classes per item of g's first output, or 0 when it is not [batch, K, 1...]. */
+int64_t mps_infer_class_count(const struct mps_infer_group *g);
+/* The top n classes of p[k] into idx, best first (ties: the lower index). */
+void mps_infer_top(const double *p, int64_t k, int64_t n, int64_t *idx);
+/* The NaNs among p[k]: an item with any has no top class. */
+int64_t mps_infer_nan_count(const double *p, int64_t k);
+/* Class c's label, or "" past the labels. */
+const char *mps_infer_label(const struct mps_infer_result *r, int64_t c);
 /* The classes of g's first output when it is [batch, K, 1...] f32 with K > 1, else 0. */
 int64_t mps_infer_graph_classes(const struct mps_graph *g);
 /* Decides r->output_kind from the model's metadata, its last op, else the values of g (NULL: none yet). */

@@ -100,6 +100,8 @@ extern const size_t mps_onnx_n_rules_math;
 extern const struct mps_onnx_rule mps_onnx_rules_tensor[]; /* onnx_ops_tensor.c */
 extern const size_t mps_onnx_n_rules_tensor;
 
+/* Maps the nodes of gp (the graph's, or an If branch's) in order (onnx_graph.c). */
+enum mps_status mps_onnx_nodes(struct mps_onnx_ctx *c, const Onnx__GraphProto *gp, struct mps_error *err);
 /* Maps one ONNX node to IR nodes (onnx_ops.c). */
 enum mps_status mps_onnx_map_node(struct mps_onnx_ctx *c, struct mps_onnx_node *n, struct mps_error *err);
 

@@ -176,86 +176,6 @@ static enum mps_status mps_shape_cast(struct mps_graph *g, struct mps_node *n, s
     return MPS_OK;
 }
 
-/* Whether input i of n, when given, is f32 of the shape want (a message naming it else). */
-static enum mps_status mps_shape_rnn_input(struct mps_graph *g, struct mps_node *n, int i, const char *what,
-                                           enum mps_dtype dt, const struct mps_shape *want, struct mps_error *err)
-{
-    const struct mps_value *v = mps_shape_in(g, n, i);
-    char a[96], b[96];
-    if (v && (v->dtype != dt || !mps_shape_eq(&v->shape, want)))
-        return mps_shape_fail(n, err, "%s '%s' is %s %s, not %s %s", what, v->name, mps_dtype_name(v->dtype),
-                              mps_shape_str(&v->shape, a, sizeof a), mps_dtype_name(dt),
-                              mps_shape_str(want, b, sizeof b));
-    return MPS_OK;
-}
-
-/* RNN, GRU, LSTM (op.h): X [seq, batch, input] (batch first: [batch, seq, input]). */
-static enum mps_status mps_shape_rnn(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
-{
-    const struct mps_value *x = mps_shape_in(g, n, 0), *w = mps_shape_in(g, n, 1), *r = mps_shape_in(g, n, 2);
-    struct mps_rnn_params *p = &n->p.rnn;
-    int64_t gates = mps_rnn_gates(n->op), dirs = p->direction == 2 ? 2 : 1;
-    if (x->dtype != MPS_F32 || x->shape.ndim != 3)
-        return mps_shape_fail(n, err, "X must be f32 of 3 dims [seq, batch, input]");
-    if (r->shape.ndim != 3 || w->shape.ndim != 3)
-        return mps_shape_fail(n, err, "W and R must have 3 dims");
-    if (p->hidden <= 0)
-        p->hidden = r->shape.dim[2];
-    int64_t seq = x->shape.dim[p->batch_first], batch = x->shape.dim[!p->batch_first], in = x->shape.dim[2],
-            h = p->hidden;
-    enum mps_status st;
-    if (h <= 0 || h > ((int64_t)1 << 20) / gates)
-        return mps_shape_fail(n, err, "hidden_size %lld is not from 1 to %lld", (long long)h,
-                              (long long)(((int64_t)1 << 20) / gates));
-    struct mps_shape sw = {3, {dirs, gates * h, in}}, sr = {3, {dirs, gates * h, h}}, sb = {2, {dirs, 2 * gates * h}},
-                     sl = {1, {batch}}, sh = {3, {dirs, batch, h}}, sp = {2, {dirs, 3 * h}};
-    if (p->batch_first)
-        sh = (struct mps_shape){3, {batch, dirs, h}};
-    if ((st = mps_shape_rnn_input(g, n, 1, "W", MPS_F32, &sw, err)) ||
-        (st = mps_shape_rnn_input(g, n, 2, "R", MPS_F32, &sr, err)) ||
-        (st = mps_shape_rnn_input(g, n, 3, "B", MPS_F32, &sb, err)) ||
-        (st = mps_shape_rnn_input(g, n, 4, "sequence_lens", MPS_I32, &sl, err)) ||
-        (st = mps_shape_rnn_input(g, n, 5, "initial_h", MPS_F32, &sh, err)) ||
-        (n->op == MPS_OP_LSTM && ((st = mps_shape_rnn_input(g, n, 6, "initial_c", MPS_F32, &sh, err)) ||
-                                  (st = mps_shape_rnn_input(g, n, 7, "P", MPS_F32, &sp, err)))))
-        return st;
-    struct mps_shape y =
-        p->batch_first ? (struct mps_shape){4, {batch, seq, dirs, h}} : (struct mps_shape){4, {seq, dirs, batch, h}};
-    if (mps_shape_numel(&y) < 0)
-        return mps_shape_fail(n, err, "the output would be too large");
-    mps_shape_set(g, n, 0, MPS_F32, &y);
-    for (int o = 1; o < n->n_out; o++)
-        mps_shape_set(g, n, o, MPS_F32, &sh);
-    return MPS_OK;
-}
-
-/* If (a run-time one): one bool, then n outputs of each branch, alike pairwise
-   (a plan has one shape per value, whichever branch a run takes). */
-static enum mps_status mps_shape_if(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
-{
-    const struct mps_value *c = mps_shape_in(g, n, 0);
-    if (n->n_in != 1 + 2 * n->n_out)
-        return mps_shape_fail(n, err, "%d inputs for %d outputs: a condition and two branches' outputs", n->n_in,
-                              n->n_out);
-    if (mps_shape_numel(&c->shape) != 1 || (c->dtype != MPS_BOOL && c->dtype != MPS_U8))
-        return mps_shape_fail(n, err, "its condition '%s' is %s of %lld elements, not one bool", c->name,
-                              mps_dtype_name(c->dtype), (long long)mps_shape_numel(&c->shape));
-    for (int o = 0; o < n->n_out; o++) {
-        const struct mps_value *a = mps_shape_in(g, n, 1 + o), *b = mps_shape_in(g, n, 1 + n->n_out + o);
-        char x[128], y[128];
-        if (!a || !b)
-            return mps_shape_fail(n, err, "output %d is missing from a branch", o);
-        if (a->dtype != b->dtype || !mps_shape_eq(&a->shape, &b->shape))
-            return mps_shape_fail(n, err,
-                                  "its branches give output %d as %s %s and %s %s: an If decided at run time "
-                                  "needs them alike here",
-                                  o, mps_dtype_name(a->dtype), mps_shape_str(&a->shape, x, sizeof x),
-                                  mps_dtype_name(b->dtype), mps_shape_str(&b->shape, y, sizeof y));
-        mps_shape_set(g, n, o, a->dtype, &a->shape);
-    }
-    return MPS_OK;
-}
-
 /* Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean: numpy broadcasting of all inputs. */
 static enum mps_status mps_shape_broadcast_op(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
@@ -774,10 +694,6 @@ static const mps_shape_rule mps_shape_math_rules[MPS_OP_COUNT] = {
     [MPS_OP_REDUCE_LOG_SUM_EXP] = mps_shape_reduce,
     [MPS_OP_ARG_MAX] = mps_shape_arg,
     [MPS_OP_ARG_MIN] = mps_shape_arg,
-    [MPS_OP_IF] = mps_shape_if,
-    [MPS_OP_RNN] = mps_shape_rnn,
-    [MPS_OP_GRU] = mps_shape_rnn,
-    [MPS_OP_LSTM] = mps_shape_rnn,
 };
 
 enum mps_status mps_graph_infer_node(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
@@ -787,7 +703,9 @@ enum mps_status mps_graph_infer_node(struct mps_graph *g, struct mps_node *n, st
         if (v && !v->shape_known)
             return mps_shape_fail(n, err, "input '%s' has no known shape (is the graph sorted?)", v->name);
     }
-    mps_shape_rule rule = mps_shape_math_rules[n->op] ? mps_shape_math_rules[n->op] : mps_shape_layout_rules[n->op];
+    mps_shape_rule rule = mps_shape_math_rules[n->op]     ? mps_shape_math_rules[n->op]
+                          : mps_shape_layout_rules[n->op] ? mps_shape_layout_rules[n->op]
+                                                          : mps_shape_seq_rules[n->op];
     if (!rule)
         return mps_shape_fail(n, err, "no shape rule for this op");
     enum mps_status st = rule(g, n, err);

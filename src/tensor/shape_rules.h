@@ -1,5 +1,6 @@
-/* shape_rules.h: helpers shared by the shape rules of shape.c (math ops) and
-   shape_layout.c (layout ops). Internal to src/tensor. */
+/* shape_rules.h: helpers shared by the shape rules of shape.c (math ops),
+   shape_layout.c (layout ops) and shape_seq.c (recurrent nets, If).
+   Internal to src/tensor. */
 #ifndef MPS_SHAPE_RULES_H
 #define MPS_SHAPE_RULES_H
 
@@ -49,5 +50,7 @@ enum mps_status mps_shape_axes_mask(const struct mps_node *n, const int64_t *v, 
 
 /* The layout rules, indexed by op (shape_layout.c); NULL for other ops. */
 extern const mps_shape_rule mps_shape_layout_rules[MPS_OP_COUNT];
+/* The recurrent nets' and a run-time If's (shape_seq.c). */
+extern const mps_shape_rule mps_shape_seq_rules[MPS_OP_COUNT];
 
 #endif

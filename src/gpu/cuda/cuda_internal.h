@@ -1,5 +1,5 @@
 /* cuda_internal.h: what the CUDA backend's C files share (cuda.c: the plan,
-   its memory and graphs; nodes.c: a launcher per op family; blas.c: cuBLAS,
+   its memory and graphs; nodes.c, nodes_layout.c: a launcher per op family; blas.c: cuBLAS,
    opened at run time). Private to src/gpu/cuda. */
 #ifndef MPS_CUDA_INTERNAL_H
 #define MPS_CUDA_INTERNAL_H

@@ -1,6 +1,6 @@
 /* conv.h: what the CPU backend's convolution paths share (conv.c chooses
-   the path and runs the others; conv_direct.c is the direct one). Internal
-   to the CPU backend. */
+   the path and runs the others; conv_direct.c is the direct one,
+   conv_depthwise.c the depthwise ones). Internal to the CPU backend. */
 #ifndef MPS_CPU_CONV_H
 #define MPS_CPU_CONV_H
 
@@ -35,5 +35,44 @@ size_t mps_direct_pack(const struct mps_conv_geom *q, const float *w, const stru
 size_t mps_direct_scratch(const struct mps_conv_geom *q, const struct mps_maxpool_geom *pool, int threads);
 /* Runs it: y = act(W x + bias); data is what mps_direct_pack wrote. */
 void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q, const void *data);
+
+/* One Conv run: what the im2col and depthwise loops read (conv.c, conv_depthwise.c). */
+struct mps_conv_job {
+    const struct mps_conv_geom *q;
+    const float *x; /* Conv: the group's input channels; depthwise: the whole input */
+    const float *w, *bias;
+    float *col, *y;
+    const struct mps_fused_act *act;
+    const struct mps_ukernels *uk;   /* depthwise: the family whose dw3 runs 3x3 planes */
+    const struct mps_dwb_expand *ex; /* depthwise on dwb: the 1x1 Conv that makes its input, or NULL (x) */
+    int64_t parts;                   /* depthwise on dwb: items a block, each a part of its output rows */
+};
+
+/* Input coordinate of output position o along axis j for kernel tap t, or -1 outside. */
+static inline int64_t mps_conv_src(const struct mps_conv_geom *q, int j, int64_t o, int64_t t)
+{
+    int64_t i = o * q->w.s[j] - q->w.pb[j] + t * q->w.d[j];
+    return i >= 0 && i < q->w.in[j] ? i : -1;
+}
+
+/* Outputs [lo, hi) along axis j whose input coordinate for tap t lies inside the input. */
+static inline void mps_conv_valid(const struct mps_cpu_window3 *w, int j, int64_t t, int64_t *lo, int64_t *hi)
+{
+    int64_t first = w->pb[j] - t * w->d[j], last = w->in[j] - 1 + w->pb[j] - t * w->d[j];
+    *lo = first <= 0 ? 0 : (first + w->s[j] - 1) / w->s[j];
+    *hi = last < 0 ? 0 : last / w->s[j] + 1;
+    if (*hi > w->out[j])
+        *hi = w->out[j];
+}
+
+/* conv_depthwise.c */
+/* Whether the family's dwb takes the depthwise layer q (sixteen planes a block). */
+bool mps_dwb_applies(const struct mps_conv_geom *q, const struct mps_ukernels *uk);
+/* The 2-D window of a depthwise layer as the plane kernels take it. */
+struct mps_dwk_geom mps_dwk_geom_of(const struct mps_cpu_window3 *w);
+/* Runs the depthwise Conv of a (run-time weights): y = act(W x + bias). */
+void mps_conv_depthwise(const struct mps_cpu_args *a, const struct mps_conv_geom *q);
+/* Runs the 1x1 Conv a and the depthwise a->dw after it as one job (mps_cpu_conv_expand). */
+void mps_conv_expand_run(const struct mps_cpu_args *a);
 
 #endif

@@ -1,6 +1,7 @@
 /* ukernel_avx512.h: what the avx512 family's files share (ukernel_avx512.c:
    the GEMM and convolution tiles and the family's table; ukernel_avx512_dw.c:
-   the depthwise kernels; ukernel_avx512_pool.c: MaxPool): lane masks, the
+   the depthwise kernels; ukernel_avx512_pool.c: MaxPool; ukernel_avx512_wino.c:
+   Winograd's transforms): lane masks, the
    tile epilogue's activation, a 16 x 16 transpose in
    registers. Built with -mavx512f, as each of those files. */
 #ifndef MPS_CPU_UKERNEL_AVX512_H
@@ -134,5 +135,12 @@ void mps_avx512_dw3(const struct mps_dw3_geom *g, const float *x, const float *k
 bool mps_avx512_dwb(const struct mps_dwk_geom *g, const float *x, const float *k, const float *bias, float *y,
                     int64_t blocks, const struct mps_tile_epi *e, const struct mps_dwb_expand *ex);
 void mps_avx512_maxpool(const struct mps_maxpool_geom *g, const float *x, float *y);
+/* Winograd's transforms (ukernel_avx512_wino.c). */
+void mps_avx512_wino_in(const float *restrict x, const struct mps_wino_plane *p, int64_t j, int64_t count,
+                        float *restrict v, int64_t vk);
+void mps_avx512_wino_out(const float *m, int64_t mk, int64_t count, float bias, float *y0, float *y1,
+                         const struct mps_tile_epi *e);
+void mps_avx512_wino_pool(const float *m, int64_t mk, int64_t count, float bias, float *y,
+                          const struct mps_tile_epi *e);
 
 #endif

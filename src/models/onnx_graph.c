@@ -1,0 +1,270 @@
+/* onnx_graph.c: a GraphProto's nodes into the graph IR: the name map
+   (values by their ONNX names), each node through the op mapping
+   (onnx_ops.c), and If, folded to the branch it takes or, decided at run
+   time, both branches and an If node after them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_internal.h"
+static size_t mps_onnx_hash(const char *s)
+{
+    size_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* The map again over n slots, from the values' names as they are now. */
+static bool mps_onnx_map_rehash(struct mps_onnx_ctx *c, size_t n)
+{
+    int *slots = malloc(n * sizeof *slots);
+    if (!slots)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        slots[i] = -1;
+    for (int v = 0; v < c->g->n_values; v++) {
+        size_t i = mps_onnx_hash(c->g->values[v].name) & (n - 1);
+        while (slots[i] >= 0)
+            i = (i + 1) & (n - 1);
+        slots[i] = v;
+    }
+    free(c->slots);
+    c->slots = slots;
+    c->n_slots = n;
+    return true;
+}
+
+static bool mps_onnx_map_grow(struct mps_onnx_ctx *c)
+{
+    return mps_onnx_map_rehash(c, c->n_slots ? c->n_slots * 2 : 256);
+}
+
+int mps_onnx_lookup(const struct mps_onnx_ctx *c, const char *name)
+{
+    if (!c->n_slots)
+        return -1;
+    for (size_t i = mps_onnx_hash(name) & (c->n_slots - 1);; i = (i + 1) & (c->n_slots - 1)) {
+        int v = c->slots[i];
+        if (v < 0)
+            return -1;
+        if (strcmp(c->g->values[v].name, name) == 0)
+            return v;
+    }
+}
+
+int mps_onnx_define(struct mps_onnx_ctx *c, const char *name, enum mps_dtype dt, const struct mps_shape *s)
+{
+    if (mps_onnx_lookup(c, name) >= 0)
+        return -1;
+    if ((size_t)(c->g->n_values + 1) * 2 > c->n_slots && !mps_onnx_map_grow(c))
+        return -1;
+    int v = mps_graph_add_value(c->g, name, dt, s);
+    if (v < 0)
+        return -1;
+    size_t i = mps_onnx_hash(name) & (c->n_slots - 1);
+    while (c->slots[i] >= 0)
+        i = (i + 1) & (c->n_slots - 1);
+    c->slots[i] = v;
+    return v;
+}
+
+int mps_onnx_temp(struct mps_onnx_ctx *c, const char *hint)
+{
+    char name[300];
+    do
+        snprintf(name, sizeof name, "%.200s:%d", hint, c->n_generated++);
+    while (mps_onnx_lookup(c, name) >= 0);
+    return mps_onnx_define(c, name, MPS_F32, NULL);
+}
+
+int mps_onnx_const(struct mps_onnx_ctx *c, const char *hint, enum mps_dtype dt, const struct mps_shape *s,
+                   const void *data)
+{
+    int v = mps_onnx_temp(c, hint);
+    if (v < 0)
+        return -1;
+    int64_t n = mps_shape_numel(s);
+    if (n < 0)
+        return -1;
+    size_t bytes = (size_t)n * mps_dtype_size(dt);
+    void *copy = mps_graph_alloc(c->g, bytes);
+    if (!copy)
+        return -1;
+    if (bytes)
+        memcpy(copy, data, bytes);
+    struct mps_value *val = &c->g->values[v];
+    val->dtype = dt;
+    val->shape = *s;
+    val->shape_known = true;
+    val->data = copy;
+    return v;
+}
+
+/* Maps branch side (1: then_branch, 0: else_branch) of If node n into the
+   graph, its outputs' values into outs[n->n_out]. */
+static enum mps_status mps_onnx_branch(struct mps_onnx_ctx *c, struct mps_onnx_node *n,
+                                       const Onnx__AttributeProto *side, int *outs, struct mps_error *err)
+{
+    Onnx__GraphProto *b = onnx__graph_proto__unpack(NULL, side->g.len, side->g.data);
+    if (!b)
+        return mps_onnx_fail(n, err, "its %s does not decode", side->name);
+    enum mps_status st = MPS_OK;
+    if (b->n_output != (size_t)n->n_out)
+        st = mps_onnx_fail(n, err, "its %s has %zu outputs, the If %d", side->name, b->n_output, n->n_out);
+    for (size_t i = 0; !st && i < b->n_initializer; i++) {
+        const Onnx__TensorProto *t = b->initializer[i];
+        enum mps_dtype dt;
+        struct mps_shape s;
+        const void *data;
+        if ((st = mps_onnx_tensor(c, t, t->name ? t->name : "", &dt, &s, &data, err)))
+            break;
+        int v = mps_onnx_define(c, t->name ? t->name : "", dt, &s);
+        if (v < 0)
+            st = mps_onnx_fail(n, err, "its %s's initializer '%s' takes a name already used", side->name,
+                               t->name ? t->name : "");
+        else
+            c->g->values[v].data = data;
+    }
+    c->depth++;
+    if (!st)
+        st = mps_onnx_nodes(c, b, err);
+    c->depth--;
+    for (int o = 0; !st && o < n->n_out; o++) {
+        const char *name = b->output[o]->name ? b->output[o]->name : "";
+        if ((outs[o] = mps_onnx_lookup(c, name)) < 0)
+            st = mps_onnx_fail(n, err, "its %s's output '%s' is computed by no node", side->name, name);
+    }
+    onnx__graph_proto__free_unpacked(b, NULL);
+    return st;
+}
+
+/* The values a branch of If node n made (from first on: initializers and
+   node outputs, not outer names it read before they were defined) named
+   "<If>/<side>/<name>": out of reach of the other branch and the nodes
+   after the If, which may use the same names. */
+static enum mps_status mps_onnx_branch_scope(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int first,
+                                             const char *side, struct mps_error *err)
+{
+    char name[400];
+    for (int v = first; v < c->g->n_values; v++) {
+        struct mps_value *val = &c->g->values[v];
+        if (val->producer < 0 && !val->data)
+            continue;
+        snprintf(name, sizeof name, "%.120s/%s/%.200s", n->name, side, val->name);
+        if (!(val->name = mps_graph_strdup(c->g, name)))
+            return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    }
+    return mps_onnx_map_rehash(c, c->n_slots) ? MPS_OK : mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+}
+
+/* An If whose condition is known once the model is loaded is mapped as the
+   branch it takes. One decided at run time maps both branches and an If
+   node after them that passes on the taken one's outputs (MPS_OP_IF: the
+   cpu backend runs only that branch's nodes; the GPU backends refuse it). */
+static enum mps_status mps_onnx_if(struct mps_onnx_ctx *c, struct mps_onnx_node *n, struct mps_error *err)
+{
+    const Onnx__AttributeProto *branch[2] = {NULL, NULL};
+    for (size_t i = 0; i < n->np->n_attribute; i++) {
+        const Onnx__AttributeProto *a = n->np->attribute[i];
+        int which = a->name && !strcmp(a->name, "then_branch")   ? 1
+                    : a->name && !strcmp(a->name, "else_branch") ? 0
+                                                                 : -1;
+        if (which < 0)
+            return mps_onnx_fail(n, err, "attribute '%s' is not supported", a->name ? a->name : "");
+        branch[which] = a;
+    }
+    if (!branch[0] || !branch[1] || !branch[0]->has_g || !branch[1]->has_g || n->n_in != 1 || n->in[0] < 0)
+        return mps_onnx_fail(n, err, "an If needs a condition, then_branch and else_branch");
+    if (c->depth >= MPS_ONNX_MAX_NESTING)
+        return mps_onnx_fail(n, err, "Ifs nested more than %d deep", MPS_ONNX_MAX_NESTING);
+    bool known = false;
+    enum mps_status st = mps_passes_fold_value(c->g, n->in[0], &known, err);
+    if (st)
+        return st;
+    const struct mps_value *cond = &c->g->values[n->in[0]];
+    if (known && (mps_shape_numel(&cond->shape) != 1 || (cond->dtype != MPS_BOOL && cond->dtype != MPS_U8)))
+        return mps_onnx_fail(n, err, "its condition is %s of %lld elements, not one bool", mps_dtype_name(cond->dtype),
+                             (long long)mps_shape_numel(&cond->shape));
+    int outs[2][8], in[1 + 2 * 8];
+    if (known) {
+        if ((st = mps_onnx_branch(c, n, branch[((const uint8_t *)cond->data)[0] != 0], outs[0], err)))
+            return st;
+        for (int o = 0; o < n->n_out; o++) {
+            char id_name[200];
+            snprintf(id_name, sizeof id_name, "%s/out%d", n->name, o);
+            if (n->out[o] >= 0 &&
+                (st = mps_graph_add_node(c->g, MPS_OP_IDENTITY, id_name, &outs[0][o], 1, &n->out[o], 1, NULL, err)))
+                return st;
+        }
+        return MPS_OK;
+    }
+    for (int side = 1; side >= 0; side--) {
+        int first = c->g->n_values;
+        char outer[sizeof c->scope]; /* the branch's nodes named "<If>/<side>/<node>" (mps_onnx_nodes) */
+        memcpy(outer, c->scope, sizeof outer);
+        snprintf(c->scope, sizeof c->scope, "%.150s/%s/", n->name, side ? "then" : "else"); /* n->name: in outer */
+        st = mps_onnx_branch(c, n, branch[side], outs[side], err);
+        memcpy(c->scope, outer, sizeof outer);
+        if (st || (st = mps_onnx_branch_scope(c, n, first, side ? "then" : "else", err)))
+            return st;
+    }
+    in[0] = n->in[0];
+    for (int o = 0; o < n->n_out; o++) {
+        in[1 + o] = outs[1][o], in[1 + n->n_out + o] = outs[0][o];
+        if (n->out[o] < 0 && (n->out[o] = mps_onnx_temp(c, n->name)) < 0) /* an output nothing reads */
+            return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    }
+    return mps_graph_add_node(c->g, MPS_OP_IF, n->name, in, 1 + 2 * n->n_out, n->out, n->n_out, NULL, err);
+}
+
+enum mps_status mps_onnx_nodes(struct mps_onnx_ctx *c, const Onnx__GraphProto *gp, struct mps_error *err)
+{
+    for (size_t k = 0; k < gp->n_node; k++) {
+        const Onnx__NodeProto *np = gp->node[k];
+        char name[400];
+        if (np->name && np->name[0])
+            snprintf(name, sizeof name, "%s%.200s", c->scope, np->name);
+        else
+            snprintf(name, sizeof name, "%s%.100s_%zu", c->scope, np->op_type ? np->op_type : "node", k);
+        struct mps_onnx_node n = {.np = np, .name = name};
+        if (!np->op_type)
+            return mps_onnx_fail(&n, err, "no op_type");
+        const char *domain = np->domain ? np->domain : "";
+        if (domain[0] && strcmp(domain, "ai.onnx") != 0)
+            return mps_onnx_fail(&n, err, "op %s of domain '%s' is not supported (only the default ONNX domain is)",
+                                 np->op_type, domain);
+        if (np->n_input > sizeof n.in / sizeof n.in[0] || np->n_output > sizeof n.out / sizeof n.out[0])
+            return mps_onnx_fail(&n, err, "%zu inputs and %zu outputs are more than mpsrun takes", np->n_input,
+                                 np->n_output);
+        n.n_in = (int)np->n_input;
+        for (int i = 0; i < n.n_in; i++) {
+            const char *in = np->input[i];
+            n.in[i] = in && in[0] ? mps_onnx_lookup(c, in) : -1;
+            if (in && in[0] && n.in[i] < 0) /* defined later (unsorted file) or never: add it, sort decides */
+                n.in[i] = mps_onnx_define(c, in, MPS_F32, NULL);
+            if (in && in[0] && n.in[i] < 0)
+                return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+        }
+        n.n_out = (int)np->n_output;
+        for (int i = 0; i < n.n_out; i++) {
+            const char *out = np->output[i];
+            n.out[i] = -1;
+            if (!out || !out[0])
+                continue;
+            int v = mps_onnx_lookup(c, out);
+            if (v >= 0 && (c->g->values[v].producer >= 0 || c->g->values[v].data ||
+                           c->g->values[v].shape_known))
+                return mps_onnx_fail(&n, err, "output '%s' is already defined elsewhere", out);
+            n.out[i] = v >= 0 ? v : mps_onnx_define(c, out, MPS_F32, NULL);
+            if (n.out[i] < 0)
+                return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+        }
+        const char *domain_ok = np->domain && np->domain[0] ? np->domain : "";
+        enum mps_status st =
+            !domain_ok[0] && !strcmp(np->op_type, "If") ? mps_onnx_if(c, &n, err) : mps_onnx_map_node(c, &n, err);
+        if (st)
+            return st;
+    }
+    return MPS_OK;
+}
