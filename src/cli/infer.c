@@ -124,7 +124,7 @@ static bool mps_infer_feeds(const struct mps_onnx_file *f, const struct arg_file
     for (int i = 0; i < inputs->count; i++) {
         struct mps_npz *z;
         struct mps_error ignored;
-        if (mps_npz_open(inputs->filename[i], &z, &ignored) == MPS_OK) {
+        if (mps_npz_open(inputs->filename[i], &z, &ignored) == MPS_OK && z) {
             mps_npz_close(z);
             return true;
         }

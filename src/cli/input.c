@@ -181,20 +181,6 @@ enum mps_status mps_infer_read_items(const struct mps_infer_file *file, int64_t 
     return st;
 }
 
-/* Whether the file at path begins as a zip does (an .npz, whatever its name). */
-static bool mps_infer_is_zip(const char *path)
-{
-    int fd;
-    int64_t size;
-    unsigned char head[4];
-    struct mps_error ignored;
-    if (mps_file_open(path, MPS_ERR_INPUT, &fd, &size, &ignored))
-        return false;
-    bool zip = size >= 4 && !mps_file_pread(fd, head, 4, 0, MPS_ERR_INPUT, &ignored) && mps_npz_is_zip(head, 4);
-    close(fd);
-    return zip;
-}
-
 /* Reads path for model input i (declared shape decl, a free dim -1; dtype dt):
    a .npy, or from a .npz the array named like the input (or its only one). */
 static enum mps_status mps_infer_feed_file(const char *path, const char *input, const struct mps_shape *decl,
@@ -204,7 +190,9 @@ static enum mps_status mps_infer_feed_file(const char *path, const char *input, 
     struct mps_npz *z = NULL;
     char a[128], b[128];
     int at = -1;
-    enum mps_status st = mps_infer_is_zip(path) ? mps_npz_open(path, &z, err) : mps_npy_read(path, t, err);
+    enum mps_status st = mps_npz_open(path, &z, err);
+    if (!st && !z) /* no zip: a .npy */
+        st = mps_npy_read(path, t, err);
     if (z) { /* a bundle: the array of the input's name */
         at = mps_npz_find(z, input);
         if (at < 0 && mps_npz_count(z) == 1)
@@ -286,7 +274,7 @@ enum mps_status mps_infer_feed(struct mps_infer_result *r, const char *const *ar
     for (int k = 0; k < n_args; k++) { /* a bundle gives the inputs it names; a .npy the next input not given */
         struct mps_npz *z = NULL;
         struct mps_error ignored;
-        if (mps_npz_open(args[k], &z, &ignored) == MPS_OK && mps_npz_count(z) > 0 && n > 1) {
+        if (mps_npz_open(args[k], &z, &ignored) == MPS_OK && z && mps_npz_count(z) > 0 && n > 1) {
             for (int a = 0; a < mps_npz_count(z); a++) {
                 int i = -1;
                 for (int j = 0; j < n && i < 0; j++)

@@ -145,6 +145,11 @@ enum mps_status mps_npz_open(const char *path, struct mps_npz **out, struct mps_
     int n = 0;
     if (st)
         z->fd = -1;
+    unsigned char head[4];
+    if (!st && (z->len < 4 || mps_file_pread(z->fd, head, 4, 0, MPS_ERR_INPUT, err) || !mps_npz_is_zip(head, 4))) {
+        mps_npz_close(z); /* not a bundle: the caller reads it as something else */
+        return MPS_OK;
+    }
     if (!st && z->len < 22)
         st = mps_fail(err, MPS_ERR_INPUT, ".npz: %lld bytes are no zip", (long long)z->len);
     if (!st && !(st = mps_npz_end(z, &cd, &cd_size, &n, err)))

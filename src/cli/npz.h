@@ -20,6 +20,8 @@
 
 struct mps_npz;
 
+/* *z NULL (and MPS_OK) when the file does not begin as a zip does: no
+   bundle, a .npy perhaps; a zip that is broken is an error. */
 enum mps_status mps_npz_open(const char *path, struct mps_npz **z, struct mps_error *err);
 /* The arrays in it, and the name of array i (its entry's name without .npy). */
 int mps_npz_count(const struct mps_npz *z);

@@ -75,6 +75,15 @@ check "... said, and the same outputs to the bit" bash -c "jq -e '.results[0].in
   and .model.storage == \"f16\" and .model.compute == \"f32\" and .outputs[0].dtype == \"f16\"' $out >/dev/null &&
   \"\$1\" -c 'import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2]); assert all((a[n] == b[n]).all() for n in a.files)' \
   $tmp/o/f16.npz $tmp/o/f16_from32.npz" _ "$py"
+check "... the report's summary is of the f16 values (an f16 output is rounded in the graph, not only when written)" \
+  "$py" -c "
+import json, numpy as np, sys
+out = json.load(open(sys.argv[1]))['results'][0]['outputs']
+z = np.load(sys.argv[2])
+for o in out:
+    a = z[o['name']].astype(np.float64)
+    for k, v in (('min', a.min()), ('max', a.max())):
+        assert abs(o[k] - v) <= 1e-6 * abs(v), (o['name'], k, o[k], v)" "$out" "$tmp/o/f16_from32.npz"
 expect "an f16 model with f32 inputs and outputs (a Cast at each edge) matches PyTorch to 1e-5" 0 infer \
   "$m/two_f16_io32.onnx" "$m/image.npy" "$m/vec.npy" --check "$m/probs16_32.npy" -q
 PYTHONPATH="$src/tests/models" "$py" -c "import fp16, onnx, sys; onnx.save(fp16.convert(onnx.load(sys.argv[1]), keep_io=False), sys.argv[2])" \

@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (fd < 0 || write(fd, data, size) != (ssize_t)size)
         abort();
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    if (mps_npz_open(path, &z, &err) == MPS_OK) {
+    if (mps_npz_open(path, &z, &err) == MPS_OK && z) {
         for (int i = 0; i < mps_npz_count(z); i++) {
             struct mps_tensor t;
             if (mps_npz_read(z, i, &t, &err) == MPS_OK)

@@ -186,6 +186,26 @@ f16 = onnx.TensorProto(name="h", data_type=TensorProto.FLOAT16, dims=[2], int32_
 save("float16_typed.onnx", model([helper.make_node("Cast", ["h"], ["hf"], name="cast", to=TensorProto.FLOAT),
                                   helper.make_node("Add", ["x", "hf"], ["y"], name="add")], [vi("x", [2])],
                                  [vi("y", [2])], [f16]), "ok")
+# bfloat16 weights, widened at load (model.h): bit patterns in int32_data, and little-endian raw_data
+for name, bf16 in (("bfloat16_typed.onnx", onnx.TensorProto(name="h", data_type=TensorProto.BFLOAT16, dims=[2],
+                                                           int32_data=[0x3f80, 0xc000])),
+                   ("bfloat16_raw.onnx", onnx.TensorProto(name="h", data_type=TensorProto.BFLOAT16, dims=[2],
+                                                         raw_data=np.array([0x3fc0, 0x4040], "<u2").tobytes()))):
+    save(name, model([helper.make_node("Cast", ["h"], ["hf"], name="cast", to=TensorProto.FLOAT),
+                      helper.make_node("Add", ["x", "hf"], ["y"], name="add")], [vi("x", [2])], [vi("y", [2])], [bf16]),
+         "ok")
+
+# RNN activations from attributes, alpha and beta taken in order by the functions that use them (as
+# onnxruntime does): bidirectional, Relu forward and Affine (3 x + 0.5) in reverse, W 1, R 0, only Y asked
+ones, zeros = (numpy_helper.from_array(np.full((2, 1, 1), v, np.float32), n) for v, n in ((1, "w"), (0, "r")))
+save("rnn_activations.onnx", model([helper.make_node("RNN", ["x", "w", "r"], ["y"], name="rnn", hidden_size=1,
+                                                     direction="bidirectional", activations=["Relu", "Affine"],
+                                                     activation_alpha=[3.0], activation_beta=[0.5])],
+                                   [vi("x", [2, 1, 1])], [vi("y", [2, 2, 1, 1])], [ones, zeros]), "ok")
+save("rnn_bad_activation.onnx", model([helper.make_node("RNN", ["x", "w", "r"], ["y"], name="rnn", hidden_size=1,
+                                                        direction="bidirectional", activations=["Relu", "Cosine"])],
+                                      [vi("x", [2, 1, 1])], [vi("y", None)], [ones, zeros]),
+     "model", "node 'rnn' (RNN): activation 'Cosine' is not one ONNX defines for it")
 
 # typed fields instead of raw_data: float_data, int64_data (a Reshape shape), int32_data, double_data
 typed = [onnx.TensorProto(name="a", data_type=TensorProto.FLOAT, dims=[2, 3], float_data=[1, 1, 1, 2, 2, 2]),

@@ -19,6 +19,9 @@ static const struct {
     {"legacy_axis_broadcast.onnx", 6, {2, 3, 4, 6, 7, 8}},            /* b = {1, 2} aligned at axis 0 of [2,3] */
     {"constant_node.onnx", 2, {2, 3}},                                /* x + 1 */
     {"float16_typed.onnx", 2, {2, 0}},                                /* x + {1, -2} from FLOAT16 bit patterns */
+    {"bfloat16_typed.onnx", 2, {2, 0}},                               /* x + {1, -2} from BFLOAT16 bit patterns */
+    {"bfloat16_raw.onnx", 2, {2.5f, 5}},                              /* x + {1.5, 3} from BFLOAT16 raw_data */
+    {"rnn_activations.onnx", 4, {1, 3.5f, 2, 6.5f}}, /* Y[t][dir]: Relu(x) forward, 3 x + 0.5 reverse */
     {"typed_fields.onnx", 6, {2.5f, 3.5f, 4.5f, 9.5f, 11.5f, 13.5f}}, /* x * a + 3 * 0.5 */
     {"chain_100000_reversed.onnx", 2, {1, 2}},                        /* x negated 100,000 times */
     {"if_const_cond.onnx", 2, {2, 3}},                                /* the then branch: x + 1 */
