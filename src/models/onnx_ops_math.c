@@ -172,6 +172,27 @@ static enum mps_status mps_map_rnn(struct mps_onnx_ctx *c, struct mps_onnx_node 
     return MPS_OK;
 }
 
+/* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss: reduction and ignore_index (op.h). */
+static enum mps_status mps_map_loss(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                    struct mps_error *err)
+{
+    char red[32];
+    enum mps_status st;
+    (void)c;
+    if ((st = mps_attr_string(n, "reduction", "mean", red, sizeof red, err)) ||
+        (st = mps_attr_int(n, "ignore_index", 0, &p->loss.ignore_index, err)))
+        return st;
+    p->loss.has_ignore = mps_attr(n, "ignore_index") != NULL;
+    static const char *const names[] = {[MPS_LOSS_MEAN] = "mean", [MPS_LOSS_SUM] = "sum", [MPS_LOSS_NONE] = "none"};
+    int r = 0;
+    while (r < 3 && strcmp(red, names[r]))
+        r++;
+    p->loss.reduction = (enum mps_loss_reduction)r;
+    if (r == 3)
+        return mps_onnx_fail(n, err, "reduction '%s' is not none, sum or mean", red);
+    return MPS_OK;
+}
+
 /* Dropout in inference: the output is the input; a requested mask is all true. */
 static enum mps_status mps_map_dropout(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                        struct mps_error *err)
@@ -575,6 +596,8 @@ const struct mps_onnx_rule mps_onnx_rules_math[] = {
      "activation_alpha activation_beta activations clip direction hidden_size layout linear_before_reset", mps_map_rnn},
     {"LSTM", MPS_OP_LSTM, "activation_alpha activation_beta activations clip direction hidden_size input_forget layout",
      mps_map_rnn},
+    {"NegativeLogLikelihoodLoss", MPS_OP_NLL_LOSS, "ignore_index reduction", mps_map_loss},
+    {"SoftmaxCrossEntropyLoss", MPS_OP_SCE_LOSS, "ignore_index reduction", mps_map_loss},
     {"Cast", MPS_OP_CAST, "to saturate", mps_map_cast},
     {"PRelu", MPS_OP_PRELU, "", mps_map_prelu},
     {"Add", MPS_OP_ADD, "broadcast axis", mps_map_binary},

@@ -323,6 +323,18 @@ float mps_rnn_apply(const struct mps_rnn_act *a, float x);
 int mps_rnn_gates(enum mps_op op);
 int mps_rnn_fns(enum mps_op op);
 
+/* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss: loss[n, d...] =
+   -weight[t] * logp[n, t, d...] with t = target[n, d...] (0 where t is the
+   ignore_index); reduction none keeps that tensor, sum adds it, mean divides
+   the sum by the weights of the targets not ignored (by their count without
+   weights). A target outside [0, C) that is not ignored fails the run. */
+enum mps_loss_reduction { MPS_LOSS_MEAN, MPS_LOSS_SUM, MPS_LOSS_NONE };
+struct mps_loss_params {
+    enum mps_loss_reduction reduction;
+    bool has_ignore;
+    int64_t ignore_index;
+};
+
 union mps_op_params {
     struct mps_gemm_params gemm;
     struct mps_conv_params conv;
@@ -351,6 +363,7 @@ union mps_op_params {
     struct mps_onehot_params onehot;
     struct mps_index_params index;
     struct mps_rnn_params rnn;
+    struct mps_loss_params loss;
 };
 
 /* Fills p with the ONNX defaults of op (everything else zero). */

@@ -1,9 +1,10 @@
-/* shape_seq.c: the shape rules of the recurrent nets (RNN, GRU, LSTM) and
-   of a run-time If's outputs: ops over sequences and branches, beside the
-   math ops' (shape.c) and the layout ops' (shape_layout.c). */
+/* shape_seq.c: the shape rules of the recurrent nets (RNN, GRU, LSTM), of
+   a run-time If's outputs and of the losses: ops over sequences, branches
+   and targets, beside the math ops' (shape.c) and the layout ops'
+   (shape_layout.c). */
 #include "shape_rules.h"
 
-/* Whether input i of n, when given, is f32 of the shape want (a message naming it else). */
+/* Whether input i of n, when given, is of dtype dt and the shape want (a message naming it else). */
 static enum mps_status mps_shape_rnn_input(struct mps_graph *g, struct mps_node *n, int i, const char *what,
                                            enum mps_dtype dt, const struct mps_shape *want, struct mps_error *err)
 {
@@ -83,9 +84,35 @@ static enum mps_status mps_shape_if(struct mps_graph *g, struct mps_node *n, str
     return MPS_OK;
 }
 
+/* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (op.h): scores f32 [N, C,
+   d...], targets i64 or i32 [N, d...], weights f32 [C]. */
+static enum mps_status mps_shape_loss(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0), *t = mps_shape_in(g, n, 1);
+    char a[96], b[96];
+    if (x->dtype != MPS_F32 || x->shape.ndim < 2)
+        return mps_shape_fail(n, err, "its scores '%s' must be f32 of 2 dims or more [N, C, ...]", x->name);
+    struct mps_shape ts = {x->shape.ndim - 1, {x->shape.dim[0]}}, ws = {1, {x->shape.dim[1]}};
+    for (int d = 2; d < x->shape.ndim; d++)
+        ts.dim[d - 1] = x->shape.dim[d];
+    if ((t->dtype != MPS_I64 && t->dtype != MPS_I32) || !mps_shape_eq(&t->shape, &ts))
+        return mps_shape_fail(n, err, "its target '%s' is %s %s, not i64 or i32 %s", t->name, mps_dtype_name(t->dtype),
+                              mps_shape_str(&t->shape, a, sizeof a), mps_shape_str(&ts, b, sizeof b));
+    enum mps_status st = mps_shape_rnn_input(g, n, 2, "its weight", MPS_F32, &ws, err);
+    if (st)
+        return st;
+    struct mps_shape scalar = {0, {0}};
+    mps_shape_set(g, n, 0, MPS_F32, n->p.loss.reduction == MPS_LOSS_NONE ? &ts : &scalar);
+    if (n->n_out > 1)
+        mps_shape_set(g, n, 1, MPS_F32, &x->shape);
+    return MPS_OK;
+}
+
 const mps_shape_rule mps_shape_seq_rules[MPS_OP_COUNT] = {
     [MPS_OP_RNN] = mps_shape_rnn,
     [MPS_OP_GRU] = mps_shape_rnn,
     [MPS_OP_LSTM] = mps_shape_rnn,
     [MPS_OP_IF] = mps_shape_if,
+    [MPS_OP_NLL_LOSS] = mps_shape_loss,
+    [MPS_OP_SCE_LOSS] = mps_shape_loss,
 };

@@ -709,116 +709,6 @@ static void ref_fused_act(const struct mps_fused_act *act, struct ref_tensor *y)
                                          : ref_unary1(act->op, &act->p, y->d[i]);
 }
 
-static double ref_rnn_dot(const double *a, const double *b, int64_t n)
-{
-    double s = 0;
-    for (int64_t i = 0; i < n; i++)
-        s += a[i] * b[i];
-    return s;
-}
-
-/* An RNN activation in double, from ONNX's definitions. */
-static double ref_rnn_fn(const struct mps_rnn_act *a, double x)
-{
-    double al = a->alpha, be = a->beta;
-    switch (a->fn) {
-    case MPS_RNN_SIGMOID: return 1 / (1 + exp(-x));
-    case MPS_RNN_TANH: return tanh(x);
-    case MPS_RNN_RELU: return x > 0 ? x : 0;
-    case MPS_RNN_AFFINE: return al * x + be;
-    case MPS_RNN_LEAKY_RELU: return x >= 0 ? x : al * x;
-    case MPS_RNN_THRESHOLDED_RELU: return x > al ? x : 0;
-    case MPS_RNN_SCALED_TANH: return al * tanh(be * x);
-    case MPS_RNN_HARD_SIGMOID: return fmax(0, fmin(1, al * x + be));
-    case MPS_RNN_ELU: return x >= 0 ? x : al * (exp(x) - 1);
-    case MPS_RNN_SOFTSIGN: return x / (1 + fabs(x));
-    default: return log(1 + exp(x)); /* Softplus */
-    }
-}
-
-/* RNN, GRU, LSTM as ONNX writes their equations, one sequence, one step and
-   one unit at a time: the gates' sums x W^T + h R^T + biases from scratch. */
-static void ref_rnn(enum mps_op op, const struct mps_rnn_params *p, const struct ref_tensor *in, int n_in,
-                    struct ref_tensor *out)
-{
-    const double *x = in[0].d, *w = in[1].d, *r = in[2].d, *bias = n_in > 3 ? in[3].d : NULL,
-                 *lens = n_in > 4 ? in[4].d : NULL, *h0 = n_in > 5 ? in[5].d : NULL, *c0 = n_in > 6 ? in[6].d : NULL,
-                 *peep = n_in > 7 ? in[7].d : NULL;
-    int64_t H = p->hidden,
-            G = op == MPS_OP_LSTM  ? 4
-                : op == MPS_OP_GRU ? 3
-                                   : 1,
-            dirs = p->direction == 2 ? 2 : 1, T = in[0].shape.dim[p->batch_first], N = in[0].shape.dim[!p->batch_first],
-            I = in[0].shape.dim[2];
-    double *h = calloc((size_t)H, sizeof *h), *c = calloc((size_t)H, sizeof *c), *hn = calloc((size_t)H, sizeof *hn);
-    double clip = p->clip;
-#define REF_X(t, b, i) x[((p->batch_first ? (b)*T + (t) : (t)*N + (b)) * I) + (i)]
-#define REF_STATE(d, b) (((p->batch_first ? (b)*dirs + (d) : (d)*N + (b))) * H)
-    for (int64_t d = 0; d < dirs; d++) {
-        const struct mps_rnn_act *f = &p->act[d * 3], *g = f + 1, *hf = f + 2;
-        for (int64_t b = 0; b < N; b++) {
-            int64_t len = lens ? (int64_t)lens[b] : T;
-            len = len < 0 ? 0 : len > T ? T : len;
-            for (int64_t j = 0; j < H; j++) {
-                h[j] = h0 ? h0[REF_STATE(d, b) + j] : 0;
-                c[j] = c0 ? c0[REF_STATE(d, b) + j] : 0;
-            }
-            for (int64_t s = 0; s < len; s++) {
-                int64_t t = p->direction == 1 || d == 1 ? len - 1 - s : s;
-                /* sum of gate k's unit j: x W^T (+ Wb), and h R^T (+ Rb) apart, with hr in place of h when given */
-#define REF_XW(k, j)                                                                                                   \
-    ref_rnn_dot(&REF_X(t, b, 0), w + (d * G * H + (k)*H + (j)) * I, I) + (bias ? bias[d * 2 * G * H + (k)*H + (j)] : 0)
-#define REF_HR(k, j, hv)                                                                                               \
-    ref_rnn_dot(hv, r + (d * G * H + (k)*H + (j)) * H, H) + (bias ? bias[d * 2 * G * H + G * H + (k)*H + (j)] : 0)
-#define REF_CLIP(v) (clip > 0 ? fmax(-clip, fmin(clip, (v))) : (v))
-                for (int64_t j = 0; j < H; j++) {
-                    if (op == MPS_OP_RNN) {
-                        hn[j] = ref_rnn_fn(f, REF_CLIP(REF_XW(0, j) + REF_HR(0, j, h)));
-                    } else if (op == MPS_OP_GRU) {
-                        double z = ref_rnn_fn(f, REF_CLIP(REF_XW(0, j) + REF_HR(0, j, h)));
-                        double hc;
-                        if (p->linear_before_reset) {
-                            double rr = ref_rnn_fn(f, REF_CLIP(REF_XW(1, j) + REF_HR(1, j, h)));
-                            hc = ref_rnn_fn(g, REF_CLIP(REF_XW(2, j) + rr * (REF_HR(2, j, h))));
-                        } else {
-                            double *rh = calloc((size_t)H, sizeof *rh);
-                            for (int64_t q = 0; q < H; q++)
-                                rh[q] = ref_rnn_fn(f, REF_CLIP(REF_XW(1, q) + REF_HR(1, q, h))) * h[q];
-                            hc = ref_rnn_fn(g, REF_CLIP(REF_XW(2, j) + REF_HR(2, j, rh)));
-                            free(rh);
-                        }
-                        hn[j] = (1 - z) * hc + z * h[j];
-                    } else { /* LSTM: i, o, f, c; P holds i, o, f */
-                        const double *pp = peep ? peep + d * 3 * H : NULL;
-                        double i = ref_rnn_fn(f, REF_CLIP(REF_XW(0, j) + REF_HR(0, j, h) + (pp ? pp[j] * c[j] : 0)));
-                        double fg = p->input_forget ? 1 - i
-                                                    : ref_rnn_fn(f, REF_CLIP(REF_XW(2, j) + REF_HR(2, j, h) +
-                                                                             (pp ? pp[2 * H + j] * c[j] : 0)));
-                        double cn = fg * c[j] + i * ref_rnn_fn(g, REF_CLIP(REF_XW(3, j) + REF_HR(3, j, h)));
-                        double o = ref_rnn_fn(f, REF_CLIP(REF_XW(1, j) + REF_HR(1, j, h) + (pp ? pp[H + j] * cn : 0)));
-                        hn[j] = o * ref_rnn_fn(hf, cn);
-                        c[j] = cn; /* h is read below by later units: only c changes here */
-                    }
-                }
-                memcpy(h, hn, sizeof(double) * (size_t)H);
-                int64_t y = p->batch_first ? ((b * T + t) * dirs + d) * H : ((t * dirs + d) * N + b) * H;
-                memcpy(out[0].d + y, h, sizeof(double) * (size_t)H);
-            }
-            memcpy(out[1].d + REF_STATE(d, b), h, sizeof(double) * (size_t)H);
-            if (op == MPS_OP_LSTM)
-                memcpy(out[2].d + REF_STATE(d, b), c, sizeof(double) * (size_t)H);
-        }
-    }
-#undef REF_X
-#undef REF_STATE
-#undef REF_XW
-#undef REF_HR
-#undef REF_CLIP
-    free(h);
-    free(c);
-    free(hn);
-}
-
 void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tensor *in, int n_in,
             struct ref_tensor *out, int n_out)
 {
@@ -833,6 +723,10 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     }
     if (op == MPS_OP_RNN || op == MPS_OP_GRU || op == MPS_OP_LSTM) {
         ref_rnn(op, &p->rnn, in, n_in, out);
+        return;
+    }
+    if (op == MPS_OP_NLL_LOSS || op == MPS_OP_SCE_LOSS) {
+        ref_loss(op, &p->loss, in, n_in, out, n_out);
         return;
     }
     if (op == MPS_OP_IF) { /* the outputs of the branch the condition takes */

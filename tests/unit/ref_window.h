@@ -1,5 +1,6 @@
-/* ref_window.h: what ref.c and ref_window.c share: index helpers and the
-   sliding-window ops (ref_window.c), called from ref_op. Test code only. */
+/* ref_window.h: what ref.c shares with ref_window.c and ref_seq.c: index
+   helpers, the sliding-window ops (ref_window.c), the recurrent nets and
+   the losses (ref_seq.c), called from ref_op. Test code only. */
 #ifndef MPS_TEST_REF_WINDOW_H
 #define MPS_TEST_REF_WINDOW_H
 
@@ -17,5 +18,12 @@ void ref_pool(enum mps_op op, const struct mps_pool_params *p, const struct ref_
               int n_out);
 /* GlobalLpPool's p is lp. */
 void ref_global_pool(enum mps_op op, double lp, const struct ref_tensor *in, struct ref_tensor *out);
+
+/* RNN, GRU, LSTM: every output (op.h has their inputs). */
+void ref_rnn(enum mps_op op, const struct mps_rnn_params *p, const struct ref_tensor *in, int n_in,
+             struct ref_tensor *out);
+/* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (with its log-softmax where n_out is 2). */
+void ref_loss(enum mps_op op, const struct mps_loss_params *p, const struct ref_tensor *in, int n_in,
+              struct ref_tensor *out, int n_out);
 
 #endif

@@ -250,6 +250,44 @@ static void test_backends(void)
     mps_graph_free(g);
 }
 
+/* A loss's targets are read at run time: one outside the classes fails the
+   run naming the node and the target, unless it is the ignore_index. */
+static void test_loss_targets(void)
+{
+    for (int ignore = 0; ignore < 2; ignore++) {
+        struct mps_graph *g = mps_graph_new();
+        struct mps_error err = {{0}};
+        struct mps_shape sx = {2, {2, 3}}, st = {1, {2}};
+        int x = mps_graph_add_value(g, "x", MPS_F32, &sx), t = mps_graph_add_value(g, "t", MPS_I64, &st),
+            y = mps_graph_add_value(g, "y", MPS_F32, NULL);
+        union mps_op_params p = {.loss = {MPS_LOSS_NONE, ignore == 1, 5}};
+        mps_graph_add_input(g, x, &err);
+        mps_graph_add_input(g, t, &err);
+        mps_graph_add_node(g, MPS_OP_NLL_LOSS, "nll", (int[]){x, t}, 2, &y, 1, &p, &err);
+        mps_graph_add_output(g, y, &err);
+        struct mps_plan *plan = NULL;
+        if (mps_graph_sort(g, &err) || mps_graph_infer(g, &err) ||
+            mps_plan_compile(&mps_backend_cpu, g, &(struct mps_compile_opts){0}, &plan, &err)) {
+            th_fail("a NegativeLogLikelihoodLoss compiles: %s", err.msg);
+            mps_graph_free(g);
+            continue;
+        }
+        float xv[6] = {1, 2, 3, 4, 5, 6}, yv[2] = {0};
+        int64_t tv[2] = {2, 5};
+        struct mps_tensor in[2] = {mps_tensor_make(MPS_F32, &sx, xv), mps_tensor_make(MPS_I64, &st, tv)},
+                          out = mps_tensor_make(MPS_F32, &st, yv);
+        enum mps_status r = mps_plan_run(plan, in, &out, &err);
+        if (ignore)
+            th_check(r == MPS_OK && yv[0] == -3 && yv[1] == 0, "the ignore_index 5 is skipped: %g %g", (double)yv[0],
+                     (double)yv[1]);
+        else
+            th_check(r == MPS_ERR_INPUT && strstr(err.msg, "'nll'") && strstr(err.msg, "target 5"),
+                     "a target outside the classes fails the run: %s", err.msg);
+        mps_plan_free(plan);
+        mps_graph_free(g);
+    }
+}
+
 /* Removing nodes keeps each value's producer right: a fusion gives a kept
    node the output of the node it swallows (Conv then Relu: the Conv writes
    the Relu's value), and that node's removal must not take the producer
@@ -344,5 +382,6 @@ int main(void)
     test_cycle();
     test_infer_errors();
     test_backends();
+    test_loss_targets();
     return th_summary();
 }

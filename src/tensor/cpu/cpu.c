@@ -150,6 +150,8 @@ static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
     [MPS_OP_RNN] = mps_cpu_rnn,
     [MPS_OP_GRU] = mps_cpu_rnn,
     [MPS_OP_LSTM] = mps_cpu_rnn,
+    [MPS_OP_NLL_LOSS] = mps_cpu_loss,
+    [MPS_OP_SCE_LOSS] = mps_cpu_loss,
 };
 
 static const mps_cpu_scratch mps_cpu_scratch_fns[MPS_OP_COUNT] = {
