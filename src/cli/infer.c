@@ -119,7 +119,7 @@ static bool mps_infer_feeds(const struct mps_onnx_file *f, const struct arg_file
     if (input->count || n > 1)
         return true;
     if (n == 1 &&
-        ((dt[0] != MPS_F32 && dt[0] != MPS_F16) || s[0].ndim == 0)) /* f16: the f32 the graph takes (model.h) */
+        ((dt[0] != MPS_F32 && dt[0] != MPS_F16 && dt[0] != MPS_BF16) || s[0].ndim == 0)) /* f16, bf16: f32 (model.h) */
         return true;
     for (int i = 0; i < inputs->count; i++) {
         struct mps_npz *z;

@@ -208,8 +208,8 @@ static enum mps_status mps_infer_feed_file(const char *path, const char *input, 
         fits = decl->dim[d] < 0 || decl->dim[d] == t->shape.dim[d];
     char conv[32] = "";
     enum mps_dtype given = t->dtype;
-    bool floats =
-        (dt == MPS_F32 || dt == MPS_F16) && (t->dtype == MPS_F16 || t->dtype == MPS_F32 || t->dtype == MPS_F64);
+    bool floats = (dt == MPS_F32 || dt == MPS_F16 || dt == MPS_BF16) &&
+                  (t->dtype == MPS_F16 || t->dtype == MPS_F32 || t->dtype == MPS_F64);
     if (floats && t->dtype != MPS_F32) { /* f32, what the graph computes an f16 input in (model.h) */
         if (t->dtype != dt)              /* numpy's default f64, or an f16 array: converted to the model's type */
             snprintf(conv, sizeof conv, " (to %s)", mps_dtype_name(dt));

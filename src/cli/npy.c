@@ -34,20 +34,23 @@ static const char *mps_npy_field(const char *hdr, const char *key)
     return p;
 }
 
+/* numpy's descr of each dtype (little-endian, as the machines mpsrun runs
+   on); bf16 has none: numpy has no bfloat16 (a model's bf16 inputs and
+   outputs are f32 arrays, model.h). */
+static const char *const mps_npy_descr[MPS_DTYPE_COUNT] = {
+    [MPS_F32] = "<f4", [MPS_F16] = "<f2", [MPS_F64] = "<f8", [MPS_I64] = "<i8", [MPS_I32] = "<i4", [MPS_I16] = "<i2",
+    [MPS_I8] = "|i1",  [MPS_U64] = "<u8", [MPS_U32] = "<u4", [MPS_U16] = "<u2", [MPS_U8] = "|u1",  [MPS_BOOL] = "|b1",
+};
+
 /* The dtype a descr names: '<f4', '|u1', ... (little-endian or either, as numpy writes them here). */
 static bool mps_npy_dtype(const char *descr, enum mps_dtype *dt)
 {
-    static const struct {
-        const char *descr;
-        enum mps_dtype dt;
-    } known[] = {{"<f4", MPS_F32}, {"<f2", MPS_F16}, {"<f8", MPS_F64}, {"<i8", MPS_I64},
-                 {"<i4", MPS_I32}, {"|u1", MPS_U8},  {"|b1", MPS_BOOL}};
     char q = descr[0];
     if (q != '\'' && q != '"')
         return false;
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (!strncmp(descr + 1, known[i].descr, 3) && descr[4] == q) {
-            *dt = known[i].dt;
+    for (int i = 0; i < MPS_DTYPE_COUNT; i++)
+        if (mps_npy_descr[i] && !strncmp(descr + 1, mps_npy_descr[i], 3) && descr[4] == q) {
+            *dt = (enum mps_dtype)i;
             return true;
         }
     return false;
@@ -125,12 +128,8 @@ enum mps_status mps_npy_require_f32(const struct mps_npy_info *info, struct mps_
 {
     if (info->dtype == MPS_F32)
         return MPS_OK;
-    static const char *const descr[MPS_DTYPE_COUNT] = {
-        [MPS_F16] = "<f2", [MPS_I64] = "<i8",  [MPS_I32] = "<i4",
-        [MPS_U8] = "|u1",  [MPS_BOOL] = "|b1", [MPS_F64] = "<f8",
-    };
     return mps_fail(err, MPS_ERR_INPUT, ".npy dtype is '%s' (%s); mpsrun reads float32 ('<f4') here",
-                    descr[info->dtype], mps_dtype_name(info->dtype));
+                    mps_npy_descr[info->dtype], mps_dtype_name(info->dtype));
 }
 
 enum mps_status mps_npy_parse(const void *buf, size_t len, struct mps_tensor *t, struct mps_error *err)
@@ -206,17 +205,14 @@ enum mps_status mps_npy_read(const char *path, struct mps_tensor *t, struct mps_
    returns its length. */
 static size_t mps_npy_header_text(enum mps_dtype dtype, const struct mps_shape *s, size_t min, char *hdr)
 {
-    static const char *const descr[MPS_DTYPE_COUNT] = {
-        [MPS_F32] = "<f4", [MPS_F16] = "<f2", [MPS_I64] = "<i8", [MPS_I32] = "<i4",
-        [MPS_U8] = "|u1",  [MPS_BOOL] = "|b1", [MPS_F64] = "<f8",
-    };
     char shape[256] = "";
     size_t n = 0;
     for (int i = 0; i < s->ndim; i++)
         n += (size_t)snprintf(shape + n, sizeof shape - n, "%lld,%s", (long long)s->dim[i], i + 1 < s->ndim ? " " : "");
     if (s->ndim > 1)
         shape[strlen(shape) - 1] = '\0'; /* "(2, 3)" but "(5,)" */
-    int h = snprintf(hdr + 10, 400, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr[dtype], shape);
+    int h = snprintf(hdr + 10, 400, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", mps_npy_descr[dtype],
+                     shape);
     size_t total = (10 + (size_t)h + 1 + 63) / 64 * 64;
     while (total < min)
         total += 64;

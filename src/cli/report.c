@@ -123,14 +123,7 @@ static const struct mps_tensor *mps_report_slice(const struct mps_infer_group *g
 
 static double mps_report_value(const struct mps_tensor *t, int64_t i)
 {
-    switch (t->dtype) {
-    case MPS_F32: return ((const float *)t->data)[i];
-    case MPS_I64: return (double)((const int64_t *)t->data)[i];
-    case MPS_I32: return ((const int32_t *)t->data)[i];
-    case MPS_U8: return ((const uint8_t *)t->data)[i];
-    case MPS_BOOL: return ((const bool *)t->data)[i];
-    default: return NAN;
-    }
+    return mps_elem_get(t->data, t->dtype, i);
 }
 
 /* One result as a JSON object (the --json results[] entry and a --jsonl

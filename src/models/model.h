@@ -16,11 +16,12 @@
    opts.values: the model is then specialized for them.
    External data (model.onnx.data) is read relative to the model's folder.
 
-   float16 (and bfloat16) are storage types here: the graph computes them in
-   f32. Weights are widened at load; an f16 input is an f32 input of the
-   graph, rounded to f16 where it is read, and an f16 output an f32 output
-   holding f16 values; a Cast to f16 rounds and stays f32. The file's own
-   types stay in inputs[].dtype and output_dtype[] for the caller's files. */
+   float16 and bfloat16 are storage types here: the graph computes them in
+   f32. Weights are widened at load; an f16 (bf16) input is an f32 input of
+   the graph, rounded to f16 (bf16) where it is read, and such an output an
+   f32 output holding f16 (bf16) values; a Cast to either rounds and stays
+   f32. The file's own types stay in inputs[].dtype and output_dtype[] for
+   the caller's files (a bf16 one is an f32 array there: numpy has none). */
 #ifndef MPS_MODEL_H
 #define MPS_MODEL_H
 

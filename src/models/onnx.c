@@ -200,7 +200,7 @@ static enum mps_status mps_onnx_input(struct mps_onnx_ctx *c, struct mps_model *
     struct mps_model_input info;
     memset(&info, 0, sizeof info);
     info.dtype = dt;
-    if (dt == MPS_F16 && c->widen) /* an f32 input, rounded to f16 where it is read (mps_onnx_round_inputs) */
+    if ((dt == MPS_F16 || dt == MPS_BF16) && c->widen) /* an f32 input, rounded where read (mps_onnx_round_inputs) */
         dt = MPS_F32;
     if (tt->shape) {
         if (tt->shape->n_dim > MPS_MAX_DIMS)
@@ -258,38 +258,39 @@ static enum mps_status mps_onnx_input(struct mps_onnx_ctx *c, struct mps_model *
     return MPS_OK;
 }
 
-/* Value v rounded to f16 and back (two Casts named after it): into *out, a new f32 value. */
-static enum mps_status mps_onnx_round_f16(struct mps_onnx_ctx *c, int v, int *out, struct mps_error *err)
+/* Value v rounded to half (f16 or bf16) and back (two Casts named after it): into *out, a new f32 value. */
+static enum mps_status mps_onnx_round_half(struct mps_onnx_ctx *c, int v, enum mps_dtype half, int *out,
+                                           struct mps_error *err)
 {
     char name[200];
-    snprintf(name, sizeof name, "%.180s (f16)", c->g->values[v].name);
-    int half = mps_onnx_temp(c, name), back = half >= 0 ? mps_onnx_temp(c, name) : -1;
+    snprintf(name, sizeof name, "%.180s (%s)", c->g->values[v].name, mps_dtype_name(half));
+    int mid = mps_onnx_temp(c, name), back = mid >= 0 ? mps_onnx_temp(c, name) : -1;
     if (back < 0)
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     union mps_op_params to16, to32;
     mps_op_params_default(MPS_OP_CAST, &to16);
     mps_op_params_default(MPS_OP_CAST, &to32);
-    to16.cast.to = MPS_F16;
+    to16.cast.to = half;
     to32.cast.to = MPS_F32;
-    enum mps_status st = mps_graph_add_node(c->g, MPS_OP_CAST, name, &v, 1, &half, 1, &to16, err);
+    enum mps_status st = mps_graph_add_node(c->g, MPS_OP_CAST, name, &v, 1, &mid, 1, &to16, err);
     if (!st)
-        st = mps_graph_add_node(c->g, MPS_OP_CAST, name, &half, 1, &back, 1, &to32, err);
+        st = mps_graph_add_node(c->g, MPS_OP_CAST, name, &mid, 1, &back, 1, &to32, err);
     *out = back;
     c->n_widened++;
     return st;
 }
 
-/* Every reader of an input the file declares f16 reads it rounded to f16,
+/* Every reader of an input the file declares f16 (bf16) reads it rounded so,
    as the model's own f16 input would hold it (the graph input is f32, so
    that an image or an f32 array goes in as for any model). */
 static enum mps_status mps_onnx_round_inputs(struct mps_onnx_ctx *c, const struct mps_model *m, struct mps_error *err)
 {
     for (int i = 0; i < c->g->n_inputs; i++) {
         int x = c->g->inputs[i], rounded;
-        if (m->inputs[i].dtype != MPS_F16 || c->g->values[x].dtype != MPS_F32)
+        if ((m->inputs[i].dtype != MPS_F16 && m->inputs[i].dtype != MPS_BF16) || c->g->values[x].dtype != MPS_F32)
             continue;
         int first = c->g->n_nodes;
-        enum mps_status st = mps_onnx_round_f16(c, x, &rounded, err);
+        enum mps_status st = mps_onnx_round_half(c, x, m->inputs[i].dtype, &rounded, err);
         if (st)
             return st;
         for (int k = 0; k < first; k++) /* the readers before the two Casts: not the first Cast itself */
@@ -301,19 +302,22 @@ static enum mps_status mps_onnx_round_inputs(struct mps_onnx_ctx *c, const struc
 }
 
 /* Graph output i of the file: value v, or where the file declares it f16
-   and the graph computes it in f32, v rounded to f16, under v's name (v
+   (bf16) and the graph computes it in f32, v rounded so, under v's name (v
    renamed). */
 static enum mps_status mps_onnx_output(struct mps_onnx_ctx *c, struct mps_model *m, const Onnx__ValueInfoProto *vi,
                                        int v, struct mps_error *err)
 {
     const Onnx__TypeProto *tp = vi->type;
-    bool f16 = c->widen && tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
-               tp->tensor_type->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16;
-    m->output_dtype[c->g->n_outputs] = f16 ? MPS_F16 : MPS_DTYPE_COUNT; /* the graph's: known after inference */
+    enum mps_dtype half = MPS_DTYPE_COUNT;
+    if (c->widen && tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
+        (tp->tensor_type->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ||
+         tp->tensor_type->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16))
+        mps_onnx_dtype(tp->tensor_type->elem_type, &half);
+    m->output_dtype[c->g->n_outputs] = half; /* else the graph's: known after inference */
     int out = v;
     enum mps_status st;
-    if (f16 && c->g->values[v].producer >= 0) {
-        if ((st = mps_onnx_round_f16(c, v, &out, err)))
+    if (half != MPS_DTYPE_COUNT && c->g->values[v].producer >= 0) {
+        if ((st = mps_onnx_round_half(c, v, half, &out, err)))
             return st;
         const char *name = c->g->values[v].name; /* the map is not asked again: the names can change places */
         c->g->values[v].name = c->g->values[out].name;

@@ -82,9 +82,9 @@ static enum mps_status mps_map_cast(struct mps_onnx_ctx *c, struct mps_onnx_node
         return st;
     if (to < INT32_MIN || to > INT32_MAX || !mps_onnx_dtype((int32_t)to, &p->cast.to))
         return mps_onnx_fail(n, err, "cast to %s is not supported", mps_onnx_dtype_name((int32_t)to));
-    if (p->cast.to != MPS_F16 || !c->widen)
+    if ((p->cast.to != MPS_F16 && p->cast.to != MPS_BF16) || !c->widen)
         return MPS_OK;
-    /* to f16 in a model computed in f32 (model.h): rounds to f16, and the value read on is that f32 */
+    /* to f16 (bf16) in a model computed in f32 (model.h): rounds so, and the value read on is that f32 */
     int half = mps_onnx_temp(c, n->name);
     union mps_op_params to16 = *p;
     if (half < 0)
@@ -94,6 +94,19 @@ static enum mps_status mps_map_cast(struct mps_onnx_ctx *c, struct mps_onnx_node
     p->cast.to = MPS_F32;
     c->n_widened++;
     return st;
+}
+
+/* CastLike: a Cast to the dtype of its second input, which shape inference
+   reads (op.h). In a float16 model computed in f32 (model.h) a CastLike to
+   an f16 tensor is to that tensor's f32, and does not round. */
+static enum mps_status mps_map_castlike(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                        struct mps_error *err)
+{
+    (void)c;
+    if (n->n_in != 2 || n->in[1] < 0)
+        return mps_onnx_fail(n, err, "CastLike takes an input and the tensor whose type it takes");
+    p->cast.to = MPS_DTYPE_COUNT;
+    return MPS_OK;
 }
 
 /* RNN, GRU, LSTM: direction, layout, clip, hidden_size, input_forget,
@@ -599,6 +612,7 @@ const struct mps_onnx_rule mps_onnx_rules_math[] = {
     {"NegativeLogLikelihoodLoss", MPS_OP_NLL_LOSS, "ignore_index reduction", mps_map_loss},
     {"SoftmaxCrossEntropyLoss", MPS_OP_SCE_LOSS, "ignore_index reduction", mps_map_loss},
     {"Cast", MPS_OP_CAST, "to saturate", mps_map_cast},
+    {"CastLike", MPS_OP_CAST, "saturate", mps_map_castlike},
     {"PRelu", MPS_OP_PRELU, "", mps_map_prelu},
     {"Add", MPS_OP_ADD, "broadcast axis", mps_map_binary},
     {"Sub", MPS_OP_SUB, "broadcast axis", mps_map_binary},

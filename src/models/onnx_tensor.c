@@ -33,6 +33,12 @@ bool mps_onnx_dtype(int32_t v, enum mps_dtype *dt)
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: *dt = MPS_I32; return true;
     case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: *dt = MPS_U8; return true;
     case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: *dt = MPS_BOOL; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: *dt = MPS_I8; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: *dt = MPS_I16; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: *dt = MPS_U16; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: *dt = MPS_U32; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: *dt = MPS_U64; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: *dt = MPS_BF16; return true;
     default: return false;
     }
 }
@@ -87,19 +93,18 @@ static size_t mps_onnx_typed_count(const Onnx__TensorProto *t, enum mps_dtype dt
     case MPS_F32: return t->n_float_data;
     case MPS_F64: return t->n_double_data;
     case MPS_I64: return t->n_int64_data;
-    default: return t->n_int32_data; /* i32, u8, bool and f16 bit patterns */
+    case MPS_U32:
+    case MPS_U64: return t->n_uint64_data;
+    default: return t->n_int32_data; /* i32, i16, i8, u16, u8, bool and f16 and bf16 bit patterns */
     }
 }
 
-/* t's data as stored: dtype (bf16 as the f16 of the same size), shape, data in the arena. */
+/* t's data as stored: dtype, shape, data in the arena. */
 static enum mps_status mps_onnx_tensor_stored(struct mps_onnx_ctx *c, const Onnx__TensorProto *t, const char *what,
                                               enum mps_dtype *dt, struct mps_shape *s, const void **data,
                                               struct mps_error *err)
 {
-    bool bf16 = c->widen && t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
-    if (bf16)
-        *dt = MPS_F16;
-    else if (!mps_onnx_dtype(t->data_type, dt))
+    if (!mps_onnx_dtype(t->data_type, dt))
         return mps_fail(err, MPS_ERR_MODEL, "tensor '%s' has data type %s, which mpsrun does not support", what,
                         mps_onnx_dtype_name(t->data_type));
     if (t->n_dims > MPS_MAX_DIMS)
@@ -137,9 +142,11 @@ static enum mps_status mps_onnx_tensor_stored(struct mps_onnx_ctx *c, const Onnx
         case MPS_F32: ((float *)d)[i] = t->float_data[i]; break;
         case MPS_F64: ((double *)d)[i] = t->double_data[i]; break;
         case MPS_I64: ((int64_t *)d)[i] = t->int64_data[i]; break;
-        case MPS_I32: ((int32_t *)d)[i] = t->int32_data[i]; break;
-        case MPS_F16: ((uint16_t *)d)[i] = (uint16_t)t->int32_data[i]; break; /* and bf16 */
-        default: d[i] = (unsigned char)t->int32_data[i]; break; /* u8, bool */
+        case MPS_U32:
+        case MPS_U64: mps_elem_set_int(d, *dt, i, (int64_t)t->uint64_data[i]); break;
+        case MPS_F16:
+        case MPS_BF16: ((uint16_t *)d)[i] = (uint16_t)t->int32_data[i]; break; /* bit patterns */
+        default: mps_elem_set_int(d, *dt, i, t->int32_data[i]); break;         /* the other integers, bool */
         }
     return MPS_OK;
 }
@@ -148,20 +155,14 @@ enum mps_status mps_onnx_tensor(struct mps_onnx_ctx *c, const Onnx__TensorProto 
                                 enum mps_dtype *dt, struct mps_shape *s, const void **data, struct mps_error *err)
 {
     enum mps_status st = mps_onnx_tensor_stored(c, t, what, dt, s, data, err);
-    if (st || *dt != MPS_F16 || !c->widen)
+    if (st || (*dt != MPS_F16 && *dt != MPS_BF16) || !c->widen)
         return st;
     int64_t n = mps_shape_numel(s);
     const uint16_t *h = *data;
     float *f = mps_graph_alloc(c->g, sizeof(float) * (size_t)n);
     if (!f)
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory for tensor '%s'", what);
-    if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16)
-        for (int64_t i = 0; i < n; i++) { /* bf16: the top half of an f32 */
-            uint32_t bits = (uint32_t)h[i] << 16;
-            memcpy(&f[i], &bits, sizeof bits);
-        }
-    else
-        mps_convert_floats(MPS_F16, h, MPS_F32, f, n);
+    mps_convert_floats(*dt, h, MPS_F32, f, n);
     *dt = MPS_F32;
     *data = f;
     c->n_widened++;

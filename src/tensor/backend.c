@@ -31,6 +31,34 @@ const struct mps_backend *mps_backend_find(const char *name)
     return NULL;
 }
 
+bool mps_node_gpu_dtypes(const struct mps_graph *g, const struct mps_node *n)
+{
+    enum mps_op op = n->op;
+    enum mps_dtype first = n->n_in > 0 && n->in[0] >= 0 ? g->values[n->in[0]].dtype : MPS_F32;
+    /* integer arithmetic in i64 and i32; float math in f32 and f16; comparisons of those and u8, bool */
+    bool arith = op == MPS_OP_ADD || op == MPS_OP_SUB || op == MPS_OP_MUL || op == MPS_OP_DIV || op == MPS_OP_MOD ||
+                 op == MPS_OP_MAX || op == MPS_OP_MIN || op == MPS_OP_SUM || op == MPS_OP_CUM_SUM;
+    bool floats = op == MPS_OP_NEG || op == MPS_OP_ABS || op == MPS_OP_SIGN || op == MPS_OP_RELU ||
+                  op == MPS_OP_CLIP || op == MPS_OP_POW || op == MPS_OP_MEAN || mps_op_is_reduce(op);
+    bool logic = mps_op_is_logic(op) && op != MPS_OP_WHERE;
+    for (int i = 0; i < n->n_in + n->n_out; i++) {
+        int v = i < n->n_in ? n->in[i] : n->out[i - n->n_in];
+        if (v < 0)
+            continue;
+        enum mps_dtype t = g->values[v].dtype;
+        bool wide_int = t == MPS_I64 || t == MPS_I32, half = t == MPS_F32 || t == MPS_F16;
+        if (!half && !wide_int && t != MPS_U8 && t != MPS_BOOL && t != MPS_F64)
+            return false; /* the narrow integers and bf16: no GPU kernel takes them */
+        if (i >= n->n_in || (i > 0 && mps_op_is_reduce(op))) /* outputs; a reduction's axes */
+            continue;
+        if ((arith || floats || logic) && t != first)
+            return false;
+        if ((floats && !half) || (arith && !half && !wide_int) || (logic && t == MPS_F64))
+            return false;
+    }
+    return true;
+}
+
 int mps_backend_unsupported(const struct mps_backend *be, const struct mps_graph *g, char *buf, size_t size)
 {
     int count = 0;

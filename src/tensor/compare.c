@@ -3,21 +3,6 @@
 #include <math.h>
 #include <stdio.h>
 
-static double mps_compare_get(enum mps_dtype t, const void *p, int64_t i)
-{
-    switch (t) {
-    case MPS_F32: return ((const float *)p)[i];
-    case MPS_F16: return mps_f16_to_f32(((const uint16_t *)p)[i]);
-    case MPS_F64: return ((const double *)p)[i];
-    case MPS_I64: return (double)((const int64_t *)p)[i];
-    case MPS_I32: return ((const int32_t *)p)[i];
-    case MPS_U8:
-    case MPS_BOOL:
-    case MPS_DTYPE_COUNT: break;
-    }
-    return ((const uint8_t *)p)[i];
-}
-
 /* The value compared: ln v with log (-infinity for 0), else v. A negative
    value under log stays itself (the caller compares it for equality). */
 static double mps_compare_val(double v, bool log_of)
@@ -42,18 +27,19 @@ static double mps_compare_err(double g, double w, bool log_of)
 void mps_compare(enum mps_dtype dtype, const void *got, const void *want, int64_t n, struct mps_tolerance tol,
                  struct mps_comparison *c)
 {
-    bool exact = dtype != MPS_F32 && dtype != MPS_F16 && dtype != MPS_F64, log_of = tol.log && !exact;
+    bool exact = !mps_dtype_is_float(dtype), log_of = tol.log && !exact;
     *c = (struct mps_comparison){.ok = true, .worst = -1, .exact = exact, .log = log_of};
     for (int64_t i = 0; i < n; i++) {
-        double w = fabs(mps_compare_val(mps_compare_get(dtype, want, i), log_of));
+        double w = fabs(mps_compare_val(mps_elem_get(want, dtype, i), log_of));
         if (isfinite(w) && w > c->scale)
             c->scale = w;
     }
     /* the comparison is written so that a NaN bound (a NaN tolerance) fails */
     double bound = c->bound = exact ? 0 : tol.atol + tol.rtol * c->scale;
     for (int64_t i = 0; i < n; i++) {
-        double g = mps_compare_get(dtype, got, i), w = mps_compare_get(dtype, want, i),
-               e = mps_compare_err(g, w, log_of);
+        double g = mps_elem_get(got, dtype, i), w = mps_elem_get(want, dtype, i),
+               e = exact ? (mps_elem_get_int(got, dtype, i) != mps_elem_get_int(want, dtype, i) ? fabs(g - w) + 1 : 0)
+                         : mps_compare_err(g, w, log_of);
         if (!(e <= bound))
             c->n_bad++;
         if (c->worst < 0 || e > c->abs_err) {

@@ -107,6 +107,7 @@ struct mps_norm_params {
     float epsilon;
 };
 
+/* Cast; CastLike (a second input): to resolved from that input's dtype. */
 struct mps_cast_params {
     enum mps_dtype to;
 };

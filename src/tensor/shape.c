@@ -78,14 +78,7 @@ enum mps_status mps_shape_const_shape(const struct mps_graph *g, const struct mp
 
 double mps_shape_const_at(const struct mps_value *c, int64_t i)
 {
-    switch (c->dtype) {
-    case MPS_F32: return ((const float *)c->data)[i];
-    case MPS_F16: return mps_f16_to_f32(((const uint16_t *)c->data)[i]);
-    case MPS_I64: return (double)((const int64_t *)c->data)[i];
-    case MPS_I32: return ((const int32_t *)c->data)[i];
-    case MPS_F64: return ((const double *)c->data)[i];
-    default: return ((const uint8_t *)c->data)[i]; /* u8, bool */
-    }
+    return mps_elem_get(c->data, c->dtype, i);
 }
 
 enum mps_status mps_shape_const_scalar(const struct mps_graph *g, const struct mps_node *n, int i, double *v,
@@ -131,9 +124,12 @@ static enum mps_status mps_shape_same(struct mps_graph *g, struct mps_node *n, s
     return MPS_OK;
 }
 
+/* The unary ops: f32; Neg, Abs, Sign, Relu and Clip of every number dtype too. */
 static enum mps_status mps_shape_unary(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
-    enum mps_status st = mps_shape_need_dtype(g, n, 0, MPS_DT_FLOAT, err);
+    bool any = n->op == MPS_OP_NEG || n->op == MPS_OP_ABS || n->op == MPS_OP_SIGN || n->op == MPS_OP_RELU ||
+               n->op == MPS_OP_CLIP;
+    enum mps_status st = mps_shape_need_dtype(g, n, 0, any ? MPS_DT_NUMBER : MPS_DT_FLOAT, err);
     return st ? st : mps_shape_same(g, n, err);
 }
 
@@ -169,27 +165,31 @@ static enum mps_status mps_shape_dropout(struct mps_graph *g, struct mps_node *n
 
 static enum mps_status mps_shape_cast(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
-    const struct mps_value *x = mps_shape_in(g, n, 0);
+    const struct mps_value *x = mps_shape_in(g, n, 0), *like = mps_shape_in(g, n, 1);
+    if (like) /* CastLike */
+        n->p.cast.to = like->dtype;
     if ((unsigned)n->p.cast.to >= MPS_DTYPE_COUNT)
         return mps_shape_fail(n, err, "unknown target dtype %d", (int)n->p.cast.to);
     mps_shape_set(g, n, 0, n->p.cast.to, &x->shape);
     return MPS_OK;
 }
 
-/* Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean: numpy broadcasting of all inputs. */
+/* Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean, Mod: numpy broadcasting of
+   all inputs, of one number dtype (Mean: f32 or f64); Pow's exponent may be
+   of another, the result is the base's. */
 static enum mps_status mps_shape_broadcast_op(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
-    bool float_only = n->op == MPS_OP_POW || n->op == MPS_OP_MEAN;
+    unsigned want = n->op == MPS_OP_MEAN ? MPS_DT_FLOAT | MPS_DT(MPS_F64) : MPS_DT_NUMBER;
     const struct mps_value *x = mps_shape_in(g, n, 0);
     struct mps_shape s = x->shape;
     for (int i = 0; i < n->n_in; i++) {
         const struct mps_value *v = mps_shape_in(g, n, i);
         if (!v)
             return mps_shape_fail(n, err, "input %d is missing", i);
-        enum mps_status st = mps_shape_need_dtype(g, n, i, float_only ? MPS_DT_FLOAT : MPS_DT_FLOAT | MPS_DT_INT, err);
+        enum mps_status st = mps_shape_need_dtype(g, n, i, want, err);
         if (st)
             return st;
-        if (v->dtype != x->dtype)
+        if (v->dtype != x->dtype && n->op != MPS_OP_POW)
             return mps_shape_fail(n, err, "inputs have dtypes %s and %s; they must match", mps_dtype_name(x->dtype),
                                   mps_dtype_name(v->dtype));
         struct mps_error why;
@@ -209,7 +209,7 @@ static enum mps_status mps_shape_logic(struct mps_graph *g, struct mps_node *n, 
     unsigned want = logic ? MPS_DT(MPS_BOOL)
                     : n->op == MPS_OP_IS_NAN || n->op == MPS_OP_IS_INF
                         ? MPS_DT_FLOAT
-                        : MPS_DT_FLOAT | MPS_DT_INT | MPS_DT(MPS_U8) | MPS_DT(MPS_BOOL);
+                        : MPS_DT_NUMBER | MPS_DT(MPS_BOOL);
     const struct mps_value *first = mps_shape_in(g, n, where ? 1 : 0);
     struct mps_shape s = mps_shape_in(g, n, 0)->shape;
     for (int i = 0; i < n->n_in; i++) {
@@ -575,7 +575,7 @@ static enum mps_status mps_shape_arg(struct mps_graph *g, struct mps_node *n, st
 static enum mps_status mps_shape_reduce(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
     const struct mps_value *x = mps_shape_in(g, n, 0);
-    enum mps_status st = mps_shape_need_dtype(g, n, 0, MPS_DT_FLOAT, err);
+    enum mps_status st = mps_shape_need_dtype(g, n, 0, MPS_DT_FLOAT | MPS_DT(MPS_F64), err);
     if (st)
         return st;
     int64_t axes[MPS_MAX_DIMS];
@@ -598,7 +598,7 @@ static enum mps_status mps_shape_reduce(struct mps_graph *g, struct mps_node *n,
             (n->op == MPS_OP_REDUCE_MEAN || n->op == MPS_OP_REDUCE_MAX || n->op == MPS_OP_REDUCE_MIN))
             return mps_shape_fail(n, err, "cannot reduce an empty axis");
     }
-    mps_shape_set(g, n, 0, MPS_F32, &out);
+    mps_shape_set(g, n, 0, x->dtype, &out);
     return MPS_OK;
 }
 

@@ -665,11 +665,11 @@ static enum mps_status mps_shape_range(struct mps_graph *g, struct mps_node *n, 
     return MPS_OK;
 }
 
-/* CumSum: f32, i64 or i32; the axis a constant. */
+/* CumSum: any number dtype; the axis a constant. */
 static enum mps_status mps_shape_cumsum(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
     const struct mps_value *x = mps_shape_in(g, n, 0);
-    enum mps_status st = mps_shape_need_dtype(g, n, 0, MPS_DT_FLOAT | MPS_DT_INT, err);
+    enum mps_status st = mps_shape_need_dtype(g, n, 0, MPS_DT_NUMBER, err);
     double axis;
     if (!st)
         st = mps_shape_need_dtype(g, n, 1, MPS_DT_INT, err);

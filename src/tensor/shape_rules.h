@@ -46,6 +46,10 @@ enum mps_status mps_shape_axes_mask(const struct mps_node *n, const int64_t *v, 
 #define MPS_DT(t) (1u << (t))
 #define MPS_DT_FLOAT MPS_DT(MPS_F32)
 #define MPS_DT_INT (MPS_DT(MPS_I64) | MPS_DT(MPS_I32))
+/* every integer and f32, f64: what the cpu's arithmetic computes */
+#define MPS_DT_NUMBER                                                                                                  \
+    (MPS_DT_FLOAT | MPS_DT(MPS_F64) | MPS_DT_INT | MPS_DT(MPS_I16) | MPS_DT(MPS_I8) | MPS_DT(MPS_U64) |                \
+     MPS_DT(MPS_U32) | MPS_DT(MPS_U16) | MPS_DT(MPS_U8))
 #define MPS_DT_ANY ((1u << MPS_DTYPE_COUNT) - 1)
 
 /* The layout rules, indexed by op (shape_layout.c); NULL for other ops. */

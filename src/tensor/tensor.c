@@ -1,12 +1,14 @@
 #include "tensor.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 size_t mps_dtype_size(enum mps_dtype t)
 {
     static const size_t size[MPS_DTYPE_COUNT] = {
-        [MPS_F32] = 4, [MPS_F16] = 2, [MPS_I64] = 8, [MPS_I32] = 4, [MPS_U8] = 1, [MPS_BOOL] = 1, [MPS_F64] = 8,
+        [MPS_F32] = 4, [MPS_F16] = 2, [MPS_I64] = 8, [MPS_I32] = 4, [MPS_U8] = 1,  [MPS_BOOL] = 1, [MPS_F64] = 8,
+        [MPS_I8] = 1,  [MPS_I16] = 2, [MPS_U16] = 2, [MPS_U32] = 4, [MPS_U64] = 8, [MPS_BF16] = 2,
     };
     return (unsigned)t < MPS_DTYPE_COUNT ? size[t] : 0;
 }
@@ -14,10 +16,101 @@ size_t mps_dtype_size(enum mps_dtype t)
 const char *mps_dtype_name(enum mps_dtype t)
 {
     static const char *const name[MPS_DTYPE_COUNT] = {
-        [MPS_F32] = "f32", [MPS_F16] = "f16", [MPS_I64] = "i64",
-        [MPS_I32] = "i32", [MPS_U8] = "u8",   [MPS_BOOL] = "bool", [MPS_F64] = "f64",
+        [MPS_F32] = "f32",   [MPS_F16] = "f16", [MPS_I64] = "i64",   [MPS_I32] = "i32", [MPS_U8] = "u8",
+        [MPS_BOOL] = "bool", [MPS_F64] = "f64", [MPS_I8] = "i8",     [MPS_I16] = "i16", [MPS_U16] = "u16",
+        [MPS_U32] = "u32",   [MPS_U64] = "u64", [MPS_BF16] = "bf16",
     };
     return (unsigned)t < MPS_DTYPE_COUNT ? name[t] : "?";
+}
+
+bool mps_dtype_is_float(enum mps_dtype t)
+{
+    return t == MPS_F32 || t == MPS_F16 || t == MPS_BF16 || t == MPS_F64;
+}
+
+bool mps_dtype_is_unsigned(enum mps_dtype t)
+{
+    return t == MPS_U8 || t == MPS_U16 || t == MPS_U32 || t == MPS_U64;
+}
+
+bool mps_dtype_is_int(enum mps_dtype t)
+{
+    return t == MPS_I64 || t == MPS_I32 || t == MPS_I16 || t == MPS_I8 || mps_dtype_is_unsigned(t);
+}
+
+double mps_elem_get(const void *p, enum mps_dtype t, int64_t i)
+{
+    switch (t) {
+    case MPS_F32: return ((const float *)p)[i];
+    case MPS_F16: return mps_f16_to_f32(((const uint16_t *)p)[i]);
+    case MPS_BF16: return mps_bf16_to_f32(((const uint16_t *)p)[i]);
+    case MPS_F64: return ((const double *)p)[i];
+    case MPS_U64: return (double)((const uint64_t *)p)[i];
+    default: return (double)mps_elem_get_int(p, t, i);
+    }
+}
+
+/* v truncated toward zero and clamped to [lo, hi]; NaN gives 0. */
+static double mps_elem_clamp(double v, double lo, double hi)
+{
+    if (v != v)
+        return 0;
+    v = trunc(v);
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+void mps_elem_set(void *p, enum mps_dtype t, int64_t i, double v)
+{
+    switch (t) {
+    case MPS_F32: ((float *)p)[i] = (float)v; break;
+    case MPS_F16: ((uint16_t *)p)[i] = mps_f32_to_f16((float)v); break;
+    case MPS_BF16: ((uint16_t *)p)[i] = mps_f32_to_bf16((float)v); break;
+    case MPS_F64: ((double *)p)[i] = v; break;
+    case MPS_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    /* the largest doubles below 2^63 and 2^64: the bounds themselves do not convert */
+    case MPS_I64: ((int64_t *)p)[i] = (int64_t)mps_elem_clamp(v, -9223372036854775808.0, 9223372036854774784.0); break;
+    case MPS_U64: ((uint64_t *)p)[i] = (uint64_t)mps_elem_clamp(v, 0, 18446744073709549568.0); break;
+    case MPS_I32: ((int32_t *)p)[i] = (int32_t)mps_elem_clamp(v, -2147483648.0, 2147483647.0); break;
+    case MPS_U32: ((uint32_t *)p)[i] = (uint32_t)mps_elem_clamp(v, 0, 4294967295.0); break;
+    case MPS_I16: ((int16_t *)p)[i] = (int16_t)mps_elem_clamp(v, -32768, 32767); break;
+    case MPS_U16: ((uint16_t *)p)[i] = (uint16_t)mps_elem_clamp(v, 0, 65535); break;
+    case MPS_I8: ((int8_t *)p)[i] = (int8_t)mps_elem_clamp(v, -128, 127); break;
+    case MPS_U8: ((uint8_t *)p)[i] = (uint8_t)mps_elem_clamp(v, 0, 255); break;
+    case MPS_DTYPE_COUNT: break;
+    }
+}
+
+int64_t mps_elem_get_int(const void *p, enum mps_dtype t, int64_t i)
+{
+    switch (t) {
+    case MPS_I64:
+    case MPS_U64: return ((const int64_t *)p)[i];
+    case MPS_I32: return ((const int32_t *)p)[i];
+    case MPS_U32: return ((const uint32_t *)p)[i];
+    case MPS_I16: return ((const int16_t *)p)[i];
+    case MPS_U16: return ((const uint16_t *)p)[i];
+    case MPS_I8: return ((const int8_t *)p)[i];
+    case MPS_U8:
+    case MPS_BOOL: return ((const uint8_t *)p)[i];
+    default: return (int64_t)mps_elem_get(p, t, i);
+    }
+}
+
+void mps_elem_set_int(void *p, enum mps_dtype t, int64_t i, int64_t v)
+{
+    uint64_t u = (uint64_t)v;
+    switch (t) {
+    case MPS_I64:
+    case MPS_U64: ((uint64_t *)p)[i] = u; break;
+    case MPS_I32:
+    case MPS_U32: ((uint32_t *)p)[i] = (uint32_t)u; break;
+    case MPS_I16:
+    case MPS_U16: ((uint16_t *)p)[i] = (uint16_t)u; break;
+    case MPS_I8:
+    case MPS_U8: ((uint8_t *)p)[i] = (uint8_t)u; break;
+    case MPS_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    default: mps_elem_set(p, t, i, (double)v); break;
+    }
 }
 
 int64_t mps_shape_numel(const struct mps_shape *s)
@@ -225,17 +318,26 @@ uint16_t mps_f32_to_f16(float f)
     return (uint16_t)(sign | half);
 }
 
+float mps_bf16_to_f32(uint16_t h)
+{
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+uint16_t mps_f32_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40);
+    x += 0x7fffu + ((x >> 16) & 1); /* to nearest even; a carry into the exponent is correct */
+    return (uint16_t)(x >> 16);
+}
+
 void mps_convert_floats(enum mps_dtype from, const void *src, enum mps_dtype to, void *dst, int64_t n)
 {
-    for (int64_t i = 0; i < n; i++) {
-        double v = from == MPS_F16   ? mps_f16_to_f32(((const uint16_t *)src)[i])
-                   : from == MPS_F64 ? ((const double *)src)[i]
-                                     : ((const float *)src)[i];
-        if (to == MPS_F16)
-            ((uint16_t *)dst)[i] = mps_f32_to_f16((float)v);
-        else if (to == MPS_F64)
-            ((double *)dst)[i] = v;
-        else
-            ((float *)dst)[i] = (float)v;
-    }
+    for (int64_t i = 0; i < n; i++)
+        mps_elem_set(dst, to, i, mps_elem_get(src, from, i));
 }

@@ -31,7 +31,13 @@ enum mps_dtype {
     MPS_I32,
     MPS_U8,
     MPS_BOOL, /* one byte, 0 or 1 */
-    MPS_F64,  /* storage only: ONNX files may hold doubles; Cast converts them */
+    MPS_F64,  /* double: Cast, the layout ops, and the cpu's arithmetic, reductions and CumSum */
+    MPS_I8,   /* the other integers: Cast, layout, comparisons, and the cpu's arithmetic */
+    MPS_I16,
+    MPS_U16,
+    MPS_U32,
+    MPS_U64,
+    MPS_BF16, /* bfloat16 bit patterns: storage; Cast converts them */
     MPS_DTYPE_COUNT
 };
 
@@ -49,6 +55,23 @@ struct mps_tensor {
 
 size_t mps_dtype_size(enum mps_dtype t);
 const char *mps_dtype_name(enum mps_dtype t);
+/* f32, f16, bf16, f64. */
+bool mps_dtype_is_float(enum mps_dtype t);
+/* The integer dtypes, signed and unsigned (not bool). */
+bool mps_dtype_is_int(enum mps_dtype t);
+bool mps_dtype_is_unsigned(enum mps_dtype t); /* u8, u16, u32, u64 */
+
+/* Element i of data p of dtype t as a double (a 64-bit integer beyond 2^53
+   rounded). */
+double mps_elem_get(const void *p, enum mps_dtype t, int64_t i);
+/* Writes v at element i of p: floats round to nearest even, integers
+   truncate toward zero and saturate (NaN gives 0: C leaves those undefined,
+   ONNX does too, so the safe answer), bool is v != 0. */
+void mps_elem_set(void *p, enum mps_dtype t, int64_t i, double v);
+/* Element i of an integer or bool dtype, exact: its value, or a u64's bits. */
+int64_t mps_elem_get_int(const void *p, enum mps_dtype t, int64_t i);
+/* Writes the low bits of v at element i (integers wrap, as ONNX's do). */
+void mps_elem_set_int(void *p, enum mps_dtype t, int64_t i, int64_t v);
 
 /* Number of elements, or -1 when a dim is negative or the product of the nonzero dims
    exceeds MPS_MAX_NUMEL (so that strides never overflow, even for an empty tensor). */
@@ -92,8 +115,10 @@ struct mps_matmul_geom mps_matmul_geom(const struct mps_shape *a, const struct m
 void mps_matmul_offsets(const struct mps_matmul_geom *g, int64_t i, int64_t *oa, int64_t *ob);
 
 float mps_f16_to_f32(uint16_t h);
+float mps_bf16_to_f32(uint16_t h);
+uint16_t mps_f32_to_bf16(float f); /* to nearest even; a NaN stays a quiet NaN */
 uint16_t mps_f32_to_f16(float f); /* to nearest even; beyond 65504 an infinity */
-/* Copies n values of the float dtype from (f16, f32, f64) at src to dtype to
+/* Copies n values of the float dtype from (f16, bf16, f32, f64) at src to dtype to
    at dst, rounded to nearest even where to is narrower (f64 to f16 through
    f32: twice, which can differ from numpy's once by an ulp in a near tie).
    Where f16 and f64 inputs and outputs meet the f32 the graph computes in. */

@@ -95,27 +95,13 @@ void *th_alloc(enum mps_dtype t, int64_t n)
 void th_to_double(enum mps_dtype t, const void *p, int64_t n, double *out)
 {
     for (int64_t i = 0; i < n; i++)
-        switch (t) {
-        case MPS_F32: out[i] = ((const float *)p)[i]; break;
-        case MPS_F16: out[i] = mps_f16_to_f32(((const uint16_t *)p)[i]); break;
-        case MPS_I64: out[i] = (double)((const int64_t *)p)[i]; break;
-        case MPS_I32: out[i] = ((const int32_t *)p)[i]; break;
-        case MPS_F64: out[i] = ((const double *)p)[i]; break;
-        default: out[i] = ((const uint8_t *)p)[i]; break;
-        }
+        out[i] = mps_elem_get(p, t, i);
 }
 
 void th_from_double(enum mps_dtype t, const double *v, int64_t n, void *p)
 {
     for (int64_t i = 0; i < n; i++)
-        switch (t) {
-        case MPS_F32: ((float *)p)[i] = (float)v[i]; break;
-        case MPS_F16: ((uint16_t *)p)[i] = mps_f32_to_f16((float)v[i]); break;
-        case MPS_I64: ((int64_t *)p)[i] = (int64_t)v[i]; break;
-        case MPS_I32: ((int32_t *)p)[i] = (int32_t)v[i]; break;
-        case MPS_F64: ((double *)p)[i] = v[i]; break;
-        default: ((uint8_t *)p)[i] = (uint8_t)v[i]; break;
-        }
+        mps_elem_set(p, t, i, v[i]);
 }
 
 int th_add_random_const(struct mps_graph *g, const char *name, const struct mps_shape *s, double lo, double hi)

@@ -770,8 +770,11 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
         for (int64_t i = 0; i < ny; i++) {
             double v = in[0].d[i];
             enum mps_dtype t = p->cast.to;
-            out[0].d[i] = t == MPS_F64   ? v
+            int e;
+            double m = frexp(v, &e); /* bf16: 8 significant bits, halves to even (rint's default mode) */
+            out[0].d[i] = t == MPS_F64                   ? v
                           : t == MPS_F32 || t == MPS_F16 ? (double)(float)v
+                          : t == MPS_BF16                ? ldexp(rint(ldexp(m, 8)), e - 8)
                           : t == MPS_BOOL                ? (v != 0)
                                                          : trunc(v);
         }

@@ -30,6 +30,20 @@ static void test_f16(void)
         th_check(mps_f32_to_f16(rows[i].f) == rows[i].h, "f32 %g -> f16 0x%04x (got 0x%04x)", (double)rows[i].f,
                  rows[i].h, mps_f32_to_f16(rows[i].f));
     th_check(isnan(mps_f16_to_f32(mps_f32_to_f16(NAN))), "NaN stays NaN through f16");
+    /* bf16: the top half of an f32, rounded to nearest even */
+    static const struct {
+        float f;
+        uint16_t h;
+    } brows[] = {
+        {1.0f, 0x3f80},        {1.00390625f, 0x3f80} /* tie: even */, {1.01171875f, 0x3f82} /* tie: even */,
+        {1.0078125f, 0x3f81},  {-3.0f, 0xc040},                       {3.4028235e38f, 0x7f80} /* rounds to inf */,
+        {1.00390637f, 0x3f81}, {INFINITY, 0x7f80},
+    };
+    for (size_t i = 0; i < sizeof brows / sizeof brows[0]; i++)
+        th_check(mps_f32_to_bf16(brows[i].f) == brows[i].h, "f32 %.9g -> bf16 0x%04x (got 0x%04x)",
+                 (double)brows[i].f, brows[i].h, mps_f32_to_bf16(brows[i].f));
+    th_check(isnan(mps_bf16_to_f32(mps_f32_to_bf16(NAN))) && mps_bf16_to_f32(0x3f81) == 1.0078125f,
+             "NaN stays NaN through bf16; 0x3f81 is 1.0078125");
 }
 
 static void test_shapes(void)
@@ -157,7 +171,7 @@ static const struct th_bad th_bad_rows[] = {
     {"conv", MPS_OP_CONV, 2, {{4, {1, 3, 8, 8}}, {4, {4, 2, 3, 3}}}, MPS_F32, NULL, 0, "weight"},
     {"conv_big", MPS_OP_CONV, 2, {{4, {1, 3, 2, 2}}, {4, {4, 3, 3, 3}}}, MPS_F32, NULL, 0, "empty"},
     {"conv4d", MPS_OP_CONV, 2, {{6, {1, 3, 2, 2, 2, 2}}, {6, {4, 3, 1, 1, 1, 1}}}, MPS_F32, NULL, 0, "rank 3 to 5"},
-    {"relu", MPS_OP_RELU, 1, {{1, {4}}}, MPS_I64, NULL, 0, "dtype i64"},
+    {"sigmoid", MPS_OP_SIGMOID, 1, {{1, {4}}}, MPS_I64, NULL, 0, "dtype i64"},
     {"concat", MPS_OP_CONCAT, 2, {{2, {2, 3}}, {1, {3}}}, MPS_F32, NULL, 0, "rank"},
     {"squeeze", MPS_OP_SQUEEZE, 1, {{2, {2, 3}}}, MPS_F32, th_axes_1, 1, "cannot squeeze"},
     {"gemm", MPS_OP_GEMM, 2, {{2, {2, 3}}, {2, {4, 5}}}, MPS_F32, NULL, 0, "inner dims"},
@@ -247,6 +261,49 @@ static void test_backends(void)
     } else {
         th_fail("cpu compiles a Relu: %s", err.msg);
     }
+    mps_graph_free(g);
+}
+
+/* The GPU backends' dtype rule (backend.h): what each computes, and what it leaves to the cpu. */
+static void test_gpu_dtypes(void)
+{
+    static const struct {
+        enum mps_op op;
+        enum mps_dtype a, b;
+        bool gpu;
+    } rows[] = {
+        {MPS_OP_ADD, MPS_F32, MPS_F32, true},     {MPS_OP_ADD, MPS_I64, MPS_I64, true},
+        {MPS_OP_ADD, MPS_U8, MPS_U8, false},      {MPS_OP_ADD, MPS_F64, MPS_F64, false},
+        {MPS_OP_MUL, MPS_I16, MPS_I16, false},    {MPS_OP_POW, MPS_F32, MPS_F32, true},
+        {MPS_OP_POW, MPS_F32, MPS_I64, false},    {MPS_OP_POW, MPS_I32, MPS_I32, false},
+        {MPS_OP_GREATER, MPS_U8, MPS_U8, true},   {MPS_OP_EQUAL, MPS_U16, MPS_U16, false},
+        {MPS_OP_LESS, MPS_F64, MPS_F64, false},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        struct mps_graph *g = mps_graph_new();
+        struct mps_error err = {{0}};
+        struct mps_shape s = {1, {4}};
+        int a = mps_graph_add_value(g, "a", rows[i].a, &s), b = mps_graph_add_value(g, "b", rows[i].b, &s),
+            y = mps_graph_add_value(g, "y", MPS_F32, NULL);
+        mps_graph_add_input(g, a, &err);
+        mps_graph_add_input(g, b, &err);
+        mps_graph_add_node(g, rows[i].op, "n", (int[]){a, b}, 2, &y, 1, NULL, &err);
+        mps_graph_add_output(g, y, &err);
+        bool inferred = mps_graph_infer(g, &err) == MPS_OK;
+        th_check(inferred && mps_node_gpu_dtypes(g, &g->nodes[0]) == rows[i].gpu, "%s of %s and %s: %s %s",
+                 mps_op_name(rows[i].op), mps_dtype_name(rows[i].a), mps_dtype_name(rows[i].b),
+                 rows[i].gpu ? "the GPUs compute it" : "the cpu's alone", inferred ? "" : err.msg);
+        mps_graph_free(g);
+    }
+    struct mps_graph *g = mps_graph_new();
+    struct mps_error err = {{0}};
+    struct mps_shape s = {1, {4}};
+    int x = mps_graph_add_value(g, "x", MPS_I64, &s), y = mps_graph_add_value(g, "y", MPS_F32, NULL);
+    mps_graph_add_input(g, x, &err);
+    mps_graph_add_node(g, MPS_OP_NEG, "neg", &x, 1, &y, 1, NULL, &err);
+    mps_graph_add_output(g, y, &err);
+    th_check(mps_graph_infer(g, &err) == MPS_OK && !mps_node_gpu_dtypes(g, &g->nodes[0]),
+             "Neg of i64: the cpu's alone");
     mps_graph_free(g);
 }
 
@@ -383,5 +440,6 @@ int main(void)
     test_infer_errors();
     test_backends();
     test_loss_targets();
+    test_gpu_dtypes();
     return th_summary();
 }

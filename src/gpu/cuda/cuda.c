@@ -23,6 +23,8 @@
    only constant indices (checked here) run on the GPU. */
 static bool mps_cuda_supports(const struct mps_graph *g, const struct mps_node *n)
 {
+    if (!mps_node_gpu_dtypes(g, n)) /* f64 and the narrow integers: the cpu computes them */
+        return false;
     if (n->op == MPS_OP_IF) /* decided at run time: the cpu backend runs the taken branch alone (graph.h) */
         return false;
     if (n->op == MPS_OP_RNN || n->op == MPS_OP_GRU || n->op == MPS_OP_LSTM) /* no kernels yet: the cpu runs them */

@@ -214,7 +214,7 @@ static enum mps_status mps_cuda_pad(struct mps_cuda_state *s, const struct mps_n
     const struct mps_graph *g = s->g;
     const struct mps_value *x = MPS_INV(0), *y = MPS_OUTV(0);
     unsigned char fill[8];
-    mps_cpu_store(fill, y->dtype, 0, n->p.pad.value);
+    mps_elem_set(fill, y->dtype, 0, n->p.pad.value);
     if (mps_shape_numel(&y->shape) == 0)
         return MPS_OK;
     MPS_CU_CHECK(mps_cu_pad(MPS_IN(0), MPS_OUT(0), y->shape.ndim, x->shape.dim, y->shape.dim, n->p.pad.pads,

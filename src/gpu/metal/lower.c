@@ -62,6 +62,9 @@ bool mps_mtl_node_supported(const struct mps_graph *g, const struct mps_node *n,
         return MPS_MTL_WHY("an If decided at run time: the cpu backend runs it, the taken branch alone");
     if (!mps_mtl_op_lowered(n->op))
         return MPS_MTL_WHY("no MPSGraph lowering");
+    if (!mps_node_gpu_dtypes(g, n))
+        return MPS_MTL_WHY("its dtypes: the GPU backends compute in f32 and f16, and in i64 and i32 where "
+                           "integers are exact (backend.h); the cpu computes the others");
     for (int i = 0; i < n->n_in + n->n_out; i++) {
         int v = i < n->n_in ? n->in[i] : n->out[i - n->n_in];
         if (v < 0 || mps_mtl_param_input(n, i))

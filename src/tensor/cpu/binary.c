@@ -1,7 +1,9 @@
 /* binary.c: Add, Sub, Mul, Div, Pow, Mod, Max, Min, Sum, Mean and PRelu with numpy
-   broadcasting, for f32 and (except Pow, Mean, PRelu) i64 and i32. Variadic
-   ops fold their inputs pairwise into the output. A fused activation (two
-   f32 inputs) is applied to each thread's chunk of output once written. */
+   broadcasting: f32, i64 and i32 in loops of their own, every other number
+   dtype (f64, the narrower and unsigned integers, Pow of two dtypes)
+   element by element in double or 64-bit integers. Variadic ops fold their
+   inputs pairwise into the output. A fused activation (two f32 inputs) is
+   applied to each thread's chunk of output once written. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -16,7 +18,7 @@
 struct mps_binary_job {
     enum mps_op op;
     bool fmod; /* Mod */
-    enum mps_dtype dtype;
+    enum mps_dtype dtype, ta, tb; /* y's, a's, b's */
     const void *a, *b;
     void *y;
     const struct mps_fused_act *act; /* on, f32 only; or NULL */
@@ -84,6 +86,52 @@ static void mps_binary_row_f32(enum mps_op op, const float *a, const float *b, f
 }
 #undef MPS_BINARY_F32
 
+/* One row of any other dtypes (mps_binary_items): floats and Pow in double,
+   integers in 64 bits, stored wrapped to the output's width. */
+static void mps_binary_row_other(const struct mps_binary_job *q, int64_t oa, int64_t ob, int64_t oy, int64_t n,
+                                 int64_t sa, int64_t sb)
+{
+    enum mps_op op = q->op;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t ia = oa + i * sa, ib = ob + i * sb;
+        if (op == MPS_OP_POW || mps_dtype_is_float(q->dtype)) {
+            double u = mps_elem_get(q->a, q->ta, ia), v = mps_elem_get(q->b, q->tb, ib);
+            double r = op == MPS_OP_SUB     ? u - v
+                       : op == MPS_OP_MUL   ? u * v
+                       : op == MPS_OP_DIV   ? u / v
+                       : op == MPS_OP_POW   ? pow(u, v)
+                       : op == MPS_OP_MOD   ? mps_mod_float(u, v, q->fmod)
+                       : op == MPS_OP_MAX   ? ((u > v || u != u) ? u : v)
+                       : op == MPS_OP_MIN   ? ((u < v || u != u) ? u : v)
+                       : op == MPS_OP_PRELU ? (u < 0 ? u * v : u)
+                                            : u + v;
+            mps_elem_set(q->y, q->dtype, oy + i, r);
+            continue;
+        }
+        int64_t u = mps_elem_get_int(q->a, q->ta, ia), v = mps_elem_get_int(q->b, q->tb, ib), r;
+        uint64_t x = (uint64_t)u, w = (uint64_t)v;
+        if (mps_dtype_is_unsigned(q->dtype))
+            r = op == MPS_OP_DIV   ? (int64_t)(w ? x / w : 0)
+                : op == MPS_OP_MOD ? (int64_t)(w ? x % w : 0)
+                : op == MPS_OP_MAX ? (int64_t)(x > w ? x : w)
+                : op == MPS_OP_MIN ? (int64_t)(x < w ? x : w)
+                                   : 0;
+        else
+            r = op == MPS_OP_DIV   ? mps_idiv(u, v)
+                : op == MPS_OP_MOD ? mps_mod_int(u, v, q->fmod)
+                : op == MPS_OP_MAX ? (u > v ? u : v)
+                : op == MPS_OP_MIN ? (u < v ? u : v)
+                                   : 0;
+        if (op == MPS_OP_SUB)
+            r = (int64_t)(x - w);
+        else if (op == MPS_OP_MUL)
+            r = (int64_t)(x * w);
+        else if (op == MPS_OP_ADD || op == MPS_OP_SUM)
+            r = (int64_t)(x + w);
+        mps_elem_set_int(q->y, q->dtype, oy + i, r);
+    }
+}
+
 /* Where item k starts in y. */
 static int64_t mps_binary_item_start(const struct mps_binary_job *q, int64_t k)
 {
@@ -106,7 +154,10 @@ static void mps_binary_items(void *ctx, int64_t begin, int64_t end)
             ob += idx * q->sb[d];
         }
         int64_t oy = row * q->dim[last] + i0;
-        if (q->dtype == MPS_F32) {
+        if (q->ta != q->dtype || q->tb != q->dtype || (q->op == MPS_OP_POW && q->dtype != MPS_F32) ||
+            (q->dtype != MPS_F32 && q->dtype != MPS_I64 && q->dtype != MPS_I32)) {
+            mps_binary_row_other(q, oa, ob, oy, n, sa, sb);
+        } else if (q->dtype == MPS_F32) {
             const float *a = (const float *)q->a + oa, *b = (const float *)q->b + ob;
             float *y = (float *)q->y + oy;
             mps_binary_row_f32(q->op, a, b, y, n, sa, sb, q->fmod);
@@ -154,7 +205,15 @@ static void mps_binary_items(void *ctx, int64_t begin, int64_t end)
 static void mps_binary_apply(struct mps_pool *pool, enum mps_op op, bool fmod, const struct mps_tensor *a,
                              const struct mps_tensor *b, struct mps_tensor *y, const struct mps_fused_act *act)
 {
-    struct mps_binary_job q = {.op = op, .fmod = fmod, .dtype = y->dtype, .a = a->data, .b = b->data, .y = y->data, .act = act,
+    struct mps_binary_job q = {.op = op,
+                               .fmod = fmod,
+                               .dtype = y->dtype,
+                               .ta = a->dtype,
+                               .tb = b->dtype,
+                               .a = a->data,
+                               .b = b->data,
+                               .y = y->data,
+                               .act = act,
                                .nd = y->shape.ndim};
     memcpy(q.dim, y->shape.dim, sizeof q.dim);
     mps_shape_broadcast_strides(&a->shape, &y->shape, q.sa);
@@ -185,10 +244,12 @@ enum mps_status mps_cpu_binary(const struct mps_cpu_args *a, struct mps_error *e
     for (int i = 2; i < n->n_in; i++)
         mps_binary_apply(a->pool, n->op, false, y, &a->in[i], y, NULL);
     if (n->op == MPS_OP_MEAN) {
-        float *p = y->data;
         int64_t count = mps_shape_numel(&y->shape);
         for (int64_t i = 0; i < count; i++)
-            p[i] /= (float)n->n_in;
+            if (y->dtype == MPS_F32)
+                ((float *)y->data)[i] /= (float)n->n_in;
+            else
+                ((double *)y->data)[i] /= n->n_in;
     }
     return MPS_OK;
 }

@@ -190,12 +190,6 @@ struct mps_cpu_window3 {
 struct mps_cpu_window3 mps_cpu_window3(const struct mps_window *w, const struct mps_shape *x,
                                        const struct mps_shape *y);
 
-/* Writes v converted to dtype t at element i of p (floats round, integers
-   truncate and saturate, bool is v != 0). */
-void mps_cpu_store(void *p, enum mps_dtype t, int64_t i, double v);
-/* Element i of a tensor of dtype t as a double. */
-double mps_cpu_load(const void *p, enum mps_dtype t, int64_t i);
-
 /* Copies a strided view: dst[i] = src[i] over shape, strides in elements of
    elem bytes, over the pool (NULL: on the calling thread). The workhorse of
    transpose, slice, expand, concat and split. */

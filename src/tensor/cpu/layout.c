@@ -326,7 +326,7 @@ enum mps_status mps_cpu_fill(const struct mps_cpu_args *a, struct mps_error *err
     int64_t n = mps_shape_numel(&y->shape);
     (void)err;
     for (int64_t i = 0; i < n; i++)
-        mps_cpu_store(y->data, y->dtype, i, a->node->p.fill.value);
+        mps_elem_set(y->data, y->dtype, i, a->node->p.fill.value);
     return MPS_OK;
 }
 
@@ -389,7 +389,7 @@ enum mps_status mps_cpu_pad(const struct mps_cpu_args *a, struct mps_error *err)
 {
     struct mps_tensor *y = &a->out[0];
     struct mps_pad_job q = {.x = &a->in[0], .y = y, .p = &a->node->p.pad, .elem = mps_dtype_size(y->dtype)};
-    mps_cpu_store(q.fill, y->dtype, 0, q.p->value);
+    mps_elem_set(q.fill, y->dtype, 0, q.p->value);
     (void)err;
     int64_t n = mps_shape_numel(&y->shape), w = y->shape.ndim ? y->shape.dim[y->shape.ndim - 1] : 1;
     if (n == 0)
@@ -442,7 +442,7 @@ enum mps_status mps_cpu_range(const struct mps_cpu_args *a, struct mps_error *er
     const struct mps_range_params *p = &a->node->p.range;
     (void)err;
     for (int64_t i = 0; i < a->out[0].shape.dim[0]; i++)
-        mps_cpu_store(a->out[0].data, a->out[0].dtype, i, p->start + (double)i * p->delta);
+        mps_elem_set(a->out[0].data, a->out[0].dtype, i, p->start + (double)i * p->delta);
     return MPS_OK;
 }
 
@@ -456,10 +456,10 @@ enum mps_status mps_cpu_onehot(const struct mps_cpu_args *a, struct mps_error *e
         inner *= y->shape.dim[d];
     (void)err;
     for (int64_t i = 0; i < count; i++) {
-        double v = mps_cpu_load(ix->data, ix->dtype, i);
+        double v = mps_elem_get(ix->data, ix->dtype, i);
         int64_t at = (int64_t)v < 0 ? (int64_t)v + p->depth : (int64_t)v, o = i / inner, r = i % inner;
         for (int64_t k = 0; k < p->depth; k++)
-            mps_cpu_store(y->data, y->dtype, (o * p->depth + k) * inner + r, k == at ? p->on : p->off);
+            mps_elem_set(y->data, y->dtype, (o * p->depth + k) * inner + r, k == at ? p->on : p->off);
     }
     return MPS_OK;
 }

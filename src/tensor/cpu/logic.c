@@ -1,5 +1,5 @@
 /* logic.c: the ops with bool results or a bool operand, numpy broadcasting:
-   Greater, Less, Equal, GreaterOrEqual, LessOrEqual of f32, i64, i32, u8 or
+   Greater, Less, Equal, GreaterOrEqual, LessOrEqual of any number dtype or
    bool (a NaN compares false, except that it is not equal); And, Or, Xor, Not
    of bool; IsNaN and IsInf of f32; Where(cond, x, y) of any dtype. A bool is
    one byte, 0 or 1. */
@@ -50,7 +50,11 @@ static int mps_logic_order(const void *a, const void *b, enum mps_dtype t, int64
     case MPS_F32: return MPS_ORDER(((const float *)a)[i], ((const float *)b)[j]);
     case MPS_I64: return MPS_ORDER(((const int64_t *)a)[i], ((const int64_t *)b)[j]);
     case MPS_I32: return MPS_ORDER(((const int32_t *)a)[i], ((const int32_t *)b)[j]);
-    default: return MPS_ORDER(((const uint8_t *)a)[i], ((const uint8_t *)b)[j]); /* u8, bool */
+    case MPS_U8:
+    case MPS_BOOL: return MPS_ORDER(((const uint8_t *)a)[i], ((const uint8_t *)b)[j]);
+    case MPS_U64: return MPS_ORDER(((const uint64_t *)a)[i], ((const uint64_t *)b)[j]);
+    case MPS_F64: return MPS_ORDER(((const double *)a)[i], ((const double *)b)[j]);
+    default: return MPS_ORDER(mps_elem_get_int(a, t, i), mps_elem_get_int(b, t, j)); /* i16, i8, u32, u16 */
     }
 }
 

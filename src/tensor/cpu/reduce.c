@@ -1,6 +1,6 @@
-/* reduce.c: the Reduce* ops over any set of axes, and ArgMax/ArgMin. Each
-   output element walks its box of reduced input elements, folded in double
-   by reduce.h's rule. */
+/* reduce.c: the Reduce* ops over any set of axes (f32 or f64), and
+   ArgMax/ArgMin. Each output element walks its box of reduced input
+   elements, folded in double by reduce.h's rule. */
 #include <math.h>
 #include <string.h>
 
@@ -19,8 +19,8 @@ static void mps_reduce_outputs(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_reduce_job *q = ctx;
     enum mps_op op = q->a->node->op;
-    const float *x = q->a->in[0].data;
-    float *y = q->a->out[0].data;
+    const struct mps_tensor *x = &q->a->in[0];
+    struct mps_tensor *y = &q->a->out[0];
     for (int64_t o = begin; o < end; o++) {
         int64_t base = 0, rem = o;
         for (int d = q->n_keep - 1; d >= 0; d--) {
@@ -34,9 +34,10 @@ static void mps_reduce_outputs(void *ctx, int64_t begin, int64_t end)
                 off += rr % q->red_dim[d] * q->red_st[d];
                 rr /= q->red_dim[d];
             }
-            mps_reduce_step(op, &acc, x[off]);
+            mps_reduce_step(op, &acc,
+                            x->dtype == MPS_F32 ? ((const float *)x->data)[off] : mps_elem_get(x->data, x->dtype, off));
         }
-        y[o] = (float)mps_reduce_finish(op, &acc, q->red_count);
+        mps_elem_set(y->data, y->dtype, o, mps_reduce_finish(op, &acc, q->red_count));
     }
 }
 
@@ -100,9 +101,9 @@ enum mps_status mps_cpu_arg(const struct mps_cpu_args *a, struct mps_error *err)
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
             int64_t base = o * len * inner + i, best = 0;
-            double bv = mps_cpu_load(x->data, x->dtype, base);
+            double bv = mps_elem_get(x->data, x->dtype, base);
             for (int64_t k = 1; k < len; k++) {
-                double v = mps_cpu_load(x->data, x->dtype, base + k * inner);
+                double v = mps_elem_get(x->data, x->dtype, base + k * inner);
                 if (mps_arg_beats(v, bv, max, last))
                     best = k, bv = v;
             }
@@ -115,7 +116,7 @@ enum mps_status mps_cpu_arg(const struct mps_cpu_args *a, struct mps_error *err)
     return MPS_OK;
 }
 
-/* CumSum: each lane along the axis in order (or from its end), f32 summed in double, integers wrapping. */
+/* CumSum: each lane along the axis in order (or from its end), f32 and f64 summed in double, integers wrapping. */
 enum mps_status mps_cpu_cumsum(const struct mps_cpu_args *a, struct mps_error *err)
 {
     const struct mps_cumsum_params *p = &a->node->p.cumsum;
@@ -129,18 +130,13 @@ enum mps_status mps_cpu_cumsum(const struct mps_cpu_args *a, struct mps_error *e
             uint64_t iacc = 0;
             for (int64_t s = 0; s < len; s++) {
                 int64_t k = p->reverse ? len - 1 - s : s, at = (o * len + k) * inner + i;
-                if (x->dtype == MPS_F32) {
-                    float v = ((const float *)x->data)[at];
-                    ((float *)a->out[0].data)[at] = (float)(p->exclusive ? acc : acc + v);
+                if (mps_dtype_is_float(x->dtype)) { /* f32, f64: summed in double */
+                    double v = mps_elem_get(x->data, x->dtype, at);
+                    mps_elem_set(a->out[0].data, x->dtype, at, p->exclusive ? acc : acc + v);
                     acc += v;
-                } else {
-                    uint64_t v = x->dtype == MPS_I64 ? (uint64_t)((const int64_t *)x->data)[at]
-                                                     : (uint64_t)(int64_t)((const int32_t *)x->data)[at];
-                    uint64_t r = p->exclusive ? iacc : iacc + v;
-                    if (x->dtype == MPS_I64)
-                        ((int64_t *)a->out[0].data)[at] = (int64_t)r;
-                    else
-                        ((int32_t *)a->out[0].data)[at] = (int32_t)(uint32_t)r;
+                } else { /* integers wrap */
+                    uint64_t v = (uint64_t)mps_elem_get_int(x->data, x->dtype, at);
+                    mps_elem_set_int(a->out[0].data, x->dtype, at, (int64_t)(p->exclusive ? iacc : iacc + v));
                     iacc += v;
                 }
             }
@@ -176,7 +172,7 @@ enum mps_status mps_cpu_topk(const struct mps_cpu_args *a, struct mps_error *err
                 int64_t best = -1;
                 double bv = 0;
                 for (int64_t j = 0; j < len; j++) {
-                    double v = mps_cpu_load(x->data, x->dtype, base + j * inner);
+                    double v = mps_elem_get(x->data, x->dtype, base + j * inner);
                     if ((prev < 0 || mps_topk_before(pv, prev, v, j, p->largest)) &&
                         (best < 0 || mps_topk_before(v, j, bv, best, p->largest)))
                         best = j, bv = v;

@@ -114,9 +114,50 @@ void mps_cpu_add_act(const struct mps_fused_act *act, float *y, const float *r, 
     mps_cpu_act_inplace(act, y, n);
 }
 
+/* Neg, Abs, Sign, Relu, Clip of a dtype other than f32: integers exact in 64
+   bits (Neg and Abs wrap as the narrow type does once stored), f64 in double. */
+static void mps_unary_other(const struct mps_node *n, const struct mps_tensor *x, struct mps_tensor *y)
+{
+    int64_t count = mps_shape_numel(&x->shape);
+    double lo = n->p.act.alpha, hi = n->p.act.beta;
+    for (int64_t i = 0; i < count; i++) {
+        if (mps_dtype_is_float(x->dtype)) { /* NaN stays NaN */
+            double v = mps_elem_get(x->data, x->dtype, i), r;
+            switch (n->op) {
+            case MPS_OP_NEG: r = -v; break;
+            case MPS_OP_ABS: r = fabs(v); break;
+            case MPS_OP_SIGN: r = v > 0 ? 1 : v < 0 ? -1 : v; break;
+            case MPS_OP_RELU: r = v < 0 ? 0 : v; break;
+            default: r = v < lo ? lo : v > hi ? hi : v; break; /* Clip */
+            }
+            mps_elem_set(y->data, y->dtype, i, r);
+            continue;
+        }
+        int64_t v = mps_elem_get_int(x->data, x->dtype, i), r;
+        bool neg = !mps_dtype_is_unsigned(x->dtype) && v < 0;
+        if (n->op == MPS_OP_NEG || (n->op == MPS_OP_ABS && neg))
+            r = (int64_t)(0 - (uint64_t)v);
+        else if (n->op == MPS_OP_SIGN)
+            r = neg ? -1 : v != 0;
+        else if (n->op == MPS_OP_RELU)
+            r = neg ? 0 : v;
+        else if (n->op == MPS_OP_CLIP) { /* compared as doubles; a bound of +-inf is none */
+            double d = mps_elem_get(x->data, x->dtype, i);
+            r = d < lo ? (int64_t)ceil(lo) : d > hi ? (int64_t)floor(hi) : v;
+        } else {
+            r = v;
+        }
+        mps_elem_set_int(y->data, y->dtype, i, r);
+    }
+}
+
 enum mps_status mps_cpu_unary(const struct mps_cpu_args *a, struct mps_error *err)
 {
     (void)err;
+    if (a->in[0].dtype != MPS_F32) {
+        mps_unary_other(a->node, &a->in[0], &a->out[0]);
+        return MPS_OK;
+    }
     mps_unary_apply(a->pool, a->node->op, &a->node->p.act, a->in[0].data, a->out[0].data,
                     mps_shape_numel(&a->out[0].shape));
     return MPS_OK;
@@ -140,44 +181,6 @@ enum mps_status mps_cpu_copy(const struct mps_cpu_args *a, struct mps_error *err
     if (bytes && a->out[0].data != a->in[0].data)
         memcpy(a->out[0].data, a->in[0].data, bytes);
     return MPS_OK;
-}
-
-double mps_cpu_load(const void *p, enum mps_dtype t, int64_t i)
-{
-    switch (t) {
-    case MPS_F32: return ((const float *)p)[i];
-    case MPS_F16: return mps_f16_to_f32(((const uint16_t *)p)[i]);
-    case MPS_I64: return (double)((const int64_t *)p)[i];
-    case MPS_I32: return ((const int32_t *)p)[i];
-    case MPS_U8:
-    case MPS_BOOL: return ((const uint8_t *)p)[i];
-    case MPS_F64: return ((const double *)p)[i];
-    default: return 0;
-    }
-}
-
-/* Float to integer: truncates toward zero, NaN gives 0, out of range saturates
-   (C leaves those undefined; ONNX does too, so we pick the safe answer). */
-static int64_t mps_cast_int(double v, double lo, double hi)
-{
-    if (v != v)
-        return 0;
-    v = trunc(v);
-    return (int64_t)(v < lo ? lo : v > hi ? hi : v);
-}
-
-void mps_cpu_store(void *p, enum mps_dtype t, int64_t i, double v)
-{
-    switch (t) {
-    case MPS_F32: ((float *)p)[i] = (float)v; break;
-    case MPS_F16: ((uint16_t *)p)[i] = mps_f32_to_f16((float)v); break;
-    case MPS_I64: ((int64_t *)p)[i] = mps_cast_int(v, -9223372036854775808.0, 9223372036854774784.0); break;
-    case MPS_I32: ((int32_t *)p)[i] = (int32_t)mps_cast_int(v, -2147483648.0, 2147483647.0); break;
-    case MPS_U8: ((uint8_t *)p)[i] = (uint8_t)mps_cast_int(v, 0, 255); break;
-    case MPS_BOOL: ((uint8_t *)p)[i] = v != 0; break;
-    case MPS_F64: ((double *)p)[i] = v; break;
-    default: break;
-    }
 }
 
 static bool mps_cast_is_int(enum mps_dtype t)
@@ -209,6 +212,6 @@ enum mps_status mps_cpu_cast(const struct mps_cpu_args *a, struct mps_error *err
         return MPS_OK;
     }
     for (int64_t i = 0; i < n; i++)
-        mps_cpu_store(y->data, y->dtype, i, mps_cpu_load(x->data, x->dtype, i));
+        mps_elem_set(y->data, y->dtype, i, mps_elem_get(x->data, x->dtype, i));
     return MPS_OK;
 }
