@@ -274,6 +274,20 @@ static enum mps_status mps_map_mod(struct mps_onnx_ctx *c, struct mps_onnx_node 
     return st;
 }
 
+static enum mps_status mps_map_bitshift(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                        struct mps_error *err)
+{
+    char dir[16];
+    (void)c;
+    enum mps_status st = mps_attr_string(n, "direction", "", dir, sizeof dir, err);
+    if (st)
+        return st;
+    if (strcmp(dir, "LEFT") && strcmp(dir, "RIGHT"))
+        return mps_onnx_fail(n, err, "direction '%s' is not LEFT or RIGHT", dir);
+    p->binary.right = !strcmp(dir, "RIGHT");
+    return MPS_OK;
+}
+
 static enum mps_status mps_map_isinf(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                      struct mps_error *err)
 {
@@ -455,6 +469,72 @@ static enum mps_status mps_map_lppool(struct mps_onnx_ctx *c, struct mps_onnx_no
     return MPS_OK;
 }
 
+/* Celu as alpha * Elu(x / alpha) (its definition: max(0, x) + min(0,
+   alpha (exp(x / alpha) - 1))): the row's Mul by alpha last. */
+static enum mps_status mps_map_celu(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                    struct mps_error *err)
+{
+    float alpha;
+    enum mps_status st = mps_attr_float(n, "alpha", 1.0f, &alpha, err);
+    if (st)
+        return st;
+    if (!(alpha != 0))
+        return mps_onnx_fail(n, err, "alpha %g must not be 0", (double)alpha);
+    union mps_op_params none, elu;
+    mps_op_params_default(MPS_OP_DIV, &none);
+    mps_op_params_default(MPS_OP_ELU, &elu);
+    elu.act.alpha = 1.0f;
+    struct mps_shape one = {0, {0}};
+    int ca = mps_onnx_const(c, n->name, MPS_F32, &one, &alpha), q = mps_onnx_temp(c, n->name),
+        e = mps_onnx_temp(c, n->name);
+    if (ca < 0 || q < 0 || e < 0)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    if ((st = mps_graph_add_node(c->g, MPS_OP_DIV, n->name, (int[]){n->in[0], ca}, 2, &q, 1, &none, err)) ||
+        (st = mps_graph_add_node(c->g, MPS_OP_ELU, n->name, &q, 1, &e, 1, &elu, err)))
+        return st;
+    n->in[0] = e, n->in[1] = ca, n->n_in = 2;
+    *p = none;
+    return MPS_OK;
+}
+
+/* MeanVarianceNormalization as ONNX's function writes it: (X - mean) /
+   (sqrt(mean(X^2) - mean^2) + 1e-9) over axes (default 0, 2, 3); the row's
+   Div last. */
+static enum mps_status mps_map_mvn(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                   struct mps_error *err)
+{
+    int64_t axes[MPS_MAX_DIMS] = {0, 2, 3};
+    int count;
+    enum mps_status st = mps_attr_ints(n, "axes", axes, MPS_MAX_DIMS, &count, err);
+    if (st)
+        return st;
+    struct mps_shape one = {0, {0}}, sa = {1, {count < 0 ? 3 : count}};
+    float eps = 1e-9f;
+    union mps_op_params none, mean;
+    mps_op_params_default(MPS_OP_SUB, &none);
+    mps_op_params_default(MPS_OP_REDUCE_MEAN, &mean);
+    int x = n->in[0], ax = mps_onnx_const(c, n->name, MPS_I64, &sa, axes),
+        ce = mps_onnx_const(c, n->name, MPS_F32, &one, &eps);
+    int v[8];
+    for (int i = 0; i < 8; i++)
+        v[i] = mps_onnx_temp(c, n->name);
+    if (ax < 0 || ce < 0 || v[7] < 0)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    /* v: mean, x^2, mean(x^2), mean^2, variance, std, x - mean, std + eps */
+    if ((st = mps_graph_add_node(c->g, MPS_OP_REDUCE_MEAN, n->name, (int[]){x, ax}, 2, &v[0], 1, &mean, err)) ||
+        (st = mps_graph_add_node(c->g, MPS_OP_MUL, n->name, (int[]){x, x}, 2, &v[1], 1, &none, err)) ||
+        (st = mps_graph_add_node(c->g, MPS_OP_REDUCE_MEAN, n->name, (int[]){v[1], ax}, 2, &v[2], 1, &mean, err)) ||
+        (st = mps_graph_add_node(c->g, MPS_OP_MUL, n->name, (int[]){v[0], v[0]}, 2, &v[3], 1, &none, err)) ||
+        (st = mps_graph_add_node(c->g, MPS_OP_SUB, n->name, (int[]){v[2], v[3]}, 2, &v[4], 1, &none, err)) ||
+        (st = mps_graph_add_node(c->g, MPS_OP_SQRT, n->name, &v[4], 1, &v[5], 1, NULL, err)) ||
+        (st = mps_graph_add_node(c->g, MPS_OP_SUB, n->name, (int[]){x, v[0]}, 2, &v[6], 1, &none, err)) ||
+        (st = mps_graph_add_node(c->g, MPS_OP_ADD, n->name, (int[]){v[5], ce}, 2, &v[7], 1, &none, err)))
+        return st;
+    n->in[0] = v[6], n->in[1] = v[7], n->n_in = 2;
+    *p = none;
+    return MPS_OK;
+}
+
 static enum mps_status mps_map_batch_norm(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                           struct mps_error *err)
 {
@@ -557,6 +637,8 @@ const struct mps_onnx_rule mps_onnx_rules_math[] = {
      mps_map_pool},
     {"GlobalAveragePool", MPS_OP_GLOBAL_AVERAGE_POOL, "", NULL},
     {"GlobalLpPool", MPS_OP_GLOBAL_LP_POOL, "p", mps_map_global_lp},
+    {"Celu", MPS_OP_MUL, "alpha", mps_map_celu},
+    {"MeanVarianceNormalization", MPS_OP_DIV, "axes", mps_map_mvn},
     {"LpPool", MPS_OP_POW, "auto_pad ceil_mode dilations kernel_shape p pads strides", mps_map_lppool},
     {"GlobalMaxPool", MPS_OP_GLOBAL_MAX_POOL, "", NULL},
     {"BatchNormalization", MPS_OP_BATCH_NORM, "epsilon momentum spatial is_test training_mode", mps_map_batch_norm},
@@ -624,6 +706,7 @@ const struct mps_onnx_rule mps_onnx_rules_math[] = {
     {"Sum", MPS_OP_SUM, "", NULL},
     {"Mean", MPS_OP_MEAN, "", NULL},
     {"Mod", MPS_OP_MOD, "fmod", mps_map_mod},
+    {"BitShift", MPS_OP_BIT_SHIFT, "direction", mps_map_bitshift},
     {"Greater", MPS_OP_GREATER, "broadcast axis", mps_map_binary},
     {"Less", MPS_OP_LESS, "broadcast axis", mps_map_binary},
     {"Equal", MPS_OP_EQUAL, "broadcast axis", mps_map_binary},

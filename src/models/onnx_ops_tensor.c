@@ -396,6 +396,18 @@ static enum mps_status mps_map_trilu(struct mps_onnx_ctx *c, struct mps_onnx_nod
     return st;
 }
 
+static enum mps_status mps_map_eyelike(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                       struct mps_error *err)
+{
+    int64_t dt;
+    (void)c;
+    enum mps_status st = mps_attr_int(n, "k", 0, &p->eye.k, err);
+    if (!st && (st = mps_attr_int(n, "dtype", -1, &dt, err)) == MPS_OK && dt >= 0 &&
+        (dt > INT32_MAX || !mps_onnx_dtype((int32_t)dt, &p->eye.dtype)))
+        return mps_onnx_fail(n, err, "dtype %s is not supported", mps_onnx_dtype_name((int32_t)dt));
+    return st;
+}
+
 static enum mps_status mps_map_cumsum(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                       struct mps_error *err)
 {
@@ -483,6 +495,7 @@ const struct mps_onnx_rule mps_onnx_rules_tensor[] = {
     {"Upsample", MPS_OP_RESIZE, "mode scales", mps_map_resize},
     {"DepthToSpace", MPS_OP_DEPTH_TO_SPACE, "blocksize mode", mps_map_depth},
     {"Trilu", MPS_OP_TRILU, "upper", mps_map_trilu},
+    {"EyeLike", MPS_OP_EYE_LIKE, "dtype k", mps_map_eyelike},
     {"CumSum", MPS_OP_CUM_SUM, "exclusive reverse", mps_map_cumsum},
     {"Tile", MPS_OP_TILE, "", NULL},
     {"Range", MPS_OP_RANGE, "", NULL},

@@ -33,6 +33,11 @@ bool mps_op_is_reduce(enum mps_op op)
     return op >= MPS_OP_REDUCE_MEAN && op <= MPS_OP_REDUCE_LOG_SUM_EXP;
 }
 
+bool mps_op_is_unary(enum mps_op op)
+{
+    return op >= MPS_OP_RELU && op <= MPS_OP_ATANH;
+}
+
 bool mps_op_is_logic(enum mps_op op)
 {
     return op >= MPS_OP_GREATER && op <= MPS_OP_WHERE;
@@ -132,6 +137,7 @@ void mps_op_params_default(enum mps_op op, union mps_op_params *p)
     case MPS_OP_TRILU:
         p->trilu.upper = true;
         break;
+    case MPS_OP_EYE_LIKE: p->eye.dtype = MPS_DTYPE_COUNT; break;
     case MPS_OP_IS_INF:
         p->isinf.negative = p->isinf.positive = true;
         break;

@@ -37,6 +37,8 @@ const char *mps_op_name(enum mps_op op);
 enum mps_op mps_op_from_name(const char *name);
 /* ReduceMean, ReduceSum, ... ReduceLogSumExp: the ops of struct mps_reduce_params. */
 bool mps_op_is_reduce(enum mps_op op);
+/* Relu ... Atanh: the elementwise unary ops of struct mps_act_params (ops.def keeps them together). */
+bool mps_op_is_unary(enum mps_op op);
 /* Greater ... Where: the comparisons and logic ops (bool results; Where a bool operand). */
 bool mps_op_is_logic(enum mps_op op);
 
@@ -69,6 +71,7 @@ struct mps_gemm_params {
 struct mps_binary_params {
     struct mps_fused_act act;
     bool fmod; /* Mod: the remainder's sign is the dividend's (mod.h) */
+    bool right; /* BitShift (unsigned integers): direction RIGHT; a shift by the width or more gives 0 */
 };
 
 enum mps_auto_pad { MPS_AUTO_PAD_NOTSET, MPS_AUTO_PAD_SAME_UPPER, MPS_AUTO_PAD_SAME_LOWER, MPS_AUTO_PAD_VALID };
@@ -219,6 +222,14 @@ struct mps_trilu_params {
     int64_t k;
 };
 
+/* EyeLike: ones on the diagonal k (column - row == k) of a matrix of the
+   input's shape, zeros elsewhere, of dtype (MPS_DTYPE_COUNT: the input's).
+   Only the input's shape is read: folded at load like Shape. */
+struct mps_eye_params {
+    enum mps_dtype dtype;
+    int64_t k;
+};
+
 /* CumSum along axis (resolved from its input, >= 0): exclusive leaves each
    element out of its own sum; reverse sums from the end of the axis. */
 struct mps_cumsum_params {
@@ -356,6 +367,7 @@ union mps_op_params {
     struct mps_arg_params arg;
     struct mps_isinf_params isinf;
     struct mps_trilu_params trilu;
+    struct mps_eye_params eye;
     struct mps_cumsum_params cumsum;
     struct mps_lrn_params lrn;
     struct mps_range_params range;

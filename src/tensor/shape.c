@@ -174,12 +174,14 @@ static enum mps_status mps_shape_cast(struct mps_graph *g, struct mps_node *n, s
     return MPS_OK;
 }
 
-/* Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean, Mod: numpy broadcasting of
+/* Add, Sub, Mul, Div, Pow, Max, Min, Sum, Mean, Mod, BitShift (unsigned): numpy broadcasting of
    all inputs, of one number dtype (Mean: f32 or f64); Pow's exponent may be
    of another, the result is the base's. */
 static enum mps_status mps_shape_broadcast_op(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
-    unsigned want = n->op == MPS_OP_MEAN ? MPS_DT_FLOAT | MPS_DT(MPS_F64) : MPS_DT_NUMBER;
+    unsigned want = n->op == MPS_OP_MEAN        ? MPS_DT_FLOAT | MPS_DT(MPS_F64)
+                    : n->op == MPS_OP_BIT_SHIFT ? MPS_DT(MPS_U8) | MPS_DT(MPS_U16) | MPS_DT(MPS_U32) | MPS_DT(MPS_U64)
+                                                : MPS_DT_NUMBER;
     const struct mps_value *x = mps_shape_in(g, n, 0);
     struct mps_shape s = x->shape;
     for (int i = 0; i < n->n_in; i++) {
@@ -673,6 +675,7 @@ static const mps_shape_rule mps_shape_math_rules[MPS_OP_COUNT] = {
     [MPS_OP_IS_INF] = mps_shape_logic,
     [MPS_OP_WHERE] = mps_shape_logic,
     [MPS_OP_MOD] = mps_shape_broadcast_op,
+    [MPS_OP_BIT_SHIFT] = mps_shape_broadcast_op,
     [MPS_OP_ADD] = mps_shape_broadcast_op,
     [MPS_OP_SUB] = mps_shape_broadcast_op,
     [MPS_OP_MUL] = mps_shape_broadcast_op,

@@ -579,6 +579,16 @@ static enum mps_status mps_shape_trilu(struct mps_graph *g, struct mps_node *n, 
     return MPS_OK;
 }
 
+/* EyeLike: a matrix of the input's shape; the dtype given or the input's. */
+static enum mps_status mps_shape_eyelike(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    if (x->shape.ndim != 2)
+        return mps_shape_fail(n, err, "the input must be a matrix, not of rank %d", x->shape.ndim);
+    mps_shape_set(g, n, 0, n->p.eye.dtype == MPS_DTYPE_COUNT ? x->dtype : n->p.eye.dtype, &x->shape);
+    return MPS_OK;
+}
+
 /* Tile: a constant repeat (>= 0) per axis. */
 static enum mps_status mps_shape_tile(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
@@ -708,6 +718,7 @@ const mps_shape_rule mps_shape_layout_rules[MPS_OP_COUNT] = {
     [MPS_OP_RESIZE] = mps_shape_resize,
     [MPS_OP_DEPTH_TO_SPACE] = mps_shape_depth,
     [MPS_OP_TRILU] = mps_shape_trilu,
+    [MPS_OP_EYE_LIKE] = mps_shape_eyelike,
     [MPS_OP_CUM_SUM] = mps_shape_cumsum,
     [MPS_OP_TILE] = mps_shape_tile,
     [MPS_OP_RANGE] = mps_shape_range,

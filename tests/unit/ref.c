@@ -248,6 +248,7 @@ static double ref_binary1(enum mps_op op, double a, double b, bool integer, bool
     case MPS_OP_MAX: return a > b || a != a ? a : b; /* a NaN on either side is the result (numpy's maximum) */
     case MPS_OP_MIN: return a < b || a != a ? a : b;
     case MPS_OP_PRELU: return a < 0 ? a * b : a;
+    case MPS_OP_BIT_SHIFT: return mod_fmod ? floor(a / exp2(b)) : a * exp2(b); /* mod_fmod: right */
     case MPS_OP_MOD: { /* the spec: fmod's sign is the dividend's, else the divisor's; an integer by 0: 0 */
         if (integer && (b == 0 || b == -1))
             return 0;
@@ -793,6 +794,7 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     case MPS_OP_SUM:
     case MPS_OP_MEAN: ref_broadcast_op(op, in, n_in, out, in[0].integer, false); break;
     case MPS_OP_MOD: ref_broadcast_op(op, in, n_in, out, in[0].integer, p->binary.fmod); break;
+    case MPS_OP_BIT_SHIFT: ref_broadcast_op(op, in, n_in, out, true, p->binary.right); break;
     case MPS_OP_IDENTITY:
     case MPS_OP_DROPOUT:
     case MPS_OP_CONSTANT:
@@ -860,6 +862,10 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     case MPS_OP_RANGE:
         for (int64_t i = 0; i < ny; i++)
             out[0].d[i] = in[0].d[0] + (double)i * in[2].d[0];
+        break;
+    case MPS_OP_EYE_LIKE: /* the spec: 1 where column - row is k */
+        for (int64_t i = 0; i < ny; i++)
+            out[0].d[i] = i % out[0].shape.dim[1] - i / out[0].shape.dim[1] == p->eye.k;
         break;
     case MPS_OP_TRILU: { /* k from the input, as the spec has it */
         int64_t k = n_in > 1 && in[1].d ? (int64_t)in[1].d[0] : 0, nd = in[0].shape.ndim;

@@ -23,7 +23,7 @@
    only constant indices (checked here) run on the GPU. */
 static bool mps_cuda_supports(const struct mps_graph *g, const struct mps_node *n)
 {
-    if (!mps_node_gpu_dtypes(g, n)) /* f64 and the narrow integers: the cpu computes them */
+    if (!mps_node_gpu_dtypes(g, n) || !mps_cuda_launcher_of(n->op)) /* the cpu computes those */
         return false;
     if (n->op == MPS_OP_IF) /* decided at run time: the cpu backend runs the taken branch alone (graph.h) */
         return false;

@@ -91,6 +91,7 @@ enum mps_status mps_cuda_gemm_batched(struct mps_cuda_state *s, int64_t m, int64
 
 /* Enqueues node n's kernels and GEMMs on s->stream. */
 typedef enum mps_status (*mps_cuda_launcher)(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err);
+/* NULL for an op without kernels (supports() refuses it, so auto picks the cpu). */
 mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op);
 /* Sets s->writer: each node its own, but a MaxPool that the Conv before it computes,
    and the Gemms and (Log)Softmax after a Gemm that one chain kernel computes with it. */

@@ -326,6 +326,8 @@ mps_cuda_launcher mps_cuda_data_launcher(enum mps_op op)
         return mps_cuda_logic;
     if (mps_op_is_reduce(op))
         return mps_cuda_reduce;
+    if (mps_op_is_unary(op))
+        return mps_cuda_unary;
     switch (op) {
     case MPS_OP_IDENTITY:
     case MPS_OP_DROPOUT:
@@ -371,6 +373,6 @@ mps_cuda_launcher mps_cuda_data_launcher(enum mps_op op)
     case MPS_OP_ONE_HOT: return mps_cuda_onehot;
     case MPS_OP_TOP_K: return mps_cuda_topk;
     case MPS_OP_CUM_SUM: return mps_cuda_cumsum;
-    default: return mps_cuda_unary;
+    default: return NULL; /* no kernel: supports() refuses the node by name */
     }
 }

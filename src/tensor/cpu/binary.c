@@ -1,4 +1,4 @@
-/* binary.c: Add, Sub, Mul, Div, Pow, Mod, Max, Min, Sum, Mean and PRelu with numpy
+/* binary.c: Add, Sub, Mul, Div, Pow, Mod, Max, Min, Sum, Mean, PRelu and BitShift with numpy
    broadcasting: f32, i64 and i32 in loops of their own, every other number
    dtype (f64, the narrower and unsigned integers, Pow of two dtypes)
    element by element in double or 64-bit integers. Variadic ops fold their
@@ -17,7 +17,7 @@
 
 struct mps_binary_job {
     enum mps_op op;
-    bool fmod; /* Mod */
+    bool fmod;                    /* Mod's fmod; BitShift's right */
     enum mps_dtype dtype, ta, tb; /* y's, a's, b's */
     const void *a, *b;
     void *y;
@@ -110,7 +110,9 @@ static void mps_binary_row_other(const struct mps_binary_job *q, int64_t oa, int
         }
         int64_t u = mps_elem_get_int(q->a, q->ta, ia), v = mps_elem_get_int(q->b, q->tb, ib), r;
         uint64_t x = (uint64_t)u, w = (uint64_t)v;
-        if (mps_dtype_is_unsigned(q->dtype))
+        if (op == MPS_OP_BIT_SHIFT) /* unsigned (shape.c) */
+            r = w >= 64 ? 0 : (int64_t)(q->fmod ? x >> w : x << w);
+        else if (mps_dtype_is_unsigned(q->dtype))
             r = op == MPS_OP_DIV   ? (int64_t)(w ? x / w : 0)
                 : op == MPS_OP_MOD ? (int64_t)(w ? x % w : 0)
                 : op == MPS_OP_MAX ? (int64_t)(x > w ? x : w)
@@ -239,7 +241,7 @@ enum mps_status mps_cpu_binary(const struct mps_cpu_args *a, struct mps_error *e
         return MPS_OK;
     }
     const struct mps_fused_act *act = mps_node_act(n); /* Add, Sub, Mul, Div: two inputs, this one step */
-    bool fmod = n->op == MPS_OP_MOD && n->p.binary.fmod;
+    bool fmod = n->op == MPS_OP_MOD ? n->p.binary.fmod : n->op == MPS_OP_BIT_SHIFT && n->p.binary.right;
     mps_binary_apply(a->pool, n->op, fmod, &a->in[0], &a->in[1], y, act && act->on ? act : NULL);
     for (int i = 2; i < n->n_in; i++)
         mps_binary_apply(a->pool, n->op, false, y, &a->in[i], y, NULL);

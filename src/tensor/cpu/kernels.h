@@ -175,6 +175,7 @@ enum mps_status mps_cpu_tile(const struct mps_cpu_args *a, struct mps_error *err
 enum mps_status mps_cpu_range(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_onehot(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_trilu(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_eyelike(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_cumsum(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_resize(const struct mps_cpu_args *a, struct mps_error *err);
 size_t mps_cpu_resize_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,

@@ -426,6 +426,18 @@ enum mps_status mps_cpu_trilu(const struct mps_cpu_args *a, struct mps_error *er
     return MPS_OK;
 }
 
+enum mps_status mps_cpu_eyelike(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    struct mps_tensor *y = &a->out[0];
+    int64_t rows = y->shape.dim[0], cols = y->shape.dim[1], k = a->node->p.eye.k;
+    (void)err;
+    memset(y->data, 0, mps_tensor_bytes(y));
+    for (int64_t i = 0; i < rows; i++)
+        if (i + k >= 0 && i + k < cols)
+            mps_elem_set(y->data, y->dtype, i * cols + i + k, 1);
+    return MPS_OK;
+}
+
 enum mps_status mps_cpu_tile(const struct mps_cpu_args *a, struct mps_error *err)
 {
     int64_t src[MPS_MAX_DIMS], dst[MPS_MAX_DIMS];
