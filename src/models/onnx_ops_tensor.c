@@ -396,6 +396,41 @@ static enum mps_status mps_map_trilu(struct mps_onnx_ctx *c, struct mps_onnx_nod
     return st;
 }
 
+/* GridSample (opset 16's mode names and opset 20's). */
+static enum mps_status mps_map_gridsample(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                          struct mps_error *err)
+{
+    char mode[32], pad[32];
+    int64_t align;
+    (void)c;
+    enum mps_status st = mps_attr_string(n, "mode", c->opset >= 20 ? "linear" : "bilinear", mode, sizeof mode, err);
+    if (!st)
+        st = mps_attr_string(n, "padding_mode", "zeros", pad, sizeof pad, err);
+    if (!st)
+        st = mps_attr_int(n, "align_corners", 0, &align, err);
+    if (st)
+        return st;
+    struct mps_gridsample_params *g = &p->gridsample;
+    g->align_corners = align != 0;
+    if (!strcmp(mode, "nearest"))
+        g->mode = MPS_RESIZE_NEAREST;
+    else if (!strcmp(mode, "bilinear") || !strcmp(mode, "linear"))
+        g->mode = MPS_RESIZE_LINEAR;
+    else if (!strcmp(mode, "bicubic") || !strcmp(mode, "cubic"))
+        g->mode = MPS_RESIZE_CUBIC;
+    else
+        return mps_onnx_fail(n, err, "mode '%s' is not nearest, linear or cubic", mode);
+    if (!strcmp(pad, "zeros"))
+        g->padding = MPS_PAD_CONSTANT;
+    else if (!strcmp(pad, "border"))
+        g->padding = MPS_PAD_EDGE;
+    else if (!strcmp(pad, "reflection"))
+        g->padding = MPS_PAD_REFLECT;
+    else
+        return mps_onnx_fail(n, err, "padding_mode '%s' is not zeros, border or reflection", pad);
+    return MPS_OK;
+}
+
 static enum mps_status mps_map_eyelike(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                        struct mps_error *err)
 {
@@ -496,6 +531,7 @@ const struct mps_onnx_rule mps_onnx_rules_tensor[] = {
     {"DepthToSpace", MPS_OP_DEPTH_TO_SPACE, "blocksize mode", mps_map_depth},
     {"Trilu", MPS_OP_TRILU, "upper", mps_map_trilu},
     {"EyeLike", MPS_OP_EYE_LIKE, "dtype k", mps_map_eyelike},
+    {"GridSample", MPS_OP_GRID_SAMPLE, "align_corners mode padding_mode", mps_map_gridsample},
     {"CumSum", MPS_OP_CUM_SUM, "exclusive reverse", mps_map_cumsum},
     {"Tile", MPS_OP_TILE, "", NULL},
     {"Range", MPS_OP_RANGE, "", NULL},

@@ -208,6 +208,18 @@ struct mps_resize_params {
     double roi[2 * MPS_MAX_DIMS]; /* tf_crop_and_resize: axis d from roi[d] to roi[MPS_MAX_DIMS + d] (resolved) */
 };
 
+/* GridSample: X [N, C, H, W] read at grid [N, Ho, Wo, 2] (x then y, from -1
+   to 1 across the image: from its corner pixels' centers with align_corners,
+   from their outer edges without) into [N, C, Ho, Wo]. mode: nearest (halves
+   to even), linear, cubic (A = -0.75, 4 x 4 taps); padding of the reads
+   outside the image: constant (zeros), edge (border), reflect (reflection,
+   the coordinate reflected at the image's extent first). */
+struct mps_gridsample_params {
+    enum mps_resize_mode mode;
+    enum mps_pad_mode padding;
+    bool align_corners;
+};
+
 /* DepthToSpace (mode DCR or CRD) and SpaceToDepth, blocks of block x block. */
 struct mps_depth_params {
     int64_t block;
@@ -363,6 +375,7 @@ union mps_op_params {
     struct mps_pad_params pad;
     struct mps_fill_params fill;
     struct mps_resize_params resize;
+    struct mps_gridsample_params gridsample;
     struct mps_depth_params depth;
     struct mps_arg_params arg;
     struct mps_isinf_params isinf;

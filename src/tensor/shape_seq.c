@@ -1,7 +1,7 @@
 /* shape_seq.c: the shape rules of the recurrent nets (RNN, GRU, LSTM), of
-   a run-time If's outputs and of the losses: ops over sequences, branches
-   and targets, beside the math ops' (shape.c) and the layout ops'
-   (shape_layout.c). */
+   a run-time If's outputs, of the losses and of GridSample: ops over
+   sequences, branches, targets and sampling grids, beside the math ops'
+   (shape.c) and the layout ops' (shape_layout.c). */
 #include "shape_rules.h"
 
 /* Whether input i of n, when given, is of dtype dt and the shape want (a message naming it else). */
@@ -108,6 +108,21 @@ static enum mps_status mps_shape_loss(struct mps_graph *g, struct mps_node *n, s
     return MPS_OK;
 }
 
+/* GridSample (op.h): X f32 [N, C, H, W], grid f32 [N, Ho, Wo, 2]. */
+static enum mps_status mps_shape_gridsample(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0), *grid = mps_shape_in(g, n, 1);
+    char a[96], b[96];
+    if (x->dtype != MPS_F32 || grid->dtype != MPS_F32 || x->shape.ndim != 4 || grid->shape.ndim != 4 ||
+        grid->shape.dim[0] != x->shape.dim[0] || grid->shape.dim[3] != 2)
+        return mps_shape_fail(n, err, "X %s %s and grid %s %s must be f32 [N,C,H,W] and [N,Ho,Wo,2]",
+                              mps_dtype_name(x->dtype), mps_shape_str(&x->shape, a, sizeof a),
+                              mps_dtype_name(grid->dtype), mps_shape_str(&grid->shape, b, sizeof b));
+    struct mps_shape y = {4, {x->shape.dim[0], x->shape.dim[1], grid->shape.dim[1], grid->shape.dim[2]}};
+    mps_shape_set(g, n, 0, MPS_F32, &y);
+    return MPS_OK;
+}
+
 const mps_shape_rule mps_shape_seq_rules[MPS_OP_COUNT] = {
     [MPS_OP_RNN] = mps_shape_rnn,
     [MPS_OP_GRU] = mps_shape_rnn,
@@ -115,4 +130,5 @@ const mps_shape_rule mps_shape_seq_rules[MPS_OP_COUNT] = {
     [MPS_OP_IF] = mps_shape_if,
     [MPS_OP_NLL_LOSS] = mps_shape_loss,
     [MPS_OP_SCE_LOSS] = mps_shape_loss,
+    [MPS_OP_GRID_SAMPLE] = mps_shape_gridsample,
 };

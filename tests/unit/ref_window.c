@@ -206,3 +206,75 @@ void ref_global_pool(enum mps_op op, double lp, const struct ref_tensor *in, str
                                                     : sum / (double)size;
     }
 }
+
+/* A coordinate reflected at lo and hi until inside, as the spec's reference does it: step by step. */
+static double ref_gs_reflect(double x, double lo, double hi)
+{
+    if (hi <= lo)
+        return lo;
+    while (x < lo || x > hi)
+        x = x < lo ? 2 * lo - x : 2 * hi - x;
+    return x;
+}
+
+static double ref_gs_pixel(const struct mps_gridsample_params *p, const double *img, int64_t h, int64_t w, double r,
+                           double c, const double *lo, const double *hi)
+{
+    if (p->padding == MPS_PAD_CONSTANT)
+        return r >= 0 && r < h && c >= 0 && c < w ? img[(int64_t)r * w + (int64_t)c] : 0;
+    if (p->padding == MPS_PAD_REFLECT) {
+        c = trunc(ref_gs_reflect(c, lo[0], hi[0]));
+        r = trunc(ref_gs_reflect(r, lo[1], hi[1]));
+    }
+    c = fmin(fmax(c, 0), (double)(w - 1));
+    r = fmin(fmax(r, 0), (double)(h - 1));
+    return img[(int64_t)r * w + (int64_t)c];
+}
+
+static double ref_gs_cubic(double d) /* Keys' kernel, A = -0.75, at distance d */
+{
+    const double a = -0.75;
+    d = fabs(d);
+    return d <= 1  ? (a + 2) * d * d * d - (a + 3) * d * d + 1
+           : d < 2 ? a * d * d * d - 5 * a * d * d + 8 * a * d - 4 * a
+                   : 0;
+}
+
+void ref_gridsample(const struct mps_gridsample_params *p, const struct ref_tensor *in, struct ref_tensor *out)
+{
+    const struct mps_shape *xs = &in[0].shape, *ys = &out[0].shape;
+    int64_t N = xs->dim[0], C = xs->dim[1], H = xs->dim[2], W = xs->dim[3], HO = ys->dim[2], WO = ys->dim[3];
+    double e = p->align_corners ? 0 : 0.5, lo[2] = {-e, -e}, hi[2] = {(double)W - 1 + e, (double)H - 1 + e};
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t oy = 0; oy < HO; oy++)
+                for (int64_t ox = 0; ox < WO; ox++) {
+                    const double *g = in[1].d + ((n * HO + oy) * WO + ox) * 2;
+                    double v[2];
+                    for (int k = 0; k < 2; k++) {
+                        double len = (double)(k ? H : W);
+                        v[k] = p->align_corners ? (g[k] + 1) / 2 * (len - 1) : ((g[k] + 1) * len - 1) / 2;
+                        if (p->mode == MPS_RESIZE_NEAREST)
+                            v[k] = nearbyint(v[k]);
+                    }
+                    bool outside = v[0] < lo[0] || v[0] > hi[0] || v[1] < lo[1] || v[1] > hi[1];
+                    for (int k = 0; outside && k < 2; k++)
+                        v[k] = p->padding == MPS_PAD_EDGE      ? fmin(fmax(v[k], 0), (double)((k ? H : W) - 1))
+                               : p->padding == MPS_PAD_REFLECT ? ref_gs_reflect(v[k], lo[k], hi[k])
+                                                               : v[k];
+                    const double *img = in[0].d + (n * C + c) * H * W;
+                    double acc = 0;
+                    if (p->mode == MPS_RESIZE_NEAREST) {
+                        acc = ref_gs_pixel(p, img, H, W, v[1], v[0], lo, hi);
+                    } else {
+                        int r = p->mode == MPS_RESIZE_LINEAR ? 1 : 2; /* taps on each side */
+                        for (double ty = floor(v[1]) - r + 1; ty <= floor(v[1]) + r; ty++)
+                            for (double tx = floor(v[0]) - r + 1; tx <= floor(v[0]) + r; tx++) {
+                                double wy = r == 1 ? 1 - fabs(v[1] - ty) : ref_gs_cubic(v[1] - ty),
+                                       wx = r == 1 ? 1 - fabs(v[0] - tx) : ref_gs_cubic(v[0] - tx);
+                                acc += wy * wx * ref_gs_pixel(p, img, H, W, ty, tx, lo, hi);
+                            }
+                    }
+                    out[0].d[((n * C + c) * HO + oy) * WO + ox] = acc;
+                }
+}

@@ -16,6 +16,8 @@ void ref_conv_transpose(const struct mps_conv_params *p, const struct ref_tensor
 /* MaxPool's second output (the flat argmax) where n_out is 2. */
 void ref_pool(enum mps_op op, const struct mps_pool_params *p, const struct ref_tensor *in, struct ref_tensor *out,
               int n_out);
+/* GridSample, from the spec's reference: each output pixel's taps read with the padding rule. */
+void ref_gridsample(const struct mps_gridsample_params *p, const struct ref_tensor *in, struct ref_tensor *out);
 /* GlobalLpPool's p is lp. */
 void ref_global_pool(enum mps_op op, double lp, const struct ref_tensor *in, struct ref_tensor *out);
 
