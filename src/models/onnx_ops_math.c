@@ -185,6 +185,19 @@ static enum mps_status mps_map_rnn(struct mps_onnx_ctx *c, struct mps_onnx_node 
     return MPS_OK;
 }
 
+static enum mps_status mps_map_einsum(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                      struct mps_error *err)
+{
+    const Onnx__AttributeProto *a = mps_attr(n, "equation");
+    (void)c;
+    if (!a)
+        return mps_onnx_fail(n, err, "no equation");
+    if (a->s.len >= sizeof p->einsum.equation)
+        return mps_onnx_fail(n, err, "an equation of %zu characters; at most %zu are supported", a->s.len,
+                             sizeof p->einsum.equation - 1);
+    return mps_attr_string(n, "equation", "", p->einsum.equation, sizeof p->einsum.equation, err);
+}
+
 /* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss: reduction and ignore_index (op.h). */
 static enum mps_status mps_map_loss(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                     struct mps_error *err)
@@ -628,6 +641,7 @@ static enum mps_status mps_map_lrn(struct mps_onnx_ctx *c, struct mps_onnx_node 
 
 const struct mps_onnx_rule mps_onnx_rules_math[] = {
     {"MatMul", MPS_OP_MATMUL, "", NULL},
+    {"Einsum", MPS_OP_EINSUM, "equation", mps_map_einsum},
     {"Gemm", MPS_OP_GEMM, "alpha beta transA transB broadcast", mps_map_gemm},
     {"Conv", MPS_OP_CONV, "auto_pad dilations group kernel_shape pads strides", mps_map_conv},
     {"ConvTranspose", MPS_OP_CONV_TRANSPOSE,

@@ -67,6 +67,11 @@ struct mps_gemm_params {
     struct mps_fused_act act;
 };
 
+/* Einsum: the equation as the file gives it (einsum.h parses it). */
+struct mps_einsum_params {
+    char equation[96];
+};
+
 /* Add, Sub, Mul, Div: y = act(a op b). */
 struct mps_binary_params {
     struct mps_fused_act act;
@@ -361,6 +366,7 @@ struct mps_loss_params {
 
 union mps_op_params {
     struct mps_gemm_params gemm;
+    struct mps_einsum_params einsum;
     struct mps_conv_params conv;
     struct mps_binary_params binary;
     struct mps_pool_params pool;

@@ -1,7 +1,8 @@
 /* shape_seq.c: the shape rules of the recurrent nets (RNN, GRU, LSTM), of
-   a run-time If's outputs, of the losses and of GridSample: ops over
-   sequences, branches, targets and sampling grids, beside the math ops'
-   (shape.c) and the layout ops' (shape_layout.c). */
+   a run-time If's outputs, of the losses, of GridSample and of Einsum: ops
+   over sequences, branches, targets, sampling grids and equations, beside
+   the math ops' (shape.c) and the layout ops' (shape_layout.c). */
+#include "einsum.h"
 #include "shape_rules.h"
 
 /* Whether input i of n, when given, is of dtype dt and the shape want (a message naming it else). */
@@ -123,6 +124,32 @@ static enum mps_status mps_shape_gridsample(struct mps_graph *g, struct mps_node
     return MPS_OK;
 }
 
+/* Einsum: inputs of one number dtype, the output's dims as its equation says. */
+static enum mps_status mps_shape_einsum(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_shape *in[MPS_EINSUM_MAX_IN];
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    struct mps_einsum e;
+    char why[160];
+    for (int i = 0; i < n->n_in; i++) {
+        const struct mps_value *v = mps_shape_in(g, n, i);
+        enum mps_status st = mps_shape_need_dtype(g, n, i, MPS_DT_NUMBER, err);
+        if (st)
+            return st;
+        if (v->dtype != x->dtype)
+            return mps_shape_fail(n, err, "inputs have dtypes %s and %s; they must match", mps_dtype_name(x->dtype),
+                                  mps_dtype_name(v->dtype));
+        in[i] = &v->shape;
+    }
+    if (!mps_einsum_parse(n->p.einsum.equation, n->n_in, in, &e, why, sizeof why))
+        return mps_shape_fail(n, err, "equation '%s': %s", n->p.einsum.equation, why);
+    struct mps_shape y = {e.out_ndim, {0}};
+    for (int d = 0; d < e.out_ndim; d++)
+        y.dim[d] = e.size[e.out[d]];
+    mps_shape_set(g, n, 0, x->dtype, &y);
+    return MPS_OK;
+}
+
 const mps_shape_rule mps_shape_seq_rules[MPS_OP_COUNT] = {
     [MPS_OP_RNN] = mps_shape_rnn,
     [MPS_OP_GRU] = mps_shape_rnn,
@@ -131,4 +158,5 @@ const mps_shape_rule mps_shape_seq_rules[MPS_OP_COUNT] = {
     [MPS_OP_NLL_LOSS] = mps_shape_loss,
     [MPS_OP_SCE_LOSS] = mps_shape_loss,
     [MPS_OP_GRID_SAMPLE] = mps_shape_gridsample,
+    [MPS_OP_EINSUM] = mps_shape_einsum,
 };

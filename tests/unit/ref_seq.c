@@ -116,6 +116,47 @@ void ref_rnn(enum mps_op op, const struct mps_rnn_params *p, const struct ref_te
     free(hn);
 }
 
+/* Einsum of letters only (no ellipsis), from its definition the other way
+   round from the kernel: every assignment of every letter visited once, its
+   product added into the output element the output's letters name. */
+void ref_einsum(const char *eq, const struct ref_tensor *in, int n_in, struct ref_tensor *out)
+{
+    int64_t size[128] = {0}, at[128] = {0};
+    const char *arrow = strstr(eq, "->"), *p = eq;
+    char letters[64];
+    int n_letters = 0;
+    for (int k = 0; k < n_in; k++, p++) { /* sizes from the terms, in order */
+        for (int d = 0; *p && *p != ',' && *p != '-'; p++)
+            if (*p != ' ') {
+                if (!size[(int)*p])
+                    letters[n_letters++] = *p;
+                size[(int)*p] = in[k].shape.dim[d++];
+            }
+    }
+    memset(out[0].d, 0, sizeof(double) * (size_t)ref_numel(&out[0].shape));
+    for (;;) {
+        double prod = 1;
+        p = eq;
+        for (int k = 0; k < n_in; k++, p++) {
+            int64_t off = 0;
+            for (int d = 0; *p && *p != ',' && *p != '-'; p++)
+                if (*p != ' ')
+                    off = off * in[k].shape.dim[d++] + at[(int)*p];
+            prod *= in[k].d[off];
+        }
+        int64_t o = 0;
+        for (const char *q = arrow ? arrow + 2 : ""; *q; q++)
+            if (*q != ' ')
+                o = o * size[(int)*q] + at[(int)*q];
+        out[0].d[o] += prod;
+        int i = n_letters - 1; /* the next assignment, the last letter fastest */
+        while (i >= 0 && ++at[(int)letters[i]] == size[(int)letters[i]])
+            at[(int)letters[i--]] = 0;
+        if (i < 0)
+            break;
+    }
+}
+
 /* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss from the spec's
    numpy reference: the log-softmax over C (SCE), each target's -weight *
    logp with ignored targets weighing 0, then none, sum, or the sum over the

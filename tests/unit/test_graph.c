@@ -264,6 +264,38 @@ static void test_backends(void)
     mps_graph_free(g);
 }
 
+/* A bad Einsum equation is refused at load, naming the node and what is wrong. */
+static void test_einsum_errors(void)
+{
+    static const struct {
+        const char *eq, *expect;
+    } rows[] = {
+        {"ij,jk->ik", "'j' is 3 in one place and 5 in another"},
+        {"ij,kl->iq", "'q' is in no input"},
+        {"ij,k.l->ik", "ellipsis"},
+        {"ijk,kl->il", "2 dims for the term's 3 letters"},
+        {"ij,kl->ii", "twice"},
+        {"ij", "1 terms for 2 inputs"},
+    };
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        struct mps_graph *g = mps_graph_new();
+        struct mps_error err = {{0}};
+        struct mps_shape sa = {2, {2, 3}}, sb = {2, {5, 4}};
+        int a = mps_graph_add_value(g, "a", MPS_F32, &sa), b = mps_graph_add_value(g, "b", MPS_F32, &sb),
+            y = mps_graph_add_value(g, "y", MPS_F32, NULL);
+        union mps_op_params p = {0};
+        snprintf(p.einsum.equation, sizeof p.einsum.equation, "%s", rows[r].eq);
+        mps_graph_add_input(g, a, &err);
+        mps_graph_add_input(g, b, &err);
+        mps_graph_add_node(g, MPS_OP_EINSUM, "es", (int[]){a, b}, 2, &y, 1, &p, &err);
+        mps_graph_add_output(g, y, &err);
+        th_check(mps_graph_infer(g, &err) == MPS_ERR_MODEL && strstr(err.msg, "'es'") &&
+                     strstr(err.msg, rows[r].expect),
+                 "Einsum '%s' is refused: %s", rows[r].eq, err.msg);
+        mps_graph_free(g);
+    }
+}
+
 /* The GPU backends' dtype rule (backend.h): what each computes, and what it leaves to the cpu. */
 static void test_gpu_dtypes(void)
 {
@@ -441,5 +473,6 @@ int main(void)
     test_backends();
     test_loss_targets();
     test_gpu_dtypes();
+    test_einsum_errors();
     return th_summary();
 }

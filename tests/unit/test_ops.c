@@ -133,6 +133,14 @@ static const struct th_case th_cases[] = {
      IN(F(4, 3), CF(4, 5), CF(1, 5)), OUT(S(3, 5))},
     {"Gemm C full beta 0", MPS_OP_GEMM, P(gemm, .alpha = 2, .beta = 0), IN(F(3, 4), F(4, 5), F(3, 5)),
      OUT(S(3, 5))},
+    /* Einsum */
+    {"Einsum batched matmul", MPS_OP_EINSUM, P(einsum, "bij, bjk -> bik"), IN(F(3, 4, 5), F(3, 5, 2)), OUT(S(3, 4, 2))},
+    {"Einsum attention scores, i32", MPS_OP_EINSUM, P(einsum, "bhid,bhjd->bhij"),
+     IN(IR(MPS_I32, -5, 5, 2, 3, 4, 6), IR(MPS_I32, -5, 5, 2, 3, 5, 6)), OUT(S(2, 3, 4, 5))},
+    {"Einsum trace and outer product", MPS_OP_EINSUM, P(einsum, "ii,j->j"), IN(F(4, 4), F(3)), OUT(S(3))},
+    {"Einsum three inputs, a sum over two letters", MPS_OP_EINSUM, P(einsum, "ab,bc,cd->ad"),
+     IN(F(2, 3), F(3, 4), F(4, 5)), OUT(S(2, 5))},
+    {"Einsum f64 transpose and sum", MPS_OP_EINSUM, P(einsum, "ijk->ki"), IN(IR(MPS_F64, -1, 1, 3, 4, 5)), OUT(S(5, 3))},
     /* Conv */
     {"Conv 3x3 pad 1 bias", MPS_OP_CONV, P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 1, 1, 1, 1), .group = 1),
      IN(F(1, 3, 8, 8), F(4, 3, 3, 3), F(4)), OUT(S(1, 4, 8, 8))},

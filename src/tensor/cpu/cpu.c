@@ -93,6 +93,7 @@ static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
     [MPS_OP_BIT_SHIFT] = mps_cpu_binary,
     [MPS_OP_EYE_LIKE] = mps_cpu_eyelike,
     [MPS_OP_GRID_SAMPLE] = mps_cpu_gridsample,
+    [MPS_OP_EINSUM] = mps_cpu_einsum,
     [MPS_OP_MAX] = mps_cpu_binary,
     [MPS_OP_MIN] = mps_cpu_binary,
     [MPS_OP_SUM] = mps_cpu_binary,

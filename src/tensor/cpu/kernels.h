@@ -153,6 +153,8 @@ enum mps_status mps_cpu_if(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_rnn(const struct mps_cpu_args *a, struct mps_error *err);
 size_t mps_cpu_rnn_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
                            int threads);
+/* Einsum (einsum.c) */
+enum mps_status mps_cpu_einsum(const struct mps_cpu_args *a, struct mps_error *err);
 /* GridSample (gridsample.c) */
 enum mps_status mps_cpu_gridsample(const struct mps_cpu_args *a, struct mps_error *err);
 /* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (loss.c) */
