@@ -642,6 +642,7 @@ static enum mps_status mps_map_lrn(struct mps_onnx_ctx *c, struct mps_onnx_node 
 const struct mps_onnx_rule mps_onnx_rules_math[] = {
     {"MatMul", MPS_OP_MATMUL, "", NULL},
     {"Einsum", MPS_OP_EINSUM, "equation", mps_map_einsum},
+    {"Det", MPS_OP_DET, "", NULL},
     {"Gemm", MPS_OP_GEMM, "alpha beta transA transB broadcast", mps_map_gemm},
     {"Conv", MPS_OP_CONV, "auto_pad dilations group kernel_shape pads strides", mps_map_conv},
     {"ConvTranspose", MPS_OP_CONV_TRANSPOSE,

@@ -431,6 +431,20 @@ static enum mps_status mps_map_gridsample(struct mps_onnx_ctx *c, struct mps_onn
     return MPS_OK;
 }
 
+static enum mps_status mps_map_revseq(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                      struct mps_error *err)
+{
+    (void)c;
+    enum mps_status st = mps_attr_int(n, "batch_axis", 1, &p->revseq.batch_axis, err);
+    if (!st)
+        st = mps_attr_int(n, "time_axis", 0, &p->revseq.time_axis, err);
+    if (!st && !((p->revseq.batch_axis == 0 && p->revseq.time_axis == 1) ||
+                 (p->revseq.batch_axis == 1 && p->revseq.time_axis == 0)))
+        return mps_onnx_fail(n, err, "batch_axis %lld and time_axis %lld are not 0 and 1",
+                             (long long)p->revseq.batch_axis, (long long)p->revseq.time_axis);
+    return st;
+}
+
 static enum mps_status mps_map_eyelike(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                        struct mps_error *err)
 {
@@ -531,6 +545,7 @@ const struct mps_onnx_rule mps_onnx_rules_tensor[] = {
     {"DepthToSpace", MPS_OP_DEPTH_TO_SPACE, "blocksize mode", mps_map_depth},
     {"Trilu", MPS_OP_TRILU, "upper", mps_map_trilu},
     {"EyeLike", MPS_OP_EYE_LIKE, "dtype k", mps_map_eyelike},
+    {"ReverseSequence", MPS_OP_REVERSE_SEQUENCE, "batch_axis time_axis", mps_map_revseq},
     {"GridSample", MPS_OP_GRID_SAMPLE, "align_corners mode padding_mode", mps_map_gridsample},
     {"CumSum", MPS_OP_CUM_SUM, "exclusive reverse", mps_map_cumsum},
     {"Tile", MPS_OP_TILE, "", NULL},

@@ -137,6 +137,7 @@ void mps_op_params_default(enum mps_op op, union mps_op_params *p)
     case MPS_OP_TRILU:
         p->trilu.upper = true;
         break;
+    case MPS_OP_REVERSE_SEQUENCE: p->revseq.batch_axis = 1; break;
     case MPS_OP_EYE_LIKE: p->eye.dtype = MPS_DTYPE_COUNT; break;
     case MPS_OP_IS_INF:
         p->isinf.negative = p->isinf.positive = true;

@@ -247,6 +247,13 @@ struct mps_eye_params {
     int64_t k;
 };
 
+/* ReverseSequence: along time_axis, the first sequence_lens[b] elements of
+   each batch b (along batch_axis) in reverse order, the rest as they are;
+   the axes 0 and 1 in either order. A length outside [0, time] fails the run. */
+struct mps_revseq_params {
+    int64_t batch_axis, time_axis;
+};
+
 /* CumSum along axis (resolved from its input, >= 0): exclusive leaves each
    element out of its own sum; reverse sums from the end of the axis. */
 struct mps_cumsum_params {
@@ -387,6 +394,7 @@ union mps_op_params {
     struct mps_isinf_params isinf;
     struct mps_trilu_params trilu;
     struct mps_eye_params eye;
+    struct mps_revseq_params revseq;
     struct mps_cumsum_params cumsum;
     struct mps_lrn_params lrn;
     struct mps_range_params range;

@@ -589,6 +589,19 @@ static enum mps_status mps_shape_eyelike(struct mps_graph *g, struct mps_node *n
     return MPS_OK;
 }
 
+/* ReverseSequence: x of rank 2 or more, sequence_lens i64 or i32 [batch]. */
+static enum mps_status mps_shape_revseq(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0), *lens = mps_shape_in(g, n, 1);
+    enum mps_status st = mps_shape_need_dtype(g, n, 1, MPS_DT_INT, err);
+    if (st)
+        return st;
+    if (x->shape.ndim < 2 || lens->shape.ndim != 1 || lens->shape.dim[0] != x->shape.dim[n->p.revseq.batch_axis])
+        return mps_shape_fail(n, err, "the input must have rank 2 or more and sequence_lens one length a batch");
+    mps_shape_set(g, n, 0, x->dtype, &x->shape);
+    return MPS_OK;
+}
+
 /* Tile: a constant repeat (>= 0) per axis. */
 static enum mps_status mps_shape_tile(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
@@ -719,6 +732,7 @@ const mps_shape_rule mps_shape_layout_rules[MPS_OP_COUNT] = {
     [MPS_OP_DEPTH_TO_SPACE] = mps_shape_depth,
     [MPS_OP_TRILU] = mps_shape_trilu,
     [MPS_OP_EYE_LIKE] = mps_shape_eyelike,
+    [MPS_OP_REVERSE_SEQUENCE] = mps_shape_revseq,
     [MPS_OP_CUM_SUM] = mps_shape_cumsum,
     [MPS_OP_TILE] = mps_shape_tile,
     [MPS_OP_RANGE] = mps_shape_range,

@@ -124,6 +124,22 @@ static enum mps_status mps_shape_gridsample(struct mps_graph *g, struct mps_node
     return MPS_OK;
 }
 
+/* Det: square matrices [..., n, n] of f32 or f64; one determinant each. */
+static enum mps_status mps_shape_det(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    enum mps_status st = mps_shape_need_dtype(g, n, 0, MPS_DT_FLOAT | MPS_DT(MPS_F64), err);
+    if (st)
+        return st;
+    int r = x->shape.ndim;
+    if (r < 2 || x->shape.dim[r - 1] != x->shape.dim[r - 2])
+        return mps_shape_fail(n, err, "the input must be square matrices [..., n, n]");
+    struct mps_shape y = x->shape;
+    y.ndim -= 2;
+    mps_shape_set(g, n, 0, x->dtype, &y);
+    return MPS_OK;
+}
+
 /* Einsum: inputs of one number dtype, the output's dims as its equation says. */
 static enum mps_status mps_shape_einsum(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
@@ -159,4 +175,5 @@ const mps_shape_rule mps_shape_seq_rules[MPS_OP_COUNT] = {
     [MPS_OP_SCE_LOSS] = mps_shape_loss,
     [MPS_OP_GRID_SAMPLE] = mps_shape_gridsample,
     [MPS_OP_EINSUM] = mps_shape_einsum,
+    [MPS_OP_DET] = mps_shape_det,
 };

@@ -116,6 +116,44 @@ void ref_rnn(enum mps_op op, const struct mps_rnn_params *p, const struct ref_te
     free(hn);
 }
 
+/* ReverseSequence from its definition: output (t, b) reads (len - 1 - t, b) below len, (t, b) else. */
+void ref_revseq(const struct mps_revseq_params *p, const struct ref_tensor *in, struct ref_tensor *out)
+{
+    const struct mps_shape *s = &in[0].shape;
+    int64_t idx[MPS_MAX_DIMS];
+    for (int64_t o = 0; o < ref_numel(s); o++) {
+        ref_unravel(s, o, idx);
+        int64_t len = (int64_t)in[1].d[idx[p->batch_axis]];
+        if (idx[p->time_axis] < len)
+            idx[p->time_axis] = len - 1 - idx[p->time_axis];
+        out[0].d[o] = in[0].d[ref_ravel(s, idx)];
+    }
+}
+
+/* The determinant of the n x n matrix m by Laplace expansion along its first row. */
+static double ref_det1(const double *m, int n)
+{
+    if (n == 0)
+        return 1;
+    double sum = 0, *minor = malloc(sizeof(double) * (size_t)((n - 1) * (n - 1) + 1));
+    for (int j = 0; j < n; j++) {
+        for (int r = 1; r < n; r++)
+            for (int c = 0, k = 0; c < n; c++)
+                if (c != j)
+                    minor[(r - 1) * (n - 1) + k++] = m[r * n + c];
+        sum += (j % 2 ? -1 : 1) * m[j] * ref_det1(minor, n - 1);
+    }
+    free(minor);
+    return sum;
+}
+
+void ref_det(const struct ref_tensor *in, struct ref_tensor *out)
+{
+    int n = (int)in[0].shape.dim[in[0].shape.ndim - 1];
+    for (int64_t k = 0; k < ref_numel(&out[0].shape); k++)
+        out[0].d[k] = ref_det1(in[0].d + k * n * n, n);
+}
+
 /* Einsum of letters only (no ellipsis), from its definition the other way
    round from the kernel: every assignment of every letter visited once, its
    product added into the output element the output's letters name. */

@@ -153,6 +153,8 @@ enum mps_status mps_cpu_if(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_rnn(const struct mps_cpu_args *a, struct mps_error *err);
 size_t mps_cpu_rnn_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
                            int threads);
+/* Det (det.c) */
+enum mps_status mps_cpu_det(const struct mps_cpu_args *a, struct mps_error *err);
 /* Einsum (einsum.c) */
 enum mps_status mps_cpu_einsum(const struct mps_cpu_args *a, struct mps_error *err);
 /* GridSample (gridsample.c) */
@@ -180,6 +182,7 @@ enum mps_status mps_cpu_range(const struct mps_cpu_args *a, struct mps_error *er
 enum mps_status mps_cpu_onehot(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_trilu(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_eyelike(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_revseq(const struct mps_cpu_args *a, struct mps_error *err); /* ReverseSequence */
 enum mps_status mps_cpu_cumsum(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_resize(const struct mps_cpu_args *a, struct mps_error *err);
 size_t mps_cpu_resize_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,

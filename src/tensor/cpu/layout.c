@@ -438,6 +438,28 @@ enum mps_status mps_cpu_eyelike(const struct mps_cpu_args *a, struct mps_error *
     return MPS_OK;
 }
 
+enum mps_status mps_cpu_revseq(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_revseq_params *p = &a->node->p.revseq;
+    const struct mps_tensor *x = &a->in[0], *lens = &a->in[1];
+    int64_t batch = x->shape.dim[p->batch_axis], time = x->shape.dim[p->time_axis],
+            inner = batch * time != 0 ? mps_shape_numel(&x->shape) / (batch * time) : 0;
+    size_t elem = mps_dtype_size(x->dtype), row = (size_t)inner * elem;
+    for (int64_t b = 0; b < batch; b++) {
+        int64_t len = mps_elem_get_int(lens->data, lens->dtype, b);
+        if (len < 0 || len > time)
+            return mps_fail(err, MPS_ERR_INPUT, "node '%s' (ReverseSequence): sequence length %lld is not 0 to %lld",
+                            a->node->name, (long long)len, (long long)time);
+        for (int64_t t = 0; t < time; t++) {
+            int64_t from = t < len ? len - 1 - t : t;
+            int64_t dst = p->time_axis == 0 ? t * batch + b : b * time + t,
+                    src = p->time_axis == 0 ? from * batch + b : b * time + from;
+            memcpy((char *)a->out[0].data + (size_t)dst * row, (const char *)x->data + (size_t)src * row, row);
+        }
+    }
+    return MPS_OK;
+}
+
 enum mps_status mps_cpu_tile(const struct mps_cpu_args *a, struct mps_error *err)
 {
     int64_t src[MPS_MAX_DIMS], dst[MPS_MAX_DIMS];
