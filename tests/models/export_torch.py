@@ -153,6 +153,45 @@ class TwoInTwoOut(torch.nn.Module):
         return torch.log_softmax(self.head(embedding), dim=1), embedding
 
 
+class LSTMClassifier(torch.nn.Module):
+    """A keyword-spotter's shape: 40 features a frame, batch first, one LSTM
+    layer, the last step's state to class scores."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(40, 64, batch_first=True)
+        self.head = torch.nn.Linear(64, 10)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return torch.log_softmax(self.head(y[:, -1]), dim=1)
+
+
+class BiGRUTagger(torch.nn.Module):
+    """A bidirectional GRU over a sequence (batch first), a tag per step."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = torch.nn.GRU(20, 32, batch_first=True, bidirectional=True)
+        self.head = torch.nn.Linear(64, 5)
+
+    def forward(self, x):
+        return self.head(self.gru(x)[0])
+
+
+class LSTM2State(torch.nn.Module):
+    """A 2-layer LSTM (sequence first) whose initial states are inputs and
+    final states outputs: a streaming model's form."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(16, 24, num_layers=2)
+
+    def forward(self, x, h0, c0):
+        y, (h, c) = self.lstm(x, (h0, c0))
+        return y, h, c
+
+
 def vit_tiny():
     """torchvision's VisionTransformer in small (2 layers, 4 heads, width 64),
     its zero-initialized head drawn at random so that the output says something."""
@@ -191,6 +230,10 @@ CASES = {
     # two inputs and two outputs; a transformer (LayerNormalization at opset 17, attention as MatMul/Softmax)
     "two_in_two_out": (TwoInTwoOut, [(2, 3, 24, 24), (2, 6)], 14, True),
     "vit_tiny_opset17": (vit_tiny, (2, 3, 32, 32), 17, True),
+    # recurrent nets: an LSTM classifier (batch free), a bidirectional GRU, two LSTM layers with states in and out
+    "lstm_classifier": (LSTMClassifier, (2, 50, 40), 14, True),
+    "bigru_tagger": (BiGRUTagger, (3, 30, 20), 13, False),
+    "lstm2_state": (LSTM2State, [(25, 2, 16), (2, 2, 24), (2, 2, 24)], 15, False),
 }
 
 # Converted to float16 (weights, compute; f32 inputs and outputs with a Cast at
