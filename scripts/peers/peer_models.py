@@ -30,7 +30,23 @@ class Segmentation(torch.nn.Module):
         return self.model(x)["out"]
 
 
-BUILDERS = {"mnist_mlp": train_models.MnistMLP, "mnist_cnn": lambda: train_models.SmallCNN(16, 32, 64),
+class Recurrent(torch.nn.Module):
+    """One LSTM or GRU layer, batch first, its output at every step: the
+    size of a keyword spotter's (40 features a frame, hidden 128)."""
+
+    def __init__(self, kind, features=40, hidden=128):
+        super().__init__()
+        self.rnn = getattr(torch.nn, kind)(features, hidden, batch_first=True)
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+
+
+# the recurrent nets' input: steps and features a step (the others' is an image)
+SEQUENCE_ITEMS = {"lstm_40_128": (100, 40), "gru_40_128": (100, 40)}
+
+BUILDERS = {"lstm_40_128": lambda: Recurrent("LSTM"), "gru_40_128": lambda: Recurrent("GRU"),
+            "mnist_mlp": train_models.MnistMLP, "mnist_cnn": lambda: train_models.SmallCNN(16, 32, 64),
             "fashion_cnn": lambda: train_models.SmallCNN(32, 64, 128), "mlp_784_512_512_10": _mlp}
 
 

@@ -174,6 +174,9 @@ static const mps_cpu_pack mps_cpu_pack_fns[MPS_OP_COUNT] = {
     [MPS_OP_CONV] = mps_cpu_conv_pack,
     [MPS_OP_GEMM] = mps_cpu_gemm_pack,
     [MPS_OP_MATMUL] = mps_cpu_matmul_pack,
+    [MPS_OP_RNN] = mps_cpu_rnn_pack,
+    [MPS_OP_GRU] = mps_cpu_rnn_pack,
+    [MPS_OP_LSTM] = mps_cpu_rnn_pack,
 };
 
 struct mps_cpu_state {

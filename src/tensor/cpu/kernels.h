@@ -153,6 +153,8 @@ enum mps_status mps_cpu_if(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_rnn(const struct mps_cpu_args *a, struct mps_error *err);
 size_t mps_cpu_rnn_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
                            int threads);
+/* constant W and R packed for uk's micro-kernels, per direction */
+size_t mps_cpu_rnn_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk, void *dst);
 /* Det (det.c) */
 enum mps_status mps_cpu_det(const struct mps_cpu_args *a, struct mps_error *err);
 /* Einsum (einsum.c) */

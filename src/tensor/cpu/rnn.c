@@ -1,13 +1,18 @@
 /* rnn.c: RNN, GRU and LSTM on the CPU (op.h has their gates and layouts).
    Per direction, the input's share of every gate at every step is one
    product, X W^T over all steps at once; then a step at a time, h R^T over
-   the batch (one product) and the gates elementwise. A sequence shorter
+   the batch (one product) and the gates elementwise. Constant W and R are
+   packed once at compile for the micro-kernels (pgemm.h): the BLAS packed
+   R again every step, 80% of an LSTM's time; the gates' sigmoid and tanh
+   are the family's vector loops (libm's, a call a gate, were 90% of what
+   remained). A sequence shorter
    than the others (sequence_lens) stops early: its rows of Y stay 0 and
    its final state is its last step's. */
 #include <math.h>
 #include <string.h>
 
 #include "kernels.h"
+#include "pgemm.h"
 
 /* What a run of node n holds: shapes and the scratch's parts. */
 struct mps_rnn {
@@ -27,6 +32,71 @@ static struct mps_rnn mps_rnn_of(const struct mps_node *n, const struct mps_shap
                             .batch = x->dim[!p->batch_first],
                             .input = x->dim[2],
                             .dirs = p->direction == 2 ? 2 : 1};
+}
+
+/* The packed weights of direction d (mps_cpu_rnn_pack): W as the input
+   projection's B, then R as each step's (GRU without linear_before_reset:
+   its first two blocks, then its third apart), each 64-byte aligned. */
+struct mps_rnn_packed {
+    const float *w, *r, *r_late;
+};
+
+static size_t mps_rnn_round64(size_t bytes)
+{
+    return (bytes + 63) / 64 * 64;
+}
+
+/* Bytes of one direction's packed weights, and where each part starts. */
+static size_t mps_rnn_packed_dir(const struct mps_ukernels *uk, const struct mps_rnn *r, bool late, size_t *r_at,
+                                 size_t *late_at)
+{
+    int64_t GH = r->gates * r->hidden, H = r->hidden;
+    *r_at = mps_rnn_round64(mps_pgemm_packed_bytes(uk, GH, r->input, false));
+    *late_at = *r_at + mps_rnn_round64(mps_pgemm_packed_bytes(uk, late ? 2 * H : GH, H, false));
+    return *late_at + (late ? mps_rnn_round64(mps_pgemm_packed_bytes(uk, H, H, false)) : 0);
+}
+
+static struct mps_rnn_packed mps_rnn_packed_of(const struct mps_ukernels *uk, const struct mps_rnn *r, bool late,
+                                               const void *packed, int64_t d)
+{
+    size_t r_at, late_at, dir = mps_rnn_packed_dir(uk, r, late, &r_at, &late_at);
+    const unsigned char *base = (const unsigned char *)packed + (size_t)d * dir;
+    return (struct mps_rnn_packed){(const float *)base, (const float *)(base + r_at),
+                                   late ? (const float *)(base + late_at) : NULL};
+}
+
+size_t mps_cpu_rnn_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk, void *dst)
+{
+    const struct mps_value *w = &g->values[n->in[1]], *rw = &g->values[n->in[2]];
+    if (!w->data || !rw->data || !uk)
+        return 0; /* weights computed at run time: the BLAS, packing per call */
+    struct mps_rnn r = mps_rnn_of(n, &g->values[n->in[0]].shape);
+    bool late = n->op == MPS_OP_GRU && !r.p->linear_before_reset;
+    int64_t GH = r.gates * r.hidden, H = r.hidden;
+    size_t r_at, late_at, dir = mps_rnn_packed_dir(uk, &r, late, &r_at, &late_at);
+    for (int64_t d = 0; dst && d < r.dirs; d++) { /* B's column j, row kk: W[d][j][kk], R[d][j][kk] */
+        unsigned char *base = (unsigned char *)dst + (size_t)d * dir;
+        const float *wd = (const float *)w->data + d * GH * r.input, *rd = (const float *)rw->data + d * GH * H;
+        mps_pgemm_pack(uk, wd, r.input, 1, GH, r.input, false, (float *)base);
+        mps_pgemm_pack(uk, rd, H, 1, late ? 2 * H : GH, H, false, (float *)(base + r_at));
+        if (late)
+            mps_pgemm_pack(uk, rd + 2 * H * H, H, 1, H, H, false, (float *)(base + late_at));
+    }
+    return dir * (size_t)r.dirs;
+}
+
+/* C[m x n] (ldc) = A[m x k] (row-major, lda) B, B packed; on the BLAS with b (its [n][k] rows) where not packed. */
+static void mps_rnn_product(const struct mps_cpu_args *a, int64_t m, int64_t n, int64_t k, const float *x, int64_t lda,
+                            const float *packed, const float *b, float *c, int64_t ldc)
+{
+    if (!packed) {
+        mps_cpu_sgemm_ld(a->pool, false, true, m, n, k, 1.0f, x, lda, b, k, 0.0f, c, ldc);
+        return;
+    }
+    struct mps_pgemm_strided as = {x, lda, 1, m};
+    struct mps_pgemm_operand A = {.pack = mps_pgemm_pack_strided, .ctx = &as, .rows = x, .lda = lda},
+                             B = {.packed = packed};
+    mps_pgemm(a->pool, a->uk, m, n, k, &A, &B, c, ldc, NULL, NULL, a->gemm_scratch);
 }
 
 size_t mps_cpu_rnn_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
@@ -52,11 +122,26 @@ static float mps_rnn_gate(const struct mps_rnn_params *p, const struct mps_rnn_a
     return mps_rnn_apply(f, x);
 }
 
+/* f (clipped first when clip > 0) over v[0..n) in place: Sigmoid and Tanh
+   by the kernel family's vector forms (ukernel_act.h), the others a call
+   each. */
+static void mps_rnn_act_n(const struct mps_ukernels *uk, const struct mps_rnn_params *p, const struct mps_rnn_act *f,
+                          float *v, int64_t n)
+{
+    float clip = p->clip > 0 ? p->clip : INFINITY;
+    if (f->fn == MPS_RNN_SIGMOID || f->fn == MPS_RNN_TANH)
+        (f->fn == MPS_RNN_SIGMOID ? uk->sigmoid : uk->tanh)(v, n, clip);
+    else
+        for (int64_t i = 0; i < n; i++)
+            v[i] = mps_rnn_gate(p, f, v[i]);
+}
+
 enum mps_status mps_cpu_rnn(const struct mps_cpu_args *a, struct mps_error *err)
 {
     (void)err;
     struct mps_rnn r = mps_rnn_of(a->node, &a->in[0].shape);
     const struct mps_rnn_params *p = r.p;
+    const struct mps_ukernels *uk = a->uk ? a->uk : &mps_ukernels_c; /* none when folded at load */
     int64_t G = r.gates, H = r.hidden, GH = G * H, N = r.batch, T = r.seq;
     bool lstm = r.op == MPS_OP_LSTM, gru = r.op == MPS_OP_GRU;
     const float *x = a->in[0].data, *w = a->in[1].data, *rw = a->in[2].data, *bias = a->in[3].data, *h0 = a->in[5].data,
@@ -71,7 +156,10 @@ enum mps_status mps_cpu_rnn(const struct mps_cpu_args *a, struct mps_error *err)
         const float *wd = w + d * GH * r.input, *rd = rw + d * GH * H, *wb = bias ? bias + d * 2 * GH : NULL,
                     *rb = wb ? wb + GH : NULL, *pd = peep ? peep + d * 3 * H : NULL;
         /* the rows of X in its own order: [t, b] (or [b, t] batch first) */
-        mps_cpu_sgemm_ld(a->pool, false, true, T * N, GH, r.input, 1.0f, x, r.input, wd, r.input, 0.0f, proj, GH);
+        struct mps_rnn_packed pk = {NULL, NULL, NULL};
+        if (a->packed)
+            pk = mps_rnn_packed_of(a->uk, &r, gru && !p->linear_before_reset, a->packed, d);
+        mps_rnn_product(a, T * N, GH, r.input, x, r.input, pk.w, wd, proj, GH);
         for (int64_t b = 0; b < N; b++) {
             int64_t at = (p->batch_first ? b * r.dirs + d : d * N + b) * H;
             for (int64_t j = 0; j < H; j++) {
@@ -83,7 +171,7 @@ enum mps_status mps_cpu_rnn(const struct mps_cpu_args *a, struct mps_error *err)
         bool late = gru && !p->linear_before_reset;
         int64_t first = late ? 2 * H : GH;
         for (int64_t s = 0; s < T; s++) {
-            mps_cpu_sgemm_ld(a->pool, false, true, N, first, H, 1.0f, h, H, rd, H, 0.0f, gates, GH);
+            mps_rnn_product(a, N, first, H, h, H, pk.r, rd, gates, GH);
             for (int64_t b = 0; b < N; b++) {
                 int64_t len = mps_rnn_len(lens, b, T), t = reverse ? len - 1 - s : s;
                 float *gb = gates + b * GH, *hb = h + b * H;
@@ -96,22 +184,38 @@ enum mps_status mps_cpu_rnn(const struct mps_cpu_args *a, struct mps_error *err)
                     float rec = k < first ? gb[k] + (rb ? rb[k] : 0.0f) : 0.0f;
                     gb[k] = rec + (gru && k >= 2 * H ? 0.0f : xp[k] + (wb ? wb[k] : 0.0f));
                 }
-                for (int64_t j = 0; gru && j < 2 * H; j++) /* z, r */
-                    gb[j] = mps_rnn_gate(p, f, gb[j]);
+                if (gru) /* z, r */
+                    mps_rnn_act_n(uk, p, f, gb, 2 * H);
                 for (int64_t j = 0; late && j < H; j++)
                     rh[b * H + j] = gb[H + j] * hb[j];
             }
             if (late) /* the candidate's (r * h) R^T, beside its recurrent bias added below */
-                mps_cpu_sgemm_ld(a->pool, false, true, N, H, H, 1.0f, rh, H, rd + 2 * H * H, H, 0.0f, gates + 2 * H,
-                                 GH);
+                mps_rnn_product(a, N, H, H, rh, H, pk.r_late, rd + 2 * H * H, gates + 2 * H, GH);
             for (int64_t b = 0; b < N; b++) {
                 int64_t len = mps_rnn_len(lens, b, T), t = reverse ? len - 1 - s : s;
                 if (s >= len)
                     continue;
                 const float *xp = proj + (p->batch_first ? b * T + t : t * N + b) * GH;
-                float *gb = gates + b * GH, *hb = h + b * H, *cb = c + b * H;
-                for (int64_t j = 0; j < H; j++) {
-                    if (lstm) { /* i, o, f, c; the peepholes P are i, o, f */
+                float *gb = gates + b * GH, *hb = h + b * H, *cb = c + b * H, *tmp = rh + b * H;
+                if (lstm && !pd) { /* i, o, f, c: each block's activation over the block at once */
+                    mps_rnn_act_n(uk, p, f, gb, 3 * H);
+                    mps_rnn_act_n(uk, p, g, gb + 3 * H, H);
+                    for (int64_t j = 0; j < H; j++)
+                        tmp[j] = cb[j] =
+                            (p->input_forget ? 1.0f - gb[j] : gb[2 * H + j]) * cb[j] + gb[j] * gb[3 * H + j];
+                    mps_rnn_act_n(uk, &(struct mps_rnn_params){0}, hf, tmp, H); /* h's function is not clipped */
+                    for (int64_t j = 0; j < H; j++)
+                        hb[j] = gb[H + j] * tmp[j];
+                } else if (gru || !lstm) { /* the candidate (GRU) or the state (RNN) over the block at once */
+                    for (int64_t j = 0; gru && j < H; j++)
+                        tmp[j] = xp[2 * H + j] + (wb ? wb[2 * H + j] : 0.0f) +
+                                 (late ? gb[2 * H + j] + (rb ? rb[2 * H + j] : 0.0f) : gb[H + j] * gb[2 * H + j]);
+                    mps_rnn_act_n(uk, p, gru ? g : f, gru ? tmp : gb, H);
+                    for (int64_t j = 0; j < H; j++)
+                        hb[j] = gru ? (1.0f - gb[j]) * tmp[j] + gb[j] * hb[j] : gb[j];
+                }
+                for (int64_t j = 0; lstm && pd && j < H; j++) {
+                    { /* i, o, f, c; the peepholes P are i, o, f */
                         float i = mps_rnn_gate(p, f, gb[j] + (pd ? pd[j] * cb[j] : 0.0f));
                         float fg = p->input_forget
                                        ? 1.0f - i
@@ -119,12 +223,6 @@ enum mps_status mps_cpu_rnn(const struct mps_cpu_args *a, struct mps_error *err)
                         cb[j] = fg * cb[j] + i * mps_rnn_gate(p, g, gb[3 * H + j]);
                         float o = mps_rnn_gate(p, f, gb[H + j] + (pd ? pd[H + j] * cb[j] : 0.0f));
                         hb[j] = o * mps_rnn_apply(hf, cb[j]);
-                    } else if (gru) { /* z, r, then the candidate: r gates h (late) or h R + Rb */
-                        float rec = late ? gb[2 * H + j] + (rb ? rb[2 * H + j] : 0.0f) : gb[H + j] * gb[2 * H + j];
-                        float hc = mps_rnn_gate(p, g, xp[2 * H + j] + (wb ? wb[2 * H + j] : 0.0f) + rec);
-                        hb[j] = (1.0f - gb[j]) * hc + gb[j] * hb[j];
-                    } else {
-                        hb[j] = mps_rnn_gate(p, f, gb[j]);
                     }
                 }
                 float *yt = y + (p->batch_first ? (b * T + t) * r.dirs + d : (t * r.dirs + d) * N + b) * H;

@@ -5,6 +5,7 @@
    transforms in ukernel_avx512_wino.c). Built with
    -mavx512f; called only where cpuid says the CPU runs it (isa.c). */
 #include "ukernel_avx512.h"
+#include "ukernel_act.h"
 #include "ukernel_dw.h"
 #include "ukernel_x86.h"
 
@@ -780,4 +781,6 @@ const struct mps_ukernels mps_ukernels_avx512 = {
     .wino_in = mps_avx512_wino_in,
     .wino_out = mps_avx512_wino_out,
     .wino_pool = mps_avx512_wino_pool,
+    .sigmoid = mps_act_sigmoid,
+    .tanh = mps_act_tanh,
 };

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "ukernel_act.h"
 #include "ukernel_dw.h"
 #include "ukernel_wino.h"
 #include "ukernels.h"
@@ -153,4 +154,6 @@ const struct mps_ukernels mps_ukernels_c = {
     .wino_in = mps_wino_in,
     .wino_out = mps_wino_out,
     .wino_pool = mps_wino_pool,
+    .sigmoid = mps_act_sigmoid,
+    .tanh = mps_act_tanh,
 };

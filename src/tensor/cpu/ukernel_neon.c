@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "ukernel_act.h"
 #include "ukernel_dw.h"
 #include "ukernel_wino.h"
 #include "ukernels.h"
@@ -254,4 +255,6 @@ const struct mps_ukernels mps_ukernels_neon = {
     .wino_in = mps_wino_in,
     .wino_out = mps_wino_out,
     .wino_pool = mps_wino_pool,
+    .sigmoid = mps_act_sigmoid,
+    .tanh = mps_act_tanh,
 };

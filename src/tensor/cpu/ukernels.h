@@ -245,6 +245,9 @@ typedef void (*mps_uwino_out_fn)(const float *m, int64_t mk, int64_t count, floa
 typedef void (*mps_uwino_pool_fn)(const float *m, int64_t mk, int64_t count, float bias, float *y,
                                   const struct mps_tile_epi *epi);
 
+/* v[i] = sigmoid or tanh of v[i] clipped to [-clip, clip], i < n (ukernel_act.h). */
+typedef void (*mps_uact_fn)(float *v, int64_t n, float clip);
+
 struct mps_ukernels {
     const char *name;     /* "avx512", "avx2", "neon", "c" */
     const char *describe; /* "AVX-512F, 8 x 32 float tiles" */
@@ -268,6 +271,7 @@ struct mps_ukernels {
     mps_uwino_in_fn wino_in;
     mps_uwino_out_fn wino_out;
     mps_uwino_pool_fn wino_pool;
+    mps_uact_fn sigmoid, tanh;
 };
 
 /* The families this build holds (isa.c lists them; every entry but the optional ones is set). */
