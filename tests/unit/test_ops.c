@@ -577,7 +577,7 @@ static const struct th_case th_cases[] = {
                                       IR(MPS_I64, -9, 9, 2)), OUT(S(3, 4), S(2))},
     {"If, true", MPS_OP_IF, IN(CB(1), F(2, 5), F(2, 5)), OUT(S(2, 5))},
     {"If, false", MPS_OP_IF, IN(CB(0), F(2, 5), F(2, 5)), OUT(S(2, 5))},
-    /* recurrent nets (cpu only so far: the GPU backends refuse them by name) */
+    /* recurrent nets (cpu and cuda; the Metal lowering refuses them by name) */
     {"LSTM forward, defaults", MPS_OP_LSTM, P(rnn, .hidden = 4, .act = ACTS(SIGMOID, TANH, TANH)),
      IN(F(5, 2, 3), F(1, 16, 3), F(1, 16, 4)), OUT(S(5, 1, 2, 4), S(1, 2, 4), S(1, 2, 4))},
     {"LSTM bidirectional, B, sequence_lens, initial h and c, peepholes, clip", MPS_OP_LSTM,

@@ -27,8 +27,6 @@ static bool mps_cuda_supports(const struct mps_graph *g, const struct mps_node *
         return false;
     if (n->op == MPS_OP_IF) /* decided at run time: the cpu backend runs the taken branch alone (graph.h) */
         return false;
-    if (n->op == MPS_OP_RNN || n->op == MPS_OP_GRU || n->op == MPS_OP_LSTM) /* no kernels yet: the cpu runs them */
-        return false;
     if (n->op == MPS_OP_GATHER_ELEMENTS || n->op == MPS_OP_GATHER_ND || n->op == MPS_OP_SCATTER_ND ||
         n->op == MPS_OP_SCATTER_ELEMENTS) /* constant indices, checked at load: a bad one cannot fail a kernel */
         return g->values[n->in[1]].data != NULL;

@@ -175,6 +175,32 @@ int mps_cu_softmax(const float *x, float *y, int64_t outer, int64_t len, int64_t
 int mps_cu_reduce(int op, const float *x, float *y, int64_t outputs, const struct mps_cu_walk *keep,
                   const struct mps_cu_walk *red, void *stream);
 
+/* rnn.cu: one step of one direction of RNN, GRU or LSTM (the CPU's rnn.c
+   has the equations), every unit of every sequence a thread. The products
+   come from cuBLAS between the launches: proj (X W^T for all steps, X's own
+   row order), rec (h R^T, the first gate blocks) and, for GRU without
+   linear_before_reset, rec2 ((r * h) R^T of its third block). */
+struct mps_cu_rnn {
+    int op; /* enum mps_op */
+    int64_t steps, batch, hidden, dirs, dir;
+    int reverse, batch_first, input_forget, linear_before_reset;
+    float clip; /* > 0: each gate's sum clipped first */
+    int fn[3];  /* f, g, h as enum mps_rnn_fn, with their alpha and beta */
+    float alpha[3], beta[3];
+    const float *proj, *rec, *rec2; /* rec2: NULL unless GRU's late product */
+    const float *wb, *rb, *peep;    /* this direction's W and R biases and LSTM peepholes (NULL: none) */
+    const int32_t *lens;            /* sequence_lens (NULL: every sequence has every step) */
+    const float *h0, *c0;           /* initial states, [dirs, batch, hidden] or batch first (NULL: 0) */
+    float *h, *c, *rh;              /* the state [batch, hidden] and GRU's r * h */
+    float *y, *yh, *yc;             /* the outputs (yc: LSTM's) */
+};
+/* The state from h0 and c0 (or 0) into h, c, yh and yc (a sequence of no steps keeps them). */
+int mps_cu_rnn_start(const struct mps_cu_rnn *q, void *stream);
+/* GRU without linear_before_reset: r * h of step s into rh, before rec2's product. */
+int mps_cu_rnn_reset(const struct mps_cu_rnn *q, int64_t s, void *stream);
+/* Step s: the gates, the new state into h (c), y at its time (0 at the times past a sequence's end), yh, yc. */
+int mps_cu_rnn_step(const struct mps_cu_rnn *q, int64_t s, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

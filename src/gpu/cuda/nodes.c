@@ -291,6 +291,8 @@ int64_t mps_cuda_prod(const struct mps_shape *s, int from, int to)
 
 size_t mps_cuda_scratch(const struct mps_graph *g, const struct mps_node *n)
 {
+    if (n->op == MPS_OP_RNN || n->op == MPS_OP_GRU || n->op == MPS_OP_LSTM)
+        return mps_cuda_rnn_scratch(g, n);
     if (n->op == MPS_OP_INSTANCE_NORM) { /* each chunk's mean and M2 */
         const struct mps_shape *x = &g->values[n->in[0]].shape;
         int64_t plane = mps_cuda_prod(x, 2, x->ndim), chunks = (plane + MPS_CU_IN_CHUNK - 1) / MPS_CU_IN_CHUNK;
@@ -465,6 +467,9 @@ mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
     case MPS_OP_LAYER_NORM:
     case MPS_OP_SOFTMAX:
     case MPS_OP_LOG_SOFTMAX: return mps_cuda_norm;
+    case MPS_OP_RNN:
+    case MPS_OP_GRU:
+    case MPS_OP_LSTM: return mps_cuda_rnn;
     default: return mps_cuda_data_launcher(op);
     }
 }

@@ -16,6 +16,9 @@
 struct mps_cu_walk mps_cuda_walk(const struct mps_shape *s, const int64_t *s0, const int64_t *s1, const int64_t *s2);
 /* The product of dims [from, to) of s. */
 int64_t mps_cuda_prod(const struct mps_shape *s, int from, int to);
+/* RNN, GRU and LSTM (nodes_rnn.c), and the scratch they need. */
+enum mps_status mps_cuda_rnn(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err);
+size_t mps_cuda_rnn_scratch(const struct mps_graph *g, const struct mps_node *n);
 /* The launcher of an elementwise, reduction or layout op (nodes_layout.c). */
 mps_cuda_launcher mps_cuda_data_launcher(enum mps_op op);
 
