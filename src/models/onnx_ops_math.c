@@ -419,6 +419,16 @@ static enum mps_status mps_map_pool(struct mps_onnx_ctx *c, struct mps_onnx_node
     return MPS_OK;
 }
 
+static enum mps_status mps_map_unpool(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                      struct mps_error *err)
+{
+    (void)c;
+    enum mps_status st = mps_map_window(n, &p->pool.win, true, err);
+    if (!st && p->pool.win.auto_pad != MPS_AUTO_PAD_NOTSET)
+        return mps_onnx_fail(n, err, "MaxUnpool takes no auto_pad");
+    return st;
+}
+
 /* GlobalLpPool: p, an integer >= 1. */
 static enum mps_status mps_map_lp(const struct mps_onnx_node *n, int64_t *p, struct mps_error *err)
 {
@@ -656,6 +666,7 @@ const struct mps_onnx_rule mps_onnx_rules_math[] = {
     {"MeanVarianceNormalization", MPS_OP_DIV, "axes", mps_map_mvn},
     {"LpPool", MPS_OP_POW, "auto_pad ceil_mode dilations kernel_shape p pads strides", mps_map_lppool},
     {"GlobalMaxPool", MPS_OP_GLOBAL_MAX_POOL, "", NULL},
+    {"MaxUnpool", MPS_OP_MAX_UNPOOL, "kernel_shape pads strides", mps_map_unpool},
     {"BatchNormalization", MPS_OP_BATCH_NORM, "epsilon momentum spatial is_test training_mode", mps_map_batch_norm},
     {"LayerNormalization", MPS_OP_LAYER_NORM, "axis epsilon stash_type", mps_map_layer_norm},
     {"InstanceNormalization", MPS_OP_INSTANCE_NORM, "epsilon", mps_map_instance_norm},

@@ -63,8 +63,7 @@ void mps_op_params_default(enum mps_op op, union mps_op_params *p)
         break;
     case MPS_OP_MAX_POOL:
     case MPS_OP_AVERAGE_POOL:
-        mps_op_window_default(&p->pool.win);
-        break;
+    case MPS_OP_MAX_UNPOOL: mps_op_window_default(&p->pool.win); break;
     case MPS_OP_BATCH_NORM:
     case MPS_OP_INSTANCE_NORM:
         p->norm.epsilon = 1e-5f;

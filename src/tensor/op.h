@@ -100,7 +100,11 @@ struct mps_conv_params {
     struct mps_fused_act act;
 };
 
-/* MaxPool and AveragePool. */
+/* MaxPool and AveragePool; MaxUnpool (its window alone: each X value goes
+   to the output element MaxPool's flat index I names, in the output shape
+   the window makes (in - 1) * stride + kernel - pads; a larger output_shape
+   given pads that at the end of each axis, as onnxruntime does; the rest 0).
+   An index outside that shape fails the run. */
 struct mps_pool_params {
     struct mps_window win;
     bool ceil_mode;

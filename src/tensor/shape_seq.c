@@ -124,6 +124,40 @@ static enum mps_status mps_shape_gridsample(struct mps_graph *g, struct mps_node
     return MPS_OK;
 }
 
+/* MaxUnpool (op.h): X f32 [N, C, spatial...], I i64 of X's shape, output_shape a constant. */
+static enum mps_status mps_shape_unpool(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0), *ix = mps_shape_in(g, n, 1);
+    const struct mps_window *w = &n->p.pool.win;
+    int sp = x->shape.ndim - 2;
+    if (x->dtype != MPS_F32 || ix->dtype != MPS_I64 || !mps_shape_eq(&x->shape, &ix->shape) || sp < 1 ||
+        sp > MPS_MAX_SPATIAL)
+        return mps_shape_fail(n, err, "X must be f32 [N, C, 1 to 3 spatial dims] and I i64 of its shape");
+    struct mps_shape y = x->shape, given;
+    for (int i = 0; i < sp; i++) {
+        if (w->kernel[i] < 1 || w->stride[i] < 1)
+            return mps_shape_fail(n, err, "kernel_shape and strides must be positive");
+        y.dim[2 + i] = (x->shape.dim[2 + i] - 1) * w->stride[i] + w->kernel[i] - w->pad[i] - w->pad[sp + i];
+        if (y.dim[2 + i] < 0)
+            return mps_shape_fail(n, err, "the pads leave no output along spatial axis %d", i);
+    }
+    enum mps_status st;
+    if (mps_shape_in(g, n, 2)) {
+        if ((st = mps_shape_const_shape(g, n, 2, &given, err)))
+            return st;
+        bool fits = given.ndim == y.ndim && given.dim[0] == y.dim[0] && given.dim[1] == y.dim[1];
+        for (int i = 0; fits && i < sp; i++)
+            fits = given.dim[2 + i] >= y.dim[2 + i];
+        char a[96], b[96];
+        if (!fits)
+            return mps_shape_fail(n, err, "output_shape %s is not %s or larger along the spatial axes",
+                                  mps_shape_str(&given, a, sizeof a), mps_shape_str(&y, b, sizeof b));
+        y = given;
+    }
+    mps_shape_set(g, n, 0, MPS_F32, &y);
+    return MPS_OK;
+}
+
 /* Det: square matrices [..., n, n] of f32 or f64; one determinant each. */
 static enum mps_status mps_shape_det(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
@@ -176,4 +210,5 @@ const mps_shape_rule mps_shape_seq_rules[MPS_OP_COUNT] = {
     [MPS_OP_GRID_SAMPLE] = mps_shape_gridsample,
     [MPS_OP_EINSUM] = mps_shape_einsum,
     [MPS_OP_DET] = mps_shape_det,
+    [MPS_OP_MAX_UNPOOL] = mps_shape_unpool,
 };

@@ -278,3 +278,21 @@ void ref_gridsample(const struct mps_gridsample_params *p, const struct ref_tens
                     out[0].d[((n * C + c) * HO + oy) * WO + ox] = acc;
                 }
 }
+
+void ref_unpool(const struct mps_pool_params *p, const struct ref_tensor *in, struct ref_tensor *out)
+{
+    const struct mps_shape *xs = &in[0].shape, *ys = &out[0].shape;
+    int sp = xs->ndim - 2;
+    int64_t made[MPS_MAX_DIMS], idx[MPS_MAX_DIMS];
+    for (int d = 0; d < xs->ndim; d++) /* the spec: (in - 1) * stride + kernel - pads */
+        made[d] = d < 2 ? xs->dim[d]
+                        : (xs->dim[d] - 1) * p->win.stride[d - 2] + p->win.kernel[d - 2] - p->win.pad[d - 2] -
+                              p->win.pad[sp + d - 2];
+    memset(out[0].d, 0, sizeof(double) * (size_t)ref_numel(ys));
+    for (int64_t k = 0; k < ref_numel(xs); k++) {
+        int64_t v = (int64_t)in[1].d[k];
+        for (int d = xs->ndim - 1; d >= 0; d--)
+            idx[d] = v % made[d], v /= made[d];
+        out[0].d[ref_ravel(ys, idx)] = in[0].d[k];
+    }
+}

@@ -296,6 +296,42 @@ static void test_einsum_errors(void)
     }
 }
 
+/* MaxUnpool reads its indices at run time: one outside its output fails the run, naming the node. */
+static void test_unpool_index(void)
+{
+    struct mps_graph *g = mps_graph_new();
+    struct mps_error err = {{0}};
+    struct mps_shape sx = {4, {1, 1, 1, 2}}, sy = {4, {1, 1, 2, 4}};
+    int x = mps_graph_add_value(g, "x", MPS_F32, &sx), ix = mps_graph_add_value(g, "i", MPS_I64, &sx),
+        y = mps_graph_add_value(g, "y", MPS_F32, NULL);
+    union mps_op_params p;
+    mps_op_params_default(MPS_OP_MAX_UNPOOL, &p);
+    p.pool.win.kernel[0] = p.pool.win.kernel[1] = p.pool.win.stride[0] = p.pool.win.stride[1] = 2;
+    mps_graph_add_input(g, x, &err);
+    mps_graph_add_input(g, ix, &err);
+    mps_graph_add_node(g, MPS_OP_MAX_UNPOOL, "unpool", (int[]){x, ix}, 2, &y, 1, &p, &err);
+    mps_graph_add_output(g, y, &err);
+    struct mps_plan *plan = NULL;
+    if (mps_graph_sort(g, &err) || mps_graph_infer(g, &err) ||
+        mps_plan_compile(&mps_backend_cpu, g, &(struct mps_compile_opts){0}, &plan, &err)) {
+        th_fail("a MaxUnpool compiles: %s", err.msg);
+        mps_graph_free(g);
+        return;
+    }
+    float xv[2] = {1, 2}, yv[8];
+    int64_t iv[2] = {1, 8};
+    struct mps_tensor in[2] = {mps_tensor_make(MPS_F32, &sx, xv), mps_tensor_make(MPS_I64, &sx, iv)},
+                      out = mps_tensor_make(MPS_F32, &sy, yv);
+    th_check(mps_plan_run(plan, in, &out, &err) == MPS_ERR_INPUT && strstr(err.msg, "'unpool'") &&
+                 strstr(err.msg, "index 8"),
+             "a MaxUnpool index outside the output fails the run: %s", err.msg);
+    iv[1] = 6;
+    th_check(mps_plan_run(plan, in, &out, &err) == MPS_OK && yv[1] == 1 && yv[6] == 2 && yv[0] == 0,
+             "MaxUnpool puts each value at its index");
+    mps_plan_free(plan);
+    mps_graph_free(g);
+}
+
 /* The GPU backends' dtype rule (backend.h): what each computes, and what it leaves to the cpu. */
 static void test_gpu_dtypes(void)
 {
@@ -474,5 +510,6 @@ int main(void)
     test_loss_targets();
     test_gpu_dtypes();
     test_einsum_errors();
+    test_unpool_index();
     return th_summary();
 }

@@ -145,6 +145,12 @@ static const struct th_case th_cases[] = {
     {"Det of a singular 3x3, f64", MPS_OP_DET,
      IN({.dt = MPS_F64, .shape = {2, {3, 3}}, .vals = (const double[]){1, 2, 3, 2, 4, 6, 0, 1, 5}, .n_vals = 9}),
      OUT(SCALAR)},
+    {"MaxUnpool 2x2 stride 2 (indices anywhere in the 6x8 output)", MPS_OP_MAX_UNPOOL,
+     P(pool, .win = WIN2(2, 2, 2, 2, 1, 1, 0, 0, 0, 0)), IN(F(2, 3, 3, 4), IR(MPS_I64, 0, 287, 2, 3, 3, 4)),
+     OUT(S(2, 3, 6, 8))},
+    {"MaxUnpool 3x3 stride 2 pads 1, output_shape larger", MPS_OP_MAX_UNPOOL,
+     P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1)), IN(F(1, 2, 3, 3), IR(MPS_I64, 0, 49, 1, 2, 3, 3), CI(1, 2, 6, 7)),
+     OUT(S(1, 2, 6, 7))},
     /* Conv */
     {"Conv 3x3 pad 1 bias", MPS_OP_CONV, P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 1, 1, 1, 1), .group = 1),
      IN(F(1, 3, 8, 8), F(4, 3, 3, 3), F(4)), OUT(S(1, 4, 8, 8))},

@@ -120,6 +120,7 @@ bool mps_winograd_pools(const struct mps_graph *g, const struct mps_node *n, con
 void mps_winograd_conv(const struct mps_cpu_args *a, const void *u);
 /* pooling.c */
 enum mps_status mps_cpu_pool(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_unpool(const struct mps_cpu_args *a, struct mps_error *err); /* MaxUnpool */
 enum mps_status mps_cpu_global_pool(const struct mps_cpu_args *a, struct mps_error *err);
 /* norm.c */
 enum mps_status mps_cpu_batch_norm(const struct mps_cpu_args *a, struct mps_error *err);

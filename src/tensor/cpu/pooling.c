@@ -1,8 +1,9 @@
 /* pooling.c: MaxPool and AveragePool (1-D and 2-D: pads, strides, dilations,
    ceil_mode, count_include_pad), GlobalAveragePool and GlobalMaxPool. One
-   (batch, channel) plane per parallel item. */
+   (batch, channel) plane per parallel item. MaxUnpool. */
 #include <float.h>
 #include <math.h>
+#include <string.h>
 
 #include "kernels.h"
 
@@ -382,6 +383,37 @@ static void mps_global_planes(void *ctx, int64_t begin, int64_t end)
             y[p] = (float)(s / (double)q->plane);
         }
     }
+}
+
+/* MaxUnpool (op.h): zeros, then each X value at its index, unravelled in
+   the window's output shape and ravelled in the one given. */
+enum mps_status mps_cpu_unpool(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_tensor *x = &a->in[0], *ix = &a->in[1];
+    struct mps_tensor *y = &a->out[0];
+    const struct mps_window *w = &a->node->p.pool.win;
+    int nd = x->shape.ndim, sp = nd - 2;
+    struct mps_shape made = x->shape; /* the window's output shape, the indices' frame */
+    for (int i = 0; i < sp; i++)
+        made.dim[2 + i] = (x->shape.dim[2 + i] - 1) * w->stride[i] + w->kernel[i] - w->pad[i] - w->pad[sp + i];
+    int64_t total = mps_shape_numel(&made), count = mps_shape_numel(&x->shape);
+    const int64_t *idx = ix->data;
+    memset(y->data, 0, mps_tensor_bytes(y));
+    for (int64_t k = 0; k < count; k++) {
+        int64_t v = idx[k], at = 0, rem = v;
+        if (v < 0 || v >= total)
+            return mps_fail(err, MPS_ERR_INPUT,
+                            "node '%s' (MaxUnpool): index %lld is outside the %lld elements of "
+                            "its output",
+                            a->node->name, (long long)v, (long long)total);
+        int64_t coord[MPS_MAX_DIMS];
+        for (int d = nd - 1; d >= 0; d--)
+            coord[d] = rem % made.dim[d], rem /= made.dim[d];
+        for (int d = 0; d < nd; d++)
+            at = at * y->shape.dim[d] + coord[d];
+        ((float *)y->data)[at] = ((const float *)x->data)[k];
+    }
+    return MPS_OK;
 }
 
 enum mps_status mps_cpu_global_pool(const struct mps_cpu_args *a, struct mps_error *err)
