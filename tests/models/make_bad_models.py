@@ -89,8 +89,9 @@ save("shape_mismatch.onnx", model([helper.make_node("MatMul", ["x", "w"], ["y"],
                                   [vi("y", [2, 3])], [w]), "model", "node 'mm' (MatMul): inner dims")
 
 # unsupported things are named
-save("unsupported_op.onnx", model([helper.make_node("Det", ["x"], ["y"], name="det")], [vi("x", [3, 2, 2])],
-                                  [vi("y", [3])]), "model", "node 'det' (Det): op Det is not supported")
+save("unsupported_op.onnx", model([helper.make_node("StringNormalizer", ["x"], ["y"], name="strnorm")],
+                                  [vi("x", [3, 2, 2])], [vi("y", [3])]), "model",
+     "node 'strnorm' (StringNormalizer): op StringNormalizer is not supported")
 save("unsupported_attr.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu", alpha=2.0)], [vi("x", [2])],
                                     [vi("y", [2])]), "model", "node 'relu' (Relu): attribute 'alpha' is not supported")
 save("unsupported_dtype.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
