@@ -429,6 +429,34 @@ static enum mps_status mps_map_unpool(struct mps_onnx_ctx *c, struct mps_onnx_no
     return st;
 }
 
+static enum mps_status mps_map_roialign(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                        struct mps_error *err)
+{
+    struct mps_roialign_params *r = &p->roialign;
+    char mode[16], coord[32];
+    enum mps_status st;
+    /* opset 10 had no coordinate_transformation_mode and behaved as output_half_pixel */
+    if ((st = mps_attr_string(n, "mode", "avg", mode, sizeof mode, err)) ||
+        (st = mps_attr_string(n, "coordinate_transformation_mode", c->opset >= 16 ? "half_pixel" : "output_half_pixel",
+                              coord, sizeof coord, err)) ||
+        (st = mps_attr_int(n, "output_height", 1, &r->out_h, err)) ||
+        (st = mps_attr_int(n, "output_width", 1, &r->out_w, err)) ||
+        (st = mps_attr_int(n, "sampling_ratio", 0, &r->sampling, err)) ||
+        (st = mps_attr_float(n, "spatial_scale", 1.0f, &r->scale, err)))
+        return st;
+    if (strcmp(mode, "avg") && strcmp(mode, "max"))
+        return mps_onnx_fail(n, err, "mode '%s' is not avg or max", mode);
+    if (strcmp(coord, "half_pixel") && strcmp(coord, "output_half_pixel"))
+        return mps_onnx_fail(n, err, "coordinate_transformation_mode '%s' is not half_pixel or output_half_pixel",
+                             coord);
+    if (r->out_h < 1 || r->out_w < 1 || r->sampling < 0 || r->out_h > 4096 || r->out_w > 4096 || r->sampling > 64)
+        return mps_onnx_fail(n, err, "output_height %lld, output_width %lld or sampling_ratio %lld is out of range",
+                             (long long)r->out_h, (long long)r->out_w, (long long)r->sampling);
+    r->max = !strcmp(mode, "max");
+    r->half_pixel = !strcmp(coord, "half_pixel");
+    return MPS_OK;
+}
+
 /* GlobalLpPool: p, an integer >= 1. */
 static enum mps_status mps_map_lp(const struct mps_onnx_node *n, int64_t *p, struct mps_error *err)
 {
@@ -667,6 +695,8 @@ const struct mps_onnx_rule mps_onnx_rules_math[] = {
     {"LpPool", MPS_OP_POW, "auto_pad ceil_mode dilations kernel_shape p pads strides", mps_map_lppool},
     {"GlobalMaxPool", MPS_OP_GLOBAL_MAX_POOL, "", NULL},
     {"MaxUnpool", MPS_OP_MAX_UNPOOL, "kernel_shape pads strides", mps_map_unpool},
+    {"RoiAlign", MPS_OP_ROI_ALIGN,
+     "coordinate_transformation_mode mode output_height output_width sampling_ratio spatial_scale", mps_map_roialign},
     {"BatchNormalization", MPS_OP_BATCH_NORM, "epsilon momentum spatial is_test training_mode", mps_map_batch_norm},
     {"LayerNormalization", MPS_OP_LAYER_NORM, "axis epsilon stash_type", mps_map_layer_norm},
     {"InstanceNormalization", MPS_OP_INSTANCE_NORM, "epsilon", mps_map_instance_norm},

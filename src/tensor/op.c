@@ -63,7 +63,12 @@ void mps_op_params_default(enum mps_op op, union mps_op_params *p)
         break;
     case MPS_OP_MAX_POOL:
     case MPS_OP_AVERAGE_POOL:
-    case MPS_OP_MAX_UNPOOL: mps_op_window_default(&p->pool.win); break;
+    case MPS_OP_MAX_UNPOOL:
+        mps_op_window_default(&p->pool.win);
+        break;
+    case MPS_OP_ROI_ALIGN:
+        p->roialign = (struct mps_roialign_params){.half_pixel = true, .out_h = 1, .out_w = 1, .scale = 1.0f};
+        break;
     case MPS_OP_BATCH_NORM:
     case MPS_OP_INSTANCE_NORM:
         p->norm.epsilon = 1e-5f;

@@ -112,6 +112,18 @@ struct mps_pool_params {
     bool column_major;      /* MaxPool Indices: spatial dims counted last-first (storage_order 1) */
 };
 
+/* RoiAlign: each region (x1, y1, x2, y2 of rois, times spatial_scale, less
+   half a pixel with half_pixel) of image batch_indices[r] cut into out_h x
+   out_w bins, each bin the average (or, max, the largest of the weighted
+   corners, as onnxruntime computes it) of sampling x sampling bilinear
+   samples (0: ceil(bin size) of them), as Caffe2 and onnxruntime do. A
+   batch index outside the images fails the run. */
+struct mps_roialign_params {
+    bool max, half_pixel;
+    int64_t out_h, out_w, sampling;
+    float scale;
+};
+
 /* BatchNormalization (epsilon), LayerNormalization (axis, epsilon),
    Softmax and LogSoftmax (axis, opset-13 semantics: one axis). */
 struct mps_norm_params {
@@ -381,6 +393,7 @@ union mps_op_params {
     struct mps_conv_params conv;
     struct mps_binary_params binary;
     struct mps_pool_params pool;
+    struct mps_roialign_params roialign;
     struct mps_norm_params norm;
     struct mps_act_params act;
     struct mps_cast_params cast;

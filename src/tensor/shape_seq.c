@@ -158,6 +158,19 @@ static enum mps_status mps_shape_unpool(struct mps_graph *g, struct mps_node *n,
     return MPS_OK;
 }
 
+/* RoiAlign (op.h): X f32 [N, C, H, W], rois f32 [R, 4], batch_indices i64 or i32 [R]. */
+static enum mps_status mps_shape_roialign(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0), *rois = mps_shape_in(g, n, 1), *bi = mps_shape_in(g, n, 2);
+    if (x->dtype != MPS_F32 || x->shape.ndim != 4 || rois->dtype != MPS_F32 || rois->shape.ndim != 2 ||
+        rois->shape.dim[1] != 4 || (bi->dtype != MPS_I64 && bi->dtype != MPS_I32) || bi->shape.ndim != 1 ||
+        bi->shape.dim[0] != rois->shape.dim[0])
+        return mps_shape_fail(n, err, "X must be f32 [N,C,H,W], rois f32 [R,4] and batch_indices ints [R]");
+    struct mps_shape y = {4, {rois->shape.dim[0], x->shape.dim[1], n->p.roialign.out_h, n->p.roialign.out_w}};
+    mps_shape_set(g, n, 0, MPS_F32, &y);
+    return MPS_OK;
+}
+
 /* Det: square matrices [..., n, n] of f32 or f64; one determinant each. */
 static enum mps_status mps_shape_det(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
@@ -211,4 +224,5 @@ const mps_shape_rule mps_shape_seq_rules[MPS_OP_COUNT] = {
     [MPS_OP_EINSUM] = mps_shape_einsum,
     [MPS_OP_DET] = mps_shape_det,
     [MPS_OP_MAX_UNPOOL] = mps_shape_unpool,
+    [MPS_OP_ROI_ALIGN] = mps_shape_roialign,
 };

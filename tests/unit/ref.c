@@ -867,6 +867,7 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     case MPS_OP_EINSUM: ref_einsum(p->einsum.equation, in, n_in, out); break;
     case MPS_OP_DET: ref_det(in, out); break;
     case MPS_OP_MAX_UNPOOL: ref_unpool(&p->pool, in, out); break;
+    case MPS_OP_ROI_ALIGN: ref_roialign(&p->roialign, in, out); break;
     case MPS_OP_REVERSE_SEQUENCE: ref_revseq(&p->revseq, in, out); break;
     case MPS_OP_EYE_LIKE: /* the spec: 1 where column - row is k */
         for (int64_t i = 0; i < ny; i++)

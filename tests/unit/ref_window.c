@@ -296,3 +296,47 @@ void ref_unpool(const struct mps_pool_params *p, const struct ref_tensor *in, st
         out[0].d[ref_ravel(ys, idx)] = in[0].d[k];
     }
 }
+
+/* One bilinear sample of RoiAlign (Caffe2's rule): 0 past a pixel beyond the image, else clamped to it. */
+static double ref_roi_at(const double *img, int64_t h, int64_t w, double y, double x, double *corner_max)
+{
+    *corner_max = 0;
+    if (y < -1 || y > (double)h || x < -1 || x > (double)w)
+        return 0;
+    y = fmin(fmax(y, 0), (double)(h - 1)), x = fmin(fmax(x, 0), (double)(w - 1));
+    int64_t y0 = (int64_t)floor(y), x0 = (int64_t)floor(x), y1 = y0 + 1 < h ? y0 + 1 : y0,
+            x1 = x0 + 1 < w ? x0 + 1 : x0;
+    double ly = y - (double)y0, lx = x - (double)x0;
+    double c[4] = {(1 - ly) * (1 - lx) * img[y0 * w + x0], (1 - ly) * lx * img[y0 * w + x1],
+                   ly * (1 - lx) * img[y1 * w + x0], ly * lx * img[y1 * w + x1]};
+    *corner_max = fmax(fmax(c[0], c[1]), fmax(c[2], c[3]));
+    return c[0] + c[1] + c[2] + c[3];
+}
+
+void ref_roialign(const struct mps_roialign_params *p, const struct ref_tensor *in, struct ref_tensor *out)
+{
+    int64_t C = in[0].shape.dim[1], H = in[0].shape.dim[2], W = in[0].shape.dim[3], R = in[1].shape.dim[0];
+    double off = p->half_pixel ? 0.5 : 0;
+    for (int64_t r = 0; r < R; r++) {
+        const double *roi = in[1].d + r * 4;
+        double x1 = roi[0] * p->scale - off, y1 = roi[1] * p->scale - off;
+        double rw = roi[2] * p->scale - off - x1, rh = roi[3] * p->scale - off - y1;
+        if (!p->half_pixel)
+            rw = fmax(rw, 1), rh = fmax(rh, 1);
+        double bh = rh / (double)p->out_h, bw = rw / (double)p->out_w;
+        int64_t gh = p->sampling ? p->sampling : (int64_t)ceil(bh), gw = p->sampling ? p->sampling : (int64_t)ceil(bw);
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t i = 0; i < p->out_h * p->out_w; i++) {
+                const double *img = in[0].d + ((int64_t)in[2].d[r] * C + c) * H * W;
+                double sum = 0, best = -INFINITY, m;
+                for (int64_t s = 0; s < gh * gw; s++) {
+                    double y = y1 + (double)(i / p->out_w) * bh + ((double)(s / gw) + 0.5) * bh / (double)gh,
+                           x = x1 + (double)(i % p->out_w) * bw + ((double)(s % gw) + 0.5) * bw / (double)gw;
+                    sum += ref_roi_at(img, H, W, y, x, &m);
+                    best = fmax(best, m);
+                }
+                out[0].d[(r * C + c) * p->out_h * p->out_w + i] =
+                    p->max ? (gh * gw > 0 ? best : 0) : sum / (double)(gh * gw > 1 ? gh * gw : 1);
+            }
+    }
+}

@@ -20,6 +20,8 @@ void ref_pool(enum mps_op op, const struct mps_pool_params *p, const struct ref_
 void ref_gridsample(const struct mps_gridsample_params *p, const struct ref_tensor *in, struct ref_tensor *out);
 /* MaxUnpool: X at I's places, I unravelled in the window's shape and ravelled in the output's. */
 void ref_unpool(const struct mps_pool_params *p, const struct ref_tensor *in, struct ref_tensor *out);
+/* RoiAlign by Caffe2's and onnxruntime's rule (op.h). */
+void ref_roialign(const struct mps_roialign_params *p, const struct ref_tensor *in, struct ref_tensor *out);
 /* GlobalLpPool's p is lp. */
 void ref_global_pool(enum mps_op op, double lp, const struct ref_tensor *in, struct ref_tensor *out);
 

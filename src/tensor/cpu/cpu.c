@@ -96,6 +96,7 @@ static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
     [MPS_OP_EINSUM] = mps_cpu_einsum,
     [MPS_OP_DET] = mps_cpu_det,
     [MPS_OP_MAX_UNPOOL] = mps_cpu_unpool,
+    [MPS_OP_ROI_ALIGN] = mps_cpu_roialign,
     [MPS_OP_REVERSE_SEQUENCE] = mps_cpu_revseq,
     [MPS_OP_MAX] = mps_cpu_binary,
     [MPS_OP_MIN] = mps_cpu_binary,

@@ -1,7 +1,8 @@
-/* gridsample.c: GridSample on the CPU (op.h has its rule), one output pixel
-   at a time over the planes of each image: the grid point mapped into the
-   image, then its 1, 2 x 2 or 4 x 4 taps read with the padding rule and
-   weighted in double. */
+/* gridsample.c: GridSample and RoiAlign on the CPU (op.h has their rules).
+   GridSample, one output pixel at a time over the planes of each image: the
+   grid point mapped into the image, then its 1, 2 x 2 or 4 x 4 taps read
+   with the padding rule and weighted in double. RoiAlign, one bin at a time:
+   its samples interpolated bilinearly as Caffe2 and onnxruntime do. */
 #include <math.h>
 
 #include "kernels.h"
@@ -133,5 +134,80 @@ enum mps_status mps_cpu_gridsample(const struct mps_cpu_args *a, struct mps_erro
         return MPS_OK;
     }
     mps_pool_for(a->pool, ys->dim[0] * q.ho, q.wo * q.c * 16, mps_gs_rows, &q);
+    return MPS_OK;
+}
+
+/* The bilinear sample of plane img (h x w) at (y, x), by onnxruntime's rule:
+   0 beyond a pixel outside the image; clamped to its edge within that; each
+   corner's weighted value into v (for max mode). */
+static double mps_roi_sample(const float *img, int64_t h, int64_t w, double y, double x, double v[4])
+{
+    v[0] = v[1] = v[2] = v[3] = 0;
+    if (!(y >= -1.0 && y <= (double)h && x >= -1.0 && x <= (double)w))
+        return 0;
+    y = y <= 0 ? 0 : y, x = x <= 0 ? 0 : x;
+    int64_t y0 = (int64_t)y, x0 = (int64_t)x, y1 = y0 + 1, x1 = x0 + 1;
+    if (y0 >= h - 1)
+        y1 = y0 = h - 1, y = (double)y0;
+    if (x0 >= w - 1)
+        x1 = x0 = w - 1, x = (double)x0;
+    double ly = y - (double)y0, lx = x - (double)x0, hy = 1 - ly, hx = 1 - lx;
+    v[0] = hy * hx * img[y0 * w + x0], v[1] = hy * lx * img[y0 * w + x1];
+    v[2] = ly * hx * img[y1 * w + x0], v[3] = ly * lx * img[y1 * w + x1];
+    return v[0] + v[1] + v[2] + v[3];
+}
+
+/* Samples along a bin's side: sampling, else ceil(the bin's size), within [0, 4096] (NaN: 0). */
+static int64_t mps_roi_grid(int64_t sampling, double bin)
+{
+    double g = sampling > 0 ? (double)sampling : ceil(bin);
+    return g >= 0 ? (g < 4096 ? (int64_t)g : 4096) : 0;
+}
+
+enum mps_status mps_cpu_roialign(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_roialign_params *p = &a->node->p.roialign;
+    const struct mps_tensor *x = &a->in[0], *bi = &a->in[2];
+    const float *rois = a->in[1].data;
+    float *y = a->out[0].data;
+    int64_t n = x->shape.dim[0], c = x->shape.dim[1], h = x->shape.dim[2], w = x->shape.dim[3],
+            regions = a->in[1].shape.dim[0], oh = p->out_h, ow = p->out_w;
+    double off = p->half_pixel ? 0.5 : 0;
+    for (int64_t r = 0; r < regions; r++) {
+        int64_t b = mps_elem_get_int(bi->data, bi->dtype, r);
+        if (b < 0 || b >= n)
+            return mps_fail(err, MPS_ERR_INPUT, "node '%s' (RoiAlign): batch index %lld is not one of the %lld images",
+                            a->node->name, (long long)b, (long long)n);
+        const float *roi = rois + r * 4;
+        double x1 = roi[0] * (double)p->scale - off, y1 = roi[1] * (double)p->scale - off,
+               rw = roi[2] * (double)p->scale - off - x1, rh = roi[3] * (double)p->scale - off - y1;
+        if (!p->half_pixel) /* malformed regions as 1 x 1 */
+            rw = rw > 1 ? rw : 1, rh = rh > 1 ? rh : 1;
+        double bh = rh / (double)oh, bw = rw / (double)ow;
+        int64_t gh = mps_roi_grid(p->sampling, bh), gw = mps_roi_grid(p->sampling, bw),
+                count = gh * gw > 1 ? gh * gw : 1;
+        for (int64_t ch = 0; ch < c; ch++) {
+            const float *img = (const float *)x->data + (b * c + ch) * h * w;
+            for (int64_t ph = 0; ph < oh; ph++)
+                for (int64_t pw = 0; pw < ow; pw++) {
+                    double acc = 0, v[4];
+                    bool first = true;
+                    for (int64_t iy = 0; iy < gh; iy++)
+                        for (int64_t ix = 0; ix < gw; ix++) {
+                            double sy = y1 + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh,
+                                   sx = x1 + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw;
+                            double s = mps_roi_sample(img, h, w, sy, sx, v);
+                            if (p->max) { /* onnxruntime's: the largest weighted corner */
+                                double m = fmax(fmax(v[0], v[1]), fmax(v[2], v[3]));
+                                acc = first || m > acc ? m : acc;
+                                first = false;
+                            } else {
+                                acc += s;
+                            }
+                        }
+                    y[((r * c + ch) * oh + ph) * ow + pw] = (float)(p->max ? acc : acc / (double)count);
+                }
+        }
+    }
     return MPS_OK;
 }

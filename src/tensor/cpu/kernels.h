@@ -160,8 +160,9 @@ size_t mps_cpu_rnn_pack(const struct mps_graph *g, const struct mps_node *n, con
 enum mps_status mps_cpu_det(const struct mps_cpu_args *a, struct mps_error *err);
 /* Einsum (einsum.c) */
 enum mps_status mps_cpu_einsum(const struct mps_cpu_args *a, struct mps_error *err);
-/* GridSample (gridsample.c) */
+/* GridSample, RoiAlign (gridsample.c) */
 enum mps_status mps_cpu_gridsample(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_roialign(const struct mps_cpu_args *a, struct mps_error *err);
 /* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (loss.c) */
 enum mps_status mps_cpu_loss(const struct mps_cpu_args *a, struct mps_error *err);
 /* layout.c */
