@@ -163,6 +163,9 @@ enum mps_status mps_cpu_einsum(const struct mps_cpu_args *a, struct mps_error *e
 /* GridSample, RoiAlign (gridsample.c) */
 enum mps_status mps_cpu_gridsample(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_roialign(const struct mps_cpu_args *a, struct mps_error *err);
+/* A softmax lane's shift (norm.c): its largest element into *mx, and the log of the
+   sum of exp(x - mx) over its n elements at stride st, in double. */
+double mps_cpu_lane_shift(const float *x, int64_t n, int64_t st, float *mx);
 /* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (loss.c) */
 enum mps_status mps_cpu_loss(const struct mps_cpu_args *a, struct mps_error *err);
 /* layout.c */

@@ -11,13 +11,8 @@
    NULL: only the target's entry t is wanted, and returned). */
 static double mps_loss_log_softmax(const float *x, int64_t len, int64_t st, float *y, int64_t t)
 {
-    float mx = -INFINITY;
-    for (int64_t c = 0; c < len; c++)
-        mx = x[c * st] > mx ? x[c * st] : mx;
-    double sum = 0;
-    for (int64_t c = 0; c < len; c++)
-        sum += exp((double)x[c * st] - mx);
-    double lsum = log(sum);
+    float mx;
+    double lsum = mps_cpu_lane_shift(x, len, st, &mx);
     if (y)
         for (int64_t c = 0; c < len; c++)
             y[c * st] = (float)((double)x[c * st] - mx - lsum);

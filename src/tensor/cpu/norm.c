@@ -169,6 +169,17 @@ enum mps_status mps_cpu_layer_norm(const struct mps_cpu_args *a, struct mps_erro
     return MPS_OK;
 }
 
+double mps_cpu_lane_shift(const float *x, int64_t n, int64_t st, float *mx)
+{
+    *mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        *mx = x[i * st] > *mx ? x[i * st] : *mx;
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++)
+        sum += exp((double)x[i * st] - *mx);
+    return log(sum);
+}
+
 /* One lane per item: the axis_len elements at stride inner. */
 static void mps_softmax_lanes(void *ctx, int64_t begin, int64_t end)
 {
@@ -178,14 +189,8 @@ static void mps_softmax_lanes(void *ctx, int64_t begin, int64_t end)
     for (int64_t l = begin; l < end; l++) {
         int64_t base = l / st * n * st + l % st;
         const float *x = (const float *)q->a->in[0].data + base;
-        float *y = (float *)q->a->out[0].data + base;
-        float mx = -INFINITY;
-        for (int64_t i = 0; i < n; i++)
-            mx = x[i * st] > mx ? x[i * st] : mx;
-        double sum = 0;
-        for (int64_t i = 0; i < n; i++)
-            sum += exp((double)x[i * st] - mx);
-        double lsum = log(sum);
+        float *y = (float *)q->a->out[0].data + base, mx;
+        double lsum = mps_cpu_lane_shift(x, n, st, &mx), sum = exp(lsum);
         for (int64_t i = 0; i < n; i++) {
             double v = (double)x[i * st] - mx;
             y[i * st] = (float)(log_out ? v - lsum : exp(v) / sum);
