@@ -1,7 +1,7 @@
 /* onnx_graph.c: a GraphProto's nodes into the graph IR: the name map
    (values by their ONNX names), each node through the op mapping
-   (onnx_ops.c), and If, folded to the branch it takes or, decided at run
-   time, both branches and an If node after them. */
+   (onnx_ops.c), If, folded to the branch it takes or, decided at run time,
+   both branches and an If node after them, and Loop, unrolled. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,7 +142,7 @@ static enum mps_status mps_onnx_branch(struct mps_onnx_ctx *c, struct mps_onnx_n
 /* The values a branch of If node n made (from first on: initializers and
    node outputs, not outer names it read before they were defined) named
    "<If>/<side>/<name>": out of reach of the other branch and the nodes
-   after the If, which may use the same names. */
+   after the If, which may use the same names (a Loop's iteration: side "<k>"). */
 static enum mps_status mps_onnx_branch_scope(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int first,
                                              const char *side, struct mps_error *err)
 {
@@ -218,6 +218,176 @@ static enum mps_status mps_onnx_if(struct mps_onnx_ctx *c, struct mps_onnx_node 
     return mps_graph_add_node(c->g, MPS_OP_IF, n->name, in, 1 + 2 * n->n_out, n->out, n->n_out, NULL, err);
 }
 
+/* Value v known once the model is loaded (folded on demand) as one integer or bool into *x; false when it
+   is computed at run time or is not one number. */
+static bool mps_onnx_known_int(struct mps_onnx_ctx *c, int v, int64_t *x, struct mps_error *err)
+{
+    bool known = false;
+    if (mps_passes_fold_value(c->g, v, &known, err) || !known || mps_shape_numel(&c->g->values[v].shape) != 1)
+        return false;
+    *x = mps_elem_get_int(c->g->values[v].data, c->g->values[v].dtype, 0);
+    return c->g->values[v].dtype != MPS_F32 && c->g->values[v].dtype != MPS_F16 && c->g->values[v].dtype != MPS_F64;
+}
+
+/* A new value named name holding the one i64 or bool v. */
+static int mps_onnx_named_scalar(struct mps_onnx_ctx *c, const char *name, enum mps_dtype dt, int64_t v)
+{
+    struct mps_shape one = {0, {0}};
+    int id = mps_onnx_define(c, name, dt, &one);
+    void *data = id >= 0 ? mps_graph_alloc(c->g, 8) : NULL;
+    if (!data)
+        return -1;
+    mps_elem_set_int(data, dt, 0, v);
+    c->g->values[id].data = data;
+    return id;
+}
+
+#define MPS_ONNX_MAX_UNROLL 1024
+#define MPS_ONNX_MAX_UNROLLED_NODES (1 << 18) /* the graph's nodes once unrolled (Loops inside Loops multiply) */
+
+/* One iteration k of Loop n's body b: its inputs bound (the iteration
+   number, the condition, the carried values cur), its nodes mapped under
+   the scope "<Loop>/<k>/", its values renamed so after; cur gets the carried
+   values out, scan[s] scan output s, *go the condition out. */
+static enum mps_status mps_onnx_iteration(struct mps_onnx_ctx *c, const struct mps_onnx_node *n,
+                                          const Onnx__GraphProto *b, int64_t k, int *cur, int carried, int *scan,
+                                          bool *go, struct mps_error *err)
+{
+    int first = c->g->n_values;
+    char side[32], outer[sizeof c->scope];
+    snprintf(side, sizeof side, "%lld", (long long)k);
+    enum mps_status st = MPS_OK;
+    const char *in0 = b->input[0]->name ? b->input[0]->name : "", *in1 = b->input[1]->name ? b->input[1]->name : "";
+    if ((in0[0] && mps_onnx_named_scalar(c, in0, MPS_I64, k) < 0) ||
+        (in1[0] && mps_onnx_named_scalar(c, in1, MPS_BOOL, 1) < 0))
+        return mps_onnx_fail(n, err, "its body's input '%s' or '%s' takes a name already used", in0, in1);
+    for (int i = 0; i < carried && !st; i++) {
+        const char *name = b->input[2 + i]->name ? b->input[2 + i]->name : "";
+        int v = mps_onnx_define(c, name, MPS_F32, NULL);
+        if (v < 0)
+            return mps_onnx_fail(n, err, "its body's input '%s' takes a name already used", name);
+        st = mps_graph_add_node(c->g, MPS_OP_IDENTITY, n->name, &cur[i], 1, &v, 1, NULL, err);
+    }
+    for (size_t i = 0; !st && i < b->n_initializer; i++) {
+        const Onnx__TensorProto *t = b->initializer[i];
+        enum mps_dtype dt;
+        struct mps_shape s;
+        const void *data;
+        if ((st = mps_onnx_tensor(c, t, t->name ? t->name : "", &dt, &s, &data, err)))
+            break;
+        int v = mps_onnx_define(c, t->name ? t->name : "", dt, &s);
+        if (v < 0)
+            return mps_onnx_fail(n, err, "its body's initializer '%s' takes a name already used", t->name);
+        c->g->values[v].data = data;
+    }
+    memcpy(outer, c->scope, sizeof outer);
+    snprintf(c->scope, sizeof c->scope, "%.150s/%s/", n->name, side);
+    c->depth++;
+    if (!st)
+        st = mps_onnx_nodes(c, b, err);
+    c->depth--;
+    memcpy(c->scope, outer, sizeof outer);
+    int64_t cond = 1;
+    for (int o = 0; !st && o < (int)b->n_output; o++) {
+        const char *name = b->output[o]->name ? b->output[o]->name : "";
+        int v = mps_onnx_lookup(c, name);
+        if (v < 0)
+            return mps_onnx_fail(n, err, "its body's output '%s' is computed by no node", name);
+        if (o == 0 && !mps_onnx_known_int(c, v, &cond, err))
+            return mps_onnx_fail(n, err,
+                                 "its body computes its condition at run time: mpsrun unrolls a Loop at load, "
+                                 "which needs it known then");
+        if (o > 0 && o <= carried)
+            cur[o - 1] = v;
+        else if (o > carried)
+            scan[o - 1 - carried] = v;
+    }
+    *go = cond != 0;
+    return st ? st : mps_onnx_branch_scope(c, n, first, side, err);
+}
+
+/* A Loop whose trip count and condition are known once the model is loaded
+   (constants, shapes, or inputs given as values) is unrolled: its body
+   mapped once an iteration (mps_onnx_iteration), the carried values handed
+   on, each scan output stacked along a new first axis. One whose count or
+   condition is computed at run time is refused by name, and so is one of
+   more than MPS_ONNX_MAX_UNROLL iterations. */
+static enum mps_status mps_onnx_loop(struct mps_onnx_ctx *c, struct mps_onnx_node *n, struct mps_error *err)
+{
+    const Onnx__AttributeProto *body = NULL;
+    for (size_t i = 0; i < n->np->n_attribute; i++) {
+        const Onnx__AttributeProto *a = n->np->attribute[i];
+        if (!a->name || strcmp(a->name, "body") || !a->has_g)
+            return mps_onnx_fail(n, err, "attribute '%s' is not supported", a->name ? a->name : "");
+        body = a;
+    }
+    int carried = n->n_in - 2;
+    if (!body || carried < 0 || carried > 16)
+        return mps_onnx_fail(n, err, "a Loop needs M, cond, at most 16 carried values and a body");
+    if (c->depth >= MPS_ONNX_MAX_NESTING)
+        return mps_onnx_fail(n, err, "subgraphs nested more than %d deep", MPS_ONNX_MAX_NESTING);
+    int64_t trips = -1, cond = 1;
+    if ((n->in[0] >= 0 && !mps_onnx_known_int(c, n->in[0], &trips, err)) ||
+        (n->in[1] >= 0 && !mps_onnx_known_int(c, n->in[1], &cond, err)))
+        return mps_onnx_fail(n, err,
+                             "its trip count or condition is computed at run time: mpsrun unrolls a Loop at "
+                             "load, which needs them known then");
+    Onnx__GraphProto *b = onnx__graph_proto__unpack(NULL, body->g.len, body->g.data);
+    if (!b)
+        return mps_onnx_fail(n, err, "its body does not decode");
+    int scans = (int)b->n_output - 1 - carried, cur[16], *scan = NULL;
+    enum mps_status st = MPS_OK;
+    if (b->n_input != (size_t)(2 + carried) || scans < 0 || scans > 64 || n->n_out > carried + scans)
+        st = mps_onnx_fail(n, err,
+                           "its body has %zu inputs and %zu outputs for %d carried values (at most 64 scan "
+                           "outputs)",
+                           b->n_input, b->n_output, carried);
+    else if (!(scan = calloc((size_t)(scans * MPS_ONNX_MAX_UNROLL + 1), sizeof *scan)))
+        st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    memcpy(cur, n->in + 2, sizeof(int) * (size_t)(carried > 0 ? carried : 0));
+    int64_t k = 0;
+    for (bool go = cond != 0; !st && go && (trips < 0 || k < trips); k++) {
+        if (k >= MPS_ONNX_MAX_UNROLL || c->g->n_nodes > MPS_ONNX_MAX_UNROLLED_NODES) {
+            st = mps_onnx_fail(n, err, "more than %d iterations, or %d nodes unrolled: too many to unroll",
+                               MPS_ONNX_MAX_UNROLL, MPS_ONNX_MAX_UNROLLED_NODES);
+            break;
+        }
+        int step[64];
+        st = mps_onnx_iteration(c, n, b, k, cur, carried, step, &go, err);
+        for (int s = 0; !st && s < scans; s++)
+            scan[s * MPS_ONNX_MAX_UNROLL + k] = step[s];
+    }
+    for (int i = 0; !st && i < n->n_out && i < carried; i++)
+        if (n->out[i] >= 0)
+            st = mps_graph_add_node(c->g, MPS_OP_IDENTITY, n->name, &cur[i], 1, &n->out[i], 1, NULL, err);
+    struct mps_shape one = {1, {1}};
+    int64_t zero = 0;
+    int axes = carried < n->n_out ? mps_onnx_const(c, n->name, MPS_I64, &one, &zero) : -1;
+    for (int s = 0; !st && carried + s < n->n_out; s++) { /* scan output s: [k, ...] */
+        if (n->out[carried + s] < 0)
+            continue;
+        if (k == 0 || k > 64 * 1024 || axes < 0) {
+            st = mps_onnx_fail(n, err, "no iteration ran: its scan output %d has no shape", s);
+            break;
+        }
+        int parts[MPS_ONNX_MAX_UNROLL];
+        union mps_op_params cat;
+        mps_op_params_default(MPS_OP_CONCAT, &cat);
+        for (int64_t j = 0; !st && j < k; j++) {
+            if ((parts[j] = mps_onnx_temp(c, n->name)) < 0)
+                st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+            else
+                st = mps_graph_add_node(c->g, MPS_OP_UNSQUEEZE, n->name,
+                                        (int[]){scan[s * MPS_ONNX_MAX_UNROLL + j], axes}, 2, &parts[j], 1, NULL, err);
+        }
+        if (!st)
+            st = mps_graph_add_node(c->g, MPS_OP_CONCAT, n->name, parts, (int)k, &n->out[carried + s], 1, &cat, err);
+    }
+    free(scan);
+    onnx__graph_proto__free_unpacked(b, NULL);
+    return st;
+}
+
 enum mps_status mps_onnx_nodes(struct mps_onnx_ctx *c, const Onnx__GraphProto *gp, struct mps_error *err)
 {
     for (size_t k = 0; k < gp->n_node; k++) {
@@ -261,8 +431,10 @@ enum mps_status mps_onnx_nodes(struct mps_onnx_ctx *c, const Onnx__GraphProto *g
                 return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
         }
         const char *domain_ok = np->domain && np->domain[0] ? np->domain : "";
-        enum mps_status st =
-            !domain_ok[0] && !strcmp(np->op_type, "If") ? mps_onnx_if(c, &n, err) : mps_onnx_map_node(c, &n, err);
+        enum mps_status st = domain_ok[0]                   ? mps_onnx_map_node(c, &n, err)
+                             : !strcmp(np->op_type, "If")   ? mps_onnx_if(c, &n, err)
+                             : !strcmp(np->op_type, "Loop") ? mps_onnx_loop(c, &n, err)
+                                                            : mps_onnx_map_node(c, &n, err);
         if (st)
             return st;
     }

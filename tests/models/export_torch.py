@@ -192,6 +192,21 @@ class LSTM2State(torch.nn.Module):
         return y, h, c
 
 
+class LoopRNN(torch.nn.Module):
+    """A recurrence written as a Python loop over the steps, scripted so that
+    the exporter writes an ONNX Loop (its trip count from the input's shape)."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = torch.zeros_like(x[0])
+        for t in range(x.size(0)):
+            h = torch.tanh(self.cell(x[t]) + h)
+        return h
+
+
 def vit_tiny():
     """torchvision's VisionTransformer in small (2 layers, 4 heads, width 64),
     its zero-initialized head drawn at random so that the output says something."""
@@ -234,6 +249,8 @@ CASES = {
     "lstm_classifier": (LSTMClassifier, (2, 50, 40), 14, True),
     "bigru_tagger": (BiGRUTagger, (3, 30, 20), 13, False),
     "lstm2_state": (LSTM2State, [(25, 2, 16), (2, 2, 24), (2, 2, 24)], 15, False),
+    # a Loop: a scripted Python loop over a recurrence's steps
+    "loop_rnn": (lambda: torch.jit.script(LoopRNN()), (6, 3, 8), 13, False),
 }
 
 # Converted to float16 (weights, compute; f32 inputs and outputs with a Cast at

@@ -291,6 +291,28 @@ save("if_nested_40.onnx", model([helper.make_node("If", ["cond"], ["y"], name="i
                                 [numpy_helper.from_array(np.array(True), "cond")]),
      "model", "Ifs nested more than 32 deep")
 
+# Loop: unrolled where its trip count and condition are known at load; refused by name where they are not
+acc_body = helper.make_graph([helper.make_node("Identity", ["c_in"], ["c_out"], name="keep"),
+                              helper.make_node("Add", ["acc_in", "x"], ["acc_out"], name="acc")], "acc",
+                             [vi("i", [], TensorProto.INT64), vi("c_in", [], TensorProto.BOOL), vi("acc_in", [2])],
+                             [vi("c_out", [], TensorProto.BOOL), vi("acc_out", [2])])
+save("loop_const_trips.onnx", model([helper.make_node("Loop", ["m", "", "zero"], ["y"], name="loop", body=acc_body)],
+                                    [vi("x", [2])], [vi("y", [2])],
+                                    [numpy_helper.from_array(np.array(3, np.int64), "m"),
+                                     numpy_helper.from_array(np.zeros(2, np.float32), "zero")]), "ok")
+save("loop_runtime_trips.onnx", model([helper.make_node("Loop", ["m", "", "x"], ["y"], name="loop_rt", body=acc_body)],
+                                      [vi("x", [2]), vi("m", [], TensorProto.INT64)], [vi("y", [2])]),
+     "model", "node 'loop_rt' (Loop): its trip count or condition is computed at run time")
+stop_body = helper.make_graph([helper.make_node("ReduceSum", ["acc_in"], ["s"], name="sum", keepdims=0),
+                               helper.make_node("Less", ["s", "ten"], ["c_out"], name="less"),
+                               helper.make_node("Add", ["acc_in", "x"], ["acc_out"], name="acc")], "stop",
+                              [vi("i", [], TensorProto.INT64), vi("c_in", [], TensorProto.BOOL), vi("acc_in", [2])],
+                              [vi("c_out", [], TensorProto.BOOL), vi("acc_out", [2])],
+                              [numpy_helper.from_array(np.array(10, np.float32), "ten")])
+save("loop_runtime_cond.onnx", model([helper.make_node("Loop", ["m", "", "x"], ["y"], name="loop_c", body=stop_body)],
+                                     [vi("x", [2])], [vi("y", [2])], [numpy_helper.from_array(np.array(3, np.int64), "m")]),
+     "model", "node 'loop_c' (Loop): its body computes its condition at run time")
+
 with open(os.path.join(OUT, "manifest.txt"), "w") as f:
     f.write("\n".join(manifest) + "\n")
 print(f"wrote {len(manifest)} files to {OUT}")
