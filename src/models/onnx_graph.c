@@ -1,7 +1,7 @@
 /* onnx_graph.c: a GraphProto's nodes into the graph IR: the name map
    (values by their ONNX names), each node through the op mapping
    (onnx_ops.c), If, folded to the branch it takes or, decided at run time,
-   both branches and an If node after them, and Loop, unrolled. */
+   both branches and an If node after them, and Loop and Scan, unrolled. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,44 +229,28 @@ static bool mps_onnx_known_int(struct mps_onnx_ctx *c, int v, int64_t *x, struct
     return c->g->values[v].dtype != MPS_F32 && c->g->values[v].dtype != MPS_F16 && c->g->values[v].dtype != MPS_F64;
 }
 
-/* A new value named name holding the one i64 or bool v. */
-static int mps_onnx_named_scalar(struct mps_onnx_ctx *c, const char *name, enum mps_dtype dt, int64_t v)
-{
-    struct mps_shape one = {0, {0}};
-    int id = mps_onnx_define(c, name, dt, &one);
-    void *data = id >= 0 ? mps_graph_alloc(c->g, 8) : NULL;
-    if (!data)
-        return -1;
-    mps_elem_set_int(data, dt, 0, v);
-    c->g->values[id].data = data;
-    return id;
-}
-
 #define MPS_ONNX_MAX_UNROLL 1024
 #define MPS_ONNX_MAX_UNROLLED_NODES (1 << 18) /* the graph's nodes once unrolled (Loops inside Loops multiply) */
 
-/* One iteration k of Loop n's body b: its inputs bound (the iteration
-   number, the condition, the carried values cur), its nodes mapped under
-   the scope "<Loop>/<k>/", its values renamed so after; cur gets the carried
-   values out, scan[s] scan output s, *go the condition out. */
+/* One iteration k of node n's body b (a Loop's or a Scan's): body input i
+   bound to value bind[i] (through an Identity named as the input), its nodes
+   mapped under the scope "<n>/<k>/" and its values renamed so after (as an
+   If's branches are); out[o] gets body output o. */
 static enum mps_status mps_onnx_iteration(struct mps_onnx_ctx *c, const struct mps_onnx_node *n,
-                                          const Onnx__GraphProto *b, int64_t k, int *cur, int carried, int *scan,
-                                          bool *go, struct mps_error *err)
+                                          const Onnx__GraphProto *b, int64_t k, const int *bind, int *out,
+                                          struct mps_error *err)
 {
     int first = c->g->n_values;
     char side[32], outer[sizeof c->scope];
     snprintf(side, sizeof side, "%lld", (long long)k);
     enum mps_status st = MPS_OK;
-    const char *in0 = b->input[0]->name ? b->input[0]->name : "", *in1 = b->input[1]->name ? b->input[1]->name : "";
-    if ((in0[0] && mps_onnx_named_scalar(c, in0, MPS_I64, k) < 0) ||
-        (in1[0] && mps_onnx_named_scalar(c, in1, MPS_BOOL, 1) < 0))
-        return mps_onnx_fail(n, err, "its body's input '%s' or '%s' takes a name already used", in0, in1);
-    for (int i = 0; i < carried && !st; i++) {
-        const char *name = b->input[2 + i]->name ? b->input[2 + i]->name : "";
-        int v = mps_onnx_define(c, name, MPS_F32, NULL);
-        if (v < 0)
+    for (size_t i = 0; i < b->n_input && !st; i++) {
+        const char *name = b->input[i]->name ? b->input[i]->name : "";
+        int v = name[0] ? mps_onnx_define(c, name, MPS_F32, NULL) : -1;
+        if (name[0] && v < 0)
             return mps_onnx_fail(n, err, "its body's input '%s' takes a name already used", name);
-        st = mps_graph_add_node(c->g, MPS_OP_IDENTITY, n->name, &cur[i], 1, &v, 1, NULL, err);
+        if (v >= 0)
+            st = mps_graph_add_node(c->g, MPS_OP_IDENTITY, n->name, &bind[i], 1, &v, 1, NULL, err);
     }
     for (size_t i = 0; !st && i < b->n_initializer; i++) {
         const Onnx__TensorProto *t = b->initializer[i];
@@ -287,23 +271,53 @@ static enum mps_status mps_onnx_iteration(struct mps_onnx_ctx *c, const struct m
         st = mps_onnx_nodes(c, b, err);
     c->depth--;
     memcpy(c->scope, outer, sizeof outer);
-    int64_t cond = 1;
-    for (int o = 0; !st && o < (int)b->n_output; o++) {
+    for (size_t o = 0; !st && o < b->n_output; o++) {
         const char *name = b->output[o]->name ? b->output[o]->name : "";
-        int v = mps_onnx_lookup(c, name);
-        if (v < 0)
+        if ((out[o] = mps_onnx_lookup(c, name)) < 0)
             return mps_onnx_fail(n, err, "its body's output '%s' is computed by no node", name);
-        if (o == 0 && !mps_onnx_known_int(c, v, &cond, err))
-            return mps_onnx_fail(n, err,
-                                 "its body computes its condition at run time: mpsrun unrolls a Loop at load, "
-                                 "which needs it known then");
-        if (o > 0 && o <= carried)
-            cur[o - 1] = v;
-        else if (o > carried)
-            scan[o - 1 - carried] = v;
     }
-    *go = cond != 0;
     return st ? st : mps_onnx_branch_scope(c, n, first, side, err);
+}
+
+/* Scan output s of node n: the steps' values step[0..count) (in that order,
+   or reversed) stacked along a new axis, into out. */
+static enum mps_status mps_onnx_stack(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, const int *step,
+                                      int64_t count, int64_t axis, bool reverse, int out, struct mps_error *err)
+{
+    struct mps_shape one = {1, {1}};
+    int axes = mps_onnx_const(c, n->name, MPS_I64, &one, &axis), parts[MPS_ONNX_MAX_UNROLL];
+    union mps_op_params cat;
+    mps_op_params_default(MPS_OP_CONCAT, &cat);
+    cat.axis.axis = axis;
+    if (count < 1)
+        return mps_onnx_fail(n, err, "no iteration ran: its scan outputs have no shape");
+    enum mps_status st = axes < 0 ? mps_fail(err, MPS_ERR_RUNTIME, "out of memory") : MPS_OK;
+    for (int64_t j = 0; !st && j < count; j++) {
+        if ((parts[j] = mps_onnx_temp(c, n->name)) < 0)
+            return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+        st = mps_graph_add_node(c->g, MPS_OP_UNSQUEEZE, n->name, (int[]){step[reverse ? count - 1 - j : j], axes}, 2,
+                                &parts[j], 1, NULL, err);
+    }
+    return st ? st : mps_graph_add_node(c->g, MPS_OP_CONCAT, n->name, parts, (int)count, &out, 1, &cat, err);
+}
+
+/* The body attribute of node n (its only one, but for the names in also), decoded into *b. */
+static enum mps_status mps_onnx_body(const struct mps_onnx_node *n, const char *also, Onnx__GraphProto **b,
+                                     struct mps_error *err)
+{
+    const Onnx__AttributeProto *body = NULL;
+    for (size_t i = 0; i < n->np->n_attribute; i++) {
+        const Onnx__AttributeProto *a = n->np->attribute[i];
+        if (a->name && !strcmp(a->name, "body") && a->has_g)
+            body = a;
+        else if (!a->name || !strstr(also, a->name))
+            return mps_onnx_fail(n, err, "attribute '%s' is not supported", a->name ? a->name : "");
+    }
+    if (!body)
+        return mps_onnx_fail(n, err, "no body");
+    if (!(*b = onnx__graph_proto__unpack(NULL, body->g.len, body->g.data)))
+        return mps_onnx_fail(n, err, "its body does not decode");
+    return MPS_OK;
 }
 
 /* A Loop whose trip count and condition are known once the model is loaded
@@ -314,16 +328,9 @@ static enum mps_status mps_onnx_iteration(struct mps_onnx_ctx *c, const struct m
    more than MPS_ONNX_MAX_UNROLL iterations. */
 static enum mps_status mps_onnx_loop(struct mps_onnx_ctx *c, struct mps_onnx_node *n, struct mps_error *err)
 {
-    const Onnx__AttributeProto *body = NULL;
-    for (size_t i = 0; i < n->np->n_attribute; i++) {
-        const Onnx__AttributeProto *a = n->np->attribute[i];
-        if (!a->name || strcmp(a->name, "body") || !a->has_g)
-            return mps_onnx_fail(n, err, "attribute '%s' is not supported", a->name ? a->name : "");
-        body = a;
-    }
     int carried = n->n_in - 2;
-    if (!body || carried < 0 || carried > 16)
-        return mps_onnx_fail(n, err, "a Loop needs M, cond, at most 16 carried values and a body");
+    if (carried < 0 || carried > 16)
+        return mps_onnx_fail(n, err, "a Loop needs M, cond and at most 16 carried values");
     if (c->depth >= MPS_ONNX_MAX_NESTING)
         return mps_onnx_fail(n, err, "subgraphs nested more than %d deep", MPS_ONNX_MAX_NESTING);
     int64_t trips = -1, cond = 1;
@@ -332,11 +339,11 @@ static enum mps_status mps_onnx_loop(struct mps_onnx_ctx *c, struct mps_onnx_nod
         return mps_onnx_fail(n, err,
                              "its trip count or condition is computed at run time: mpsrun unrolls a Loop at "
                              "load, which needs them known then");
-    Onnx__GraphProto *b = onnx__graph_proto__unpack(NULL, body->g.len, body->g.data);
-    if (!b)
-        return mps_onnx_fail(n, err, "its body does not decode");
-    int scans = (int)b->n_output - 1 - carried, cur[16], *scan = NULL;
-    enum mps_status st = MPS_OK;
+    Onnx__GraphProto *b;
+    enum mps_status st = mps_onnx_body(n, "", &b, err);
+    if (st)
+        return st;
+    int scans = (int)b->n_output - 1 - carried, bind[18], out[1 + 16 + 64], *scan = NULL;
     if (b->n_input != (size_t)(2 + carried) || scans < 0 || scans > 64 || n->n_out > carried + scans)
         st = mps_onnx_fail(n, err,
                            "its body has %zu inputs and %zu outputs for %d carried values (at most 64 scan "
@@ -344,45 +351,129 @@ static enum mps_status mps_onnx_loop(struct mps_onnx_ctx *c, struct mps_onnx_nod
                            b->n_input, b->n_output, carried);
     else if (!(scan = calloc((size_t)(scans * MPS_ONNX_MAX_UNROLL + 1), sizeof *scan)))
         st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
-    memcpy(cur, n->in + 2, sizeof(int) * (size_t)(carried > 0 ? carried : 0));
+    memcpy(bind + 2, n->in + 2, sizeof(int) * (size_t)(carried > 0 ? carried : 0));
+    struct mps_shape one = {0, {0}};
     int64_t k = 0;
+    const uint8_t yes = 1;
     for (bool go = cond != 0; !st && go && (trips < 0 || k < trips); k++) {
         if (k >= MPS_ONNX_MAX_UNROLL || c->g->n_nodes > MPS_ONNX_MAX_UNROLLED_NODES) {
             st = mps_onnx_fail(n, err, "more than %d iterations, or %d nodes unrolled: too many to unroll",
                                MPS_ONNX_MAX_UNROLL, MPS_ONNX_MAX_UNROLLED_NODES);
             break;
         }
-        int step[64];
-        st = mps_onnx_iteration(c, n, b, k, cur, carried, step, &go, err);
-        for (int s = 0; !st && s < scans; s++)
-            scan[s * MPS_ONNX_MAX_UNROLL + k] = step[s];
+        bind[0] = mps_onnx_const(c, n->name, MPS_I64, &one, &k);
+        bind[1] = mps_onnx_const(c, n->name, MPS_BOOL, &one, &yes);
+        if (bind[0] < 0 || bind[1] < 0 || (st = mps_onnx_iteration(c, n, b, k, bind, out, err)))
+            break;
+        if (!mps_onnx_known_int(c, out[0], &cond, err))
+            st = mps_onnx_fail(n, err,
+                               "its body computes its condition at run time: mpsrun unrolls a Loop at load, "
+                               "which needs it known then");
+        go = cond != 0;
+        memcpy(bind + 2, out + 1, sizeof(int) * (size_t)carried);
+        for (int s = 0; s < scans; s++)
+            scan[s * MPS_ONNX_MAX_UNROLL + k] = out[1 + carried + s];
     }
     for (int i = 0; !st && i < n->n_out && i < carried; i++)
         if (n->out[i] >= 0)
-            st = mps_graph_add_node(c->g, MPS_OP_IDENTITY, n->name, &cur[i], 1, &n->out[i], 1, NULL, err);
-    struct mps_shape one = {1, {1}};
-    int64_t zero = 0;
-    int axes = carried < n->n_out ? mps_onnx_const(c, n->name, MPS_I64, &one, &zero) : -1;
-    for (int s = 0; !st && carried + s < n->n_out; s++) { /* scan output s: [k, ...] */
-        if (n->out[carried + s] < 0)
-            continue;
-        if (k == 0 || k > 64 * 1024 || axes < 0) {
-            st = mps_onnx_fail(n, err, "no iteration ran: its scan output %d has no shape", s);
+            st = mps_graph_add_node(c->g, MPS_OP_IDENTITY, n->name, &bind[2 + i], 1, &n->out[i], 1, NULL, err);
+    for (int s = 0; !st && carried + s < n->n_out; s++) /* scan output s: [k, ...] */
+        if (n->out[carried + s] >= 0)
+            st = mps_onnx_stack(c, n, scan + s * MPS_ONNX_MAX_UNROLL, k, 0, false, n->out[carried + s], err);
+    free(scan);
+    onnx__graph_proto__free_unpacked(b, NULL);
+    return st;
+}
+
+/* Scan (opset 9 on), unrolled at load over its scan inputs' length (known
+   from their shapes): each step's body gets the states and each scan
+   input's slice at that step (Gather along its axis, from the end where its
+   direction is 1), hands the states on, and each scan output is stacked
+   along its axis (in reverse where its direction is 1). */
+static enum mps_status mps_onnx_scan(struct mps_onnx_ctx *c, struct mps_onnx_node *n, struct mps_error *err)
+{
+    int64_t m, ax_in[16] = {0}, dir_in[16] = {0}, ax_out[64] = {0}, dir_out[64] = {0};
+    int n_ax_in, n_dir_in, n_ax_out, n_dir_out;
+    enum mps_status st;
+    if (c->opset < 9)
+        return mps_onnx_fail(n, err, "op Scan of opset 8 (a batch axis and sequence_lens) is not supported");
+    if ((st = mps_attr_int(n, "num_scan_inputs", -1, &m, err)) ||
+        (st = mps_attr_ints(n, "scan_input_axes", ax_in, 16, &n_ax_in, err)) ||
+        (st = mps_attr_ints(n, "scan_input_directions", dir_in, 16, &n_dir_in, err)) ||
+        (st = mps_attr_ints(n, "scan_output_axes", ax_out, 64, &n_ax_out, err)) ||
+        (st = mps_attr_ints(n, "scan_output_directions", dir_out, 64, &n_dir_out, err)))
+        return st;
+    int states = n->n_in - (int)m;
+    if (m < 1 || m > 16 || states < 0 || states > 16 || (n_ax_in >= 0 && n_ax_in != m) ||
+        (n_dir_in >= 0 && n_dir_in != m))
+        return mps_onnx_fail(n, err,
+                             "num_scan_inputs %lld, its axes or directions do not fit its %d inputs (at most "
+                             "16 states and 16 scan inputs)",
+                             (long long)m, n->n_in);
+    if (c->depth >= MPS_ONNX_MAX_NESTING)
+        return mps_onnx_fail(n, err, "subgraphs nested more than %d deep", MPS_ONNX_MAX_NESTING);
+    int64_t len = -1;
+    for (int j = 0; j < m; j++) { /* every scan input's length along its axis, known from its shape */
+        bool known;
+        int v = n->in[states + j];
+        if (v < 0 || (st = mps_passes_fold_value(c->g, v, &known, err)))
+            return v < 0 ? mps_onnx_fail(n, err, "scan input %d is missing", j) : st;
+        const struct mps_value *x = &c->g->values[v];
+        int64_t a = ax_in[j] < 0 ? ax_in[j] + x->shape.ndim : ax_in[j];
+        if (!x->shape_known || a < 0 || a >= x->shape.ndim || (len >= 0 && x->shape.dim[a] != len))
+            return mps_onnx_fail(n, err,
+                                 "scan input %d has no known length along axis %lld, or another than the "
+                                 "first's",
+                                 j, (long long)ax_in[j]);
+        len = x->shape.dim[a], ax_in[j] = a;
+    }
+    Onnx__GraphProto *b;
+    if ((st = mps_onnx_body(n,
+                            "num_scan_inputs scan_input_axes scan_input_directions scan_output_axes "
+                            "scan_output_directions",
+                            &b, err)))
+        return st;
+    int outs = (int)b->n_output - states, bind[32], out[16 + 64], *scan = NULL;
+    if (b->n_input != (size_t)(states + m) || outs < 0 || outs > 64 || n->n_out > states + outs ||
+        (n_ax_out >= 0 && n_ax_out != outs) || (n_dir_out >= 0 && n_dir_out != outs))
+        st = mps_onnx_fail(n, err, "its body has %zu inputs and %zu outputs for %d states and %lld scan inputs",
+                           b->n_input, b->n_output, states, (long long)m);
+    else if (len > MPS_ONNX_MAX_UNROLL)
+        st = mps_onnx_fail(n, err, "%lld steps: more than the %d it unrolls", (long long)len, MPS_ONNX_MAX_UNROLL);
+    else if (!(scan = calloc((size_t)(outs * MPS_ONNX_MAX_UNROLL + 1), sizeof *scan)))
+        st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    memcpy(bind, n->in, sizeof(int) * (size_t)states);
+    struct mps_shape one = {0, {0}};
+    for (int64_t t = 0; !st && t < len; t++) {
+        if (c->g->n_nodes > MPS_ONNX_MAX_UNROLLED_NODES) {
+            st = mps_onnx_fail(n, err, "more than %d nodes unrolled: too many", MPS_ONNX_MAX_UNROLLED_NODES);
             break;
         }
-        int parts[MPS_ONNX_MAX_UNROLL];
-        union mps_op_params cat;
-        mps_op_params_default(MPS_OP_CONCAT, &cat);
-        for (int64_t j = 0; !st && j < k; j++) {
-            if ((parts[j] = mps_onnx_temp(c, n->name)) < 0)
+        for (int j = 0; !st && j < m; j++) {
+            int64_t at = dir_in[j] ? len - 1 - t : t;
+            union mps_op_params gp;
+            mps_op_params_default(MPS_OP_GATHER, &gp);
+            gp.axis.axis = ax_in[j];
+            int ix = mps_onnx_const(c, n->name, MPS_I64, &one, &at);
+            if (ix < 0 || (bind[states + j] = mps_onnx_temp(c, n->name)) < 0)
                 st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
             else
-                st = mps_graph_add_node(c->g, MPS_OP_UNSQUEEZE, n->name,
-                                        (int[]){scan[s * MPS_ONNX_MAX_UNROLL + j], axes}, 2, &parts[j], 1, NULL, err);
+                st = mps_graph_add_node(c->g, MPS_OP_GATHER, n->name, (int[]){n->in[states + j], ix}, 2,
+                                        &bind[states + j], 1, &gp, err);
         }
-        if (!st)
-            st = mps_graph_add_node(c->g, MPS_OP_CONCAT, n->name, parts, (int)k, &n->out[carried + s], 1, &cat, err);
+        if (!st && !(st = mps_onnx_iteration(c, n, b, t, bind, out, err))) {
+            memcpy(bind, out, sizeof(int) * (size_t)states);
+            for (int s = 0; s < outs; s++)
+                scan[s * MPS_ONNX_MAX_UNROLL + t] = out[states + s];
+        }
     }
+    for (int i = 0; !st && i < n->n_out && i < states; i++)
+        if (n->out[i] >= 0)
+            st = mps_graph_add_node(c->g, MPS_OP_IDENTITY, n->name, &bind[i], 1, &n->out[i], 1, NULL, err);
+    for (int s = 0; !st && states + s < n->n_out; s++)
+        if (n->out[states + s] >= 0)
+            st = mps_onnx_stack(c, n, scan + s * MPS_ONNX_MAX_UNROLL, len, ax_out[s], dir_out[s] != 0,
+                                n->out[states + s], err);
     free(scan);
     onnx__graph_proto__free_unpacked(b, NULL);
     return st;
@@ -434,6 +525,7 @@ enum mps_status mps_onnx_nodes(struct mps_onnx_ctx *c, const Onnx__GraphProto *g
         enum mps_status st = domain_ok[0]                   ? mps_onnx_map_node(c, &n, err)
                              : !strcmp(np->op_type, "If")   ? mps_onnx_if(c, &n, err)
                              : !strcmp(np->op_type, "Loop") ? mps_onnx_loop(c, &n, err)
+                             : !strcmp(np->op_type, "Scan") ? mps_onnx_scan(c, &n, err)
                                                             : mps_onnx_map_node(c, &n, err);
         if (st)
             return st;

@@ -387,6 +387,31 @@ def lppool(out, name):
     write_tensor(os.path.join(case, "test_data_set_0", "output_0.pb"), y.astype(np.float32), "output")
 
 
+def scan_reverse(out, name):
+    """A Scan built with onnx.helper (PyTorch exports none): a running sum over
+    axis 1 of x [2, 5, 3], from the end (scan_input_directions 1), its states
+    out and each step's sum stacked along axis 1 in the order of the steps;
+    the expected outputs from numpy."""
+    x = np.random.RandomState(len(name)).randn(2, 5, 3).astype(np.float32)
+    vi = lambda n, sh: onnx.helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, list(sh))
+    body = onnx.helper.make_graph([onnx.helper.make_node("Add", ["s_in", "x_t"], ["s_out"]),
+                                   onnx.helper.make_node("Identity", ["s_out"], ["y_t"])], "body",
+                                  [vi("s_in", [2, 3]), vi("x_t", [2, 3])], [vi("s_out", [2, 3]), vi("y_t", [2, 3])])
+    node = onnx.helper.make_node("Scan", ["s0", "input"], ["s_final", "output"], body=body, num_scan_inputs=1,
+                                 scan_input_axes=[1], scan_input_directions=[1], scan_output_axes=[1])
+    s0 = np.zeros((2, 3), np.float32)
+    steps = np.cumsum(x[:, ::-1, :], axis=1, dtype=np.float64).astype(np.float32)  # the steps' sums, last first
+    graph = onnx.helper.make_graph([node], name, [vi("input", x.shape)], [vi("s_final", (2, 3)), vi("output", (2, 5, 3))],
+                                   [onnx.numpy_helper.from_array(s0, "s0")])
+    case = os.path.join(out, "test_" + name)
+    os.makedirs(os.path.join(case, "test_data_set_0"), exist_ok=True)
+    onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 16)]),
+              os.path.join(case, "model.onnx"))
+    write_tensor(os.path.join(case, "test_data_set_0", "input_0.pb"), x, "input")
+    write_tensor(os.path.join(case, "test_data_set_0", "output_0.pb"), steps[:, -1, :], "s_final")
+    write_tensor(os.path.join(case, "test_data_set_0", "output_1.pb"), steps, "output")
+
+
 def to_opset18(src_case, out, name):
     """ReduceMean/ReduceSum axes attribute -> input, opset 18, weights external."""
     model = onnx.load(os.path.join(src_case, "model.onnx"))
@@ -417,11 +442,14 @@ def to_opset18(src_case, out, name):
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    out, names = sys.argv[1], sys.argv[2:] or list(CASES) + list(OPSET18) + list(LPPOOL) + list(FREE_SIZES) + list(FP16)
+    out, names = sys.argv[1], sys.argv[2:] or (list(CASES) + list(OPSET18) + list(LPPOOL) + list(FREE_SIZES) +
+                                                list(FP16) + ["scan_reverse"])
     os.makedirs(out, exist_ok=True)
     for name in names:
         if name in LPPOOL:
             lppool(out, name)
+        elif name == "scan_reverse":
+            scan_reverse(out, name)
         elif name in FP16:
             export_fp16(out, name)
         elif name in FREE_SIZES:
