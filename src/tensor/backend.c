@@ -38,8 +38,8 @@ bool mps_node_gpu_dtypes(const struct mps_graph *g, const struct mps_node *n)
     /* integer arithmetic in i64 and i32; float math in f32 and f16; comparisons of those and u8, bool */
     bool arith = op == MPS_OP_ADD || op == MPS_OP_SUB || op == MPS_OP_MUL || op == MPS_OP_DIV || op == MPS_OP_MOD ||
                  op == MPS_OP_MAX || op == MPS_OP_MIN || op == MPS_OP_SUM || op == MPS_OP_CUM_SUM;
-    bool floats = op == MPS_OP_NEG || op == MPS_OP_ABS || op == MPS_OP_SIGN || op == MPS_OP_RELU ||
-                  op == MPS_OP_CLIP || op == MPS_OP_POW || op == MPS_OP_MEAN || mps_op_is_reduce(op);
+    bool floats = op == MPS_OP_NEG || op == MPS_OP_ABS || op == MPS_OP_SIGN || op == MPS_OP_RELU || op == MPS_OP_CLIP ||
+                  op == MPS_OP_POW || op == MPS_OP_MEAN || op == MPS_OP_MAX_POOL || mps_op_is_reduce(op);
     bool logic = mps_op_is_logic(op) && op != MPS_OP_WHERE;
     for (int i = 0; i < n->n_in + n->n_out; i++) {
         int v = i < n->n_in ? n->in[i] : n->out[i - n->n_in];

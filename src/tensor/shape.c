@@ -348,7 +348,9 @@ static enum mps_status mps_shape_spatial_input(const struct mps_graph *g, const 
                                                struct mps_error *err)
 {
     const struct mps_value *x = mps_shape_in(g, n, 0);
-    enum mps_status st = mps_shape_need_dtype(g, n, 0, MPS_DT_FLOAT, err);
+    bool bytes = n->op == MPS_OP_MAX_POOL && !(n->n_out > 1 && n->p.pool.column_major); /* ONNX's int8 and uint8 */
+    enum mps_status st =
+        mps_shape_need_dtype(g, n, 0, MPS_DT_FLOAT | (bytes ? MPS_DT(MPS_U8) | MPS_DT(MPS_I8) : 0), err);
     if (st)
         return st;
     *sp = x->shape.ndim - 2;
@@ -441,7 +443,7 @@ static enum mps_status mps_shape_pool(struct mps_graph *g, struct mps_node *n, s
         if (out.dim[2 + i] < 1)
             return mps_shape_fail(n, err, "the output would be empty along spatial axis %d", i);
     }
-    mps_shape_set(g, n, 0, MPS_F32, &out);
+    mps_shape_set(g, n, 0, x->dtype, &out);
     if (n->n_out > 1) /* MaxPool's Indices */
         mps_shape_set(g, n, 1, MPS_I64, &out);
     return MPS_OK;

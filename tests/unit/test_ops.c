@@ -312,6 +312,10 @@ static const struct th_case th_cases[] = {
      P(conv, .win = {.stride = {2, 2}, .dilation = {1, 1}, .auto_pad = MPS_AUTO_PAD_SAME_UPPER}, .group = 1),
      IN(F(1, 1, 3, 3), F(1, 1, 3, 3)), OUT(S(1, 1, 6, 6))},
     /* MaxPool */
+    {"MaxPool u8 3x3 stride 2 pads 1, dilation 1", MPS_OP_MAX_POOL, P(pool, .win = WIN2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1)),
+     IN(IR(MPS_U8, 0, 255, 2, 2, 7, 6)), OUT(S(2, 2, 4, 3))},
+    {"MaxPool i8 2x2 stride 1 with Indices", MPS_OP_MAX_POOL, P(pool, .win = WIN2(2, 2, 1, 1, 1, 1, 0, 0, 0, 0)),
+     IN(IR(MPS_I8, -128, 127, 1, 2, 5, 4)), OUT(S(1, 2, 4, 3), S(1, 2, 4, 3))},
     {"MaxPool 2x2 stride 2", MPS_OP_MAX_POOL, P(pool, .win = WIN2(2, 2, 2, 2, 1, 1, 0, 0, 0, 0)), IN(F(1, 3, 8, 8)),
      OUT(S(1, 3, 4, 4))},
     {"MaxPool 2x2 stride 2, odd sizes, rows over 64 outputs", MPS_OP_MAX_POOL,

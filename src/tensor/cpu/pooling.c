@@ -334,11 +334,45 @@ struct mps_cpu_window3 mps_cpu_window3(const struct mps_window *w, const struct 
     return q;
 }
 
+/* MaxPool of u8 or i8 (shape.c lets no other integer in), element by
+   element: each output the largest input its window covers inside the
+   image (padding never wins), exact. */
+static void mps_pool_ints(const struct mps_cpu_args *a, const struct mps_cpu_window3 *w)
+{
+    const struct mps_tensor *x = &a->in[0];
+    int64_t planes = x->shape.dim[0] * x->shape.dim[1], in = w->in[0] * w->in[1] * w->in[2],
+            out = w->out[0] * w->out[1] * w->out[2];
+    for (int64_t p = 0; p < planes; p++)
+        for (int64_t o = 0; o < out; o++) {
+            int64_t od = o / (w->out[1] * w->out[2]), oh = o / w->out[2] % w->out[1], ow = o % w->out[2], best = -1;
+            for (int64_t kd = 0; kd < w->k[0]; kd++)
+                for (int64_t kh = 0; kh < w->k[1]; kh++)
+                    for (int64_t kw = 0; kw < w->k[2]; kw++) {
+                        int64_t d = od * w->s[0] - w->pb[0] + kd * w->d[0], h = oh * w->s[1] - w->pb[1] + kh * w->d[1],
+                                c = ow * w->s[2] - w->pb[2] + kw * w->d[2];
+                        if (d < 0 || d >= w->in[0] || h < 0 || h >= w->in[1] || c < 0 || c >= w->in[2])
+                            continue;
+                        int64_t at = p * in + (d * w->in[1] + h) * w->in[2] + c;
+                        if (best < 0 ||
+                            mps_elem_get_int(x->data, x->dtype, at) > mps_elem_get_int(x->data, x->dtype, best))
+                            best = at;
+                    }
+            mps_elem_set_int(a->out[0].data, x->dtype, p * out + o,
+                             best < 0 ? 0 : mps_elem_get_int(x->data, x->dtype, best));
+            if (a->node->n_out > 1) /* Indices: the flat offset in the input */
+                ((int64_t *)a->out[1].data)[p * out + o] = best < 0 ? 0 : best;
+        }
+}
+
 enum mps_status mps_cpu_pool(const struct mps_cpu_args *a, struct mps_error *err)
 {
     const struct mps_shape *x = &a->in[0].shape;
     struct mps_pool_job q = {.a = a, .w = mps_cpu_window3(&a->node->p.pool.win, x, &a->out[0].shape)};
     (void)err;
+    if (a->in[0].dtype != MPS_F32) {
+        mps_pool_ints(a, &q.w);
+        return MPS_OK;
+    }
     mps_pool_for(a->pool, x->dim[0] * x->dim[1], q.w.out[0] * q.w.out[1] * q.w.out[2] * q.w.k[0] * q.w.k[1] * q.w.k[2],
                  mps_pool_planes, &q);
     return MPS_OK;
