@@ -431,6 +431,14 @@ static enum mps_status mps_map_gridsample(struct mps_onnx_ctx *c, struct mps_onn
     return MPS_OK;
 }
 
+static enum mps_status mps_map_compress(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                        struct mps_error *err)
+{
+    (void)c;
+    p->compress.has_axis = mps_attr(n, "axis") != NULL;
+    return mps_attr_int(n, "axis", 0, &p->compress.axis, err);
+}
+
 static enum mps_status mps_map_revseq(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                       struct mps_error *err)
 {
@@ -546,6 +554,8 @@ const struct mps_onnx_rule mps_onnx_rules_tensor[] = {
     {"Trilu", MPS_OP_TRILU, "upper", mps_map_trilu},
     {"EyeLike", MPS_OP_EYE_LIKE, "dtype k", mps_map_eyelike},
     {"ReverseSequence", MPS_OP_REVERSE_SEQUENCE, "batch_axis time_axis", mps_map_revseq},
+    {"Compress", MPS_OP_COMPRESS, "axis", mps_map_compress},
+    {"NonZero", MPS_OP_NON_ZERO, "", NULL},
     {"GridSample", MPS_OP_GRID_SAMPLE, "align_corners mode padding_mode", mps_map_gridsample},
     {"CumSum", MPS_OP_CUM_SUM, "exclusive reverse", mps_map_cumsum},
     {"Tile", MPS_OP_TILE, "", NULL},

@@ -270,6 +270,16 @@ struct mps_revseq_params {
     int64_t batch_axis, time_axis;
 };
 
+/* Compress: the slices along axis (or, without one, the elements of the
+   input flattened) where the constant bool condition is true; a condition
+   shorter than the axis leaves the rest out, a longer one is read as far as
+   the axis goes. NonZero takes a constant input (a plan has one shape per
+   value: neither output's shape may depend on what a run feeds). */
+struct mps_compress_params {
+    bool has_axis;
+    int64_t axis; /* resolved >= 0 */
+};
+
 /* CumSum along axis (resolved from its input, >= 0): exclusive leaves each
    element out of its own sum; reverse sums from the end of the axis. */
 struct mps_cumsum_params {
@@ -412,6 +422,7 @@ union mps_op_params {
     struct mps_trilu_params trilu;
     struct mps_eye_params eye;
     struct mps_revseq_params revseq;
+    struct mps_compress_params compress;
     struct mps_cumsum_params cumsum;
     struct mps_lrn_params lrn;
     struct mps_range_params range;

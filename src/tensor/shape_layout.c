@@ -602,6 +602,43 @@ static enum mps_status mps_shape_revseq(struct mps_graph *g, struct mps_node *n,
     return MPS_OK;
 }
 
+/* The count of true (nonzero) elements among the first n of constant value v. */
+static int64_t mps_shape_count_true(const struct mps_value *v, int64_t n)
+{
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; i++)
+        count += mps_shape_const_at(v, i) != 0;
+    return count;
+}
+
+/* Compress (op.h): a constant bool condition. */
+static enum mps_status mps_shape_compress(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0), *cond = mps_shape_in(g, n, 1);
+    struct mps_compress_params *p = &n->p.compress;
+    if (!cond->data || cond->dtype != MPS_BOOL || cond->shape.ndim != 1)
+        return mps_shape_fail(n, err, "its condition must be a constant 1-D bool: the output's shape depends on it");
+    enum mps_status st = p->has_axis ? mps_shape_resolve_axis(n, &p->axis, x->shape.ndim, err) : MPS_OK;
+    if (st)
+        return st;
+    int64_t len = p->has_axis ? x->shape.dim[p->axis] : mps_shape_numel(&x->shape), c = cond->shape.dim[0];
+    struct mps_shape y = p->has_axis ? x->shape : (struct mps_shape){1, {0}};
+    y.dim[p->has_axis ? p->axis : 0] = mps_shape_count_true(cond, c < len ? c : len);
+    mps_shape_set(g, n, 0, x->dtype, &y);
+    return MPS_OK;
+}
+
+/* NonZero: a constant input; [rank, count] int64. */
+static enum mps_status mps_shape_nonzero(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    if (!x->data)
+        return mps_shape_fail(n, err, "its input must be a constant: the output's shape depends on it");
+    struct mps_shape y = {2, {x->shape.ndim, mps_shape_count_true(x, mps_shape_numel(&x->shape))}};
+    mps_shape_set(g, n, 0, MPS_I64, &y);
+    return MPS_OK;
+}
+
 /* Tile: a constant repeat (>= 0) per axis. */
 static enum mps_status mps_shape_tile(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
@@ -733,6 +770,8 @@ const mps_shape_rule mps_shape_layout_rules[MPS_OP_COUNT] = {
     [MPS_OP_TRILU] = mps_shape_trilu,
     [MPS_OP_EYE_LIKE] = mps_shape_eyelike,
     [MPS_OP_REVERSE_SEQUENCE] = mps_shape_revseq,
+    [MPS_OP_COMPRESS] = mps_shape_compress,
+    [MPS_OP_NON_ZERO] = mps_shape_nonzero,
     [MPS_OP_CUM_SUM] = mps_shape_cumsum,
     [MPS_OP_TILE] = mps_shape_tile,
     [MPS_OP_RANGE] = mps_shape_range,

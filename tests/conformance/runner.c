@@ -15,7 +15,8 @@
    Integer and one-element inputs (shapes, axes, bounds the suite feeds at
    run time) are given to the loader as values: mpsrun compiles a model for
    them, as it does for input shapes; so are short float lists (Resize's
-   scales and roi) where the model does not load without them.
+   scales and roi) and small bool tensors (Compress's condition, NonZero's
+   input) where the model does not load without them, as `mpsrun infer` does.
    A test is skipped, with its reason, when it uses an op outside mpsrun's
    set, a data type mpsrun does not support, or training mode; anything else
    that goes wrong is a failure. EXPECTED lists the tests that must pass (one
@@ -47,7 +48,8 @@ struct mps_conf_set {
 static bool mps_conf_is_param(const struct mps_tensor *t, bool lists)
 {
     return t->dtype == MPS_I64 || t->dtype == MPS_I32 || mps_shape_numel(&t->shape) <= 1 ||
-           (lists && t->shape.ndim == 1 && t->shape.dim[0] <= 2 * MPS_MAX_DIMS);
+           (lists && t->shape.ndim == 1 && t->shape.dim[0] <= 2 * MPS_MAX_DIMS) ||
+           (lists && t->dtype == MPS_BOOL && mps_shape_numel(&t->shape) <= 64);
 }
 
 static int mps_conf_cmp(const void *a, const void *b)

@@ -313,6 +313,11 @@ save("loop_runtime_cond.onnx", model([helper.make_node("Loop", ["m", "", "x"], [
                                      [vi("x", [2])], [vi("y", [2])], [numpy_helper.from_array(np.array(3, np.int64), "m")]),
      "model", "node 'loop_c' (Loop): its body computes its condition at run time")
 
+# an output shape that would depend on what a run feeds: refused by name
+save("compress_runtime_cond.onnx", model([helper.make_node("Compress", ["x", "c"], ["y"], name="comp", axis=0)],
+                                         [vi("x", [4]), vi("c", [4], TensorProto.BOOL)], [vi("y", None)]),
+     "model", "node 'comp' (Compress): its condition must be a constant")
+
 with open(os.path.join(OUT, "manifest.txt"), "w") as f:
     f.write("\n".join(manifest) + "\n")
 print(f"wrote {len(manifest)} files to {OUT}")

@@ -866,6 +866,8 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     case MPS_OP_GRID_SAMPLE: ref_gridsample(&p->gridsample, in, out); break;
     case MPS_OP_EINSUM: ref_einsum(p->einsum.equation, in, n_in, out); break;
     case MPS_OP_DET: ref_det(in, out); break;
+    case MPS_OP_COMPRESS:
+    case MPS_OP_NON_ZERO: ref_select(op, &p->compress, in, out); break;
     case MPS_OP_MAX_UNPOOL: ref_unpool(&p->pool, in, out); break;
     case MPS_OP_ROI_ALIGN: ref_roialign(&p->roialign, in, out); break;
     case MPS_OP_REVERSE_SEQUENCE: ref_revseq(&p->revseq, in, out); break;

@@ -28,6 +28,9 @@ void ref_global_pool(enum mps_op op, double lp, const struct ref_tensor *in, str
 /* RNN, GRU, LSTM: every output (op.h has their inputs). */
 void ref_rnn(enum mps_op op, const struct mps_rnn_params *p, const struct ref_tensor *in, int n_in,
              struct ref_tensor *out);
+/* Compress and NonZero. */
+void ref_select(enum mps_op op, const struct mps_compress_params *p, const struct ref_tensor *in,
+                struct ref_tensor *out);
 /* ReverseSequence; Det (by Laplace expansion). */
 void ref_revseq(const struct mps_revseq_params *p, const struct ref_tensor *in, struct ref_tensor *out);
 void ref_det(const struct ref_tensor *in, struct ref_tensor *out);

@@ -190,6 +190,8 @@ enum mps_status mps_cpu_onehot(const struct mps_cpu_args *a, struct mps_error *e
 enum mps_status mps_cpu_trilu(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_eyelike(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_revseq(const struct mps_cpu_args *a, struct mps_error *err); /* ReverseSequence */
+enum mps_status mps_cpu_compress(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_nonzero(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_cumsum(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_resize(const struct mps_cpu_args *a, struct mps_error *err);
 size_t mps_cpu_resize_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,

@@ -460,6 +460,50 @@ enum mps_status mps_cpu_revseq(const struct mps_cpu_args *a, struct mps_error *e
     return MPS_OK;
 }
 
+enum mps_status mps_cpu_compress(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_compress_params *p = &a->node->p.compress;
+    const struct mps_tensor *x = &a->in[0], *cond = &a->in[1];
+    const uint8_t *keep = cond->data;
+    int64_t len = p->has_axis ? x->shape.dim[p->axis] : mps_shape_numel(&x->shape), outer = 1, inner = 1;
+    for (int d = 0; p->has_axis && d < x->shape.ndim; d++)
+        if (d < p->axis)
+            outer *= x->shape.dim[d];
+        else if (d > p->axis)
+            inner *= x->shape.dim[d];
+    size_t row = (size_t)inner * mps_dtype_size(x->dtype);
+    int64_t c = cond->shape.dim[0] < len ? cond->shape.dim[0] : len, kept = 0;
+    for (int64_t k = 0; k < c; k++)
+        kept += keep[k] != 0;
+    unsigned char *y = a->out[0].data;
+    (void)err;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t k = 0, at = 0; k < c; k++)
+            if (keep[k])
+                memcpy(y + (size_t)(o * kept + at++) * row,
+                       (const unsigned char *)x->data + (size_t)(o * len + k) * row, row);
+    return MPS_OK;
+}
+
+enum mps_status mps_cpu_nonzero(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_tensor *x = &a->in[0];
+    int64_t n = mps_shape_numel(&x->shape), count = a->out[0].shape.dim[1], at = 0, idx[MPS_MAX_DIMS];
+    int64_t *y = a->out[0].data;
+    (void)err;
+    for (int64_t i = 0; i < n; i++) {
+        if (mps_elem_get(x->data, x->dtype, i) == 0)
+            continue;
+        int64_t rem = i;
+        for (int d = x->shape.ndim - 1; d >= 0; d--)
+            idx[d] = rem % x->shape.dim[d], rem /= x->shape.dim[d];
+        for (int d = 0; d < x->shape.ndim; d++)
+            y[d * count + at] = idx[d];
+        at++;
+    }
+    return MPS_OK;
+}
+
 enum mps_status mps_cpu_tile(const struct mps_cpu_args *a, struct mps_error *err)
 {
     int64_t src[MPS_MAX_DIMS], dst[MPS_MAX_DIMS];
