@@ -32,20 +32,17 @@ static double mps_gs_reflect(double x, double lo, double hi)
 /* The image's pixel at row r, column c by the padding rule. */
 static double mps_gs_pixel(const struct mps_gs_job *q, const float *img, double r, double c)
 {
-    if (q->p->padding == MPS_PAD_CONSTANT && (r < 0 || r >= q->h || c < 0 || c >= q->w))
+    double h = (double)q->h, w = (double)q->w;
+    if (q->p->padding == MPS_PAD_CONSTANT && (r < 0 || r >= h || c < 0 || c >= w))
         return 0;
     if (q->p->padding == MPS_PAD_REFLECT) {
         c = trunc(mps_gs_reflect(c, q->lo[0], q->hi[0]));
         r = trunc(mps_gs_reflect(r, q->lo[1], q->hi[1]));
     }
     /* border, and the reflected index kept inside whatever rounding did */
-    int64_t ri = r < 0          ? 0
-                 : r > q->h - 1 ? q->h - 1
-                                : (int64_t)r,
-            ci = c < 0          ? 0
-                 : c > q->w - 1 ? q->w - 1
-                                : (int64_t)c;
-    return img[ri * q->w + ci];
+    r = r < 0 ? 0 : r > h - 1 ? h - 1 : r;
+    c = c < 0 ? 0 : c > w - 1 ? w - 1 : c;
+    return img[(int64_t)r * q->w + (int64_t)c];
 }
 
 /* Keys' cubic weights of the four taps around a point t past the second (A = -0.75). */
