@@ -101,6 +101,27 @@ int mps_onnx_const(struct mps_onnx_ctx *c, const char *hint, enum mps_dtype dt, 
     return v;
 }
 
+/* The initializers of subgraph b (an If's branch what, a Loop's or Scan's body) as constants of the graph. */
+static enum mps_status mps_onnx_initializers(struct mps_onnx_ctx *c, const struct mps_onnx_node *n,
+                                             const Onnx__GraphProto *b, const char *what, struct mps_error *err)
+{
+    for (size_t i = 0; i < b->n_initializer; i++) {
+        const Onnx__TensorProto *t = b->initializer[i];
+        const char *name = t->name ? t->name : "";
+        enum mps_dtype dt;
+        struct mps_shape s;
+        const void *data;
+        enum mps_status st = mps_onnx_tensor(c, t, name, &dt, &s, &data, err);
+        if (st)
+            return st;
+        int v = mps_onnx_define(c, name, dt, &s);
+        if (v < 0)
+            return mps_onnx_fail(n, err, "its %s's initializer '%s' takes a name already used", what, name);
+        c->g->values[v].data = data;
+    }
+    return MPS_OK;
+}
+
 /* Maps branch side (1: then_branch, 0: else_branch) of If node n into the
    graph, its outputs' values into outs[n->n_out]. */
 static enum mps_status mps_onnx_branch(struct mps_onnx_ctx *c, struct mps_onnx_node *n,
@@ -112,20 +133,8 @@ static enum mps_status mps_onnx_branch(struct mps_onnx_ctx *c, struct mps_onnx_n
     enum mps_status st = MPS_OK;
     if (b->n_output != (size_t)n->n_out)
         st = mps_onnx_fail(n, err, "its %s has %zu outputs, the If %d", side->name, b->n_output, n->n_out);
-    for (size_t i = 0; !st && i < b->n_initializer; i++) {
-        const Onnx__TensorProto *t = b->initializer[i];
-        enum mps_dtype dt;
-        struct mps_shape s;
-        const void *data;
-        if ((st = mps_onnx_tensor(c, t, t->name ? t->name : "", &dt, &s, &data, err)))
-            break;
-        int v = mps_onnx_define(c, t->name ? t->name : "", dt, &s);
-        if (v < 0)
-            st = mps_onnx_fail(n, err, "its %s's initializer '%s' takes a name already used", side->name,
-                               t->name ? t->name : "");
-        else
-            c->g->values[v].data = data;
-    }
+    if (!st)
+        st = mps_onnx_initializers(c, n, b, side->name, err);
     c->depth++;
     if (!st)
         st = mps_onnx_nodes(c, b, err);
@@ -252,18 +261,8 @@ static enum mps_status mps_onnx_iteration(struct mps_onnx_ctx *c, const struct m
         if (v >= 0)
             st = mps_graph_add_node(c->g, MPS_OP_IDENTITY, n->name, &bind[i], 1, &v, 1, NULL, err);
     }
-    for (size_t i = 0; !st && i < b->n_initializer; i++) {
-        const Onnx__TensorProto *t = b->initializer[i];
-        enum mps_dtype dt;
-        struct mps_shape s;
-        const void *data;
-        if ((st = mps_onnx_tensor(c, t, t->name ? t->name : "", &dt, &s, &data, err)))
-            break;
-        int v = mps_onnx_define(c, t->name ? t->name : "", dt, &s);
-        if (v < 0)
-            return mps_onnx_fail(n, err, "its body's initializer '%s' takes a name already used", t->name);
-        c->g->values[v].data = data;
-    }
+    if (!st)
+        st = mps_onnx_initializers(c, n, b, "body", err);
     memcpy(outer, c->scope, sizeof outer);
     snprintf(c->scope, sizeof c->scope, "%.150s/%s/", n->name, side);
     c->depth++;
