@@ -37,6 +37,19 @@ struct mps_onnx_opts {
     const struct mps_tensor *values; /* optional, n_shapes entries: an input whose .data is set becomes that
                                         constant (shape tensors, axes, bounds given at run time in a file) */
     bool no_optimize;               /* skip Identity removal and BatchNormalization folding */
+    const int *counts;              /* per input of the file (its runtime ones, in order): how many tensors a sequence
+                                       input holds, for an optional 1 or, empty, -1; NULL: none is given (a model with
+                                       such an input then fails). shapes[] and values[] take their tensors in place. */
+};
+
+/* What a graph input or output of the file is. A sequence or optional is
+   count tensors of the graph (inputs from first on, named "name[i]"; outputs
+   likewise): sequences exist at load only, every position known then. */
+enum mps_io_kind { MPS_IO_TENSOR, MPS_IO_SEQUENCE, MPS_IO_OPTIONAL };
+struct mps_model_io {
+    const char *name; /* graph-owned */
+    enum mps_io_kind kind;
+    int first, count; /* the graph's inputs (outputs) [first, first + count); an empty optional: count 0 */
 };
 
 struct mps_model_meta {
@@ -61,6 +74,8 @@ struct mps_model {
     enum mps_dtype *output_dtype;   /* per graph output, as the file declares it: f16 where the graph's output is
                                        f32 (holding f16 values); else the graph's */
     int n_widened;                  /* f16 and bf16 tensors, inputs, outputs and Casts computed in f32 */
+    struct mps_model_io *in_io, *out_io; /* per input (output) of the file: the graph's that hold it */
+    int n_in_io, n_out_io;
 };
 
 /* Loads the ONNX file path. On failure *model is NULL and err says why:
@@ -100,6 +115,9 @@ int mps_onnx_inputs(const struct mps_onnx_file *f, const char **names, struct mp
    outputs' ranks, a classifier's classes) can be read from it. */
 enum mps_status mps_onnx_model_free(const struct mps_onnx_file *f, int n, const struct mps_shape *shapes,
                                     struct mps_model **model, struct mps_error *err);
+/* The kinds of the file's runtime inputs (outputs: of its outputs), in
+   order, into kinds[max]: their number, or -1 when there are more. */
+int mps_onnx_io_kinds(const struct mps_onnx_file *f, bool outputs, enum mps_io_kind *kinds, int max);
 /* The path it was opened from. */
 const char *mps_onnx_path(const struct mps_onnx_file *f);
 /* NULL is a no-op. */
@@ -124,6 +142,11 @@ bool mps_model_probabilities(const struct mps_model *m, int i);
 /* Reads a serialized TensorProto file (the ONNX test suite's input_0.pb) into
    a new buffer (*data, free with free()) of dtype and shape *t. */
 enum mps_status mps_onnx_read_tensor_file(const char *path, struct mps_tensor *t, struct mps_error *err);
+/* The same for a value of kind: a TensorProto, a SequenceProto or an
+   OptionalProto (of a tensor or a sequence), its tensors into t[max] (free
+   each .data): *n of them; an empty optional *n -1. */
+enum mps_status mps_onnx_read_value_file(const char *path, enum mps_io_kind kind, struct mps_tensor *t, int max, int *n,
+                                         struct mps_error *err);
 
 /* Graph passes (passes.c). mps_onnx_load runs the first two. */
 /* Shape inference over the whole graph, folding every node whose inputs are

@@ -92,28 +92,22 @@ static enum mps_status mps_onnx_read_file(const char *path, unsigned char **buf,
     return st;
 }
 
-enum mps_status mps_onnx_read_tensor_file(const char *path, struct mps_tensor *t, struct mps_error *err)
+/* Tensor tp decoded into *t, its data a copy of its own (what: for messages). */
+static enum mps_status mps_onnx_tensor_copy(const Onnx__TensorProto *tp, const char *what, struct mps_tensor *t,
+                                            struct mps_error *err)
 {
-    unsigned char *buf;
-    size_t len;
-    enum mps_status st = mps_onnx_read_file(path, &buf, &len, err);
-    if (st)
-        return st == MPS_ERR_MODEL ? MPS_ERR_INPUT : st;
-    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
-    free(buf);
-    if (!tp)
-        return mps_fail(err, MPS_ERR_INPUT, "not a serialized ONNX TensorProto");
     struct mps_graph *g = mps_graph_new();
     struct mps_onnx_ctx c = {.g = g, .dir = "."};
     const void *data = NULL;
     enum mps_dtype dt;
     struct mps_shape s;
+    enum mps_status st;
     if (!g)
         st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     else if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
         st = mps_fail(err, MPS_ERR_INPUT, "tensor file with external data");
     else
-        st = mps_onnx_tensor(&c, tp, tp->name ? tp->name : path, &dt, &s, &data, err);
+        st = mps_onnx_tensor(&c, tp, tp->name ? tp->name : what, &dt, &s, &data, err);
     if (st == MPS_OK) {
         size_t bytes = (size_t)mps_shape_numel(&s) * mps_dtype_size(dt);
         void *copy = malloc(bytes ? bytes : 1);
@@ -126,8 +120,53 @@ enum mps_status mps_onnx_read_tensor_file(const char *path, struct mps_tensor *t
     } else if (st == MPS_ERR_MODEL) {
         st = MPS_ERR_INPUT;
     }
-    onnx__tensor_proto__free_unpacked(tp, NULL);
     mps_graph_free(g);
+    return st;
+}
+
+enum mps_status mps_onnx_read_tensor_file(const char *path, struct mps_tensor *t, struct mps_error *err)
+{
+    int n;
+    return mps_onnx_read_value_file(path, MPS_IO_TENSOR, t, 1, &n, err);
+}
+
+enum mps_status mps_onnx_read_value_file(const char *path, enum mps_io_kind kind, struct mps_tensor *t, int max, int *n,
+                                         struct mps_error *err)
+{
+    unsigned char *buf;
+    size_t len;
+    *n = 0;
+    enum mps_status st = mps_onnx_read_file(path, &buf, &len, err);
+    if (st)
+        return st == MPS_ERR_MODEL ? MPS_ERR_INPUT : st;
+    Onnx__TensorProto *tp = kind == MPS_IO_TENSOR ? onnx__tensor_proto__unpack(NULL, len, buf) : NULL;
+    Onnx__OptionalProto *op = kind == MPS_IO_OPTIONAL ? onnx__optional_proto__unpack(NULL, len, buf) : NULL;
+    Onnx__SequenceProto *sp = kind == MPS_IO_SEQUENCE ? onnx__sequence_proto__unpack(NULL, len, buf)
+                              : op                    ? op->sequence_value
+                                                      : NULL;
+    free(buf);
+    const Onnx__TensorProto *one = tp ? tp : op ? op->tensor_value : NULL;
+    if (!tp && !op && !sp)
+        st = mps_fail(err, MPS_ERR_INPUT, "not a serialized ONNX %s",
+                      kind == MPS_IO_TENSOR     ? "TensorProto"
+                      : kind == MPS_IO_SEQUENCE ? "SequenceProto"
+                                                : "OptionalProto");
+    else if (op && !one && !sp)
+        *n = -1;
+    else if ((one ? 1 : (int64_t)sp->n_tensor_values) > max)
+        st = mps_fail(err, MPS_ERR_INPUT, "more than %d tensors", max);
+    for (size_t i = 0; !st && *n >= 0 && i < (one ? 1 : sp->n_tensor_values); i++) {
+        if (!(st = mps_onnx_tensor_copy(one ? one : sp->tensor_values[i], path, &t[*n], err)))
+            (*n)++;
+    }
+    for (int i = 0; st && i < *n; i++)
+        free(t[i].data);
+    if (tp)
+        onnx__tensor_proto__free_unpacked(tp, NULL);
+    if (op)
+        onnx__optional_proto__free_unpacked(op, NULL);
+    else if (sp)
+        onnx__sequence_proto__free_unpacked(sp, NULL);
     return st;
 }
 
@@ -178,17 +217,39 @@ static enum mps_status mps_onnx_opsets(struct mps_model *m, const Onnx__ModelPro
     return MPS_OK;
 }
 
-/* Declares graph input vi with the shape in the file, symbolic dims taken
-   from the caller's shape (or 1). */
-static enum mps_status mps_onnx_input(struct mps_onnx_ctx *c, struct mps_model *m, const Onnx__ValueInfoProto *vi,
-                                      int k, const struct mps_onnx_opts *opts, struct mps_error *err)
+/* Whether name is one of gp's initializers (IR < 4 lists them among the inputs). */
+static bool mps_onnx_is_initializer(const Onnx__GraphProto *gp, const char *name)
 {
-    const char *name = vi->name ? vi->name : "";
-    const Onnx__TypeProto *tp = vi->type;
-    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
-        return mps_fail(err, MPS_ERR_MODEL, "graph input '%s' is not a tensor (sequences, maps and optionals are "
-                        "not supported)", name);
-    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    for (size_t k = 0; name && k < gp->n_initializer; k++)
+        if (gp->initializer[k]->name && !strcmp(gp->initializer[k]->name, name))
+            return true;
+    return false;
+}
+
+/* The tensor type of tp, of the elements where it is a sequence, an
+   optional or an optional sequence (*kind says which); NULL for another. */
+static const Onnx__TypeProto__Tensor *mps_onnx_tensor_type(const Onnx__TypeProto *tp, enum mps_io_kind *kind, bool *seq)
+{
+    *kind = MPS_IO_TENSOR;
+    *seq = false;
+    if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && tp->optional_type) {
+        *kind = MPS_IO_OPTIONAL;
+        tp = tp->optional_type->elem_type;
+    }
+    if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && tp->sequence_type) {
+        *kind = *kind == MPS_IO_OPTIONAL ? MPS_IO_OPTIONAL : MPS_IO_SEQUENCE;
+        *seq = true;
+        tp = tp->sequence_type->elem_type;
+    }
+    return tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ? tp->tensor_type : NULL;
+}
+
+/* Declares graph input name of tensor type tt with the shape in the file,
+   symbolic dims taken from the caller's shape (or 1). */
+static enum mps_status mps_onnx_input(struct mps_onnx_ctx *c, struct mps_model *m, const char *name,
+                                      const Onnx__TypeProto__Tensor *tt, int k, const struct mps_onnx_opts *opts,
+                                      struct mps_error *err)
+{
     enum mps_dtype dt;
     if (!mps_onnx_dtype(tt->elem_type, &dt))
         return mps_fail(err, MPS_ERR_MODEL, "graph input '%s' has data type %s, which mpsrun does not support", name,
@@ -326,12 +387,94 @@ static enum mps_status mps_onnx_output(struct mps_onnx_ctx *c, struct mps_model 
     return mps_graph_add_output(c->g, out, err);
 }
 
+/* Runtime input vi of the file: a tensor (graph input *k), or a sequence or
+   optional of opts->counts tensors (graph inputs *k on, "name[i]"); *k
+   moves past them. */
+static enum mps_status mps_onnx_input_io(struct mps_onnx_ctx *c, struct mps_model *m, const Onnx__ValueInfoProto *vi,
+                                         int *k, const struct mps_onnx_opts *opts, struct mps_error *err)
+{
+    const char *name = vi->name ? vi->name : "";
+    struct mps_model_io *io = &m->in_io[m->n_in_io];
+    bool seq;
+    const Onnx__TypeProto__Tensor *tt = mps_onnx_tensor_type(vi->type, &io->kind, &seq);
+    if (!tt)
+        return mps_fail(err, MPS_ERR_MODEL,
+                        "graph input '%s' is not a tensor, nor a sequence or optional of "
+                        "tensors (maps are not supported)",
+                        name);
+    int count = io->kind == MPS_IO_TENSOR ? 1 : opts && opts->counts ? opts->counts[m->n_in_io] : -2;
+    if (count == -2 || count > MPS_ONNX_MAX_UNROLL || (count < 0 && io->kind != MPS_IO_OPTIONAL))
+        return mps_fail(err, MPS_ERR_INPUT,
+                        "graph input '%s' is a %s of tensors: mpsrun builds the model for a given number of them "
+                        "and none was given (the command line feeds tensors only)",
+                        name, io->kind == MPS_IO_SEQUENCE ? "sequence" : "optional");
+    io->name = mps_graph_strdup(c->g, name);
+    io->first = c->g->n_inputs;
+    io->count = count > 0 ? count : 0;
+    m->n_in_io++;
+    if (io->kind == MPS_IO_TENSOR)
+        return mps_onnx_input(c, m, name, tt, (*k)++, opts, err);
+    int item[MPS_ONNX_MAX_UNROLL];
+    for (int i = 0; i < io->count; i++) {
+        char elem[300];
+        snprintf(elem, sizeof elem, "%.280s[%d]", name, i);
+        enum mps_status st = mps_onnx_input(c, m, elem, tt, (*k)++, opts, err);
+        if (st)
+            return st;
+        item[i] = mps_onnx_lookup(c, elem);
+    }
+    int v = mps_onnx_define(c, name, MPS_F32, NULL);
+    enum mps_onnx_list_kind kind = io->kind == MPS_IO_SEQUENCE ? MPS_LIST_SEQ
+                                   : count < 0                 ? MPS_LIST_OPT_NONE
+                                   : seq                       ? MPS_LIST_OPT_SEQ
+                                                               : MPS_LIST_OPT_TENSOR;
+    if (kind == MPS_LIST_OPT_TENSOR && count != 1)
+        return mps_fail(err, MPS_ERR_INPUT, "graph input '%s' is an optional tensor: it holds one or none", name);
+    if (v < 0)
+        return mps_fail(err, MPS_ERR_MODEL, "graph input '%s' is declared twice", name);
+    return mps_onnx_set_list(c, v, kind, item, io->count) ? MPS_OK : mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+}
+
+/* Graph output vi of the file, value v: a tensor, or each tensor of a
+   sequence or optional through an Identity named "name[i]". */
+static enum mps_status mps_onnx_output_io(struct mps_onnx_ctx *c, struct mps_model *m, const Onnx__ValueInfoProto *vi,
+                                          int v, struct mps_error *err)
+{
+    const char *name = vi->name ? vi->name : "";
+    const struct mps_onnx_list *l = mps_onnx_list_of(c, v);
+    struct mps_model_io *io = &m->out_io[m->n_out_io++];
+    io->name = mps_graph_strdup(c->g, name);
+    io->first = c->g->n_outputs;
+    io->count = l ? l->n : 1;
+    io->kind = !l ? MPS_IO_TENSOR : l->kind == MPS_LIST_SEQ ? MPS_IO_SEQUENCE : MPS_IO_OPTIONAL;
+    if (!io->name)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    if (!l)
+        return mps_onnx_output(c, m, vi, v, err);
+    for (int i = 0; i < l->n; i++) {
+        char elem[300];
+        snprintf(elem, sizeof elem, "%.280s[%d]", name, i);
+        int e = mps_onnx_define(c, elem, MPS_F32, NULL);
+        enum mps_status st = e < 0 ? mps_fail(err, MPS_ERR_MODEL, "value '%s' is defined twice", elem)
+                                   : mps_graph_add_node(c->g, MPS_OP_IDENTITY, elem, &l->item[i], 1, &e, 1, NULL, err);
+        m->output_dtype[c->g->n_outputs] = MPS_DTYPE_COUNT;
+        if (st || (st = mps_graph_add_output(c->g, e, err)))
+            return st;
+    }
+    return MPS_OK;
+}
+
 static enum mps_status mps_onnx_build(struct mps_onnx_ctx *c, struct mps_model *m, const Onnx__ModelProto *mp,
                                       const struct mps_onnx_opts *opts, struct mps_error *err)
 {
     const Onnx__GraphProto *gp = mp->graph;
     if (!gp)
         return mps_fail(err, MPS_ERR_MODEL, "the model has no graph");
+    size_t n_rt = 0, tensors = 0; /* the file's runtime inputs, and the tensors they hold */
+    for (size_t i = 0; i < gp->n_input; i++)
+        n_rt += !mps_onnx_is_initializer(gp, gp->input[i]->name);
+    for (size_t i = 0; i < n_rt; i++)
+        tensors += opts && opts->counts && opts->counts[i] > 0 ? (size_t)opts->counts[i] : 1;
     m->ir_version = mp->ir_version;
     enum mps_status st = mps_onnx_opsets(m, mp, err);
     if (st)
@@ -343,9 +486,10 @@ static enum mps_status mps_onnx_build(struct mps_onnx_ctx *c, struct mps_model *
              mp->producer_version ? mp->producer_version : "");
     m->producer = mps_graph_strdup(c->g, producer);
     m->meta = mps_graph_alloc(c->g, sizeof *m->meta * (mp->n_metadata_props + 1));
-    m->inputs = mps_graph_alloc(c->g, sizeof *m->inputs * (gp->n_input + 1));
-    m->output_dtype = mps_graph_alloc(c->g, sizeof *m->output_dtype * (gp->n_output + 1));
-    if (!m->producer || !m->meta || !m->inputs || !m->output_dtype)
+    m->inputs = mps_graph_alloc(c->g, sizeof *m->inputs * (tensors + 1));
+    m->in_io = mps_graph_alloc(c->g, sizeof *m->in_io * (n_rt + 1));
+    m->out_io = mps_graph_alloc(c->g, sizeof *m->out_io * (gp->n_output + 1));
+    if (!m->producer || !m->meta || !m->inputs || !m->in_io || !m->out_io)
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     for (size_t i = 0; i < mp->n_metadata_props; i++) {
         const Onnx__StringStringEntryProto *e = mp->metadata_props[i];
@@ -375,7 +519,7 @@ static enum mps_status mps_onnx_build(struct mps_onnx_ctx *c, struct mps_model *
         int v = gp->input[i]->name ? mps_onnx_lookup(c, gp->input[i]->name) : -1;
         if (v >= 0 && c->g->values[v].data)
             continue;
-        if ((st = mps_onnx_input(c, m, gp->input[i], k++, opts, err)))
+        if ((st = mps_onnx_input_io(c, m, gp->input[i], &k, opts, err)))
             return st;
     }
     if (opts && opts->n_shapes && opts->n_shapes != k)
@@ -387,13 +531,17 @@ static enum mps_status mps_onnx_build(struct mps_onnx_ctx *c, struct mps_model *
     int *outs = mps_graph_alloc(c->g, sizeof *outs * gp->n_output);
     if (!outs)
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    size_t n_out = 0;
     for (size_t i = 0; i < gp->n_output; i++) { /* every name looked up before an f16 one is renamed */
         const char *name = gp->output[i]->name ? gp->output[i]->name : "";
         if ((outs[i] = mps_onnx_lookup(c, name)) < 0)
             return mps_fail(err, MPS_ERR_MODEL, "graph output '%s' is not computed by any node", name);
+        n_out += mps_onnx_list_of(c, outs[i]) ? (size_t)mps_onnx_list_of(c, outs[i])->n : 1;
     }
+    if (!(m->output_dtype = mps_graph_alloc(c->g, sizeof *m->output_dtype * (n_out + 1))))
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     for (size_t i = 0; i < gp->n_output; i++)
-        if ((st = mps_onnx_output(c, m, gp->output[i], outs[i], err)))
+        if ((st = mps_onnx_output_io(c, m, gp->output[i], outs[i], err)))
             return st;
     if ((st = mps_graph_sort(c->g, err)) || (st = mps_passes_fold(c->g, err)))
         return st;
@@ -422,6 +570,7 @@ static enum mps_status mps_onnx_model_of(const Onnx__ModelProto *mp, const char 
         st = mps_onnx_build(&c, m, mp, opts, err);
     }
     free(c.slots);
+    free(c.lists);
     if (st) {
         if (m)
             mps_model_free(m);
@@ -506,10 +655,7 @@ int mps_onnx_inputs(const struct mps_onnx_file *f, const char **names, struct mp
     int n = 0;
     for (size_t i = 0; gp && i < gp->n_input; i++) {
         const char *name = gp->input[i]->name ? gp->input[i]->name : "";
-        bool weight = false; /* IR < 4 lists the initializers among the inputs */
-        for (size_t k = 0; k < gp->n_initializer && !weight; k++)
-            weight = gp->initializer[k]->name && !strcmp(gp->initializer[k]->name, name);
-        if (weight)
+        if (mps_onnx_is_initializer(gp, name))
             continue;
         if (n == max)
             return -1;
@@ -533,6 +679,23 @@ int mps_onnx_inputs(const struct mps_onnx_file *f, const char **names, struct mp
                 dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ? dim->dim_param : NULL;
         }
         n++;
+    }
+    return n;
+}
+
+int mps_onnx_io_kinds(const struct mps_onnx_file *f, bool outputs, enum mps_io_kind *kinds, int max)
+{
+    const Onnx__GraphProto *gp = f->mp->graph;
+    size_t count = !gp ? 0 : outputs ? gp->n_output : gp->n_input;
+    int n = 0;
+    for (size_t i = 0; i < count; i++) {
+        const Onnx__ValueInfoProto *vi = outputs ? gp->output[i] : gp->input[i];
+        bool seq;
+        if (!outputs && mps_onnx_is_initializer(gp, vi->name))
+            continue;
+        if (n == max)
+            return -1;
+        mps_onnx_tensor_type(vi->type, &kinds[n++], &seq);
     }
     return n;
 }

@@ -1,7 +1,8 @@
 /* onnx_graph.c: a GraphProto's nodes into the graph IR: the name map
    (values by their ONNX names), each node through the op mapping
    (onnx_ops.c), If, folded to the branch it takes or, decided at run time,
-   both branches and an If node after them, and Loop and Scan, unrolled. */
+   both branches and an If node after them, and Loop and Scan, unrolled
+   (sequences, which a Loop may carry: onnx_seq.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,7 +159,7 @@ static enum mps_status mps_onnx_branch_scope(struct mps_onnx_ctx *c, const struc
     char name[400];
     for (int v = first; v < c->g->n_values; v++) {
         struct mps_value *val = &c->g->values[v];
-        if (val->producer < 0 && !val->data)
+        if (val->producer < 0 && !val->data && !mps_onnx_list_of(c, v))
             continue;
         snprintf(name, sizeof name, "%.120s/%s/%.200s", n->name, side, val->name);
         if (!(val->name = mps_graph_strdup(c->g, name)))
@@ -202,8 +203,7 @@ static enum mps_status mps_onnx_if(struct mps_onnx_ctx *c, struct mps_onnx_node 
         for (int o = 0; o < n->n_out; o++) {
             char id_name[200];
             snprintf(id_name, sizeof id_name, "%s/out%d", n->name, o);
-            if (n->out[o] >= 0 &&
-                (st = mps_graph_add_node(c->g, MPS_OP_IDENTITY, id_name, &outs[0][o], 1, &n->out[o], 1, NULL, err)))
+            if (n->out[o] >= 0 && (st = mps_onnx_alias(c, id_name, outs[0][o], n->out[o], err)))
                 return st;
         }
         return MPS_OK;
@@ -219,6 +219,12 @@ static enum mps_status mps_onnx_if(struct mps_onnx_ctx *c, struct mps_onnx_node 
             return st;
     }
     in[0] = n->in[0];
+    for (int o = 0; o < n->n_out; o++)
+        if (mps_onnx_list_of(c, outs[0][o]) || mps_onnx_list_of(c, outs[1][o]))
+            return mps_onnx_fail(n, err,
+                                 "output %d is a sequence or optional and its condition is computed at run "
+                                 "time: mpsrun resolves sequences at load",
+                                 o);
     for (int o = 0; o < n->n_out; o++) {
         in[1 + o] = outs[1][o], in[1 + n->n_out + o] = outs[0][o];
         if (n->out[o] < 0 && (n->out[o] = mps_onnx_temp(c, n->name)) < 0) /* an output nothing reads */
@@ -227,9 +233,7 @@ static enum mps_status mps_onnx_if(struct mps_onnx_ctx *c, struct mps_onnx_node 
     return mps_graph_add_node(c->g, MPS_OP_IF, n->name, in, 1 + 2 * n->n_out, n->out, n->n_out, NULL, err);
 }
 
-/* Value v known once the model is loaded (folded on demand) as one integer or bool into *x; false when it
-   is computed at run time or is not one number. */
-static bool mps_onnx_known_int(struct mps_onnx_ctx *c, int v, int64_t *x, struct mps_error *err)
+bool mps_onnx_known_int(struct mps_onnx_ctx *c, int v, int64_t *x, struct mps_error *err)
 {
     bool known = false;
     if (mps_passes_fold_value(c->g, v, &known, err) || !known || mps_shape_numel(&c->g->values[v].shape) != 1)
@@ -238,16 +242,11 @@ static bool mps_onnx_known_int(struct mps_onnx_ctx *c, int v, int64_t *x, struct
     return c->g->values[v].dtype != MPS_F32 && c->g->values[v].dtype != MPS_F16 && c->g->values[v].dtype != MPS_F64;
 }
 
-#define MPS_ONNX_MAX_UNROLL 1024
-#define MPS_ONNX_MAX_UNROLLED_NODES (1 << 18) /* the graph's nodes once unrolled (Loops inside Loops multiply) */
-
-/* One iteration k of node n's body b (a Loop's or a Scan's): body input i
-   bound to value bind[i] (through an Identity named as the input), its nodes
-   mapped under the scope "<n>/<k>/" and its values renamed so after (as an
-   If's branches are); out[o] gets body output o. */
-static enum mps_status mps_onnx_iteration(struct mps_onnx_ctx *c, const struct mps_onnx_node *n,
-                                          const Onnx__GraphProto *b, int64_t k, const int *bind, int *out,
-                                          struct mps_error *err)
+/* Body input i is bound through an Identity named as the input (or, a list,
+   names it too); the body's values are renamed after it as an If's branches
+   are. */
+enum mps_status mps_onnx_iteration(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, const Onnx__GraphProto *b,
+                                   int64_t k, const int *bind, int *out, struct mps_error *err)
 {
     int first = c->g->n_values;
     char side[32], outer[sizeof c->scope];
@@ -259,7 +258,7 @@ static enum mps_status mps_onnx_iteration(struct mps_onnx_ctx *c, const struct m
         if (name[0] && v < 0)
             return mps_onnx_fail(n, err, "its body's input '%s' takes a name already used", name);
         if (v >= 0)
-            st = mps_graph_add_node(c->g, MPS_OP_IDENTITY, n->name, &bind[i], 1, &v, 1, NULL, err);
+            st = mps_onnx_alias(c, n->name, bind[i], v, err);
     }
     if (!st)
         st = mps_onnx_initializers(c, n, b, "body", err);
@@ -292,6 +291,8 @@ static enum mps_status mps_onnx_stack(struct mps_onnx_ctx *c, const struct mps_o
         return mps_onnx_fail(n, err, "no iteration ran: its scan outputs have no shape");
     enum mps_status st = axes < 0 ? mps_fail(err, MPS_ERR_RUNTIME, "out of memory") : MPS_OK;
     for (int64_t j = 0; !st && j < count; j++) {
+        if (mps_onnx_list_of(c, step[j]))
+            return mps_onnx_fail(n, err, "a scan output is a sequence: only tensors stack");
         if ((parts[j] = mps_onnx_temp(c, n->name)) < 0)
             return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
         st = mps_graph_add_node(c->g, MPS_OP_UNSQUEEZE, n->name, (int[]){step[reverse ? count - 1 - j : j], axes}, 2,
@@ -300,9 +301,8 @@ static enum mps_status mps_onnx_stack(struct mps_onnx_ctx *c, const struct mps_o
     return st ? st : mps_graph_add_node(c->g, MPS_OP_CONCAT, n->name, parts, (int)count, &out, 1, &cat, err);
 }
 
-/* The body attribute of node n (its only one, but for the names in also), decoded into *b. */
-static enum mps_status mps_onnx_body(const struct mps_onnx_node *n, const char *also, Onnx__GraphProto **b,
-                                     struct mps_error *err)
+enum mps_status mps_onnx_body(const struct mps_onnx_node *n, const char *also, Onnx__GraphProto **b,
+                              struct mps_error *err)
 {
     const Onnx__AttributeProto *body = NULL;
     for (size_t i = 0; i < n->np->n_attribute; i++) {
@@ -375,7 +375,7 @@ static enum mps_status mps_onnx_loop(struct mps_onnx_ctx *c, struct mps_onnx_nod
     }
     for (int i = 0; !st && i < n->n_out && i < carried; i++)
         if (n->out[i] >= 0)
-            st = mps_graph_add_node(c->g, MPS_OP_IDENTITY, n->name, &bind[2 + i], 1, &n->out[i], 1, NULL, err);
+            st = mps_onnx_alias(c, n->name, bind[2 + i], n->out[i], err);
     for (int s = 0; !st && carried + s < n->n_out; s++) /* scan output s: [k, ...] */
         if (n->out[carried + s] >= 0)
             st = mps_onnx_stack(c, n, scan + s * MPS_ONNX_MAX_UNROLL, k, 0, false, n->out[carried + s], err);
@@ -513,19 +513,26 @@ enum mps_status mps_onnx_nodes(struct mps_onnx_ctx *c, const Onnx__GraphProto *g
             if (!out || !out[0])
                 continue;
             int v = mps_onnx_lookup(c, out);
-            if (v >= 0 && (c->g->values[v].producer >= 0 || c->g->values[v].data ||
-                           c->g->values[v].shape_known))
+            if (v >= 0 && (c->g->values[v].producer >= 0 || c->g->values[v].data || c->g->values[v].shape_known ||
+                           mps_onnx_list_of(c, v)))
                 return mps_onnx_fail(&n, err, "output '%s' is already defined elsewhere", out);
             n.out[i] = v >= 0 ? v : mps_onnx_define(c, out, MPS_F32, NULL);
             if (n.out[i] < 0)
                 return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
         }
+        bool seq = false;
+        enum mps_status st = mps_onnx_seq_node(c, &n, &seq, err);
+        if (st || seq) {
+            if (st)
+                return st;
+            continue;
+        }
         const char *domain_ok = np->domain && np->domain[0] ? np->domain : "";
-        enum mps_status st = domain_ok[0]                   ? mps_onnx_map_node(c, &n, err)
-                             : !strcmp(np->op_type, "If")   ? mps_onnx_if(c, &n, err)
-                             : !strcmp(np->op_type, "Loop") ? mps_onnx_loop(c, &n, err)
-                             : !strcmp(np->op_type, "Scan") ? mps_onnx_scan(c, &n, err)
-                                                            : mps_onnx_map_node(c, &n, err);
+        st = domain_ok[0]                   ? mps_onnx_map_node(c, &n, err)
+             : !strcmp(np->op_type, "If")   ? mps_onnx_if(c, &n, err)
+             : !strcmp(np->op_type, "Loop") ? mps_onnx_loop(c, &n, err)
+             : !strcmp(np->op_type, "Scan") ? mps_onnx_scan(c, &n, err)
+                                            : mps_onnx_map_node(c, &n, err);
         if (st)
             return st;
     }

@@ -24,7 +24,37 @@ struct mps_onnx_ctx {
                         a test's data file) */
     int n_widened;   /* tensors, inputs and Casts so widened */
     char scope[192]; /* "<If>/then/" ...: what the nodes of a run-time If's branches are named within */
+    struct mps_onnx_list **lists; /* per value: the sequence or optional it names, else NULL (onnx_seq.c) */
+    int n_lists;
 };
+
+/* Sequences and optionals exist at load only (onnx_seq.c): a value of either
+   names a list of tensor values, and the sequence ops edit lists and map to
+   tensor ops (SequenceAt to an Identity, ConcatFromSequence to a Concat...)
+   with every position known then. A graph input or output of either is
+   count tensors of the graph ("name[i]"). */
+enum mps_onnx_list_kind {
+    MPS_LIST_SEQ,        /* a sequence of item[n] */
+    MPS_LIST_OPT_TENSOR, /* an optional holding the tensor item[0] */
+    MPS_LIST_OPT_SEQ,    /* an optional holding the sequence item[n] */
+    MPS_LIST_OPT_NONE,   /* an empty optional */
+};
+struct mps_onnx_list {
+    enum mps_onnx_list_kind kind;
+    int n;
+    int item[]; /* tensor values */
+};
+struct mps_onnx_node;
+/* The list value v names, or NULL for a tensor. */
+const struct mps_onnx_list *mps_onnx_list_of(const struct mps_onnx_ctx *c, int v);
+/* Makes value v name a list of kind holding item[n] (copied); false when out of memory. */
+bool mps_onnx_set_list(struct mps_onnx_ctx *c, int v, enum mps_onnx_list_kind kind, const int *item, int n);
+/* Value to takes from's contents: the same list, or a tensor through an Identity named name. */
+enum mps_status mps_onnx_alias(struct mps_onnx_ctx *c, const char *name, int from, int to, struct mps_error *err);
+/* Maps node n when it is a sequence or optional op (or an Identity of one):
+   *mine true. A node of another op that reads a list fails naming it (Loop,
+   whose carried values may be lists, is not checked). */
+enum mps_status mps_onnx_seq_node(struct mps_onnx_ctx *c, struct mps_onnx_node *n, bool *mine, struct mps_error *err);
 
 #define MPS_ONNX_MAX_NESTING 32 /* If branches inside each other (a file's nesting is its own; the stack is ours) */
 
@@ -99,6 +129,22 @@ extern const struct mps_onnx_rule mps_onnx_rules_math[]; /* onnx_ops_math.c */
 extern const size_t mps_onnx_n_rules_math;
 extern const struct mps_onnx_rule mps_onnx_rules_tensor[]; /* onnx_ops_tensor.c */
 extern const size_t mps_onnx_n_rules_tensor;
+extern const struct mps_onnx_rule mps_onnx_rules_signal[]; /* onnx_signal.c */
+extern const size_t mps_onnx_n_rules_signal;
+
+/* Value v known once the model is loaded (folded on demand) as one integer or bool into *x; false when
+   it is computed at run time or is not one number (onnx_graph.c). */
+bool mps_onnx_known_int(struct mps_onnx_ctx *c, int v, int64_t *x, struct mps_error *err);
+/* The body attribute of node n (its only one, but for the names in also), decoded into *b. */
+enum mps_status mps_onnx_body(const struct mps_onnx_node *n, const char *also, Onnx__GraphProto **b,
+                              struct mps_error *err);
+/* One iteration k of node n's body b (a Loop's, a Scan's, a SequenceMap's):
+   body input i bound to value bind[i], its nodes mapped under the scope
+   "<n>/<k>/"; out[o] gets body output o. */
+enum mps_status mps_onnx_iteration(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, const Onnx__GraphProto *b,
+                                   int64_t k, const int *bind, int *out, struct mps_error *err);
+#define MPS_ONNX_MAX_UNROLL 1024
+#define MPS_ONNX_MAX_UNROLLED_NODES (1 << 18) /* the graph's nodes once unrolled (Loops inside Loops multiply) */
 
 /* Maps the nodes of gp (the graph's, or an If branch's) in order (onnx_graph.c). */
 enum mps_status mps_onnx_nodes(struct mps_onnx_ctx *c, const Onnx__GraphProto *gp, struct mps_error *err);

@@ -4,8 +4,9 @@
    reason, so that nothing runs with wrong numbers. Older opsets' attribute
    forms become the constant inputs of the newest form (ops.def). The rows
    and their mappers live by op family: onnx_ops_math.c (products,
-   windows, normalization, elementwise) and onnx_ops_tensor.c (reductions,
-   layout, indexing, constants); this file reads attributes and runs a row. */
+   windows, normalization, elementwise), onnx_ops_tensor.c (reductions,
+   layout, indexing, constants) and onnx_signal.c (DFT, STFT, the window
+   functions); this file reads attributes and runs a row. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -165,7 +166,9 @@ enum mps_status mps_onnx_map_node(struct mps_onnx_ctx *c, struct mps_onnx_node *
     static const struct {
         const struct mps_onnx_rule *rows;
         const size_t *count;
-    } families[] = {{mps_onnx_rules_math, &mps_onnx_n_rules_math}, {mps_onnx_rules_tensor, &mps_onnx_n_rules_tensor}};
+    } families[] = {{mps_onnx_rules_math, &mps_onnx_n_rules_math},
+                    {mps_onnx_rules_tensor, &mps_onnx_n_rules_tensor},
+                    {mps_onnx_rules_signal, &mps_onnx_n_rules_signal}};
     const struct mps_onnx_rule *r = NULL;
     for (size_t f = 0; f < sizeof families / sizeof families[0] && !r; f++)
         for (size_t i = 0; i < *families[f].count && !r; i++)

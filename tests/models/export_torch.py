@@ -412,6 +412,74 @@ def scan_reverse(out, name):
     write_tensor(os.path.join(case, "test_data_set_0", "output_1.pb"), steps, "output")
 
 
+def mel_reference(mels, n_fft, rate, lo, hi):
+    """MelWeightMatrix as ONNX's reference writes it (a step of the mel range over mels + 2)."""
+    bins = n_fft // 2 + 1
+    mel = lambda f: 2595 * np.log10(1 + f / 700)
+    pts = np.arange(mels + 2) * (mel(hi) - mel(lo)) / (mels + 2) + mel(lo)
+    at = np.floor((n_fft + 1) * (700 * (10 ** (pts / 2595) - 1)) / rate).astype(int)
+    w = np.zeros((bins, mels))
+    for i in range(mels):
+        left, center, right = at[i:i + 3]
+        if center == left:
+            w[center, i] = 1
+        for j in range(left, center + 1 if center > left else left):
+            w[j, i] = (j - left) / (center - left)
+        for j in range(center, right):
+            w[j, i] = (right - j) / (right - center)
+    return w
+
+
+def signal_ops(out, name):
+    """The signal ops built with onnx.helper (PyTorch 1.13 exports no STFT),
+    against numpy in double: a log-mel front end (STFT of a [2, 400] signal,
+    frame 64, step 16, HannWindow, MelWeightMatrix of 8 mels); an inverse DFT
+    of a complex [3, 20] along axis 1 zero-padded to 24; a onesided DFT of
+    real [2, 5, 12] along axis 2 cut to 10; a signal times a symmetric
+    BlackmanWindow of 10 joined to a periodic HammingWindow of 7."""
+    rng = np.random.RandomState(len(name))
+    sig, xc, xr, xw = (rng.randn(*s).astype(np.float32) for s in ((2, 400, 1), (3, 20, 2), (2, 5, 12, 1), (17,)))
+    h = onnx.helper
+    i64 = lambda n, v: onnx.numpy_helper.from_array(np.array(v, np.int64), n)
+    f32 = lambda n, v: onnx.numpy_helper.from_array(np.array(v, np.float32), n)
+    nodes = [h.make_node("HannWindow", ["n_fft"], ["hann"]),
+             h.make_node("STFT", ["sig", "step", "hann"], ["spec"]),
+             h.make_node("ReduceSumSquare", ["spec"], ["power"], axes=[-1], keepdims=0),
+             h.make_node("MelWeightMatrix", ["mels", "n_fft", "rate", "lo", "hi"], ["melw"]),
+             h.make_node("MatMul", ["power", "melw"], ["mel"]),
+             h.make_node("Add", ["mel", "eps"], ["mel_eps"]),
+             h.make_node("Log", ["mel_eps"], ["logmel"]),
+             h.make_node("DFT", ["xc", "len24"], ["idft"], axis=1, inverse=1),
+             h.make_node("DFT", ["xr", "len10"], ["rdft"], axis=2, onesided=1),
+             h.make_node("BlackmanWindow", ["ten"], ["black"], periodic=0),
+             h.make_node("HammingWindow", ["seven"], ["ham"]),
+             h.make_node("Concat", ["black", "ham"], ["windows"], axis=0),
+             h.make_node("Mul", ["xw", "windows"], ["windowed"])]
+    inits = [i64("n_fft", 64), i64("step", 16), i64("mels", 8), i64("rate", 8000), f32("lo", 0), f32("hi", 4000),
+             f32("eps", 1e-6), i64("len24", 24), i64("len10", 10), i64("ten", 10), i64("seven", 7)]
+    t = np.arange(64)
+    frames = np.stack([sig[:, 16 * f:16 * f + 64, 0] for f in range((400 - 64) // 16 + 1)], axis=1)
+    spec = np.fft.rfft(frames.astype(np.float64) * (0.5 - 0.5 * np.cos(2 * np.pi * t / 64)), axis=-1)
+    logmel = np.log(np.abs(spec) ** 2 @ mel_reference(8, 64, 8000, 0.0, 4000.0) + 1e-6)
+    idft = np.fft.ifft(xc[..., 0] + 1j * xc[..., 1].astype(np.float64), n=24, axis=1)
+    rdft = np.fft.rfft(xr[..., 0].astype(np.float64), n=10, axis=2)
+    n10, n7 = np.arange(10), np.arange(7)
+    black = 0.42 - 0.5 * np.cos(2 * np.pi * n10 / 9) + 0.08 * np.cos(4 * np.pi * n10 / 9)
+    ham = 25 / 46 - 21 / 46 * np.cos(2 * np.pi * n7 / 7)
+    ys = {"logmel": logmel, "idft": np.stack([idft.real, idft.imag], -1), "rdft": np.stack([rdft.real, rdft.imag], -1),
+          "windowed": xw * np.concatenate([black, ham])}
+    xs = {"sig": sig, "xc": xc, "xr": xr, "xw": xw}
+    vi = lambda n, sh: h.make_tensor_value_info(n, onnx.TensorProto.FLOAT, list(sh))
+    graph = h.make_graph(nodes, name, [vi(k, v.shape) for k, v in xs.items()], [vi(k, v.shape) for k, v in ys.items()],
+                         inits)
+    case = os.path.join(out, "test_" + name)
+    os.makedirs(os.path.join(case, "test_data_set_0"), exist_ok=True)
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]), os.path.join(case, "model.onnx"))
+    for io, d in (("input", xs), ("output", ys)):
+        for i, (k, v) in enumerate(d.items()):
+            write_tensor(os.path.join(case, "test_data_set_0", f"{io}_{i}.pb"), v.astype(np.float32), k)
+
+
 def to_opset18(src_case, out, name):
     """ReduceMean/ReduceSum axes attribute -> input, opset 18, weights external."""
     model = onnx.load(os.path.join(src_case, "model.onnx"))
@@ -443,13 +511,15 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     out, names = sys.argv[1], sys.argv[2:] or (list(CASES) + list(OPSET18) + list(LPPOOL) + list(FREE_SIZES) +
-                                                list(FP16) + ["scan_reverse"])
+                                                list(FP16) + ["scan_reverse", "signal_ops"])
     os.makedirs(out, exist_ok=True)
     for name in names:
         if name in LPPOOL:
             lppool(out, name)
         elif name == "scan_reverse":
             scan_reverse(out, name)
+        elif name == "signal_ops":
+            signal_ops(out, name)
         elif name in FP16:
             export_fp16(out, name)
         elif name in FREE_SIZES:

@@ -318,6 +318,31 @@ save("compress_runtime_cond.onnx", model([helper.make_node("Compress", ["x", "c"
                                          [vi("x", [4]), vi("c", [4], TensorProto.BOOL)], [vi("y", None)]),
      "model", "node 'comp' (Compress): its condition must be a constant")
 
+# sequences: resolved at load, every position known then; refused by name where one is not
+seq_t = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+save("seq_edit.onnx", model([helper.make_node("SplitToSequence", ["x"], ["s"], name="split", keepdims=0),
+                             helper.make_node("SequenceErase", ["s", "zero"], ["s1"], name="erase"),
+                             helper.make_node("SequenceAt", ["s", "zero"], ["first"], name="at"),
+                             helper.make_node("SequenceInsert", ["s1", "first", "one_i"], ["s2"], name="insert"),
+                             helper.make_node("ConcatFromSequence", ["s2"], ["y"], name="cat", axis=0, new_axis=1)],
+                            [vi("x", [3])], [vi("y", [3])], [i64("zero", 0), i64("one_i", 1)]), "ok")
+save("seq_runtime_pos.onnx", model([helper.make_node("SequenceConstruct", ["x", "x"], ["s"], name="make"),
+                                    helper.make_node("SequenceAt", ["s", "p"], ["y"], name="at_rt")],
+                                   [vi("x", [2]), vi("p", [], TensorProto.INT64)], [vi("y", [2])]),
+     "model", "node 'at_rt' (SequenceAt): its position is computed at run time")
+save("seq_into_add.onnx", model([helper.make_node("SequenceConstruct", ["x"], ["s"], name="make"),
+                                 helper.make_node("Add", ["s", "x"], ["y"], name="add_seq")],
+                                [vi("x", [2])], [vi("y", [2])]),
+     "model", "node 'add_seq' (Add): input 0 ('s') is a sequence or optional")
+seq_branch = lambda name, src: helper.make_graph([helper.make_node("SequenceConstruct", [src], [name + "_s"])],
+                                                 name, [], [helper.make_value_info(name + "_s", seq_t)])
+save("seq_runtime_if.onnx", model([helper.make_node("If", ["c"], ["s"], name="if_seq", then_branch=seq_branch("t", "x"),
+                                                    else_branch=seq_branch("e", "x")),
+                                   helper.make_node("ConcatFromSequence", ["s"], ["y"], name="cat", axis=0)],
+                                  [vi("x", [2]), vi("c", [], TensorProto.BOOL)], [vi("y", [2])]),
+     "model", "node 'if_seq' (If): output 0 is a sequence or optional and its condition is computed at run time")
+
 with open(os.path.join(OUT, "manifest.txt"), "w") as f:
     f.write("\n".join(manifest) + "\n")
 print(f"wrote {len(manifest)} files to {OUT}")

@@ -27,6 +27,7 @@ static const struct {
     {"if_const_cond.onnx", 2, {2, 3}},                                /* the then branch: x + 1 */
     {"if_shape_cond.onnx", 2, {-1, -2}},                              /* 2 > 1: the then branch, -x */
     {"if_outer_scope.onnx", 2, {3, 5}},                               /* x * 2, then + 1 in the branch */
+    {"seq_edit.onnx", 3, {2, 1, 3}},                                  /* x split, x[0] erased, put back at 1 */
 };
 
 static void th_check_numbers(const char *file, struct mps_model *m)
