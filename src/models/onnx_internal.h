@@ -131,6 +131,8 @@ extern const struct mps_onnx_rule mps_onnx_rules_tensor[]; /* onnx_ops_tensor.c 
 extern const size_t mps_onnx_n_rules_tensor;
 extern const struct mps_onnx_rule mps_onnx_rules_signal[]; /* onnx_signal.c */
 extern const size_t mps_onnx_n_rules_signal;
+extern const struct mps_onnx_rule mps_onnx_rules_quant[]; /* onnx_quant.c */
+extern const size_t mps_onnx_n_rules_quant;
 
 /* Value v known once the model is loaded (folded on demand) as one integer or bool into *x; false when
    it is computed at run time or is not one number (onnx_graph.c). */
@@ -145,6 +147,21 @@ enum mps_status mps_onnx_iteration(struct mps_onnx_ctx *c, const struct mps_onnx
                                    int64_t k, const int *bind, int *out, struct mps_error *err);
 #define MPS_ONNX_MAX_UNROLL 1024
 #define MPS_ONNX_MAX_UNROLLED_NODES (1 << 18) /* the graph's nodes once unrolled (Loops inside Loops multiply) */
+
+/* Helpers for the rows loaded as compositions (onnx_signal.c): a node of op
+   on in[n_in] (params p, NULL: the defaults; at most 8 inputs; in may
+   point at out) into a new value *out; *x
+   reshaped to s (in place: *x the new value); the shape of value v,
+   inferred on demand (a failure naming n where it is not known). */
+enum mps_status mps_onnx_add(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, enum mps_op op, const int *in,
+                             int n_in, const union mps_op_params *p, int *out, struct mps_error *err);
+enum mps_status mps_onnx_reshape(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int *x,
+                                 const struct mps_shape *s, struct mps_error *err);
+enum mps_status mps_onnx_shape_of(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int v, struct mps_shape *s,
+                                  struct mps_error *err);
+/* Conv's attributes into p (onnx_ops_math.c). */
+enum mps_status mps_onnx_conv_params(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                     struct mps_error *err);
 
 /* Maps the nodes of gp (the graph's, or an If branch's) in order (onnx_graph.c). */
 enum mps_status mps_onnx_nodes(struct mps_onnx_ctx *c, const Onnx__GraphProto *gp, struct mps_error *err);

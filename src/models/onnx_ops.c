@@ -168,7 +168,8 @@ enum mps_status mps_onnx_map_node(struct mps_onnx_ctx *c, struct mps_onnx_node *
         const size_t *count;
     } families[] = {{mps_onnx_rules_math, &mps_onnx_n_rules_math},
                     {mps_onnx_rules_tensor, &mps_onnx_n_rules_tensor},
-                    {mps_onnx_rules_signal, &mps_onnx_n_rules_signal}};
+                    {mps_onnx_rules_signal, &mps_onnx_n_rules_signal},
+                    {mps_onnx_rules_quant, &mps_onnx_n_rules_quant}};
     const struct mps_onnx_rule *r = NULL;
     for (size_t f = 0; f < sizeof families / sizeof families[0] && !r; f++)
         for (size_t i = 0; i < *families[f].count && !r; i++)

@@ -380,8 +380,8 @@ static enum mps_status mps_map_window(const struct mps_onnx_node *n, struct mps_
     return MPS_OK;
 }
 
-static enum mps_status mps_map_conv(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
-                                    struct mps_error *err)
+enum mps_status mps_onnx_conv_params(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                     struct mps_error *err)
 {
     struct mps_conv_params *q = &p->conv;
     int nop = 0, nos = 0;
@@ -682,9 +682,9 @@ const struct mps_onnx_rule mps_onnx_rules_math[] = {
     {"Einsum", MPS_OP_EINSUM, "equation", mps_map_einsum},
     {"Det", MPS_OP_DET, "", NULL},
     {"Gemm", MPS_OP_GEMM, "alpha beta transA transB broadcast", mps_map_gemm},
-    {"Conv", MPS_OP_CONV, "auto_pad dilations group kernel_shape pads strides", mps_map_conv},
+    {"Conv", MPS_OP_CONV, "auto_pad dilations group kernel_shape pads strides", mps_onnx_conv_params},
     {"ConvTranspose", MPS_OP_CONV_TRANSPOSE,
-     "auto_pad dilations group kernel_shape pads strides output_padding output_shape", mps_map_conv},
+     "auto_pad dilations group kernel_shape pads strides output_padding output_shape", mps_onnx_conv_params},
     {"MaxPool", MPS_OP_MAX_POOL, "auto_pad ceil_mode dilations kernel_shape pads storage_order strides", mps_map_pool},
     {"AveragePool", MPS_OP_AVERAGE_POOL, "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides",
      mps_map_pool},

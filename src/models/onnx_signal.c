@@ -19,23 +19,24 @@ static enum mps_status mps_sig_oom(struct mps_error *err)
     return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
 }
 
-/* A node of op on in[n_in] (params p, NULL: defaults) into a new value *out. */
-static enum mps_status mps_sig_node(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, enum mps_op op,
-                                    const int *in, int n_in, const union mps_op_params *p, int *out,
-                                    struct mps_error *err)
+enum mps_status mps_onnx_add(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, enum mps_op op, const int *in,
+                             int n_in, const union mps_op_params *p, int *out, struct mps_error *err)
 {
+    int args[8]; /* in may point at *out (x = f(x)) */
+    if (n_in > 8)
+        return mps_onnx_fail(n, err, "a composition of more than 8 inputs");
+    memcpy(args, in, sizeof(int) * (size_t)n_in);
     if ((*out = mps_onnx_temp(c, n->name)) < 0)
         return mps_sig_oom(err);
-    return mps_graph_add_node(c->g, op, n->name, in, n_in, out, 1, p, err);
+    return mps_graph_add_node(c->g, op, n->name, args, n_in, out, 1, p, err);
 }
 
-/* x reshaped to s. */
-static enum mps_status mps_sig_reshape(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int *x,
-                                       const struct mps_shape *s, struct mps_error *err)
+enum mps_status mps_onnx_reshape(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int *x,
+                                 const struct mps_shape *s, struct mps_error *err)
 {
     struct mps_shape d = {1, {s->ndim}};
     int to = mps_onnx_const(c, n->name, MPS_I64, &d, s->dim);
-    return to < 0 ? mps_sig_oom(err) : mps_sig_node(c, n, MPS_OP_RESHAPE, (int[]){*x, to}, 2, NULL, x, err);
+    return to < 0 ? mps_sig_oom(err) : mps_onnx_add(c, n, MPS_OP_RESHAPE, (int[]){*x, to}, 2, NULL, x, err);
 }
 
 /* x transposed by perm[rank]. */
@@ -46,13 +47,11 @@ static enum mps_status mps_sig_transpose(struct mps_onnx_ctx *c, const struct mp
     mps_op_params_default(MPS_OP_TRANSPOSE, &p);
     p.transpose.n_perm = rank;
     memcpy(p.transpose.perm, perm, sizeof(int) * (size_t)rank);
-    int in = *x;
-    return mps_sig_node(c, n, MPS_OP_TRANSPOSE, &in, 1, &p, x, err);
+    return mps_onnx_add(c, n, MPS_OP_TRANSPOSE, x, 1, &p, x, err);
 }
 
-/* The shape of value v (inferred on demand), or a failure naming n. */
-static enum mps_status mps_sig_shape(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int v, struct mps_shape *s,
-                                     struct mps_error *err)
+enum mps_status mps_onnx_shape_of(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int v, struct mps_shape *s,
+                                  struct mps_error *err)
 {
     bool known;
     enum mps_status st = mps_passes_fold_value(c->g, v, &known, err);
@@ -117,7 +116,7 @@ static enum mps_status mps_map_dft(struct mps_onnx_ctx *c, struct mps_onnx_node 
     struct mps_shape s = {0, {0}};
     enum mps_status st = mps_attr_int(n, "axis", c->opset >= 20 ? INT64_MIN : 1, &axis, err);
     if (st || (st = mps_attr_int(n, "inverse", 0, &inverse, err)) ||
-        (st = mps_attr_int(n, "onesided", 0, &onesided, err)) || (st = mps_sig_shape(c, n, n->in[0], &s, err)))
+        (st = mps_attr_int(n, "onesided", 0, &onesided, err)) || (st = mps_onnx_shape_of(c, n, n->in[0], &s, err)))
         return st;
     if (c->opset >= 20 && axis != INT64_MIN)
         return mps_onnx_fail(n, err, "axis is an input from opset 20 on, not an attribute");
@@ -153,7 +152,7 @@ static enum mps_status mps_map_dft(struct mps_onnx_ctx *c, struct mps_onnx_node 
         int64_t zero = 0, a = r - 2;
         int b = mps_onnx_const(c, n->name, MPS_I64, &one, &zero), e = mps_onnx_const(c, n->name, MPS_I64, &one, &used),
             ax = mps_onnx_const(c, n->name, MPS_I64, &one, &a);
-        if (b < 0 || e < 0 || ax < 0 || (st = mps_sig_node(c, n, MPS_OP_SLICE, (int[]){x, b, e, ax}, 4, NULL, &x, err)))
+        if (b < 0 || e < 0 || ax < 0 || (st = mps_onnx_add(c, n, MPS_OP_SLICE, (int[]){x, b, e, ax}, 4, NULL, &x, err)))
             return st ? st : mps_sig_oom(err);
     }
     float *w = mps_graph_alloc(c->g, sizeof(float) * (size_t)(ws.dim[0] * ws.dim[1]));
@@ -165,9 +164,9 @@ static enum mps_status mps_map_dft(struct mps_onnx_ctx *c, struct mps_onnx_node 
         return mps_sig_oom(err);
     c->g->values[wv].dtype = MPS_F32, c->g->values[wv].shape = ws, c->g->values[wv].shape_known = true;
     c->g->values[wv].data = w;
-    if ((st = mps_sig_reshape(c, n, &x, &flat, err)) ||
-        (st = mps_sig_node(c, n, MPS_OP_MATMUL, (int[]){x, wv}, 2, NULL, &x, err)) ||
-        (st = mps_sig_reshape(c, n, &x, &out, err)) ||
+    if ((st = mps_onnx_reshape(c, n, &x, &flat, err)) ||
+        (st = mps_onnx_add(c, n, MPS_OP_MATMUL, (int[]){x, wv}, 2, NULL, &x, err)) ||
+        (st = mps_onnx_reshape(c, n, &x, &out, err)) ||
         (axis != r - 2 && (st = mps_sig_transpose(c, n, &x, back, r, err))))
         return st;
     n->in[0] = x, n->n_in = 1;
@@ -184,14 +183,14 @@ static enum mps_status mps_map_stft(struct mps_onnx_ctx *c, struct mps_onnx_node
     int64_t onesided, step, len;
     struct mps_shape s = {0, {0}};
     enum mps_status st = mps_attr_int(n, "onesided", 1, &onesided, err);
-    if (st || (st = mps_sig_shape(c, n, n->in[0], &s, err)) || (st = mps_sig_int(c, n, 1, -1, &step, err)) ||
+    if (st || (st = mps_onnx_shape_of(c, n, n->in[0], &s, err)) || (st = mps_sig_int(c, n, 1, -1, &step, err)) ||
         (st = mps_sig_int(c, n, 3, -1, &len, err)))
         return st;
     const float *window = NULL;
     if (n->n_in > 2 && n->in[2] >= 0) {
         struct mps_shape wsh = {0, {0}};
         bool known;
-        if ((st = mps_sig_shape(c, n, n->in[2], &wsh, err)) ||
+        if ((st = mps_onnx_shape_of(c, n, n->in[2], &wsh, err)) ||
             (st = mps_passes_fold_value(c->g, n->in[2], &known, err)))
             return st;
         const struct mps_value *wv = &c->g->values[n->in[2]];
@@ -224,9 +223,9 @@ static enum mps_status mps_map_stft(struct mps_onnx_ctx *c, struct mps_onnx_node
     union mps_op_params conv;
     mps_op_params_default(MPS_OP_CONV, &conv);
     conv.conv.win.kernel[0] = 1, conv.conv.win.kernel[1] = len, conv.conv.win.stride[1] = step;
-    if ((st = mps_sig_transpose(c, n, &x, (int[]){0, 2, 1}, 3, err)) || (st = mps_sig_reshape(c, n, &x, &x4, err)) ||
-        (st = mps_sig_node(c, n, MPS_OP_CONV, (int[]){x, wv}, 2, &conv, &x, err)) ||
-        (st = mps_sig_reshape(c, n, &x, &y4, err)) || (st = mps_sig_transpose(c, n, &x, (int[]){0, 3, 1, 2}, 4, err)))
+    if ((st = mps_sig_transpose(c, n, &x, (int[]){0, 2, 1}, 3, err)) || (st = mps_onnx_reshape(c, n, &x, &x4, err)) ||
+        (st = mps_onnx_add(c, n, MPS_OP_CONV, (int[]){x, wv}, 2, &conv, &x, err)) ||
+        (st = mps_onnx_reshape(c, n, &x, &y4, err)) || (st = mps_sig_transpose(c, n, &x, (int[]){0, 3, 1, 2}, 4, err)))
         return st;
     n->in[0] = x, n->n_in = 1;
     mps_op_params_default(MPS_OP_IDENTITY, p);

@@ -343,6 +343,18 @@ save("seq_runtime_if.onnx", model([helper.make_node("If", ["c"], ["s"], name="if
                                   [vi("x", [2]), vi("c", [], TensorProto.BOOL)], [vi("y", [2])]),
      "model", "node 'if_seq' (If): output 0 is a sequence or optional and its condition is computed at run time")
 
+# quantization: computed in f32 where that is exact; refused by name where it might not be
+save("matmulinteger_k300.onnx", model([helper.make_node("MatMulInteger", ["a", "b"], ["y"], name="mmi")],
+                                      [vi("a", [2, 300], TensorProto.UINT8), vi("b", [300, 2], TensorProto.UINT8)],
+                                      [vi("y", [2, 2], TensorProto.INT32)], opset=10),
+     "model", "node 'mmi' (MatMulInteger): a sum of 300 products of its types could pass 2^24")
+save("quantize_blocked.onnx", model([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], name="qb", axis=0,
+                                                      block_size=2)],
+                                    [vi("x", [4])], [vi("y", [4], TensorProto.UINT8)],
+                                    [numpy_helper.from_array(np.ones(2, np.float32), "s"),
+                                     numpy_helper.from_array(np.zeros(2, np.uint8), "z")], opset=21, ir=10),
+     "model", "node 'qb' (QuantizeLinear): blocked quantization (block_size 2) is not supported")
+
 with open(os.path.join(OUT, "manifest.txt"), "w") as f:
     f.write("\n".join(manifest) + "\n")
 print(f"wrote {len(manifest)} files to {OUT}")

@@ -3,7 +3,8 @@
    A test backend ("mps-sim") that lowers the graph exactly as the real mps
    backend does (src/gpu/metal/lower.c) and then executes the program's steps
    in double, each as the MPSGraph call it stands for is documented to behave
-   (the headers' descriptions; ONNX semantics where MPSGraph follows them).
+   (the headers' descriptions; ONNX semantics where MPSGraph follows them),
+   an f32 result rounded to f32 as MPSGraph holds it.
    Every step also checks the shape MPSGraph would give its result against
    the shape the lowering declared (convolution and pooling output sizes from
    the descriptor, strided-slice lengths, broadcasting), so a wrong padding,
@@ -491,6 +492,10 @@ static enum mps_status th_sim_run(void *state, const struct mps_tensor *in, stru
             const char *node = s->node >= 0 ? st->g->nodes[s->node].name : "-";
             status = mps_fail(err, MPS_ERR_MODEL, "mps-sim: step %d (%s, node '%s'): %s", i, mps_mtl_kind_name(s->kind),
                               node, why);
+        } else if (s->dtype == MPS_F32 && t[s->out].d) { /* what an f32 MPSGraph tensor holds (a quantizer's
+                                                             Round sees the f32 quotient, ties and all) */
+            for (int64_t k = 0; k < ref_numel(&t[s->out].shape); k++)
+                t[s->out].d[k] = (double)(float)t[s->out].d[k];
         }
     }
     for (int i = 0; i < p->n_outputs && !status; i++) {

@@ -1,0 +1,338 @@
+/* onnx_quant.c: the quantization ops, loaded as compositions that compute
+   in f32 on every backend (int8 kernels are a later step): dequantizing is
+   (Cast(x) - zero point) * scale, quantizing Cast(Clip(Round(x / scale) +
+   zero point)) to the zero point's integer type (round half to even, then
+   saturate, as ONNX defines it). The integer products (MatMulInteger,
+   ConvInteger, QLinearMatMul, QLinearConv) subtract the zero points and
+   multiply or convolve the integers held in f32, which is exact while every
+   partial sum stays below 2^24: the Integer forms, whose int32 outputs are
+   exact by definition, are refused by name where the operands' types and the
+   reduced length could pass it; the QLinear forms requantize acc * (a_scale
+   * b_scale) by y_scale, where the accumulator's relative error past 2^24
+   (6e-8) moves a result by one step only at a rounding tie. Per-axis scales
+   and zero points are reshaped to broadcast along their axis. */
+#include <stdio.h>
+#include <string.h>
+
+#include "onnx_internal.h"
+
+static enum mps_status mps_q_oom(struct mps_error *err)
+{
+    return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+}
+
+/* *x cast to dtype to (in place). */
+static enum mps_status mps_q_cast(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int *x, enum mps_dtype to,
+                                  struct mps_error *err)
+{
+    union mps_op_params p;
+    mps_op_params_default(MPS_OP_CAST, &p);
+    p.cast.to = to;
+    return mps_onnx_add(c, n, MPS_OP_CAST, x, 1, &p, x, err);
+}
+
+/* a op b into *out. */
+static enum mps_status mps_q_bin(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, enum mps_op op, int a, int b,
+                                 int *out, struct mps_error *err)
+{
+    return mps_onnx_add(c, n, op, (int[]){a, b}, 2, NULL, out, err);
+}
+
+/* Scale or zero point v (input i, for messages) of a tensor of rank rank
+   quantized along axis: a scalar or one element stays, a 1-D one of len
+   values becomes [len, 1, ...] (rank - axis - 1 ones) to broadcast there;
+   f: cast to f32 too. */
+static enum mps_status mps_q_param(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int i, int rank, int64_t axis,
+                                   bool f, int *v, struct mps_error *err)
+{
+    struct mps_shape s;
+    *v = n->in[i];
+    enum mps_status st = mps_onnx_shape_of(c, n, *v, &s, err);
+    if (st || (f && (st = mps_q_cast(c, n, v, MPS_F32, err))))
+        return st;
+    if (mps_shape_numel(&s) == 1 && s.ndim <= 1)
+        return MPS_OK;
+    if (s.ndim != 1 || axis < -rank || axis >= rank)
+        return mps_onnx_fail(n, err, "input %d must be a scalar or 1-D along axis %lld of a rank-%d tensor", i,
+                             (long long)axis, rank);
+    axis += axis < 0 ? rank : 0;
+    struct mps_shape b = {rank - (int)axis, {s.dim[0]}};
+    for (int d = 1; d < b.ndim; d++)
+        b.dim[d] = 1;
+    return mps_onnx_reshape(c, n, v, &b, err);
+}
+
+/* The f32 value of integer tensor x minus its zero point (input zi of n, or
+   none when zi is past its inputs or omitted), along axis. */
+static enum mps_status mps_q_shifted(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int x, int zi, int64_t axis,
+                                     int *out, struct mps_error *err)
+{
+    struct mps_shape s;
+    int z;
+    enum mps_status st = mps_onnx_shape_of(c, n, x, &s, err);
+    *out = x;
+    if (st || (st = mps_q_cast(c, n, out, MPS_F32, err)) || zi >= n->n_in || n->in[zi] < 0)
+        return st;
+    if ((st = mps_q_param(c, n, zi, s.ndim, axis, true, &z, err)))
+        return st;
+    return mps_q_bin(c, n, MPS_OP_SUB, *out, z, out, err);
+}
+
+/* The lowest and highest values of integer dtype dt. */
+static bool mps_q_range(enum mps_dtype dt, double *lo, double *hi)
+{
+    switch (dt) {
+    case MPS_U8: return *lo = 0, *hi = 255, true;
+    case MPS_I8: return *lo = -128, *hi = 127, true;
+    case MPS_U16: return *lo = 0, *hi = 65535, true;
+    case MPS_I16: return *lo = -32768, *hi = 32767, true;
+    case MPS_I32: return *lo = -2147483648.0, *hi = 2147483647.0, true;
+    default: return false;
+    }
+}
+
+/* x (f32) quantized by scale input si and zero point input zi (omitted:
+   uint8, 0) along axis into *out (out_v >= 0: that value). */
+static enum mps_status mps_q_quantize(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int x, int si, int zi,
+                                      int64_t axis, int out_v, int *out, struct mps_error *err)
+{
+    struct mps_shape s, zs;
+    bool zp = zi < n->n_in && n->in[zi] >= 0;
+    double lo, hi;
+    int scale, z, r;
+    enum mps_status st = mps_onnx_shape_of(c, n, x, &s, err);
+    if (st || (zp && (st = mps_onnx_shape_of(c, n, n->in[zi], &zs, err)))) /* zs: its dtype inferred */
+        return st;
+    enum mps_dtype dt = zp ? c->g->values[n->in[zi]].dtype : MPS_U8;
+    if (!mps_q_range(dt, &lo, &hi))
+        return mps_onnx_fail(n, err, "its zero point is %s: uint8, int8, uint16, int16 and int32 are supported",
+                             mps_dtype_name(dt));
+    if ((st = mps_q_param(c, n, si, s.ndim, axis, false, &scale, err)) ||
+        (st = mps_q_bin(c, n, MPS_OP_DIV, x, scale, &r, err)) ||
+        (st = mps_onnx_add(c, n, MPS_OP_ROUND, &r, 1, NULL, &r, err)) ||
+        (zp && ((st = mps_q_param(c, n, zi, s.ndim, axis, true, &z, err)) ||
+                (st = mps_q_bin(c, n, MPS_OP_ADD, r, z, &r, err)))))
+        return st;
+    struct mps_shape one = {0, {0}};
+    float bounds[2] = {(float)lo, (float)hi};
+    int bl = mps_onnx_const(c, n->name, MPS_F32, &one, &bounds[0]),
+        bh = mps_onnx_const(c, n->name, MPS_F32, &one, &bounds[1]);
+    if (bl < 0 || bh < 0 || (st = mps_onnx_add(c, n, MPS_OP_CLIP, (int[]){r, bl, bh}, 3, NULL, &r, err)))
+        return st ? st : mps_q_oom(err);
+    union mps_op_params p;
+    mps_op_params_default(MPS_OP_CAST, &p);
+    p.cast.to = dt;
+    if (out_v < 0)
+        return mps_onnx_add(c, n, MPS_OP_CAST, &r, 1, &p, out, err);
+    *out = out_v;
+    return mps_graph_add_node(c->g, MPS_OP_CAST, n->name, &r, 1, &out_v, 1, &p, err);
+}
+
+/* The row ends in an Identity of x. */
+static enum mps_status mps_q_result(struct mps_onnx_node *n, union mps_op_params *p, int x)
+{
+    n->in[0] = x, n->n_in = 1;
+    mps_op_params_default(MPS_OP_IDENTITY, p);
+    return MPS_OK;
+}
+
+/* axis (default 1); block_size must be 0, saturate 1 (float8 only). */
+static enum mps_status mps_q_axis(const struct mps_onnx_node *n, int64_t *axis, struct mps_error *err)
+{
+    int64_t block, saturate;
+    enum mps_status st = mps_attr_int(n, "axis", 1, axis, err);
+    if (st || (st = mps_attr_int(n, "block_size", 0, &block, err)) ||
+        (st = mps_attr_int(n, "saturate", 1, &saturate, err)))
+        return st;
+    if (block != 0)
+        return mps_onnx_fail(n, err, "blocked quantization (block_size %lld) is not supported", (long long)block);
+    if (saturate != 1)
+        return mps_onnx_fail(n, err, "saturate 0 applies to float8 types, which mpsrun does not have");
+    return MPS_OK;
+}
+
+static enum mps_status mps_map_quantize(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                        struct mps_error *err)
+{
+    int64_t axis;
+    int x = n->in[0], y;
+    enum mps_status st = mps_q_axis(n, &axis, err);
+    if (st || (c->g->values[x].dtype != MPS_F32 && (st = mps_q_cast(c, n, &x, MPS_F32, err))) ||
+        (st = mps_q_quantize(c, n, x, 1, 2, axis, -1, &y, err)))
+        return st;
+    return mps_q_result(n, p, y);
+}
+
+static enum mps_status mps_map_dequantize(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                          struct mps_error *err)
+{
+    int64_t axis;
+    int x, scale;
+    struct mps_shape s;
+    enum mps_status st = mps_q_axis(n, &axis, err);
+    if (st || (st = mps_onnx_shape_of(c, n, n->in[0], &s, err)) ||
+        (st = mps_q_shifted(c, n, n->in[0], 2, axis, &x, err)) ||
+        (st = mps_q_param(c, n, 1, s.ndim, axis, false, &scale, err)) ||
+        (st = mps_q_bin(c, n, MPS_OP_MUL, x, scale, &x, err)))
+        return st;
+    return mps_q_result(n, p, x);
+}
+
+/* Refuses a product whose integer partial sums could pass 2^24 (f32 holds
+   them exactly below): k terms of inputs a and b (integer dtypes). */
+static enum mps_status mps_q_exact(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int a, int b, int64_t k,
+                                   struct mps_error *err)
+{
+    double alo, ahi, blo, bhi;
+    if (!mps_q_range(c->g->values[a].dtype, &alo, &ahi) || !mps_q_range(c->g->values[b].dtype, &blo, &bhi))
+        return mps_onnx_fail(n, err, "its inputs must be 8- or 16-bit integers");
+    double ma = ahi - alo, mb = bhi - blo; /* |x - zero point| at most */
+    if ((double)k * ma * mb >= 16777216.0)
+        return mps_onnx_fail(n, err,
+                             "a sum of %lld products of its types could pass 2^24, which mpsrun's f32 "
+                             "composition holds exactly (int8 kernels: not yet)",
+                             (long long)k);
+    return MPS_OK;
+}
+
+/* MatMulInteger (q false) and QLinearMatMul (q true): inputs a, b and their
+   zero points at ai, ai + 1 (MatMulInteger: 2, 3) or 2, 5 (QLinear). */
+static enum mps_status mps_map_matmul_q(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                        struct mps_error *err)
+{
+    bool q = !strcmp(n->np->op_type, "QLinearMatMul");
+    int ia = 0, ib = q ? 3 : 1, za = q ? 2 : 2, zb = q ? 5 : 3, a, b, acc;
+    struct mps_shape sa, sb;
+    enum mps_status st;
+    if ((st = mps_onnx_shape_of(c, n, n->in[ia], &sa, err)) || (st = mps_onnx_shape_of(c, n, n->in[ib], &sb, err)) ||
+        (!q && (st = mps_q_exact(c, n, n->in[ia], n->in[ib], sa.ndim ? sa.dim[sa.ndim - 1] : 1, err))) ||
+        (st = mps_q_shifted(c, n, n->in[ia], za, -2, &a, err)) ||
+        (st = mps_q_shifted(c, n, n->in[ib], zb, -1, &b, err)) ||
+        (st = mps_q_bin(c, n, MPS_OP_MATMUL, a, b, &acc, err)))
+        return st;
+    if (!q) {
+        union mps_op_params cast;
+        mps_op_params_default(MPS_OP_CAST, &cast);
+        cast.cast.to = MPS_I32;
+        n->in[0] = acc, n->n_in = 1;
+        *p = cast;
+        n->last_op = MPS_OP_CAST;
+        return MPS_OK;
+    }
+    int sa_v, sb_v, y;
+    if ((st = mps_q_param(c, n, 1, sa.ndim, -2, false, &sa_v, err)) ||
+        (st = mps_q_param(c, n, 4, sb.ndim, -1, false, &sb_v, err)) ||
+        (st = mps_q_bin(c, n, MPS_OP_MUL, acc, sa_v, &acc, err)) ||
+        (st = mps_q_bin(c, n, MPS_OP_MUL, acc, sb_v, &acc, err)) ||
+        (st = mps_q_quantize(c, n, acc, 6, 7, 1, -1, &y, err)))
+        return st;
+    return mps_q_result(n, p, y);
+}
+
+/* ConvInteger (x, w, x_zero_point, w_zero_point) and QLinearConv (x, x_scale,
+   x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B): the
+   weight's zero point and scale per output channel. */
+static enum mps_status mps_map_conv_q(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                      struct mps_error *err)
+{
+    bool q = !strcmp(n->np->op_type, "QLinearConv");
+    int iw = q ? 3 : 1, zx = q ? 2 : 2, zw = q ? 5 : 3, x, w, acc, in[3];
+    struct mps_shape sw;
+    union mps_op_params conv;
+    mps_op_params_default(MPS_OP_CONV, &conv);
+    enum mps_status st = mps_onnx_conv_params(c, n, &conv, err);
+    if (st || (st = mps_onnx_shape_of(c, n, n->in[iw], &sw, err)))
+        return st;
+    int64_t k = 1;
+    for (int d = 1; d < sw.ndim; d++)
+        k *= sw.dim[d];
+    if ((!q && (st = mps_q_exact(c, n, n->in[0], n->in[iw], k, err))) ||
+        (st = mps_q_shifted(c, n, n->in[0], zx, 1, &x, err)) || (st = mps_q_shifted(c, n, n->in[iw], zw, 0, &w, err)))
+        return st;
+    in[0] = x, in[1] = w;
+    int n_in = 2;
+    if (q && n->n_in > 8 && n->in[8] >= 0) { /* the int32 bias, in the accumulator's units */
+        in[2] = n->in[8];
+        if ((st = mps_q_cast(c, n, &in[2], MPS_F32, err)))
+            return st;
+        n_in = 3;
+    }
+    if ((st = mps_onnx_add(c, n, MPS_OP_CONV, in, n_in, &conv, &acc, err)))
+        return st;
+    if (!q) {
+        mps_op_params_default(MPS_OP_CAST, p);
+        p->cast.to = MPS_I32;
+        n->in[0] = acc, n->n_in = 1;
+        n->last_op = MPS_OP_CAST;
+        return MPS_OK;
+    }
+    int sx, sw_v, y;
+    if ((st = mps_q_param(c, n, 1, sw.ndim, 1, false, &sx, err)) ||
+        (st = mps_q_param(c, n, 4, sw.ndim, 1, false, &sw_v, err)) ||
+        (st = mps_q_bin(c, n, MPS_OP_MUL, acc, sx, &acc, err)) ||
+        (st = mps_q_bin(c, n, MPS_OP_MUL, acc, sw_v, &acc, err)) ||
+        (st = mps_q_quantize(c, n, acc, 6, 7, 1, -1, &y, err)))
+        return st;
+    return mps_q_result(n, p, y);
+}
+
+/* DynamicQuantizeLinear: scale (max(0, max x) - min(0, min x)) / 255, zero
+   point Round(-min / scale) saturated to [0, 255], y quantized by them
+   (uint8). Outputs 1 and 2 written here, output 0 by the row. */
+static enum mps_status mps_map_dyn_quant(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                         struct mps_error *err)
+{
+    union mps_op_params red;
+    struct mps_shape one = {0, {0}};
+    float k[4] = {0, 255, 0, 255};
+    int zero = mps_onnx_const(c, n->name, MPS_F32, &one, &k[0]), top = mps_onnx_const(c, n->name, MPS_F32, &one, &k[1]);
+    int mx, mn, range, scale, zf, r;
+    if (zero < 0 || top < 0)
+        return mps_q_oom(err);
+    mps_op_params_default(MPS_OP_REDUCE_MAX, &red);
+    red.reduce.keepdims = false;
+    enum mps_status st;
+    if ((st = mps_onnx_add(c, n, MPS_OP_REDUCE_MAX, &n->in[0], 1, &red, &mx, err)) ||
+        (st = mps_onnx_add(c, n, MPS_OP_REDUCE_MIN, &n->in[0], 1, &red, &mn, err)) ||
+        (st = mps_q_bin(c, n, MPS_OP_MAX, mx, zero, &mx, err)) ||
+        (st = mps_q_bin(c, n, MPS_OP_MIN, mn, zero, &mn, err)) ||
+        (st = mps_q_bin(c, n, MPS_OP_SUB, mx, mn, &range, err)))
+        return st;
+    int sc = n->n_out > 1 && n->out[1] >= 0 ? n->out[1] : mps_onnx_temp(c, n->name);
+    scale = sc;
+    if (sc < 0 || (st = mps_graph_add_node(c->g, MPS_OP_DIV, n->name, (int[]){range, top}, 2, &scale, 1, NULL, err)) ||
+        (st = mps_q_bin(c, n, MPS_OP_SUB, zero, mn, &zf, err)) ||
+        (st = mps_q_bin(c, n, MPS_OP_DIV, zf, scale, &zf, err)) ||
+        (st = mps_onnx_add(c, n, MPS_OP_ROUND, &zf, 1, NULL, &zf, err)) ||
+        (st = mps_onnx_add(c, n, MPS_OP_CLIP, (int[]){zf, zero, top}, 3, NULL, &zf, err)))
+        return st ? st : mps_q_oom(err);
+    if (n->n_out > 2 && n->out[2] >= 0) {
+        union mps_op_params cast;
+        mps_op_params_default(MPS_OP_CAST, &cast);
+        cast.cast.to = MPS_U8;
+        if ((st = mps_graph_add_node(c->g, MPS_OP_CAST, n->name, &zf, 1, &n->out[2], 1, &cast, err)))
+            return st;
+    }
+    if ((st = mps_q_bin(c, n, MPS_OP_DIV, n->in[0], scale, &r, err)) ||
+        (st = mps_onnx_add(c, n, MPS_OP_ROUND, &r, 1, NULL, &r, err)) ||
+        (st = mps_q_bin(c, n, MPS_OP_ADD, r, zf, &r, err)) ||
+        (st = mps_onnx_add(c, n, MPS_OP_CLIP, (int[]){r, zero, top}, 3, NULL, &r, err)))
+        return st;
+    mps_op_params_default(MPS_OP_CAST, p);
+    p->cast.to = MPS_U8;
+    n->in[0] = r, n->n_in = 1, n->n_out = 1;
+    n->last_op = MPS_OP_CAST;
+    return MPS_OK;
+}
+
+#define MPS_Q_CONV_ATTRS "auto_pad dilations group kernel_shape pads strides"
+const struct mps_onnx_rule mps_onnx_rules_quant[] = {
+    {"QuantizeLinear", MPS_OP_IDENTITY, "axis block_size saturate", mps_map_quantize},
+    {"DequantizeLinear", MPS_OP_IDENTITY, "axis block_size", mps_map_dequantize},
+    {"DynamicQuantizeLinear", MPS_OP_CAST, "", mps_map_dyn_quant},
+    {"MatMulInteger", MPS_OP_CAST, "", mps_map_matmul_q},
+    {"QLinearMatMul", MPS_OP_IDENTITY, "", mps_map_matmul_q},
+    {"ConvInteger", MPS_OP_CAST, MPS_Q_CONV_ATTRS, mps_map_conv_q},
+    {"QLinearConv", MPS_OP_IDENTITY, MPS_Q_CONV_ATTRS, mps_map_conv_q},
+};
+const size_t mps_onnx_n_rules_quant = sizeof mps_onnx_rules_quant / sizeof mps_onnx_rules_quant[0];
