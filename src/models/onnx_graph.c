@@ -491,8 +491,10 @@ enum mps_status mps_onnx_nodes(struct mps_onnx_ctx *c, const Onnx__GraphProto *g
         if (!np->op_type)
             return mps_onnx_fail(&n, err, "no op_type");
         const char *domain = np->domain ? np->domain : "";
-        if (domain[0] && strcmp(domain, "ai.onnx") != 0)
-            return mps_onnx_fail(&n, err, "op %s of domain '%s' is not supported (only the default ONNX domain is)",
+        if (domain[0] && strcmp(domain, "ai.onnx") != 0 && strcmp(domain, "com.microsoft") != 0)
+            return mps_onnx_fail(&n, err,
+                                 "op %s of domain '%s' is not supported (the default ONNX domain is, and "
+                                 "com.microsoft's QLinear ops)",
                                  np->op_type, domain);
         if (np->n_input > sizeof n.in / sizeof n.in[0] || np->n_output > sizeof n.out / sizeof n.out[0])
             return mps_onnx_fail(&n, err, "%zu inputs and %zu outputs are more than mpsrun takes", np->n_input,

@@ -133,6 +133,8 @@ extern const struct mps_onnx_rule mps_onnx_rules_signal[]; /* onnx_signal.c */
 extern const size_t mps_onnx_n_rules_signal;
 extern const struct mps_onnx_rule mps_onnx_rules_quant[]; /* onnx_quant.c */
 extern const size_t mps_onnx_n_rules_quant;
+extern const struct mps_onnx_rule mps_onnx_rules_ms[]; /* onnx_quant.c: domain com.microsoft */
+extern const size_t mps_onnx_n_rules_ms;
 
 /* Value v known once the model is loaded (folded on demand) as one integer or bool into *x; false when
    it is computed at run time or is not one number (onnx_graph.c). */

@@ -169,12 +169,20 @@ enum mps_status mps_onnx_map_node(struct mps_onnx_ctx *c, struct mps_onnx_node *
     } families[] = {{mps_onnx_rules_math, &mps_onnx_n_rules_math},
                     {mps_onnx_rules_tensor, &mps_onnx_n_rules_tensor},
                     {mps_onnx_rules_signal, &mps_onnx_n_rules_signal},
-                    {mps_onnx_rules_quant, &mps_onnx_n_rules_quant}};
+                    {mps_onnx_rules_quant, &mps_onnx_n_rules_quant},
+                    {mps_onnx_rules_ms, &mps_onnx_n_rules_ms}};
     const struct mps_onnx_rule *r = NULL;
+    bool ms = n->np->domain && !strcmp(n->np->domain, "com.microsoft");
     for (size_t f = 0; f < sizeof families / sizeof families[0] && !r; f++)
         for (size_t i = 0; i < *families[f].count && !r; i++)
-            if (strcmp(families[f].rows[i].op_type, n->np->op_type) == 0)
+            if ((families[f].rows == mps_onnx_rules_ms) == ms &&
+                strcmp(families[f].rows[i].op_type, n->np->op_type) == 0)
                 r = &families[f].rows[i];
+    if (!r && ms)
+        return mps_onnx_fail(n, err,
+                             "op %s of domain 'com.microsoft' is not supported (of that domain mpsrun takes the "
+                             "QLinear ops onnxruntime's quantizer writes)",
+                             n->np->op_type);
     if (!r)
         return mps_onnx_fail(n, err, "op %s is not supported", n->np->op_type);
     for (size_t i = 0; i < n->np->n_attribute; i++) {

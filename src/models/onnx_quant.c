@@ -325,6 +325,103 @@ static enum mps_status mps_map_dyn_quant(struct mps_onnx_ctx *c, struct mps_onnx
     return MPS_OK;
 }
 
+/* Input xi dequantized by scale si and zero point zi (a scalar each, or
+   along axis) into *out (f32). */
+static enum mps_status mps_q_deq(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int xi, int si, int zi,
+                                 int64_t axis, int *out, struct mps_error *err)
+{
+    struct mps_shape s;
+    int scale;
+    enum mps_status st = mps_onnx_shape_of(c, n, n->in[xi], &s, err);
+    if (st || (st = mps_q_shifted(c, n, n->in[xi], zi, axis, out, err)) ||
+        (st = mps_q_param(c, n, si, s.ndim, axis, false, &scale, err)))
+        return st;
+    return mps_q_bin(c, n, MPS_OP_MUL, *out, scale, out, err);
+}
+
+/* QGemm (com.microsoft): (A' - a_zero_point) (B' - b_zero_point) plus the
+   int32 bias C, times alpha * a_scale * b_scale (b's per column), then
+   quantized by y_scale and y_zero_point where they are given, else f32. */
+static enum mps_status mps_map_qgemm(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                     struct mps_error *err)
+{
+    int64_t ta, tb;
+    float alpha;
+    int a, b, acc, sa, sb;
+    enum mps_status st = mps_attr_int(n, "transA", 0, &ta, err);
+    if (st || (st = mps_attr_int(n, "transB", 0, &tb, err)) || (st = mps_attr_float(n, "alpha", 1, &alpha, err)))
+        return st;
+    if (n->n_in < 6)
+        return mps_onnx_fail(n, err, "QGemm needs A, a_scale, a_zero_point, B, b_scale and b_zero_point");
+    union mps_op_params tr;
+    mps_op_params_default(MPS_OP_TRANSPOSE, &tr);
+    if ((st = mps_q_shifted(c, n, n->in[0], 2, 0, &a, err)) ||
+        (st = mps_q_shifted(c, n, n->in[3], 5, tb ? 0 : 1, &b, err)) ||
+        (ta && (st = mps_onnx_add(c, n, MPS_OP_TRANSPOSE, &a, 1, &tr, &a, err))) ||
+        (tb && (st = mps_onnx_add(c, n, MPS_OP_TRANSPOSE, &b, 1, &tr, &b, err))) ||
+        (st = mps_q_bin(c, n, MPS_OP_MATMUL, a, b, &acc, err)))
+        return st;
+    if (n->n_in > 6 && n->in[6] >= 0) {
+        int bias = n->in[6];
+        if ((st = mps_q_cast(c, n, &bias, MPS_F32, err)) || (st = mps_q_bin(c, n, MPS_OP_ADD, acc, bias, &acc, err)))
+            return st;
+    }
+    struct mps_shape one = {0, {0}};
+    int ca = mps_onnx_const(c, n->name, MPS_F32, &one, &alpha);
+    if (ca < 0 || (st = mps_q_param(c, n, 1, 2, 0, false, &sa, err)) ||
+        (st = mps_q_param(c, n, 4, 1, 0, false, &sb, err)) || (st = mps_q_bin(c, n, MPS_OP_MUL, acc, sa, &acc, err)) ||
+        (st = mps_q_bin(c, n, MPS_OP_MUL, acc, sb, &acc, err)) ||
+        (st = mps_q_bin(c, n, MPS_OP_MUL, acc, ca, &acc, err)))
+        return st ? st : mps_q_oom(err);
+    if (n->n_in > 7 && n->in[7] >= 0 && (st = mps_q_quantize(c, n, acc, 7, 8, 1, -1, &acc, err)))
+        return st;
+    return mps_q_result(n, p, acc);
+}
+
+/* The com.microsoft QLinear forms of an elementwise op, a pool or Concat:
+   each input dequantized, the float op, the result quantized. */
+static enum mps_status mps_map_qlinear(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                       struct mps_error *err)
+{
+    static const struct {
+        const char *op;
+        enum mps_op to;
+        int n_x; /* quantized inputs (x, scale, zero point), then y_scale, y_zero_point; Concat: -1 */
+    } forms[] = {{"QLinearAdd", MPS_OP_ADD, 2},
+                 {"QLinearMul", MPS_OP_MUL, 2},
+                 {"QLinearSigmoid", MPS_OP_SIGMOID, 1},
+                 {"QLinearLeakyRelu", MPS_OP_LEAKY_RELU, 1},
+                 {"QLinearGlobalAveragePool", MPS_OP_GLOBAL_AVERAGE_POOL, 1},
+                 {"QLinearConcat", MPS_OP_CONCAT, -1}};
+    size_t f = 0;
+    while (strcmp(forms[f].op, n->np->op_type))
+        f++;
+    int64_t last = 0, axis = 0;
+    float alpha = 0.01f;
+    enum mps_status st = mps_attr_int(n, "channels_last", 0, &last, err);
+    if (st || (st = mps_attr_int(n, "axis", 0, &axis, err)) || (st = mps_attr_float(n, "alpha", 0.01f, &alpha, err)))
+        return st;
+    if (last)
+        return mps_onnx_fail(n, err, "channels_last is not supported");
+    bool cat = forms[f].n_x < 0;
+    int n_x = cat ? (n->n_in - 2) / 3 : forms[f].n_x, first = cat ? 2 : 0, ys = cat ? 0 : 3 * n_x, x[8], y;
+    if (n_x < 1 || n_x > 8 || n->n_in != 3 * n_x + 2)
+        return mps_onnx_fail(n, err, "%d inputs: not %s's form", n->n_in, n->np->op_type);
+    for (int i = 0; i < n_x; i++)
+        if ((st = mps_q_deq(c, n, first + 3 * i, first + 3 * i + 1, first + 3 * i + 2, 1, &x[i], err)))
+            return st;
+    union mps_op_params q;
+    mps_op_params_default(forms[f].to, &q);
+    if (forms[f].to == MPS_OP_LEAKY_RELU)
+        q.act.alpha = alpha;
+    if (cat)
+        q.axis.axis = axis;
+    if ((st = mps_onnx_add(c, n, forms[f].to, x, n_x, &q, &y, err)) ||
+        (st = mps_q_quantize(c, n, y, ys, ys + 1, 1, -1, &y, err)))
+        return st;
+    return mps_q_result(n, p, y);
+}
+
 #define MPS_Q_CONV_ATTRS "auto_pad dilations group kernel_shape pads strides"
 const struct mps_onnx_rule mps_onnx_rules_quant[] = {
     {"QuantizeLinear", MPS_OP_IDENTITY, "axis block_size saturate", mps_map_quantize},
@@ -336,3 +433,16 @@ const struct mps_onnx_rule mps_onnx_rules_quant[] = {
     {"QLinearConv", MPS_OP_IDENTITY, MPS_Q_CONV_ATTRS, mps_map_conv_q},
 };
 const size_t mps_onnx_n_rules_quant = sizeof mps_onnx_rules_quant / sizeof mps_onnx_rules_quant[0];
+
+/* onnxruntime's quantizer writes these (domain com.microsoft) in its
+   QOperator form. */
+const struct mps_onnx_rule mps_onnx_rules_ms[] = {
+    {"QGemm", MPS_OP_IDENTITY, "alpha transA transB", mps_map_qgemm},
+    {"QLinearAdd", MPS_OP_IDENTITY, "", mps_map_qlinear},
+    {"QLinearMul", MPS_OP_IDENTITY, "", mps_map_qlinear},
+    {"QLinearSigmoid", MPS_OP_IDENTITY, "", mps_map_qlinear},
+    {"QLinearLeakyRelu", MPS_OP_IDENTITY, "alpha", mps_map_qlinear},
+    {"QLinearGlobalAveragePool", MPS_OP_IDENTITY, "channels_last", mps_map_qlinear},
+    {"QLinearConcat", MPS_OP_IDENTITY, "axis", mps_map_qlinear},
+};
+const size_t mps_onnx_n_rules_ms = sizeof mps_onnx_rules_ms / sizeof mps_onnx_rules_ms[0];

@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""Quantized models, built here with onnx.helper (random weights, seeded),
+run by mpsrun and by onnxruntime (onnxruntime-node, installed by setup; or
+Python's onnxruntime) on the same inputs:
+
+  qdq_mlp      the QDQ form onnxruntime's quantizer writes: QuantizeLinear and
+               DequantizeLinear around MatMul, Add, Relu, int8 weights per
+               output channel, a uint8 activation
+  qop_cnn      the QOperator form: QLinearConv (per-channel int8 weights, an
+               int32 bias), QLinearLeakyRelu, QLinearSigmoid, QLinearAdd,
+               QLinearMul, QLinearConcat, QLinearGlobalAveragePool and QGemm
+               (com.microsoft) to a float output
+  integer      MatMulInteger and ConvInteger (int32, exact), QLinearMatMul,
+               DynamicQuantizeLinear
+
+A quantized output must be within one step of onnxruntime's everywhere and
+equal on at least 99.9% of its elements (onnxruntime computes in integers,
+mpsrun in f32: they part only at a rounding tie); a float output within one
+step of the last quantization (its scale) everywhere; an int32 one exactly.
+
+usage: quant_ort.py MPSRUN SRC OUT [--backend B]
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import third_party as tp  # noqa: E402  (its ort() and mpsrun(): the same argv)
+
+OUT = tp.OUT
+rng = np.random.default_rng(5)
+T = lambda a, n: numpy_helper.from_array(a, n)
+vi = lambda n, t, s: helper.make_tensor_value_info(n, t, s)
+
+
+def qparams(lo, hi, name, dtype=np.uint8):
+    """Scale and zero point covering [lo, hi] in dtype."""
+    qmin, qmax = (0, 255) if dtype == np.uint8 else (-128, 127)
+    scale = np.float32((hi - lo) / (qmax - qmin))
+    return [T(np.array(scale, np.float32), name + "_s"),
+            T(np.array(np.clip(round(qmin - lo / scale), qmin, qmax), dtype), name + "_z")]
+
+
+def weights(shape, name, axis=0):
+    """int8 weights, per-output-channel scales along axis, zero points 0."""
+    w = rng.integers(-127, 128, shape).astype(np.int8)
+    n = shape[axis]
+    return [T(w, name), T((rng.random(n) * 0.02 + 0.005).astype(np.float32), name + "_s"),
+            T(np.zeros(n, np.int8), name + "_z")]
+
+
+def model(name, nodes, inputs, outputs, inits, ms=False):
+    ops = [helper.make_opsetid("", 13)] + ([helper.make_opsetid("com.microsoft", 1)] if ms else [])
+    m = helper.make_model(helper.make_graph(nodes, name, inputs, outputs, inits), opset_imports=ops)
+    m.ir_version = 8
+    path = os.path.join(OUT, name + ".onnx")
+    onnx.save(m, path)
+    return path
+
+
+def qdq_mlp():
+    n = helper.make_node
+    nodes = [n("QuantizeLinear", ["x", "a0_s", "a0_z"], ["xq"]), n("DequantizeLinear", ["xq", "a0_s", "a0_z"], ["xd"]),
+             n("DequantizeLinear", ["w1", "w1_s", "w1_z"], ["w1d"], axis=1), n("MatMul", ["xd", "w1d"], ["h"]),
+             n("Add", ["h", "b1"], ["hb"]), n("Relu", ["hb"], ["r"]),
+             n("QuantizeLinear", ["r", "a1_s", "a1_z"], ["rq"]), n("DequantizeLinear", ["rq", "a1_s", "a1_z"], ["rd"]),
+             n("DequantizeLinear", ["w2", "w2_s", "w2_z"], ["w2d"], axis=1), n("MatMul", ["rd", "w2d"], ["o"]),
+             n("QuantizeLinear", ["o", "a2_s", "a2_z"], ["oq"]), n("DequantizeLinear", ["oq", "a2_s", "a2_z"], ["y"])]
+    inits = (qparams(-3, 3, "a0") + weights((64, 32), "w1", 1) + [T(rng.standard_normal(32).astype(np.float32), "b1")] +
+             qparams(0, 12, "a1") + weights((32, 10), "w2", 1) + qparams(-6, 6, "a2"))
+    path = model("qdq_mlp", nodes, [vi("x", TensorProto.FLOAT, [8, 64])], [vi("y", TensorProto.FLOAT, [8, 10])], inits)
+    return path, {"x": rng.standard_normal((8, 64)).astype(np.float32)}, {"y": 12 / 255}
+
+
+def qop_cnn():
+    n, ms = helper.make_node, "com.microsoft"
+    nodes = [n("QuantizeLinear", ["x", "a0_s", "a0_z"], ["xq"]),
+             n("QLinearConv", ["xq", "a0_s", "a0_z", "w", "w_s", "w_z", "a1_s", "a1_z", "b"], ["c"], pads=[1, 1, 1, 1]),
+             n("QLinearLeakyRelu", ["c", "a1_s", "a1_z", "a2_s", "a2_z"], ["l"], domain=ms, alpha=0.1),
+             n("QLinearSigmoid", ["c", "a1_s", "a1_z", "a3_s", "a3_z"], ["s"], domain=ms),
+             n("QLinearAdd", ["l", "a2_s", "a2_z", "s", "a3_s", "a3_z", "a4_s", "a4_z"], ["ad"], domain=ms),
+             n("QLinearMul", ["ad", "a4_s", "a4_z", "s", "a3_s", "a3_z", "a5_s", "a5_z"], ["mu"], domain=ms),
+             n("QLinearConcat", ["a5_s", "a5_z", "mu", "a5_s", "a5_z", "l", "a2_s", "a2_z"], ["cat"], domain=ms, axis=1),
+             n("QLinearGlobalAveragePool", ["cat", "a5_s", "a5_z", "a6_s", "a6_z"], ["gp"], domain=ms),
+             n("Flatten", ["gp"], ["f"]),
+             n("QGemm", ["f", "a6_s", "a6_z", "g", "g_s", "g_z", "gb"], ["y"], domain=ms, transB=1)]
+    g = weights((5, 16), "g")
+    inits = (qparams(-2, 2, "a0") + weights((8, 3, 3, 3), "w") + [T(rng.integers(-500, 500, 8).astype(np.int32), "b")] +
+             qparams(-4, 4, "a1") + qparams(-0.5, 4, "a2") + qparams(0, 1, "a3") + qparams(-0.5, 5, "a4") +
+             qparams(-0.5, 5, "a5") + qparams(-0.5, 5, "a6") + g + [T(rng.integers(-2000, 2000, 5).astype(np.int32), "gb")])
+    # one step of QGemm's quantized input through its largest weight: what a tie upstream can move y by
+    step = 5.5 / 255 * float(np.abs(numpy_helper.to_array(g[0]) * numpy_helper.to_array(g[1])[:, None]).max())
+    path = model("qop_cnn", nodes, [vi("x", TensorProto.FLOAT, [2, 3, 10, 10])], [vi("y", TensorProto.FLOAT, [2, 5])],
+                 inits, ms=True)
+    return path, {"x": rng.standard_normal((2, 3, 10, 10)).astype(np.float32)}, {"y": step}
+
+
+def integer():
+    n = helper.make_node
+    nodes = [n("MatMulInteger", ["a", "bw", "a_z", "bw_z"], ["mmi"]),
+             n("ConvInteger", ["img", "cw", "img_z", "cw_z"], ["ci"], pads=[0, 1, 0, 1], strides=[1, 2]),
+             n("QLinearMatMul", ["a", "a_s", "a_z", "bq", "bw_s", "bq_z", "y_s", "y_z"], ["qmm"]),
+             n("DynamicQuantizeLinear", ["f"], ["dq", "dq_s", "dq_z"])]
+    inits = [T(rng.integers(-100, 100, (16, 6)).astype(np.int8), "bw"), T(np.array(3, np.int8), "bw_z"),
+             T(np.array(117, np.uint8), "a_z"), T(rng.integers(0, 255, (4, 2, 3, 3)).astype(np.uint8), "cw"),
+             T(np.array(9, np.uint8), "img_z"), T(np.array(120, np.uint8), "cw_z"), T(np.array(0.02, np.float32), "a_s"),
+             T(np.array(0.01, np.float32), "bw_s"), T(np.array(0.05, np.float32), "y_s"), T(np.array(131, np.uint8), "y_z"),
+             T(rng.integers(0, 255, (16, 6)).astype(np.uint8), "bq"), T(np.array(128, np.uint8), "bq_z")]
+    ins = [vi("a", TensorProto.UINT8, [5, 16]), vi("img", TensorProto.UINT8, [1, 2, 7, 9]), vi("f", TensorProto.FLOAT, [3, 7])]
+    outs = [vi("mmi", TensorProto.INT32, None), vi("ci", TensorProto.INT32, None), vi("qmm", TensorProto.UINT8, None),
+            vi("dq", TensorProto.UINT8, None), vi("dq_s", TensorProto.FLOAT, None), vi("dq_z", TensorProto.UINT8, None)]
+    path = model("integer", nodes, ins, outs, inits)
+    data = {"a": rng.integers(0, 255, (5, 16)).astype(np.uint8), "img": rng.integers(0, 255, (1, 2, 7, 9)).astype(np.uint8),
+            "f": (rng.standard_normal((3, 7)) * 3).astype(np.float32)}
+    return path, data, {}
+
+
+def close(name, got, want, step):
+    """Why got and want differ beyond the rule of the module doc, or None."""
+    if got.shape != want.shape:
+        return f"{name}: shape {got.shape}, onnxruntime {want.shape}"
+    d = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    if np.issubdtype(want.dtype, np.integer) and want.dtype.itemsize == 1:
+        if d.max() > 1 or np.mean(d == 0) < 0.999:
+            return f"{name}: {d.max():g} steps at most, {100 * np.mean(d == 0):.2f}% equal"
+    elif np.issubdtype(want.dtype, np.integer):
+        if d.max() != 0:
+            return f"{name}: int32 differs by {d.max():g}"
+    else:
+        tol = step if step else np.abs(want).max() * 1e-5
+        if d.max() > tol * 1.0001:
+            return f"{name}: max |diff| {d.max():.3g} > {tol:.3g}"
+    return None
+
+
+def main():
+    if not os.path.isdir(os.path.join(tp.SRC, ".deps", "node_modules", "onnxruntime-node")):
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError:
+            print("skip: neither onnxruntime-node (./scripts/setup installs it) nor Python's onnxruntime is here")
+            return 77
+    os.makedirs(OUT, exist_ok=True)
+    failures = 0
+    for make in (qdq_mlp, qop_cnn, integer):
+        path, data, steps = make()
+        work = os.path.join(OUT, make.__name__)
+        os.makedirs(work, exist_ok=True)
+        files = {}
+        for k, a in data.items():
+            files[k] = os.path.join(work, k + ".npy")
+            np.save(files[k], a)
+        want = tp.ort(path, files, "basic", os.path.join(work, "ort"))
+        got, error = tp.mpsrun(path, files, work)
+        names = [o.name for o in onnx.load(path).graph.output]
+        why = error or next((w for w in (close(n, g, e, steps.get(n)) for n, g, e in zip(names, got, want)) if w), None)
+        if got and len(got) != len(want):
+            why = f"{len(got)} outputs, onnxruntime {len(want)}"
+        print(f"{'FAIL' if why else 'ok  '} {make.__name__}: {why or 'matches onnxruntime'}")
+        failures += bool(why)
+    print(f"{3 - failures} passed, {failures} failed, 0 skipped")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
