@@ -392,17 +392,26 @@ static enum mps_status mps_map_qlinear(struct mps_onnx_ctx *c, struct mps_onnx_n
                  {"QLinearSigmoid", MPS_OP_SIGMOID, 1},
                  {"QLinearLeakyRelu", MPS_OP_LEAKY_RELU, 1},
                  {"QLinearGlobalAveragePool", MPS_OP_GLOBAL_AVERAGE_POOL, 1},
-                 {"QLinearConcat", MPS_OP_CONCAT, -1}};
+                 {"QLinearConcat", MPS_OP_CONCAT, -1},
+                 {"QLinearSoftmax", MPS_OP_SOFTMAX, 1}};
     size_t f = 0;
     while (strcmp(forms[f].op, n->np->op_type))
         f++;
-    int64_t last = 0, axis = 0;
+    int64_t last = 0, axis = 0, opset = 13;
     float alpha = 0.01f;
+    bool softmax = forms[f].to == MPS_OP_SOFTMAX;
     enum mps_status st = mps_attr_int(n, "channels_last", 0, &last, err);
-    if (st || (st = mps_attr_int(n, "axis", 0, &axis, err)) || (st = mps_attr_float(n, "alpha", 0.01f, &alpha, err)))
+    if (st || (st = mps_attr_int(n, "axis", softmax ? -1 : 0, &axis, err)) ||
+        (st = mps_attr_float(n, "alpha", 0.01f, &alpha, err)) || (st = mps_attr_int(n, "opset", 13, &opset, err)))
         return st;
     if (last)
         return mps_onnx_fail(n, err, "channels_last is not supported");
+    struct mps_shape xs;
+    if (softmax && opset < 13 && (st = mps_onnx_shape_of(c, n, n->in[0], &xs, err)))
+        return st;
+    if (softmax && opset < 13 && axis != -1 && axis != xs.ndim - 1) /* before 13: over the dims from axis on */
+        return mps_onnx_fail(n, err, "opset %lld's softmax over the dims from axis %lld on is not supported",
+                             (long long)opset, (long long)axis);
     bool cat = forms[f].n_x < 0;
     int n_x = cat ? (n->n_in - 2) / 3 : forms[f].n_x, first = cat ? 2 : 0, ys = cat ? 0 : 3 * n_x, x[8], y;
     if (n_x < 1 || n_x > 8 || n->n_in != 3 * n_x + 2)
@@ -416,6 +425,8 @@ static enum mps_status mps_map_qlinear(struct mps_onnx_ctx *c, struct mps_onnx_n
         q.act.alpha = alpha;
     if (cat)
         q.axis.axis = axis;
+    if (softmax)
+        q.norm.axis = axis;
     if ((st = mps_onnx_add(c, n, forms[f].to, x, n_x, &q, &y, err)) ||
         (st = mps_q_quantize(c, n, y, ys, ys + 1, 1, -1, &y, err)))
         return st;
@@ -444,5 +455,6 @@ const struct mps_onnx_rule mps_onnx_rules_ms[] = {
     {"QLinearLeakyRelu", MPS_OP_IDENTITY, "alpha", mps_map_qlinear},
     {"QLinearGlobalAveragePool", MPS_OP_IDENTITY, "channels_last", mps_map_qlinear},
     {"QLinearConcat", MPS_OP_IDENTITY, "axis", mps_map_qlinear},
+    {"QLinearSoftmax", MPS_OP_IDENTITY, "axis opset", mps_map_qlinear},
 };
 const size_t mps_onnx_n_rules_ms = sizeof mps_onnx_rules_ms / sizeof mps_onnx_rules_ms[0];
