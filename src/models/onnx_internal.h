@@ -135,6 +135,8 @@ extern const struct mps_onnx_rule mps_onnx_rules_quant[]; /* onnx_quant.c */
 extern const size_t mps_onnx_n_rules_quant;
 extern const struct mps_onnx_rule mps_onnx_rules_ms[]; /* onnx_quant.c: domain com.microsoft */
 extern const size_t mps_onnx_n_rules_ms;
+extern const struct mps_onnx_rule mps_onnx_rules_random[]; /* onnx_train.c */
+extern const size_t mps_onnx_n_rules_random;
 
 /* Value v known once the model is loaded (folded on demand) as one integer or bool into *x; false when
    it is computed at run time or is not one number (onnx_graph.c). */
@@ -161,6 +163,12 @@ enum mps_status mps_onnx_reshape(struct mps_onnx_ctx *c, const struct mps_onnx_n
                                  const struct mps_shape *s, struct mps_error *err);
 enum mps_status mps_onnx_shape_of(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int v, struct mps_shape *s,
                                   struct mps_error *err);
+/* BatchNormalization in training mode (onnx_train.c), p holding its epsilon. */
+enum mps_status mps_onnx_bn_training(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                     struct mps_error *err);
+/* Dropout with training_mode given (opset 12 on), for the row's mapper (onnx_train.c). */
+enum mps_status mps_onnx_dropout_training(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                          bool *training, struct mps_error *err);
 /* Conv's attributes into p (onnx_ops_math.c). */
 enum mps_status mps_onnx_conv_params(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                      struct mps_error *err);

@@ -170,7 +170,8 @@ enum mps_status mps_onnx_map_node(struct mps_onnx_ctx *c, struct mps_onnx_node *
                     {mps_onnx_rules_tensor, &mps_onnx_n_rules_tensor},
                     {mps_onnx_rules_signal, &mps_onnx_n_rules_signal},
                     {mps_onnx_rules_quant, &mps_onnx_n_rules_quant},
-                    {mps_onnx_rules_ms, &mps_onnx_n_rules_ms}};
+                    {mps_onnx_rules_ms, &mps_onnx_n_rules_ms},
+                    {mps_onnx_rules_random, &mps_onnx_n_rules_random}};
     const struct mps_onnx_rule *r = NULL;
     bool ms = n->np->domain && !strcmp(n->np->domain, "com.microsoft");
     for (size_t f = 0; f < sizeof families / sizeof families[0] && !r; f++)

@@ -219,11 +219,15 @@ static enum mps_status mps_map_loss(struct mps_onnx_ctx *c, struct mps_onnx_node
     return MPS_OK;
 }
 
-/* Dropout in inference: the output is the input; a requested mask is all true. */
+/* Dropout in inference: the output is the input; a requested mask is all true (training mode:
+   onnx_train.c). */
 static enum mps_status mps_map_dropout(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                        struct mps_error *err)
 {
-    (void)p;
+    bool training = false;
+    enum mps_status train = mps_onnx_dropout_training(c, n, p, &training, err);
+    if (train || training)
+        return train;
     if (n->n_out < 2 || n->out[1] < 0)
         return MPS_OK;
     int shape = mps_onnx_temp(c, n->name);
@@ -600,10 +604,12 @@ static enum mps_status mps_map_batch_norm(struct mps_onnx_ctx *c, struct mps_onn
         st = mps_attr_int(n, "is_test", 1, &is_test, err);
     if (st)
         return st;
-    if (training || n->n_out > 1)
-        return mps_onnx_fail(n, err, "training mode (running statistics outputs) is not supported");
     if (spatial != 1)
         return mps_onnx_fail(n, err, "spatial=0 (per-element statistics) is not supported");
+    if (training)
+        return mps_onnx_bn_training(c, n, p, err);
+    if (n->n_out > 1) /* before opset 14 extra outputs meant training: which statistics Y used is unsaid */
+        return mps_onnx_fail(n, err, "outputs beside Y without training_mode (running statistics) are not supported");
     return MPS_OK;
 }
 

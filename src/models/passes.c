@@ -35,7 +35,8 @@ static bool mps_pass_foldable(const struct mps_graph *g, const struct mps_node *
     }
     if (bytes > MPS_FOLD_MAX_BYTES)
         return false;
-    if (n->op == MPS_OP_SHAPE || n->op == MPS_OP_EYE_LIKE) /* they read the input's shape alone */
+    if (n->op == MPS_OP_SHAPE || n->op == MPS_OP_EYE_LIKE ||
+        n->op == MPS_OP_RANDOM_LIKE) /* they read the input's shape alone */
         return true;
     for (int i = 0; i < n->n_in; i++)
         if (n->in[i] >= 0 && !g->values[n->in[i]].data)

@@ -143,6 +143,7 @@ void mps_op_params_default(enum mps_op op, union mps_op_params *p)
         break;
     case MPS_OP_REVERSE_SEQUENCE: p->revseq.batch_axis = 1; break;
     case MPS_OP_EYE_LIKE: p->eye.dtype = MPS_DTYPE_COUNT; break;
+    case MPS_OP_RANDOM_LIKE: p->random = (struct mps_random_params){.dtype = MPS_DTYPE_COUNT, .b = 1}; break;
     case MPS_OP_IS_INF:
         p->isinf.negative = p->isinf.positive = true;
         break;
@@ -193,4 +194,21 @@ float mps_rnn_apply(const struct mps_rnn_act *a, float x)
     case MPS_RNN_SOFTPLUS: return x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x));
     default: return x;
     }
+}
+
+static double mps_random_u01(uint64_t seed, uint64_t i)
+{
+    uint64_t x = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    return (double)(x >> 11) * 0x1.0p-53;
+}
+
+double mps_random(const struct mps_random_params *p, int64_t i)
+{
+    if (!p->normal)
+        return p->a + (p->b - p->a) * mps_random_u01(p->seed, (uint64_t)i);
+    double u0 = mps_random_u01(p->seed, 2 * (uint64_t)i), u1 = mps_random_u01(p->seed, 2 * (uint64_t)i + 1);
+    return p->a + p->b * sqrt(-2 * log(1 - u0)) * cos(2 * M_PI * u1);
 }

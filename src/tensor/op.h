@@ -263,6 +263,35 @@ struct mps_eye_params {
     int64_t k;
 };
 
+/* RandomLike: element i is a + (b - a) u (uniform) or a + b z (normal) of
+   dtype (MPS_DTYPE_COUNT: the input's), u and z drawn by mps_random (a
+   counter-based generator: the same seed gives the same numbers, run to run
+   and on every backend). */
+struct mps_random_params {
+    enum mps_dtype dtype;
+    bool normal;
+    float a, b; /* low and high; mean and scale */
+    uint64_t seed;
+};
+/* Element i of a RandomLike node p: u = the top 53 bits of splitmix64(seed +
+   (i + 1) * 0x9E3779B97F4A7C15) / 2^53 in [0, 1); a normal one is Box-Muller
+   of the uniforms 2i and 2i + 1: sqrt(-2 ln(1 - u0)) cos(2 pi u1). */
+double mps_random(const struct mps_random_params *p, int64_t i);
+
+/* TfIdfVectorizer: per row of int tokens X ([C] or [N, C]), how often each
+   n-gram of the pool (input 1; those of n tokens from ngram_counts[n - 1],
+   input 2) occurs, n from min_n to max_n, its tokens max_skip or fewer apart
+   (a skip s puts them s + 1 apart; unigrams counted once a position), into
+   output ngram_indexes[g] (input 3; distinct) of [n_out] floats: the count
+   (TF), the weight where it is not 0 (IDF), or count times weight (TFIDF);
+   weights (input 4) default to 1. */
+enum mps_tfidf_mode { MPS_TFIDF_TF, MPS_TFIDF_IDF, MPS_TFIDF_TFIDF };
+struct mps_tfidf_params {
+    int64_t min_n, max_n, max_skip;
+    enum mps_tfidf_mode mode;
+    int64_t n_out; /* resolved: the largest index + 1 */
+};
+
 /* ReverseSequence: along time_axis, the first sequence_lens[b] elements of
    each batch b (along batch_axis) in reverse order, the rest as they are;
    the axes 0 and 1 in either order. A length outside [0, time] fails the run. */
@@ -421,6 +450,8 @@ union mps_op_params {
     struct mps_isinf_params isinf;
     struct mps_trilu_params trilu;
     struct mps_eye_params eye;
+    struct mps_random_params random;
+    struct mps_tfidf_params tfidf;
     struct mps_revseq_params revseq;
     struct mps_compress_params compress;
     struct mps_cumsum_params cumsum;

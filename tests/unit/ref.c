@@ -871,6 +871,11 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     case MPS_OP_MAX_UNPOOL: ref_unpool(&p->pool, in, out); break;
     case MPS_OP_ROI_ALIGN: ref_roialign(&p->roialign, in, out); break;
     case MPS_OP_REVERSE_SEQUENCE: ref_revseq(&p->revseq, in, out); break;
+    case MPS_OP_TFIDF: ref_tfidf(&p->tfidf, in, n_in, out); break;
+    case MPS_OP_RANDOM_LIKE: /* the generator is the definition (op.h); test_graph checks its statistics */
+        for (int64_t i = 0; i < ny; i++)
+            out[0].d[i] = mps_random(&p->random, i);
+        break;
     case MPS_OP_EYE_LIKE: /* the spec: 1 where column - row is k */
         for (int64_t i = 0; i < ny; i++)
             out[0].d[i] = i % out[0].shape.dim[1] - i / out[0].shape.dim[1] == p->eye.k;

@@ -264,3 +264,35 @@ void ref_loss(enum mps_op op, const struct mps_loss_params *p, const struct ref_
         memcpy(out[1].d, logp, sizeof(double) * (size_t)ref_numel(xs));
     free(logp);
 }
+
+void ref_tfidf(const struct mps_tfidf_params *p, const struct ref_tensor *in, int n_in, struct ref_tensor *out)
+{
+    const struct ref_tensor *x = &in[0];
+    int64_t cols = x->shape.dim[x->shape.ndim - 1], rows = x->shape.ndim == 2 ? x->shape.dim[0] : 1;
+    int64_t len = ref_numel(&in[1].shape), sizes = ref_numel(&in[2].shape), g = 0,
+            n_out = out[0].shape.dim[out[0].shape.ndim - 1];
+    for (int64_t i = 0; i < ref_numel(&out[0].shape); i++)
+        out[0].d[i] = 0;
+    for (int64_t n = 1; n <= sizes; n++) { /* the pool's n-grams in order; g counts them */
+        int64_t from = (int64_t)in[2].d[n - 1], to = n < sizes ? (int64_t)in[2].d[n] : len;
+        for (int64_t at = from; at < to; at += n, g++) {
+            if (n < p->min_n || n > p->max_n)
+                continue;
+            int64_t o = (int64_t)in[3].d[g];
+            double w = n_in > 4 ? in[4].d[g] : 1;
+            for (int64_t r = 0; r < rows; r++) {
+                double count = 0;
+                for (int64_t i = 0; i < cols; i++)
+                    for (int64_t s = 0; s <= (n == 1 ? 0 : p->max_skip); s++) {
+                        bool match = i + (n - 1) * (s + 1) < cols;
+                        for (int64_t k = 0; match && k < n; k++)
+                            match = x->d[r * cols + i + k * (s + 1)] == in[1].d[at + k];
+                        count += match;
+                    }
+                out[0].d[r * n_out + o] = p->mode == MPS_TFIDF_TF    ? count
+                                            : p->mode == MPS_TFIDF_IDF ? (count > 0 ? w : 0)
+                                                                       : count * w;
+            }
+        }
+    }
+}

@@ -33,6 +33,8 @@ void ref_select(enum mps_op op, const struct mps_compress_params *p, const struc
                 struct ref_tensor *out);
 /* ReverseSequence; Det (by Laplace expansion). */
 void ref_revseq(const struct mps_revseq_params *p, const struct ref_tensor *in, struct ref_tensor *out);
+/* TfIdfVectorizer, n-gram by n-gram: each of the pool's counted over every start and skip. */
+void ref_tfidf(const struct mps_tfidf_params *p, const struct ref_tensor *in, int n_in, struct ref_tensor *out);
 void ref_det(const struct ref_tensor *in, struct ref_tensor *out);
 /* Einsum of an equation with "->" and letters only. */
 void ref_einsum(const char *eq, const struct ref_tensor *in, int n_in, struct ref_tensor *out);

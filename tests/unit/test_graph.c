@@ -332,6 +332,67 @@ static void test_unpool_index(void)
     mps_graph_free(g);
 }
 
+/* Numbers of one RandomLike node of shape s (uniform in [a, b), or normal
+   of mean a and scale b) into out (numel(s) doubles). */
+static bool th_random_run(bool normal, float a, float b, uint64_t seed, int64_t count, double *out)
+{
+    struct mps_graph *g = mps_graph_new();
+    struct mps_error err = {{0}};
+    struct mps_shape s = {1, {count}};
+    int x = mps_graph_add_value(g, "x", MPS_F32, &s), y = mps_graph_add_value(g, "y", MPS_F32, NULL);
+    union mps_op_params p;
+    mps_op_params_default(MPS_OP_RANDOM_LIKE, &p);
+    p.random.normal = normal, p.random.a = a, p.random.b = b, p.random.seed = seed, p.random.dtype = MPS_F64;
+    mps_graph_add_input(g, x, &err);
+    mps_graph_add_node(g, MPS_OP_RANDOM_LIKE, "random", &x, 1, &y, 1, &p, &err);
+    mps_graph_add_output(g, y, &err);
+    float *xv = calloc((size_t)count, sizeof *xv);
+    struct mps_tensor in = mps_tensor_make(MPS_F32, &s, xv), o;
+    bool ok = xv && !mps_graph_sort(g, &err) && !mps_graph_infer(g, &err) && !th_run(&mps_backend_cpu, g, &in, &o, &err);
+    if (ok) {
+        memcpy(out, o.data, sizeof(double) * (size_t)count);
+        th_free_tensors(&o, 1);
+    } else {
+        th_fail("a RandomLike node runs: %s", err.msg);
+    }
+    free(xv);
+    mps_graph_free(g);
+    return ok;
+}
+
+/* RandomLike (op.h): within its range, with the mean and spread of its
+   distribution over 200,000 numbers (a broken generator or Box-Muller is
+   off by far more than these bounds, 4 to 6 standard errors), the same on
+   every run, another with another seed. */
+static void test_random(void)
+{
+    enum { N = 200000 };
+    double *u = malloc(sizeof(double) * N), *v = malloc(sizeof(double) * N), *z = malloc(sizeof(double) * N);
+    if (!u || !v || !z || !th_random_run(false, -1, 3, 5, N, u) || !th_random_run(false, -1, 3, 5, N, v) ||
+        !th_random_run(true, 2, 0.5f, 9, N, z)) {
+        free(u), free(v), free(z);
+        return;
+    }
+    double lo = 1e9, hi = -1e9, mu = 0, m2 = 0, zmu = 0, z2 = 0;
+    bool same = true;
+    for (int i = 0; i < N; i++) {
+        lo = u[i] < lo ? u[i] : lo, hi = u[i] > hi ? u[i] : hi;
+        mu += u[i] / N, m2 += u[i] * u[i] / N, zmu += z[i] / N, z2 += z[i] * z[i] / N;
+        same = same && u[i] == v[i];
+    }
+    double var = m2 - mu * mu, zsd = sqrt(z2 - zmu * zmu);
+    th_check(lo >= -1 && hi < 3 && fabs(mu - 1) < 0.02 && fabs(var - 16.0 / 12) < 0.02,
+             "uniform [-1, 3): min %.4f, max %.4f, mean %.4f (1), variance %.4f (1.3333)", lo, hi, mu, var);
+    th_check(fabs(zmu - 2) < 0.006 && fabs(zsd - 0.5) < 0.006, "normal (2, 0.5): mean %.4f, sd %.4f", zmu, zsd);
+    th_check(same, "the same seed gives the same numbers on another run");
+    th_random_run(false, -1, 3, 6, N, v);
+    int equal = 0;
+    for (int i = 0; i < N; i++)
+        equal += u[i] == v[i];
+    th_check(equal < 10, "another seed gives other numbers (%d of %d equal)", equal, N);
+    free(u), free(v), free(z);
+}
+
 /* The GPU backends' dtype rule (backend.h): what each computes, and what it leaves to the cpu. */
 static void test_gpu_dtypes(void)
 {
@@ -511,5 +572,6 @@ int main(void)
     test_gpu_dtypes();
     test_einsum_errors();
     test_unpool_index();
+    test_random();
     return th_summary();
 }

@@ -189,6 +189,8 @@ enum mps_status mps_cpu_range(const struct mps_cpu_args *a, struct mps_error *er
 enum mps_status mps_cpu_onehot(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_trilu(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_eyelike(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_random(const struct mps_cpu_args *a, struct mps_error *err); /* RandomLike */
+enum mps_status mps_cpu_tfidf(const struct mps_cpu_args *a, struct mps_error *err);  /* TfIdfVectorizer */
 enum mps_status mps_cpu_revseq(const struct mps_cpu_args *a, struct mps_error *err); /* ReverseSequence */
 enum mps_status mps_cpu_compress(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_nonzero(const struct mps_cpu_args *a, struct mps_error *err);

@@ -438,6 +438,15 @@ enum mps_status mps_cpu_eyelike(const struct mps_cpu_args *a, struct mps_error *
     return MPS_OK;
 }
 
+enum mps_status mps_cpu_random(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    struct mps_tensor *y = &a->out[0];
+    (void)err;
+    for (int64_t i = 0, n = mps_shape_numel(&y->shape); i < n; i++)
+        mps_elem_set(y->data, y->dtype, i, mps_random(&a->node->p.random, i));
+    return MPS_OK;
+}
+
 enum mps_status mps_cpu_revseq(const struct mps_cpu_args *a, struct mps_error *err)
 {
     const struct mps_revseq_params *p = &a->node->p.revseq;

@@ -91,7 +91,7 @@ __attribute__((always_inline)) static inline void mps_avx512_maxpool3s2_v(const 
         mps_avx512_prefetch_rows(x, h, w, r0 + 3, r0 + 5); /* the next output row's two new rows */
         __m512 c[9] = {ninf, ninf, ninf, ninf, ninf, ninf, ninf, ninf, ninf};
         for (int i = 0; i < vecs; i++) {
-            __mmask16 m = mps_avx512_mask((int)(w + pl - 16 * i)) & (__mmask16)(i ? 0xffffu : 0xffffu << pl);
+            __mmask16 m = (__mmask16)(mps_avx512_mask((int)(w + pl - 16 * i)) & (i ? 0xffffu : 0xffffu << pl));
             c[i] = _mm512_mask_loadu_ps(ninf, m, row + 16 * i);
             if (n > 1)
                 c[i] = mps_avx512_nanmax(c[i], _mm512_mask_loadu_ps(ninf, m, row + w + 16 * i));
