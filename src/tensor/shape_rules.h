@@ -54,7 +54,8 @@ enum mps_status mps_shape_axes_mask(const struct mps_node *n, const int64_t *v, 
 
 /* The layout rules, indexed by op (shape_layout.c); NULL for other ops. */
 extern const mps_shape_rule mps_shape_layout_rules[MPS_OP_COUNT];
-/* The recurrent nets' and a run-time If's (shape_seq.c). */
+/* The recurrent nets', a run-time If's, the losses', GridSample's, Einsum's, TfIdfVectorizer's, RandomLike's
+ * (shape_seq.c). */
 extern const mps_shape_rule mps_shape_seq_rules[MPS_OP_COUNT];
 
 #endif

@@ -1,7 +1,8 @@
 /* shape_seq.c: the shape rules of the recurrent nets (RNN, GRU, LSTM), of
-   a run-time If's outputs, of the losses, of GridSample and of Einsum: ops
-   over sequences, branches, targets, sampling grids and equations, beside
-   the math ops' (shape.c) and the layout ops' (shape_layout.c). */
+   a run-time If's outputs, of the losses, of GridSample, Einsum,
+   TfIdfVectorizer and RandomLike: ops over sequences, branches, targets,
+   sampling grids, equations, n-grams and random numbers, beside the math
+   ops' (shape.c) and the layout ops' (shape_layout.c). */
 #include "einsum.h"
 #include "shape_rules.h"
 
@@ -213,6 +214,63 @@ static enum mps_status mps_shape_einsum(struct mps_graph *g, struct mps_node *n,
     return MPS_OK;
 }
 
+/* RandomLike: the input's shape, the dtype given (a float) or the input's. */
+static enum mps_status mps_shape_random(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    enum mps_dtype dt = n->p.random.dtype == MPS_DTYPE_COUNT ? x->dtype : n->p.random.dtype;
+    if (dt != MPS_F32 && dt != MPS_F64)
+        return mps_shape_fail(n, err, "random numbers of %s: f32 and f64 are supported", mps_dtype_name(dt));
+    mps_shape_set(g, n, 0, dt, &x->shape);
+    return MPS_OK;
+}
+
+/* TfIdfVectorizer: int tokens [C] or [N, C], a constant pool whose
+   ngram_counts rise to its size by whole n-grams, one distinct index >= 0
+   per n-gram (and a weight, where given); [n_out] or [N, n_out] f32. */
+static enum mps_status mps_shape_tfidf(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    struct mps_tfidf_params *p = &n->p.tfidf;
+    const struct mps_value *x = mps_shape_in(g, n, 0), *pool = mps_shape_in(g, n, 1), *counts = mps_shape_in(g, n, 2),
+                           *index = mps_shape_in(g, n, 3), *w = mps_shape_in(g, n, 4);
+    enum mps_status st = mps_shape_need_dtype(g, n, 0, MPS_DT_INT, err);
+    if (st)
+        return st;
+    if (x->shape.ndim < 1 || x->shape.ndim > 2 || !pool->data || !counts->data || !index->data ||
+        pool->dtype != MPS_I64 || counts->dtype != MPS_I64 || index->dtype != MPS_I64 || (w && !w->data))
+        return mps_shape_fail(n, err, "tokens [C] or [N, C] and a constant pool, ngram_counts and ngram_indexes");
+    int64_t len = mps_shape_numel(&pool->shape), k = mps_shape_numel(&counts->shape), grams = 0;
+    const int64_t *c = counts->data, *ix = index->data;
+    if (p->min_n < 1 || p->max_n < p->min_n || p->max_n > k || p->max_skip < 0)
+        return mps_shape_fail(n, err,
+                              "min_gram_length %lld, max_gram_length %lld (of %lld sizes) or max_skip_count "
+                              "%lld out of range",
+                              (long long)p->min_n, (long long)p->max_n, (long long)k, (long long)p->max_skip);
+    for (int64_t i = 0; i < k; i++) {
+        int64_t end = i + 1 < k ? c[i + 1] : len;
+        if (c[i] < 0 || end < c[i] || (end - c[i]) % (i + 1))
+            return mps_shape_fail(n, err, "ngram_counts[%lld] does not start a run of whole %lld-grams in the pool",
+                                  (long long)i, (long long)i + 1);
+        grams += (end - c[i]) / (i + 1);
+    }
+    if (mps_shape_numel(&index->shape) != grams || (w && mps_shape_numel(&w->shape) != grams))
+        return mps_shape_fail(n, err, "%lld n-grams in the pool, but other counts of ngram_indexes or weights",
+                              (long long)grams);
+    p->n_out = 0;
+    for (int64_t i = 0; i < grams; i++) {
+        for (int64_t j = 0; j < i; j++)
+            if (ix[j] == ix[i])
+                return mps_shape_fail(n, err, "ngram_indexes repeats %lld", (long long)ix[i]);
+        if (ix[i] < 0 || ix[i] > (1 << 24))
+            return mps_shape_fail(n, err, "ngram_indexes holds %lld", (long long)ix[i]);
+        p->n_out = ix[i] + 1 > p->n_out ? ix[i] + 1 : p->n_out;
+    }
+    struct mps_shape y = x->shape;
+    y.dim[y.ndim - 1] = p->n_out;
+    mps_shape_set(g, n, 0, MPS_F32, &y);
+    return MPS_OK;
+}
+
 const mps_shape_rule mps_shape_seq_rules[MPS_OP_COUNT] = {
     [MPS_OP_RNN] = mps_shape_rnn,
     [MPS_OP_GRU] = mps_shape_rnn,
@@ -225,4 +283,6 @@ const mps_shape_rule mps_shape_seq_rules[MPS_OP_COUNT] = {
     [MPS_OP_DET] = mps_shape_det,
     [MPS_OP_MAX_UNPOOL] = mps_shape_unpool,
     [MPS_OP_ROI_ALIGN] = mps_shape_roialign,
+    [MPS_OP_RANDOM_LIKE] = mps_shape_random,
+    [MPS_OP_TFIDF] = mps_shape_tfidf,
 };

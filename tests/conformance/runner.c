@@ -434,8 +434,7 @@ static enum mps_conf_result mps_conf_test(const char *dir, const struct mps_back
                 } else if (!mps_conf_close(&got[s][i], &sets[s].out[i], tol, &worst[0], detail, sizeof detail)) {
                     snprintf(why, size, "[%s] data set %d output %d: %s", bes[b]->name, s, i, detail);
                     r = MPS_CONF_FAIL;
-                } else if (!mps_conf_close(&plain[s][i], &got[s][i], passes_tol, &worst[1], detail,
-                                           sizeof detail)) {
+                } else if (!mps_conf_close(&plain[s][i], &got[s][i], passes_tol, &worst[1], detail, sizeof detail)) {
                     snprintf(why, size, "[%s] data set %d output %d: the passes changed the result: %s",
                              bes[b]->name, s, i, detail);
                     r = MPS_CONF_FAIL;

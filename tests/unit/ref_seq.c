@@ -290,8 +290,8 @@ void ref_tfidf(const struct mps_tfidf_params *p, const struct ref_tensor *in, in
                         count += match;
                     }
                 out[0].d[r * n_out + o] = p->mode == MPS_TFIDF_TF    ? count
-                                            : p->mode == MPS_TFIDF_IDF ? (count > 0 ? w : 0)
-                                                                       : count * w;
+                                          : p->mode == MPS_TFIDF_IDF ? (count > 0 ? w : 0)
+                                                                     : count * w;
             }
         }
     }

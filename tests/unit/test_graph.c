@@ -348,7 +348,8 @@ static bool th_random_run(bool normal, float a, float b, uint64_t seed, int64_t 
     mps_graph_add_output(g, y, &err);
     float *xv = calloc((size_t)count, sizeof *xv);
     struct mps_tensor in = mps_tensor_make(MPS_F32, &s, xv), o;
-    bool ok = xv && !mps_graph_sort(g, &err) && !mps_graph_infer(g, &err) && !th_run(&mps_backend_cpu, g, &in, &o, &err);
+    bool ok =
+        xv && !mps_graph_sort(g, &err) && !mps_graph_infer(g, &err) && !th_run(&mps_backend_cpu, g, &in, &o, &err);
     if (ok) {
         memcpy(out, o.data, sizeof(double) * (size_t)count);
         th_free_tensors(&o, 1);
