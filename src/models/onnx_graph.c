@@ -500,6 +500,8 @@ enum mps_status mps_onnx_nodes(struct mps_onnx_ctx *c, const Onnx__GraphProto *g
             return mps_onnx_fail(&n, err, "%zu inputs and %zu outputs are more than mpsrun takes", np->n_input,
                                  np->n_output);
         n.n_in = (int)np->n_input;
+        for (size_t i = np->n_input; i < sizeof n.in / sizeof n.in[0]; i++)
+            n.in[i] = -1; /* a mapper reading past the node's inputs finds them omitted */
         for (int i = 0; i < n.n_in; i++) {
             const char *in = np->input[i];
             n.in[i] = in && in[0] ? mps_onnx_lookup(c, in) : -1;

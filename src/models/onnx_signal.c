@@ -26,6 +26,9 @@ enum mps_status mps_onnx_add(struct mps_onnx_ctx *c, const struct mps_onnx_node 
     if (n_in > 8)
         return mps_onnx_fail(n, err, "a composition of more than 8 inputs");
     memcpy(args, in, sizeof(int) * (size_t)n_in);
+    for (int i = 0; i < n_in; i++)
+        if (args[i] < 0)
+            return mps_onnx_fail(n, err, "an input it needs is omitted");
     if ((*out = mps_onnx_temp(c, n->name)) < 0)
         return mps_sig_oom(err);
     return mps_graph_add_node(c->g, op, n->name, args, n_in, out, 1, p, err);
@@ -54,6 +57,8 @@ enum mps_status mps_onnx_shape_of(struct mps_onnx_ctx *c, const struct mps_onnx_
                                   struct mps_error *err)
 {
     bool known;
+    if (v < 0)
+        return mps_onnx_fail(n, err, "an input it needs is omitted");
     enum mps_status st = mps_passes_fold_value(c->g, v, &known, err);
     if (st)
         return st;

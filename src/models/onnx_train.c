@@ -122,8 +122,12 @@ static enum mps_status mps_map_bernoulli(struct mps_onnx_ctx *c, struct mps_onnx
 {
     int64_t v;
     int u, below;
-    enum mps_status st = mps_attr_int(n, "dtype", -1, &v, err);
+    struct mps_shape s;
+    enum mps_status st = mps_onnx_shape_of(c, n, n->in[0], &s, err); /* its dtype too */
+    if (st)
+        return st;
     enum mps_dtype dt = c->g->values[n->in[0]].dtype;
+    st = mps_attr_int(n, "dtype", -1, &v, err);
     if (st || (v >= 0 && (v > INT32_MAX || !mps_onnx_dtype((int32_t)v, &dt))))
         return st ? st : mps_onnx_fail(n, err, "dtype %lld is not supported", (long long)v);
     if ((st = mps_tr_random(c, n, n->in[0], false, 0, 1, MPS_DTYPE_COUNT, &u, err)) ||
@@ -145,7 +149,7 @@ enum mps_status mps_onnx_dropout_training(struct mps_onnx_ctx *c, struct mps_onn
         return MPS_OK;
     if (!mps_tr_known(c, n, 2, 0, &on, err))
         return mps_onnx_fail(n, err, "its training_mode must be a constant");
-    if (!on)
+    if (on == 0)
         return MPS_OK;
     *training = true;
     if (!mps_tr_known(c, n, 1, 0.5, &ratio, err) || !(ratio >= 0 && ratio < 1))
@@ -239,6 +243,8 @@ static enum mps_status mps_map_tfidf(struct mps_onnx_ctx *c, struct mps_onnx_nod
 {
     struct mps_tfidf_params *q = &p->tfidf;
     char mode[16];
+    if (n->n_in != 1 || n->in[0] < 0)
+        return mps_onnx_fail(n, err, "it takes one input");
     enum mps_status st = mps_attr_int(n, "min_gram_length", 1, &q->min_n, err);
     if (st || (st = mps_attr_int(n, "max_gram_length", 1, &q->max_n, err)) ||
         (st = mps_attr_int(n, "max_skip_count", 0, &q->max_skip, err)) ||

@@ -133,6 +133,9 @@ static enum mps_status mps_pass_value(struct mps_graph *g, int v, int depth, str
 
 enum mps_status mps_passes_fold_value(struct mps_graph *g, int v, bool *known, struct mps_error *err)
 {
+    *known = false;
+    if (v < 0 || v >= g->n_values) /* an omitted input a loader asked about */
+        return mps_fail(err, MPS_ERR_MODEL, "a value the node needs is missing (an omitted input)");
     enum mps_status st = mps_pass_value(g, v, 0, err);
     *known = !st && g->values[v].data != NULL;
     return st;

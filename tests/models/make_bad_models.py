@@ -355,6 +355,18 @@ save("quantize_blocked.onnx", model([helper.make_node("QuantizeLinear", ["x", "s
                                      numpy_helper.from_array(np.zeros(2, np.uint8), "z")], opset=21, ir=10),
      "model", "node 'qb' (QuantizeLinear): blocked quantization (block_size 2) is not supported")
 
+# compositions whose inputs are omitted: refused naming the node (the fuzzer found an STFT read before the values)
+save("stft_no_signal.onnx", model([helper.make_node("STFT", ["", "step"], ["y"], name="stft_empty")],
+                                  [vi("x", [1, 16, 1])], [vi("y", None)], [numpy_helper.from_array(np.array(4, np.int64), "step")],
+                                  opset=17),
+     "model", "node 'stft_empty' (STFT): an input it needs is omitted")
+save("quantize_no_scale.onnx", model([helper.make_node("QuantizeLinear", ["x"], ["y"], name="q_alone")],
+                                     [vi("x", [4])], [vi("y", [4], TensorProto.UINT8)]),
+     "model", "node 'q_alone' (QuantizeLinear): an input it needs is omitted")
+save("bernoulli_no_input.onnx", model([helper.make_node("Bernoulli", [""], ["y"], name="coin")],
+                                      [vi("x", [4])], [vi("y", [4])], opset=15),
+     "model", "node 'coin' (Bernoulli): an input it needs is omitted")
+
 with open(os.path.join(OUT, "manifest.txt"), "w") as f:
     f.write("\n".join(manifest) + "\n")
 print(f"wrote {len(manifest)} files to {OUT}")
