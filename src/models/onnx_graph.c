@@ -384,6 +384,116 @@ static enum mps_status mps_onnx_loop(struct mps_onnx_ctx *c, struct mps_onnx_nod
     return st;
 }
 
+/* Gathers slice at along axis 0 of x into a new value *out. */
+static enum mps_status mps_onnx_slice0(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int x, int64_t at,
+                                       int *out, struct mps_error *err)
+{
+    struct mps_shape one = {0, {0}};
+    union mps_op_params gp;
+    mps_op_params_default(MPS_OP_GATHER, &gp);
+    int ix = mps_onnx_const(c, n->name, MPS_I64, &one, &at);
+    if (ix < 0 || (*out = mps_onnx_temp(c, n->name)) < 0)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    return mps_graph_add_node(c->g, MPS_OP_GATHER, n->name, (int[]){x, ix}, 2, out, 1, &gp, err);
+}
+
+/* Scan of opset 8: input 0 sequence_lens (omitted, or every length the
+   sequence's), then the states [batch, ...] and the scan inputs [batch, len,
+   ...]; unrolled per batch element and step (as opset 9's is per step), each
+   scan input walked from the end where its direction is 1; the states and
+   the scan outputs ([batch, len, ...], in the order of the steps) stacked
+   over the batch. */
+static enum mps_status mps_onnx_scan8(struct mps_onnx_ctx *c, struct mps_onnx_node *n, struct mps_error *err)
+{
+    int64_t m, dir[16] = {0}, batch = -1, len = -1;
+    int n_dir;
+    enum mps_status st;
+    if ((st = mps_attr_int(n, "num_scan_inputs", -1, &m, err)) ||
+        (st = mps_attr_ints(n, "directions", dir, 16, &n_dir, err)))
+        return st;
+    int states = n->n_in - 1 - (int)m;
+    if (m < 1 || m > 16 || states < 0 || states > 16 || (n_dir >= 0 && n_dir != m))
+        return mps_onnx_fail(n, err, "num_scan_inputs %lld or its directions do not fit its %d inputs", (long long)m,
+                             n->n_in);
+    if (c->depth >= MPS_ONNX_MAX_NESTING)
+        return mps_onnx_fail(n, err, "subgraphs nested more than %d deep", MPS_ONNX_MAX_NESTING);
+    for (int j = 1; j < n->n_in; j++) { /* the batch of all, the length of the scan inputs, from their shapes */
+        bool known;
+        if (n->in[j] < 0 || (st = mps_passes_fold_value(c->g, n->in[j], &known, err)))
+            return n->in[j] < 0 ? mps_onnx_fail(n, err, "input %d is missing", j) : st;
+        const struct mps_shape *s = &c->g->values[n->in[j]].shape;
+        bool scan = j > states;
+        if (!c->g->values[n->in[j]].shape_known || s->ndim < (scan ? 2 : 1) || (batch >= 0 && s->dim[0] != batch) ||
+            (scan && len >= 0 && s->dim[1] != len))
+            return mps_onnx_fail(n, err, "input %d has no batch (and length) known at load, or others than input 1's",
+                                 j);
+        batch = s->dim[0], len = scan ? s->dim[1] : len;
+    }
+    int64_t lens[64];
+    bool known = false;
+    if (n->in[0] >= 0) { /* sequence_lens: only the full length is supported */
+        if ((st = mps_passes_fold_value(c->g, n->in[0], &known, err)))
+            return st;
+        const struct mps_value *sl = &c->g->values[n->in[0]];
+        for (int64_t b = 0; known && b < batch && b < 64; b++)
+            lens[b] = mps_elem_get_int(sl->data, sl->dtype, b);
+        for (int64_t b = 0; known && b < batch; b++)
+            known = b < 64 && lens[b] == len && mps_shape_numel(&sl->shape) == batch;
+        if (!known)
+            return mps_onnx_fail(n, err,
+                                 "sequence_lens other than the full length (or computed at run time) are not "
+                                 "supported");
+    }
+    if (batch * len > MPS_ONNX_MAX_UNROLL)
+        return mps_onnx_fail(n, err, "%lld steps over the batch: more than the %d it unrolls", (long long)(batch * len),
+                             MPS_ONNX_MAX_UNROLL);
+    Onnx__GraphProto *b;
+    if ((st = mps_onnx_body(n, "num_scan_inputs directions", &b, err)))
+        return st;
+    int outs = (int)b->n_output - states, bind[32], out[16 + 64], *scan = NULL, *fin = NULL;
+    if (b->n_input != (size_t)(states + m) || outs < 0 || outs > 64 || n->n_out > states + outs)
+        st = mps_onnx_fail(n, err, "its body has %zu inputs and %zu outputs for %d states and %lld scan inputs",
+                           b->n_input, b->n_output, states, (long long)m);
+    else if (!(scan = calloc((size_t)(outs * MPS_ONNX_MAX_UNROLL + 1), sizeof *scan)) ||
+             !(fin = calloc((size_t)(16 * batch + 1), sizeof *fin)))
+        st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    for (int64_t bi = 0; !st && bi < batch; bi++) {
+        int rows[16];
+        for (int i = 0; !st && i < states; i++)
+            st = mps_onnx_slice0(c, n, n->in[1 + i], bi, &bind[i], err);
+        for (int j = 0; !st && j < m; j++)
+            st = mps_onnx_slice0(c, n, n->in[1 + states + j], bi, &rows[j], err);
+        for (int64_t t = 0; !st && t < len; t++) {
+            for (int j = 0; !st && j < m; j++)
+                st = mps_onnx_slice0(c, n, rows[j], dir[j] ? len - 1 - t : t, &bind[states + j], err);
+            if (!st && !(st = mps_onnx_iteration(c, n, b, bi * len + t, bind, out, err))) {
+                memcpy(bind, out, sizeof(int) * (size_t)states);
+                for (int s = 0; s < outs; s++)
+                    scan[s * MPS_ONNX_MAX_UNROLL + bi * len + t] = out[states + s];
+            }
+        }
+        for (int i = 0; i < states; i++)
+            fin[i * batch + bi] = bind[i];
+    }
+    for (int i = 0; !st && i < n->n_out && i < states; i++) /* final states over the batch */
+        if (n->out[i] >= 0)
+            st = mps_onnx_stack(c, n, fin + i * batch, batch, 0, false, n->out[i], err);
+    for (int s = 0; !st && states + s < n->n_out; s++) { /* each element's steps, then over the batch */
+        int per[MPS_ONNX_MAX_UNROLL];
+        for (int64_t bi = 0; !st && bi < batch; bi++)
+            if ((per[bi] = mps_onnx_temp(c, n->name)) < 0)
+                st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+            else
+                st = mps_onnx_stack(c, n, scan + s * MPS_ONNX_MAX_UNROLL + bi * len, len, 0, false, per[bi], err);
+        if (!st && n->out[states + s] >= 0)
+            st = mps_onnx_stack(c, n, per, batch, 0, false, n->out[states + s], err);
+    }
+    free(scan);
+    free(fin);
+    onnx__graph_proto__free_unpacked(b, NULL);
+    return st;
+}
+
 /* Scan (opset 9 on), unrolled at load over its scan inputs' length (known
    from their shapes): each step's body gets the states and each scan
    input's slice at that step (Gather along its axis, from the end where its
@@ -395,7 +505,7 @@ static enum mps_status mps_onnx_scan(struct mps_onnx_ctx *c, struct mps_onnx_nod
     int n_ax_in, n_dir_in, n_ax_out, n_dir_out;
     enum mps_status st;
     if (c->opset < 9)
-        return mps_onnx_fail(n, err, "op Scan of opset 8 (a batch axis and sequence_lens) is not supported");
+        return mps_onnx_scan8(c, n, err);
     if ((st = mps_attr_int(n, "num_scan_inputs", -1, &m, err)) ||
         (st = mps_attr_ints(n, "scan_input_axes", ax_in, 16, &n_ax_in, err)) ||
         (st = mps_attr_ints(n, "scan_input_directions", dir_in, 16, &n_dir_in, err)) ||

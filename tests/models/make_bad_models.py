@@ -313,6 +313,21 @@ save("loop_runtime_cond.onnx", model([helper.make_node("Loop", ["m", "", "x"], [
                                      [vi("x", [2])], [vi("y", [2])], [numpy_helper.from_array(np.array(3, np.int64), "m")]),
      "model", "node 'loop_c' (Loop): its body computes its condition at run time")
 
+# Scan of opset 8: a batch axis first, unrolled per element and step; sequence_lens other than the full length refused
+sum8_body = helper.make_graph([helper.make_node("Add", ["s_in", "x_t"], ["s_out"], name="add8"),
+                               helper.make_node("Identity", ["s_out"], ["y_t"], name="out8")], "sum8",
+                              [vi("s_in", [1]), vi("x_t", [1])], [vi("s_out", [1]), vi("y_t", [1])])
+save("scan8_batch2_reverse.onnx", model([helper.make_node("Scan", ["", "s0", "x"], ["s_end", "y"], name="scan8",
+                                                          body=sum8_body, num_scan_inputs=1, directions=[1])],
+                                        [vi("x", [2, 3, 1])], [vi("y", [2, 3, 1])],
+                                        [numpy_helper.from_array(np.zeros((2, 1), np.float32), "s0")], opset=8, ir=3), "ok")
+save("scan8_partial_lens.onnx", model([helper.make_node("Scan", ["lens", "s0", "x"], ["s_end", "y"], name="scan8p",
+                                                        body=sum8_body, num_scan_inputs=1)],
+                                      [vi("x", [2, 3, 1])], [vi("y", [2, 3, 1])],
+                                      [numpy_helper.from_array(np.zeros((2, 1), np.float32), "s0"),
+                                       numpy_helper.from_array(np.array([3, 2], np.int32), "lens")], opset=8, ir=3),
+     "model", "node 'scan8p' (Scan): sequence_lens other than the full length")
+
 # an output shape that would depend on what a run feeds: refused by name
 save("compress_runtime_cond.onnx", model([helper.make_node("Compress", ["x", "c"], ["y"], name="comp", axis=0)],
                                          [vi("x", [4]), vi("c", [4], TensorProto.BOOL)], [vi("y", None)]),
