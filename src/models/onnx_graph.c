@@ -70,6 +70,11 @@ int mps_onnx_define(struct mps_onnx_ctx *c, const char *name, enum mps_dtype dt,
     return v;
 }
 
+enum mps_status mps_onnx_oom(struct mps_error *err)
+{
+    return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+}
+
 int mps_onnx_temp(struct mps_onnx_ctx *c, const char *hint)
 {
     char name[300];
@@ -384,13 +389,14 @@ static enum mps_status mps_onnx_loop(struct mps_onnx_ctx *c, struct mps_onnx_nod
     return st;
 }
 
-/* Gathers slice at along axis 0 of x into a new value *out. */
-static enum mps_status mps_onnx_slice0(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int x, int64_t at,
-                                       int *out, struct mps_error *err)
+/* Gathers slice at along axis of x (the axis dropped) into a new value *out. */
+static enum mps_status mps_onnx_slice(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int x, int64_t axis,
+                                      int64_t at, int *out, struct mps_error *err)
 {
     struct mps_shape one = {0, {0}};
     union mps_op_params gp;
     mps_op_params_default(MPS_OP_GATHER, &gp);
+    gp.axis.axis = axis;
     int ix = mps_onnx_const(c, n->name, MPS_I64, &one, &at);
     if (ix < 0 || (*out = mps_onnx_temp(c, n->name)) < 0)
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
@@ -460,12 +466,12 @@ static enum mps_status mps_onnx_scan8(struct mps_onnx_ctx *c, struct mps_onnx_no
     for (int64_t bi = 0; !st && bi < batch; bi++) {
         int rows[16];
         for (int i = 0; !st && i < states; i++)
-            st = mps_onnx_slice0(c, n, n->in[1 + i], bi, &bind[i], err);
+            st = mps_onnx_slice(c, n, n->in[1 + i], 0, bi, &bind[i], err);
         for (int j = 0; !st && j < m; j++)
-            st = mps_onnx_slice0(c, n, n->in[1 + states + j], bi, &rows[j], err);
+            st = mps_onnx_slice(c, n, n->in[1 + states + j], 0, bi, &rows[j], err);
         for (int64_t t = 0; !st && t < len; t++) {
             for (int j = 0; !st && j < m; j++)
-                st = mps_onnx_slice0(c, n, rows[j], dir[j] ? len - 1 - t : t, &bind[states + j], err);
+                st = mps_onnx_slice(c, n, rows[j], 0, dir[j] ? len - 1 - t : t, &bind[states + j], err);
             if (!st && !(st = mps_onnx_iteration(c, n, b, bi * len + t, bind, out, err))) {
                 memcpy(bind, out, sizeof(int) * (size_t)states);
                 for (int s = 0; s < outs; s++)
@@ -552,24 +558,13 @@ static enum mps_status mps_onnx_scan(struct mps_onnx_ctx *c, struct mps_onnx_nod
     else if (!(scan = calloc((size_t)(outs * MPS_ONNX_MAX_UNROLL + 1), sizeof *scan)))
         st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     memcpy(bind, n->in, sizeof(int) * (size_t)states);
-    struct mps_shape one = {0, {0}};
     for (int64_t t = 0; !st && t < len; t++) {
         if (c->g->n_nodes > MPS_ONNX_MAX_UNROLLED_NODES) {
             st = mps_onnx_fail(n, err, "more than %d nodes unrolled: too many", MPS_ONNX_MAX_UNROLLED_NODES);
             break;
         }
-        for (int j = 0; !st && j < m; j++) {
-            int64_t at = dir_in[j] ? len - 1 - t : t;
-            union mps_op_params gp;
-            mps_op_params_default(MPS_OP_GATHER, &gp);
-            gp.axis.axis = ax_in[j];
-            int ix = mps_onnx_const(c, n->name, MPS_I64, &one, &at);
-            if (ix < 0 || (bind[states + j] = mps_onnx_temp(c, n->name)) < 0)
-                st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
-            else
-                st = mps_graph_add_node(c->g, MPS_OP_GATHER, n->name, (int[]){n->in[states + j], ix}, 2,
-                                        &bind[states + j], 1, &gp, err);
-        }
+        for (int j = 0; !st && j < m; j++)
+            st = mps_onnx_slice(c, n, n->in[states + j], ax_in[j], dir_in[j] ? len - 1 - t : t, &bind[states + j], err);
         if (!st && !(st = mps_onnx_iteration(c, n, b, t, bind, out, err))) {
             memcpy(bind, out, sizeof(int) * (size_t)states);
             for (int s = 0; s < outs; s++)

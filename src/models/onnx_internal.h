@@ -65,6 +65,8 @@ int mps_onnx_define(struct mps_onnx_ctx *c, const char *name, enum mps_dtype dt,
 /* Adds an initializer under a generated name derived from hint; -1 on failure. */
 int mps_onnx_const(struct mps_onnx_ctx *c, const char *hint, enum mps_dtype dt, const struct mps_shape *s,
                    const void *data);
+/* MPS_ERR_RUNTIME "out of memory", for the mappers. */
+enum mps_status mps_onnx_oom(struct mps_error *err);
 /* Adds a value under a generated name derived from hint (no data); -1 on failure. */
 int mps_onnx_temp(struct mps_onnx_ctx *c, const char *hint);
 
@@ -163,6 +165,10 @@ enum mps_status mps_onnx_reshape(struct mps_onnx_ctx *c, const struct mps_onnx_n
                                  const struct mps_shape *s, struct mps_error *err);
 enum mps_status mps_onnx_shape_of(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int v, struct mps_shape *s,
                                   struct mps_error *err);
+/* Input i of n as a number known once loaded into *v (absent: def); a
+   failure naming n ("must be a constant") when it is computed at run time. */
+enum mps_status mps_onnx_number(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int i, double def, double *v,
+                                struct mps_error *err);
 /* BatchNormalization in training mode (onnx_train.c), p holding its epsilon. */
 enum mps_status mps_onnx_bn_training(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                      struct mps_error *err);

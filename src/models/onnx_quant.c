@@ -16,11 +16,6 @@
 
 #include "onnx_internal.h"
 
-static enum mps_status mps_q_oom(struct mps_error *err)
-{
-    return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
-}
-
 /* *x cast to dtype to (in place). */
 static enum mps_status mps_q_cast(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int *x, enum mps_dtype to,
                                   struct mps_error *err)
@@ -118,7 +113,7 @@ static enum mps_status mps_q_quantize(struct mps_onnx_ctx *c, const struct mps_o
     int bl = mps_onnx_const(c, n->name, MPS_F32, &one, &bounds[0]),
         bh = mps_onnx_const(c, n->name, MPS_F32, &one, &bounds[1]);
     if (bl < 0 || bh < 0 || (st = mps_onnx_add(c, n, MPS_OP_CLIP, (int[]){r, bl, bh}, 3, NULL, &r, err)))
-        return st ? st : mps_q_oom(err);
+        return st ? st : mps_onnx_oom(err);
     union mps_op_params p;
     mps_op_params_default(MPS_OP_CAST, &p);
     p.cast.to = dt;
@@ -288,7 +283,7 @@ static enum mps_status mps_map_dyn_quant(struct mps_onnx_ctx *c, struct mps_onnx
     int zero = mps_onnx_const(c, n->name, MPS_F32, &one, &k[0]), top = mps_onnx_const(c, n->name, MPS_F32, &one, &k[1]);
     int mx, mn, range, scale, zf, r;
     if (zero < 0 || top < 0)
-        return mps_q_oom(err);
+        return mps_onnx_oom(err);
     mps_op_params_default(MPS_OP_REDUCE_MAX, &red);
     red.reduce.keepdims = false;
     enum mps_status st;
@@ -305,7 +300,7 @@ static enum mps_status mps_map_dyn_quant(struct mps_onnx_ctx *c, struct mps_onnx
         (st = mps_q_bin(c, n, MPS_OP_DIV, zf, scale, &zf, err)) ||
         (st = mps_onnx_add(c, n, MPS_OP_ROUND, &zf, 1, NULL, &zf, err)) ||
         (st = mps_onnx_add(c, n, MPS_OP_CLIP, (int[]){zf, zero, top}, 3, NULL, &zf, err)))
-        return st ? st : mps_q_oom(err);
+        return st ? st : mps_onnx_oom(err);
     if (n->n_out > 2 && n->out[2] >= 0) {
         union mps_op_params cast;
         mps_op_params_default(MPS_OP_CAST, &cast);
@@ -372,7 +367,7 @@ static enum mps_status mps_map_qgemm(struct mps_onnx_ctx *c, struct mps_onnx_nod
         (st = mps_q_param(c, n, 4, 1, 0, false, &sb, err)) || (st = mps_q_bin(c, n, MPS_OP_MUL, acc, sa, &acc, err)) ||
         (st = mps_q_bin(c, n, MPS_OP_MUL, acc, sb, &acc, err)) ||
         (st = mps_q_bin(c, n, MPS_OP_MUL, acc, ca, &acc, err)))
-        return st ? st : mps_q_oom(err);
+        return st ? st : mps_onnx_oom(err);
     if (n->n_in > 7 && n->in[7] >= 0 && (st = mps_q_quantize(c, n, acc, 7, 8, 1, -1, &acc, err)))
         return st;
     return mps_q_result(n, p, acc);

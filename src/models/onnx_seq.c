@@ -43,11 +43,6 @@ bool mps_onnx_set_list(struct mps_onnx_ctx *c, int v, enum mps_onnx_list_kind ki
     return true;
 }
 
-static enum mps_status mps_onnx_oom(struct mps_error *err)
-{
-    return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
-}
-
 enum mps_status mps_onnx_alias(struct mps_onnx_ctx *c, const char *name, int from, int to, struct mps_error *err)
 {
     const struct mps_onnx_list *l = mps_onnx_list_of(c, from);

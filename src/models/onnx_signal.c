@@ -14,11 +14,6 @@
 
 #include "onnx_internal.h"
 
-static enum mps_status mps_sig_oom(struct mps_error *err)
-{
-    return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
-}
-
 enum mps_status mps_onnx_add(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, enum mps_op op, const int *in,
                              int n_in, const union mps_op_params *p, int *out, struct mps_error *err)
 {
@@ -30,7 +25,7 @@ enum mps_status mps_onnx_add(struct mps_onnx_ctx *c, const struct mps_onnx_node 
         if (args[i] < 0)
             return mps_onnx_fail(n, err, "an input it needs is omitted");
     if ((*out = mps_onnx_temp(c, n->name)) < 0)
-        return mps_sig_oom(err);
+        return mps_onnx_oom(err);
     return mps_graph_add_node(c->g, op, n->name, args, n_in, out, 1, p, err);
 }
 
@@ -39,7 +34,7 @@ enum mps_status mps_onnx_reshape(struct mps_onnx_ctx *c, const struct mps_onnx_n
 {
     struct mps_shape d = {1, {s->ndim}};
     int to = mps_onnx_const(c, n->name, MPS_I64, &d, s->dim);
-    return to < 0 ? mps_sig_oom(err) : mps_onnx_add(c, n, MPS_OP_RESHAPE, (int[]){*x, to}, 2, NULL, x, err);
+    return to < 0 ? mps_onnx_oom(err) : mps_onnx_add(c, n, MPS_OP_RESHAPE, (int[]){*x, to}, 2, NULL, x, err);
 }
 
 /* x transposed by perm[rank]. */
@@ -78,9 +73,8 @@ static enum mps_status mps_sig_int(struct mps_onnx_ctx *c, const struct mps_onnx
     return MPS_OK;
 }
 
-/* Input i of n as a known number (absent: def), else a failure. */
-static enum mps_status mps_sig_number(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int i, double def,
-                                      double *v, struct mps_error *err)
+enum mps_status mps_onnx_number(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int i, double def, double *v,
+                                struct mps_error *err)
 {
     bool known = false;
     *v = def;
@@ -158,15 +152,15 @@ static enum mps_status mps_map_dft(struct mps_onnx_ctx *c, struct mps_onnx_node 
         int b = mps_onnx_const(c, n->name, MPS_I64, &one, &zero), e = mps_onnx_const(c, n->name, MPS_I64, &one, &used),
             ax = mps_onnx_const(c, n->name, MPS_I64, &one, &a);
         if (b < 0 || e < 0 || ax < 0 || (st = mps_onnx_add(c, n, MPS_OP_SLICE, (int[]){x, b, e, ax}, 4, NULL, &x, err)))
-            return st ? st : mps_sig_oom(err);
+            return st ? st : mps_onnx_oom(err);
     }
     float *w = mps_graph_alloc(c->g, sizeof(float) * (size_t)(ws.dim[0] * ws.dim[1]));
     if (!w)
-        return mps_sig_oom(err);
+        return mps_onnx_oom(err);
     mps_sig_basis(w, used, comps, bins, len, inverse != 0, NULL);
     int wv = mps_onnx_temp(c, n->name);
     if (wv < 0)
-        return mps_sig_oom(err);
+        return mps_onnx_oom(err);
     c->g->values[wv].dtype = MPS_F32, c->g->values[wv].shape = ws, c->g->values[wv].shape_known = true;
     c->g->values[wv].data = w;
     if ((st = mps_onnx_reshape(c, n, &x, &flat, err)) ||
@@ -217,7 +211,7 @@ static enum mps_status mps_map_stft(struct mps_onnx_ctx *c, struct mps_onnx_node
           *basis = mps_graph_alloc(c->g, sizeof(float) * (size_t)(2 * bins * comps * len));
     int wv = mps_onnx_temp(c, n->name), x = n->in[0];
     if (!w || !basis || wv < 0)
-        return mps_sig_oom(err);
+        return mps_onnx_oom(err);
     mps_sig_basis(basis, len, comps, bins, len, false, window);
     for (int64_t j = 0; j < len; j++) /* [j c][2 bins] to the filters' [2 bins][c][1][j] */
         for (int64_t q = 0; q < comps; q++)
@@ -253,12 +247,12 @@ static enum mps_status mps_sig_const_out(struct mps_onnx_ctx *c, struct mps_onnx
     int64_t count = mps_shape_numel(s);
     void *data = mps_graph_alloc(c->g, (size_t)(count + 1) * mps_dtype_size(dt));
     if (!data)
-        return mps_sig_oom(err);
+        return mps_onnx_oom(err);
     for (int64_t i = 0; i < count; i++)
         mps_elem_set(data, dt, i, v[i]);
     int k = mps_onnx_const(c, n->name, dt, s, data);
     if (k < 0)
-        return mps_sig_oom(err);
+        return mps_onnx_oom(err);
     n->in[0] = k, n->n_in = 1;
     mps_op_params_default(MPS_OP_IDENTITY, p);
     return MPS_OK;
@@ -283,7 +277,7 @@ static enum mps_status mps_map_window_fn(struct mps_onnx_ctx *c, struct mps_onnx
         a[0] = 25.0 / 46, a[1] = 21.0 / 46, a[2] = 0;
     double *v = malloc(sizeof *v * (size_t)size), N = (double)(periodic ? size : size - 1);
     if (!v)
-        return mps_sig_oom(err);
+        return mps_onnx_oom(err);
     for (int64_t i = 0; i < size; i++) {
         double t = N > 0 ? 2 * M_PI * (double)i / N : 0;
         v[i] = a[0] - a[1] * cos(t) + a[2] * cos(2 * t);
@@ -305,8 +299,8 @@ static enum mps_status mps_map_mel(struct mps_onnx_ctx *c, struct mps_onnx_node 
     double lo, hi;
     enum mps_status st;
     if ((st = mps_sig_int(c, n, 0, -1, &mels, err)) || (st = mps_sig_int(c, n, 1, -1, &len, err)) ||
-        (st = mps_sig_int(c, n, 2, -1, &rate, err)) || (st = mps_sig_number(c, n, 3, 0, &lo, err)) ||
-        (st = mps_sig_number(c, n, 4, 0, &hi, err)))
+        (st = mps_sig_int(c, n, 2, -1, &rate, err)) || (st = mps_onnx_number(c, n, 3, 0, &lo, err)) ||
+        (st = mps_onnx_number(c, n, 4, 0, &hi, err)))
         return st;
     if (mels < 1 || mels > 4096 || len < 1 || len > (1 << 16) || rate < 1 || !(lo >= 0) || !(hi > lo) ||
         !(hi <= (double)rate / 2 + 1e-9))
@@ -319,7 +313,7 @@ static enum mps_status mps_map_mel(struct mps_onnx_ctx *c, struct mps_onnx_node 
     if (!at || !v) {
         free(at);
         free(v);
-        return mps_sig_oom(err);
+        return mps_onnx_oom(err);
     }
     double mel_lo = 2595 * log10(1 + lo / 700), mel_hi = 2595 * log10(1 + hi / 700);
     double step = (mel_hi - mel_lo) / (double)(mels + 2);

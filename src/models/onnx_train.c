@@ -9,11 +9,6 @@
 
 #include "onnx_internal.h"
 
-static enum mps_status mps_tr_oom(struct mps_error *err)
-{
-    return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
-}
-
 /* The seed attribute as the generator's seed: a float's bits (the random
    ops'), an int itself (Dropout's); 0 when absent. */
 static enum mps_status mps_tr_seed(const struct mps_onnx_node *n, uint64_t *seed, struct mps_error *err)
@@ -31,21 +26,6 @@ static enum mps_status mps_tr_seed(const struct mps_onnx_node *n, uint64_t *seed
         memcpy(&bits, &f, sizeof bits);
     *seed = bits;
     return st;
-}
-
-/* Input i of n as a number known at load (absent: def). */
-static bool mps_tr_known(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int i, double def, double *v,
-                         struct mps_error *err)
-{
-    bool known = false;
-    *v = def;
-    if (i >= n->n_in || n->in[i] < 0)
-        return true;
-    const struct mps_value *x = &c->g->values[n->in[i]];
-    if (mps_passes_fold_value(c->g, n->in[i], &known, err) || !known || mps_shape_numel(&x->shape) != 1)
-        return false;
-    *v = mps_elem_get(x->data, x->dtype, 0);
-    return true;
 }
 
 /* The dtype attribute (absent: def) as a float dtype. */
@@ -106,7 +86,7 @@ static enum mps_status mps_map_random(struct mps_onnx_ctx *c, struct mps_onnx_no
         if (count < 0 || !zeros)
             return count < 0 ? mps_onnx_fail(n, err, "it needs a shape") : mps_onnx_fail(n, err, "shape too large");
         if ((x = mps_onnx_const(c, n->name, MPS_F32, &s, zeros)) < 0)
-            return mps_tr_oom(err);
+            return mps_onnx_oom(err);
     }
     if ((st = mps_tr_random(c, n, x, normal, a, b, dt, &y, err)))
         return st;
@@ -147,17 +127,17 @@ enum mps_status mps_onnx_dropout_training(struct mps_onnx_ctx *c, struct mps_onn
     *training = false;
     if (c->opset < 12 || n->n_in < 3 || n->in[2] < 0)
         return MPS_OK;
-    if (!mps_tr_known(c, n, 2, 0, &on, err))
-        return mps_onnx_fail(n, err, "its training_mode must be a constant");
-    if (on == 0)
-        return MPS_OK;
+    enum mps_status st = mps_onnx_number(c, n, 2, 0, &on, err);
+    if (st || on == 0)
+        return st;
     *training = true;
-    if (!mps_tr_known(c, n, 1, 0.5, &ratio, err) || !(ratio >= 0 && ratio < 1))
-        return mps_onnx_fail(n, err, "its ratio must be a constant in [0, 1)");
+    if ((st = mps_onnx_number(c, n, 1, 0.5, &ratio, err)))
+        return st;
+    if (!(ratio >= 0 && ratio < 1))
+        return mps_onnx_fail(n, err, "its ratio %g is outside [0, 1)", ratio);
     struct mps_shape one = {0, {0}}, xs;
     int x = n->in[0], u, keep, scaled;
-    enum mps_status st = mps_onnx_shape_of(c, n, x, &xs, err);
-    if (st)
+    if ((st = mps_onnx_shape_of(c, n, x, &xs, err)))
         return st;
     enum mps_dtype dt = c->g->values[x].dtype; /* the scale and the zero in x's dtype */
     double k[3] = {ratio, 1 / (1 - ratio), 0};
@@ -166,7 +146,8 @@ enum mps_status mps_onnx_dropout_training(struct mps_onnx_ctx *c, struct mps_onn
     int cr = mps_onnx_const(c, n->name, MPS_F32, &one, &kf[0]), cs = mps_onnx_const(c, n->name, dt, &one, ks),
         cz = mps_onnx_const(c, n->name, dt, &one, kz);
     if (cr < 0 || cs < 0 || cz < 0 || (dt != MPS_F32 && dt != MPS_F64))
-        return cr < 0 || cs < 0 || cz < 0 ? mps_tr_oom(err) : mps_onnx_fail(n, err, "training mode needs f32 or f64 data");
+        return cr < 0 || cs < 0 || cz < 0 ? mps_onnx_oom(err)
+                                          : mps_onnx_fail(n, err, "training mode needs f32 or f64 data");
     if ((st = mps_tr_random(c, n, x, false, 0, 1, MPS_F32, &u, err)) ||
         (st = mps_onnx_add(c, n, MPS_OP_GREATER_OR_EQUAL, (int[]){u, cr}, 2, NULL, &keep, err)) ||
         (st = mps_onnx_add(c, n, MPS_OP_MUL, (int[]){x, cs}, 2, NULL, &scaled, err)))
@@ -262,14 +243,14 @@ static enum mps_status mps_map_tfidf(struct mps_onnx_ctx *c, struct mps_onnx_nod
             return mps_onnx_fail(n, err, "it needs %s", lists[i]);
         struct mps_shape s = {1, {(int64_t)a->n_ints}};
         if ((n->in[1 + i] = mps_onnx_const(c, n->name, MPS_I64, &s, a->ints)) < 0)
-            return mps_tr_oom(err);
+            return mps_onnx_oom(err);
     }
     n->n_in = 4;
     const Onnx__AttributeProto *w = mps_attr(n, "weights");
     if (w && w->n_floats) {
         struct mps_shape s = {1, {(int64_t)w->n_floats}};
         if ((n->in[4] = mps_onnx_const(c, n->name, MPS_F32, &s, w->floats)) < 0)
-            return mps_tr_oom(err);
+            return mps_onnx_oom(err);
         n->n_in = 5;
     }
     return MPS_OK;

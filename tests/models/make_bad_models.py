@@ -370,6 +370,13 @@ save("quantize_blocked.onnx", model([helper.make_node("QuantizeLinear", ["x", "s
                                      numpy_helper.from_array(np.zeros(2, np.uint8), "z")], opset=21, ir=10),
      "model", "node 'qb' (QuantizeLinear): blocked quantization (block_size 2) is not supported")
 
+# com.microsoft: the QLinear ops onnxruntime's quantizer writes load; another op of that domain is refused saying so
+ms_model = model([helper.make_node("FusedGemm", ["x", "x"], ["y"], name="fused", domain="com.microsoft")],
+                 [vi("x", [2, 2])], [vi("y", [2, 2])])
+ms_model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+save("ms_unknown_op.onnx", ms_model, "model",
+     "node 'fused' (FusedGemm): op FusedGemm of domain 'com.microsoft' is not supported (of that domain mpsrun takes")
+
 # compositions whose inputs are omitted: refused naming the node (the fuzzer found an STFT read before the values)
 save("stft_no_signal.onnx", model([helper.make_node("STFT", ["", "step"], ["y"], name="stft_empty")],
                                   [vi("x", [1, 16, 1])], [vi("y", None)], [numpy_helper.from_array(np.array(4, np.int64), "step")],
