@@ -90,6 +90,8 @@ static enum mps_status mps_infer_feed_run(struct mps_infer_result *r, struct mps
         st = mps_plan_run(plan, grp->in, grp->out, err);
         r->t_runs[r->n_runs++] = mps_cli_now_ms() - t0;
     }
+    if (plan)
+        mps_stream_bounded_shapes(plan, grp->out, !st);
     mps_plan_free(plan);
     r->n_items = grp->items = r->files[0].items;
     r->n_done = 1;

@@ -331,6 +331,8 @@ int mps_cli_inspect(int argc, char **argv)
                    n_in > 0 ? a : mps_shape_str(&v->shape, here, sizeof here));
             if (free_dims)
                 printf(" (here %s)", mps_shape_str(&v->shape, here, sizeof here));
+            if (v->bounded)
+                printf(" (dim %d at most: each run decides its size)", v->bound_axis);
             printf("\n");
         }
         bool any_free = false;

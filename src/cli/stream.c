@@ -468,6 +468,7 @@ static enum mps_status mps_stream_chunk_run(struct mps_stream *s, struct mps_str
         double t0 = mps_cli_now_ms();
         if (s->take_turns)
             pthread_mutex_lock(&s->turn);
+        mps_stream_bounded_shapes(p->plan, grp.out, false);
         st = mps_plan_run(p->plan, grp.in, grp.out, err);
         if (s->take_turns)
             pthread_mutex_unlock(&s->turn);
@@ -484,6 +485,7 @@ static enum mps_status mps_stream_chunk_run(struct mps_stream *s, struct mps_str
             st = mps_plan_run(p->plan, grp.in, grp.out, err);
             r->t_runs[r->n_runs++] = mps_cli_now_ms() - t0;
         }
+        mps_stream_bounded_shapes(p->plan, grp.out, !st);
         mps_plan_rest(p->plan); /* the decoder gets the cores until the next chunk */
         if (st)
             return st;
@@ -524,6 +526,15 @@ static void mps_stream_progress(struct mps_stream *s, int64_t done, double t0)
                          mps_cli_count(known, b, sizeof b), mps_cli_count((int64_t)rate, x, sizeof x));
 }
 
+/* The first graph output whose size a run decides, or -1. */
+static int mps_stream_first_bounded(const struct mps_graph *g)
+{
+    for (int o = 0; o < g->n_outputs; o++)
+        if (g->values[g->outputs[o]].bounded)
+            return o;
+    return -1;
+}
+
 enum mps_status mps_stream_run(struct mps_infer_result *r, struct mps_inputs *list, const struct mps_stream_opts *o,
                                mps_stream_fn fn, void *ctx, struct mps_error *err, const char **subject)
 {
@@ -542,6 +553,14 @@ enum mps_status mps_stream_run(struct mps_infer_result *r, struct mps_inputs *li
     s->per = s->fixed ? mps_shape_numel(&s->item) : 0;
     s->free_batch = r->model->inputs[0].symbolic[0];
     s->batch = s->free_batch ? o->batch : in->shape.dim[0];
+    int bounded = mps_stream_first_bounded(g);
+    if (bounded >= 0 && s->free_batch && s->batch > 1) {
+        free(s);
+        return mps_fail(err, MPS_ERR_USAGE,
+                        "output '%s' has a size each run decides, which cannot be split by input: run a batch of 1 "
+                        "(--batch 1)",
+                        g->values[g->outputs[bounded]].name);
+    }
     s->known = list->n;
     s->known_all = list->done;
     pthread_mutex_init(&s->mu, NULL);
@@ -622,9 +641,24 @@ out:
     return st;
 }
 
+void mps_stream_bounded_shapes(const struct mps_plan *plan, struct mps_tensor *out, bool ran)
+{
+    const struct mps_graph *g = plan->graph;
+    for (int o = 0; o < g->n_outputs; o++) {
+        struct mps_shape s = g->values[g->outputs[o]].shape;
+        if (!g->values[g->outputs[o]].bounded)
+            continue;
+        if (ran)
+            mps_plan_output_shape(plan, o, &s);
+        out[o] = mps_tensor_make(out[o].dtype, &s, out[o].data);
+    }
+}
+
 int64_t mps_stream_default_batch(const struct mps_infer_result *r)
 {
     const struct mps_graph *g = r->model->graph;
+    if (mps_stream_first_bounded(g) >= 0)
+        return 1;
     struct mps_memplan mp;
     struct mps_error err;
     size_t per = 0;

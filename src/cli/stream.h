@@ -48,8 +48,14 @@ typedef enum mps_status (*mps_stream_fn)(void *ctx, struct mps_infer_result *r, 
 enum mps_status mps_stream_run(struct mps_infer_result *r, struct mps_inputs *list, const struct mps_stream_opts *o,
                                mps_stream_fn fn, void *ctx, struct mps_error *err, const char **subject);
 
+/* Outputs whose size a run decides (graph.h, bounded: a NonMaxSuppression's,
+   a Unique's): before a run (ran false) out[] takes the bound the plan
+   checks, after it the run's size. Other outputs are left as they are. */
+void mps_stream_bounded_shapes(const struct mps_plan *plan, struct mps_tensor *out, bool ran);
+
 /* The batch to run a free-batch model at when --batch is not given: up to 32
-   items, fewer where their activations would pass 256 MiB (r->model at batch 1). */
+   items, fewer where their activations would pass 256 MiB (r->model at batch
+   1); 1 where an output's size is a run's (it cannot be split by input). */
 int64_t mps_stream_default_batch(const struct mps_infer_result *r);
 
 #endif

@@ -439,6 +439,29 @@ static enum mps_status mps_map_compress(struct mps_onnx_ctx *c, struct mps_onnx_
     return mps_attr_int(n, "axis", 0, &p->compress.axis, err);
 }
 
+static enum mps_status mps_map_nms(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                   struct mps_error *err)
+{
+    int64_t center;
+    enum mps_status st = mps_attr_int(n, "center_point_box", 0, &center, err);
+    (void)c;
+    if (!st && center != 0 && center != 1)
+        return mps_onnx_fail(n, err, "center_point_box is %lld, not 0 or 1", (long long)center);
+    p->nms.center_point_box = center == 1;
+    return st;
+}
+
+static enum mps_status mps_map_unique(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                      struct mps_error *err)
+{
+    int64_t sorted;
+    enum mps_status st = mps_attr_int(n, "sorted", 1, &sorted, err);
+    (void)c;
+    p->unique.sorted = sorted != 0;
+    p->unique.has_axis = mps_attr(n, "axis") != NULL;
+    return st ? st : mps_attr_int(n, "axis", 0, &p->unique.axis, err);
+}
+
 static enum mps_status mps_map_revseq(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                       struct mps_error *err)
 {
@@ -556,6 +579,8 @@ const struct mps_onnx_rule mps_onnx_rules_tensor[] = {
     {"ReverseSequence", MPS_OP_REVERSE_SEQUENCE, "batch_axis time_axis", mps_map_revseq},
     {"Compress", MPS_OP_COMPRESS, "axis", mps_map_compress},
     {"NonZero", MPS_OP_NON_ZERO, "", NULL},
+    {"NonMaxSuppression", MPS_OP_NON_MAX_SUPPRESSION, "center_point_box", mps_map_nms},
+    {"Unique", MPS_OP_UNIQUE, "axis sorted", mps_map_unique},
     {"GridSample", MPS_OP_GRID_SAMPLE, "align_corners mode padding_mode", mps_map_gridsample},
     {"CumSum", MPS_OP_CUM_SUM, "exclusive reverse", mps_map_cumsum},
     {"Tile", MPS_OP_TILE, "", NULL},

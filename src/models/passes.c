@@ -44,6 +44,29 @@ static bool mps_pass_foldable(const struct mps_graph *g, const struct mps_node *
     return true;
 }
 
+/* Computes node n, whose inputs are constants, into constants: a bounded
+   output (its size a run's) takes the size these values give it. */
+static enum mps_status mps_pass_eval(struct mps_graph *g, const struct mps_node *n, struct mps_error *err)
+{
+    void *out[8] = {NULL};
+    struct mps_shape shapes[8];
+    enum mps_status st = MPS_OK;
+    for (int o = 0; o < n->n_out && !st; o++) {
+        const struct mps_value *v = &g->values[n->out[o]];
+        if (!(out[o] = mps_graph_alloc(g, (size_t)mps_shape_numel(&v->shape) * mps_dtype_size(v->dtype) + 1)))
+            st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory folding node '%s'", n->name);
+    }
+    if (!st && (st = mps_cpu_eval_node(g, n, out, shapes, err)) == MPS_ERR_INPUT)
+        st = MPS_ERR_MODEL; /* every value it read is the model's own */
+    for (int o = 0; o < n->n_out && !st; o++) {
+        struct mps_value *v = &g->values[n->out[o]];
+        v->data = out[o];
+        v->shape = shapes[o];
+        v->bounded = false;
+    }
+    return st;
+}
+
 /* Drops nodes that no graph output depends on. */
 static void mps_pass_dead_code(struct mps_graph *g, bool *dead)
 {
@@ -79,17 +102,7 @@ enum mps_status mps_passes_fold(struct mps_graph *g, struct mps_error *err)
         struct mps_node *n = &g->nodes[k];
         if ((st = mps_graph_infer_node(g, n, err)) || !mps_pass_foldable(g, n))
             continue;
-        void *out[8] = {NULL};
-        for (int o = 0; o < n->n_out && !st; o++) {
-            const struct mps_value *v = &g->values[n->out[o]];
-            out[o] = mps_graph_alloc(g, (size_t)mps_shape_numel(&v->shape) * mps_dtype_size(v->dtype));
-            if (!out[o])
-                st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory folding node '%s'", n->name);
-        }
-        if (!st && (st = mps_cpu_eval_node(g, n, out, err)) == MPS_ERR_INPUT)
-            st = MPS_ERR_MODEL; /* every value it read is the model's own */
-        for (int o = 0; o < n->n_out && !st; o++)
-            g->values[n->out[o]].data = out[o];
+        st = mps_pass_eval(g, n, err);
         dead[k] = true;
     }
     if (!st)
@@ -117,18 +130,7 @@ static enum mps_status mps_pass_value(struct mps_graph *g, int v, int depth, str
         st = mps_graph_infer_node(g, &g->nodes[p], err);
     if (st || !mps_pass_foldable(g, &g->nodes[p]))
         return st;
-    struct mps_node *n = &g->nodes[p];
-    void *out[8] = {NULL};
-    for (int o = 0; o < n->n_out && !st; o++) {
-        const struct mps_value *val = &g->values[n->out[o]];
-        if (!(out[o] = mps_graph_alloc(g, (size_t)mps_shape_numel(&val->shape) * mps_dtype_size(val->dtype))))
-            st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory folding node '%s'", n->name);
-    }
-    if (!st && (st = mps_cpu_eval_node(g, n, out, err)) == MPS_ERR_INPUT)
-        st = MPS_ERR_MODEL;
-    for (int o = 0; o < n->n_out && !st; o++)
-        g->values[n->out[o]].data = out[o];
-    return st;
+    return mps_pass_eval(g, &g->nodes[p], err);
 }
 
 enum mps_status mps_passes_fold_value(struct mps_graph *g, int v, bool *known, struct mps_error *err)

@@ -59,15 +59,24 @@ bool mps_node_gpu_dtypes(const struct mps_graph *g, const struct mps_node *n)
     return true;
 }
 
+/* Whether be runs node n: its supports(), and a run_shape for a bounded output. */
+static bool mps_backend_runs(const struct mps_backend *be, const struct mps_graph *g, const struct mps_node *n)
+{
+    for (int i = 0; !be->run_shape && i < n->n_out; i++)
+        if (g->values[n->out[i]].bounded)
+            return false;
+    return !be->supports || be->supports(g, n);
+}
+
 int mps_backend_unsupported(const struct mps_backend *be, const struct mps_graph *g, char *buf, size_t size)
 {
     int count = 0;
     size_t used = 0;
     if (size)
         buf[0] = '\0';
-    for (int k = 0; be->supports && k < g->n_nodes; k++) {
+    for (int k = 0; k < g->n_nodes; k++) {
         const struct mps_node *n = &g->nodes[k];
-        if (be->supports(g, n))
+        if (mps_backend_runs(be, g, n))
             continue;
         if (used < size)
             used += (size_t)snprintf(buf + used, size - used, "%snode '%s' (%s)", count ? ", " : "", n->name,
@@ -181,6 +190,15 @@ enum mps_status mps_plan_run(struct mps_plan *plan, const struct mps_tensor *in,
             return st;
     }
     return plan->backend->run(plan->state, in, out, err);
+}
+
+void mps_plan_output_shape(const struct mps_plan *plan, int i, struct mps_shape *shape)
+{
+    const struct mps_value *v = &plan->graph->values[plan->graph->outputs[i]];
+    if (v->bounded && plan->backend->run_shape)
+        plan->backend->run_shape(plan->state, i, shape);
+    else
+        *shape = v->shape;
 }
 
 enum mps_status mps_plan_host_io(struct mps_plan *plan, int slot, struct mps_tensor *in, struct mps_tensor *out,

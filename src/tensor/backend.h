@@ -71,6 +71,10 @@ struct mps_backend {
        reports a chunk and waits for the next one to be decoded): release the
        CPUs a run keeps warm between runs (cpu: its threads stop spinning). */
     void (*rest)(void *state);
+    /* Optional: output's shape in the last run. A backend that has it runs
+       nodes whose outputs are bounded (mps_value.bounded: the size is the
+       run's); one without it is given none (mps_backend_unsupported). */
+    void (*run_shape)(void *state, int output, struct mps_shape *shape);
     /* Optional: runs like run and writes each node's time, in milliseconds, into
        node_ms (one per node of the graph, in its order). `bench model --profile`. */
     enum mps_status (*profile)(void *state, const struct mps_tensor *in, struct mps_tensor *out, double *node_ms,
@@ -129,6 +133,10 @@ enum mps_status mps_plan_compile(const struct mps_backend *be, const struct mps_
 enum mps_status mps_plan_run(struct mps_plan *plan, const struct mps_tensor *in, struct mps_tensor *out,
                              struct mps_error *err);
 void mps_plan_free(struct mps_plan *plan);
+/* Output i's shape in the last run: the graph's, or for a bounded output
+   (mps_value.bounded: a NonMaxSuppression's, a Unique's) the size the run
+   computed; its elements are the first of out[i]'s buffer, contiguous. */
+void mps_plan_output_shape(const struct mps_plan *plan, int i, struct mps_shape *shape);
 /* The backend's host_io (in[] and out[] on its staging slot), where it has
    one; else MPS_ERR_USAGE, and the caller uses memory of its own. */
 enum mps_status mps_plan_host_io(struct mps_plan *plan, int slot, struct mps_tensor *in, struct mps_tensor *out,

@@ -32,6 +32,11 @@ struct mps_value {
     enum mps_dtype dtype;
     struct mps_shape shape; /* meaningful when shape_known */
     bool shape_known;
+    /* bounded: shape.dim[bound_axis] is an upper bound, the size a run's (the output of a NonMaxSuppression, a
+       Unique, a NonZero of a run-time input); only a graph output may be so, and a backend runs it only where
+       it has run_shape (backend.h) */
+    bool bounded;
+    int bound_axis;
     const void *data;       /* initializer: contiguous, arena-owned; NULL otherwise */
     int producer;           /* index of the node writing it, -1 for inputs and initializers */
 };

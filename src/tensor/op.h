@@ -302,10 +302,31 @@ struct mps_revseq_params {
 /* Compress: the slices along axis (or, without one, the elements of the
    input flattened) where the constant bool condition is true; a condition
    shorter than the axis leaves the rest out, a longer one is read as far as
-   the axis goes. NonZero takes a constant input (a plan has one shape per
-   value: neither output's shape may depend on what a run feeds). */
+   the axis goes. Of a run-time condition (NonZero: input) the size is the
+   run's (mps_value.bounded). */
 struct mps_compress_params {
     bool has_axis;
+    int64_t axis; /* resolved >= 0 */
+};
+
+/* NonMaxSuppression: boxes [B, N, 4] ([y1, x1, y2, x2], either corner
+   first; center_point_box: [x, y, w, h]), scores [B, C, N], then optional
+   scalars max_output_boxes_per_class (0 when omitted: no box), iou_threshold
+   (0) and score_threshold (none). Per batch and class, greedily the best
+   scored box left (the lower index on a tie) whose score exceeds the
+   threshold, dropping those whose IoU with it exceeds iou_threshold. Output
+   [k, 3] i64 rows (batch, class, box), k a run's (bounded). */
+struct mps_nms_params {
+    bool center_point_box;
+};
+
+/* Unique: the distinct elements of the input flattened (or, with an axis,
+   its distinct slices along it), sorted ascending (slices in lexicographic
+   order) or in order of first occurrence; outputs Y, then optional indices
+   (first occurrences), inverse_indices and counts, i64. Y's size along the
+   axis, indices' and counts' are a run's (bounded). */
+struct mps_unique_params {
+    bool sorted, has_axis;
     int64_t axis; /* resolved >= 0 */
 };
 
@@ -454,6 +475,8 @@ union mps_op_params {
     struct mps_tfidf_params tfidf;
     struct mps_revseq_params revseq;
     struct mps_compress_params compress;
+    struct mps_nms_params nms;
+    struct mps_unique_params unique;
     struct mps_cumsum_params cumsum;
     struct mps_lrn_params lrn;
     struct mps_range_params range;

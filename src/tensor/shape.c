@@ -28,6 +28,15 @@ void mps_shape_set(struct mps_graph *g, const struct mps_node *n, int i, enum mp
     v->dtype = dt;
     v->shape = *s;
     v->shape_known = true;
+    v->bounded = false;
+}
+
+void mps_shape_set_bounded(struct mps_graph *g, const struct mps_node *n, int i, enum mps_dtype dt,
+                           const struct mps_shape *s, int axis)
+{
+    mps_shape_set(g, n, i, dt, s);
+    g->values[n->out[i]].bounded = true;
+    g->values[n->out[i]].bound_axis = axis;
 }
 
 enum mps_status mps_shape_need_dtype(const struct mps_graph *g, const struct mps_node *n, int i, unsigned mask,
@@ -707,6 +716,11 @@ enum mps_status mps_graph_infer_node(struct mps_graph *g, struct mps_node *n, st
         const struct mps_value *v = mps_shape_in(g, n, i);
         if (v && !v->shape_known)
             return mps_shape_fail(n, err, "input '%s' has no known shape (is the graph sorted?)", v->name);
+        if (v && v->bounded && v->producer >= 0)
+            return mps_shape_fail(n, err,
+                                  "input '%s' is the output of node '%s' (%s), whose size depends on the values of a "
+                                  "run: mpsrun takes such a value only as an output of the graph",
+                                  v->name, g->nodes[v->producer].name, mps_op_name(g->nodes[v->producer].op));
     }
     mps_shape_rule rule = mps_shape_math_rules[n->op]     ? mps_shape_math_rules[n->op]
                           : mps_shape_layout_rules[n->op] ? mps_shape_layout_rules[n->op]

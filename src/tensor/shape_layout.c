@@ -611,31 +611,39 @@ static int64_t mps_shape_count_true(const struct mps_value *v, int64_t n)
     return count;
 }
 
-/* Compress (op.h): a constant bool condition. */
+/* Compress (op.h): a 1-D bool condition; of a run-time one the output's
+   size along the axis is the run's (bounded by the kept length). */
 static enum mps_status mps_shape_compress(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
     const struct mps_value *x = mps_shape_in(g, n, 0), *cond = mps_shape_in(g, n, 1);
     struct mps_compress_params *p = &n->p.compress;
-    if (!cond->data || cond->dtype != MPS_BOOL || cond->shape.ndim != 1)
-        return mps_shape_fail(n, err, "its condition must be a constant 1-D bool: the output's shape depends on it");
+    if (cond->dtype != MPS_BOOL || cond->shape.ndim != 1)
+        return mps_shape_fail(n, err, "its condition must be a 1-D bool");
     enum mps_status st = p->has_axis ? mps_shape_resolve_axis(n, &p->axis, x->shape.ndim, err) : MPS_OK;
     if (st)
         return st;
     int64_t len = p->has_axis ? x->shape.dim[p->axis] : mps_shape_numel(&x->shape), c = cond->shape.dim[0];
     struct mps_shape y = p->has_axis ? x->shape : (struct mps_shape){1, {0}};
-    y.dim[p->has_axis ? p->axis : 0] = mps_shape_count_true(cond, c < len ? c : len);
-    mps_shape_set(g, n, 0, x->dtype, &y);
+    int axis = p->has_axis ? (int)p->axis : 0;
+    y.dim[axis] = cond->data ? mps_shape_count_true(cond, c < len ? c : len) : c < len ? c : len;
+    if (cond->data)
+        mps_shape_set(g, n, 0, x->dtype, &y);
+    else
+        mps_shape_set_bounded(g, n, 0, x->dtype, &y, axis);
     return MPS_OK;
 }
 
-/* NonZero: a constant input; [rank, count] int64. */
+/* NonZero: [rank, count] int64; of a run-time input, count is the run's. */
 static enum mps_status mps_shape_nonzero(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
     const struct mps_value *x = mps_shape_in(g, n, 0);
-    if (!x->data)
-        return mps_shape_fail(n, err, "its input must be a constant: the output's shape depends on it");
-    struct mps_shape y = {2, {x->shape.ndim, mps_shape_count_true(x, mps_shape_numel(&x->shape))}};
-    mps_shape_set(g, n, 0, MPS_I64, &y);
+    int64_t numel = mps_shape_numel(&x->shape);
+    struct mps_shape y = {2, {x->shape.ndim, x->data ? mps_shape_count_true(x, numel) : numel}};
+    (void)err;
+    if (x->data)
+        mps_shape_set(g, n, 0, MPS_I64, &y);
+    else
+        mps_shape_set_bounded(g, n, 0, MPS_I64, &y, 1);
     return MPS_OK;
 }
 

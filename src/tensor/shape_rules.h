@@ -22,6 +22,10 @@ const struct mps_value *mps_shape_in(const struct mps_graph *g, const struct mps
 /* Sets output i of n. */
 void mps_shape_set(struct mps_graph *g, const struct mps_node *n, int i, enum mps_dtype dt,
                    const struct mps_shape *s);
+/* Sets output i of n to a shape whose dim axis is an upper bound: a run
+   computes its size (mps_value.bounded). */
+void mps_shape_set_bounded(struct mps_graph *g, const struct mps_node *n, int i, enum mps_dtype dt,
+                           const struct mps_shape *s, int axis);
 /* Fails unless input i has one of the dtypes in mask (bit per enum mps_dtype). */
 enum mps_status mps_shape_need_dtype(const struct mps_graph *g, const struct mps_node *n, int i, unsigned mask,
                                      struct mps_error *err);

@@ -271,6 +271,53 @@ static enum mps_status mps_shape_tfidf(struct mps_graph *g, struct mps_node *n, 
     return MPS_OK;
 }
 
+/* NonMaxSuppression (op.h): f32 boxes [B, N, 4] and scores [B, C, N], one-
+   element max_output_boxes_per_class (int), iou_threshold and
+   score_threshold (f32). [B * C * min(N, max), 3] i64 at most, max the
+   constant's or N. */
+static enum mps_status mps_shape_nms(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *b = mps_shape_in(g, n, 0), *s = mps_shape_in(g, n, 1), *max = mps_shape_in(g, n, 2);
+    if (b->dtype != MPS_F32 || b->shape.ndim != 3 || b->shape.dim[2] != 4 || s->dtype != MPS_F32 ||
+        s->shape.ndim != 3 || s->shape.dim[0] != b->shape.dim[0] || s->shape.dim[2] != b->shape.dim[1])
+        return mps_shape_fail(n, err, "boxes must be f32 [B,N,4] and scores f32 [B,C,N]");
+    for (int i = 2; i < n->n_in; i++) {
+        const struct mps_value *v = mps_shape_in(g, n, i);
+        if (v && (mps_shape_numel(&v->shape) != 1 || (i == 2 ? !(MPS_DT_INT & MPS_DT(v->dtype)) : v->dtype != MPS_F32)))
+            return mps_shape_fail(n, err, "input %d must be one %s", i, i == 2 ? "int64" : "f32");
+    }
+    int64_t per = b->shape.dim[1];
+    double at_most = !max ? 0 : max->data ? mps_shape_const_at(max, 0) : (double)per;
+    if (at_most < (double)per)
+        per = at_most > 0 ? (int64_t)at_most : 0;
+    struct mps_shape y = {2, {b->shape.dim[0] * s->shape.dim[1] * per, 3}};
+    mps_shape_set_bounded(g, n, 0, MPS_I64, &y, 0);
+    return MPS_OK;
+}
+
+/* Unique (op.h): Y of the input's dtype, i64 indices and counts, bounded by
+   the length along the axis (the element count without one), and i64
+   inverse_indices of that length. */
+static enum mps_status mps_shape_unique(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0);
+    struct mps_unique_params *p = &n->p.unique;
+    enum mps_status st = mps_shape_need_dtype(g, n, 0, MPS_DT_NUMBER, err);
+    if (!st && p->has_axis)
+        st = mps_shape_resolve_axis(n, &p->axis, x->shape.ndim, err);
+    if (st)
+        return st;
+    int64_t len = p->has_axis ? x->shape.dim[p->axis] : mps_shape_numel(&x->shape);
+    struct mps_shape y = p->has_axis ? x->shape : (struct mps_shape){1, {len}}, k = {1, {len}};
+    mps_shape_set_bounded(g, n, 0, x->dtype, &y, p->has_axis ? (int)p->axis : 0);
+    for (int o = 1; o < n->n_out; o++)
+        if (o == 2)
+            mps_shape_set(g, n, o, MPS_I64, &k);
+        else
+            mps_shape_set_bounded(g, n, o, MPS_I64, &k, 0);
+    return MPS_OK;
+}
+
 const mps_shape_rule mps_shape_seq_rules[MPS_OP_COUNT] = {
     [MPS_OP_RNN] = mps_shape_rnn,
     [MPS_OP_GRU] = mps_shape_rnn,
@@ -285,4 +332,6 @@ const mps_shape_rule mps_shape_seq_rules[MPS_OP_COUNT] = {
     [MPS_OP_ROI_ALIGN] = mps_shape_roialign,
     [MPS_OP_RANDOM_LIKE] = mps_shape_random,
     [MPS_OP_TFIDF] = mps_shape_tfidf,
+    [MPS_OP_NON_MAX_SUPPRESSION] = mps_shape_nms,
+    [MPS_OP_UNIQUE] = mps_shape_unique,
 };

@@ -8,6 +8,8 @@ several sizes and what PyTorch computes for each:
     OUT/png_ref/NN_HxW.npy       PyTorch's scores for each ([1, 5, H, W]; the PNG scaled to [0, 1])
     OUT/npy/NN.npy               float32 inputs [1, 3, H, W] of three sizes
     OUT/npy_ref/NN.npy           PyTorch's scores for each
+    OUT/nms.onnx, nms_in.npz     NonMaxSuppression of a free number of boxes (at most 10, IoU 0.5): selects 3, 0, 5
+    OUT/nonzero.onnx, nz/NN.npy  NonZero of x [batch, 4]; inputs [1, 4] with 1 and 3 nonzeros
 
 usage: make_free_models.py OUT
 """
@@ -51,3 +53,23 @@ for i, (h, w) in enumerate([(16, 16), (24, 40), (16, 16)]):
     np.save(os.path.join(out, "npy", f"{i:02d}.npy"), x)
     with torch.no_grad():
         np.save(os.path.join(out, "npy_ref", f"{i:02d}.npy"), model(torch.from_numpy(x)).numpy())
+
+# sizes a run decides: their outputs take the size the values give them
+from onnx import TensorProto, helper, numpy_helper, save  # noqa: E402
+
+vi = helper.make_tensor_value_info
+nms = helper.make_graph([helper.make_node("NonMaxSuppression", ["boxes", "scores", "max", "iou"], ["sel"], name="nms")],
+                        "nms", [vi("boxes", TensorProto.FLOAT, [1, "n", 4]), vi("scores", TensorProto.FLOAT, [1, 1, "n"])],
+                        [vi("sel", TensorProto.INT64, None)],
+                        [numpy_helper.from_array(np.array([10], np.int64), "max"),
+                         numpy_helper.from_array(np.array([0.5], np.float32), "iou")])
+save(helper.make_model(nms, opset_imports=[helper.make_opsetid("", 11)], ir_version=8), os.path.join(out, "nms.onnx"))
+boxes = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10, 1, 11], [0, 10.1, 1, 11.1],
+                   [0, 100, 1, 101]]], np.float32)
+np.savez(os.path.join(out, "nms_in.npz"), boxes=boxes, scores=np.array([[[0.9, 0.75, 0.6, 0.95, 0.5, 0.3]]], np.float32))
+nz = helper.make_graph([helper.make_node("NonZero", ["x"], ["idx"], name="nz")], "nz",
+                       [vi("x", TensorProto.FLOAT, ["batch", 4])], [vi("idx", TensorProto.INT64, None)])
+save(helper.make_model(nz, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), os.path.join(out, "nonzero.onnx"))
+os.makedirs(os.path.join(out, "nz"), exist_ok=True)
+np.save(os.path.join(out, "nz", "00.npy"), np.array([[0, 2, 0, 0]], np.float32))
+np.save(os.path.join(out, "nz", "01.npy"), np.array([[1, 0, 3, 4]], np.float32))

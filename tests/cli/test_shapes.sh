@@ -83,5 +83,18 @@ usage "inspect --shape that is no shape" "--shape image=1x3xx8: give sizes from 
 expect "bench model --shape" 0 bench model "$fcn" --shape image=1x3x48x48 --batch 1,2 --repeat 2 --backend cpu --json
 check "two rows, one per batch" jq -e '.results | length == 2 and all(.[]; .median_ms > 0)' "$out" >/dev/null
 
+# ---- sizes a run decides (NonMaxSuppression, NonZero of a run-time input) -------------------------
+expect "NonMaxSuppression's selection, its size the run's" 0 infer "$tmp/m/nms.onnx" "$tmp/m/nms_in.npz" \
+  --outputs "$tmp/nms_out"
+check "... 3 boxes of the 10 allowed: 3 and 0 kept, 1, 2 and 4 overlapping them dropped, then 5" "$py" -c "
+import numpy, sys
+assert \"'sel' i64 [3,3]\" in open(sys.argv[1]).read()
+assert numpy.load(sys.argv[2]).tolist() == [[0, 0, 3], [0, 0, 0], [0, 0, 5]]" "$out" "$tmp/nms_out/sel.npy"
+expect "NonZero over a stream of inputs: each run its own count" 0 infer "$tmp/m/nonzero.onnx" "$tmp/m/nz" --jsonl
+check "... [2,1] and [2,3]" jq -e -s '[.[].outputs[0].shape] == [[2, 1], [2, 3]]' "$out" >/dev/null
+usage "--batch 2 over an output whose size a run decides" \
+  "output 'idx' has a size each run decides, which cannot be split by input: run a batch of 1" \
+  infer "$tmp/m/nonzero.onnx" "$tmp/m/nz" --batch 2
+
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

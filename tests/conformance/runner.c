@@ -15,8 +15,9 @@
    Integer and one-element inputs (shapes, axes, bounds the suite feeds at
    run time) are given to the loader as values: mpsrun compiles a model for
    them, as it does for input shapes; so are short float lists (Resize's
-   scales and roi) and small bool tensors (Compress's condition, NonZero's
-   input) where the model does not load without them, as `mpsrun infer` does.
+   scales and roi) and small bool tensors where the model does not load
+   without them, as `mpsrun infer` does. (Compress's condition and NonZero's
+   input are run-time inputs: their outputs' sizes are each run's.)
    A test is skipped, with its reason, when it uses an op outside mpsrun's
    set, a data type mpsrun does not support, or training mode; anything else
    that goes wrong is a failure. EXPECTED lists the tests that must pass (one
@@ -217,6 +218,11 @@ static enum mps_status mps_conf_run_set(const struct mps_graph *g, struct mps_pl
     }
     if (!st)
         st = mps_plan_run(plan, in, got[s], err);
+    for (int o = 0; !st && o < g->n_outputs; o++) { /* a bounded output: the size the run gave it */
+        struct mps_shape shape;
+        mps_plan_output_shape(plan, o, &shape);
+        got[s][o] = mps_tensor_make(got[s][o].dtype, &shape, got[s][o].data);
+    }
     for (int i = 0; i < sets[s].n_rt; i++)
         free(wide[i]);
     return st;

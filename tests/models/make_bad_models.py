@@ -328,10 +328,13 @@ save("scan8_partial_lens.onnx", model([helper.make_node("Scan", ["lens", "s0", "
                                        numpy_helper.from_array(np.array([3, 2], np.int32), "lens")], opset=8, ir=3),
      "model", "node 'scan8p' (Scan): sequence_lens other than the full length")
 
-# an output shape that would depend on what a run feeds: refused by name
+# a size that depends on what a run feeds: a graph output may have one; a value another node reads may not
 save("compress_runtime_cond.onnx", model([helper.make_node("Compress", ["x", "c"], ["y"], name="comp", axis=0)],
+                                         [vi("x", [4]), vi("c", [4], TensorProto.BOOL)], [vi("y", None)]), "ok")
+save("compress_runtime_relu.onnx", model([helper.make_node("Compress", ["x", "c"], ["k"], name="comp", axis=0),
+                                          helper.make_node("Relu", ["k"], ["y"], name="act")],
                                          [vi("x", [4]), vi("c", [4], TensorProto.BOOL)], [vi("y", None)]),
-     "model", "node 'comp' (Compress): its condition must be a constant")
+     "model", "node 'act' (Relu): input 'k' is the output of node 'comp' (Compress), whose size depends on the values")
 
 # sequences: resolved at load, every position known then; refused by name where one is not
 seq_t = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, None))
@@ -369,6 +372,19 @@ save("quantize_blocked.onnx", model([helper.make_node("QuantizeLinear", ["x", "s
                                     [numpy_helper.from_array(np.ones(2, np.float32), "s"),
                                      numpy_helper.from_array(np.zeros(2, np.uint8), "z")], opset=21, ir=10),
      "model", "node 'qb' (QuantizeLinear): blocked quantization (block_size 2) is not supported")
+
+# sizes a run decides (NonMaxSuppression, Unique, NonZero of a run-time input): graph outputs only
+save("unique_runtime.onnx", model([helper.make_node("Div", ["x", "two"], ["h"]), helper.make_node("Floor", ["h"], ["f"]),
+                                   helper.make_node("Unique", ["f"], ["y"], name="uniq")],
+                                  [vi("x", [6])], [vi("y", None)], [numpy_helper.from_array(np.array(2, np.float32), "two")],
+                                  opset=11), "ok")
+save("nms_into_gather.onnx", model([helper.make_node("NonMaxSuppression", ["boxes", "scores", "max"], ["sel"], name="nms"),
+                                    helper.make_node("Gather", ["sel", "zero"], ["y"], name="pick", axis=1)],
+                                   [vi("boxes", [1, 4, 4]), vi("scores", [1, 1, 4])], [vi("y", None, TensorProto.INT64)],
+                                   [numpy_helper.from_array(np.array([2], np.int64), "max"),
+                                    numpy_helper.from_array(np.array(0, np.int64), "zero")], opset=11),
+     "model", "node 'pick' (Gather): input 'sel' is the output of node 'nms' (NonMaxSuppression), whose size depends "
+     "on the values of a run")
 
 # com.microsoft: the QLinear ops onnxruntime's quantizer writes load; another op of that domain is refused saying so
 ms_model = model([helper.make_node("FusedGemm", ["x", "x"], ["y"], name="fused", domain="com.microsoft")],

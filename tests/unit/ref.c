@@ -868,6 +868,8 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     case MPS_OP_DET: ref_det(in, out); break;
     case MPS_OP_COMPRESS:
     case MPS_OP_NON_ZERO: ref_select(op, &p->compress, in, out); break;
+    case MPS_OP_NON_MAX_SUPPRESSION: ref_nms(&p->nms, in, n_in, out); break;
+    case MPS_OP_UNIQUE: ref_unique(&p->unique, in, out, n_out); break;
     case MPS_OP_MAX_UNPOOL: ref_unpool(&p->pool, in, out); break;
     case MPS_OP_ROI_ALIGN: ref_roialign(&p->roialign, in, out); break;
     case MPS_OP_REVERSE_SEQUENCE: ref_revseq(&p->revseq, in, out); break;

@@ -3,7 +3,9 @@
    element, no BLAS, no strides tricks. They take the op's parameters as the
    test gave them (not as shape inference resolved them), so that resolution
    (auto_pad, Slice clamping, negative axes) is checked too. The caller gives
-   each output's shape (the test's expectation) and its buffer. */
+   each output's shape (the test's expectation) and its buffer; of an output
+   whose size the values decide (NonMaxSuppression, Unique, NonZero of a
+   run-time input) the bound, and the reference sets the size it computes. */
 #ifndef MPS_TEST_REF_H
 #define MPS_TEST_REF_H
 

@@ -130,40 +130,6 @@ void ref_revseq(const struct mps_revseq_params *p, const struct ref_tensor *in, 
     }
 }
 
-/* Compress from its definition: the input's index along the axis (or flat) of each output element, where
-   the condition's trues are counted; NonZero: each nonzero element's index, row by row. */
-void ref_select(enum mps_op op, const struct mps_compress_params *p, const struct ref_tensor *in,
-                struct ref_tensor *out)
-{
-    const struct mps_shape *xs = &in[0].shape;
-    int64_t idx[MPS_MAX_DIMS], n = ref_numel(xs);
-    if (op == MPS_OP_NON_ZERO) {
-        int64_t count = out[0].shape.dim[1], at = 0;
-        for (int64_t i = 0; i < n; i++)
-            if (in[0].d[i] != 0) {
-                ref_unravel(xs, i, idx);
-                for (int d = 0; d < xs->ndim; d++)
-                    out[0].d[d * count + at] = (double)idx[d];
-                at++;
-            }
-        return;
-    }
-    int64_t axis = p->has_axis ? (p->axis < 0 ? p->axis + xs->ndim : p->axis) : 0, *pick = calloc((size_t)n + 1, 8),
-            kept = 0, len = p->has_axis ? xs->dim[axis] : n, c = in[1].shape.dim[0];
-    for (int64_t k = 0; k < len && k < c; k++)
-        if (in[1].d[k] != 0)
-            pick[kept++] = k;
-    for (int64_t o = 0; o < ref_numel(&out[0].shape); o++) {
-        if (!p->has_axis) {
-            out[0].d[o] = in[0].d[pick[o]];
-            continue;
-        }
-        ref_unravel(&out[0].shape, o, idx);
-        idx[axis] = pick[idx[axis]];
-        out[0].d[o] = in[0].d[ref_ravel(xs, idx)];
-    }
-    free(pick);
-}
 
 /* The determinant of the n x n matrix m by Laplace expansion along its first row. */
 static double ref_det1(const double *m, int n)

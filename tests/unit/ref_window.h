@@ -1,4 +1,4 @@
-/* ref_window.h: what ref.c shares with ref_window.c and ref_seq.c: index
+/* ref_window.h: what ref.c shares with ref_window.c, ref_seq.c and ref_select.c: index
    helpers, the sliding-window ops (ref_window.c), the recurrent nets and
    the losses (ref_seq.c), called from ref_op. Test code only. */
 #ifndef MPS_TEST_REF_WINDOW_H
@@ -28,9 +28,11 @@ void ref_global_pool(enum mps_op op, double lp, const struct ref_tensor *in, str
 /* RNN, GRU, LSTM: every output (op.h has their inputs). */
 void ref_rnn(enum mps_op op, const struct mps_rnn_params *p, const struct ref_tensor *in, int n_in,
              struct ref_tensor *out);
-/* Compress and NonZero. */
+/* ref_select.c: Compress and NonZero, NonMaxSuppression, Unique: each sets the sizes it computes. */
 void ref_select(enum mps_op op, const struct mps_compress_params *p, const struct ref_tensor *in,
                 struct ref_tensor *out);
+void ref_nms(const struct mps_nms_params *p, const struct ref_tensor *in, int n_in, struct ref_tensor *out);
+void ref_unique(const struct mps_unique_params *p, const struct ref_tensor *in, struct ref_tensor *out, int n_out);
 /* ReverseSequence; Det (by Laplace expansion). */
 void ref_revseq(const struct mps_revseq_params *p, const struct ref_tensor *in, struct ref_tensor *out);
 /* TfIdfVectorizer, n-gram by n-gram: each of the pool's counted over every start and skip. */

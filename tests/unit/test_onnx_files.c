@@ -29,6 +29,7 @@ static const struct {
     {"if_outer_scope.onnx", 2, {3, 5}},                               /* x * 2, then + 1 in the branch */
     {"seq_edit.onnx", 3, {2, 1, 3}},                                  /* x split, x[0] erased, put back at 1 */
     {"scan8_batch2_reverse.onnx", 6, {3, 5, 6, 6, 11, 15}},           /* running sums from the end, per row */
+    {"unique_runtime.onnx", 4, {0, 1, 2, 3}}, /* floor(x / 2) = 0 1 1 2 2 3, its distinct values: a size the run's */
 };
 
 static void th_check_numbers(const char *file, struct mps_model *m)

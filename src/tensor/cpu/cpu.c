@@ -12,12 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #if defined(__linux__)
-#include <dirent.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
-#endif
-#if defined(__APPLE__)
-#include <sys/sysctl.h>
 #endif
 
 #include "../backend.h"
@@ -102,6 +97,8 @@ static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
     [MPS_OP_REVERSE_SEQUENCE] = mps_cpu_revseq,
     [MPS_OP_COMPRESS] = mps_cpu_compress,
     [MPS_OP_NON_ZERO] = mps_cpu_nonzero,
+    [MPS_OP_NON_MAX_SUPPRESSION] = mps_cpu_nms,
+    [MPS_OP_UNIQUE] = mps_cpu_unique,
     [MPS_OP_MAX] = mps_cpu_binary,
     [MPS_OP_MIN] = mps_cpu_binary,
     [MPS_OP_SUM] = mps_cpu_binary,
@@ -174,6 +171,8 @@ static const mps_cpu_scratch mps_cpu_scratch_fns[MPS_OP_COUNT] = {
     [MPS_OP_RNN] = mps_cpu_rnn_scratch,
     [MPS_OP_GRU] = mps_cpu_rnn_scratch,
     [MPS_OP_LSTM] = mps_cpu_rnn_scratch,
+    [MPS_OP_NON_MAX_SUPPRESSION] = mps_cpu_select_scratch,
+    [MPS_OP_UNIQUE] = mps_cpu_select_scratch,
 };
 
 static const mps_cpu_pack mps_cpu_pack_fns[MPS_OP_COUNT] = {
@@ -523,13 +522,6 @@ static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct m
     return MPS_OK;
 }
 
-static double mps_cpu_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static bool mps_cpu_cond(int v, void *state)
 {
     const struct mps_cpu_state *s = state;
@@ -599,6 +591,11 @@ static enum mps_status mps_cpu_run_nodes(struct mps_cpu_state *s, const struct m
         enum mps_status st = mps_cpu_kernels[n->op](&args, err);
         if (s->uk && s->uk->clean) /* the workers did after their part (mps_pool_after) */
             s->uk->clean();
+        for (int i = 0; i < n->n_out; i++)
+            if (g->values[n->out[i]].bounded) { /* the kernel wrote its size: this run's, the slot's bound again */
+                s->vt[n->out[i]].shape = t[ins + i].shape;
+                t[ins + i].shape = g->values[n->out[i]].shape;
+            }
         if (node_ms)
             node_ms[k] = mps_cpu_now_ms() - t0;
         if (st)
@@ -619,6 +616,12 @@ static enum mps_status mps_cpu_run(void *state, const struct mps_tensor *in, str
     return mps_cpu_run_nodes(state, in, out, NULL, err);
 }
 
+static void mps_cpu_run_shape(void *state, int output, struct mps_shape *shape)
+{
+    const struct mps_cpu_state *s = state;
+    *shape = s->vt[s->g->outputs[output]].shape;
+}
+
 static void mps_cpu_rest(void *state)
 {
     mps_pool_rest(((struct mps_cpu_state *)state)->pool);
@@ -630,82 +633,8 @@ static enum mps_status mps_cpu_profile(void *state, const struct mps_tensor *in,
     return mps_cpu_run_nodes(state, in, out, node_ms, err);
 }
 
-/* Waits (up to half a second) until no other thread of this process is
-   running. OpenBLAS's own threads spin for a while after a call (2^28 cycles
-   by default) and would take a core from the plan's pool when bench times
-   mpsrun next: its timings were bimodal, 0.06 or 0.32 ms at n = 128 on 2
-   cores. Where mps_blas_set_threads(1) stops them (blas.c) it returns at
-   once; it stays for BLAS builds that cannot. Linux only (/proc); elsewhere
-   it returns at once. */
-static void mps_cpu_wait_quiet(void)
-{
-#if defined(__linux__)
-    pid_t self = (pid_t)syscall(SYS_gettid);
-    for (int tries = 0; tries < 500; tries++) {
-        DIR *d = opendir("/proc/self/task");
-        if (!d)
-            return;
-        bool busy = false;
-        for (struct dirent *e; !busy && (e = readdir(d));) {
-            char path[300], buf[256];
-            if (e->d_name[0] == '.' || atoi(e->d_name) == self)
-                continue;
-            snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
-            FILE *f = fopen(path, "r");
-            size_t len = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-            if (f)
-                fclose(f);
-            buf[len] = '\0';
-            const char *state = strrchr(buf, ')'); /* "pid (name) S ..." */
-            busy = state && state[1] == ' ' && state[2] == 'R';
-        }
-        closedir(d);
-        if (!busy)
-            return;
-        nanosleep(&(struct timespec){0, 1000000}, NULL);
-    }
-#endif
-}
-
-/* cblas_sgemm called directly on buffers of its own: what mpsrun's MatMul adds is the difference. */
-static enum mps_status mps_cpu_bench_baseline(int64_t m, int64_t n, int64_t k, enum mps_precision precision,
-                                              int threads, int warmup, int repeat, double *times_ms,
-                                              struct mps_error *err)
-{
-    if (precision != MPS_PRECISION_FP32)
-        return mps_fail(err, MPS_ERR_USAGE, "the cpu backend computes in fp32 only");
-    float *a = malloc(sizeof(float) * (size_t)(m * k + 1)), *b = malloc(sizeof(float) * (size_t)(k * n + 1)),
-          *c = malloc(sizeof(float) * (size_t)(m * n + 1));
-    if (!a || !b || !c) {
-        free(a);
-        free(b);
-        free(c);
-        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
-    }
-    for (int64_t i = 0; i < m * k; i++)
-        a[i] = (float)(i % 7) * 0.25f;
-    for (int64_t i = 0; i < k * n; i++)
-        b[i] = (float)(i % 5) * 0.5f;
-    /* the vendor's own threading, then back to the one thread plans run it with (gemm.c) */
-    int before = mps_blas_threads();
-    mps_blas_set_threads(threads > 0 ? threads : mps_pool_cores());
-    for (int r = 0; r < warmup + repeat; r++) {
-        double t0 = mps_cpu_now_ms();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)k, b, (int)n, 0.0f,
-                    c, (int)n);
-        if (r >= warmup)
-            times_ms[r - warmup] = mps_cpu_now_ms() - t0;
-    }
-    mps_blas_set_threads(before > 0 ? before : 1);
-    mps_cpu_wait_quiet();
-    free(a);
-    free(b);
-    free(c);
-    return MPS_OK;
-}
-
 enum mps_status mps_cpu_eval_node(const struct mps_graph *g, const struct mps_node *n, void *const *out,
-                                  struct mps_error *err)
+                                  struct mps_shape *shapes, struct mps_error *err)
 {
     int ins, outs;
     mps_cpu_slot_counts(n, &ins, &outs);
@@ -728,55 +657,11 @@ enum mps_status mps_cpu_eval_node(const struct mps_graph *g, const struct mps_no
     }
     struct mps_cpu_args args = {.node = n, .in = t, .out = t + ins, .pool = NULL, .scratch = buf};
     enum mps_status st = mps_cpu_kernels[n->op](&args, err);
+    for (int i = 0; i < n->n_out; i++)
+        shapes[i] = t[ins + i].shape;
     free(t);
     free(buf);
     return st;
-}
-
-/* "Intel(R) Xeon(R) ..." from the OS, or "unknown CPU". */
-static void mps_cpu_model(char *buf, size_t size)
-{
-    snprintf(buf, size, "unknown CPU");
-#if defined(__APPLE__)
-    size_t len = size;
-    if (sysctlbyname("machdep.cpu.brand_string", buf, &len, NULL, 0) != 0)
-        snprintf(buf, size, "unknown CPU");
-#else
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (colon && strncmp(line, "model name", 10) == 0) {
-            colon += 2;
-            colon[strcspn(colon, "\n")] = '\0';
-            snprintf(buf, size, "%s", colon);
-            break;
-        }
-    }
-    fclose(f);
-#endif
-}
-
-static enum mps_status mps_cpu_probe(struct mps_backend_info *info, struct mps_error *err)
-{
-    char model[96];
-    const struct mps_ukernels *uk;
-    enum mps_status st = mps_isa_kernels(&uk, err);
-    if (st)
-        return st;
-    mps_cpu_model(model, sizeof model);
-    mps_blas_set_threads(1); /* as plans run it; its own workers stop (blas.c), and no longer share a core with the
-                                cores' round trip that info and bench measure next */
-    int cores = mps_pool_cores();
-    snprintf(info->device, sizeof info->device, "%s (%d core%s)", model, cores, cores == 1 ? "" : "s");
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    info->memory_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
-    info->threads = mps_pool_cores(); /* the pool's; the BLAS runs one thread inside each (gemm.c) */
-    snprintf(info->detail, sizeof info->detail, "kernels %s (%s); BLAS %s; %d thread%s", uk->name, uk->describe,
-             mps_blas_name(), info->threads, info->threads == 1 ? "" : "s");
-    return MPS_OK;
 }
 
 const struct mps_backend mps_backend_cpu = {
@@ -790,6 +675,7 @@ const struct mps_backend mps_backend_cpu = {
     .run = mps_cpu_run,
     .free = mps_cpu_free,
     .rest = mps_cpu_rest,
+    .run_shape = mps_cpu_run_shape,
     .profile = mps_cpu_profile,
     .bench_baseline = mps_cpu_bench_baseline,
 };

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "../backend.h"
 #include "../graph.h"
 #include "pool.h"
 #include "ukernels.h"
@@ -56,6 +57,12 @@ typedef size_t (*mps_cpu_scratch)(const struct mps_graph *g, const struct mps_no
    micro-kernels of uk), 0 for none; writes them to dst when dst is not NULL. */
 typedef size_t (*mps_cpu_pack)(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
                                void *dst);
+
+/* probe.c: the backend table's probe and bench_baseline, and a monotonic clock */
+enum mps_status mps_cpu_probe(struct mps_backend_info *info, struct mps_error *err);
+enum mps_status mps_cpu_bench_baseline(int64_t m, int64_t n, int64_t k, enum mps_precision precision, int threads,
+                                       int warmup, int repeat, double *times_ms, struct mps_error *err);
+double mps_cpu_now_ms(void);
 
 /* gemm.c */
 /* C = alpha op(A) op(B) + beta C through cblas_sgemm (row-major, leading
@@ -194,6 +201,11 @@ enum mps_status mps_cpu_tfidf(const struct mps_cpu_args *a, struct mps_error *er
 enum mps_status mps_cpu_revseq(const struct mps_cpu_args *a, struct mps_error *err); /* ReverseSequence */
 enum mps_status mps_cpu_compress(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_nonzero(const struct mps_cpu_args *a, struct mps_error *err);
+/* select.c: NonMaxSuppression and Unique, their sizes a run's (they set a->out[i].shape) */
+size_t mps_cpu_select_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                              int threads);
+enum mps_status mps_cpu_nms(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_unique(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_cumsum(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_resize(const struct mps_cpu_args *a, struct mps_error *err);
 size_t mps_cpu_resize_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,

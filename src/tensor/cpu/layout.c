@@ -484,6 +484,7 @@ enum mps_status mps_cpu_compress(const struct mps_cpu_args *a, struct mps_error 
     int64_t c = cond->shape.dim[0] < len ? cond->shape.dim[0] : len, kept = 0;
     for (int64_t k = 0; k < c; k++)
         kept += keep[k] != 0;
+    a->out[0].shape.dim[p->has_axis ? p->axis : 0] = kept; /* the bound's, or a run's (bounded) */
     unsigned char *y = a->out[0].data;
     (void)err;
     for (int64_t o = 0; o < outer; o++)
@@ -497,9 +498,12 @@ enum mps_status mps_cpu_compress(const struct mps_cpu_args *a, struct mps_error 
 enum mps_status mps_cpu_nonzero(const struct mps_cpu_args *a, struct mps_error *err)
 {
     const struct mps_tensor *x = &a->in[0];
-    int64_t n = mps_shape_numel(&x->shape), count = a->out[0].shape.dim[1], at = 0, idx[MPS_MAX_DIMS];
+    int64_t n = mps_shape_numel(&x->shape), count = 0, at = 0, idx[MPS_MAX_DIMS];
     int64_t *y = a->out[0].data;
     (void)err;
+    for (int64_t i = 0; i < n; i++)
+        count += mps_elem_get(x->data, x->dtype, i) != 0;
+    a->out[0].shape.dim[1] = count; /* a run's, where the output is bounded */
     for (int64_t i = 0; i < n; i++) {
         if (mps_elem_get(x->data, x->dtype, i) == 0)
             continue;
