@@ -353,6 +353,13 @@ static enum mps_status mps_infer_setup_model(struct mps_infer_result *r, const c
     const struct mps_graph *g = r->model->graph;
     if (g->n_inputs == 0 && !r->n_fed)
         return mps_fail(err, MPS_ERR_MODEL, "the model has no runtime inputs");
+    for (int i = 0; i < g->n_inputs + g->n_outputs; i++) {
+        const struct mps_value *v = &g->values[i < g->n_inputs ? g->inputs[i] : g->outputs[i - g->n_inputs]];
+        if (v->dtype == MPS_STRING)
+            return mps_fail(err, MPS_ERR_MODEL,
+                            "%s '%s' is a tensor of strings, which mpsrun does not %s on the command line yet",
+                            i < g->n_inputs ? "input" : "output", v->name, i < g->n_inputs ? "read" : "print");
+    }
     if (g->n_inputs == 1 &&
         (st = mps_infer_prep(r, a->mean->count ? a->mean->sval[0] : NULL, a->std->count ? a->std->sval[0] : NULL,
                              a->size->count ? a->size->sval[0] : NULL, err)))

@@ -110,11 +110,12 @@ static enum mps_status mps_onnx_tensor_copy(const Onnx__TensorProto *tp, const c
         st = mps_onnx_tensor(&c, tp, tp->name ? tp->name : what, &dt, &s, &data, err);
     if (st == MPS_OK) {
         size_t bytes = (size_t)mps_shape_numel(&s) * mps_dtype_size(dt);
-        void *copy = malloc(bytes ? bytes : 1);
+        void *copy = dt == MPS_STRING ? mps_strings_dup(data, mps_shape_numel(&s)) : malloc(bytes ? bytes : 1);
         if (!copy) {
             st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
         } else {
-            memcpy(copy, data, bytes);
+            if (dt != MPS_STRING)
+                memcpy(copy, data, bytes);
             *t = mps_tensor_make(dt, &s, copy);
         }
     } else if (st == MPS_ERR_MODEL) {
@@ -307,8 +308,11 @@ static enum mps_status mps_onnx_input(struct mps_onnx_ctx *c, struct mps_model *
             return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
         if (dt != info.dtype)
             mps_convert_floats(info.dtype, value->data, dt, copy, n);
-        else
+        else if (dt != MPS_STRING)
             memcpy(copy, value->data, mps_tensor_bytes(value));
+        for (int64_t i = 0; dt == MPS_STRING && i < n; i++) /* the characters too, into the graph */
+            if (!(((const char **)copy)[i] = mps_graph_strdup(c->g, ((const char *const *)value->data)[i])))
+                return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
         c->g->values[v].data = copy;
         return MPS_OK;
     }

@@ -39,6 +39,7 @@ bool mps_onnx_dtype(int32_t v, enum mps_dtype *dt)
     case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: *dt = MPS_U32; return true;
     case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: *dt = MPS_U64; return true;
     case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: *dt = MPS_BF16; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__STRING: *dt = MPS_STRING; return true;
     default: return false;
     }
 }
@@ -95,6 +96,7 @@ static size_t mps_onnx_typed_count(const Onnx__TensorProto *t, enum mps_dtype dt
     case MPS_I64: return t->n_int64_data;
     case MPS_U32:
     case MPS_U64: return t->n_uint64_data;
+    case MPS_STRING: return t->n_string_data;
     default: return t->n_int32_data; /* i32, i16, i8, u16, u8, bool and f16 and bf16 bit patterns */
     }
 }
@@ -120,6 +122,9 @@ static enum mps_status mps_onnx_tensor_stored(struct mps_onnx_ctx *c, const Onnx
     bool external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
     size_t typed = mps_onnx_typed_count(t, *dt);
     /* check what is there before allocating what the shape asks for */
+    if (*dt == MPS_STRING && (external || t->has_raw_data))
+        return mps_fail(err, MPS_ERR_MODEL, "tensor '%s': strings are held in string_data, not in %s", what,
+                        external ? "external data" : "raw_data");
     if (!external && t->has_raw_data && t->raw_data.len != bytes)
         return mps_fail(err, MPS_ERR_MODEL, "tensor '%s': raw_data holds %zu bytes, its shape needs %zu", what,
                         t->raw_data.len, bytes);
@@ -146,6 +151,13 @@ static enum mps_status mps_onnx_tensor_stored(struct mps_onnx_ctx *c, const Onnx
         case MPS_U64: mps_elem_set_int(d, *dt, i, (int64_t)t->uint64_data[i]); break;
         case MPS_F16:
         case MPS_BF16: ((uint16_t *)d)[i] = (uint16_t)t->int32_data[i]; break; /* bit patterns */
+        case MPS_STRING:
+            if (t->string_data[i].len && memchr(t->string_data[i].data, '\0', t->string_data[i].len))
+                return mps_fail(err, MPS_ERR_MODEL, "tensor '%s': string %lld holds a NUL byte", what, (long long)i);
+            if (!(((const char **)d)[i] =
+                      mps_graph_strndup(c->g, (const char *)t->string_data[i].data, t->string_data[i].len)))
+                return mps_fail(err, MPS_ERR_RUNTIME, "out of memory for tensor '%s'", what);
+            break;
         default: mps_elem_set_int(d, *dt, i, t->int32_data[i]); break;         /* the other integers, bool */
         }
     return MPS_OK;

@@ -1,10 +1,12 @@
 /* onnx_train.c: what the suite tests of training mode and of random numbers
-   need (and TfIdfVectorizer's constants), composed of existing ops: BatchNormalization with its batch
+   need, composed of existing ops: BatchNormalization with its batch
    statistics and running averages, Dropout with a random mask, and the
    random ops (RandomUniform, RandomNormal and their Like forms, Bernoulli)
    on one counter-based generator (op.h: mps_random): a model gets the same
    numbers on every run and every backend (a seed not given is 0), and as
-   they depend on the shape alone they are folded at load into constants. */
+   they depend on the shape alone they are folded at load into constants.
+   Also the text ops' constants: TfIdfVectorizer's, StringNormalizer's. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "onnx_internal.h"
@@ -235,7 +237,7 @@ static enum mps_status mps_map_tfidf(struct mps_onnx_ctx *c, struct mps_onnx_nod
     if (strcmp(mode, "TF") && strcmp(mode, "IDF") && strcmp(mode, "TFIDF"))
         return mps_onnx_fail(n, err, "mode '%s' is not TF, IDF or TFIDF", mode);
     if (mps_attr(n, "pool_strings"))
-        return mps_onnx_fail(n, err, "a pool of strings: mpsrun has no string tensors");
+        return mps_onnx_fail(n, err, "a pool of strings is not supported (of int64s it is)");
     static const char *const lists[] = {"pool_int64s", "ngram_counts", "ngram_indexes"};
     for (int i = 0; i < 3; i++) {
         const Onnx__AttributeProto *a = mps_attr(n, lists[i]);
@@ -256,6 +258,41 @@ static enum mps_status mps_map_tfidf(struct mps_onnx_ctx *c, struct mps_onnx_nod
     return MPS_OK;
 }
 
+/* StringNormalizer: case_change_action and is_case_sensitive as params, the
+   stopwords as a constant input of strings (op.h). The locale is not read:
+   ASCII letters change case, as in every locale. */
+static enum mps_status mps_map_strnorm(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
+                                       struct mps_error *err)
+{
+    char change[16];
+    int64_t sensitive;
+    enum mps_status st = mps_attr_string(n, "case_change_action", "NONE", change, sizeof change, err);
+    if (st || (st = mps_attr_int(n, "is_case_sensitive", 0, &sensitive, err)))
+        return st;
+    p->strnorm.change = !strcmp(change, "LOWER")   ? MPS_STRNORM_LOWER
+                        : !strcmp(change, "UPPER") ? MPS_STRNORM_UPPER
+                                                   : MPS_STRNORM_NONE;
+    p->strnorm.case_sensitive = sensitive != 0;
+    if (strcmp(change, "NONE") && strcmp(change, "LOWER") && strcmp(change, "UPPER"))
+        return mps_onnx_fail(n, err, "case_change_action '%s' is not NONE, LOWER or UPPER", change);
+    const Onnx__AttributeProto *a = mps_attr(n, "stopwords");
+    if (n->n_in != 1 || !a || !a->n_strings)
+        return MPS_OK;
+    if (a->n_strings > (1u << 20))
+        return mps_onnx_fail(n, err, "%zu stopwords are more than mpsrun takes", a->n_strings);
+    const char **words = malloc(sizeof *words * a->n_strings);
+    for (size_t i = 0; words && i < a->n_strings; i++)
+        if (!(words[i] = mps_graph_strndup(c->g, (const char *)a->strings[i].data, a->strings[i].len))) {
+            free(words);
+            words = NULL;
+        }
+    struct mps_shape s = {1, {(int64_t)a->n_strings}};
+    n->in[1] = words ? mps_onnx_const(c, n->name, MPS_STRING, &s, words) : -1;
+    n->n_in = 2;
+    free(words);
+    return n->in[1] < 0 ? mps_onnx_oom(err) : MPS_OK;
+}
+
 const struct mps_onnx_rule mps_onnx_rules_random[] = {
     {"RandomUniform", MPS_OP_IDENTITY, "dtype high low seed shape", mps_map_random},
     {"RandomNormal", MPS_OP_IDENTITY, "dtype mean scale seed shape", mps_map_random},
@@ -265,5 +302,7 @@ const struct mps_onnx_rule mps_onnx_rules_random[] = {
     {"TfIdfVectorizer", MPS_OP_TFIDF,
      "max_gram_length max_skip_count min_gram_length mode ngram_counts ngram_indexes pool_int64s pool_strings weights",
      mps_map_tfidf},
+    {"StringNormalizer", MPS_OP_STRING_NORMALIZER, "case_change_action is_case_sensitive locale stopwords",
+     mps_map_strnorm},
 };
 const size_t mps_onnx_n_rules_random = sizeof mps_onnx_rules_random / sizeof mps_onnx_rules_random[0];

@@ -35,6 +35,9 @@ static bool mps_pass_foldable(const struct mps_graph *g, const struct mps_node *
     }
     if (bytes > MPS_FOLD_MAX_BYTES)
         return false;
+    for (int i = 0; i < n->n_out; i++)
+        if (g->values[n->out[i]].dtype == MPS_STRING) /* its characters would live in a plan's store */
+            return false;
     if (n->op == MPS_OP_SHAPE || n->op == MPS_OP_EYE_LIKE ||
         n->op == MPS_OP_RANDOM_LIKE) /* they read the input's shape alone */
         return true;

@@ -95,7 +95,7 @@ struct mps_backend {
 /* Whether node n of g computes only in the dtypes the GPU backends' kernels
    are written for: f32 and f16 math, i64 and i32 integer arithmetic, u8 and
    bool in comparisons and logic. f64 and the other integers (i8, i16, u16,
-   u32, u64) and bf16 the cpu computes; on a GPU they are refused. Each GPU
+   u32, u64), bf16 and strings the cpu computes; on a GPU they are refused. Each GPU
    backend's supports() calls it. */
 bool mps_node_gpu_dtypes(const struct mps_graph *g, const struct mps_node *n);
 

@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 /* The value compared: ln v with log (-infinity for 0), else v. A negative
    value under log stays itself (the caller compares it for equality). */
@@ -38,8 +39,9 @@ void mps_compare(enum mps_dtype dtype, const void *got, const void *want, int64_
     double bound = c->bound = exact ? 0 : tol.atol + tol.rtol * c->scale;
     for (int64_t i = 0; i < n; i++) {
         double g = mps_elem_get(got, dtype, i), w = mps_elem_get(want, dtype, i),
-               e = exact ? (mps_elem_get_int(got, dtype, i) != mps_elem_get_int(want, dtype, i) ? fabs(g - w) + 1 : 0)
-                         : mps_compare_err(g, w, log_of);
+               e = dtype == MPS_STRING ? strcmp(((const char *const *)got)[i], ((const char *const *)want)[i]) != 0
+                   : exact ? (mps_elem_get_int(got, dtype, i) != mps_elem_get_int(want, dtype, i) ? fabs(g - w) + 1 : 0)
+                           : mps_compare_err(g, w, log_of);
         if (!(e <= bound))
             c->n_bad++;
         if (c->worst < 0 || e > c->abs_err) {

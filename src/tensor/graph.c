@@ -63,13 +63,19 @@ void *mps_graph_alloc(struct mps_graph *g, size_t size)
     return p;
 }
 
+const char *mps_graph_strndup(struct mps_graph *g, const char *s, size_t len)
+{
+    char *d = mps_graph_alloc(g, len + 1);
+    if (d && len)
+        memcpy(d, s, len);
+    if (d)
+        d[len] = '\0';
+    return d;
+}
+
 const char *mps_graph_strdup(struct mps_graph *g, const char *s)
 {
-    size_t n = strlen(s) + 1;
-    char *d = mps_graph_alloc(g, n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
+    return mps_graph_strndup(g, s, strlen(s));
 }
 
 /* Grows *arr (of elem-size items) so that it holds at least n + 1. */
@@ -125,6 +131,9 @@ int mps_graph_add_const(struct mps_graph *g, const char *name, enum mps_dtype dt
         return -1;
     if (bytes)
         memcpy(copy, data, bytes);
+    for (int64_t i = 0; dtype == MPS_STRING && i < n; i++) /* the characters too */
+        if (!(((const char **)copy)[i] = mps_graph_strdup(g, ((const char *const *)data)[i])))
+            return -1;
     int id = mps_graph_add_value(g, name, dtype, shape);
     if (id >= 0)
         g->values[id].data = copy;

@@ -73,12 +73,15 @@ void mps_graph_free(struct mps_graph *g);
 void *mps_graph_alloc(struct mps_graph *g, size_t size);
 /* A copy of s in the arena. */
 const char *mps_graph_strdup(struct mps_graph *g, const char *s);
+/* The first len bytes of s, NUL-terminated, in the arena. */
+const char *mps_graph_strndup(struct mps_graph *g, const char *s, size_t len);
 
 /* Adds a value; shape may be NULL (unknown until inference). Returns its index,
    or -1 when out of memory or the name is taken (see mps_graph_find). */
 int mps_graph_add_value(struct mps_graph *g, const char *name, enum mps_dtype dtype,
                         const struct mps_shape *shape);
-/* Adds an initializer, copying numel(shape) elements from data. Returns its index or -1. */
+/* Adds an initializer, copying numel(shape) elements from data (of strings, the characters too). Returns its
+   index or -1. */
 int mps_graph_add_const(struct mps_graph *g, const char *name, enum mps_dtype dtype,
                         const struct mps_shape *shape, const void *data);
 /* Index of the value named name, or -1. Linear: loaders should keep their own map. */

@@ -330,6 +330,16 @@ struct mps_unique_params {
     int64_t axis; /* resolved >= 0 */
 };
 
+/* StringNormalizer: the strings of X ([C] or [1, C]) but the stopwords
+   (compared with or without their case), each changed to lower or upper
+   case or left; none left gives one empty string. ASCII letters change
+   case, other bytes stay. The output's size is a run's (bounded). */
+enum mps_strnorm_change { MPS_STRNORM_NONE, MPS_STRNORM_LOWER, MPS_STRNORM_UPPER };
+struct mps_strnorm_params {
+    enum mps_strnorm_change change;
+    bool case_sensitive;
+};
+
 /* CumSum along axis (resolved from its input, >= 0): exclusive leaves each
    element out of its own sum; reverse sums from the end of the axis. */
 struct mps_cumsum_params {
@@ -477,6 +487,7 @@ union mps_op_params {
     struct mps_compress_params compress;
     struct mps_nms_params nms;
     struct mps_unique_params unique;
+    struct mps_strnorm_params strnorm;
     struct mps_cumsum_params cumsum;
     struct mps_lrn_params lrn;
     struct mps_range_params range;

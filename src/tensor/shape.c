@@ -710,12 +710,35 @@ static const mps_shape_rule mps_shape_math_rules[MPS_OP_COUNT] = {
     [MPS_OP_ARG_MIN] = mps_shape_arg,
 };
 
+/* Whether op takes strings (tensor.h): the ops that move elements whole, Cast and StringNormalizer. */
+static bool mps_shape_takes_strings(enum mps_op op)
+{
+    if (mps_op_is_view(op))
+        return true;
+    switch (op) {
+    case MPS_OP_TRANSPOSE:
+    case MPS_OP_CONCAT:
+    case MPS_OP_SPLIT:
+    case MPS_OP_SLICE:
+    case MPS_OP_GATHER:
+    case MPS_OP_EXPAND:
+    case MPS_OP_TILE:
+    case MPS_OP_WHERE:
+    case MPS_OP_IF:
+    case MPS_OP_CAST:
+    case MPS_OP_STRING_NORMALIZER: return true;
+    default: return false;
+    }
+}
+
 enum mps_status mps_graph_infer_node(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
     for (int i = 0; i < n->n_in; i++) {
         const struct mps_value *v = mps_shape_in(g, n, i);
         if (v && !v->shape_known)
             return mps_shape_fail(n, err, "input '%s' has no known shape (is the graph sorted?)", v->name);
+        if (v && v->dtype == MPS_STRING && !mps_shape_takes_strings(n->op))
+            return mps_shape_fail(n, err, "input '%s' is a tensor of strings, which this op does not take", v->name);
         if (v && v->bounded && v->producer >= 0)
             return mps_shape_fail(n, err,
                                   "input '%s' is the output of node '%s' (%s), whose size depends on the values of a "

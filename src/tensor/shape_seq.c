@@ -318,6 +318,28 @@ static enum mps_status mps_shape_unique(struct mps_graph *g, struct mps_node *n,
     return MPS_OK;
 }
 
+/* StringNormalizer (op.h): strings [C] or [1, C], constant string
+   stopwords [k]; the same at most, the last dim the run's where a word can
+   go (and at least 1: none left is one empty string). */
+static enum mps_status mps_shape_strnorm(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const struct mps_value *x = mps_shape_in(g, n, 0), *stop = mps_shape_in(g, n, 1);
+    if (x->dtype != MPS_STRING || (x->shape.ndim != 1 && (x->shape.ndim != 2 || x->shape.dim[0] != 1)))
+        return mps_shape_fail(n, err, "its input must be strings [C] or [1, C]");
+    if (stop && (stop->dtype != MPS_STRING || !stop->data || stop->shape.ndim != 1))
+        return mps_shape_fail(n, err, "its stopwords must be constant strings");
+    struct mps_shape y = x->shape;
+    int last = y.ndim - 1;
+    if (!stop || stop->shape.dim[0] == 0) {
+        y.dim[last] = y.dim[last] ? y.dim[last] : 1;
+        mps_shape_set(g, n, 0, MPS_STRING, &y);
+        return MPS_OK;
+    }
+    y.dim[last] = y.dim[last] ? y.dim[last] : 1;
+    mps_shape_set_bounded(g, n, 0, MPS_STRING, &y, last);
+    return MPS_OK;
+}
+
 const mps_shape_rule mps_shape_seq_rules[MPS_OP_COUNT] = {
     [MPS_OP_RNN] = mps_shape_rnn,
     [MPS_OP_GRU] = mps_shape_rnn,
@@ -334,4 +356,5 @@ const mps_shape_rule mps_shape_seq_rules[MPS_OP_COUNT] = {
     [MPS_OP_TFIDF] = mps_shape_tfidf,
     [MPS_OP_NON_MAX_SUPPRESSION] = mps_shape_nms,
     [MPS_OP_UNIQUE] = mps_shape_unique,
+    [MPS_OP_STRING_NORMALIZER] = mps_shape_strnorm,
 };

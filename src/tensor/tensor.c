@@ -2,13 +2,19 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 size_t mps_dtype_size(enum mps_dtype t)
 {
     static const size_t size[MPS_DTYPE_COUNT] = {
-        [MPS_F32] = 4, [MPS_F16] = 2, [MPS_I64] = 8, [MPS_I32] = 4, [MPS_U8] = 1,  [MPS_BOOL] = 1, [MPS_F64] = 8,
-        [MPS_I8] = 1,  [MPS_I16] = 2, [MPS_U16] = 2, [MPS_U32] = 4, [MPS_U64] = 8, [MPS_BF16] = 2,
+        [MPS_F32] = 4,  [MPS_F16] = 2,
+        [MPS_I64] = 8,  [MPS_I32] = 4,
+        [MPS_U8] = 1,   [MPS_BOOL] = 1,
+        [MPS_F64] = 8,  [MPS_I8] = 1,
+        [MPS_I16] = 2,  [MPS_U16] = 2,
+        [MPS_U32] = 4,  [MPS_U64] = 8,
+        [MPS_BF16] = 2, [MPS_STRING] = sizeof(const char *),
     };
     return (unsigned)t < MPS_DTYPE_COUNT ? size[t] : 0;
 }
@@ -16,11 +22,25 @@ size_t mps_dtype_size(enum mps_dtype t)
 const char *mps_dtype_name(enum mps_dtype t)
 {
     static const char *const name[MPS_DTYPE_COUNT] = {
-        [MPS_F32] = "f32",   [MPS_F16] = "f16", [MPS_I64] = "i64",   [MPS_I32] = "i32", [MPS_U8] = "u8",
-        [MPS_BOOL] = "bool", [MPS_F64] = "f64", [MPS_I8] = "i8",     [MPS_I16] = "i16", [MPS_U16] = "u16",
-        [MPS_U32] = "u32",   [MPS_U64] = "u64", [MPS_BF16] = "bf16",
+        [MPS_F32] = "f32",   [MPS_F16] = "f16", [MPS_I64] = "i64",   [MPS_I32] = "i32",       [MPS_U8] = "u8",
+        [MPS_BOOL] = "bool", [MPS_F64] = "f64", [MPS_I8] = "i8",     [MPS_I16] = "i16",       [MPS_U16] = "u16",
+        [MPS_U32] = "u32",   [MPS_U64] = "u64", [MPS_BF16] = "bf16", [MPS_STRING] = "string",
     };
     return (unsigned)t < MPS_DTYPE_COUNT ? name[t] : "?";
+}
+
+void *mps_strings_dup(const char *const *s, int64_t n)
+{
+    size_t chars = 0;
+    for (int64_t i = 0; i < n; i++)
+        chars += strlen(s[i]) + 1;
+    char **d = malloc(sizeof(char *) * (size_t)n + chars + 1), *at = (char *)(d + n);
+    for (int64_t i = 0; d && i < n; i++) {
+        size_t len = strlen(s[i]) + 1;
+        d[i] = memcpy(at, s[i], len);
+        at += len;
+    }
+    return d;
 }
 
 bool mps_dtype_is_float(enum mps_dtype t)
@@ -46,6 +66,7 @@ double mps_elem_get(const void *p, enum mps_dtype t, int64_t i)
     case MPS_BF16: return mps_bf16_to_f32(((const uint16_t *)p)[i]);
     case MPS_F64: return ((const double *)p)[i];
     case MPS_U64: return (double)((const uint64_t *)p)[i];
+    case MPS_STRING: return NAN; /* not a number: no op reads one as such */
     default: return (double)mps_elem_get_int(p, t, i);
     }
 }
@@ -76,6 +97,7 @@ void mps_elem_set(void *p, enum mps_dtype t, int64_t i, double v)
     case MPS_U16: ((uint16_t *)p)[i] = (uint16_t)mps_elem_clamp(v, 0, 65535); break;
     case MPS_I8: ((int8_t *)p)[i] = (int8_t)mps_elem_clamp(v, -128, 127); break;
     case MPS_U8: ((uint8_t *)p)[i] = (uint8_t)mps_elem_clamp(v, 0, 255); break;
+    case MPS_STRING:
     case MPS_DTYPE_COUNT: break;
     }
 }
@@ -92,6 +114,7 @@ int64_t mps_elem_get_int(const void *p, enum mps_dtype t, int64_t i)
     case MPS_I8: return ((const int8_t *)p)[i];
     case MPS_U8:
     case MPS_BOOL: return ((const uint8_t *)p)[i];
+    case MPS_STRING: return 0;
     default: return (int64_t)mps_elem_get(p, t, i);
     }
 }
@@ -109,6 +132,7 @@ void mps_elem_set_int(void *p, enum mps_dtype t, int64_t i, int64_t v)
     case MPS_I8:
     case MPS_U8: ((uint8_t *)p)[i] = (uint8_t)u; break;
     case MPS_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case MPS_STRING: break;
     default: mps_elem_set(p, t, i, (double)v); break;
     }
 }

@@ -25,9 +25,9 @@
 #define MPS_MAX_NUMEL ((int64_t)1 << 40)
 
 enum mps_dtype {
-    MPS_F32,  /* compute type */
-    MPS_F16,  /* storage and GPU compute; IEEE binary16 bit patterns */
-    MPS_I64,  /* shapes and indices, as ONNX writes them */
+    MPS_F32, /* compute type */
+    MPS_F16, /* storage and GPU compute; IEEE binary16 bit patterns */
+    MPS_I64, /* shapes and indices, as ONNX writes them */
     MPS_I32,
     MPS_U8,
     MPS_BOOL, /* one byte, 0 or 1 */
@@ -37,7 +37,10 @@ enum mps_dtype {
     MPS_U16,
     MPS_U32,
     MPS_U64,
-    MPS_BF16, /* bfloat16 bit patterns: storage; Cast converts them */
+    MPS_BF16,   /* bfloat16 bit patterns: storage; Cast converts them */
+    MPS_STRING, /* one `const char *` an element (NUL-terminated UTF-8), the characters kept as long as the
+                   pointers are (the graph's arena, a plan until its next run, the caller): the layout ops move
+                   them, Cast and StringNormalizer make them; no arithmetic, no GPU */
     MPS_DTYPE_COUNT
 };
 
@@ -53,6 +56,9 @@ struct mps_tensor {
     void *data;                   /* not owned */
 };
 
+/* A copy of the n strings s[] in one malloc'd block (the pointers, then the
+   characters), which free() releases whole; NULL when out of memory. */
+void *mps_strings_dup(const char *const *s, int64_t n);
 size_t mps_dtype_size(enum mps_dtype t);
 const char *mps_dtype_name(enum mps_dtype t);
 /* f32, f16, bf16, f64. */

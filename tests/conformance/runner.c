@@ -154,6 +154,15 @@ static bool mps_conf_close(const struct mps_tensor *got, const struct mps_tensor
         return false;
     }
     int64_t n = mps_shape_numel(&want->shape);
+    for (int64_t i = 0; want->dtype == MPS_STRING && i < n; i++) {
+        const char *g = ((const char *const *)got->data)[i], *w = ((const char *const *)want->data)[i];
+        if (strcmp(g, w)) {
+            snprintf(why, size, "element %lld: got \"%.40s\", expected \"%.40s\"", (long long)i, g, w);
+            return false;
+        }
+    }
+    if (want->dtype == MPS_STRING)
+        return true;
     struct mps_comparison c;
     void *narrow = NULL;
     if (got->dtype != want->dtype) { /* the f16 output the model declares, as the graph's f32 */
@@ -222,6 +231,13 @@ static enum mps_status mps_conf_run_set(const struct mps_graph *g, struct mps_pl
         struct mps_shape shape;
         mps_plan_output_shape(plan, o, &shape);
         got[s][o] = mps_tensor_make(got[s][o].dtype, &shape, got[s][o].data);
+        if (got[s][o].dtype == MPS_STRING) { /* its characters live in the plan until it goes: copied out */
+            void *copy = mps_strings_dup(got[s][o].data, mps_shape_numel(&shape));
+            free(got[s][o].data);
+            got[s][o].data = copy;
+            if (!copy)
+                st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+        }
     }
     for (int i = 0; i < sets[s].n_rt; i++)
         free(wide[i]);

@@ -89,9 +89,11 @@ save("shape_mismatch.onnx", model([helper.make_node("MatMul", ["x", "w"], ["y"],
                                   [vi("y", [2, 3])], [w]), "model", "node 'mm' (MatMul): inner dims")
 
 # unsupported things are named
-save("unsupported_op.onnx", model([helper.make_node("StringNormalizer", ["x"], ["y"], name="strnorm")],
+save("unsupported_op.onnx", model([helper.make_node("ImageDecoder", ["x"], ["y"], name="decode")],
                                   [vi("x", [3, 2, 2])], [vi("y", [3])]), "model",
-     "node 'strnorm' (StringNormalizer): op StringNormalizer is not supported")
+     "node 'decode' (ImageDecoder): op ImageDecoder is not supported")
+save("cast_to_string.onnx", model([helper.make_node("Cast", ["x"], ["y"], name="words", to=TensorProto.STRING)],
+                                  [vi("x", [1, 4])], [vi("y", [1, 4], TensorProto.STRING)]), "ok")
 save("unsupported_attr.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu", alpha=2.0)], [vi("x", [2])],
                                     [vi("y", [2])]), "model", "node 'relu' (Relu): attribute 'alpha' is not supported")
 save("unsupported_dtype.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu")],

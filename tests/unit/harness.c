@@ -131,6 +131,11 @@ enum mps_status th_run(const struct mps_backend *be, const struct mps_graph *g, 
         struct mps_shape shape;
         mps_plan_output_shape(plan, i, &shape);
         out[i] = mps_tensor_make(out[i].dtype, &shape, out[i].data);
+        if (out[i].dtype == MPS_STRING) { /* the characters live in the plan: copied out before it goes */
+            void *copy = mps_strings_dup(out[i].data, mps_shape_numel(&shape));
+            free(out[i].data);
+            out[i].data = copy;
+        }
     }
     mps_plan_free(plan);
     return st;

@@ -17,6 +17,7 @@ struct ref_tensor {
     struct mps_shape shape;
     double *d;    /* numel(shape) values; NULL for an omitted optional input */
     bool integer; /* holds an integer dtype (Div truncates) */
+    const char **s; /* strings (MPS_STRING): numel(shape) of them, d unused; an output's the reference allocates */
 };
 
 /* Computes out[0..n_out) of op from in[0..n_in). */

@@ -1,7 +1,8 @@
 /* ref_select.c: references for the ops whose output's size the values
-   decide: Compress, NonZero, NonMaxSuppression, Unique. Each sets the sizes
+   decide: Compress, NonZero, NonMaxSuppression, Unique, StringNormalizer. Each sets the sizes
    it computes in out[i].shape (the caller gives the bounds). Test code only. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "ref_window.h"
 
@@ -146,4 +147,42 @@ void ref_unique(const struct mps_unique_params *p, const struct ref_tensor *in, 
             out[o].d[r] = (double)(o == 1 ? first[rank[r]] : o == 2 ? pos[of[r]] : count[rank[r]]);
     }
     free(first), free(count), free(of), free(rank), free(pos);
+}
+
+/* ASCII letter c in the case asked: 'L' lower, 'U' upper, else as it is. */
+static char ref_case(char c, char to)
+{
+    if (to == 'L' && c >= 'A' && c <= 'Z')
+        return (char)(c - 'A' + 'a');
+    if (to == 'U' && c >= 'a' && c <= 'z')
+        return (char)(c - 'a' + 'A');
+    return c;
+}
+
+void ref_strnorm(const struct mps_strnorm_params *p, const struct ref_tensor *in, int n_in, struct ref_tensor *out)
+{
+    int64_t n = ref_numel(&in[0].shape), n_stop = n_in > 1 && in[1].s ? ref_numel(&in[1].shape) : 0, kept = 0;
+    char to = p->change == MPS_STRNORM_LOWER ? 'L' : p->change == MPS_STRNORM_UPPER ? 'U' : 0;
+    for (int64_t i = 0; i < n; i++) {
+        const char *w = in[0].s[i];
+        bool stop = false;
+        for (int64_t k = 0; k < n_stop && !stop; k++) {
+            const char *t = in[1].s[k];
+            size_t j = 0;
+            while (w[j] && t[j] && (p->case_sensitive ? w[j] == t[j] : ref_case(w[j], 'L') == ref_case(t[j], 'L')))
+                j++;
+            stop = !w[j] && !t[j];
+        }
+        if (stop)
+            continue;
+        char *c = malloc(strlen(w) + 1);
+        for (size_t j = 0; c && j <= strlen(w); j++)
+            c[j] = ref_case(w[j], to);
+        out[0].s[kept++] = c;
+    }
+    if (!kept) {
+        char *empty = calloc(1, 1);
+        out[0].s[kept++] = empty;
+    }
+    out[0].shape.dim[out[0].shape.ndim - 1] = kept;
 }

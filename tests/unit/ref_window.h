@@ -33,6 +33,8 @@ void ref_select(enum mps_op op, const struct mps_compress_params *p, const struc
                 struct ref_tensor *out);
 void ref_nms(const struct mps_nms_params *p, const struct ref_tensor *in, int n_in, struct ref_tensor *out);
 void ref_unique(const struct mps_unique_params *p, const struct ref_tensor *in, struct ref_tensor *out, int n_out);
+/* StringNormalizer: each word and stopword compared letter by letter. */
+void ref_strnorm(const struct mps_strnorm_params *p, const struct ref_tensor *in, int n_in, struct ref_tensor *out);
 /* ReverseSequence; Det (by Laplace expansion). */
 void ref_revseq(const struct mps_revseq_params *p, const struct ref_tensor *in, struct ref_tensor *out);
 /* TfIdfVectorizer, n-gram by n-gram: each of the pool's counted over every start and skip. */

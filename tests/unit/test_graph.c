@@ -559,8 +559,70 @@ static void test_branches(void)
     mps_graph_free(g);
 }
 
+/* Strings (tensor.h) made by Cast, moved by the layout ops, changed by
+   StringNormalizer, read back as numbers; a run's strings the next run's
+   store replaces; an op that does not take strings refuses them by name. */
+static void test_strings(void)
+{
+    static const char *const words[6] = {"a", "bb", "ccc", "d", "ee", "f"};
+    static const char *const stop[1] = {"EE"};
+    float x[6] = {1, 0.5f, -3, 1e-05f, 123456, 2.5f}, back[6];
+    struct mps_graph *g = mps_graph_new();
+    struct mps_error err = {{0}};
+    struct mps_shape s23 = {2, {2, 3}}, s1 = {1, {1}}, s3 = {1, {3}};
+    int in = mps_graph_add_value(g, "x", MPS_F32, &s23), c = mps_graph_add_const(g, "c", MPS_STRING, &s23, words),
+        sw = mps_graph_add_const(g, "stop", MPS_STRING, &s1, stop),
+        shape = mps_graph_add_const(g, "shape", MPS_I64, &s1, (int64_t[]){12}),
+        idx = mps_graph_add_const(g, "idx", MPS_I64, &s3, (int64_t[]){0, 5, 11}), v[8];
+    const char *names[8] = {"xs", "cat", "tr", "flat", "picked", "norm", "back", "bad"};
+    for (int i = 0; i < 8; i++)
+        v[i] = mps_graph_add_value(g, names[i], MPS_F32, NULL);
+    mps_graph_add_input(g, in, &err);
+    union mps_op_params to_s = {.cast = {.to = MPS_STRING}}, to_f = {.cast = {.to = MPS_F32}},
+                        cat = {.axis = {.axis = 0}}, norm = {.strnorm = {.change = MPS_STRNORM_UPPER}};
+    int ok = !mps_graph_add_node(g, MPS_OP_CAST, "to_s", &in, 1, &v[0], 1, &to_s, &err) +
+             !mps_graph_add_node(g, MPS_OP_CONCAT, "cat", (int[]){c, v[0]}, 2, &v[1], 1, &cat, &err) +
+             !mps_graph_add_node(g, MPS_OP_TRANSPOSE, "tr", &v[1], 1, &v[2], 1, NULL, &err) +
+             !mps_graph_add_node(g, MPS_OP_RESHAPE, "flat", (int[]){v[2], shape}, 2, &v[3], 1, NULL, &err) +
+             !mps_graph_add_node(g, MPS_OP_GATHER, "pick", (int[]){v[3], idx}, 2, &v[4], 1, &cat, &err) +
+             !mps_graph_add_node(g, MPS_OP_STRING_NORMALIZER, "norm", (int[]){v[4], sw}, 2, &v[5], 1, &norm, &err) +
+             !mps_graph_add_node(g, MPS_OP_CAST, "to_f", &v[0], 1, &v[6], 1, &to_f, &err);
+    mps_graph_add_output(g, v[5], &err);
+    mps_graph_add_output(g, v[6], &err);
+    th_check(ok == 7 && !mps_graph_sort(g, &err) && !mps_graph_infer(g, &err), "a graph of strings infers: %s",
+             err.msg);
+    struct mps_plan *plan = NULL;
+    struct mps_tensor xt = mps_tensor_make(MPS_F32, &s23, x),
+                      out[2] = {mps_tensor_make(MPS_STRING, &g->values[v[5]].shape, (const char *[3]){0}),
+                                mps_tensor_make(MPS_F32, &s23, back)};
+    for (int run = 0; run < 2 && !err.msg[0]; run++) { /* the second run: the store emptied and filled again */
+        x[5] = run ? 7.25f : 2.5f;
+        if (!plan && mps_plan_compile(&mps_backend_cpu, g, &(struct mps_compile_opts){.threads = 1}, &plan, &err))
+            break;
+        if (mps_plan_run(plan, &xt, out, &err))
+            break;
+        struct mps_shape got;
+        mps_plan_output_shape(plan, 0, &got);
+        const char *const *w = out[0].data;
+        const char *want = run ? "7.25" : "2.5";
+        th_check(got.ndim == 1 && got.dim[0] == 2 && !strcmp(w[0], "A") && !strcmp(w[1], want),
+                 "run %d: Cast, Concat, Transpose, Reshape, Gather, StringNormalizer: %lld strings \"%s\" \"%s\" "
+                 "(want \"A\" \"%s\")",
+                 run, (long long)got.dim[0], w[0], got.dim[0] > 1 ? w[1] : "", want);
+        th_check(!memcmp(back, x, sizeof x), "run %d: the numbers as strings read back exactly", run);
+    }
+    th_check(!err.msg[0], "the strings ran: %s", err.msg);
+    mps_plan_free(plan);
+    int add = mps_graph_add_node(g, MPS_OP_ADD, "sum", (int[]){c, c}, 2, &v[7], 1, NULL, &err);
+    th_check(!add && mps_graph_infer_node(g, &g->nodes[g->n_nodes - 1], &err) == MPS_ERR_MODEL &&
+                 strstr(err.msg, "node 'sum' (Add): input 'c' is a tensor of strings"),
+             "Add refuses strings by name: %s", err.msg);
+    mps_graph_free(g);
+}
+
 int main(void)
 {
+    test_strings();
     test_f16();
     test_branches();
     test_remove_nodes();

@@ -15,6 +15,7 @@ struct th_input {
     struct mps_shape shape;
     bool is_const, omitted;
     const double *vals; /* constant values; NULL: random */
+    const char *const *words; /* of a string input (MPS_STRING): numel(shape) of them */
     int n_vals;
     double lo, hi;      /* random range; [-1, 1) when both are 0 */
 };
@@ -52,6 +53,10 @@ struct th_case {
 #define CF(...) {.dt = MPS_F32, .shape = S(__VA_ARGS__), .is_const = true}
 #define CFL(...) {.dt = MPS_F32, .shape = {1, {N_OF(double, __VA_ARGS__)}}, .is_const = true, \
                   .vals = (const double[]){__VA_ARGS__}, .n_vals = N_OF(double, __VA_ARGS__)}
+#define WORDS(rows, ...) {.dt = MPS_STRING, .shape = {rows ? 2 : 1, {rows ? 1 : N_OF(const char *, __VA_ARGS__), \
+                                  N_OF(const char *, __VA_ARGS__)}}, .words = (const char *const[]){__VA_ARGS__}}
+#define CWORDS(...) {.dt = MPS_STRING, .shape = {1, {N_OF(const char *, __VA_ARGS__)}}, .is_const = true, \
+                     .words = (const char *const[]){__VA_ARGS__}}
 #define OMIT {.omitted = true}
 #define IN(...) .n_in = N_OF(struct th_input, __VA_ARGS__), .in = {__VA_ARGS__}
 #define OUT(...) .n_out = N_OF(struct mps_shape, __VA_ARGS__), .out = {__VA_ARGS__}
@@ -891,6 +896,14 @@ static const struct th_case th_cases[] = {
     {"Unique f32 rows sorted lexicographically, axis -2", MPS_OP_UNIQUE,
      P(unique, .sorted = true, .has_axis = true, .axis = -2), IN(IR(MPS_F32, -1, 1, 6, 3)), OUT(S(6, 3), S(6), S(6), S(6))},
     {"Unique i32, Y alone", MPS_OP_UNIQUE, P(unique, .sorted = true), IN(IR(MPS_I32, -3, 3, 10)), OUT(S(10))},
+    {"StringNormalizer upper, stopwords whatever their case; UTF-8 left", MPS_OP_STRING_NORMALIZER,
+     P(strnorm, .change = MPS_STRNORM_UPPER), IN(WORDS(1, "Monday", "tuesday", "WEDNESDAY", "monday", "Stra\xc3\x9f" "e"),
+     CWORDS("MONDAY")), OUT(S(1, 5))},
+    {"StringNormalizer lower, case-sensitive stopwords", MPS_OP_STRING_NORMALIZER,
+     P(strnorm, .change = MPS_STRNORM_LOWER, .case_sensitive = true), IN(WORDS(0, "Aa", "aa", "BB"), CWORDS("aa", "b")),
+     OUT(S(3))},
+    {"StringNormalizer, every word a stopword: one empty string", MPS_OP_STRING_NORMALIZER,
+     IN(WORDS(0, "x", "x"), CWORDS("X")), OUT(S(2))},
     {"RandomLike uniform [-2, 3), seed 7", MPS_OP_RANDOM_LIKE, P(random, .dtype = MPS_DTYPE_COUNT, .a = -2, .b = 3, .seed = 7),
      IN(F(3, 4)), OUT(S(3, 4))},
     {"RandomLike normal (1, 2) as f64", MPS_OP_RANDOM_LIKE, P(random, .dtype = MPS_F64, .normal = true, .a = 1, .b = 2),
@@ -983,9 +996,13 @@ static enum mps_status th_build(const struct th_case *c, const union mps_op_para
         for (int64_t k = 0; k < n; k++)
             v[k] = x->vals ? x->vals[k] : th_is_int(x->dt) ? floor(th_uniform(lo, hi + 1)) : th_uniform(lo, hi);
         void *raw = th_alloc(x->dt, n);
-        th_from_double(x->dt, v, n, raw);
-        th_to_double(x->dt, raw, n, v); /* the reference sees exactly what the backend sees */
-        d->ref_in[i] = (struct ref_tensor){x->shape, v, th_is_int(x->dt)};
+        if (x->dt == MPS_STRING) { /* the words themselves: static strings */
+            memcpy(raw, x->words, sizeof(const char *) * (size_t)n);
+        } else {
+            th_from_double(x->dt, v, n, raw);
+            th_to_double(x->dt, raw, n, v); /* the reference sees exactly what the backend sees */
+        }
+        d->ref_in[i] = (struct ref_tensor){x->shape, v, th_is_int(x->dt), (const char **)x->words};
         if (x->is_const) {
             in[i] = mps_graph_add_const(g, name, x->dt, &x->shape, raw);
             free(raw);
@@ -1038,8 +1055,11 @@ static void th_run_case(const struct th_case *c, const struct mps_backend *const
     if (!shapes_ok)
         goto out;
     struct ref_tensor want[4];
-    for (int i = 0; i < c->n_out; i++)
-        want[i] = (struct ref_tensor){c->out[i], calloc((size_t)ref_numel(&c->out[i]) + 1, sizeof(double)), false};
+    for (int i = 0; i < c->n_out; i++) {
+        bool words = d.g->values[d.g->outputs[i]].dtype == MPS_STRING;
+        want[i] = (struct ref_tensor){c->out[i], calloc((size_t)ref_numel(&c->out[i]) + 1, sizeof(double)), false,
+                                      words ? calloc((size_t)ref_numel(&c->out[i]) + 1, sizeof(char *)) : NULL};
+    }
     ref_op(c->op, &p, d.ref_in, c->n_in, want, c->n_out);
     double tol = c->tol > 0 ? c->tol : 1e-9;
     for (int k = 0; k < n_backends; k++) {
@@ -1061,6 +1081,16 @@ static void th_run_case(const struct th_case *c, const struct mps_backend *const
                         mps_shape_str(&got[i].shape, a, sizeof a), mps_shape_str(&want[i].shape, b, sizeof b));
                 continue;
             }
+            if (got[i].dtype == MPS_STRING) {
+                int64_t bad = -1;
+                for (int64_t j = 0; j < n && bad < 0; j++)
+                    if (strcmp(((const char *const *)got[i].data)[j], want[i].s[j]))
+                        bad = j;
+                th_check(bad < 0, "%s [%s] output %d: %s", c->name, be->name, i, bad < 0 ? "the same strings" :
+                         (snprintf(a, sizeof a, "string %lld is \"%s\", expected \"%s\"", (long long)bad,
+                                   ((const char *const *)got[i].data)[bad], want[i].s[bad]), a));
+                continue;
+            }
             double *g = calloc((size_t)n + 1, sizeof *g);
             th_to_double(got[i].dtype, got[i].data, n, g);
             if (th_is_int(got[i].dtype)) {
@@ -1079,8 +1109,12 @@ static void th_run_case(const struct th_case *c, const struct mps_backend *const
         }
         th_free_tensors(got, c->n_out);
     }
-    for (int i = 0; i < c->n_out; i++)
+    for (int i = 0; i < c->n_out; i++) {
+        for (int64_t j = 0; want[i].s && j < ref_numel(&want[i].shape); j++)
+            free((void *)want[i].s[j]);
+        free(want[i].s);
         free(want[i].d);
+    }
 out:
     for (int i = 0; i < d.n_rt; i++)
         free(d.rt[i].data);

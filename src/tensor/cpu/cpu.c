@@ -99,6 +99,7 @@ static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
     [MPS_OP_NON_ZERO] = mps_cpu_nonzero,
     [MPS_OP_NON_MAX_SUPPRESSION] = mps_cpu_nms,
     [MPS_OP_UNIQUE] = mps_cpu_unique,
+    [MPS_OP_STRING_NORMALIZER] = mps_cpu_strnorm,
     [MPS_OP_MAX] = mps_cpu_binary,
     [MPS_OP_MIN] = mps_cpu_binary,
     [MPS_OP_SUM] = mps_cpu_binary,
@@ -207,6 +208,7 @@ struct mps_cpu_state {
     struct mps_maxpool_geom *pool_geom; /* per node: that MaxPool's geometry */
     int *guard;                         /* per node: the branch of a run-time If it runs for, or -1 (graph.h) */
     struct mps_branch *branches;
+    struct mps_strings *strings; /* the characters of strings nodes make, kept until the next run */
 };
 
 /* Slots a node's kernel may read: optional inputs and outputs up to the op's maximum. */
@@ -240,6 +242,7 @@ static void mps_cpu_free(void *state)
     free(s->into_stride);
     free(s->guard);
     free(s->branches);
+    mps_strings_free(s->strings);
     free(s);
 }
 
@@ -431,8 +434,9 @@ static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct m
     s->into_stride = calloc((size_t)g->n_values + 1, sizeof *s->into_stride);
     s->guard = calloc((size_t)g->n_nodes + 1, sizeof *s->guard);
     s->branches = calloc(2 * (size_t)g->n_nodes + 1, sizeof *s->branches);
+    s->strings = mps_strings_new();
     if (!s->writer || !s->res_add || !s->pool_after || !s->pool_geom || !s->dw_after || !s->into || !s->into_at ||
-        !s->into_stride || !s->guard || !s->branches) {
+        !s->into_stride || !s->guard || !s->branches || !s->strings) {
         mps_cpu_free(s);
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     }
@@ -535,6 +539,7 @@ static enum mps_status mps_cpu_run_nodes(struct mps_cpu_state *s, const struct m
                                          double *node_ms, struct mps_error *err)
 {
     const struct mps_graph *g = s->g;
+    mps_strings_reset(s->strings); /* the last run's strings: the caller has read them */
     for (int i = 0; i < g->n_inputs; i++)
         s->vt[g->inputs[i]].data = in[i].data;
     for (int i = 0; i < g->n_outputs; i++)
@@ -572,7 +577,8 @@ static enum mps_status mps_cpu_run_nodes(struct mps_cpu_state *s, const struct m
                                     .scratch = s->scratch,
                                     .packed = s->packed ? s->packed[k] : NULL,
                                     .uk = s->uk,
-                                    .gemm_scratch = s->gemm_scratch};
+                                    .gemm_scratch = s->gemm_scratch,
+                                    .strings = s->strings};
         if (s->res_add[k] >= 0) { /* the Conv writes the Add's output, its other input added */
             const struct mps_node *add = &g->nodes[s->res_add[k]];
             args.out = &s->vt[add->out[0]];

@@ -46,7 +46,18 @@ struct mps_cpu_args {
     /* Floats from one image of out[0] to the next, where it is a part of a
        Concat's output (cpu.c; only where mps_cpu_conv_strided); 0: its own. */
     int64_t out_stride;
+    /* The plan's store for the characters of strings a node makes, emptied
+       at each run (strings.c); NULL when a node is evaluated alone. */
+    struct mps_strings *strings;
 };
+
+/* strings.c: a plan's string store, and the kernels that make strings */
+struct mps_strings;
+struct mps_strings *mps_strings_new(void);
+void mps_strings_reset(struct mps_strings *s); /* every string put before is gone; NULL is a no-op */
+void mps_strings_free(struct mps_strings *s);  /* NULL is a no-op */
+enum mps_status mps_cpu_cast_string(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_strnorm(const struct mps_cpu_args *a, struct mps_error *err);
 
 typedef enum mps_status (*mps_cpu_kernel)(const struct mps_cpu_args *a, struct mps_error *err);
 /* Scratch bytes a node needs, from its inferred graph, when threads run it

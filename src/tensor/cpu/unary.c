@@ -194,6 +194,8 @@ enum mps_status mps_cpu_cast(const struct mps_cpu_args *a, struct mps_error *err
     struct mps_tensor *y = &a->out[0];
     int64_t n = mps_shape_numel(&x->shape);
     (void)err;
+    if (x->dtype == MPS_STRING || y->dtype == MPS_STRING)
+        return mps_cpu_cast_string(a, err);
     if (x->dtype == y->dtype)
         return mps_cpu_copy(a, err);
     if (mps_cast_is_int(x->dtype) && mps_cast_is_int(y->dtype)) {
