@@ -27,7 +27,8 @@ fi
 # lppool LpPool (built with onnx.helper, the expected output from the spec in numpy),
 # two_in_two_out several inputs and outputs, vit_tiny LayerNormalization and attention,
 # resnet18_fp16 the Casts of an f16 model computed in f32, lraspp_free_size a model of free
-# height and width built for each of three sizes.
-exec "$runner" --sim-only mlp,small_cnn,shufflenet,mnasnet,squeezenet,small_unet,small_espcn,small_style,lppool,two_in_two_out,vit_tiny,resnet18_fp16,lraspp_free \
+# height and width built for each of three sizes, lstm_classifier, bigru_tagger, lstm2_state and
+# loop_rnn the recurrent nets unrolled into steps.
+exec "$runner" --sim-only mlp,small_cnn,shufflenet,mnasnet,squeezenet,small_unet,small_espcn,small_style,lppool,two_in_two_out,vit_tiny,resnet18_fp16,lraspp_free,lstm_classifier,bigru_tagger,lstm2_state,loop_rnn \
   "$src/tests/models/expected_exports.txt" "$out" \
   "$src/tests/models/recent_exporter"

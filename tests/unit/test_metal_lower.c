@@ -673,14 +673,12 @@ static void test_coverage(void)
 {
     /* Mod: MPSGraph's modulo does not document its sign rule, and a - trunc(a / b) * b is not exact;
        If (decided at run time): the cpu backend's alone, which runs the taken branch only;
-       RNN, GRU, LSTM: not lowered yet (MPSGraph's own LSTM and GRU ops are to be checked against ONNX's);
        the losses: their targets are read at run time, where MPSGraph cannot refuse a bad one;
        BitShift: unsigned integers, which the GPU backends leave to the cpu (backend.h);
        EyeLike, RandomLike: folded at load, as Shape is; GridSample, Einsum, Det, ReverseSequence, MaxUnpool, RoiAlign,
        TfIdfVectorizer: not lowered yet; Compress, NonZero, NonMaxSuppression, Unique: sizes a run decides
        (graph.h, bounded), which only the cpu runs; StringNormalizer: strings, which no GPU holds */
-    static const enum mps_op not_yet[] = {MPS_OP_MOD,      MPS_OP_IF,        MPS_OP_RNN,
-                                          MPS_OP_GRU,      MPS_OP_LSTM,      MPS_OP_NLL_LOSS,
+    static const enum mps_op not_yet[] = {MPS_OP_MOD,      MPS_OP_IF,        MPS_OP_NLL_LOSS,
                                           MPS_OP_SCE_LOSS, MPS_OP_BIT_SHIFT, MPS_OP_EYE_LIKE,
                                           MPS_OP_GRID_SAMPLE, MPS_OP_EINSUM,   MPS_OP_DET,
                                           MPS_OP_REVERSE_SEQUENCE, MPS_OP_MAX_UNPOOL, MPS_OP_ROI_ALIGN,

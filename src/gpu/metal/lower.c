@@ -122,6 +122,17 @@ bool mps_mtl_node_supported(const struct mps_graph *g, const struct mps_node *n,
                                    "count the extra cells in the divisor");
         }
         break;
+    case MPS_OP_RNN:
+    case MPS_OP_GRU:
+    case MPS_OP_LSTM: { /* sequences that end early: each step would need a mask per sequence */
+        const struct mps_value *lens = n->n_in > 4 && n->in[4] >= 0 ? &g->values[n->in[4]] : NULL;
+        int64_t steps = x->shape.dim[n->p.rnn.batch_first];
+        for (int64_t b = 0; lens && b < mps_shape_numel(&lens->shape); b++)
+            if (!lens->data || mps_elem_get_int(lens->data, lens->dtype, b) < steps)
+                return MPS_MTL_WHY("sequence_lens %s: the lowering runs every sequence to its end",
+                                   lens->data ? "shorter than the sequence" : "given at run time");
+        break;
+    }
     case MPS_OP_DIV:
     case MPS_OP_POW:
         if (g->values[n->out[0]].dtype != MPS_F32 && g->values[n->out[0]].dtype != MPS_F16)

@@ -1,5 +1,5 @@
 /* lower_impl.h: what lower.c and the lowerings (lower_ops.c, lower_layout.c,
-   lower_index.c) share (not for the backend). */
+   lower_index.c, lower_rnn.c) share (not for the backend). */
 #ifndef MPS_METAL_LOWER_IMPL_H
 #define MPS_METAL_LOWER_IMPL_H
 
@@ -75,7 +75,11 @@ int mps_mtl_const_data(struct mps_mtl_lowerer *L, enum mps_dtype t, const struct
 int mps_mtl_int32s(struct mps_mtl_lowerer *L, const int64_t *v, const struct mps_shape *s);
 int mps_mtl_iota(struct mps_mtl_lowerer *L, int rank, int axis, int64_t len);
 
+/* op (an elementwise activation of lower_ops.c, with its alpha and beta) of x. */
+int mps_mtl_activation(struct mps_mtl_lowerer *L, enum mps_op op, const struct mps_act_params *a, int x);
+
 /* The lowerings of the op families other than lower_ops.c's, for its table. */
+void mps_mtl_lower_rnn(struct mps_mtl_lowerer *L, const struct mps_node *n); /* RNN, GRU, LSTM (lower_rnn.c) */
 typedef void (*mps_mtl_lowering)(struct mps_mtl_lowerer *L, const struct mps_node *n);
 void mps_mtl_lower_transpose(struct mps_mtl_lowerer *L, const struct mps_node *n);
 void mps_mtl_lower_depth(struct mps_mtl_lowerer *L, const struct mps_node *n);

@@ -25,7 +25,7 @@ static int mps_mtl_expm1_scaled(struct mps_mtl_lowerer *L, int x, double alpha)
                                  mps_mtl_binary_scalar(L, MPS_MTL_SUB, mps_mtl_unary(L, MPS_MTL_EXP, x), 1.0), alpha);
 }
 
-static int mps_mtl_activation(struct mps_mtl_lowerer *L, enum mps_op op, const struct mps_act_params *a, int x)
+int mps_mtl_activation(struct mps_mtl_lowerer *L, enum mps_op op, const struct mps_act_params *a, int x)
 {
     double alpha = a->alpha, beta = a->beta;
     switch (op) {
@@ -543,6 +543,9 @@ static void mps_mtl_lower_activation(struct mps_mtl_lowerer *L, const struct mps
 
 static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
     [MPS_OP_MATMUL] = mps_mtl_lower_matmul,
+    [MPS_OP_RNN] = mps_mtl_lower_rnn,
+    [MPS_OP_GRU] = mps_mtl_lower_rnn,
+    [MPS_OP_LSTM] = mps_mtl_lower_rnn,
     [MPS_OP_GEMM] = mps_mtl_lower_gemm,
     [MPS_OP_CONV] = mps_mtl_lower_conv,
     [MPS_OP_CONV_TRANSPOSE] = mps_mtl_lower_conv,
