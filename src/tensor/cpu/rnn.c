@@ -1,13 +1,12 @@
 /* rnn.c: RNN, GRU and LSTM on the CPU (op.h has their gates and layouts).
    Per direction, the input's share of every gate at every step is one
-   product, X W^T over all steps at once; then a step at a time, h R^T over
-   the batch (one product) and the gates elementwise. Constant W and R are
-   packed once at compile for the micro-kernels (pgemm.h): the BLAS packed
-   R again every step, 80% of an LSTM's time; the gates' sigmoid and tanh
-   are the family's vector loops (libm's, a call a gate, were 90% of what
-   remained). A sequence shorter
-   than the others (sequence_lens) stops early: its rows of Y stay 0 and
-   its final state is its last step's. */
+   product, X W^T over all steps at once; then a step at a time one job
+   over the batch, each thread taking its share of the rows for h R^T (its
+   rows' product) and their gates, as a row's state reads its own row
+   alone. Constant W and R are packed once at compile for the
+   micro-kernels (pgemm.h); the gates' sigmoid and tanh are the family's
+   vector loops. A sequence shorter than the others (sequence_lens) stops
+   early: its rows of Y stay 0 and its final state is its last step's. */
 #include <math.h>
 #include <string.h>
 
@@ -85,18 +84,20 @@ size_t mps_cpu_rnn_pack(const struct mps_graph *g, const struct mps_node *n, con
     return dir * (size_t)r.dirs;
 }
 
-/* C[m x n] (ldc) = A[m x k] (row-major, lda) B, B packed; on the BLAS with b (its [n][k] rows) where not packed. */
-static void mps_rnn_product(const struct mps_cpu_args *a, int64_t m, int64_t n, int64_t k, const float *x, int64_t lda,
-                            const float *packed, const float *b, float *c, int64_t ldc)
+/* C[m x n] (ldc) = A[m x k] (row-major, lda) B, B packed (with uk, over pool, scratch its pgemm scratch); on the
+   BLAS with b (its [n][k] rows) where not packed. */
+static void mps_rnn_product(struct mps_pool *pool, const struct mps_ukernels *uk, void *scratch, int64_t m, int64_t n,
+                            int64_t k, const float *x, int64_t lda, const float *packed, const float *b, float *c,
+                            int64_t ldc)
 {
     if (!packed) {
-        mps_cpu_sgemm_ld(a->pool, false, true, m, n, k, 1.0f, x, lda, b, k, 0.0f, c, ldc);
+        mps_cpu_sgemm_ld(pool, false, true, m, n, k, 1.0f, x, lda, b, k, 0.0f, c, ldc);
         return;
     }
     struct mps_pgemm_strided as = {x, lda, 1, m};
     struct mps_pgemm_operand A = {.pack = mps_pgemm_pack_strided, .ctx = &as, .rows = x, .lda = lda},
                              B = {.packed = packed};
-    mps_pgemm(a->pool, a->uk, m, n, k, &A, &B, c, ldc, NULL, NULL, a->gemm_scratch);
+    mps_pgemm(pool, uk, m, n, k, &A, &B, c, ldc, NULL, NULL, scratch);
 }
 
 size_t mps_cpu_rnn_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
@@ -136,6 +137,103 @@ static void mps_rnn_act_n(const struct mps_ukernels *uk, const struct mps_rnn_pa
             v[i] = mps_rnn_gate(p, f, v[i]);
 }
 
+/* One direction's step s, for the batch rows a task takes. */
+struct mps_rnn_step {
+    const struct mps_cpu_args *a;
+    const struct mps_rnn *r;
+    const struct mps_ukernels *uk;
+    const struct mps_rnn_act *f, *g, *hf;
+    struct mps_rnn_packed pk;
+    const float *rd, *wb, *rb, *pd, *proj;
+    const int32_t *lens;
+    float *gates, *h, *c, *rh, *y;
+    int64_t d, s;
+    bool reverse;
+    size_t thread_scratch; /* bytes of the pgemm scratch a thread uses */
+    int64_t parts;         /* the batch cut in so many (mps_rnn_parts) */
+};
+
+/* Rows [b0, b1) of step s: each sequence's h R^T, gates and state depend on its own row alone, so a step
+   splits over the batch, products and gates together (one job a step, not one a product). */
+static void mps_rnn_rows(void *ctx, int64_t b0, int64_t b1)
+{
+    const struct mps_rnn_step *st = ctx;
+    const struct mps_rnn *r = st->r;
+    const struct mps_rnn_params *p = r->p;
+    const struct mps_ukernels *uk = st->uk;
+    int64_t G = r->gates, H = r->hidden, GH = G * H, N = r->batch, T = r->seq, s = st->s, d = st->d, m = b1 - b0;
+    bool lstm = r->op == MPS_OP_LSTM, gru = r->op == MPS_OP_GRU, late = gru && !p->linear_before_reset;
+    int64_t first = late ? 2 * H : GH; /* GRU without linear_before_reset multiplies r * h by R's third block later */
+    const float *wb = st->wb, *rb = st->rb, *pd = st->pd;
+    float *gates = st->gates, *h = st->h, *c = st->c, *rh = st->rh;
+    const struct mps_rnn_act *f = st->f, *g = st->g, *hf = st->hf;
+    void *scratch = st->a->gemm_scratch
+                        ? (char *)st->a->gemm_scratch + st->thread_scratch * (size_t)mps_pool_self(st->a->pool)
+                        : NULL;
+    mps_rnn_product(NULL, st->a->uk, scratch, m, first, H, h + b0 * H, H, st->pk.r, st->rd, gates + b0 * GH, GH);
+    for (int64_t b = b0; b < b1; b++) {
+        int64_t len = mps_rnn_len(st->lens, b, T), t = st->reverse ? len - 1 - s : s;
+        float *gb = gates + b * GH, *hb = h + b * H;
+        if (s >= len) { /* this sequence has ended: its state stays */
+            memset(rh + b * H, 0, sizeof(float) * (size_t)H);
+            continue;
+        }
+        const float *xp = st->proj + (p->batch_first ? b * T + t : t * N + b) * GH;
+        for (int64_t k = 0; k < GH; k++) { /* GRU's candidate: its input's part is added below */
+            float rec = k < first ? gb[k] + (rb ? rb[k] : 0.0f) : 0.0f;
+            gb[k] = rec + (gru && k >= 2 * H ? 0.0f : xp[k] + (wb ? wb[k] : 0.0f));
+        }
+        if (gru) /* z, r */
+            mps_rnn_act_n(uk, p, f, gb, 2 * H);
+        for (int64_t j = 0; late && j < H; j++)
+            rh[b * H + j] = gb[H + j] * hb[j];
+    }
+    if (late) /* the candidate's (r * h) R^T, beside its recurrent bias added below */
+        mps_rnn_product(NULL, st->a->uk, scratch, m, H, H, rh + b0 * H, H, st->pk.r_late, st->rd + 2 * H * H,
+                        gates + b0 * GH + 2 * H, GH);
+    for (int64_t b = b0; b < b1; b++) {
+        int64_t len = mps_rnn_len(st->lens, b, T), t = st->reverse ? len - 1 - s : s;
+        if (s >= len)
+            continue;
+        const float *xp = st->proj + (p->batch_first ? b * T + t : t * N + b) * GH;
+        float *gb = gates + b * GH, *hb = h + b * H, *cb = c + b * H, *tmp = rh + b * H;
+        if (lstm && !pd) { /* i, o, f, c: each block's activation over the block at once */
+            mps_rnn_act_n(uk, p, f, gb, 3 * H);
+            mps_rnn_act_n(uk, p, g, gb + 3 * H, H);
+            for (int64_t j = 0; j < H; j++)
+                tmp[j] = cb[j] = (p->input_forget ? 1.0f - gb[j] : gb[2 * H + j]) * cb[j] + gb[j] * gb[3 * H + j];
+            mps_rnn_act_n(uk, &(struct mps_rnn_params){0}, hf, tmp, H); /* h's function is not clipped */
+            for (int64_t j = 0; j < H; j++)
+                hb[j] = gb[H + j] * tmp[j];
+        } else if (gru || !lstm) { /* the candidate (GRU) or the state (RNN) over the block at once */
+            for (int64_t j = 0; gru && j < H; j++)
+                tmp[j] = xp[2 * H + j] + (wb ? wb[2 * H + j] : 0.0f) +
+                         (late ? gb[2 * H + j] + (rb ? rb[2 * H + j] : 0.0f) : gb[H + j] * gb[2 * H + j]);
+            mps_rnn_act_n(uk, p, gru ? g : f, gru ? tmp : gb, H);
+            for (int64_t j = 0; j < H; j++)
+                hb[j] = gru ? (1.0f - gb[j]) * tmp[j] + gb[j] * hb[j] : gb[j];
+        }
+        for (int64_t j = 0; lstm && pd && j < H; j++) { /* i, o, f, c; the peepholes P are i, o, f */
+            float i = mps_rnn_gate(p, f, gb[j] + pd[j] * cb[j]);
+            float fg = p->input_forget ? 1.0f - i : mps_rnn_gate(p, f, gb[2 * H + j] + pd[2 * H + j] * cb[j]);
+            cb[j] = fg * cb[j] + i * mps_rnn_gate(p, g, gb[3 * H + j]);
+            float o = mps_rnn_gate(p, f, gb[H + j] + pd[H + j] * cb[j]);
+            hb[j] = o * mps_rnn_apply(hf, cb[j]);
+        }
+        float *yt = st->y + (p->batch_first ? (b * T + t) * r->dirs + d : (t * r->dirs + d) * N + b) * H;
+        memcpy(yt, hb, sizeof(float) * (size_t)H);
+    }
+}
+
+/* Parts [i0, i1) of the batch, cut in parts equal shares: a thread's rows in one product, whose tiles
+   want rows together (a row a chunk ran the 2-row tiles, 40% of an LSTM at batch 16). */
+static void mps_rnn_parts(void *ctx, int64_t i0, int64_t i1)
+{
+    const struct mps_rnn_step *st = ctx;
+    for (int64_t i = i0; i < i1; i++)
+        mps_rnn_rows(ctx, i * st->r->batch / st->parts, (i + 1) * st->r->batch / st->parts);
+}
+
 enum mps_status mps_cpu_rnn(const struct mps_cpu_args *a, struct mps_error *err)
 {
     (void)err;
@@ -146,20 +244,16 @@ enum mps_status mps_cpu_rnn(const struct mps_cpu_args *a, struct mps_error *err)
     bool lstm = r.op == MPS_OP_LSTM, gru = r.op == MPS_OP_GRU;
     const float *x = a->in[0].data, *w = a->in[1].data, *rw = a->in[2].data, *bias = a->in[3].data, *h0 = a->in[5].data,
                 *c0 = lstm ? a->in[6].data : NULL, *peep = lstm ? a->in[7].data : NULL;
-    const int32_t *lens = a->in[4].data;
     float *y = a->out[0].data, *yh = a->out[1].data, *yc = lstm ? a->out[2].data : NULL;
     float *proj = a->scratch, *gates = proj + T * N * GH, *h = gates + N * GH, *c = h + N * H, *rh = c + N * H;
     memset(y, 0, sizeof(float) * (size_t)(T * r.dirs * N * H));
     for (int64_t d = 0; d < r.dirs; d++) {
-        bool reverse = p->direction == 1 || d == 1;
-        const struct mps_rnn_act *f = &p->act[d * 3], *g = f + 1, *hf = f + 2;
-        const float *wd = w + d * GH * r.input, *rd = rw + d * GH * H, *wb = bias ? bias + d * 2 * GH : NULL,
-                    *rb = wb ? wb + GH : NULL, *pd = peep ? peep + d * 3 * H : NULL;
+        const float *wd = w + d * GH * r.input, *wb = bias ? bias + d * 2 * GH : NULL;
         /* the rows of X in its own order: [t, b] (or [b, t] batch first) */
         struct mps_rnn_packed pk = {NULL, NULL, NULL};
         if (a->packed)
             pk = mps_rnn_packed_of(a->uk, &r, gru && !p->linear_before_reset, a->packed, d);
-        mps_rnn_product(a, T * N, GH, r.input, x, r.input, pk.w, wd, proj, GH);
+        mps_rnn_product(a->pool, a->uk, a->gemm_scratch, T * N, GH, r.input, x, r.input, pk.w, wd, proj, GH);
         for (int64_t b = 0; b < N; b++) {
             int64_t at = (p->batch_first ? b * r.dirs + d : d * N + b) * H;
             for (int64_t j = 0; j < H; j++) {
@@ -167,68 +261,32 @@ enum mps_status mps_cpu_rnn(const struct mps_cpu_args *a, struct mps_error *err)
                 c[b * H + j] = c0 ? c0[at + j] : 0.0f;
             }
         }
-        /* GRU without linear_before_reset multiplies r * h by its third block of R, once r is known */
-        bool late = gru && !p->linear_before_reset;
-        int64_t first = late ? 2 * H : GH;
-        for (int64_t s = 0; s < T; s++) {
-            mps_rnn_product(a, N, first, H, h, H, pk.r, rd, gates, GH);
-            for (int64_t b = 0; b < N; b++) {
-                int64_t len = mps_rnn_len(lens, b, T), t = reverse ? len - 1 - s : s;
-                float *gb = gates + b * GH, *hb = h + b * H;
-                if (s >= len) { /* this sequence has ended: its state stays */
-                    memset(rh + b * H, 0, sizeof(float) * (size_t)H);
-                    continue;
-                }
-                const float *xp = proj + (p->batch_first ? b * T + t : t * N + b) * GH;
-                for (int64_t k = 0; k < GH; k++) { /* GRU's candidate: its input's part is added below */
-                    float rec = k < first ? gb[k] + (rb ? rb[k] : 0.0f) : 0.0f;
-                    gb[k] = rec + (gru && k >= 2 * H ? 0.0f : xp[k] + (wb ? wb[k] : 0.0f));
-                }
-                if (gru) /* z, r */
-                    mps_rnn_act_n(uk, p, f, gb, 2 * H);
-                for (int64_t j = 0; late && j < H; j++)
-                    rh[b * H + j] = gb[H + j] * hb[j];
-            }
-            if (late) /* the candidate's (r * h) R^T, beside its recurrent bias added below */
-                mps_rnn_product(a, N, H, H, rh, H, pk.r_late, rd + 2 * H * H, gates + 2 * H, GH);
-            for (int64_t b = 0; b < N; b++) {
-                int64_t len = mps_rnn_len(lens, b, T), t = reverse ? len - 1 - s : s;
-                if (s >= len)
-                    continue;
-                const float *xp = proj + (p->batch_first ? b * T + t : t * N + b) * GH;
-                float *gb = gates + b * GH, *hb = h + b * H, *cb = c + b * H, *tmp = rh + b * H;
-                if (lstm && !pd) { /* i, o, f, c: each block's activation over the block at once */
-                    mps_rnn_act_n(uk, p, f, gb, 3 * H);
-                    mps_rnn_act_n(uk, p, g, gb + 3 * H, H);
-                    for (int64_t j = 0; j < H; j++)
-                        tmp[j] = cb[j] =
-                            (p->input_forget ? 1.0f - gb[j] : gb[2 * H + j]) * cb[j] + gb[j] * gb[3 * H + j];
-                    mps_rnn_act_n(uk, &(struct mps_rnn_params){0}, hf, tmp, H); /* h's function is not clipped */
-                    for (int64_t j = 0; j < H; j++)
-                        hb[j] = gb[H + j] * tmp[j];
-                } else if (gru || !lstm) { /* the candidate (GRU) or the state (RNN) over the block at once */
-                    for (int64_t j = 0; gru && j < H; j++)
-                        tmp[j] = xp[2 * H + j] + (wb ? wb[2 * H + j] : 0.0f) +
-                                 (late ? gb[2 * H + j] + (rb ? rb[2 * H + j] : 0.0f) : gb[H + j] * gb[2 * H + j]);
-                    mps_rnn_act_n(uk, p, gru ? g : f, gru ? tmp : gb, H);
-                    for (int64_t j = 0; j < H; j++)
-                        hb[j] = gru ? (1.0f - gb[j]) * tmp[j] + gb[j] * hb[j] : gb[j];
-                }
-                for (int64_t j = 0; lstm && pd && j < H; j++) {
-                    { /* i, o, f, c; the peepholes P are i, o, f */
-                        float i = mps_rnn_gate(p, f, gb[j] + (pd ? pd[j] * cb[j] : 0.0f));
-                        float fg = p->input_forget
-                                       ? 1.0f - i
-                                       : mps_rnn_gate(p, f, gb[2 * H + j] + (pd ? pd[2 * H + j] * cb[j] : 0.0f));
-                        cb[j] = fg * cb[j] + i * mps_rnn_gate(p, g, gb[3 * H + j]);
-                        float o = mps_rnn_gate(p, f, gb[H + j] + (pd ? pd[H + j] * cb[j] : 0.0f));
-                        hb[j] = o * mps_rnn_apply(hf, cb[j]);
-                    }
-                }
-                float *yt = y + (p->batch_first ? (b * T + t) * r.dirs + d : (t * r.dirs + d) * N + b) * H;
-                memcpy(yt, hb, sizeof(float) * (size_t)H);
-            }
-        }
+        struct mps_rnn_step st = {.a = a,
+                                  .r = &r,
+                                  .uk = uk,
+                                  .f = &p->act[d * 3],
+                                  .g = &p->act[d * 3 + 1],
+                                  .hf = &p->act[d * 3 + 2],
+                                  .pk = pk,
+                                  .rd = rw + d * GH * H,
+                                  .wb = wb,
+                                  .rb = wb ? wb + GH : NULL,
+                                  .pd = peep ? peep + d * 3 * H : NULL,
+                                  .proj = proj,
+                                  .lens = a->in[4].data,
+                                  .gates = gates,
+                                  .h = h,
+                                  .c = c,
+                                  .rh = rh,
+                                  .y = y,
+                                  .d = d,
+                                  .reverse = p->direction == 1 || d == 1,
+                                  .thread_scratch =
+                                      a->uk ? mps_pgemm_scratch(a->uk, 2) - mps_pgemm_scratch(a->uk, 1) : 0};
+        int threads = a->pool ? mps_pool_threads(a->pool) : 1;
+        st.parts = N < threads ? N : threads;
+        for (st.s = 0; st.s < T; st.s++) /* a row's h R^T and gates: about 2 G H^2 + 20 G H operations */
+            mps_pool_for(a->pool, st.parts, (2 * GH * H + 20 * GH) * (N / st.parts), mps_rnn_parts, &st);
         for (int64_t b = 0; b < N; b++) {
             int64_t at = (p->batch_first ? b * r.dirs + d : d * N + b) * H;
             memcpy(yh + at, h + b * H, sizeof(float) * (size_t)H);
