@@ -123,6 +123,20 @@ static enum mps_status mps_q_quantize(struct mps_onnx_ctx *c, const struct mps_o
     return mps_graph_add_node(c->g, MPS_OP_CAST, n->name, &r, 1, &out_v, 1, &p, err);
 }
 
+/* Notes what node n composed (graph.h's mps_qnote) for the int8 pass: its
+   inputs from first on (count of them), out, axis; QLINEAR: op and p. */
+static enum mps_status mps_q_note(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, enum mps_qnote_kind kind,
+                                  const int *in, int count, int out, int64_t axis, enum mps_op op,
+                                  const union mps_op_params *p, struct mps_error *err)
+{
+    struct mps_qnote note = {.kind = kind, .out = out, .res = n->n_out ? n->out[0] : -1, .axis = axis, .op = op};
+    for (int i = 0; i < 9; i++)
+        note.in[i] = i < count && i < n->n_in ? in[i] : -1;
+    if (p)
+        note.p = *p;
+    return mps_graph_add_qnote(c->g, &note) ? MPS_OK : mps_onnx_oom(err);
+}
+
 /* The row ends in an Identity of x. */
 static enum mps_status mps_q_result(struct mps_onnx_node *n, union mps_op_params *p, int x)
 {
@@ -153,7 +167,9 @@ static enum mps_status mps_map_quantize(struct mps_onnx_ctx *c, struct mps_onnx_
     int x = n->in[0], y;
     enum mps_status st = mps_q_axis(n, &axis, err);
     if (st || (c->g->values[x].dtype != MPS_F32 && (st = mps_q_cast(c, n, &x, MPS_F32, err))) ||
-        (st = mps_q_quantize(c, n, x, 1, 2, axis, -1, &y, err)))
+        (st = mps_q_quantize(c, n, x, 1, 2, axis, -1, &y, err)) ||
+        (st = mps_q_note(c, n, MPS_QNOTE_Q, (int[]){x, n->in[1], n->n_in > 2 ? n->in[2] : -1}, 3, y, axis,
+                         MPS_OP_IDENTITY, NULL, err)))
         return st;
     return mps_q_result(n, p, y);
 }
@@ -168,7 +184,8 @@ static enum mps_status mps_map_dequantize(struct mps_onnx_ctx *c, struct mps_onn
     if (st || (st = mps_onnx_shape_of(c, n, n->in[0], &s, err)) ||
         (st = mps_q_shifted(c, n, n->in[0], 2, axis, &x, err)) ||
         (st = mps_q_param(c, n, 1, s.ndim, axis, false, &scale, err)) ||
-        (st = mps_q_bin(c, n, MPS_OP_MUL, x, scale, &x, err)))
+        (st = mps_q_bin(c, n, MPS_OP_MUL, x, scale, &x, err)) ||
+        (st = mps_q_note(c, n, MPS_QNOTE_DQ, n->in, 3, x, axis, MPS_OP_IDENTITY, NULL, err)))
         return st;
     return mps_q_result(n, p, x);
 }
@@ -219,7 +236,8 @@ static enum mps_status mps_map_matmul_q(struct mps_onnx_ctx *c, struct mps_onnx_
         (st = mps_q_param(c, n, 4, sb.ndim, -1, false, &sb_v, err)) ||
         (st = mps_q_bin(c, n, MPS_OP_MUL, acc, sa_v, &acc, err)) ||
         (st = mps_q_bin(c, n, MPS_OP_MUL, acc, sb_v, &acc, err)) ||
-        (st = mps_q_quantize(c, n, acc, 6, 7, 1, -1, &y, err)))
+        (st = mps_q_quantize(c, n, acc, 6, 7, 1, -1, &y, err)) ||
+        (st = mps_q_note(c, n, MPS_QNOTE_QLINEAR, n->in, 8, y, 0, MPS_OP_QLINEAR_MATMUL, NULL, err)))
         return st;
     return mps_q_result(n, p, y);
 }
@@ -266,7 +284,8 @@ static enum mps_status mps_map_conv_q(struct mps_onnx_ctx *c, struct mps_onnx_no
         (st = mps_q_param(c, n, 4, sw.ndim, 1, false, &sw_v, err)) ||
         (st = mps_q_bin(c, n, MPS_OP_MUL, acc, sx, &acc, err)) ||
         (st = mps_q_bin(c, n, MPS_OP_MUL, acc, sw_v, &acc, err)) ||
-        (st = mps_q_quantize(c, n, acc, 6, 7, 1, -1, &y, err)))
+        (st = mps_q_quantize(c, n, acc, 6, 7, 1, -1, &y, err)) ||
+        (st = mps_q_note(c, n, MPS_QNOTE_QLINEAR, n->in, 9, y, 0, MPS_OP_QLINEAR_CONV, &conv, err)))
         return st;
     return mps_q_result(n, p, y);
 }

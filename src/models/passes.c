@@ -298,8 +298,182 @@ static bool mps_pass_fusable(enum mps_op op)
     }
 }
 
+/* The note of kind whose out is value v, or NULL. */
+static const struct mps_qnote *mps_pass_qnote(const struct mps_graph *g, enum mps_qnote_kind kind, int v)
+{
+    for (int i = 0; v >= 0 && i < g->n_qnotes; i++)
+        if (g->qnotes[i].kind == kind && (g->qnotes[i].out == v || g->qnotes[i].res == v))
+            return &g->qnotes[i];
+    return NULL;
+}
+
+/* Q's note reading value v, or NULL. */
+static const struct mps_qnote *mps_pass_quantizer(const struct mps_graph *g, int v)
+{
+    for (int i = 0; i < g->n_qnotes; i++)
+        if (g->qnotes[i].kind == MPS_QNOTE_Q && g->qnotes[i].in[0] == v)
+            return &g->qnotes[i];
+    return NULL;
+}
+
+/* A new constant: the transpose of 2-D constant v (bytes of size el). */
+static int mps_pass_transposed(struct mps_graph *g, int v)
+{
+    const struct mps_value *val = &g->values[v];
+    int64_t r = val->shape.dim[0], c = val->shape.dim[1];
+    size_t el = mps_dtype_size(val->dtype);
+    unsigned char *t = malloc((size_t)(r * c) * el + 1);
+    if (!t)
+        return -1;
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t j = 0; j < c; j++)
+            memcpy(t + (size_t)(j * r + i) * el, (const unsigned char *)val->data + (size_t)(i * c + j) * el, el);
+    struct mps_shape s = {2, {c, r}};
+    char name[512];
+    int id = -1;
+    for (int k = 0; id < 0 && k < 1000; k++) {
+        snprintf(name, sizeof name, "%.400s:T%d", val->name, k);
+        if (mps_graph_find(g, name) < 0)
+            id = mps_graph_add_const(g, name, val->dtype, &s, t);
+    }
+    free(t);
+    return id;
+}
+
+/* An int8 product that can replace Conv, MatMul or Gemm node k: its input
+   and weights dequantized (notes DQ), its output, after a Relu or Clip,
+   quantized (a note Q reading it alone) or not. Fills in[9] (ops.def's
+   order), *op, *p, *y (the value the product writes) and *last (the node
+   it takes the place of). */
+static bool mps_pass_qdq(struct mps_graph *g, int k, int *in, enum mps_op *op, union mps_op_params *p, int *y,
+                         int *last)
+{
+    const struct mps_node *n = &g->nodes[k];
+    bool conv = n->op == MPS_OP_CONV, gemm = n->op == MPS_OP_GEMM;
+    if (!conv && !gemm && n->op != MPS_OP_MATMUL)
+        return false;
+    const struct mps_qnote *dx = mps_pass_qnote(g, MPS_QNOTE_DQ, n->in[0]),
+                           *dw = mps_pass_qnote(g, MPS_QNOTE_DQ, n->in[1]);
+    if (!dx || !dw || g->values[dx->in[0]].data || !g->values[dw->in[0]].data)
+        return false;
+    int w = dw->in[0];
+    const struct mps_value *wv = &g->values[w];
+    int64_t per = mps_shape_numel(&g->values[dw->in[1]].shape),
+            axis = dw->axis < 0 ? dw->axis + wv->shape.ndim : dw->axis;
+    if (gemm && (n->p.gemm.trans_a || n->p.gemm.alpha != 1.0f || n->p.gemm.beta != 1.0f || wv->shape.ndim != 2))
+        return false;
+    bool tb = gemm && n->p.gemm.trans_b;
+    if (per > 1 && axis != (conv || tb ? 0 : wv->shape.ndim - 1)) /* per output channel only */
+        return false;
+    int64_t cols = wv->shape.dim[tb || conv ? 0 : 1];
+    if (tb && (w = mps_pass_transposed(g, w)) < 0) /* adds a value: wv is gone */
+        return false;
+    int bias = n->n_in > 2 ? n->in[2] : -1;
+    if (bias >= 0 && (!g->values[bias].data || g->values[bias].shape.ndim != 1))
+        return false;
+    *op = conv ? MPS_OP_QLINEAR_CONV : MPS_OP_QLINEAR_MATMUL;
+    mps_op_params_default(*op, p);
+    if (conv)
+        p->conv = n->p.conv;
+    *y = n->out[0], *last = k;
+    int only = -1;
+    if (!conv && bias < 0 && mps_graph_uses(g, *y, &only) == 1 && only >= 0 && g->nodes[only].op == MPS_OP_ADD &&
+        !g->nodes[only].p.binary.act.on) { /* MatMul -> Add of a bias per column (a Linear layer) */
+        const struct mps_node *add = &g->nodes[only];
+        int other = add->in[0] == *y ? add->in[1] : add->in[0];
+        const struct mps_value *b = &g->values[other];
+        if (b->data && b->dtype == MPS_F32 && b->shape.ndim == 1 && b->shape.dim[0] == cols)
+            bias = other, *y = add->out[0], *last = only;
+    }
+    struct mps_fused_act *act = conv ? &p->conv.act : &p->gemm.act;
+    if (mps_graph_uses(g, *y, &only) == 1 && only >= 0 && !act->on &&
+        (g->nodes[only].op == MPS_OP_RELU || g->nodes[only].op == MPS_OP_CLIP) && g->nodes[only].in[0] == *y) {
+        *act = (struct mps_fused_act){.on = true, .op = g->nodes[only].op, .p = g->nodes[only].p.act};
+        *y = g->nodes[only].out[0], *last = only;
+    }
+    const struct mps_qnote *q = mps_pass_quantizer(g, *y);
+    int ys = -1, yz = -1;
+    if (q && mps_graph_uses(g, *y, &only) == 1 && g->values[q->out].producer >= 0) {
+        ys = q->in[1], yz = q->in[2];
+        *y = q->out, *last = g->values[q->out].producer;
+    }
+    int v[9] = {dx->in[0], dx->in[1], dx->in[2], w, dw->in[1], dw->in[2], ys, yz, bias};
+    memcpy(in, v, sizeof v);
+    return true;
+}
+
+/* Whether the int8 product's operands in (ops.def's order) are ones its
+   kernels take: scales above 0, a 2-D Conv of one group, sums short enough
+   for int32 (K 255 255 < 2^31). */
+static bool mps_pass_qfits(const struct mps_graph *g, enum mps_op op, const int *in, const union mps_op_params *p)
+{
+    for (int i = 1; i < 7; i += 3) {
+        const struct mps_value *s = in[i] >= 0 ? &g->values[in[i]] : NULL;
+        if (s && (!s->data || s->dtype != MPS_F32))
+            return false;
+        for (int64_t j = 0; s && j < mps_shape_numel(&s->shape); j++)
+            if (!(((const float *)s->data)[j] > 0.0f) || !isfinite(((const float *)s->data)[j]))
+                return false;
+    }
+    const struct mps_shape *x = &g->values[in[0]].shape, *w = &g->values[in[3]].shape;
+    int64_t k = op == MPS_OP_QLINEAR_CONV ? mps_shape_numel(w) / (w->dim[0] ? w->dim[0] : 1) : w->dim[0];
+    if (op == MPS_OP_QLINEAR_CONV && (x->ndim != 4 || p->conv.group != 1))
+        return false;
+    return k <= 32768;
+}
+
+/* Replaces QDQ and QLinear compositions with int8 products (ops.def's
+   QLinearConv and QLinearMatMul) where be runs them: the node that wrote
+   the composition's result becomes the product; what only it read goes. */
+static enum mps_status mps_passes_quant(struct mps_graph *g, const struct mps_backend *be, struct mps_error *err)
+{
+    bool changed = false;
+    int notes = g->n_qnotes;
+    for (int k = 0; k < notes + g->n_nodes; k++) {
+        int in[9], y = -1, last = -1;
+        enum mps_op op;
+        union mps_op_params p;
+        if (k < notes) {
+            const struct mps_qnote *q = &g->qnotes[k];
+            if (q->kind != MPS_QNOTE_QLINEAR || (last = g->values[q->out].producer) < 0 || g->nodes[last].op == q->op)
+                continue;
+            memcpy(in, q->in, sizeof in), op = q->op, p = q->p, y = q->out;
+        } else if (!mps_pass_qdq(g, k - notes, in, &op, &p, &y, &last)) {
+            continue;
+        }
+        if (!g->values[in[0]].shape_known || !mps_pass_qfits(g, op, in, &p))
+            continue;
+        struct mps_node *n = &g->nodes[last], old = *n;
+        struct mps_value was = g->values[y];
+        int *ins = mps_graph_alloc(g, sizeof in);
+        if (!ins)
+            return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+        memcpy(ins, in, sizeof in);
+        n->op = op, n->in = ins, n->n_in = 9, n->p = p, n->n_out = 1;
+        struct mps_error ignored;
+        if (n->out[0] != y || mps_graph_infer_node(g, n, &ignored) != MPS_OK || g->values[y].dtype != was.dtype ||
+            !mps_shape_eq(&g->values[y].shape, &was.shape) || (be->supports && !be->supports(g, n))) {
+            *n = old; /* as it was: the composition runs */
+            g->values[y] = was;
+            continue;
+        }
+        changed = true;
+    }
+    if (!changed)
+        return MPS_OK;
+    bool *dead = calloc((size_t)g->n_nodes + 1, sizeof *dead);
+    if (!dead)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    mps_pass_dead_code(g, dead);
+    free(dead);
+    return MPS_OK;
+}
+
 enum mps_status mps_passes_fuse(struct mps_graph *g, const struct mps_backend *be, struct mps_error *err)
 {
+    enum mps_status qst = mps_passes_quant(g, be, err);
+    if (qst)
+        return qst;
     bool *dead = calloc((size_t)g->n_nodes + 1, sizeof *dead);
     if (!dead)
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
@@ -314,6 +488,9 @@ enum mps_status mps_passes_fuse(struct mps_graph *g, const struct mps_backend *b
         const struct mps_node *a = &g->nodes[only];
         if (!mps_pass_fusable(a->op) || a->in[0] != n->out[0] || g->values[a->out[0]].dtype != MPS_F32)
             continue;
+        if ((n->op == MPS_OP_QLINEAR_CONV || n->op == MPS_OP_QLINEAR_MATMUL) && a->op != MPS_OP_RELU &&
+            a->op != MPS_OP_CLIP && a->op != MPS_OP_LEAKY_RELU)
+            continue; /* the int8 store's clamp and slope */
         *act = (struct mps_fused_act){.on = true, .op = a->op, .p = a->p.act};
         if (be->supports && !be->supports(g, n)) {
             act->on = false;

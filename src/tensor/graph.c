@@ -30,6 +30,7 @@ void mps_graph_free(struct mps_graph *g)
     free(g->nodes);
     free(g->inputs);
     free(g->outputs);
+    free(g->qnotes);
     free(g);
 }
 
@@ -140,6 +141,14 @@ int mps_graph_add_const(struct mps_graph *g, const char *name, enum mps_dtype dt
     return id;
 }
 
+bool mps_graph_add_qnote(struct mps_graph *g, const struct mps_qnote *note)
+{
+    if (!mps_graph_grow((void **)&g->qnotes, &g->cap_qnotes, g->n_qnotes, sizeof *g->qnotes))
+        return false;
+    g->qnotes[g->n_qnotes++] = *note;
+    return true;
+}
+
 enum mps_status mps_graph_add_node(struct mps_graph *g, enum mps_op op, const char *name,
                                    const int *in, int n_in, const int *out, int n_out,
                                    const union mps_op_params *params, struct mps_error *err)
@@ -238,6 +247,10 @@ void mps_graph_replace_uses(struct mps_graph *g, int from, int to)
         for (int i = 0; i < g->nodes[k].n_in; i++)
             if (g->nodes[k].in[i] == from)
                 g->nodes[k].in[i] = to;
+    for (int k = 0; k < g->n_qnotes; k++) /* what they name is read too */
+        for (int i = 0; i < 9; i++)
+            if (g->qnotes[k].in[i] == from)
+                g->qnotes[k].in[i] = to;
 }
 
 bool mps_graph_is_output(const struct mps_graph *g, int v)
@@ -269,9 +282,11 @@ struct mps_fused_act *mps_node_act(const struct mps_node *n)
 {
     union mps_op_params *p = (union mps_op_params *)&n->p;
     switch (n->op) {
-    case MPS_OP_GEMM: return &p->gemm.act;
+    case MPS_OP_GEMM:
+    case MPS_OP_QLINEAR_MATMUL: return &p->gemm.act;
     case MPS_OP_CONV:
-    case MPS_OP_CONV_TRANSPOSE: return &p->conv.act;
+    case MPS_OP_CONV_TRANSPOSE:
+    case MPS_OP_QLINEAR_CONV: return &p->conv.act;
     case MPS_OP_ADD:
     case MPS_OP_SUB:
     case MPS_OP_MUL:

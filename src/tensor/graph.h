@@ -52,6 +52,24 @@ struct mps_node {
 
 struct mps_graph_arena;
 
+/* What a loader knew of the quantization it composed (onnx_quant.c), for the
+   pass that runs int8 products (passes.c): DQ, a value out = (in[0] - zero
+   point in[2]) * scale in[1] (along axis); Q, in[0] quantized into out by
+   in[1] and in[2]; QLINEAR, a QLinearConv or QLinearMatMul (op, p) whose
+   nine inputs are in (ops.def's order, -1 where omitted) and result out.
+   Scales and zero points are the file's own values; -1 where omitted. res
+   is the node's output in the file: out until a pass removes the Identity
+   between them, or folds the two into one constant (a weight's DQ). */
+enum mps_qnote_kind { MPS_QNOTE_DQ, MPS_QNOTE_Q, MPS_QNOTE_QLINEAR };
+struct mps_qnote {
+    enum mps_qnote_kind kind;
+    int in[9];
+    int out, res;
+    int64_t axis;
+    enum mps_op op;
+    union mps_op_params p;
+};
+
 struct mps_graph {
     struct mps_value *values;
     int n_values, cap_values;
@@ -62,6 +80,8 @@ struct mps_graph {
     int *outputs;           /* value indices of the outputs */
     int n_outputs, cap_outputs;
     struct mps_graph_arena *arena;
+    struct mps_qnote *qnotes; /* nothing reads them but the quantization pass */
+    int n_qnotes, cap_qnotes;
 };
 
 /* A new empty graph, or NULL when out of memory. Free with mps_graph_free. */
@@ -84,6 +104,8 @@ int mps_graph_add_value(struct mps_graph *g, const char *name, enum mps_dtype dt
    index or -1. */
 int mps_graph_add_const(struct mps_graph *g, const char *name, enum mps_dtype dtype,
                         const struct mps_shape *shape, const void *data);
+/* Keeps note (a copy); false when out of memory. */
+bool mps_graph_add_qnote(struct mps_graph *g, const struct mps_qnote *note);
 /* Index of the value named name, or -1. Linear: loaders should keep their own map. */
 int mps_graph_find(const struct mps_graph *g, const char *name);
 
@@ -113,7 +135,7 @@ enum mps_status mps_graph_infer_node(struct mps_graph *g, struct mps_node *n, st
    that dead nodes wrote lose their producer: they must be constants by then,
    or unused. */
 void mps_graph_remove_nodes(struct mps_graph *g, const bool *dead);
-/* Makes every node that reads value from read value to instead. */
+/* Makes every node (and quantization note) that reads value from read value to instead. */
 void mps_graph_replace_uses(struct mps_graph *g, int from, int to);
 /* Whether value v is one of the graph's outputs. */
 bool mps_graph_is_output(const struct mps_graph *g, int v);

@@ -58,6 +58,7 @@ void mps_op_params_default(enum mps_op op, union mps_op_params *p)
         break;
     case MPS_OP_CONV:
     case MPS_OP_CONV_TRANSPOSE:
+    case MPS_OP_QLINEAR_CONV:
         mps_op_window_default(&p->conv.win);
         p->conv.group = 1;
         break;

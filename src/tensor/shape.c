@@ -371,12 +371,17 @@ static enum mps_status mps_shape_spatial_input(const struct mps_graph *g, const 
 static enum mps_status mps_shape_conv(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
     int sp;
-    enum mps_status st = mps_shape_spatial_input(g, n, &sp, err);
-    for (int i = 1; !st && i < n->n_in; i++)
+    bool q = n->op == MPS_OP_QLINEAR_CONV; /* QLinearConv's order: w input 3, B input 8 */
+    enum mps_dtype dt = MPS_F32;
+    const struct mps_value *x = mps_shape_in(g, n, 0), *w = mps_shape_in(g, n, q ? 3 : 1),
+                           *b = mps_shape_in(g, n, q ? 8 : 2);
+    enum mps_status st = q ? mps_shape_quantized(g, n, &dt, err) : mps_shape_spatial_input(g, n, &sp, err);
+    for (int i = 1; !q && !st && i < n->n_in; i++)
         st = mps_shape_need_dtype(g, n, i, MPS_DT_FLOAT, err);
     if (st)
         return st;
-    const struct mps_value *x = mps_shape_in(g, n, 0), *w = mps_shape_in(g, n, 1), *b = mps_shape_in(g, n, 2);
+    if (q && ((sp = x->shape.ndim - 2) < 1 || sp > MPS_MAX_SPATIAL))
+        return mps_shape_fail(n, err, "input must have rank 3 to 5, got rank %d", x->shape.ndim);
     struct mps_conv_params *p = &n->p.conv;
     bool tr = n->op == MPS_OP_CONV_TRANSPOSE;
     int64_t c = x->shape.dim[1], grp = p->group;
@@ -429,7 +434,7 @@ static enum mps_status mps_shape_conv(struct mps_graph *g, struct mps_node *n, s
     for (int i = 0; i < sp; i++)
         if (out.dim[2 + i] < 1)
             return mps_shape_fail(n, err, "the output would be empty along spatial axis %d", i);
-    mps_shape_set(g, n, 0, MPS_F32, &out);
+    mps_shape_set(g, n, 0, dt, &out);
     return MPS_OK;
 }
 
@@ -620,6 +625,7 @@ static const mps_shape_rule mps_shape_math_rules[MPS_OP_COUNT] = {
     [MPS_OP_GEMM] = mps_shape_gemm,
     [MPS_OP_CONV] = mps_shape_conv,
     [MPS_OP_CONV_TRANSPOSE] = mps_shape_conv,
+    [MPS_OP_QLINEAR_CONV] = mps_shape_conv,
     [MPS_OP_MAX_POOL] = mps_shape_pool,
     [MPS_OP_AVERAGE_POOL] = mps_shape_pool,
     [MPS_OP_GLOBAL_LP_POOL] = mps_shape_global_pool,

@@ -56,6 +56,16 @@ enum mps_status mps_shape_axes_mask(const struct mps_node *n, const int64_t *v, 
      MPS_DT(MPS_U32) | MPS_DT(MPS_U16) | MPS_DT(MPS_U8))
 #define MPS_DT_ANY ((1u << MPS_DTYPE_COUNT) - 1)
 
+/* The quantized operands of QLinearConv and QLinearMatMul (ops.def's
+   order): x uint8 or int8 with a constant f32 scale and zero point of its
+   type (one each); w a constant uint8 or int8 with constant scales and zero
+   points, one or one per output channel (Conv: w's first axis; MatMul: its
+   last); y_scale and y_zero_point one each, uint8 or int8 (omitted: an f32
+   output); B f32 or int32, one per output channel. *dt gets the output's
+   dtype. (shape_seq.c) */
+enum mps_status mps_shape_quantized(const struct mps_graph *g, const struct mps_node *n, enum mps_dtype *dt,
+                                    struct mps_error *err);
+
 /* The layout rules, indexed by op (shape_layout.c); NULL for other ops. */
 extern const mps_shape_rule mps_shape_layout_rules[MPS_OP_COUNT];
 /* The recurrent nets', a run-time If's, the losses', GridSample's, Einsum's, TfIdfVectorizer's, RandomLike's

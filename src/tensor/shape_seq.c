@@ -1,7 +1,8 @@
 /* shape_seq.c: the shape rules of the recurrent nets (RNN, GRU, LSTM), of
    a run-time If's outputs, of the losses, of GridSample, Einsum,
-   TfIdfVectorizer and RandomLike: ops over sequences, branches, targets,
-   sampling grids, equations, n-grams and random numbers, beside the math
+   TfIdfVectorizer and RandomLike, and the quantized operands of the int8
+   products: ops over sequences, branches, targets, sampling grids,
+   equations, n-grams, random numbers and quantized tensors, beside the math
    ops' (shape.c) and the layout ops' (shape_layout.c). */
 #include "einsum.h"
 #include "shape_rules.h"
@@ -340,7 +341,72 @@ static enum mps_status mps_shape_strnorm(struct mps_graph *g, struct mps_node *n
     return MPS_OK;
 }
 
+/* Input i of n: a constant (unless run_time) of a dtype in mask with one
+   element or, where per > 0, per elements in one axis (per < 0: any). */
+static enum mps_status mps_shape_qinput(const struct mps_graph *g, const struct mps_node *n, int i, const char *what,
+                                        unsigned mask, bool run_time, int64_t per, struct mps_error *err)
+{
+    const struct mps_value *v = mps_shape_in(g, n, i);
+    int64_t count = v ? mps_shape_numel(&v->shape) : 0;
+    if (!v || !(MPS_DT(v->dtype) & mask))
+        return mps_shape_fail(n, err, "its %s (input %d) is %s", what, i, v ? mps_dtype_name(v->dtype) : "missing");
+    if (!run_time && !v->data)
+        return mps_shape_fail(n, err, "its %s (input %d) must be a constant", what, i);
+    if (!run_time && per >= 0 && count != 1 && (per == 0 || count != per || v->shape.ndim != 1))
+        return mps_shape_fail(n, err, "its %s (input %d) must hold one value%s", what, i,
+                              per > 0 ? " or one per output channel" : "");
+    return MPS_OK;
+}
+
+enum mps_status mps_shape_quantized(const struct mps_graph *g, const struct mps_node *n, enum mps_dtype *dt,
+                                    struct mps_error *err)
+{
+    const unsigned bytes = MPS_DT(MPS_U8) | MPS_DT(MPS_I8);
+    const struct mps_value *x = mps_shape_in(g, n, 0), *w = mps_shape_in(g, n, 3), *xz = mps_shape_in(g, n, 2),
+                           *wz = mps_shape_in(g, n, 5), *ys = mps_shape_in(g, n, 6), *yz = mps_shape_in(g, n, 7);
+    enum mps_status st = mps_shape_qinput(g, n, 0, "input", bytes, true, 0, err);
+    if (st || (st = mps_shape_qinput(g, n, 3, "weight", bytes, false, -1, err)))
+        return st;
+    if (w->shape.ndim < 2)
+        return mps_shape_fail(n, err, "its weight must have rank 2 or more");
+    int64_t ch = n->op == MPS_OP_QLINEAR_CONV ? w->shape.dim[0] : w->shape.dim[w->shape.ndim - 1];
+    if (n->op == MPS_OP_QLINEAR_CONV && w->shape.ndim < 3)
+        return mps_shape_fail(n, err, "its weight must have rank 3 or more");
+    if ((st = mps_shape_qinput(g, n, 1, "input's scale", MPS_DT_FLOAT, false, 0, err)) ||
+        (xz && (st = mps_shape_qinput(g, n, 2, "input's zero point", MPS_DT(x->dtype), false, 0, err))) ||
+        (st = mps_shape_qinput(g, n, 4, "weight's scale", MPS_DT_FLOAT, false, ch, err)) ||
+        (wz && (st = mps_shape_qinput(g, n, 5, "weight's zero point", MPS_DT(w->dtype), false, ch, err))) ||
+        (ys && (st = mps_shape_qinput(g, n, 6, "output's scale", MPS_DT_FLOAT, false, 0, err))) ||
+        (yz && (st = mps_shape_qinput(g, n, 7, "output's zero point", bytes, false, 0, err))) ||
+        (mps_shape_in(g, n, 8) &&
+         (st = mps_shape_qinput(g, n, 8, "bias", MPS_DT_FLOAT | MPS_DT(MPS_I32), false, ch, err))))
+        return st;
+    if (yz && !ys)
+        return mps_shape_fail(n, err, "it has an output zero point but no output scale");
+    if (mps_shape_in(g, n, 8) && mps_shape_numel(&mps_shape_in(g, n, 8)->shape) != ch)
+        return mps_shape_fail(n, err, "its bias must hold one value per output channel (%lld)", (long long)ch);
+    *dt = !ys ? MPS_F32 : yz ? yz->dtype : MPS_U8;
+    return MPS_OK;
+}
+
+/* QLinearMatMul: a [..., K] times the constant b [K, N]. */
+static enum mps_status mps_shape_qmatmul(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    enum mps_dtype dt;
+    enum mps_status st = mps_shape_quantized(g, n, &dt, err);
+    if (st)
+        return st;
+    const struct mps_value *a = mps_shape_in(g, n, 0), *b = mps_shape_in(g, n, 3);
+    if (b->shape.ndim != 2 || a->shape.ndim < 1 || a->shape.dim[a->shape.ndim - 1] != b->shape.dim[0])
+        return mps_shape_fail(n, err, "its weight must be [K, N] with K the input's last dim");
+    struct mps_shape y = a->shape;
+    y.dim[y.ndim - 1] = b->shape.dim[1];
+    mps_shape_set(g, n, 0, dt, &y);
+    return MPS_OK;
+}
+
 const mps_shape_rule mps_shape_seq_rules[MPS_OP_COUNT] = {
+    [MPS_OP_QLINEAR_MATMUL] = mps_shape_qmatmul,
     [MPS_OP_RNN] = mps_shape_rnn,
     [MPS_OP_GRU] = mps_shape_rnn,
     [MPS_OP_LSTM] = mps_shape_rnn,

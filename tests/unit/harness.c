@@ -161,6 +161,7 @@ void th_ref_graph(const struct mps_graph *g, const struct mps_tensor *in, struct
         const struct mps_value *val = &g->values[v];
         vals[v].shape = val->shape;
         vals[v].integer = th_is_int(val->dtype);
+        vals[v].dt = val->dtype;
         if (val->data) {
             int64_t n = mps_shape_numel(&val->shape);
             vals[v].d = malloc(sizeof(double) * (size_t)(n ? n : 1));

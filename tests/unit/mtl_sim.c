@@ -32,7 +32,7 @@ static bool th_sim_integer(enum mps_dtype t)
 
 static struct ref_tensor th_sim_new(const struct mps_shape *s, enum mps_dtype t)
 {
-    return (struct ref_tensor){*s, calloc((size_t)ref_numel(s) + 1, sizeof(double)), th_sim_integer(t), NULL};
+    return (struct ref_tensor){*s, calloc((size_t)ref_numel(s) + 1, sizeof(double)), th_sim_integer(t), NULL, t};
 }
 
 static void th_sim_unravel(const struct mps_shape *s, int64_t o, int64_t *idx)
@@ -291,7 +291,7 @@ static bool th_sim_step(const struct mps_mtl_step *s, struct ref_tensor *t, cons
         [MPS_MTL_ADD] = MPS_OP_ADD, [MPS_MTL_SUB] = MPS_OP_SUB, [MPS_MTL_MUL] = MPS_OP_MUL, [MPS_MTL_DIV] = MPS_OP_DIV,
         [MPS_MTL_POW] = MPS_OP_POW, [MPS_MTL_MAX] = MPS_OP_MAX, [MPS_MTL_MIN] = MPS_OP_MIN,
     };
-    struct ref_tensor a[MPS_MTL_SIM_MAX_IN] = {{{0, {0}}, NULL, false, NULL}};
+    struct ref_tensor a[MPS_MTL_SIM_MAX_IN] = {{{0, {0}}, NULL, false, NULL, MPS_F32}};
     if (s->n_in > MPS_MTL_SIM_MAX_IN)
         return TH_SIM_FAIL("%d operands: the simulation takes %d", s->n_in, MPS_MTL_SIM_MAX_IN);
     for (int k = 0; k < s->n_in; k++)
@@ -395,7 +395,7 @@ static bool th_sim_step(const struct mps_mtl_step *s, struct ref_tensor *t, cons
         p.cumsum.exclusive = s->p.cumsum.exclusive;
         p.cumsum.reverse = s->p.cumsum.reverse;
         double axis = s->p.cumsum.axis;
-        struct ref_tensor ops[2] = {a[0], {{1, {1}}, &axis, true, NULL}};
+        struct ref_tensor ops[2] = {a[0], {{1, {1}}, &axis, true, NULL, MPS_I64}};
         ref_op(MPS_OP_CUM_SUM, &p, ops, 2, y, 1);
         return th_sim_shape_is(&a[0].shape, &s->shape, "cumulativeSum", why, size);
     }

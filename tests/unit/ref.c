@@ -62,7 +62,7 @@ static void ref_matmul(const struct ref_tensor *in, struct ref_tensor *out)
     }
     full.dim[rb] = m;
     full.dim[rb + 1] = n;
-    struct ref_tensor a = {sa, in[0].d, false, NULL}, b = {sb, in[1].d, false, NULL};
+    struct ref_tensor a = {sa, in[0].d, false, NULL, MPS_F32}, b = {sb, in[1].d, false, NULL, MPS_F32};
     int64_t idx[MPS_MAX_DIMS];
     for (int64_t o = 0; o < ref_numel(&full); o++) {
         ref_unravel(&full, o, idx);
@@ -869,6 +869,8 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     case MPS_OP_COMPRESS:
     case MPS_OP_NON_ZERO: ref_select(op, &p->compress, in, out); break;
     case MPS_OP_NON_MAX_SUPPRESSION: ref_nms(&p->nms, in, n_in, out); break;
+    case MPS_OP_QLINEAR_CONV:
+    case MPS_OP_QLINEAR_MATMUL: ref_qlinear(op, p, in, n_in, out); break;
     case MPS_OP_UNIQUE: ref_unique(&p->unique, in, out, n_out); break;
     case MPS_OP_STRING_NORMALIZER: ref_strnorm(&p->strnorm, in, n_in, out); break;
     case MPS_OP_MAX_UNPOOL: ref_unpool(&p->pool, in, out); break;
@@ -918,7 +920,7 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
         struct mps_shape ks = in[0].shape;
         int a = ref_axis(ap.axis, ks.ndim);
         ks.dim[a] = 1;
-        struct ref_tensor best = {ks, calloc((size_t)ref_numel(&ks) + 1, sizeof(double)), true, NULL};
+        struct ref_tensor best = {ks, calloc((size_t)ref_numel(&ks) + 1, sizeof(double)), true, NULL, MPS_F32};
         ref_arg(MPS_OP_ARG_MAX, &ap, in, &best);
         for (int64_t o = 0; o < ny; o++) {
             ref_unravel(&in[0].shape, o, idx);

@@ -18,6 +18,7 @@ struct ref_tensor {
     double *d;    /* numel(shape) values; NULL for an omitted optional input */
     bool integer; /* holds an integer dtype (Div truncates) */
     const char **s; /* strings (MPS_STRING): numel(shape) of them, d unused; an output's the reference allocates */
+    enum mps_dtype dt; /* the value's dtype (a quantized output's range) */
 };
 
 /* Computes out[0..n_out) of op from in[0..n_in). */

@@ -26,7 +26,7 @@ struct th_case {
     bool has_p; /* else the op's defaults */
     union mps_op_params p;
     int n_in;
-    struct th_input in[8];
+    struct th_input in[9];
     int n_out;
     struct mps_shape out[4]; /* expected shapes (of a bounded output, the bound) */
     double tol;              /* NMSE bound for float outputs; 0: 1e-9 */
@@ -58,6 +58,9 @@ struct th_case {
 #define CWORDS(...) {.dt = MPS_STRING, .shape = {1, {N_OF(const char *, __VA_ARGS__)}}, .is_const = true, \
                      .words = (const char *const[]){__VA_ARGS__}}
 #define OMIT {.omitted = true}
+/* a constant scalar of type t and value v; a random constant of type t in [l, h] */
+#define CT(t, v) {.dt = t, .shape = SCALAR, .is_const = true, .vals = (const double[]){v}, .n_vals = 1}
+#define CR(t, l, h, ...) {.dt = t, .shape = S(__VA_ARGS__), .is_const = true, .lo = l, .hi = h}
 #define IN(...) .n_in = N_OF(struct th_input, __VA_ARGS__), .in = {__VA_ARGS__}
 #define OUT(...) .n_out = N_OF(struct mps_shape, __VA_ARGS__), .out = {__VA_ARGS__}
 #define P(member, ...) .has_p = true, .p.member = {__VA_ARGS__}
@@ -964,6 +967,40 @@ static const struct th_case th_cases[] = {
     {"SpaceToDepth block 2", MPS_OP_SPACE_TO_DEPTH, P(depth, .block = 2), IN(F(2, 3, 4, 6)), OUT(S(2, 12, 2, 3))},
     {"SpaceToDepth of int64, block 3", MPS_OP_SPACE_TO_DEPTH, P(depth, .block = 3),
      IN(IR(MPS_I64, -50, 50, 1, 2, 3, 6)), OUT(S(1, 18, 1, 2))},
+    /* the int8 products (the quantization pass makes them from QDQ and QLinear compositions): x, x_scale,
+       x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B; exact integers but for a rounding tie */
+    {"QLinearConv 3x3 pad 1, 5 channels, per-channel scales, int32 bias", MPS_OP_QLINEAR_CONV,
+     P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 1, 1, 1, 1), .group = 1),
+     IN(IR(MPS_U8, 0, 255, 2, 5, 9, 9), CF_SCALAR(0.02), CT(MPS_U8, 131), CR(MPS_I8, -127, 127, 7, 5, 3, 3),
+        CR(MPS_F32, 0.004, 0.02, 7), CR(MPS_I8, 0, 0, 7), CF_SCALAR(0.5), CT(MPS_U8, 100),
+        CR(MPS_I32, -900, 900, 7)),
+     OUT(S(2, 7, 9, 9))},
+    {"QLinearConv 3x3 64 channels to 40 (two panels), stride 2, f32 out and bias, Clip", MPS_OP_QLINEAR_CONV,
+     P(conv, .win = WIN2(0, 0, 2, 2, 1, 1, 1, 0, 1, 1), .group = 1,
+       .act = {.on = true, .op = MPS_OP_CLIP, .p = {-1.5f, 2.0f}}),
+     IN(IR(MPS_U8, 0, 255, 1, 64, 11, 10), CF_SCALAR(0.01), CT(MPS_U8, 128), CR(MPS_I8, -127, 127, 40, 64, 3, 3),
+        CR(MPS_F32, 0.0005, 0.002, 40), CT(MPS_I8, 0), OMIT, OMIT, CR(MPS_F32, -1, 1, 40)),
+     OUT(S(1, 40, 6, 5))},
+    {"QLinearConv 1x1 (rows in place), int8 x and out, uint8 weights' zero points per channel, Relu",
+     MPS_OP_QLINEAR_CONV, P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 0, 0, 0, 0), .group = 1,
+                            .act = {.on = true, .op = MPS_OP_RELU}),
+     IN(IR(MPS_I8, -128, 127, 2, 8, 6, 7), CF_SCALAR(0.03), CT(MPS_I8, -3), CR(MPS_U8, 0, 255, 16, 8, 1, 1),
+        CF_SCALAR(0.004), CR(MPS_U8, 100, 150, 16), CF_SCALAR(0.05), CT(MPS_I8, -10)),
+     OUT(S(2, 16, 6, 7))},
+    {"QLinearConv dilation 2, pads asymmetric", MPS_OP_QLINEAR_CONV,
+     P(conv, .win = WIN2(0, 0, 1, 1, 2, 2, 2, 1, 0, 2), .group = 1),
+     IN(IR(MPS_U8, 0, 255, 1, 3, 9, 8), CF_SCALAR(0.02), CT(MPS_U8, 120), CR(MPS_I8, -127, 127, 5, 3, 3, 3),
+        CF_SCALAR(0.01), CT(MPS_I8, 0), CF_SCALAR(0.2), CT(MPS_U8, 128)),
+     OUT(S(1, 5, 7, 7))},
+    {"QLinearMatMul batch dims, K 37 (padded), per-column scales, f32 bias, Relu", MPS_OP_QLINEAR_MATMUL,
+     P(gemm, .alpha = 1, .beta = 1, .act = {.on = true, .op = MPS_OP_RELU}),
+     IN(IR(MPS_U8, 0, 255, 2, 5, 37), CF_SCALAR(0.02), CT(MPS_U8, 125), CR(MPS_I8, -127, 127, 37, 45),
+        CR(MPS_F32, 0.004, 0.02, 45), CR(MPS_I8, 0, 0, 45), CF_SCALAR(0.3), CT(MPS_U8, 0), CR(MPS_F32, -2, 2, 45)),
+     OUT(S(2, 5, 45))},
+    {"QLinearMatMul int8 a, uint8 b, f32 out", MPS_OP_QLINEAR_MATMUL,
+     IN(IR(MPS_I8, -128, 127, 3, 64), CF_SCALAR(0.02), CT(MPS_I8, 5), CR(MPS_U8, 0, 255, 64, 10), CF_SCALAR(0.01),
+        CT(MPS_U8, 128)),
+     OUT(S(3, 10))},
     {"Resize to an empty axis", MPS_OP_RESIZE, P(resize, .mode = MPS_RESIZE_LINEAR),
      IN(F(1, 1, 3, 3), OMIT, OMIT, CI(1, 1, 0, 3)), OUT(S(1, 1, 0, 3))},
 };
@@ -978,16 +1015,16 @@ static bool th_is_int(enum mps_dtype t)
 /* Data for one case: graph, runtime inputs and their reference copies. */
 struct th_data {
     struct mps_graph *g;
-    struct mps_tensor rt[8]; /* runtime inputs, in graph input order */
+    struct mps_tensor rt[9]; /* runtime inputs, in graph input order */
     int n_rt;
-    struct ref_tensor ref_in[8];
+    struct ref_tensor ref_in[9];
 };
 
 static enum mps_status th_build(const struct th_case *c, const union mps_op_params *p, struct th_data *d,
                                 struct mps_error *err)
 {
     struct mps_graph *g = d->g = mps_graph_new();
-    int in[8], out[4];
+    int in[9], out[4];
     for (int i = 0; i < c->n_in; i++) {
         const struct th_input *x = &c->in[i];
         char name[16];
@@ -1010,7 +1047,7 @@ static enum mps_status th_build(const struct th_case *c, const union mps_op_para
             th_from_double(x->dt, v, n, raw);
             th_to_double(x->dt, raw, n, v); /* the reference sees exactly what the backend sees */
         }
-        d->ref_in[i] = (struct ref_tensor){x->shape, v, th_is_int(x->dt), (const char **)x->words};
+        d->ref_in[i] = (struct ref_tensor){x->shape, v, th_is_int(x->dt), (const char **)x->words, x->dt};
         if (x->is_const) {
             in[i] = mps_graph_add_const(g, name, x->dt, &x->shape, raw);
             free(raw);
@@ -1066,7 +1103,8 @@ static void th_run_case(const struct th_case *c, const struct mps_backend *const
     for (int i = 0; i < c->n_out; i++) {
         bool words = d.g->values[d.g->outputs[i]].dtype == MPS_STRING;
         want[i] = (struct ref_tensor){c->out[i], calloc((size_t)ref_numel(&c->out[i]) + 1, sizeof(double)), false,
-                                      words ? calloc((size_t)ref_numel(&c->out[i]) + 1, sizeof(char *)) : NULL};
+                                      words ? calloc((size_t)ref_numel(&c->out[i]) + 1, sizeof(char *)) : NULL,
+                                      d.g->values[d.g->outputs[i]].dtype};
     }
     ref_op(c->op, &p, d.ref_in, c->n_in, want, c->n_out);
     double tol = c->tol > 0 ? c->tol : 1e-9;

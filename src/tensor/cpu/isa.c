@@ -41,6 +41,12 @@ bool mps_x86_has_avx512(void)
     return (mps_x86_xcr0() & 0xe6) == 0xe6 && (mps_x86_leaf7_ebx() & bit_AVX512F) && mps_x86_has_avx2();
 }
 
+bool mps_x86_has_vnni(void)
+{
+    unsigned eax, ebx, ecx, edx;
+    return mps_x86_has_avx512() && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 11));
+}
+
 static const struct mps_ukernels *const mps_isa_all[] = {&mps_ukernels_avx512, &mps_ukernels_avx2, &mps_ukernels_c};
 #elif defined(__aarch64__)
 static const struct mps_ukernels *const mps_isa_all[] = {&mps_ukernels_neon, &mps_ukernels_c};

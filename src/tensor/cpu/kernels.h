@@ -51,6 +51,14 @@ struct mps_cpu_args {
     struct mps_strings *strings;
 };
 
+/* qlinear.c: QLinearConv (2-D, group 1) and QLinearMatMul on the family's
+   int8 tile, their weights packed at compile (a compiled plan only) */
+enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *err);
+size_t mps_cpu_qlinear_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                               int threads);
+size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                            void *dst);
+
 /* strings.c: a plan's string store, and the kernels that make strings */
 struct mps_strings;
 struct mps_strings *mps_strings_new(void);

@@ -783,4 +783,5 @@ const struct mps_ukernels mps_ukernels_avx512 = {
     .wino_pool = mps_avx512_wino_pool,
     .sigmoid = mps_act_sigmoid,
     .tanh = mps_act_tanh,
+    .q = {&mps_uqgemm_avx512, &mps_uqgemm_avx2}, /* VNNI where the CPU has it (Zen 4 on, Ice Lake on) */
 };

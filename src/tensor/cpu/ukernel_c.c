@@ -137,6 +137,23 @@ static bool mps_c_supported(void)
     return true;
 }
 
+enum { MPS_C_QMR = 4, MPS_C_QNR = 16 };
+static void mps_c_qgemm(int64_t k4, const uint8_t *a, int64_t lda, const int8_t *b, int32_t *c, int rows)
+{
+    int32_t acc[MPS_C_QMR][MPS_C_QNR] = {{0}};
+    for (int64_t g = 0; g < k4; g++, b += 4 * MPS_C_QNR)
+        for (int r = 0; r < rows; r++) {
+            const uint8_t *x = a + r * lda + 4 * g;
+            for (int j = 0; j < MPS_C_QNR; j++)
+                acc[r][j] += x[0] * b[4 * j] + x[1] * b[4 * j + 1] + x[2] * b[4 * j + 2] + x[3] * b[4 * j + 3];
+        }
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < MPS_C_QNR; j++)
+            c[r * MPS_C_QNR + j] = acc[r][j];
+}
+
+const struct mps_uqgemm mps_uqgemm_c = {"c", MPS_C_QMR, MPS_C_QNR, mps_c_supported, mps_c_qgemm};
+
 const struct mps_ukernels mps_ukernels_c = {
     .name = "c",
     .describe = "portable C, 4 x 8 float tiles",
@@ -156,4 +173,5 @@ const struct mps_ukernels mps_ukernels_c = {
     .wino_pool = mps_wino_pool,
     .sigmoid = mps_act_sigmoid,
     .tanh = mps_act_tanh,
+    .q = {&mps_uqgemm_c},
 };

@@ -10,5 +10,9 @@
 
 bool mps_x86_has_avx2(void);   /* AVX2 and FMA, YMM state saved by the OS */
 bool mps_x86_has_avx512(void); /* AVX-512F, ZMM and mask state saved by the OS */
+bool mps_x86_has_vnni(void);   /* that, and AVX512_VNNI (vpdpbusd) */
+
+/* The int8 tiles (ukernel_avx2.c, ukernel_avx512_q.c). */
+extern const struct mps_uqgemm mps_uqgemm_avx2, mps_uqgemm_avx512;
 
 #endif

@@ -248,6 +248,26 @@ typedef void (*mps_uwino_pool_fn)(const float *m, int64_t mk, int64_t count, flo
 /* v[i] = sigmoid or tanh of v[i] clipped to [-clip, clip], i < n (ukernel_act.h). */
 typedef void (*mps_uact_fn)(float *v, int64_t n, float clip);
 
+/* The int8 product's tile (qlinear.c):
+
+       c[r nr + j] = sum over kk < 4 k4 of a[r lda + kk] * B[kk][j]
+
+   for r < rows <= mr and every j < nr: a's rows are unsigned bytes read in
+   place (4 k4 of them each, lda bytes apart), B a panel of signed bytes in
+   groups of four k, b[(g nr + j) 4 + i] = B[4 g + i][j] (zeros past the
+   columns), c int32 with nr per row. Exact in every family: the sums are
+   integers and no step saturates (a product of a byte and a signed byte
+   and a sum of 2^15 of them fit in int32). */
+typedef void (*mps_uqgemm_fn)(int64_t k4, const uint8_t *a, int64_t lda, const int8_t *b, int32_t *c, int rows);
+struct mps_uqgemm {
+    const char *name; /* "avx512-vnni" */
+    int mr, nr;
+    bool (*supported)(void);
+    mps_uqgemm_fn fn;
+};
+/* The portable one, which every family can fall back on (ukernel_c.c). */
+extern const struct mps_uqgemm mps_uqgemm_c;
+
 struct mps_ukernels {
     const char *name;     /* "avx512", "avx2", "neon", "c" */
     const char *describe; /* "AVX-512F, 8 x 32 float tiles" */
@@ -272,6 +292,7 @@ struct mps_ukernels {
     mps_uwino_out_fn wino_out;
     mps_uwino_pool_fn wino_pool;
     mps_uact_fn sigmoid, tanh;
+    const struct mps_uqgemm *q[2]; /* int8 tiles: the first this CPU runs (avx512's needs VNNI) */
 };
 
 /* The families this build holds (isa.c lists them; every entry but the optional ones is set). */

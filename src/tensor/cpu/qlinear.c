@@ -1,0 +1,405 @@
+/* qlinear.c: the int8 products QLinearConv and QLinearMatMul (ops.def), on
+   the kernel family's int8 tile (ukernels.h).
+
+   Both are one product C[n][m] = sum over k of x[n][k] w[m][k] of unsigned
+   bytes x (the input, rows n) and signed bytes w (the weights, columns m,
+   packed at compile), in int32, exact. An int8 input is turned unsigned by
+   adding 128 (its zero point too), uint8 weights signed by taking 128 away;
+   the zero points then come in as
+
+       sum (x - zx)(w - zw) = C - zw[m] R[n] - zx S[m] + K zx zw[m]
+
+   with S[m] the weight column's sum (at compile) and R[n] the input row's
+   (per run, only where some zw is not 0). The store takes acc (that, plus
+   an int32 bias) to acc * x_scale * w_scale[m] + B[m] (an f32 bias), the
+   fused Relu or Clip, then, for a quantized output, divides by y_scale,
+   rounds half to even, adds y's zero point and saturates: per column one
+   multiplier and one addend, as onnxruntime's requantization. A result
+   differs from ONNX's (x_scale * w_scale * acc) / y_scale only by float
+   rounding: by one step at a rounding tie.
+
+   QLinearConv (2-D, group 1): each image is copied once into a padded
+   channels-last buffer of unsigned bytes (the border holds x's zero point,
+   so that it adds nothing; channels padded to four with zeros), from which
+   the product's rows, one per output position, are read in place for a
+   1x1 stride-1 layer or gathered tap by tap (Cp bytes each) otherwise; k
+   runs over (tap row, tap column, channel). The store writes C's columns,
+   the output channels, as the NCHW planes they are. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "pgemm.h"
+
+/* The compile-time data: this header, then per column mult, add (float),
+   corr, zw (int32), then the packed weights. */
+struct mps_qpack {
+    const struct mps_uqgemm *q;
+    int64_t k;      /* the reduced length, padding channels included (a multiple of 4) */
+    int64_t k_real; /* without them */
+    int64_t cols, panels;
+    int64_t cin, cp, kh, kw; /* Conv: channels, channels padded to 4, taps */
+    bool conv, flip;         /* flip: x is int8 (add 128) */
+    bool rowsums;            /* some zw is not 0 */
+    bool quant;              /* the output is quantized (else f32) */
+    bool out_signed;
+    uint8_t zx;          /* x's zero point, unsigned */
+    float lo, hi, slope; /* the activation (quantized: in output steps, less y's zero point) */
+    int32_t yz;
+    size_t off_mult, off_add, off_corr, off_zw, off_b;
+};
+
+static const struct mps_uqgemm *mps_qtile(const struct mps_ukernels *uk)
+{
+    for (int i = 0; i < 2; i++)
+        if (uk && uk->q[i] && uk->q[i]->supported())
+            return uk->q[i];
+    return &mps_uqgemm_c;
+}
+
+static size_t mps_qup(size_t v)
+{
+    return (v + 63) / 64 * 64;
+}
+
+/* Value i of constant v (one element: every i) as a double. */
+static double mps_qat(const struct mps_value *v, int64_t i)
+{
+    if (!v)
+        return 0.0;
+    int64_t n = mps_shape_numel(&v->shape);
+    i = n == 1 ? 0 : i;
+    switch (v->dtype) {
+    case MPS_U8: return ((const uint8_t *)v->data)[i];
+    case MPS_I8: return ((const int8_t *)v->data)[i];
+    case MPS_I32: return ((const int32_t *)v->data)[i];
+    case MPS_F32: return ((const float *)v->data)[i];
+    default: return 0.0;
+    }
+}
+
+static const struct mps_value *mps_qin(const struct mps_graph *g, const struct mps_node *n, int i)
+{
+    return i < n->n_in && n->in[i] >= 0 ? &g->values[n->in[i]] : NULL;
+}
+
+/* The header for node n (no arrays filled). */
+static struct mps_qpack mps_qpack_head(const struct mps_graph *g, const struct mps_node *n,
+                                       const struct mps_ukernels *uk)
+{
+    const struct mps_value *x = mps_qin(g, n, 0), *w = mps_qin(g, n, 3), *ys = mps_qin(g, n, 6),
+                           *y = &g->values[n->out[0]];
+    struct mps_qpack h = {.q = mps_qtile(uk), .conv = n->op == MPS_OP_QLINEAR_CONV, .flip = x->dtype == MPS_I8};
+    if (h.conv) {
+        h.cin = w->shape.dim[1], h.cp = (h.cin + 3) / 4 * 4, h.kh = w->shape.dim[2], h.kw = w->shape.dim[3];
+        h.cols = w->shape.dim[0], h.k = h.kh * h.kw * h.cp, h.k_real = h.kh * h.kw * h.cin;
+    } else {
+        h.cols = w->shape.dim[1], h.k = (w->shape.dim[0] + 3) / 4 * 4, h.k_real = w->shape.dim[0];
+    }
+    h.panels = (h.cols + h.q->nr - 1) / h.q->nr;
+    h.zx = (uint8_t)((int)mps_qat(mps_qin(g, n, 2), 0) + (h.flip ? 128 : 0));
+    h.quant = ys != NULL;
+    h.out_signed = y->dtype == MPS_I8;
+    h.yz = (int32_t)mps_qat(mps_qin(g, n, 7), 0);
+    struct mps_tile_epi e = mps_tile_epi_none();
+    mps_pgemm_act_epi(h.conv ? &n->p.conv.act : &n->p.gemm.act, &e);
+    float inv = h.quant ? 1.0f / (float)mps_qat(ys, 0) : 1.0f;
+    h.lo = e.lo * inv, h.hi = e.hi * inv, h.slope = e.slope;
+    if (h.quant) { /* the output's range, in steps less its zero point */
+        float qlo = (h.out_signed ? -128.0f : 0.0f) - (float)h.yz, qhi = (h.out_signed ? 127.0f : 255.0f) - (float)h.yz;
+        h.lo = h.lo > qlo ? h.lo : qlo;
+        h.hi = h.hi < qhi ? h.hi : qhi;
+    }
+    size_t cols = (size_t)h.cols;
+    h.off_mult = mps_qup(sizeof h);
+    h.off_add = h.off_mult + mps_qup(cols * 4);
+    h.off_corr = h.off_add + mps_qup(cols * 4);
+    h.off_zw = h.off_corr + mps_qup(cols * 4);
+    h.off_b = h.off_zw + mps_qup(cols * 4);
+    return h;
+}
+
+/* Weight w'[k][m] (signed) of the packed order: Conv's k is (tap row, tap
+   column, padded channel). */
+static int mps_qweight(const struct mps_qpack *h, const struct mps_value *w, int64_t k, int64_t m)
+{
+    int64_t src;
+    if (h->conv) {
+        int64_t c = k % h->cp, tap = k / h->cp;
+        if (c >= h->cin)
+            return 0;
+        src = ((m * h->cin + c) * h->kh + tap / h->kw) * h->kw + tap % h->kw;
+    } else {
+        if (k >= h->k_real)
+            return 0;
+        src = k * h->cols + m;
+    }
+    return w->dtype == MPS_U8 ? (int)((const uint8_t *)w->data)[src] - 128 : (int)((const int8_t *)w->data)[src];
+}
+
+size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                            void *dst)
+{
+    struct mps_qpack h = mps_qpack_head(g, n, uk);
+    size_t bytes = h.off_b + (size_t)(h.panels * h.k * h.q->nr);
+    if (!dst)
+        return bytes;
+    const struct mps_value *w = mps_qin(g, n, 3), *xs = mps_qin(g, n, 1), *ws = mps_qin(g, n, 4),
+                           *wz = mps_qin(g, n, 5), *ys = mps_qin(g, n, 6), *bias = mps_qin(g, n, 8);
+    unsigned char *base = dst;
+    float *mult = (float *)(base + h.off_mult), *add = (float *)(base + h.off_add);
+    int32_t *corr = (int32_t *)(base + h.off_corr), *zw = (int32_t *)(base + h.off_zw);
+    int8_t *b = (int8_t *)(base + h.off_b);
+    double inv = h.quant ? 1.0 / mps_qat(ys, 0) : 1.0;
+    for (int64_t m = 0; m < h.cols; m++) {
+        int64_t sum = 0;
+        for (int64_t k = 0; k < h.k; k++)
+            sum += mps_qweight(&h, w, k, m);
+        int32_t z = (int32_t)mps_qat(wz, m) - (w->dtype == MPS_U8 ? 128 : 0);
+        zw[m] = z;
+        h.rowsums |= z != 0;
+        bool ibias = bias && bias->dtype == MPS_I32;
+        /* wraps as int32 arithmetic does: the true sum fits (K * 255 * 255 < 2^31) */
+        corr[m] = (int32_t)(uint32_t)((uint64_t)(-(int64_t)h.zx * sum + h.k_real * h.zx * z) +
+                                      (uint64_t)(ibias ? (int64_t)mps_qat(bias, m) : 0));
+        mult[m] = (float)(mps_qat(xs, 0) * mps_qat(ws, m) * inv);
+        add[m] = bias && !ibias ? (float)(mps_qat(bias, m) * inv) : 0.0f;
+    }
+    int nr = h.q->nr;
+    for (int64_t p = 0; p < h.panels; p++)
+        for (int64_t grp = 0; grp < h.k / 4; grp++)
+            for (int j = 0; j < nr; j++)
+                for (int i = 0; i < 4; i++) {
+                    int64_t m = p * nr + j;
+                    *b++ = (int8_t)(m < h.cols ? mps_qweight(&h, w, 4 * grp + i, m) : 0);
+                }
+    memcpy(base, &h, sizeof h);
+    return bytes;
+}
+
+/* The product's rows for one image: rows x k unsigned bytes, lda apart. */
+struct mps_qrun {
+    const struct mps_qpack *h;
+    int64_t rows, out_h, out_w;
+    const uint8_t *a;
+    int64_t lda;
+    const int32_t *rowsum;
+    void *y; /* the output: element (row r, column m) at y + (r rs + m cs) elements */
+    int64_t rs, cs;
+};
+
+static void mps_qtile_store(const struct mps_qrun *run, int64_t r0, int rows, int64_t m0, int cols, const int32_t *t,
+                            int ldt)
+{
+    const struct mps_qpack *h = run->h;
+    const unsigned char *base = (const unsigned char *)h;
+    const float *mult = (const float *)(base + h->off_mult) + m0, *add = (const float *)(base + h->off_add) + m0;
+    const int32_t *corr = (const int32_t *)(base + h->off_corr) + m0, *zw = (const int32_t *)(base + h->off_zw) + m0;
+    for (int j = 0; j < cols; j++)
+        for (int r = 0; r < rows; r++) {
+            uint32_t acc = (uint32_t)t[r * ldt + j] + (uint32_t)corr[j];
+            if (h->rowsums)
+                acc -= (uint32_t)zw[j] * (uint32_t)run->rowsum[r0 + r];
+            float v = (float)(int32_t)acc * mult[j] + add[j];
+            v = v > h->lo ? v : h->lo; /* NaN cannot come: acc is an integer */
+            v = v < h->hi ? v : h->hi;
+            int64_t at = (r0 + r) * run->rs + (m0 + j) * run->cs;
+            if (!h->quant) {
+                ((float *)run->y)[at] = v < 0.0f ? v * h->slope : v;
+                continue;
+            }
+            int32_t q = (int32_t)((v + 12582912.0f) - 12582912.0f) + h->yz; /* half to even: |v| < 2^22 */
+            if (h->out_signed)
+                ((int8_t *)run->y)[at] = (int8_t)q;
+            else
+                ((uint8_t *)run->y)[at] = (uint8_t)q;
+        }
+}
+
+/* Tiles [begin, end) of the rows x panels grid. */
+static void mps_qtiles(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_qrun *run = ctx;
+    const struct mps_qpack *h = run->h;
+    const int8_t *b = (const int8_t *)((const unsigned char *)h + h->off_b);
+    int mr = h->q->mr, nr = h->q->nr;
+    int32_t t[8 * 32];
+    for (int64_t i = begin; i < end; i++) {
+        int64_t rb = i / h->panels, p = i % h->panels, r0 = rb * mr;
+        int rows = run->rows - r0 < mr ? (int)(run->rows - r0) : mr;
+        h->q->fn(h->k / 4, run->a + r0 * run->lda, run->lda, b + p * h->k * nr, t, rows);
+        int cols = h->cols - p * nr < nr ? (int)(h->cols - p * nr) : nr;
+        mps_qtile_store(run, r0, rows, p * nr, cols, t, nr);
+    }
+}
+
+/* The row sums of the product's rows [begin, end). */
+static void mps_qrowsums(void *ctx, int64_t begin, int64_t end)
+{
+    struct mps_qrun *run = ctx;
+    for (int64_t r = begin; r < end; r++) {
+        const uint8_t *x = run->a + r * run->lda;
+        int32_t s = 0;
+        for (int64_t k = 0; k < run->h->k; k++)
+            s += x[k];
+        ((int32_t *)run->rowsum)[r] = s;
+    }
+}
+
+static void mps_qproduct(struct mps_pool *pool, struct mps_qrun *run)
+{
+    const struct mps_qpack *h = run->h;
+    if (h->rowsums)
+        mps_pool_for(pool, run->rows, h->k, mps_qrowsums, run);
+    int64_t tiles = (run->rows + h->q->mr - 1) / h->q->mr * h->panels;
+    mps_pool_for(pool, tiles, (int64_t)h->q->mr * h->q->nr * h->k / 4, mps_qtiles, run);
+}
+
+/* A matrix's rows made unsigned and padded to k bytes. */
+struct mps_qrows {
+    const struct mps_qpack *h;
+    const uint8_t *x;
+    int64_t k_in;
+    uint8_t *dst;
+};
+
+static void mps_qcopy_rows(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_qrows *c = ctx;
+    uint8_t flip = c->h->flip ? 0x80 : 0;
+    for (int64_t r = begin; r < end; r++) {
+        const uint8_t *x = c->x + r * c->k_in;
+        uint8_t *d = c->dst + r * c->h->k;
+        for (int64_t k = 0; k < c->k_in; k++)
+            d[k] = x[k] ^ flip;
+        memset(d + c->k_in, 0, (size_t)(c->h->k - c->k_in));
+    }
+}
+
+/* One image of a conv: the padded channels-last buffer, then the rows. */
+struct mps_qimage {
+    const struct mps_qpack *h;
+    const struct mps_conv_params *p;
+    const uint8_t *x; /* [C][H][W] */
+    int64_t in_h, in_w, hp, wp, out_h, out_w;
+    uint8_t *buf;  /* [hp][wp][cp] */
+    uint8_t *rows; /* [out_h out_w][k] */
+};
+
+static void mps_qimage_fill(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_qimage *im = ctx;
+    const struct mps_qpack *h = im->h;
+    int64_t pt = im->p->win.pad[0], pl = im->p->win.pad[1], cp = h->cp;
+    uint8_t flip = h->flip ? 0x80 : 0;
+    for (int64_t r = begin; r < end; r++) {
+        uint8_t *row = im->buf + r * im->wp * cp;
+        int64_t i = r - pt;
+        for (int64_t col = 0; col < im->wp; col++) {
+            uint8_t *px = row + col * cp;
+            int64_t j = col - pl;
+            bool inside = i >= 0 && i < im->in_h && j >= 0 && j < im->in_w;
+            for (int64_t c = 0; c < h->cin; c++)
+                px[c] = inside ? im->x[(c * im->in_h + i) * im->in_w + j] ^ flip : h->zx;
+            for (int64_t c = h->cin; c < cp; c++)
+                px[c] = 0;
+        }
+    }
+}
+
+static void mps_qimage_rows(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_qimage *im = ctx;
+    const struct mps_qpack *h = im->h;
+    const struct mps_window *w = &im->p->win;
+    size_t cp = (size_t)h->cp;
+    for (int64_t o = begin; o < end; o++) {
+        int64_t oh = o / im->out_w, ow = o % im->out_w;
+        uint8_t *d = im->rows + o * h->k;
+        for (int64_t i = 0; i < h->kh; i++)
+            for (int64_t j = 0; j < h->kw; j++, d += cp)
+                memcpy(d,
+                       im->buf + ((oh * w->stride[0] + i * w->dilation[0]) * im->wp + ow * w->stride[1] +
+                                  j * w->dilation[1]) *
+                                     (int64_t)cp,
+                       cp);
+    }
+}
+
+/* Whether the padded buffer is the product's rows itself (1x1, stride 1, no padding). */
+static bool mps_qconv_direct(const struct mps_qpack *h, const struct mps_conv_params *p)
+{
+    return h->kh == 1 && h->kw == 1 && p->win.stride[0] == 1 && p->win.stride[1] == 1 && !p->win.pad[0] &&
+           !p->win.pad[1] && !p->win.pad[2] && !p->win.pad[3];
+}
+
+size_t mps_cpu_qlinear_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                               int threads)
+{
+    (void)threads;
+    struct mps_qpack h = mps_qpack_head(g, n, uk);
+    const struct mps_shape *x = &g->values[n->in[0]].shape, *y = &g->values[n->out[0]].shape;
+    if (!h.conv) {
+        int64_t rows = mps_shape_numel(x) / (x->dim[x->ndim - 1] ? x->dim[x->ndim - 1] : 1);
+        return mps_qup((size_t)(rows * h.k)) + (size_t)rows * 4;
+    }
+    const struct mps_window *w = &n->p.conv.win;
+    int64_t hp = x->dim[2] + w->pad[0] + w->pad[2], wp = x->dim[3] + w->pad[1] + w->pad[3],
+            plane = y->dim[2] * y->dim[3];
+    size_t buf = mps_qup((size_t)(hp * wp * h.cp));
+    return buf + (mps_qconv_direct(&h, &n->p.conv) ? 0 : mps_qup((size_t)(plane * h.k))) + (size_t)plane * 4;
+}
+
+enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    const struct mps_qpack *h = a->packed;
+    if (!h) /* evaluated alone: the pass makes these nodes after constant folding */
+        return mps_fail(err, MPS_ERR_RUNTIME, "node '%s' (%s): an int8 product runs only in a compiled plan",
+                        a->node->name, mps_op_name(a->node->op));
+    const struct mps_shape *xs = &a->in[0].shape, *ys = &a->out[0].shape;
+    size_t el = h->quant ? 1 : 4;
+    uint8_t *scratch = a->scratch;
+    if (!h->conv) {
+        int64_t k_in = xs->dim[xs->ndim - 1], rows = mps_shape_numel(xs) / (k_in ? k_in : 1);
+        struct mps_qrun run = {
+            .h = h, .rows = rows, .a = a->in[0].data, .lda = k_in, .y = a->out[0].data, .rs = h->cols, .cs = 1};
+        if (h->flip || k_in != h->k) {
+            struct mps_qrows c = {h, a->in[0].data, k_in, scratch};
+            mps_pool_for(a->pool, rows, k_in * MPS_POOL_COPY_COST, mps_qcopy_rows, &c);
+            run.a = scratch, run.lda = h->k;
+        }
+        run.rowsum = (const int32_t *)(scratch + mps_qup((size_t)(rows * h->k)));
+        mps_qproduct(a->pool, &run);
+        return MPS_OK;
+    }
+    const struct mps_conv_params *p = &a->node->p.conv;
+    struct mps_qimage im = {.h = h,
+                            .p = p,
+                            .in_h = xs->dim[2],
+                            .in_w = xs->dim[3],
+                            .out_h = ys->dim[2],
+                            .out_w = ys->dim[3],
+                            .buf = scratch};
+    im.hp = im.in_h + p->win.pad[0] + p->win.pad[2], im.wp = im.in_w + p->win.pad[1] + p->win.pad[3];
+    int64_t plane = im.out_h * im.out_w;
+    bool direct = mps_qconv_direct(h, p);
+    im.rows = scratch + mps_qup((size_t)(im.hp * im.wp * h->cp));
+    int32_t *rowsum = (int32_t *)(im.rows + (direct ? 0 : mps_qup((size_t)(plane * h->k))));
+    for (int64_t b = 0; b < xs->dim[0]; b++) {
+        im.x = (const uint8_t *)a->in[0].data + b * h->cin * im.in_h * im.in_w;
+        mps_pool_for(a->pool, im.hp, im.wp * h->cp * MPS_POOL_COPY_COST, mps_qimage_fill, &im);
+        if (!direct)
+            mps_pool_for(a->pool, plane, h->k * MPS_POOL_COPY_COST / 4, mps_qimage_rows, &im);
+        struct mps_qrun run = {.h = h,
+                               .rows = plane,
+                               .a = direct ? im.buf : im.rows,
+                               .lda = h->k,
+                               .rowsum = rowsum,
+                               .y = (unsigned char *)a->out[0].data + (size_t)(b * h->cols * plane) * el,
+                               .rs = 1,
+                               .cs = plane};
+        mps_qproduct(a->pool, &run);
+    }
+    return MPS_OK;
+}
