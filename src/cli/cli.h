@@ -131,5 +131,6 @@ int mps_cli_infer(int argc, char **argv);
 int mps_cli_bench(int argc, char **argv);
 int mps_cli_inspect(int argc, char **argv);
 int mps_cli_eval(int argc, char **argv);
+int mps_cli_quantize(int argc, char **argv);
 
 #endif

@@ -11,6 +11,7 @@ static const struct mps_cli_command mps_cli_commands[] = {
      mps_cli_bench},
     {"eval", "a classifier's accuracy on a folder of class folders: top-1, top-5, per class, confusion",
      mps_cli_eval},
+    {"quantize", "write a model's int8 form (QDQ) from a float one and calibration inputs", mps_cli_quantize},
     {"inspect", "a model's inputs, outputs, layers, shapes, parameters, FLOPs, memory, backends", mps_cli_inspect},
     {"info", "backends compiled in and available, devices, memory, BLAS configuration", mps_cli_info},
 };

@@ -122,6 +122,27 @@ int mps_onnx_io_kinds(const struct mps_onnx_file *f, bool outputs, enum mps_io_k
 const char *mps_onnx_path(const struct mps_onnx_file *f);
 /* NULL is a no-op. */
 void mps_onnx_close(struct mps_onnx_file *f);
+/* Static quantization (mpsrun quantize; onnx_qdq.c). The float products
+   it takes: Conv (2-D), MatMul and Gemm (not transposing A, alpha and beta
+   1) whose weights are float initializers, but those whose node is named in
+   exclude. Their input tensors and their outputs (after a Relu or Clip
+   that alone reads one) are the points to calibrate: *names gets them
+   (strings of f; the array the caller frees), *n_nodes the products. */
+enum mps_status mps_qdq_points(const struct mps_onnx_file *f, const char *const *exclude, int n_exclude,
+                               const char ***names, int *n, int *n_nodes, struct mps_error *err);
+/* Adds the n points to f's outputs (float tensors), so that the models
+   built from f compute them; mps_qdq_write takes them off again. */
+enum mps_status mps_qdq_observe(struct mps_onnx_file *f, const char *const *names, int n, struct mps_error *err);
+/* Rewrites f as a standard QDQ model: each point a QuantizeLinear and a
+   DequantizeLinear (uint8, the range [lo, hi] widened to hold 0) that
+   every reader reads through; each product's weights int8 per output
+   channel (symmetric) and its bias int32 (scale x's times the weight's),
+   dequantized by DequantizeLinear. *buf (malloc'd) and *len get the file's
+   bytes; f is changed for good. */
+enum mps_status mps_qdq_write(struct mps_onnx_file *f, const char *const *names, const float *lo, const float *hi,
+                              int n, const char *const *exclude, int n_exclude, unsigned char **buf, size_t *len,
+                              struct mps_error *err);
+
 /* The same from the bytes of a model file in memory; external data is read
    relative to dir. (The fuzz target's entry point.) */
 enum mps_status mps_onnx_load_buffer(const void *buf, size_t len, const char *dir, const struct mps_onnx_opts *opts,

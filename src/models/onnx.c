@@ -600,12 +600,6 @@ enum mps_status mps_onnx_load_buffer(const void *buf, size_t len, const char *di
     return st;
 }
 
-struct mps_onnx_file {
-    Onnx__ModelProto *mp;
-    char *path;
-    char dir[4096]; /* the model's folder, for external data */
-};
-
 enum mps_status mps_onnx_open(const char *path, struct mps_onnx_file **out, struct mps_error *err)
 {
     *out = NULL;

@@ -6,6 +6,13 @@
 #include "model.h"
 #include "onnx.pb-c.h"
 
+/* An opened file (model.h): its decoded protobuf, which onnx_qdq.c edits. */
+struct mps_onnx_file {
+    Onnx__ModelProto *mp;
+    char *path;
+    char dir[4096]; /* the model's folder, for external data */
+};
+
 /* Opsets of the default domain the mapping follows. Before opset 7 some ops had
    attributes that the rows do not list (consumed_inputs, string Cast 'to', ...):
    such files fail on those attributes, never run with other semantics. */

@@ -7,7 +7,8 @@
 # report still whole; then what is checked before any input is read, stdin
 # read as it comes, unreadable sub-folders, --output's rows under
 # --keep-going, files refused by their first bytes, --shard's arithmetic,
-# control characters, and errors beside the progress line. Prints one line
+# control characters, errors beside the progress line, and quantize's exit
+# codes and the model it writes. Prints one line
 # per check and "N passed, N failed, N skipped" last.
 set -u
 mpsrun=${1:?usage: test_exits.sh path/to/mpsrun SRC}
@@ -258,6 +259,25 @@ if command -v script >/dev/null; then
 else
   echo "skip the progress line and errors: no script(1)"; skipped=$((skipped + 1))
 fi
+
+# ---- quantize: its errors and what it writes ----------------------------------------------------
+expect "quantize --calibrate bogus: a usage error" 2 quantize "$cnn" "$tmp/good" -o "$tmp/q.onnx" --calibrate bogus
+expect "quantize --exclude of a node the model has not: a usage error" 2 quantize "$cnn" "$tmp/flat" -o "$tmp/q.onnx" \
+  --exclude no_such_node
+check "... naming the option, not the model" grep -q "^mpsrun: error: --exclude no_such_node: the model has no node" "$err"
+"$py" -c "import onnx, sys; from onnx import helper as h, TensorProto as T
+v = lambda n: h.make_tensor_value_info(n, T.FLOAT, [1, 4, 6, 5])
+onnx.save(h.make_model(h.make_graph([h.make_node('Relu', ['x'], ['y'])], 'r', [v('x')], [v('y')]),
+                       opset_imports=[h.make_opsetid('', 13)]), sys.argv[1])" "$tmp/relu.onnx"
+expect "quantize a model with no Conv, MatMul or Gemm: the model is refused" 3 quantize "$tmp/relu.onnx" "$tmp/good" \
+  -o "$tmp/q.onnx"
+expect "quantize over a bad calibration image: exit 4" 4 quantize "$cnn" "$tmp/byclass" -o "$tmp/q.onnx"
+check "... and nothing written" test ! -e "$tmp/q.onnx"
+expect "quantize fashion_cnn on 20 images" 0 quantize "$cnn" "$tmp/flat" -o "$tmp/q.onnx"
+check "its report says what it quantized and wrote" grep -q "^quantized  4 of the model's products" "$out"
+expect "the quantized model classifies the 20 images" 0 infer "$tmp/q.onnx" "$tmp/flat" -q
+check "... as the float model does on 19 or more" bash -c "'$mpsrun' infer '$cnn' '$tmp/flat' -q | cut -f4 >$tmp/f.txt &&
+  cut -f4 $out >$tmp/i8.txt && [ \$(paste $tmp/f.txt $tmp/i8.txt | awk '\$1 == \$2' | wc -l) -ge 19 ]"
 
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

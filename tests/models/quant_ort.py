@@ -12,6 +12,8 @@ Python's onnxruntime) on the same inputs:
                (com.microsoft) to a float output and to QLinearSoftmax
   integer      MatMulInteger and ConvInteger (int32, exact), QLinearMatMul,
                DynamicQuantizeLinear
+  quantized    the shipped mnist_cnn and fashion_cnn quantized by `mpsrun
+               quantize` (minmax; percentile), which onnxruntime must run too
 
 A quantized output must be within one step of onnxruntime's everywhere and
 equal on at least 99.9% of its elements (onnxruntime computes in integers,
@@ -121,6 +123,33 @@ def integer():
     return path, data, {}
 
 
+def quantized(name):
+    """A shipped float model quantized by `mpsrun quantize` on 24 calibration inputs (minmax, and percentile
+    for fashion_cnn), then run by both on 8 others: the QDQ model onnxruntime's quantizer would write."""
+    import subprocess
+    work = os.path.join(OUT, name + "_calib")
+    os.makedirs(work, exist_ok=True)
+    calib = []
+    for i in range(24):
+        calib.append(os.path.join(work, f"{i}.npy"))
+        np.save(calib[-1], rng.standard_normal((1, 1, 28, 28)).astype(np.float32))
+    path = os.path.join(OUT, name + ".int8.onnx")
+    method = ["--calibrate", "percentile"] if name == "fashion_cnn" else []
+    r = subprocess.run([tp.MPSRUN, "quantize", os.path.join(tp.SRC, "models", name + ".onnx"), *calib, "-o", path,
+                        *method], capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"mpsrun quantize: {r.stderr.strip()}")
+    m = onnx.load(path)
+    init = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    last = next(n for n in m.graph.node if n.output[0] == m.graph.output[0].name)
+    w = init[last.input[1][:-3] + ":int8"].astype(np.float64) * init[last.input[1][:-3] + ":scale"][:, None]
+    # one step of the last product's input through its largest weight: what a tie upstream can move a logit by
+    step = float(init[last.input[0][:-3] + ":scale"]) * float(np.abs(w).max())
+    if sum(n.op_type == "QuantizeLinear" for n in m.graph.node) < 3:
+        raise RuntimeError(f"{path}: {len(m.graph.node)} nodes, too few QuantizeLinear")
+    return path, {"image": rng.standard_normal((8, 1, 28, 28)).astype(np.float32)}, {m.graph.output[0].name: step}
+
+
 def close(name, got, want, step):
     """Why got and want differ beyond the rule of the module doc, or None."""
     if got.shape != want.shape:
@@ -134,6 +163,7 @@ def close(name, got, want, step):
             return f"{name}: int32 differs by {d.max():g}"
     else:
         tol = step if step else np.abs(want).max() * 1e-5
+        print(f"   {name}: max diff {d.max():.3g}, tolerance {tol:.3g}, scale {np.abs(want).max():.3g}")
         if d.max() > tol * 1.0001:
             return f"{name}: max |diff| {d.max():.3g} > {tol:.3g}"
     return None
@@ -148,9 +178,11 @@ def main():
             return 77
     os.makedirs(OUT, exist_ok=True)
     failures = 0
-    for make in (qdq_mlp, qop_cnn, integer):
+    makes = [qdq_mlp, qop_cnn, integer, lambda: quantized("mnist_cnn"), lambda: quantized("fashion_cnn")]
+    names = ["qdq_mlp", "qop_cnn", "integer", "quantized mnist_cnn", "quantized fashion_cnn"]
+    for make, title in zip(makes, names):
         path, data, steps = make()
-        work = os.path.join(OUT, make.__name__)
+        work = os.path.join(OUT, title.replace(" ", "_"))
         os.makedirs(work, exist_ok=True)
         files = {}
         for k, a in data.items():
@@ -158,13 +190,13 @@ def main():
             np.save(files[k], a)
         want = tp.ort(path, files, "basic", os.path.join(work, "ort"))
         got, error = tp.mpsrun(path, files, work)
-        names = [o.name for o in onnx.load(path).graph.output]
-        why = error or next((w for w in (close(n, g, e, steps.get(n)) for n, g, e in zip(names, got, want)) if w), None)
+        outs = [o.name for o in onnx.load(path).graph.output]
+        why = error or next((w for w in (close(n, g, e, steps.get(n)) for n, g, e in zip(outs, got, want)) if w), None)
         if got and len(got) != len(want):
             why = f"{len(got)} outputs, onnxruntime {len(want)}"
-        print(f"{'FAIL' if why else 'ok  '} {make.__name__}: {why or 'matches onnxruntime'}")
+        print(f"{'FAIL' if why else 'ok  '} {title}: {why or 'matches onnxruntime'}")
         failures += bool(why)
-    print(f"{3 - failures} passed, {failures} failed, 0 skipped")
+    print(f"{len(makes) - failures} passed, {failures} failed, 0 skipped")
     return 1 if failures else 0
 
 
