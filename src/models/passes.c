@@ -422,6 +422,35 @@ static bool mps_pass_qfits(const struct mps_graph *g, enum mps_op op, const int 
     return k <= 32768;
 }
 
+/* Note q's DequantizeLinear or QuantizeLinear of a run-time tensor, where
+   its composition still runs, as one node (ops.def) where be runs it: the
+   composition's last node (Mul; Cast) becomes it. */
+static bool mps_pass_qcast(struct mps_graph *g, const struct mps_backend *be, const struct mps_qnote *q)
+{
+    bool dq = q->kind == MPS_QNOTE_DQ;
+    int last = q->out >= 0 ? g->values[q->out].producer : -1;
+    if ((!dq && q->kind != MPS_QNOTE_Q) || last < 0 || g->values[q->in[0]].data ||
+        g->nodes[last].op != (dq ? MPS_OP_MUL : MPS_OP_CAST))
+        return false;
+    struct mps_node *n = &g->nodes[last], old = *n;
+    struct mps_value was = g->values[q->out];
+    int *ins = mps_graph_alloc(g, sizeof(int) * 3);
+    if (!ins)
+        return false; /* the composition runs: correct, only slower */
+    ins[0] = q->in[0], ins[1] = q->in[1], ins[2] = q->in[2];
+    n->op = dq ? MPS_OP_DEQUANTIZE : MPS_OP_QUANTIZE, n->in = ins, n->n_in = 3;
+    mps_op_params_default(n->op, &n->p);
+    n->p.axis.axis = q->axis;
+    struct mps_error ignored;
+    if (mps_graph_infer_node(g, n, &ignored) != MPS_OK || g->values[q->out].dtype != was.dtype ||
+        !mps_shape_eq(&g->values[q->out].shape, &was.shape) || (be->supports && !be->supports(g, n))) {
+        *n = old;
+        g->values[q->out] = was;
+        return false;
+    }
+    return true;
+}
+
 /* Replaces QDQ and QLinear compositions with int8 products (ops.def's
    QLinearConv and QLinearMatMul) where be runs them: the node that wrote
    the composition's result becomes the product; what only it read goes. */
@@ -459,6 +488,8 @@ static enum mps_status mps_passes_quant(struct mps_graph *g, const struct mps_ba
         }
         changed = true;
     }
+    for (int k = 0; k < notes; k++) /* the rest: DequantizeLinear and QuantizeLinear nodes of their own */
+        changed |= mps_pass_qcast(g, be, &g->qnotes[k]);
     if (!changed)
         return MPS_OK;
     bool *dead = calloc((size_t)g->n_nodes + 1, sizeof *dead);

@@ -405,7 +405,26 @@ static enum mps_status mps_shape_qmatmul(struct mps_graph *g, struct mps_node *n
     return MPS_OK;
 }
 
+/* DequantizeLinear and QuantizeLinear of bytes: scale and zero point constant, per tensor or along axis. */
+static enum mps_status mps_shape_dequantize(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const unsigned bytes = MPS_DT(MPS_U8) | MPS_DT(MPS_I8);
+    bool dq = n->op == MPS_OP_DEQUANTIZE;
+    const struct mps_value *x = mps_shape_in(g, n, 0), *z = mps_shape_in(g, n, 2);
+    enum mps_status st = mps_shape_qinput(g, n, 0, "input", dq ? bytes : MPS_DT_FLOAT, true, 0, err);
+    if (st || (st = mps_shape_resolve_axis(n, &n->p.axis.axis, x->shape.ndim ? x->shape.ndim : 1, err)))
+        return st;
+    int64_t per = x->shape.ndim ? x->shape.dim[n->p.axis.axis] : 1;
+    if ((st = mps_shape_qinput(g, n, 1, "scale", MPS_DT_FLOAT, false, per, err)) ||
+        (z && (st = mps_shape_qinput(g, n, 2, "zero point", dq ? MPS_DT(x->dtype) : bytes, false, per, err))))
+        return st;
+    mps_shape_set(g, n, 0, dq ? MPS_F32 : z ? z->dtype : MPS_U8, &x->shape);
+    return MPS_OK;
+}
+
 const mps_shape_rule mps_shape_seq_rules[MPS_OP_COUNT] = {
+    [MPS_OP_DEQUANTIZE] = mps_shape_dequantize,
+    [MPS_OP_QUANTIZE] = mps_shape_dequantize,
     [MPS_OP_QLINEAR_MATMUL] = mps_shape_qmatmul,
     [MPS_OP_RNN] = mps_shape_rnn,
     [MPS_OP_GRU] = mps_shape_rnn,

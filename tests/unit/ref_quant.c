@@ -54,3 +54,24 @@ void ref_qlinear(enum mps_op op, const union mps_op_params *p, const struct ref_
     }
     free(s[0].d), free(s[1].d), free(acc.d);
 }
+
+/* DequantizeLinear and QuantizeLinear (ops.def's DEQUANTIZE, QUANTIZE) by ONNX's definition. */
+void ref_qcast(enum mps_op op, int64_t axis, const struct ref_tensor *in, int n_in, struct ref_tensor *out)
+{
+    const struct mps_shape *xs = &in[0].shape;
+    int64_t n = ref_numel(xs), per = ref_numel(&in[1].shape), inner = 1;
+    axis += axis < 0 ? xs->ndim : 0;
+    for (int d = (int)axis + 1; d < xs->ndim; d++)
+        inner *= xs->dim[d];
+    bool sgn = out[0].dt == MPS_I8;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t c = per > 1 ? i / inner % per : 0;
+        double s = in[1].d[c], z = n_in > 2 && in[2].d ? ref_q1(&in[2], c) : 0.0, x = in[0].d[i];
+        if (op == MPS_OP_DEQUANTIZE) {
+            out[0].d[i] = (x - z) * s;
+            continue;
+        }
+        double q = isnan(x) ? 0.0 : nearbyint((double)(float)(x / s)) + z;
+        out[0].d[i] = fmin(fmax(q, sgn ? -128 : 0), sgn ? 127 : 255);
+    }
+}

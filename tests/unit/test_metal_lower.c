@@ -685,7 +685,8 @@ static void test_coverage(void)
                                           MPS_OP_COMPRESS, MPS_OP_NON_ZERO, MPS_OP_RANDOM_LIKE, MPS_OP_TFIDF,
                                           MPS_OP_NON_MAX_SUPPRESSION, MPS_OP_UNIQUE, MPS_OP_STRING_NORMALIZER,
                                           /* the quantization pass leaves mps the f32 composition */
-                                          MPS_OP_QLINEAR_CONV, MPS_OP_QLINEAR_MATMUL};
+                                          MPS_OP_QLINEAR_CONV, MPS_OP_QLINEAR_MATMUL, MPS_OP_DEQUANTIZE,
+                                          MPS_OP_QUANTIZE};
     int missing = 0;
     for (int op = 0; op < MPS_OP_COUNT; op++) {
         bool listed = false;

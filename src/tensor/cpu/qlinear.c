@@ -189,32 +189,52 @@ struct mps_qrun {
     int64_t rs, cs;
 };
 
+/* Row r of a tile (cols values, the columns from m0 on) requantized into
+   the row's float values v: branch-free loops along the columns, which the
+   compiler vectorizes. */
+static void mps_qtile_row(const struct mps_qpack *h, const int32_t *t, int32_t rowsum, int64_t m0, int cols, float *v)
+{
+    const unsigned char *base = (const unsigned char *)h;
+    const float *mult = (const float *)(base + h->off_mult) + m0, *add = (const float *)(base + h->off_add) + m0;
+    const int32_t *corr = (const int32_t *)(base + h->off_corr) + m0, *zw = (const int32_t *)(base + h->off_zw) + m0;
+    float lo = h->lo, hi = h->hi;
+    for (int j = 0; j < cols; j++) {
+        uint32_t acc = (uint32_t)t[j] + (uint32_t)corr[j] - (uint32_t)zw[j] * (uint32_t)rowsum;
+        float x = (float)(int32_t)acc * mult[j] + add[j];
+        x = x > lo ? x : lo; /* NaN cannot come: acc is an integer */
+        x = x < hi ? x : hi;
+        v[j] = x;
+    }
+}
+
 static void mps_qtile_store(const struct mps_qrun *run, int64_t r0, int rows, int64_t m0, int cols, const int32_t *t,
                             int ldt)
 {
     const struct mps_qpack *h = run->h;
-    const unsigned char *base = (const unsigned char *)h;
-    const float *mult = (const float *)(base + h->off_mult) + m0, *add = (const float *)(base + h->off_add) + m0;
-    const int32_t *corr = (const int32_t *)(base + h->off_corr) + m0, *zw = (const int32_t *)(base + h->off_zw) + m0;
-    for (int j = 0; j < cols; j++)
-        for (int r = 0; r < rows; r++) {
-            uint32_t acc = (uint32_t)t[r * ldt + j] + (uint32_t)corr[j];
-            if (h->rowsums)
-                acc -= (uint32_t)zw[j] * (uint32_t)run->rowsum[r0 + r];
-            float v = (float)(int32_t)acc * mult[j] + add[j];
-            v = v > h->lo ? v : h->lo; /* NaN cannot come: acc is an integer */
-            v = v < h->hi ? v : h->hi;
-            int64_t at = (r0 + r) * run->rs + (m0 + j) * run->cs;
-            if (!h->quant) {
-                ((float *)run->y)[at] = v < 0.0f ? v * h->slope : v;
-                continue;
-            }
-            int32_t q = (int32_t)((v + 12582912.0f) - 12582912.0f) + h->yz; /* half to even: |v| < 2^22 */
-            if (h->out_signed)
-                ((int8_t *)run->y)[at] = (int8_t)q;
-            else
-                ((uint8_t *)run->y)[at] = (uint8_t)q;
+    float v[32];
+    uint8_t q[8][32];
+    for (int r = 0; r < rows; r++) {
+        mps_qtile_row(h, t + r * ldt, h->rowsums ? run->rowsum[r0 + r] : 0, m0, cols, v);
+        if (!h->quant) {
+            float *y = (float *)run->y + (r0 + r) * run->rs + m0 * run->cs, slope = h->slope;
+            for (int j = 0; j < cols; j++)
+                y[j * run->cs] = v[j] < 0.0f ? v[j] * slope : v[j];
+            continue;
         }
+        for (int j = 0; j < cols; j++) /* half to even (|v| < 2^22), then the zero point */
+            q[r][j] = (uint8_t)((int32_t)((v[j] + 12582912.0f) - 12582912.0f) + h->yz);
+    }
+    if (!h->quant)
+        return;
+    uint8_t *y = (uint8_t *)run->y;
+    if (run->cs == 1) { /* a row of the output per tile row */
+        for (int r = 0; r < rows; r++)
+            memcpy(y + (r0 + r) * run->rs + m0, q[r], (size_t)cols);
+        return;
+    }
+    for (int j = 0; j < cols; j++) /* a conv: the tile's rows are positions, its columns planes */
+        for (int r = 0; r < rows; r++)
+            y[(m0 + j) * run->cs + r0 + r] = q[r][j];
 }
 
 /* Tiles [begin, end) of the rows x panels grid. */
@@ -291,19 +311,23 @@ static void mps_qimage_fill(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_qimage *im = ctx;
     const struct mps_qpack *h = im->h;
-    int64_t pt = im->p->win.pad[0], pl = im->p->win.pad[1], cp = h->cp;
+    int64_t pt = im->p->win.pad[0], pl = im->p->win.pad[1], cp = h->cp, cin = h->cin;
     uint8_t flip = h->flip ? 0x80 : 0;
     for (int64_t r = begin; r < end; r++) {
         uint8_t *row = im->buf + r * im->wp * cp;
         int64_t i = r - pt;
+        bool inside = i >= 0 && i < im->in_h;
         for (int64_t col = 0; col < im->wp; col++) {
             uint8_t *px = row + col * cp;
-            int64_t j = col - pl;
-            bool inside = i >= 0 && i < im->in_h && j >= 0 && j < im->in_w;
-            for (int64_t c = 0; c < h->cin; c++)
-                px[c] = inside ? im->x[(c * im->in_h + i) * im->in_w + j] ^ flip : h->zx;
-            for (int64_t c = h->cin; c < cp; c++)
-                px[c] = 0;
+            bool border = !inside || col < pl || col >= pl + im->in_w;
+            for (int64_t c = 0; c < cp; c++) /* the border holds x's zero point, which adds nothing */
+                px[c] = border && c < cin ? h->zx : 0;
+        }
+        for (int64_t c = 0; inside && c < cin; c++) { /* along the input's rows, written across */
+            const uint8_t *x = im->x + (c * im->in_h + i) * im->in_w;
+            uint8_t *d = row + pl * cp + c;
+            for (int64_t j = 0; j < im->in_w; j++)
+                d[j * cp] = x[j] ^ flip;
         }
     }
 }
@@ -313,17 +337,19 @@ static void mps_qimage_rows(void *ctx, int64_t begin, int64_t end)
     const struct mps_qimage *im = ctx;
     const struct mps_qpack *h = im->h;
     const struct mps_window *w = &im->p->win;
-    size_t cp = (size_t)h->cp;
+    int64_t cp = h->cp, dil = w->dilation[1] * cp;
     for (int64_t o = begin; o < end; o++) {
         int64_t oh = o / im->out_w, ow = o % im->out_w;
         uint8_t *d = im->rows + o * h->k;
-        for (int64_t i = 0; i < h->kh; i++)
-            for (int64_t j = 0; j < h->kw; j++, d += cp)
-                memcpy(d,
-                       im->buf + ((oh * w->stride[0] + i * w->dilation[0]) * im->wp + ow * w->stride[1] +
-                                  j * w->dilation[1]) *
-                                     (int64_t)cp,
-                       cp);
+        for (int64_t i = 0; i < h->kh; i++) {
+            const uint8_t *src = im->buf + ((oh * w->stride[0] + i * w->dilation[0]) * im->wp + ow * w->stride[1]) * cp;
+            if (cp == 4) /* three channels: a word a tap */
+                for (int64_t j = 0; j < h->kw; j++, d += 4)
+                    memcpy(d, src + j * dil, 4);
+            else
+                for (int64_t j = 0; j < h->kw; j++, d += cp)
+                    memcpy(d, src + j * dil, (size_t)cp);
+        }
     }
 }
 
@@ -401,5 +427,64 @@ enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *
                                .cs = plane};
         mps_qproduct(a->pool, &run);
     }
+    return MPS_OK;
+}
+
+/* DequantizeLinear and QuantizeLinear of bytes, as the loader's
+   compositions compute them (Cast, Sub, Mul; Div, Round, Add, Clip, Cast)
+   in one pass: ((float)x - (float)z) * s, and round half to even of x / s
+   plus z, saturated (NaN: 0, as the composition's Cast makes it). A run of
+   inner elements shares a scale: the elements after the axis. */
+struct mps_qcast {
+    const struct mps_tensor *x, *s, *z;
+    struct mps_tensor *y;
+    int64_t inner, per;
+};
+
+static void mps_qcast_run(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_qcast *c = ctx;
+    bool dq = c->y->dtype == MPS_F32, sgn = (dq ? c->x->dtype : c->y->dtype) == MPS_I8;
+    const float *s = c->s->data;
+    for (int64_t run = begin; run < end; run++) {
+        /* inner in a local: y's bytes could alias c's, and the loops would not vectorize */
+        int64_t ch = c->per > 1 ? run % c->per : 0, inner = c->inner, at = run * inner;
+        float sc = s[ch], z = !c->z ? 0.0f : sgn ? ((const int8_t *)c->z->data)[ch] : ((const uint8_t *)c->z->data)[ch];
+        if (dq) {
+            float *y = (float *)c->y->data + at;
+            if (sgn)
+                for (int64_t i = 0; i < inner; i++)
+                    y[i] = ((float)((const int8_t *)c->x->data)[at + i] - z) * sc;
+            else
+                for (int64_t i = 0; i < inner; i++)
+                    y[i] = ((float)((const uint8_t *)c->x->data)[at + i] - z) * sc;
+            continue;
+        }
+        const float *x = (const float *)c->x->data + at;
+        uint8_t *y = (uint8_t *)c->y->data + at;
+        float lo = sgn ? -128.0f : 0.0f, hi = sgn ? 127.0f : 255.0f, tlo = lo - z - 1.0f, thi = hi - z + 1.0f;
+        for (int64_t i = 0; i < inner; i++) { /* selects, no branch: the loop vectorizes */
+            float t = x[i] / sc;
+            t = t == t ? t : -z;   /* NaN: 0 */
+            t = t > tlo ? t : tlo; /* within 2^22 for the rounding below */
+            t = t < thi ? t : thi;
+            t = (t + 12582912.0f) - 12582912.0f + z;
+            t = t > lo ? t : lo;
+            t = t < hi ? t : hi;
+            y[i] = (uint8_t)(int32_t)t;
+        }
+    }
+}
+
+enum mps_status mps_cpu_quantize(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    (void)err;
+    const struct mps_shape *xs = &a->in[0].shape;
+    int64_t axis = a->node->p.axis.axis, per = mps_shape_numel(&a->in[1].shape), inner = 1, numel = mps_shape_numel(xs);
+    for (int d = per > 1 ? (int)axis + 1 : 0; d < xs->ndim; d++)
+        inner *= xs->dim[d];
+    struct mps_qcast c = {&a->in[0], &a->in[1], a->in[2].data ? &a->in[2] : NULL, &a->out[0], inner ? inner : 1, per};
+    if (numel)
+        mps_pool_for(a->pool, numel / c.inner, c.inner * 2, mps_qcast_run, &c);
     return MPS_OK;
 }
