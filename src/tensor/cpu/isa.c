@@ -56,6 +56,14 @@ static const struct mps_ukernels *const mps_isa_all[] = {&mps_ukernels_c};
 
 #define MPS_ISA_COUNT ((int)(sizeof mps_isa_all / sizeof mps_isa_all[0]))
 
+const struct mps_uqgemm *mps_isa_qgemm(const struct mps_ukernels *k)
+{
+    for (int i = 0; i < 2; i++)
+        if (k && k->q[i] && k->q[i]->supported())
+            return k->q[i];
+    return &mps_uqgemm_c;
+}
+
 int mps_isa_list(const struct mps_ukernels *const **all)
 {
     *all = mps_isa_all;

@@ -28,6 +28,9 @@ enum mps_status mps_isa_kernels(const struct mps_ukernels **k, struct mps_error 
 const struct mps_ukernels *mps_isa_find(const char *name, struct mps_error *err);
 /* Every family this build holds, best first, and whether this CPU runs each. */
 int mps_isa_list(const struct mps_ukernels *const **all);
+/* The int8 tile family k runs on this CPU: the first of k->q it runs (the
+   avx512 family's needs VNNI; without it, the avx2 tile), else the portable one. */
+const struct mps_uqgemm *mps_isa_qgemm(const struct mps_ukernels *k);
 bool mps_isa_runs(const struct mps_ukernels *k);
 
 #endif

@@ -139,7 +139,9 @@ enum mps_status mps_cpu_probe(struct mps_backend_info *info, struct mps_error *e
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     info->memory_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
     info->threads = mps_pool_cores(); /* the pool's; the BLAS runs one thread inside each (gemm.c) */
-    snprintf(info->detail, sizeof info->detail, "kernels %s (%s); BLAS %s; %d thread%s", uk->name, uk->describe,
-             mps_blas_name(), info->threads, info->threads == 1 ? "" : "s");
+    const struct mps_uqgemm *q = mps_isa_qgemm(uk);
+    snprintf(info->detail, sizeof info->detail, "kernels %s (%s; int8 %s, %d x %d tiles); BLAS %s; %d thread%s",
+             uk->name, uk->describe, q->name, q->mr, q->nr, mps_blas_name(), info->threads,
+             info->threads == 1 ? "" : "s");
     return MPS_OK;
 }

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isa.h"
 #include "kernels.h"
 #include "pgemm.h"
 
@@ -49,14 +50,6 @@ struct mps_qpack {
     int32_t yz;
     size_t off_mult, off_add, off_corr, off_zw, off_b;
 };
-
-static const struct mps_uqgemm *mps_qtile(const struct mps_ukernels *uk)
-{
-    for (int i = 0; i < 2; i++)
-        if (uk && uk->q[i] && uk->q[i]->supported())
-            return uk->q[i];
-    return &mps_uqgemm_c;
-}
 
 static size_t mps_qup(size_t v)
 {
@@ -90,7 +83,7 @@ static struct mps_qpack mps_qpack_head(const struct mps_graph *g, const struct m
 {
     const struct mps_value *x = mps_qin(g, n, 0), *w = mps_qin(g, n, 3), *ys = mps_qin(g, n, 6),
                            *y = &g->values[n->out[0]];
-    struct mps_qpack h = {.q = mps_qtile(uk), .conv = n->op == MPS_OP_QLINEAR_CONV, .flip = x->dtype == MPS_I8};
+    struct mps_qpack h = {.q = mps_isa_qgemm(uk), .conv = n->op == MPS_OP_QLINEAR_CONV, .flip = x->dtype == MPS_I8};
     if (h.conv) {
         h.cin = w->shape.dim[1], h.cp = (h.cin + 3) / 4 * 4, h.kh = w->shape.dim[2], h.kw = w->shape.dim[3];
         h.cols = w->shape.dim[0], h.k = h.kh * h.kw * h.cp, h.k_real = h.kh * h.kw * h.cin;
