@@ -216,5 +216,7 @@ out:
     mps_model_free(r.model);
     mps_onnx_close(r.file);
     arg_freetable(argtable, sizeof argtable / sizeof argtable[0]);
+    void *unused[] = {a.backend, a.precision, a.labels}; /* infer's options quantize does not take */
+    arg_freetable(unused, sizeof unused / sizeof unused[0]);
     return rc;
 }

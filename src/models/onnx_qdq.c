@@ -204,7 +204,8 @@ static Onnx__TensorProto *mps_qdq_tensor(const char *name, int32_t type, const i
         onnx__tensor_proto__free_unpacked(t, NULL);
         return NULL;
     }
-    memcpy(t->dims, dims, sizeof *dims * n_dims);
+    if (n_dims) /* a scalar has no dims (and dims may be NULL) */
+        memcpy(t->dims, dims, sizeof *dims * n_dims);
     t->n_dims = n_dims;
     t->has_data_type = 1, t->data_type = type;
     memcpy(t->raw_data.data, data, bytes);
@@ -420,12 +421,36 @@ static void mps_qdq_drop_unread(Onnx__GraphProto *gp)
     gp->n_initializer = kept;
 }
 
+static enum mps_status mps_qdq_write_named(struct mps_onnx_file *f, const char *const *names, const float *lo,
+                                           const float *hi, int n, const char *const *exclude, int n_exclude,
+                                           unsigned char **buf, size_t *len, struct mps_error *err);
+
 enum mps_status mps_qdq_write(struct mps_onnx_file *f, const char *const *names, const float *lo, const float *hi,
                               int n, const char *const *exclude, int n_exclude, unsigned char **buf, size_t *len,
                               struct mps_error *err)
 {
-    Onnx__GraphProto *gp = f->mp->graph;
     *buf = NULL, *len = 0;
+    char **own = calloc((size_t)n + 1, sizeof *own); /* the names live in strings the rewiring frees */
+    for (int i = 0; own && i < n; i++)
+        if (!(own[i] = strdup(names[i]))) {
+            for (int j = 0; j < i; j++)
+                free(own[j]);
+            free(own), own = NULL;
+        }
+    if (!own)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    enum mps_status st = mps_qdq_write_named(f, (const char *const *)own, lo, hi, n, exclude, n_exclude, buf, len, err);
+    for (int i = 0; i < n; i++)
+        free(own[i]);
+    free(own);
+    return st;
+}
+
+static enum mps_status mps_qdq_write_named(struct mps_onnx_file *f, const char *const *names, const float *lo,
+                                           const float *hi, int n, const char *const *exclude, int n_exclude,
+                                           unsigned char **buf, size_t *len, struct mps_error *err)
+{
+    Onnx__GraphProto *gp = f->mp->graph;
     for (int i = 0; i < n && gp->n_output > 0; i++) /* the observed points come off the outputs again */
         onnx__value_info_proto__free_unpacked(gp->output[--gp->n_output], NULL);
     struct mps_qdq_out o = {0};
