@@ -407,7 +407,8 @@ static bool mps_pass_qdq(struct mps_graph *g, int k, int *in, enum mps_op *op, u
    for int32 (K 255 255 < 2^31). */
 static bool mps_pass_qfits(const struct mps_graph *g, enum mps_op op, const int *in, const union mps_op_params *p)
 {
-    for (int i = 1; i < 7; i += 3) {
+    for (int k = 0; k < 3; k++) { /* x_scale, w_scale, y_scale */
+        int i = (int[]){1, 4, 6}[k];
         const struct mps_value *s = in[i] >= 0 ? &g->values[in[i]] : NULL;
         if (s && (!s->data || s->dtype != MPS_F32))
             return false;
