@@ -33,17 +33,39 @@ static enum mps_status mps_q_bin(struct mps_onnx_ctx *c, const struct mps_onnx_n
     return mps_onnx_add(c, n, op, (int[]){a, b}, 2, NULL, out, err);
 }
 
-/* Scale or zero point v (input i, for messages) of a tensor of rank rank
-   quantized along axis: a scalar or one element stays, a 1-D one of len
-   values becomes [len, 1, ...] (rank - axis - 1 ones) to broadcast there;
-   f: cast to f32 too. */
-static enum mps_status mps_q_param(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int i, int rank, int64_t axis,
-                                   bool f, int *v, struct mps_error *err)
+/* Refuses a scale input i of n that holds a value that is not positive and
+   finite (one known at load): quantizing divides by it. */
+static enum mps_status mps_q_scale_ok(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int i,
+                                      struct mps_error *err)
+{
+    const struct mps_value *v = &c->g->values[n->in[i]];
+    if (!v->data || !v->shape_known)
+        return MPS_OK;
+    for (int64_t k = 0; k < mps_shape_numel(&v->shape); k++) {
+        double s = mps_elem_get(v->data, v->dtype, k);
+        if (!(s > 0 && s <= 3.4e38))
+            return mps_onnx_fail(n, err,
+                                 "its scale (input %d, '%s') holds %g at %lld: a scale must be positive and "
+                                 "finite",
+                                 i, v->name, s, (long long)k);
+    }
+    return MPS_OK;
+}
+
+/* Scale or zero point v (input i, for messages) of tensor xs quantized along
+   axis: a scalar or one element stays, a 1-D one of xs->dim[axis] values
+   becomes [len, 1, ...] (rank - axis - 1 ones) to broadcast there; a zero
+   point is cast to f32 too, a scale's values are checked. */
+static enum mps_status mps_q_param(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int i,
+                                   const struct mps_shape *xs, int64_t axis, bool zero_point, int *v,
+                                   struct mps_error *err)
 {
     struct mps_shape s;
+    int rank = xs->ndim;
     *v = n->in[i];
     enum mps_status st = mps_onnx_shape_of(c, n, *v, &s, err);
-    if (st || (f && (st = mps_q_cast(c, n, v, MPS_F32, err))))
+    if (st || (!zero_point && (st = mps_q_scale_ok(c, n, i, err))) ||
+        (zero_point && (st = mps_q_cast(c, n, v, MPS_F32, err))))
         return st;
     if (mps_shape_numel(&s) == 1 && s.ndim <= 1)
         return MPS_OK;
@@ -51,6 +73,9 @@ static enum mps_status mps_q_param(struct mps_onnx_ctx *c, const struct mps_onnx
         return mps_onnx_fail(n, err, "input %d must be a scalar or 1-D along axis %lld of a rank-%d tensor", i,
                              (long long)axis, rank);
     axis += axis < 0 ? rank : 0;
+    if (xs->dim[axis] >= 0 && s.dim[0] != xs->dim[axis])
+        return mps_onnx_fail(n, err, "input %d has %lld values, axis %lld of the tensor it quantizes %lld", i,
+                             (long long)s.dim[0], (long long)axis, (long long)xs->dim[axis]);
     struct mps_shape b = {rank - (int)axis, {s.dim[0]}};
     for (int d = 1; d < b.ndim; d++)
         b.dim[d] = 1;
@@ -66,9 +91,17 @@ static enum mps_status mps_q_shifted(struct mps_onnx_ctx *c, const struct mps_on
     int z;
     enum mps_status st = mps_onnx_shape_of(c, n, x, &s, err);
     *out = x;
-    if (st || (st = mps_q_cast(c, n, out, MPS_F32, err)) || zi >= n->n_in || n->in[zi] < 0)
+    if (st || zi >= n->n_in || n->in[zi] < 0)
+        return st ? st : mps_q_cast(c, n, out, MPS_F32, err);
+    enum mps_dtype xt = c->g->values[x].dtype, zt = c->g->values[n->in[zi]].dtype;
+    if (xt != zt)
+        return mps_onnx_fail(n, err,
+                             "its zero point (input %d) is %s and the tensor it belongs to %s: they must be of "
+                             "one type",
+                             zi, mps_dtype_name(zt), mps_dtype_name(xt));
+    if ((st = mps_q_cast(c, n, out, MPS_F32, err)))
         return st;
-    if ((st = mps_q_param(c, n, zi, s.ndim, axis, true, &z, err)))
+    if ((st = mps_q_param(c, n, zi, &s, axis, true, &z, err)))
         return st;
     return mps_q_bin(c, n, MPS_OP_SUB, *out, z, out, err);
 }
@@ -102,11 +135,11 @@ static enum mps_status mps_q_quantize(struct mps_onnx_ctx *c, const struct mps_o
     if (!mps_q_range(dt, &lo, &hi))
         return mps_onnx_fail(n, err, "its zero point is %s: uint8, int8, uint16, int16 and int32 are supported",
                              mps_dtype_name(dt));
-    if ((st = mps_q_param(c, n, si, s.ndim, axis, false, &scale, err)) ||
+    if ((st = mps_q_param(c, n, si, &s, axis, false, &scale, err)) ||
         (st = mps_q_bin(c, n, MPS_OP_DIV, x, scale, &r, err)) ||
         (st = mps_onnx_add(c, n, MPS_OP_ROUND, &r, 1, NULL, &r, err)) ||
-        (zp && ((st = mps_q_param(c, n, zi, s.ndim, axis, true, &z, err)) ||
-                (st = mps_q_bin(c, n, MPS_OP_ADD, r, z, &r, err)))))
+        (zp &&
+         ((st = mps_q_param(c, n, zi, &s, axis, true, &z, err)) || (st = mps_q_bin(c, n, MPS_OP_ADD, r, z, &r, err)))))
         return st;
     struct mps_shape one = {0, {0}};
     float bounds[2] = {(float)lo, (float)hi};
@@ -145,13 +178,22 @@ static enum mps_status mps_q_result(struct mps_onnx_node *n, union mps_op_params
     return MPS_OK;
 }
 
-/* axis (default 1); block_size must be 0, saturate 1 (float8 only). */
-static enum mps_status mps_q_axis(const struct mps_onnx_node *n, int64_t *axis, struct mps_error *err)
+/* axis (default 1); block_size must be 0, saturate 1 (float8 only); the
+   zero point (input 2), where given, of the scale's (input 1) shape. */
+static enum mps_status mps_q_axis(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int64_t *axis,
+                                  struct mps_error *err)
 {
     int64_t block, saturate;
-    enum mps_status st = mps_attr_int(n, "axis", 1, axis, err);
-    if (st || (st = mps_attr_int(n, "block_size", 0, &block, err)) ||
-        (st = mps_attr_int(n, "saturate", 1, &saturate, err)))
+    struct mps_shape ss, zs;
+    enum mps_status st = MPS_OK;
+    if (n->n_in > 2 && n->in[2] >= 0 && n->in[1] >= 0 &&
+        (!(st = mps_onnx_shape_of(c, n, n->in[1], &ss, err)) && !(st = mps_onnx_shape_of(c, n, n->in[2], &zs, err))) &&
+        mps_shape_numel(&ss) != mps_shape_numel(&zs))
+        return mps_onnx_fail(n, err, "its scale has %lld values and its zero point %lld: they must be of one shape",
+                             (long long)mps_shape_numel(&ss), (long long)mps_shape_numel(&zs));
+    if (st || (st = mps_attr_int(n, "axis", 1, axis, err)))
+        return st;
+    if ((st = mps_attr_int(n, "block_size", 0, &block, err)) || (st = mps_attr_int(n, "saturate", 1, &saturate, err)))
         return st;
     if (block != 0)
         return mps_onnx_fail(n, err, "blocked quantization (block_size %lld) is not supported", (long long)block);
@@ -165,7 +207,7 @@ static enum mps_status mps_map_quantize(struct mps_onnx_ctx *c, struct mps_onnx_
 {
     int64_t axis;
     int x = n->in[0], y;
-    enum mps_status st = mps_q_axis(n, &axis, err);
+    enum mps_status st = mps_q_axis(c, n, &axis, err);
     if (st || (c->g->values[x].dtype != MPS_F32 && (st = mps_q_cast(c, n, &x, MPS_F32, err))) ||
         (st = mps_q_quantize(c, n, x, 1, 2, axis, -1, &y, err)) ||
         (st = mps_q_note(c, n, MPS_QNOTE_Q, (int[]){x, n->in[1], n->n_in > 2 ? n->in[2] : -1}, 3, y, axis,
@@ -180,10 +222,10 @@ static enum mps_status mps_map_dequantize(struct mps_onnx_ctx *c, struct mps_onn
     int64_t axis;
     int x, scale;
     struct mps_shape s;
-    enum mps_status st = mps_q_axis(n, &axis, err);
+    enum mps_status st = mps_q_axis(c, n, &axis, err);
     if (st || (st = mps_onnx_shape_of(c, n, n->in[0], &s, err)) ||
         (st = mps_q_shifted(c, n, n->in[0], 2, axis, &x, err)) ||
-        (st = mps_q_param(c, n, 1, s.ndim, axis, false, &scale, err)) ||
+        (st = mps_q_param(c, n, 1, &s, axis, false, &scale, err)) ||
         (st = mps_q_bin(c, n, MPS_OP_MUL, x, scale, &x, err)) ||
         (st = mps_q_note(c, n, MPS_QNOTE_DQ, n->in, 3, x, axis, MPS_OP_IDENTITY, NULL, err)))
         return st;
@@ -232,8 +274,8 @@ static enum mps_status mps_map_matmul_q(struct mps_onnx_ctx *c, struct mps_onnx_
         return MPS_OK;
     }
     int sa_v, sb_v, y;
-    if ((st = mps_q_param(c, n, 1, sa.ndim, -2, false, &sa_v, err)) ||
-        (st = mps_q_param(c, n, 4, sb.ndim, -1, false, &sb_v, err)) ||
+    if ((st = mps_q_param(c, n, 1, &sa, -2, false, &sa_v, err)) ||
+        (st = mps_q_param(c, n, 4, &sb, -1, false, &sb_v, err)) ||
         (st = mps_q_bin(c, n, MPS_OP_MUL, acc, sa_v, &acc, err)) ||
         (st = mps_q_bin(c, n, MPS_OP_MUL, acc, sb_v, &acc, err)) ||
         (st = mps_q_quantize(c, n, acc, 6, 7, 1, -1, &y, err)) ||
@@ -280,8 +322,9 @@ static enum mps_status mps_map_conv_q(struct mps_onnx_ctx *c, struct mps_onnx_no
         return MPS_OK;
     }
     int sx, sw_v, y;
-    if ((st = mps_q_param(c, n, 1, sw.ndim, 1, false, &sx, err)) ||
-        (st = mps_q_param(c, n, 4, sw.ndim, 1, false, &sw_v, err)) ||
+    struct mps_shape sacc;
+    if ((st = mps_onnx_shape_of(c, n, acc, &sacc, err)) || (st = mps_q_param(c, n, 1, &sacc, 1, false, &sx, err)) ||
+        (st = mps_q_param(c, n, 4, &sacc, 1, false, &sw_v, err)) ||
         (st = mps_q_bin(c, n, MPS_OP_MUL, acc, sx, &acc, err)) ||
         (st = mps_q_bin(c, n, MPS_OP_MUL, acc, sw_v, &acc, err)) ||
         (st = mps_q_quantize(c, n, acc, 6, 7, 1, -1, &y, err)) ||
@@ -348,7 +391,7 @@ static enum mps_status mps_q_deq(struct mps_onnx_ctx *c, const struct mps_onnx_n
     int scale;
     enum mps_status st = mps_onnx_shape_of(c, n, n->in[xi], &s, err);
     if (st || (st = mps_q_shifted(c, n, n->in[xi], zi, axis, out, err)) ||
-        (st = mps_q_param(c, n, si, s.ndim, axis, false, &scale, err)))
+        (st = mps_q_param(c, n, si, &s, axis, false, &scale, err)))
         return st;
     return mps_q_bin(c, n, MPS_OP_MUL, *out, scale, out, err);
 }
@@ -380,13 +423,17 @@ static enum mps_status mps_map_qgemm(struct mps_onnx_ctx *c, struct mps_onnx_nod
         if ((st = mps_q_cast(c, n, &bias, MPS_F32, err)) || (st = mps_q_bin(c, n, MPS_OP_ADD, acc, bias, &acc, err)))
             return st;
     }
-    struct mps_shape one = {0, {0}};
+    struct mps_shape one = {0, {0}}, sacc, cols;
     int ca = mps_onnx_const(c, n->name, MPS_F32, &one, &alpha);
-    if (ca < 0 || (st = mps_q_param(c, n, 1, 2, 0, false, &sa, err)) ||
-        (st = mps_q_param(c, n, 4, 1, 0, false, &sb, err)) || (st = mps_q_bin(c, n, MPS_OP_MUL, acc, sa, &acc, err)) ||
+    if (ca < 0 || (st = mps_onnx_shape_of(c, n, acc, &sacc, err)))
+        return st ? st : mps_onnx_oom(err);
+    cols = (struct mps_shape){1, {sacc.dim[sacc.ndim - 1]}};
+    if ((st = mps_q_param(c, n, 1, &sacc, 0, false, &sa, err)) ||
+        (st = mps_q_param(c, n, 4, &cols, 0, false, &sb, err)) ||
+        (st = mps_q_bin(c, n, MPS_OP_MUL, acc, sa, &acc, err)) ||
         (st = mps_q_bin(c, n, MPS_OP_MUL, acc, sb, &acc, err)) ||
         (st = mps_q_bin(c, n, MPS_OP_MUL, acc, ca, &acc, err)))
-        return st ? st : mps_onnx_oom(err);
+        return st;
     if (n->n_in > 7 && n->in[7] >= 0 && (st = mps_q_quantize(c, n, acc, 7, 8, 1, -1, &acc, err)))
         return st;
     return mps_q_result(n, p, acc);

@@ -158,7 +158,12 @@ static enum mps_status mps_onnx_tensor_stored(struct mps_onnx_ctx *c, const Onnx
                       mps_graph_strndup(c->g, (const char *)t->string_data[i].data, t->string_data[i].len)))
                 return mps_fail(err, MPS_ERR_RUNTIME, "out of memory for tensor '%s'", what);
             break;
-        default: mps_elem_set_int(d, *dt, i, t->int32_data[i]); break;         /* the other integers, bool */
+        default: /* the other integers, bool: int32_data holds them widened */
+            mps_elem_set_int(d, *dt, i, t->int32_data[i]);
+            if (mps_elem_get_int(d, *dt, i) != t->int32_data[i])
+                return mps_fail(err, MPS_ERR_MODEL, "tensor '%s': value %d at %lld is outside %s's range", what,
+                                (int)t->int32_data[i], (long long)i, mps_dtype_name(*dt));
+            break;
         }
     return MPS_OK;
 }

@@ -375,6 +375,34 @@ save("quantize_blocked.onnx", model([helper.make_node("QuantizeLinear", ["x", "s
                                      numpy_helper.from_array(np.zeros(2, np.uint8), "z")], opset=21, ir=10),
      "model", "node 'qb' (QuantizeLinear): blocked quantization (block_size 2) is not supported")
 
+# bad quantization parameters: load errors naming the node (a zero scale would divide by zero; onnxruntime
+# refuses mismatched types and axes)
+f32 = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)
+u8 = lambda name, v: numpy_helper.from_array(np.array(v, np.uint8), name)
+dq = lambda name, inits, x=vi("x", [2, 3], TensorProto.UINT8), **kw: model(
+    [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"], name=name, **kw)], [x], [vi("y", [2, 3])], inits)
+save("dq_zero_scale.onnx", dq("dq0", [f32("s", 0.0), u8("z", 128)]),
+     "model", "node 'dq0' (DequantizeLinear): its scale (input 1, 's') holds 0 at 0: a scale must be positive and finite")
+save("q_nan_scale.onnx", model([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], name="q_nan", axis=1)],
+                               [vi("x", [2, 3])], [vi("y", [2, 3], TensorProto.UINT8)],
+                               [f32("s", [0.1, float("nan"), 0.1]), u8("z", [0, 0, 0])]),
+     "model", "node 'q_nan' (QuantizeLinear): its scale (input 1, 's') holds nan at 1")
+save("dq_zp_type.onnx", dq("dq_i8", [f32("s", 0.5), numpy_helper.from_array(np.array(3, np.int8), "z")]),
+     "model", "node 'dq_i8' (DequantizeLinear): its zero point (input 2) is i8 and the tensor it belongs to u8")
+save("dq_axis_len.onnx", dq("dq_ax", [f32("s", [0.5, 0.25]), u8("z", [1, 2])], axis=1),
+     "model", "node 'dq_ax' (DequantizeLinear): input 2 has 2 values, axis 1 of the tensor it quantizes 3")
+save("dq_scale_zp_shapes.onnx", dq("dq_sz", [f32("s", [0.5, 0.25, 1.0]), u8("z", [1])], axis=1),
+     "model", "node 'dq_sz' (DequantizeLinear): its scale has 3 values and its zero point 1")
+zp300 = helper.make_tensor("z", TensorProto.UINT8, [], [300])  # int32_data holds 8-bit values widened
+save("zero_point_300.onnx", dq("dq_300", [f32("s", 0.5), zp300]), "model", "tensor 'z': value 300 at 0 is outside u8's range")
+qconv_w = numpy_helper.from_array(np.ones((2, 1, 1, 1), np.int8), "w")
+save("qlinearconv_w_scales.onnx",
+     model([helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], name="qc_ws")],
+           [vi("x", [1, 1, 2, 2], TensorProto.UINT8)], [vi("y", [1, 2, 2, 2], TensorProto.UINT8)],
+           [f32("xs", 0.1), u8("xz", 0), qconv_w, f32("ws", [0.1, 0.2, 0.3]),
+            numpy_helper.from_array(np.zeros(3, np.int8), "wz"), f32("ys", 0.1), u8("yz", 0)], opset=10),
+     "model", "node 'qc_ws' (QLinearConv): input 5 has 3 values, axis 0 of the tensor it quantizes 2")
+
 # sizes a run decides (NonMaxSuppression, Unique, NonZero of a run-time input): graph outputs only
 save("unique_runtime.onnx", model([helper.make_node("Div", ["x", "two"], ["h"]), helper.make_node("Floor", ["h"], ["f"]),
                                    helper.make_node("Unique", ["f"], ["y"], name="uniq")],
