@@ -18,13 +18,16 @@
    differs from ONNX's (x_scale * w_scale * acc) / y_scale only by float
    rounding: by one step at a rounding tie.
 
-   QLinearConv (2-D, group 1): each image is copied once into a padded
-   channels-last buffer of unsigned bytes (the border holds x's zero point,
-   so that it adds nothing; channels padded to four with zeros), from which
-   the product's rows, one per output position, are read in place for a
-   1x1 stride-1 layer or gathered tap by tap (Cp bytes each) otherwise; k
-   runs over (tap row, tap column, channel). The store writes C's columns,
-   the output channels, as the NCHW planes they are. */
+   QLinearConv (2-D, group 1) runs the product the other way round, so
+   that a tile's row is neighbouring values of one output plane and the
+   store is contiguous: rows are the output channels (the weights, signed,
+   k bytes a row, packed at compile), columns the output positions. Each
+   image is copied once into a padded channels-last buffer of unsigned
+   bytes (the border holds x's zero point, so that it adds nothing), from
+   which each panel of nr positions is gathered in the tile's B order; k
+   runs over (tap row, tap column, channel), channels padded to four with
+   zeros where there are four or more (a tap a word), packed densely below
+   (one channel: 9 k for a 3x3 kernel, not 36). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,10 +40,11 @@
    corr, zw (int32), then the packed weights. */
 struct mps_qpack {
     const struct mps_uqgemm *q;
-    int64_t k;      /* the reduced length, padding channels included (a multiple of 4) */
-    int64_t k_real; /* without them */
-    int64_t cols, panels;
-    int64_t cin, cp, kh, kw; /* Conv: channels, channels padded to 4, taps */
+    int64_t k;               /* the reduced length, padding channels included (a multiple of 4) */
+    int64_t k_real;          /* without them */
+    int64_t cols, panels;    /* QLinearMatMul: panels of nr columns */
+    int64_t row_blocks;      /* QLinearConv: blocks of mr output channels */
+    int64_t cin, cp, kh, kw; /* Conv: channels, channels as packed (cin below 4, else padded to 4), taps */
     bool conv, flip;         /* flip: x is int8 (add 128) */
     bool rowsums;            /* some zw is not 0 */
     bool quant;              /* the output is quantized (else f32) */
@@ -85,12 +89,14 @@ static struct mps_qpack mps_qpack_head(const struct mps_graph *g, const struct m
                            *y = &g->values[n->out[0]];
     struct mps_qpack h = {.q = mps_isa_qgemm(uk), .conv = n->op == MPS_OP_QLINEAR_CONV, .flip = x->dtype == MPS_I8};
     if (h.conv) {
-        h.cin = w->shape.dim[1], h.cp = (h.cin + 3) / 4 * 4, h.kh = w->shape.dim[2], h.kw = w->shape.dim[3];
-        h.cols = w->shape.dim[0], h.k = h.kh * h.kw * h.cp, h.k_real = h.kh * h.kw * h.cin;
+        h.cin = w->shape.dim[1], h.cp = h.cin < 4 ? h.cin : (h.cin + 3) / 4 * 4;
+        h.kh = w->shape.dim[2], h.kw = w->shape.dim[3];
+        h.cols = w->shape.dim[0], h.k = (h.kh * h.kw * h.cp + 3) / 4 * 4, h.k_real = h.kh * h.kw * h.cin;
+        h.row_blocks = (h.cols + h.q->mr - 1) / h.q->mr;
     } else {
         h.cols = w->shape.dim[1], h.k = (w->shape.dim[0] + 3) / 4 * 4, h.k_real = w->shape.dim[0];
+        h.panels = (h.cols + h.q->nr - 1) / h.q->nr;
     }
-    h.panels = (h.cols + h.q->nr - 1) / h.q->nr;
     h.zx = (uint8_t)((int)mps_qat(mps_qin(g, n, 2), 0) + (h.flip ? 128 : 0));
     h.quant = ys != NULL;
     h.out_signed = y->dtype == MPS_I8;
@@ -114,13 +120,13 @@ static struct mps_qpack mps_qpack_head(const struct mps_graph *g, const struct m
 }
 
 /* Weight w'[k][m] (signed) of the packed order: Conv's k is (tap row, tap
-   column, padded channel). */
+   column, channel as packed). */
 static int mps_qweight(const struct mps_qpack *h, const struct mps_value *w, int64_t k, int64_t m)
 {
     int64_t src;
     if (h->conv) {
         int64_t c = k % h->cp, tap = k / h->cp;
-        if (c >= h->cin)
+        if (c >= h->cin || tap >= h->kh * h->kw)
             return 0;
         src = ((m * h->cin + c) * h->kh + tap / h->kw) * h->kw + tap % h->kw;
     } else {
@@ -135,7 +141,7 @@ size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n,
                             void *dst)
 {
     struct mps_qpack h = mps_qpack_head(g, n, uk);
-    size_t bytes = h.off_b + (size_t)(h.panels * h.k * h.q->nr);
+    size_t bytes = h.off_b + (size_t)(h.conv ? h.row_blocks * h.q->mr * h.k : h.panels * h.k * h.q->nr);
     if (!dst)
         return bytes;
     const struct mps_value *w = mps_qin(g, n, 3), *xs = mps_qin(g, n, 1), *ws = mps_qin(g, n, 4),
@@ -160,6 +166,9 @@ size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n,
         add[m] = bias && !ibias ? (float)(mps_qat(bias, m) * inv) : 0.0f;
     }
     int nr = h.q->nr;
+    for (int64_t m = 0; h.conv && m < h.row_blocks * h.q->mr; m++) /* Conv: a row of k per output channel */
+        for (int64_t k = 0; k < h.k; k++)
+            *b++ = (int8_t)(m < h.cols ? mps_qweight(&h, w, k, m) : 0);
     for (int64_t p = 0; p < h.panels; p++)
         for (int64_t grp = 0; grp < h.k / 4; grp++)
             for (int j = 0; j < nr; j++)
@@ -171,66 +180,80 @@ size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n,
     return bytes;
 }
 
-/* The product's rows for one image: rows x k unsigned bytes, lda apart. */
+/* One product: rows x k unsigned bytes, lda apart (QLinearMatMul), or a
+   conv's image gathered into panels (QLinearConv). */
 struct mps_qrun {
     const struct mps_qpack *h;
-    int64_t rows, out_h, out_w;
+    int64_t rows; /* QLinearMatMul: the product's rows; QLinearConv: the output positions */
     const uint8_t *a;
     int64_t lda;
-    const int32_t *rowsum;
-    void *y; /* the output: element (row r, column m) at y + (r rs + m cs) elements */
-    int64_t rs, cs;
+    const int32_t *rowsum; /* per row (per position), where some zw is not 0 */
+    void *y;               /* QLinearMatMul: row r at y + r cols elements; QLinearConv: plane m at y + m rows */
 };
 
-/* Row r of a tile (cols values, the columns from m0 on) requantized into
-   the row's float values v: branch-free loops along the columns, which the
-   compiler vectorizes. */
-static void mps_qtile_row(const struct mps_qpack *h, const int32_t *t, int32_t rowsum, int64_t m0, int cols, float *v)
-{
-    const unsigned char *base = (const unsigned char *)h;
-    const float *mult = (const float *)(base + h->off_mult) + m0, *add = (const float *)(base + h->off_add) + m0;
-    const int32_t *corr = (const int32_t *)(base + h->off_corr) + m0, *zw = (const int32_t *)(base + h->off_zw) + m0;
-    float lo = h->lo, hi = h->hi;
-    for (int j = 0; j < cols; j++) {
-        uint32_t acc = (uint32_t)t[j] + (uint32_t)corr[j] - (uint32_t)zw[j] * (uint32_t)rowsum;
-        float x = (float)(int32_t)acc * mult[j] + add[j];
-        x = x > lo ? x : lo; /* NaN cannot come: acc is an integer */
-        x = x < hi ? x : hi;
-        v[j] = x;
-    }
-}
+/* Requantizing: v = acc * mult + add clamped to [lo, hi] (NaN cannot come:
+   acc is an integer), then for a quantized output rounded half to even
+   (|v| < 2^22) with y's zero point added, else a LeakyRelu's slope below 0;
+   acc = t + corr - zw rs (mod 2^32, as int32 arithmetic wraps; the true
+   sum fits). The parameters are copied into locals, so that the byte
+   stores (which may alias anything) leave the loops vectorizable. */
+#define MPS_QSTORE(acc_j, mult_j, add_j)                                                                               \
+    do {                                                                                                               \
+        float lo = h->lo, hi = h->hi, slope = h->slope;                                                                \
+        int32_t yz = h->yz;                                                                                            \
+        for (int j = 0; j < cols; j++) {                                                                               \
+            float v = (float)(int32_t)(acc_j) * (mult_j) + (add_j);                                                    \
+            v = v > lo ? v : lo;                                                                                       \
+            v = v < hi ? v : hi;                                                                                       \
+            if (q)                                                                                                     \
+                q[j] = (uint8_t)((int32_t)((v + 12582912.0f) - 12582912.0f) + yz);                                     \
+            else                                                                                                       \
+                f[j] = v < 0.0f ? v * slope : v;                                                                       \
+        }                                                                                                              \
+    } while (0)
 
+/* A QLinearMatMul tile: rows of the output from r0 on, columns from m0. */
 static void mps_qtile_store(const struct mps_qrun *run, int64_t r0, int rows, int64_t m0, int cols, const int32_t *t,
                             int ldt)
 {
     const struct mps_qpack *h = run->h;
-    float v[32];
-    uint8_t q[8][32];
-    for (int r = 0; r < rows; r++) {
-        mps_qtile_row(h, t + r * ldt, h->rowsums ? run->rowsum[r0 + r] : 0, m0, cols, v);
-        if (!h->quant) {
-            float *y = (float *)run->y + (r0 + r) * run->rs + m0 * run->cs, slope = h->slope;
-            for (int j = 0; j < cols; j++)
-                y[j * run->cs] = v[j] < 0.0f ? v[j] * slope : v[j];
-            continue;
-        }
-        for (int j = 0; j < cols; j++) /* half to even (|v| < 2^22), then the zero point */
-            q[r][j] = (uint8_t)((int32_t)((v[j] + 12582912.0f) - 12582912.0f) + h->yz);
+    const unsigned char *base = (const unsigned char *)h;
+    const float *mult = (const float *)(base + h->off_mult) + m0, *add = (const float *)(base + h->off_add) + m0;
+    const int32_t *corr = (const int32_t *)(base + h->off_corr) + m0, *zw = (const int32_t *)(base + h->off_zw) + m0;
+    for (int r = 0; r < rows; r++, t += ldt) {
+        uint32_t rs = h->rowsums ? (uint32_t)run->rowsum[r0 + r] : 0;
+        int64_t at = (r0 + r) * h->cols + m0;
+        uint8_t *q = h->quant ? (uint8_t *)run->y + at : NULL;
+        float *f = h->quant ? NULL : (float *)run->y + at;
+        MPS_QSTORE((uint32_t)t[j] + (uint32_t)corr[j] - (uint32_t)zw[j] * rs, mult[j], add[j]);
     }
-    if (!h->quant)
-        return;
-    uint8_t *y = (uint8_t *)run->y;
-    if (run->cs == 1) { /* a row of the output per tile row */
-        for (int r = 0; r < rows; r++)
-            memcpy(y + (r0 + r) * run->rs + m0, q[r], (size_t)cols);
-        return;
-    }
-    for (int j = 0; j < cols; j++) /* a conv: the tile's rows are positions, its columns planes */
-        for (int r = 0; r < rows; r++)
-            y[(m0 + j) * run->cs + r0 + r] = q[r][j];
 }
 
-/* Tiles [begin, end) of the rows x panels grid. */
+/* A QLinearConv tile: output channels from m0 on (its rows), positions
+   from p0 on (its columns), each row a run of one output plane. */
+static void mps_qtile_store_planes(const struct mps_qrun *run, int64_t m0, int rows, int64_t p0, int cols,
+                                   const int32_t *t, int ldt)
+{
+    const struct mps_qpack *h = run->h;
+    const unsigned char *base = (const unsigned char *)h;
+    const int32_t *rowsum = run->rowsum + p0;
+    for (int r = 0; r < rows; r++, t += ldt) {
+        int64_t m = m0 + r;
+        float mult = ((const float *)(base + h->off_mult))[m], add = ((const float *)(base + h->off_add))[m];
+        uint32_t corr = (uint32_t)((const int32_t *)(base + h->off_corr))[m],
+                 zw = (uint32_t)((const int32_t *)(base + h->off_zw))[m];
+        uint8_t *q = h->quant ? (uint8_t *)run->y + m * run->rows + p0 : NULL;
+        float *f = h->quant ? NULL : (float *)run->y + m * run->rows + p0;
+        if (h->rowsums)
+            MPS_QSTORE((uint32_t)t[j] + corr - zw * (uint32_t)rowsum[j], mult, add);
+        else
+            MPS_QSTORE((uint32_t)t[j] + corr, mult, add);
+    }
+}
+#undef MPS_QSTORE
+
+/* Tiles [begin, end): QLinearMatMul's of the rows x panels grid, QLinearConv's
+   of the position panels x channel blocks one (a panel's tiles together). */
 static void mps_qtiles(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_qrun *run = ctx;
@@ -239,6 +262,14 @@ static void mps_qtiles(void *ctx, int64_t begin, int64_t end)
     int mr = h->q->mr, nr = h->q->nr;
     int32_t t[8 * 32];
     for (int64_t i = begin; i < end; i++) {
+        if (h->conv) {
+            int64_t p = i / h->row_blocks, m0 = i % h->row_blocks * mr, p0 = p * nr;
+            int rows = h->cols - m0 < mr ? (int)(h->cols - m0) : mr,
+                cols = run->rows - p0 < nr ? (int)(run->rows - p0) : nr;
+            h->q->by_weights(h->k / 4, b + m0 * h->k, h->k, run->a + p * h->k * nr, t, rows);
+            mps_qtile_store_planes(run, m0, rows, p0, cols, t, nr);
+            continue;
+        }
         int64_t rb = i / h->panels, p = i % h->panels, r0 = rb * mr;
         int rows = run->rows - r0 < mr ? (int)(run->rows - r0) : mr;
         h->q->fn(h->k / 4, run->a + r0 * run->lda, run->lda, b + p * h->k * nr, t, rows);
@@ -258,15 +289,6 @@ static void mps_qrowsums(void *ctx, int64_t begin, int64_t end)
             s += x[k];
         ((int32_t *)run->rowsum)[r] = s;
     }
-}
-
-static void mps_qproduct(struct mps_pool *pool, struct mps_qrun *run)
-{
-    const struct mps_qpack *h = run->h;
-    if (h->rowsums)
-        mps_pool_for(pool, run->rows, h->k, mps_qrowsums, run);
-    int64_t tiles = (run->rows + h->q->mr - 1) / h->q->mr * h->panels;
-    mps_pool_for(pool, tiles, (int64_t)h->q->mr * h->q->nr * h->k / 4, mps_qtiles, run);
 }
 
 /* A matrix's rows made unsigned and padded to k bytes. */
@@ -290,14 +312,15 @@ static void mps_qcopy_rows(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-/* One image of a conv: the padded channels-last buffer, then the rows. */
+/* One image of a conv: the padded channels-last buffer, then its panels. */
 struct mps_qimage {
     const struct mps_qpack *h;
     const struct mps_conv_params *p;
     const uint8_t *x; /* [C][H][W] */
     int64_t in_h, in_w, hp, wp, out_h, out_w;
-    uint8_t *buf;  /* [hp][wp][cp] */
-    uint8_t *rows; /* [out_h out_w][k] */
+    uint8_t *buf;    /* [hp][wp][cp] */
+    uint8_t *panels; /* per nr positions: [k / 4][nr][4] */
+    int32_t *rowsum; /* per position, where some zw is not 0 */
 };
 
 static void mps_qimage_fill(void *ctx, int64_t begin, int64_t end)
@@ -305,16 +328,20 @@ static void mps_qimage_fill(void *ctx, int64_t begin, int64_t end)
     const struct mps_qimage *im = ctx;
     const struct mps_qpack *h = im->h;
     int64_t pt = im->p->win.pad[0], pl = im->p->win.pad[1], cp = h->cp, cin = h->cin;
-    uint8_t flip = h->flip ? 0x80 : 0;
+    uint8_t flip = h->flip ? 0x80 : 0, px[64];
+    for (int64_t c = 0; c < cp && c < 64; c++) /* the border holds x's zero point, which adds nothing */
+        px[c] = c < cin ? h->zx : 0;
     for (int64_t r = begin; r < end; r++) {
         uint8_t *row = im->buf + r * im->wp * cp;
         int64_t i = r - pt;
         bool inside = i >= 0 && i < im->in_h;
         for (int64_t col = 0; col < im->wp; col++) {
-            uint8_t *px = row + col * cp;
+            if (inside && col >= pl && col < pl + im->in_w && cp == cin)
+                continue; /* written below */
+            uint8_t *d = row + col * cp;
             bool border = !inside || col < pl || col >= pl + im->in_w;
-            for (int64_t c = 0; c < cp; c++) /* the border holds x's zero point, which adds nothing */
-                px[c] = border && c < cin ? h->zx : 0;
+            for (int64_t c = 0; c < cp; c++)
+                d[c] = border && c < cin ? (c < 64 ? px[c] : h->zx) : 0;
         }
         for (int64_t c = 0; inside && c < cin; c++) { /* along the input's rows, written across */
             const uint8_t *x = im->x + (c * im->in_h + i) * im->in_w;
@@ -325,32 +352,53 @@ static void mps_qimage_fill(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-static void mps_qimage_rows(void *ctx, int64_t begin, int64_t end)
+/* Panels [begin, end): B's order, b[(g nr + l) 4 + i] = byte 4 g + i of
+   position l's k (zeros past the positions and past k); a tap and group
+   of four channels at a time across the panel's positions. */
+static void mps_qimage_panels(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_qimage *im = ctx;
     const struct mps_qpack *h = im->h;
     const struct mps_window *w = &im->p->win;
-    int64_t cp = h->cp, dil = w->dilation[1] * cp;
-    for (int64_t o = begin; o < end; o++) {
-        int64_t oh = o / im->out_w, ow = o % im->out_w;
-        uint8_t *d = im->rows + o * h->k;
-        for (int64_t i = 0; i < h->kh; i++) {
-            const uint8_t *src = im->buf + ((oh * w->stride[0] + i * w->dilation[0]) * im->wp + ow * w->stride[1]) * cp;
-            if (cp == 4) /* three channels: a word a tap */
-                for (int64_t j = 0; j < h->kw; j++, d += 4)
-                    memcpy(d, src + j * dil, 4);
-            else
-                for (int64_t j = 0; j < h->kw; j++, d += cp)
-                    memcpy(d, src + j * dil, (size_t)cp);
+    int nr = h->q->nr;
+    int64_t cp = h->cp, plane = im->out_h * im->out_w, off[32];
+    for (int64_t pn = begin; pn < end; pn++) {
+        uint8_t *dst = im->panels + pn * h->k * nr;
+        int lanes = plane - pn * nr < nr ? (int)(plane - pn * nr) : nr;
+        if (lanes < nr || cp % 4)
+            memset(dst, 0, (size_t)(h->k * nr));
+        for (int l = 0, oh = (int)(pn * nr / im->out_w), ow = (int)(pn * nr % im->out_w); l < lanes; l++) {
+            off[l] = (oh * w->stride[0] * im->wp + ow * w->stride[1]) * cp; /* its top left tap */
+            if (++ow == im->out_w)
+                ow = 0, oh++;
         }
+        int64_t kk = 0;
+        for (int64_t i = 0; i < h->kh; i++)
+            for (int64_t j = 0; j < h->kw; j++) {
+                const uint8_t *src = im->buf + (i * w->dilation[0] * im->wp + j * w->dilation[1]) * cp;
+                if (cp % 4 == 0) /* a word a group of four channels */
+                    for (int64_t c = 0; c < cp; c += 4, kk += 4) {
+                        uint8_t *d = dst + kk * nr;
+                        for (int l = 0; l < lanes; l++)
+                            memcpy(d + 4 * l, src + off[l] + c, 4);
+                    }
+                else
+                    for (int64_t c = 0; c < cp; c++, kk++) {
+                        uint8_t *d = dst + kk / 4 * 4 * nr + kk % 4;
+                        for (int l = 0; l < lanes; l++)
+                            d[4 * l] = src[off[l] + c];
+                    }
+            }
+        if (!h->rowsums)
+            continue;
+        int32_t sum[32] = {0};
+        for (int64_t g = 0; g < h->k / 4; g++)
+            for (int l = 0; l < nr; l++)
+                for (int b = 0; b < 4; b++)
+                    sum[l] += dst[(g * nr + l) * 4 + b];
+        for (int l = 0; l < lanes; l++)
+            im->rowsum[pn * nr + l] = sum[l];
     }
-}
-
-/* Whether the padded buffer is the product's rows itself (1x1, stride 1, no padding). */
-static bool mps_qconv_direct(const struct mps_qpack *h, const struct mps_conv_params *p)
-{
-    return h->kh == 1 && h->kw == 1 && p->win.stride[0] == 1 && p->win.stride[1] == 1 && !p->win.pad[0] &&
-           !p->win.pad[1] && !p->win.pad[2] && !p->win.pad[3];
 }
 
 size_t mps_cpu_qlinear_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
@@ -365,9 +413,8 @@ size_t mps_cpu_qlinear_scratch(const struct mps_graph *g, const struct mps_node 
     }
     const struct mps_window *w = &n->p.conv.win;
     int64_t hp = x->dim[2] + w->pad[0] + w->pad[2], wp = x->dim[3] + w->pad[1] + w->pad[3],
-            plane = y->dim[2] * y->dim[3];
-    size_t buf = mps_qup((size_t)(hp * wp * h.cp));
-    return buf + (mps_qconv_direct(&h, &n->p.conv) ? 0 : mps_qup((size_t)(plane * h.k))) + (size_t)plane * 4;
+            plane = y->dim[2] * y->dim[3], panels = (plane + h.q->nr - 1) / h.q->nr;
+    return mps_qup((size_t)(hp * wp * h.cp)) + mps_qup((size_t)(panels * h.q->nr * h.k)) + (size_t)plane * 4;
 }
 
 enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *err)
@@ -379,17 +426,19 @@ enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *
     const struct mps_shape *xs = &a->in[0].shape, *ys = &a->out[0].shape;
     size_t el = h->quant ? 1 : 4;
     uint8_t *scratch = a->scratch;
+    int64_t mr = h->q->mr, nr = h->q->nr;
     if (!h->conv) {
         int64_t k_in = xs->dim[xs->ndim - 1], rows = mps_shape_numel(xs) / (k_in ? k_in : 1);
-        struct mps_qrun run = {
-            .h = h, .rows = rows, .a = a->in[0].data, .lda = k_in, .y = a->out[0].data, .rs = h->cols, .cs = 1};
+        struct mps_qrun run = {.h = h, .rows = rows, .a = a->in[0].data, .lda = k_in, .y = a->out[0].data};
         if (h->flip || k_in != h->k) {
             struct mps_qrows c = {h, a->in[0].data, k_in, scratch};
             mps_pool_for(a->pool, rows, k_in * MPS_POOL_COPY_COST, mps_qcopy_rows, &c);
             run.a = scratch, run.lda = h->k;
         }
         run.rowsum = (const int32_t *)(scratch + mps_qup((size_t)(rows * h->k)));
-        mps_qproduct(a->pool, &run);
+        if (h->rowsums)
+            mps_pool_for(a->pool, rows, h->k, mps_qrowsums, &run);
+        mps_pool_for(a->pool, (rows + mr - 1) / mr * h->panels, mr * nr * h->k / 4, mps_qtiles, &run);
         return MPS_OK;
     }
     const struct mps_conv_params *p = &a->node->p.conv;
@@ -401,24 +450,19 @@ enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *
                             .out_w = ys->dim[3],
                             .buf = scratch};
     im.hp = im.in_h + p->win.pad[0] + p->win.pad[2], im.wp = im.in_w + p->win.pad[1] + p->win.pad[3];
-    int64_t plane = im.out_h * im.out_w;
-    bool direct = mps_qconv_direct(h, p);
-    im.rows = scratch + mps_qup((size_t)(im.hp * im.wp * h->cp));
-    int32_t *rowsum = (int32_t *)(im.rows + (direct ? 0 : mps_qup((size_t)(plane * h->k))));
+    int64_t plane = im.out_h * im.out_w, panels = (plane + nr - 1) / nr;
+    im.panels = scratch + mps_qup((size_t)(im.hp * im.wp * h->cp));
+    im.rowsum = (int32_t *)(im.panels + mps_qup((size_t)(panels * nr * h->k)));
     for (int64_t b = 0; b < xs->dim[0]; b++) {
         im.x = (const uint8_t *)a->in[0].data + b * h->cin * im.in_h * im.in_w;
         mps_pool_for(a->pool, im.hp, im.wp * h->cp * MPS_POOL_COPY_COST, mps_qimage_fill, &im);
-        if (!direct)
-            mps_pool_for(a->pool, plane, h->k * MPS_POOL_COPY_COST / 4, mps_qimage_rows, &im);
+        mps_pool_for(a->pool, panels, nr * h->k * MPS_POOL_COPY_COST / 4, mps_qimage_panels, &im);
         struct mps_qrun run = {.h = h,
                                .rows = plane,
-                               .a = direct ? im.buf : im.rows,
-                               .lda = h->k,
-                               .rowsum = rowsum,
-                               .y = (unsigned char *)a->out[0].data + (size_t)(b * h->cols * plane) * el,
-                               .rs = 1,
-                               .cs = plane};
-        mps_qproduct(a->pool, &run);
+                               .a = im.panels,
+                               .rowsum = im.rowsum,
+                               .y = (unsigned char *)a->out[0].data + (size_t)(b * h->cols * plane) * el};
+        mps_pool_for(a->pool, panels * h->row_blocks, mr * nr * h->k / 4, mps_qtiles, &run);
     }
     return MPS_OK;
 }

@@ -10,21 +10,29 @@
 
 enum { MPS_QMR = 8, MPS_QNR = 32 };
 
-static void mps_avx512_qgemm(int64_t k4, const uint8_t *a, int64_t lda, const int8_t *b, int32_t *c, int rows)
+/* signed_a: a's bytes are the signed operand (by_weights), else b's. */
+static inline void mps_avx512_qtile(int64_t k4, const void *a, int64_t lda, const void *b, int32_t *c, int rows,
+                                    bool signed_a)
 {
+    const unsigned char *pa = a, *pb = b;
     __m512i acc[MPS_QMR][2];
     for (int r = 0; r < MPS_QMR; r++)
         acc[r][0] = acc[r][1] = _mm512_setzero_si512();
-    for (int64_t g = 0; g < k4; g++, b += 4 * MPS_QNR) {
-        __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
+    for (int64_t g = 0; g < k4; g++, pb += 4 * MPS_QNR) {
+        __m512i b0 = _mm512_loadu_si512(pb), b1 = _mm512_loadu_si512(pb + 64);
         for (int r = 0; r < MPS_QMR; r++) {
             if (r >= rows)
                 break;
             int32_t four;
-            __builtin_memcpy(&four, a + r * lda + 4 * g, 4);
+            __builtin_memcpy(&four, pa + r * lda + 4 * g, 4);
             __m512i x = _mm512_set1_epi32(four);
-            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], x, b0);
-            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], x, b1);
+            if (signed_a) { /* the first multiplicand is the unsigned one */
+                acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], b0, x);
+                acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], b1, x);
+            } else {
+                acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], x, b0);
+                acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], x, b1);
+            }
         }
     }
     for (int r = 0; r < rows; r++) {
@@ -33,4 +41,15 @@ static void mps_avx512_qgemm(int64_t k4, const uint8_t *a, int64_t lda, const in
     }
 }
 
-const struct mps_uqgemm mps_uqgemm_avx512 = {"avx512-vnni", MPS_QMR, MPS_QNR, mps_x86_has_vnni, mps_avx512_qgemm};
+static void mps_avx512_qgemm(int64_t k4, const uint8_t *a, int64_t lda, const int8_t *b, int32_t *c, int rows)
+{
+    mps_avx512_qtile(k4, a, lda, b, c, rows, false);
+}
+
+static void mps_avx512_qgemm_w(int64_t k4, const int8_t *a, int64_t lda, const uint8_t *b, int32_t *c, int rows)
+{
+    mps_avx512_qtile(k4, a, lda, b, c, rows, true);
+}
+
+const struct mps_uqgemm mps_uqgemm_avx512 = {"avx512-vnni",    MPS_QMR,          MPS_QNR,
+                                             mps_x86_has_vnni, mps_avx512_qgemm, mps_avx512_qgemm_w};

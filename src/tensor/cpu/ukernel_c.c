@@ -138,21 +138,38 @@ static bool mps_c_supported(void)
 }
 
 enum { MPS_C_QMR = 4, MPS_C_QNR = 16 };
-static void mps_c_qgemm(int64_t k4, const uint8_t *a, int64_t lda, const int8_t *b, int32_t *c, int rows)
+/* signed_a: a's bytes signed and b's unsigned (by_weights), else the other way. */
+static inline int mps_c_qbyte(const void *p, int64_t i, bool is_signed)
+{
+    return is_signed ? ((const int8_t *)p)[i] : ((const uint8_t *)p)[i];
+}
+
+static inline void mps_c_qtile(int64_t k4, const void *a, int64_t lda, const void *b, int32_t *c, int rows,
+                               bool signed_a)
 {
     int32_t acc[MPS_C_QMR][MPS_C_QNR] = {{0}};
-    for (int64_t g = 0; g < k4; g++, b += 4 * MPS_C_QNR)
-        for (int r = 0; r < rows; r++) {
-            const uint8_t *x = a + r * lda + 4 * g;
+    for (int64_t g = 0; g < k4; g++)
+        for (int r = 0; r < rows; r++)
             for (int j = 0; j < MPS_C_QNR; j++)
-                acc[r][j] += x[0] * b[4 * j] + x[1] * b[4 * j + 1] + x[2] * b[4 * j + 2] + x[3] * b[4 * j + 3];
-        }
+                for (int i = 0; i < 4; i++)
+                    acc[r][j] += mps_c_qbyte(a, r * lda + 4 * g + i, signed_a) *
+                                 mps_c_qbyte(b, (g * MPS_C_QNR + j) * 4 + i, !signed_a);
     for (int r = 0; r < rows; r++)
         for (int j = 0; j < MPS_C_QNR; j++)
             c[r * MPS_C_QNR + j] = acc[r][j];
 }
 
-const struct mps_uqgemm mps_uqgemm_c = {"c", MPS_C_QMR, MPS_C_QNR, mps_c_supported, mps_c_qgemm};
+static void mps_c_qgemm(int64_t k4, const uint8_t *a, int64_t lda, const int8_t *b, int32_t *c, int rows)
+{
+    mps_c_qtile(k4, a, lda, b, c, rows, false);
+}
+
+static void mps_c_qgemm_w(int64_t k4, const int8_t *a, int64_t lda, const uint8_t *b, int32_t *c, int rows)
+{
+    mps_c_qtile(k4, a, lda, b, c, rows, true);
+}
+
+const struct mps_uqgemm mps_uqgemm_c = {"c", MPS_C_QMR, MPS_C_QNR, mps_c_supported, mps_c_qgemm, mps_c_qgemm_w};
 
 const struct mps_ukernels mps_ukernels_c = {
     .name = "c",
