@@ -352,6 +352,19 @@ static void mps_qimage_fill(void *ctx, int64_t begin, int64_t end)
     }
 }
 
+/* The byte sums of a panel's first lanes positions into sums. */
+static void mps_qpanel_sums(const struct mps_qpack *h, const uint8_t *panel, int lanes, int32_t *sums)
+{
+    int nr = h->q->nr;
+    int32_t sum[32] = {0};
+    for (int64_t g = 0; g < h->k / 4; g++)
+        for (int l = 0; l < nr; l++)
+            for (int b = 0; b < 4; b++)
+                sum[l] += panel[(g * nr + l) * 4 + b];
+    for (int l = 0; l < lanes; l++)
+        sums[l] = sum[l];
+}
+
 /* Panels [begin, end): B's order, b[(g nr + l) 4 + i] = byte 4 g + i of
    position l's k (zeros past the positions and past k); a tap and group
    of four channels at a time across the panel's positions. */
@@ -389,16 +402,50 @@ static void mps_qimage_panels(void *ctx, int64_t begin, int64_t end)
                             d[4 * l] = src[off[l] + c];
                     }
             }
-        if (!h->rowsums)
-            continue;
-        int32_t sum[32] = {0};
-        for (int64_t g = 0; g < h->k / 4; g++)
-            for (int l = 0; l < nr; l++)
-                for (int b = 0; b < 4; b++)
-                    sum[l] += dst[(g * nr + l) * 4 + b];
-        for (int l = 0; l < lanes; l++)
-            im->rowsum[pn * nr + l] = sum[l];
+        if (h->rowsums)
+            mps_qpanel_sums(h, dst, lanes, im->rowsum + pn * nr);
     }
+}
+
+/* Panels [begin, end) of a 1x1 stride-1 conv without padding, read from
+   the image's planes (no channels-last copy): a word of four channels'
+   bytes per position. */
+static void mps_qimage_panels_1x1(void *ctx, int64_t begin, int64_t end)
+{
+    static const uint8_t zeros[32];
+    const struct mps_qimage *im = ctx;
+    const struct mps_qpack *h = im->h;
+    int nr = h->q->nr;
+    int64_t plane = im->out_h * im->out_w;
+    uint32_t flip = h->flip ? 0x80808080u : 0;
+    for (int64_t pn = begin; pn < end; pn++) {
+        uint8_t *dst = im->panels + pn * h->k * nr;
+        int lanes = plane - pn * nr < nr ? (int)(plane - pn * nr) : nr;
+        if (lanes < nr)
+            memset(dst, 0, (size_t)(h->k * nr));
+        for (int64_t g = 0; g < h->k / 4; g++) {
+            const uint8_t *x[4];
+            for (int i = 0; i < 4; i++) /* a channel past cin: zeros, flipped back below */
+                x[i] = 4 * g + i < h->cin ? im->x + (4 * g + i) * plane + pn * nr : zeros;
+            uint32_t pad = 0;
+            for (int i = 0; i < 4; i++)
+                pad |= (4 * g + i < h->cin ? 0u : 0x80u) << (8 * i);
+            uint32_t *d = (uint32_t *)(dst + g * 4 * nr), mask = flip ^ (flip & pad);
+            for (int l = 0; l < lanes; l++)
+                d[l] =
+                    ((uint32_t)x[0][l] | (uint32_t)x[1][l] << 8 | (uint32_t)x[2][l] << 16 | (uint32_t)x[3][l] << 24) ^
+                    mask;
+        }
+        if (h->rowsums)
+            mps_qpanel_sums(h, dst, lanes, im->rowsum + pn * nr);
+    }
+}
+
+/* Whether the panels are read from the image's planes (1x1, stride 1, no padding). */
+static bool mps_qconv_direct(const struct mps_qpack *h, const struct mps_conv_params *p)
+{
+    return h->kh == 1 && h->kw == 1 && p->win.stride[0] == 1 && p->win.stride[1] == 1 && !p->win.pad[0] &&
+           !p->win.pad[1] && !p->win.pad[2] && !p->win.pad[3];
 }
 
 size_t mps_cpu_qlinear_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
@@ -451,12 +498,17 @@ enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *
                             .buf = scratch};
     im.hp = im.in_h + p->win.pad[0] + p->win.pad[2], im.wp = im.in_w + p->win.pad[1] + p->win.pad[3];
     int64_t plane = im.out_h * im.out_w, panels = (plane + nr - 1) / nr;
+    bool direct = mps_qconv_direct(h, p);
     im.panels = scratch + mps_qup((size_t)(im.hp * im.wp * h->cp));
     im.rowsum = (int32_t *)(im.panels + mps_qup((size_t)(panels * nr * h->k)));
     for (int64_t b = 0; b < xs->dim[0]; b++) {
         im.x = (const uint8_t *)a->in[0].data + b * h->cin * im.in_h * im.in_w;
-        mps_pool_for(a->pool, im.hp, im.wp * h->cp * MPS_POOL_COPY_COST, mps_qimage_fill, &im);
-        mps_pool_for(a->pool, panels, nr * h->k * MPS_POOL_COPY_COST / 4, mps_qimage_panels, &im);
+        if (direct)
+            mps_pool_for(a->pool, panels, nr * h->k * MPS_POOL_COPY_COST / 4, mps_qimage_panels_1x1, &im);
+        else {
+            mps_pool_for(a->pool, im.hp, im.wp * h->cp * MPS_POOL_COPY_COST, mps_qimage_fill, &im);
+            mps_pool_for(a->pool, panels, nr * h->k * MPS_POOL_COPY_COST / 4, mps_qimage_panels, &im);
+        }
         struct mps_qrun run = {.h = h,
                                .rows = plane,
                                .a = im.panels,
