@@ -97,7 +97,7 @@ int mps_onnx_const(struct mps_onnx_ctx *c, const char *hint, enum mps_dtype dt, 
     void *copy = mps_graph_alloc(c->g, bytes);
     if (!copy)
         return -1;
-    if (bytes)
+    if (bytes && data)
         memcpy(copy, data, bytes);
     struct mps_value *val = &c->g->values[v];
     val->dtype = dt;

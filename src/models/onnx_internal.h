@@ -69,7 +69,8 @@ enum mps_status mps_onnx_seq_node(struct mps_onnx_ctx *c, struct mps_onnx_node *
 int mps_onnx_lookup(const struct mps_onnx_ctx *c, const char *name);
 /* Adds a value named name (unique) to the graph and the map; -1 on failure. */
 int mps_onnx_define(struct mps_onnx_ctx *c, const char *name, enum mps_dtype dt, const struct mps_shape *s);
-/* Adds an initializer under a generated name derived from hint; -1 on failure. */
+/* Adds an initializer under a generated name derived from hint (data NULL:
+   zeros, for the caller to fill); -1 on failure. */
 int mps_onnx_const(struct mps_onnx_ctx *c, const char *hint, enum mps_dtype dt, const struct mps_shape *s,
                    const void *data);
 /* MPS_ERR_RUNTIME "out of memory", for the mappers. */

@@ -1,5 +1,6 @@
 /* onnx_quant.c: the quantization ops, loaded as compositions that compute
-   in f32 on every backend (int8 kernels are a later step): dequantizing is
+   in f32 on every backend, with notes (graph.h) from which the cpu's
+   quantization pass (passes.c) makes int8 products: dequantizing is
    (Cast(x) - zero point) * scale, quantizing Cast(Clip(Round(x / scale) +
    zero point)) to the zero point's integer type (round half to even, then
    saturate, as ONNX defines it). The integer products (MatMulInteger,
@@ -10,7 +11,11 @@
    reduced length could pass it; the QLinear forms requantize acc * (a_scale
    * b_scale) by y_scale, where the accumulator's relative error past 2^24
    (6e-8) moves a result by one step only at a rounding tie. Per-axis scales
-   and zero points are reshaped to broadcast along their axis. */
+   and zero points are reshaped to broadcast along their axis. A
+   DequantizeLinear of constants (a model's weights) is computed at load in
+   one pass, as the composition rounds it. Bad parameters (a scale not
+   positive and finite, a zero point of another type, per-axis lengths that
+   disagree) are load errors naming the node. */
 #include <stdio.h>
 #include <string.h>
 
@@ -52,21 +57,26 @@ static enum mps_status mps_q_scale_ok(struct mps_onnx_ctx *c, const struct mps_o
     return MPS_OK;
 }
 
-/* Scale or zero point v (input i, for messages) of tensor xs quantized along
-   axis: a scalar or one element stays, a 1-D one of xs->dim[axis] values
-   becomes [len, 1, ...] (rank - axis - 1 ones) to broadcast there; a zero
-   point is cast to f32 too, a scale's values are checked. */
-static enum mps_status mps_q_param(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int i,
-                                   const struct mps_shape *xs, int64_t axis, bool zero_point, int *v,
-                                   struct mps_error *err)
+/* Checks scale or zero point input i of n for tensor xs quantized along
+   axis: a scalar, one element or a 1-D one of xs->dim[axis] values (*len: how
+   many); a scale's values positive and finite; a zero point of xs's type
+   (xt; MPS_DTYPE_COUNT: any). */
+static enum mps_status mps_q_check(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int i,
+                                   const struct mps_shape *xs, enum mps_dtype xt, int64_t axis, bool zero_point,
+                                   int64_t *len, struct mps_error *err)
 {
     struct mps_shape s;
     int rank = xs->ndim;
-    *v = n->in[i];
-    enum mps_status st = mps_onnx_shape_of(c, n, *v, &s, err);
-    if (st || (!zero_point && (st = mps_q_scale_ok(c, n, i, err))) ||
-        (zero_point && (st = mps_q_cast(c, n, v, MPS_F32, err))))
+    enum mps_status st = mps_onnx_shape_of(c, n, n->in[i], &s, err);
+    enum mps_dtype zt = c->g->values[n->in[i]].dtype;
+    if (st || (!zero_point && (st = mps_q_scale_ok(c, n, i, err))))
         return st;
+    if (zero_point && xt != MPS_DTYPE_COUNT && zt != xt)
+        return mps_onnx_fail(n, err,
+                             "its zero point (input %d) is %s and the tensor it belongs to %s: they must be of "
+                             "one type",
+                             i, mps_dtype_name(zt), mps_dtype_name(xt));
+    *len = 1;
     if (mps_shape_numel(&s) == 1 && s.ndim <= 1)
         return MPS_OK;
     if (s.ndim != 1 || axis < -rank || axis >= rank)
@@ -76,32 +86,45 @@ static enum mps_status mps_q_param(struct mps_onnx_ctx *c, const struct mps_onnx
     if (xs->dim[axis] >= 0 && s.dim[0] != xs->dim[axis])
         return mps_onnx_fail(n, err, "input %d has %lld values, axis %lld of the tensor it quantizes %lld", i,
                              (long long)s.dim[0], (long long)axis, (long long)xs->dim[axis]);
-    struct mps_shape b = {rank - (int)axis, {s.dim[0]}};
+    *len = s.dim[0];
+    return MPS_OK;
+}
+
+/* Scale or zero point v (input i) of tensor xs quantized along axis,
+   checked (mps_q_check): a scalar or one element stays, a 1-D one becomes
+   [len, 1, ...] (rank - axis - 1 ones) to broadcast there; a zero point is
+   cast to f32 too. */
+static enum mps_status mps_q_param(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int i,
+                                   const struct mps_shape *xs, int64_t axis, bool zero_point, int *v,
+                                   struct mps_error *err)
+{
+    int64_t len;
+    int rank = xs->ndim;
+    *v = n->in[i];
+    enum mps_status st = mps_q_check(c, n, i, xs, MPS_DTYPE_COUNT, axis, zero_point, &len, err);
+    if (st || (zero_point && (st = mps_q_cast(c, n, v, MPS_F32, err))) || len == 1)
+        return st;
+    axis += axis < 0 ? rank : 0;
+    struct mps_shape b = {rank - (int)axis, {len}};
     for (int d = 1; d < b.ndim; d++)
         b.dim[d] = 1;
     return mps_onnx_reshape(c, n, v, &b, err);
 }
 
 /* The f32 value of integer tensor x minus its zero point (input zi of n, or
-   none when zi is past its inputs or omitted), along axis. */
+   none when zi is past its inputs or omitted; of x's type), along axis. */
 static enum mps_status mps_q_shifted(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int x, int zi, int64_t axis,
                                      int *out, struct mps_error *err)
 {
     struct mps_shape s;
+    int64_t len;
     int z;
     enum mps_status st = mps_onnx_shape_of(c, n, x, &s, err);
     *out = x;
     if (st || zi >= n->n_in || n->in[zi] < 0)
         return st ? st : mps_q_cast(c, n, out, MPS_F32, err);
-    enum mps_dtype xt = c->g->values[x].dtype, zt = c->g->values[n->in[zi]].dtype;
-    if (xt != zt)
-        return mps_onnx_fail(n, err,
-                             "its zero point (input %d) is %s and the tensor it belongs to %s: they must be of "
-                             "one type",
-                             zi, mps_dtype_name(zt), mps_dtype_name(xt));
-    if ((st = mps_q_cast(c, n, out, MPS_F32, err)))
-        return st;
-    if ((st = mps_q_param(c, n, zi, &s, axis, true, &z, err)))
+    if ((st = mps_q_check(c, n, zi, &s, c->g->values[x].dtype, axis, true, &len, err)) ||
+        (st = mps_q_cast(c, n, out, MPS_F32, err)) || (st = mps_q_param(c, n, zi, &s, axis, true, &z, err)))
         return st;
     return mps_q_bin(c, n, MPS_OP_SUB, *out, z, out, err);
 }
@@ -216,6 +239,44 @@ static enum mps_status mps_map_quantize(struct mps_onnx_ctx *c, struct mps_onnx_
     return mps_q_result(n, p, y);
 }
 
+/* The dequantized value of constant x (integers), scale (f32) and zero
+   point z (NULL: 0) along axis, as the composition computes it: (f32(x) -
+   f32(z)) * scale, each step rounded as there. Folded here so that the
+   weights of a quantized model cost one pass at load, not one per step. */
+static int mps_q_fold(struct mps_onnx_ctx *c, const struct mps_onnx_node *n, int64_t axis)
+{
+    int v = mps_onnx_const(c, n->name, MPS_F32, &c->g->values[n->in[0]].shape, NULL);
+    if (v < 0) /* values looked up after it: adding one may move them */
+        return -1;
+    const struct mps_value *x = &c->g->values[n->in[0]], *scale = &c->g->values[n->in[1]],
+                           *z = n->n_in > 2 && n->in[2] >= 0 ? &c->g->values[n->in[2]] : NULL;
+    float *y = (float *)c->g->values[v].data;
+    int64_t per = mps_shape_numel(&scale->shape), inner = 1, total = mps_shape_numel(&x->shape);
+    axis += axis < 0 ? x->shape.ndim : 0;
+    for (int d = (int)axis + 1; per > 1 && d < x->shape.ndim; d++)
+        inner *= x->shape.dim[d];
+    inner = per > 1 ? inner : total;
+    const float *s = scale->data;
+    for (int64_t i0 = 0; i0 < total; i0 += inner) { /* a run of one channel */
+        int64_t ch = per > 1 ? i0 / inner % per : 0;
+        float zf = z ? (float)mps_elem_get_int(z->data, z->dtype, ch) : 0.0f, sc = s[ch], *yr = y + i0;
+        switch (x->dtype) {
+        case MPS_I8:
+            for (int64_t i = 0; i < inner; i++)
+                yr[i] = ((float)((const int8_t *)x->data)[i0 + i] - zf) * sc;
+            break;
+        case MPS_U8:
+            for (int64_t i = 0; i < inner; i++)
+                yr[i] = ((float)((const uint8_t *)x->data)[i0 + i] - zf) * sc;
+            break;
+        default:
+            for (int64_t i = 0; i < inner; i++)
+                yr[i] = ((float)mps_elem_get_int(x->data, x->dtype, i0 + i) - zf) * sc;
+        }
+    }
+    return v;
+}
+
 static enum mps_status mps_map_dequantize(struct mps_onnx_ctx *c, struct mps_onnx_node *n, union mps_op_params *p,
                                           struct mps_error *err)
 {
@@ -223,6 +284,23 @@ static enum mps_status mps_map_dequantize(struct mps_onnx_ctx *c, struct mps_onn
     int x, scale;
     struct mps_shape s;
     enum mps_status st = mps_q_axis(c, n, &axis, err);
+    const struct mps_value *vs = n->in[1] >= 0 ? &c->g->values[n->in[1]] : NULL;
+    int zi = n->n_in > 2 && n->in[2] >= 0 ? n->in[2] : -1;
+    double lo, hi;
+    enum mps_dtype xt = c->g->values[n->in[0]].dtype;
+    if (!st && c->g->values[n->in[0]].data && vs && vs->data && vs->dtype == MPS_F32 &&
+        (zi < 0 || c->g->values[zi].data) && mps_q_range(xt, &lo, &hi) &&
+        !(st = mps_onnx_shape_of(c, n, n->in[0], &s, err))) { /* weights: checked as the composition checks them */
+        int64_t len;
+        if ((st = mps_q_check(c, n, 1, &s, MPS_DTYPE_COUNT, axis, false, &len, err)) ||
+            (zi >= 0 && (st = mps_q_check(c, n, 2, &s, xt, axis, true, &len, err))))
+            return st;
+        if ((x = mps_q_fold(c, n, axis)) < 0)
+            return mps_onnx_oom(err);
+        if ((st = mps_q_note(c, n, MPS_QNOTE_DQ, n->in, 3, x, axis, MPS_OP_IDENTITY, NULL, err)))
+            return st;
+        return mps_q_result(n, p, x);
+    }
     if (st || (st = mps_onnx_shape_of(c, n, n->in[0], &s, err)) ||
         (st = mps_q_shifted(c, n, n->in[0], 2, axis, &x, err)) ||
         (st = mps_q_param(c, n, 1, &s, axis, false, &scale, err)) ||

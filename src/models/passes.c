@@ -54,6 +54,13 @@ static enum mps_status mps_pass_eval(struct mps_graph *g, const struct mps_node 
     void *out[8] = {NULL};
     struct mps_shape shapes[8];
     enum mps_status st = MPS_OK;
+    struct mps_value *y = &g->values[n->out[0]];
+    const struct mps_value *x = n->n_in ? &g->values[n->in[0]] : NULL;
+    if ((n->op == MPS_OP_IDENTITY || n->op == MPS_OP_CONSTANT) && x && x->data && x->dtype == y->dtype &&
+        x->dtype != MPS_STRING) { /* constants are never written: the output shares the input's data */
+        y->data = x->data, y->shape = x->shape, y->bounded = false;
+        return MPS_OK;
+    }
     for (int o = 0; o < n->n_out && !st; o++) {
         const struct mps_value *v = &g->values[n->out[o]];
         if (!(out[o] = mps_graph_alloc(g, (size_t)mps_shape_numel(&v->shape) * mps_dtype_size(v->dtype) + 1)))

@@ -393,6 +393,13 @@ save("dq_axis_len.onnx", dq("dq_ax", [f32("s", [0.5, 0.25]), u8("z", [1, 2])], a
      "model", "node 'dq_ax' (DequantizeLinear): input 2 has 2 values, axis 1 of the tensor it quantizes 3")
 save("dq_scale_zp_shapes.onnx", dq("dq_sz", [f32("s", [0.5, 0.25, 1.0]), u8("z", [1])], axis=1),
      "model", "node 'dq_sz' (DequantizeLinear): its scale has 3 values and its zero point 1")
+# constant weights dequantized at load (one pass, the composition's rounding): along axis 1, zero points of both signs
+save("dq_const_weights.onnx", model([helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wf"], name="dqw", axis=1),
+                                     helper.make_node("Add", ["x", "wf"], ["y"], name="add")],
+                                    [vi("x", [2, 3])], [vi("y", [2, 3])],
+                                    [numpy_helper.from_array(np.array([[3, -2, 5], [1, 6, -1]], np.int8), "w"),
+                                     f32("ws", [0.5, 0.25, 2.0]), numpy_helper.from_array(np.array([1, -2, 0], np.int8), "wz")]),
+     "ok")
 zp300 = helper.make_tensor("z", TensorProto.UINT8, [], [300])  # int32_data holds 8-bit values widened
 save("zero_point_300.onnx", dq("dq_300", [f32("s", 0.5), zp300]), "model", "tensor 'z': value 300 at 0 is outside u8's range")
 qconv_w = numpy_helper.from_array(np.ones((2, 1, 1, 1), np.int8), "w")

@@ -16,12 +16,12 @@ static const struct {
     int n;
     float y[6];
 } th_known[] = {
-    {"legacy_axis_broadcast.onnx", 6, {2, 3, 4, 6, 7, 8}},            /* b = {1, 2} aligned at axis 0 of [2,3] */
-    {"constant_node.onnx", 2, {2, 3}},                                /* x + 1 */
-    {"float16_typed.onnx", 2, {2, 0}},                                /* x + {1, -2} from FLOAT16 bit patterns */
-    {"bfloat16_typed.onnx", 2, {2, 0}},                               /* x + {1, -2} from BFLOAT16 bit patterns */
-    {"bfloat16_raw.onnx", 2, {2.5f, 5}},                              /* x + {1.5, 3} from BFLOAT16 raw_data */
-    {"rnn_activations.onnx", 4, {1, 3.5f, 2, 6.5f}}, /* Y[t][dir]: Relu(x) forward, 3 x + 0.5 reverse */
+    {"legacy_axis_broadcast.onnx", 6, {2, 3, 4, 6, 7, 8}}, /* b = {1, 2} aligned at axis 0 of [2,3] */
+    {"constant_node.onnx", 2, {2, 3}},                     /* x + 1 */
+    {"float16_typed.onnx", 2, {2, 0}},                     /* x + {1, -2} from FLOAT16 bit patterns */
+    {"bfloat16_typed.onnx", 2, {2, 0}},                    /* x + {1, -2} from BFLOAT16 bit patterns */
+    {"bfloat16_raw.onnx", 2, {2.5f, 5}},                   /* x + {1.5, 3} from BFLOAT16 raw_data */
+    {"rnn_activations.onnx", 4, {1, 3.5f, 2, 6.5f}},       /* Y[t][dir]: Relu(x) forward, 3 x + 0.5 reverse */
     {"typed_fields.onnx", 6, {2.5f, 3.5f, 4.5f, 9.5f, 11.5f, 13.5f}}, /* x * a + 3 * 0.5 */
     {"chain_100000_reversed.onnx", 2, {1, 2}},                        /* x negated 100,000 times */
     {"if_const_cond.onnx", 2, {2, 3}},                                /* the then branch: x + 1 */
@@ -29,6 +29,7 @@ static const struct {
     {"if_outer_scope.onnx", 2, {3, 5}},                               /* x * 2, then + 1 in the branch */
     {"seq_edit.onnx", 3, {2, 1, 3}},                                  /* x split, x[0] erased, put back at 1 */
     {"scan8_batch2_reverse.onnx", 6, {3, 5, 6, 6, 11, 15}},           /* running sums from the end, per row */
+    {"dq_const_weights.onnx", 6, {2, 2, 13, 4, 7, 4}}, /* x + (w - wz) * ws along axis 1, folded at load */
     {"unique_runtime.onnx", 4, {0, 1, 2, 3}}, /* floor(x / 2) = 0 1 1 2 2 3, its distinct values: a size the run's */
 };
 
