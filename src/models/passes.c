@@ -410,8 +410,9 @@ static bool mps_pass_qdq(struct mps_graph *g, int k, int *in, enum mps_op *op, u
 }
 
 /* Whether the int8 product's operands in (ops.def's order) are ones its
-   kernels take: scales above 0, a 2-D Conv of one group, sums short enough
-   for int32 (K 255 255 < 2^31). */
+   kernels take: scales above 0, a 2-D Conv of one group or depthwise (one
+   channel a group, at most 258 taps), sums short enough for int32 (K 255
+   255 < 2^31). */
 static bool mps_pass_qfits(const struct mps_graph *g, enum mps_op op, const int *in, const union mps_op_params *p)
 {
     for (int k = 0; k < 3; k++) { /* x_scale, w_scale, y_scale */
@@ -425,8 +426,10 @@ static bool mps_pass_qfits(const struct mps_graph *g, enum mps_op op, const int 
     }
     const struct mps_shape *x = &g->values[in[0]].shape, *w = &g->values[in[3]].shape;
     int64_t k = op == MPS_OP_QLINEAR_CONV ? mps_shape_numel(w) / (w->dim[0] ? w->dim[0] : 1) : w->dim[0];
-    if (op == MPS_OP_QLINEAR_CONV && (x->ndim != 4 || p->conv.group != 1))
+    if (op == MPS_OP_QLINEAR_CONV && x->ndim != 4)
         return false;
+    if (op == MPS_OP_QLINEAR_CONV && p->conv.group != 1) /* depthwise only, summed exactly in f32 (< 2^24) */
+        return p->conv.group == x->dim[1] && w->dim[0] == x->dim[1] && w->dim[1] == 1 && k <= 258;
     return k <= 32768;
 }
 

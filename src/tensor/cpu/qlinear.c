@@ -46,6 +46,7 @@ struct mps_qpack {
     int64_t row_blocks;      /* QLinearConv: blocks of mr output channels */
     int64_t cin, cp, kh, kw; /* Conv: channels, channels as packed (cin below 4, else padded to 4), taps */
     bool conv, flip;         /* flip: x is int8 (add 128) */
+    bool dw;                 /* a depthwise QLinearConv (group = channels): k taps a channel, as floats */
     bool rowsums;            /* some zw is not 0 */
     bool quant;              /* the output is quantized (else f32) */
     bool out_signed;
@@ -88,7 +89,10 @@ static struct mps_qpack mps_qpack_head(const struct mps_graph *g, const struct m
     const struct mps_value *x = mps_qin(g, n, 0), *w = mps_qin(g, n, 3), *ys = mps_qin(g, n, 6),
                            *y = &g->values[n->out[0]];
     struct mps_qpack h = {.q = mps_isa_qgemm(uk), .conv = n->op == MPS_OP_QLINEAR_CONV, .flip = x->dtype == MPS_I8};
-    if (h.conv) {
+    if (h.conv && n->p.conv.group > 1) { /* depthwise: the pass fuses no other grouped conv */
+        h.dw = true, h.cin = h.cp = 1, h.kh = w->shape.dim[2], h.kw = w->shape.dim[3];
+        h.cols = w->shape.dim[0], h.k = h.k_real = h.kh * h.kw;
+    } else if (h.conv) {
         h.cin = w->shape.dim[1], h.cp = h.cin < 4 ? h.cin : (h.cin + 3) / 4 * 4;
         h.kh = w->shape.dim[2], h.kw = w->shape.dim[3];
         h.cols = w->shape.dim[0], h.k = (h.kh * h.kw * h.cp + 3) / 4 * 4, h.k_real = h.kh * h.kw * h.cin;
@@ -141,7 +145,9 @@ size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n,
                             void *dst)
 {
     struct mps_qpack h = mps_qpack_head(g, n, uk);
-    size_t bytes = h.off_b + (size_t)(h.conv ? h.row_blocks * h.q->mr * h.k : h.panels * h.k * h.q->nr);
+    size_t bytes = h.off_b + (size_t)(h.dw     ? h.cols * h.k * 4
+                                      : h.conv ? h.row_blocks * h.q->mr * h.k
+                                               : h.panels * h.k * h.q->nr);
     if (!dst)
         return bytes;
     const struct mps_value *w = mps_qin(g, n, 3), *xs = mps_qin(g, n, 1), *ws = mps_qin(g, n, 4),
@@ -156,9 +162,17 @@ size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n,
         for (int64_t k = 0; k < h.k; k++)
             sum += mps_qweight(&h, w, k, m);
         int32_t z = (int32_t)mps_qat(wz, m) - (w->dtype == MPS_U8 ? 128 : 0);
+        bool ibias = bias && bias->dtype == MPS_I32;
+        if (h.dw) { /* the taps less their zero point, x less its own at run time: no correction terms */
+            for (int64_t k = 0; k < h.k; k++)
+                ((float *)b)[m * h.k + k] = (float)(mps_qweight(&h, w, k, m) - z);
+            zw[m] = 0, corr[m] = ibias ? (int32_t)mps_qat(bias, m) : 0;
+            mult[m] = (float)(mps_qat(xs, 0) * mps_qat(ws, m) * inv);
+            add[m] = bias && !ibias ? (float)(mps_qat(bias, m) * inv) : 0.0f;
+            continue;
+        }
         zw[m] = z;
         h.rowsums |= z != 0;
-        bool ibias = bias && bias->dtype == MPS_I32;
         /* wraps as int32 arithmetic does: the true sum fits (K * 255 * 255 < 2^31) */
         corr[m] = (int32_t)(uint32_t)((uint64_t)(-(int64_t)h.zx * sum + h.k_real * h.zx * z) +
                                       (uint64_t)(ibias ? (int64_t)mps_qat(bias, m) : 0));
@@ -166,7 +180,7 @@ size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n,
         add[m] = bias && !ibias ? (float)(mps_qat(bias, m) * inv) : 0.0f;
     }
     int nr = h.q->nr;
-    for (int64_t m = 0; h.conv && m < h.row_blocks * h.q->mr; m++) /* Conv: a row of k per output channel */
+    for (int64_t m = 0; h.conv && !h.dw && m < h.row_blocks * h.q->mr; m++) /* Conv: a row of k per output channel */
         for (int64_t k = 0; k < h.k; k++)
             *b++ = (int8_t)(m < h.cols ? mps_qweight(&h, w, k, m) : 0);
     for (int64_t p = 0; p < h.panels; p++)
@@ -191,28 +205,10 @@ struct mps_qrun {
     void *y;               /* QLinearMatMul: row r at y + r cols elements; QLinearConv: plane m at y + m rows */
 };
 
-/* Requantizing: v = acc * mult + add clamped to [lo, hi] (NaN cannot come:
-   acc is an integer), then for a quantized output rounded half to even
-   (|v| < 2^22) with y's zero point added, else a LeakyRelu's slope below 0;
-   acc = t + corr - zw rs (mod 2^32, as int32 arithmetic wraps; the true
-   sum fits). The parameters are copied into locals, so that the byte
-   stores (which may alias anything) leave the loops vectorizable. */
-#define MPS_QSTORE(acc_j, mult_j, add_j)                                                                               \
-    do {                                                                                                               \
-        float lo = h->lo, hi = h->hi, slope = h->slope;                                                                \
-        int32_t yz = h->yz;                                                                                            \
-        for (int j = 0; j < cols; j++) {                                                                               \
-            float v = (float)(int32_t)(acc_j) * (mult_j) + (add_j);                                                    \
-            v = v > lo ? v : lo;                                                                                       \
-            v = v < hi ? v : hi;                                                                                       \
-            if (q)                                                                                                     \
-                q[j] = (uint8_t)((int32_t)((v + 12582912.0f) - 12582912.0f) + yz);                                     \
-            else                                                                                                       \
-                f[j] = v < 0.0f ? v * slope : v;                                                                       \
-        }                                                                                                              \
-    } while (0)
-
-/* A QLinearMatMul tile: rows of the output from r0 on, columns from m0. */
+/* A QLinearMatMul tile: rows of the output from r0 on, columns from m0;
+   requantized as ukernel_q.h does, with per-column parameters (the
+   parameters in locals, so that the byte stores, which may alias
+   anything, leave the loop vectorizable). */
 static void mps_qtile_store(const struct mps_qrun *run, int64_t r0, int rows, int64_t m0, int cols, const int32_t *t,
                             int ldt)
 {
@@ -220,37 +216,54 @@ static void mps_qtile_store(const struct mps_qrun *run, int64_t r0, int rows, in
     const unsigned char *base = (const unsigned char *)h;
     const float *mult = (const float *)(base + h->off_mult) + m0, *add = (const float *)(base + h->off_add) + m0;
     const int32_t *corr = (const int32_t *)(base + h->off_corr) + m0, *zw = (const int32_t *)(base + h->off_zw) + m0;
+    float lo = h->lo, hi = h->hi, slope = h->slope;
+    int32_t yz = h->yz;
     for (int r = 0; r < rows; r++, t += ldt) {
         uint32_t rs = h->rowsums ? (uint32_t)run->rowsum[r0 + r] : 0;
         int64_t at = (r0 + r) * h->cols + m0;
         uint8_t *q = h->quant ? (uint8_t *)run->y + at : NULL;
         float *f = h->quant ? NULL : (float *)run->y + at;
-        MPS_QSTORE((uint32_t)t[j] + (uint32_t)corr[j] - (uint32_t)zw[j] * rs, mult[j], add[j]);
+        for (int j = 0; j < cols; j++) {
+            float v = (float)(int32_t)((uint32_t)t[j] + (uint32_t)corr[j] - (uint32_t)zw[j] * rs) * mult[j] + add[j];
+            v = v > lo ? v : lo;
+            v = v < hi ? v : hi;
+            if (q)
+                q[j] = (uint8_t)((int32_t)((v + 12582912.0f) - 12582912.0f) + yz);
+            else
+                f[j] = v < 0.0f ? v * slope : v;
+        }
     }
 }
 
+/* The requantization of output channel m (a conv's row of a tile). */
+static struct mps_qreq mps_qreq_of(const struct mps_qpack *h, int64_t m)
+{
+    const unsigned char *base = (const unsigned char *)h;
+    return (struct mps_qreq){.mult = ((const float *)(base + h->off_mult))[m],
+                             .add = ((const float *)(base + h->off_add))[m],
+                             .lo = h->lo,
+                             .hi = h->hi,
+                             .slope = h->slope,
+                             .corr = (uint32_t)((const int32_t *)(base + h->off_corr))[m],
+                             .zw = (uint32_t)((const int32_t *)(base + h->off_zw))[m],
+                             .yz = h->yz,
+                             .quant = h->quant};
+}
+
 /* A QLinearConv tile: output channels from m0 on (its rows), positions
-   from p0 on (its columns), each row a run of one output plane. */
+   from p0 on (its columns), each row a run of one output plane, stored by
+   the family's store. */
 static void mps_qtile_store_planes(const struct mps_qrun *run, int64_t m0, int rows, int64_t p0, int cols,
                                    const int32_t *t, int ldt)
 {
     const struct mps_qpack *h = run->h;
-    const unsigned char *base = (const unsigned char *)h;
-    const int32_t *rowsum = run->rowsum + p0;
+    size_t el = h->quant ? 1 : 4;
     for (int r = 0; r < rows; r++, t += ldt) {
-        int64_t m = m0 + r;
-        float mult = ((const float *)(base + h->off_mult))[m], add = ((const float *)(base + h->off_add))[m];
-        uint32_t corr = (uint32_t)((const int32_t *)(base + h->off_corr))[m],
-                 zw = (uint32_t)((const int32_t *)(base + h->off_zw))[m];
-        uint8_t *q = h->quant ? (uint8_t *)run->y + m * run->rows + p0 : NULL;
-        float *f = h->quant ? NULL : (float *)run->y + m * run->rows + p0;
-        if (h->rowsums)
-            MPS_QSTORE((uint32_t)t[j] + corr - zw * (uint32_t)rowsum[j], mult, add);
-        else
-            MPS_QSTORE((uint32_t)t[j] + corr, mult, add);
+        struct mps_qreq q = mps_qreq_of(h, m0 + r);
+        h->q->store(t, h->rowsums ? run->rowsum + p0 : NULL, cols, &q,
+                    (unsigned char *)run->y + (size_t)((m0 + r) * run->rows + p0) * el);
     }
 }
-#undef MPS_QSTORE
 
 /* Tiles [begin, end): QLinearMatMul's of the rows x panels grid, QLinearConv's
    of the position panels x channel blocks one (a panel's tiles together). */
@@ -448,16 +461,103 @@ static bool mps_qconv_direct(const struct mps_qpack *h, const struct mps_conv_pa
            !p->win.pad[1] && !p->win.pad[2] && !p->win.pad[3];
 }
 
+/* A depthwise QLinearConv: each plane's bytes less x's zero point as f32,
+   convolved by the family's f32 plane kernels (dw3, dwk) with the taps less
+   theirs, which is exact (every product and partial sum an integer below
+   2^24: the pass takes windows of at most 258 taps), then requantized. */
+struct mps_qdw {
+    const struct mps_cpu_args *a;
+    const struct mps_qpack *h;
+    struct mps_dw3_geom g3;
+    struct mps_dwk_geom gk;
+    bool dw3, dwk;
+    int64_t in_plane, out_plane, per_thread; /* floats */
+};
+
+static void mps_qdw_taps(const struct mps_dwk_geom *g, const float *x, const float *k, float *y)
+{
+    for (int64_t oh = 0; oh < g->out_h; oh++)
+        for (int64_t ow = 0; ow < g->out_w; ow++) {
+            float acc = 0.0f;
+            for (int th = 0; th < g->kh; th++)
+                for (int tw = 0; tw < g->kw; tw++) {
+                    int64_t i = oh * g->sh - g->pt + th * g->dh, j = ow * g->sw - g->pl + tw * g->dw;
+                    if (i >= 0 && i < g->h && j >= 0 && j < g->w)
+                        acc += k[th * g->kw + tw] * x[i * g->w + j];
+                }
+            y[oh * g->out_w + ow] = acc;
+        }
+}
+
+static void mps_qdw_planes(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_qdw *d = ctx;
+    const struct mps_qpack *h = d->h;
+    const struct mps_cpu_args *a = d->a;
+    float *xf = (float *)a->scratch + d->per_thread * mps_pool_self(a->pool), *yf = xf + d->in_plane;
+    const float *taps = (const float *)((const unsigned char *)h + h->off_b);
+    struct mps_tile_epi none = mps_tile_epi_none();
+    int zx = h->zx;
+    uint8_t flip = h->flip ? 0x80 : 0;
+    size_t el = h->quant ? 1 : 4;
+    for (int64_t p = begin; p < end; p++) {
+        int64_t m = p % h->cols;
+        const uint8_t *x = (const uint8_t *)a->in[0].data + p * d->in_plane;
+        for (int64_t i = 0; i < d->in_plane; i++)
+            xf[i] = (float)((int)(x[i] ^ flip) - zx);
+        const float *k = taps + m * h->k;
+        if (d->dw3)
+            a->uk->dw3(&d->g3, xf, k, 0.0f, yf, &none);
+        else if (!d->dwk || !a->uk->dwk(&d->gk, xf, k, NULL, yf, 1, &none))
+            mps_qdw_taps(&d->gk, xf, k, yf);
+        int32_t *sums = (int32_t *)(yf + d->out_plane); /* exact integers */
+        for (int64_t i = 0; i < d->out_plane; i++)
+            sums[i] = (int32_t)yf[i];
+        struct mps_qreq q = mps_qreq_of(h, m);
+        h->q->store(sums, NULL, (int)d->out_plane, &q,
+                    (unsigned char *)a->out[0].data + (size_t)(p * d->out_plane) * el);
+    }
+}
+
+/* The depthwise job's geometry: input planes h x w, output planes oh x ow. */
+static struct mps_qdw mps_qdw_job(const struct mps_qpack *h, const struct mps_conv_params *p, int64_t ih, int64_t iw,
+                                  int64_t oh, int64_t ow)
+{
+    const struct mps_window *w = &p->win;
+    struct mps_qdw d = {.h = h, .in_plane = ih * iw, .out_plane = oh * ow};
+    d.per_thread = (d.in_plane + 2 * d.out_plane + 15) / 16 * 16; /* x, the sums as f32, as int32 */
+    d.gk = (struct mps_dwk_geom){.h = ih,
+                                 .w = iw,
+                                 .pt = w->pad[0],
+                                 .pl = w->pad[1],
+                                 .out_h = oh,
+                                 .out_w = ow,
+                                 .kh = (int)h->kh,
+                                 .kw = (int)h->kw,
+                                 .sh = (int)w->stride[0],
+                                 .sw = (int)w->stride[1],
+                                 .dh = (int)w->dilation[0],
+                                 .dw = (int)w->dilation[1]};
+    d.g3 = (struct mps_dw3_geom){
+        .h = ih, .w = iw, .pt = w->pad[0], .pl = w->pad[1], .out_h = oh, .out_w = ow, .s = (int)w->stride[1]};
+    d.dw3 = h->kh == 3 && h->kw == 3 && w->dilation[0] == 1 && w->dilation[1] == 1 && w->stride[0] == w->stride[1] &&
+            (w->stride[0] == 1 || w->stride[0] == 2);
+    d.dwk = w->stride[1] == 1 || w->stride[1] == 2;
+    return d;
+}
+
 size_t mps_cpu_qlinear_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
                                int threads)
 {
-    (void)threads;
     struct mps_qpack h = mps_qpack_head(g, n, uk);
     const struct mps_shape *x = &g->values[n->in[0]].shape, *y = &g->values[n->out[0]].shape;
     if (!h.conv) {
         int64_t rows = mps_shape_numel(x) / (x->dim[x->ndim - 1] ? x->dim[x->ndim - 1] : 1);
         return mps_qup((size_t)(rows * h.k)) + (size_t)rows * 4;
     }
+    if (h.dw)
+        return (size_t)(threads < 1 ? 1 : threads) *
+               (size_t)mps_qdw_job(&h, &n->p.conv, x->dim[2], x->dim[3], y->dim[2], y->dim[3]).per_thread * 4;
     const struct mps_window *w = &n->p.conv.win;
     int64_t hp = x->dim[2] + w->pad[0] + w->pad[2], wp = x->dim[3] + w->pad[1] + w->pad[3],
             plane = y->dim[2] * y->dim[3], panels = (plane + h.q->nr - 1) / h.q->nr;
@@ -489,6 +589,12 @@ enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *
         return MPS_OK;
     }
     const struct mps_conv_params *p = &a->node->p.conv;
+    if (h->dw) {
+        struct mps_qdw d = mps_qdw_job(h, p, xs->dim[2], xs->dim[3], ys->dim[2], ys->dim[3]);
+        d.a = a;
+        mps_pool_for(a->pool, xs->dim[0] * h->cols, d.out_plane * h->k, mps_qdw_planes, &d);
+        return MPS_OK;
+    }
     struct mps_qimage im = {.h = h,
                             .p = p,
                             .in_h = xs->dim[2],

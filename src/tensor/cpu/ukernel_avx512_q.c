@@ -2,10 +2,12 @@
    vpdpbusd multiplies a row's four unsigned bytes, broadcast, by four
    signed bytes of each of sixteen columns and adds the four products to
    an int32 lane, so one instruction makes 64 of the tile's products;
-   sixteen accumulators hide its latency. Built with -mavx512f -mavx512vnni;
+   sixteen accumulators hide its latency; the store of ukernel_q.h. Built
+   with -mavx512f -mavx512vnni and without contraction;
    called only where cpuid says the CPU has AVX512_VNNI (isa.c). */
 #include <immintrin.h>
 
+#include "ukernel_q.h"
 #include "ukernel_x86.h"
 
 enum { MPS_QMR = 8, MPS_QNR = 32 };
@@ -51,5 +53,10 @@ static void mps_avx512_qgemm_w(int64_t k4, const int8_t *a, int64_t lda, const u
     mps_avx512_qtile(k4, a, lda, b, c, rows, true);
 }
 
-const struct mps_uqgemm mps_uqgemm_avx512 = {"avx512-vnni",    MPS_QMR,          MPS_QNR,
-                                             mps_x86_has_vnni, mps_avx512_qgemm, mps_avx512_qgemm_w};
+static void mps_avx512_qstore(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out)
+{
+    mps_uqstore_row(t, rs, n, r, out);
+}
+
+const struct mps_uqgemm mps_uqgemm_avx512 = {
+    "avx512-vnni", MPS_QMR, MPS_QNR, mps_x86_has_vnni, mps_avx512_qgemm, mps_avx512_qgemm_w, mps_avx512_qstore};

@@ -6,6 +6,7 @@
 
 #include "ukernel_act.h"
 #include "ukernel_dw.h"
+#include "ukernel_q.h"
 #include "ukernel_wino.h"
 #include "ukernels.h"
 
@@ -169,7 +170,13 @@ static void mps_c_qgemm_w(int64_t k4, const int8_t *a, int64_t lda, const uint8_
     mps_c_qtile(k4, a, lda, b, c, rows, true);
 }
 
-const struct mps_uqgemm mps_uqgemm_c = {"c", MPS_C_QMR, MPS_C_QNR, mps_c_supported, mps_c_qgemm, mps_c_qgemm_w};
+static void mps_c_qstore(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out)
+{
+    mps_uqstore_row(t, rs, n, r, out);
+}
+
+const struct mps_uqgemm mps_uqgemm_c = {"c",         MPS_C_QMR,     MPS_C_QNR,   mps_c_supported,
+                                        mps_c_qgemm, mps_c_qgemm_w, mps_c_qstore};
 
 const struct mps_ukernels mps_ukernels_c = {
     .name = "c",

@@ -264,12 +264,23 @@ typedef void (*mps_uqgemm_fn)(int64_t k4, const uint8_t *a, int64_t lda, const i
    positions of the image), so that a row of c is nr neighbouring values of
    one output plane. */
 typedef void (*mps_uqgemm_w_fn)(int64_t k4, const int8_t *a, int64_t lda, const uint8_t *b, int32_t *c, int rows);
+/* The requantizing store of n sums of one output channel (ukernel_q.h
+   says how; qlinear.c fills the parameters from its packed header). rs:
+   the row sums zw multiplies, NULL where zw is 0. */
+struct mps_qreq {
+    float mult, add, lo, hi, slope;
+    uint32_t corr, zw;
+    int32_t yz;
+    bool quant; /* bytes out, else floats */
+};
+typedef void (*mps_uqstore_fn)(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out);
 struct mps_uqgemm {
     const char *name; /* "avx512-vnni" */
     int mr, nr;
     bool (*supported)(void);
     mps_uqgemm_fn fn;
     mps_uqgemm_w_fn by_weights;
+    mps_uqstore_fn store;
 };
 /* The portable one, which every family can fall back on (ukernel_c.c). */
 extern const struct mps_uqgemm mps_uqgemm_c;

@@ -1,0 +1,58 @@
+/* ukernel_avx2_q.c: the avx2 family's int8 tile and store (ukernels.h),
+   which the avx512 family falls back on where the CPU lacks VNNI. Built
+   with -mavx2 and without contraction (ukernel_q.h). */
+#include <immintrin.h>
+
+#include "ukernel_q.h"
+#include "ukernel_x86.h"
+
+/* The int8 tile, 4 x 8: each group of four k widened to int16 (B's eight
+   columns in two vectors, a row's four bytes broadcast) and multiplied in
+   pairs (vpmaddwd), which cannot saturate as vpmaddubsw's int16 sums of two
+   byte products can; each column's two pair sums are added at the end. */
+enum { MPS_AVX2_QMR = 4, MPS_AVX2_QNR = 8 };
+/* signed_a: a's bytes signed and b's unsigned (by_weights), else the other way. */
+static inline void mps_avx2_qtile(int64_t k4, const void *a, int64_t lda, const void *b, int32_t *c, int rows,
+                                  bool signed_a)
+{
+    const unsigned char *pa = a, *pb = b;
+    __m256i acc[MPS_AVX2_QMR][2];
+    for (int r = 0; r < MPS_AVX2_QMR; r++)
+        acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+    for (int64_t g = 0; g < k4; g++, pb += 32) {
+        __m128i l0 = _mm_loadu_si128((const __m128i *)pb), l1 = _mm_loadu_si128((const __m128i *)(pb + 16));
+        __m256i b0 = signed_a ? _mm256_cvtepu8_epi16(l0) : _mm256_cvtepi8_epi16(l0),
+                b1 = signed_a ? _mm256_cvtepu8_epi16(l1) : _mm256_cvtepi8_epi16(l1);
+        for (int r = 0; r < MPS_AVX2_QMR; r++) {
+            if (r >= rows)
+                break;
+            int32_t four;
+            __builtin_memcpy(&four, pa + r * lda + 4 * g, 4);
+            __m128i f = _mm_cvtsi32_si128(four);
+            __m256i x = _mm256_broadcastq_epi64(signed_a ? _mm_cvtepi8_epi16(f) : _mm_cvtepu8_epi16(f));
+            acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(b0, x));
+            acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(b1, x));
+        }
+    }
+    for (int r = 0; r < rows; r++) /* lanes (2 j, 2 j + 1) hold column j's two halves */
+        _mm256_storeu_si256((__m256i *)(c + r * MPS_AVX2_QNR),
+                            _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[r][0], acc[r][1]), 0xd8));
+}
+
+static void mps_avx2_qgemm(int64_t k4, const uint8_t *a, int64_t lda, const int8_t *b, int32_t *c, int rows)
+{
+    mps_avx2_qtile(k4, a, lda, b, c, rows, false);
+}
+
+static void mps_avx2_qgemm_w(int64_t k4, const int8_t *a, int64_t lda, const uint8_t *b, int32_t *c, int rows)
+{
+    mps_avx2_qtile(k4, a, lda, b, c, rows, true);
+}
+
+static void mps_avx2_qstore(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out)
+{
+    mps_uqstore_row(t, rs, n, r, out);
+}
+
+const struct mps_uqgemm mps_uqgemm_avx2 = {"avx2",         MPS_AVX2_QMR,     MPS_AVX2_QNR,   mps_x86_has_avx2,
+                                           mps_avx2_qgemm, mps_avx2_qgemm_w, mps_avx2_qstore};
