@@ -180,9 +180,14 @@ size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n,
         add[m] = bias && !ibias ? (float)(mps_qat(bias, m) * inv) : 0.0f;
     }
     int nr = h.q->nr;
-    for (int64_t m = 0; h.conv && !h.dw && m < h.row_blocks * h.q->mr; m++) /* Conv: a row of k per output channel */
-        for (int64_t k = 0; k < h.k; k++)
-            *b++ = (int8_t)(m < h.cols ? mps_qweight(&h, w, k, m) : 0);
+    int mr = h.q->mr; /* Conv: blocks of mr output channels, their rows interleaved in groups of four k */
+    for (int64_t blk = 0; h.conv && !h.dw && blk < h.row_blocks; blk++)
+        for (int64_t grp = 0; grp < h.k / 4; grp++)
+            for (int r = 0; r < mr; r++)
+                for (int i = 0; i < 4; i++) {
+                    int64_t m = blk * mr + r;
+                    *b++ = (int8_t)(m < h.cols ? mps_qweight(&h, w, 4 * grp + i, m) : 0);
+                }
     for (int64_t p = 0; p < h.panels; p++)
         for (int64_t grp = 0; grp < h.k / 4; grp++)
             for (int j = 0; j < nr; j++)
@@ -198,11 +203,12 @@ size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n,
    conv's image gathered into panels (QLinearConv). */
 struct mps_qrun {
     const struct mps_qpack *h;
-    int64_t rows; /* QLinearMatMul: the product's rows; QLinearConv: the output positions */
+    int64_t rows; /* QLinearMatMul: the product's rows; QLinearConv: the output positions of an image */
+    int64_t ppi;  /* QLinearConv: panels of nr positions an image */
     const uint8_t *a;
     int64_t lda;
     const int32_t *rowsum; /* per row (per position), where some zw is not 0 */
-    void *y;               /* QLinearMatMul: row r at y + r cols elements; QLinearConv: plane m at y + m rows */
+    void *y; /* QLinearMatMul: row r at y + r cols elements; QLinearConv: image b's plane m at y + (b cols + m) rows */
 };
 
 /* A QLinearMatMul tile: rows of the output from r0 on, columns from m0;
@@ -253,15 +259,15 @@ static struct mps_qreq mps_qreq_of(const struct mps_qpack *h, int64_t m)
 /* A QLinearConv tile: output channels from m0 on (its rows), positions
    from p0 on (its columns), each row a run of one output plane, stored by
    the family's store. */
-static void mps_qtile_store_planes(const struct mps_qrun *run, int64_t m0, int rows, int64_t p0, int cols,
+static void mps_qtile_store_planes(const struct mps_qrun *run, int64_t b, int64_t m0, int rows, int64_t p0, int cols,
                                    const int32_t *t, int ldt)
 {
     const struct mps_qpack *h = run->h;
     size_t el = h->quant ? 1 : 4;
     for (int r = 0; r < rows; r++, t += ldt) {
         struct mps_qreq q = mps_qreq_of(h, m0 + r);
-        h->q->store(t, h->rowsums ? run->rowsum + p0 : NULL, cols, &q,
-                    (unsigned char *)run->y + (size_t)((m0 + r) * run->rows + p0) * el);
+        h->q->store(t, h->rowsums ? run->rowsum + b * run->rows + p0 : NULL, cols, &q,
+                    (unsigned char *)run->y + (size_t)(((b * h->cols) + m0 + r) * run->rows + p0) * el);
     }
 }
 
@@ -271,21 +277,21 @@ static void mps_qtiles(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_qrun *run = ctx;
     const struct mps_qpack *h = run->h;
-    const int8_t *b = (const int8_t *)((const unsigned char *)h + h->off_b);
+    const int8_t *b_w = (const int8_t *)((const unsigned char *)h + h->off_b);
     int mr = h->q->mr, nr = h->q->nr;
     int32_t t[8 * 32];
     for (int64_t i = begin; i < end; i++) {
-        if (h->conv) {
-            int64_t p = i / h->row_blocks, m0 = i % h->row_blocks * mr, p0 = p * nr;
+        if (h->conv) { /* panel pg (image pg / ppi), channel block i % row_blocks */
+            int64_t pg = i / h->row_blocks, b = pg / run->ppi, m0 = i % h->row_blocks * mr, p0 = pg % run->ppi * nr;
             int rows = h->cols - m0 < mr ? (int)(h->cols - m0) : mr,
                 cols = run->rows - p0 < nr ? (int)(run->rows - p0) : nr;
-            h->q->by_weights(h->k / 4, b + m0 * h->k, h->k, run->a + p * h->k * nr, t, rows);
-            mps_qtile_store_planes(run, m0, rows, p0, cols, t, nr);
+            h->q->by_weights(h->k / 4, b_w + m0 * h->k, run->a + pg * h->k * nr, t);
+            mps_qtile_store_planes(run, b, m0, rows, p0, cols, t, nr);
             continue;
         }
         int64_t rb = i / h->panels, p = i % h->panels, r0 = rb * mr;
         int rows = run->rows - r0 < mr ? (int)(run->rows - r0) : mr;
-        h->q->fn(h->k / 4, run->a + r0 * run->lda, run->lda, b + p * h->k * nr, t, rows);
+        h->q->fn(h->k / 4, run->a + r0 * run->lda, run->lda, b_w + p * h->k * nr, t, rows);
         int cols = h->cols - p * nr < nr ? (int)(h->cols - p * nr) : nr;
         mps_qtile_store(run, r0, rows, p * nr, cols, t, nr);
     }
@@ -329,11 +335,13 @@ static void mps_qcopy_rows(void *ctx, int64_t begin, int64_t end)
 struct mps_qimage {
     const struct mps_qpack *h;
     const struct mps_conv_params *p;
-    const uint8_t *x; /* [C][H][W] */
+    const uint8_t *x; /* [N][C][H][W] */
     int64_t in_h, in_w, hp, wp, out_h, out_w;
-    uint8_t *buf;    /* [hp][wp][cp] */
-    uint8_t *panels; /* per nr positions: [k / 4][nr][4] */
-    int32_t *rowsum; /* per position, where some zw is not 0 */
+    int64_t ppi;  /* panels an image */
+    uint8_t *buf; /* per image, buf_stride bytes apart: [hp][wp][cp] */
+    int64_t buf_stride;
+    uint8_t *panels; /* per nr positions of an image, the images one after another: [k / 4][nr][4] */
+    int32_t *rowsum; /* per position, [N][plane], where some zw is not 0 */
 };
 
 static void mps_qimage_fill(void *ctx, int64_t begin, int64_t end)
@@ -344,8 +352,10 @@ static void mps_qimage_fill(void *ctx, int64_t begin, int64_t end)
     uint8_t flip = h->flip ? 0x80 : 0, px[64];
     for (int64_t c = 0; c < cp && c < 64; c++) /* the border holds x's zero point, which adds nothing */
         px[c] = c < cin ? h->zx : 0;
-    for (int64_t r = begin; r < end; r++) {
-        uint8_t *row = im->buf + r * im->wp * cp;
+    for (int64_t rg = begin; rg < end; rg++) { /* row rg % hp of image rg / hp */
+        int64_t b = rg / im->hp, r = rg % im->hp;
+        uint8_t *row = im->buf + b * im->buf_stride + r * im->wp * cp;
+        const uint8_t *xb = im->x + b * cin * im->in_h * im->in_w;
         int64_t i = r - pt;
         bool inside = i >= 0 && i < im->in_h;
         for (int64_t col = 0; col < im->wp; col++) {
@@ -357,7 +367,7 @@ static void mps_qimage_fill(void *ctx, int64_t begin, int64_t end)
                 d[c] = border && c < cin ? (c < 64 ? px[c] : h->zx) : 0;
         }
         for (int64_t c = 0; inside && c < cin; c++) { /* along the input's rows, written across */
-            const uint8_t *x = im->x + (c * im->in_h + i) * im->in_w;
+            const uint8_t *x = xb + (c * im->in_h + i) * im->in_w;
             uint8_t *d = row + pl * cp + c;
             for (int64_t j = 0; j < im->in_w; j++)
                 d[j * cp] = x[j] ^ flip;
@@ -388,8 +398,10 @@ static void mps_qimage_panels(void *ctx, int64_t begin, int64_t end)
     const struct mps_window *w = &im->p->win;
     int nr = h->q->nr;
     int64_t cp = h->cp, plane = im->out_h * im->out_w, off[32];
-    for (int64_t pn = begin; pn < end; pn++) {
-        uint8_t *dst = im->panels + pn * h->k * nr;
+    for (int64_t pg = begin; pg < end; pg++) { /* panel pg % ppi of image pg / ppi */
+        int64_t b = pg / im->ppi, pn = pg % im->ppi;
+        uint8_t *dst = im->panels + pg * h->k * nr;
+        const uint8_t *buf = im->buf + b * im->buf_stride;
         int lanes = plane - pn * nr < nr ? (int)(plane - pn * nr) : nr;
         if (lanes < nr || cp % 4)
             memset(dst, 0, (size_t)(h->k * nr));
@@ -401,7 +413,7 @@ static void mps_qimage_panels(void *ctx, int64_t begin, int64_t end)
         int64_t kk = 0;
         for (int64_t i = 0; i < h->kh; i++)
             for (int64_t j = 0; j < h->kw; j++) {
-                const uint8_t *src = im->buf + (i * w->dilation[0] * im->wp + j * w->dilation[1]) * cp;
+                const uint8_t *src = buf + (i * w->dilation[0] * im->wp + j * w->dilation[1]) * cp;
                 if (cp % 4 == 0) /* a word a group of four channels */
                     for (int64_t c = 0; c < cp; c += 4, kk += 4) {
                         uint8_t *d = dst + kk * nr;
@@ -416,7 +428,7 @@ static void mps_qimage_panels(void *ctx, int64_t begin, int64_t end)
                     }
             }
         if (h->rowsums)
-            mps_qpanel_sums(h, dst, lanes, im->rowsum + pn * nr);
+            mps_qpanel_sums(h, dst, lanes, im->rowsum + b * plane + pn * nr);
     }
 }
 
@@ -431,15 +443,17 @@ static void mps_qimage_panels_1x1(void *ctx, int64_t begin, int64_t end)
     int nr = h->q->nr;
     int64_t plane = im->out_h * im->out_w;
     uint32_t flip = h->flip ? 0x80808080u : 0;
-    for (int64_t pn = begin; pn < end; pn++) {
-        uint8_t *dst = im->panels + pn * h->k * nr;
+    for (int64_t pg = begin; pg < end; pg++) { /* panel pg % ppi of image pg / ppi */
+        int64_t b = pg / im->ppi, pn = pg % im->ppi;
+        uint8_t *dst = im->panels + pg * h->k * nr;
+        const uint8_t *xb = im->x + b * h->cin * plane;
         int lanes = plane - pn * nr < nr ? (int)(plane - pn * nr) : nr;
         if (lanes < nr)
             memset(dst, 0, (size_t)(h->k * nr));
         for (int64_t g = 0; g < h->k / 4; g++) {
             const uint8_t *x[4];
             for (int i = 0; i < 4; i++) /* a channel past cin: zeros, flipped back below */
-                x[i] = 4 * g + i < h->cin ? im->x + (4 * g + i) * plane + pn * nr : zeros;
+                x[i] = 4 * g + i < h->cin ? xb + (4 * g + i) * plane + pn * nr : zeros;
             uint32_t pad = 0;
             for (int i = 0; i < 4; i++)
                 pad |= (4 * g + i < h->cin ? 0u : 0x80u) << (8 * i);
@@ -450,7 +464,7 @@ static void mps_qimage_panels_1x1(void *ctx, int64_t begin, int64_t end)
                     mask;
         }
         if (h->rowsums)
-            mps_qpanel_sums(h, dst, lanes, im->rowsum + pn * nr);
+            mps_qpanel_sums(h, dst, lanes, im->rowsum + b * plane + pn * nr);
     }
 }
 
@@ -561,7 +575,9 @@ size_t mps_cpu_qlinear_scratch(const struct mps_graph *g, const struct mps_node 
     const struct mps_window *w = &n->p.conv.win;
     int64_t hp = x->dim[2] + w->pad[0] + w->pad[2], wp = x->dim[3] + w->pad[1] + w->pad[3],
             plane = y->dim[2] * y->dim[3], panels = (plane + h.q->nr - 1) / h.q->nr;
-    return mps_qup((size_t)(hp * wp * h.cp)) + mps_qup((size_t)(panels * h.q->nr * h.k)) + (size_t)plane * 4;
+    int64_t images = x->dim[0];
+    return (mps_qconv_direct(&h, &n->p.conv) ? 0 : (size_t)images * mps_qup((size_t)(hp * wp * h.cp))) +
+           mps_qup((size_t)(images * panels * h.q->nr * h.k)) + (size_t)(images * plane) * 4;
 }
 
 enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *err)
@@ -571,7 +587,6 @@ enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *
         return mps_fail(err, MPS_ERR_RUNTIME, "node '%s' (%s): an int8 product runs only in a compiled plan",
                         a->node->name, mps_op_name(a->node->op));
     const struct mps_shape *xs = &a->in[0].shape, *ys = &a->out[0].shape;
-    size_t el = h->quant ? 1 : 4;
     uint8_t *scratch = a->scratch;
     int64_t mr = h->q->mr, nr = h->q->nr;
     if (!h->conv) {
@@ -595,33 +610,29 @@ enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *
         mps_pool_for(a->pool, xs->dim[0] * h->cols, d.out_plane * h->k, mps_qdw_planes, &d);
         return MPS_OK;
     }
+    int64_t n = xs->dim[0], plane = ys->dim[2] * ys->dim[3], ppi = (plane + nr - 1) / nr;
     struct mps_qimage im = {.h = h,
                             .p = p,
+                            .x = a->in[0].data,
                             .in_h = xs->dim[2],
                             .in_w = xs->dim[3],
                             .out_h = ys->dim[2],
                             .out_w = ys->dim[3],
+                            .ppi = ppi,
                             .buf = scratch};
     im.hp = im.in_h + p->win.pad[0] + p->win.pad[2], im.wp = im.in_w + p->win.pad[1] + p->win.pad[3];
-    int64_t plane = im.out_h * im.out_w, panels = (plane + nr - 1) / nr;
     bool direct = mps_qconv_direct(h, p);
-    im.panels = scratch + mps_qup((size_t)(im.hp * im.wp * h->cp));
-    im.rowsum = (int32_t *)(im.panels + mps_qup((size_t)(panels * nr * h->k)));
-    for (int64_t b = 0; b < xs->dim[0]; b++) {
-        im.x = (const uint8_t *)a->in[0].data + b * h->cin * im.in_h * im.in_w;
-        if (direct)
-            mps_pool_for(a->pool, panels, nr * h->k * MPS_POOL_COPY_COST / 4, mps_qimage_panels_1x1, &im);
-        else {
-            mps_pool_for(a->pool, im.hp, im.wp * h->cp * MPS_POOL_COPY_COST, mps_qimage_fill, &im);
-            mps_pool_for(a->pool, panels, nr * h->k * MPS_POOL_COPY_COST / 4, mps_qimage_panels, &im);
-        }
-        struct mps_qrun run = {.h = h,
-                               .rows = plane,
-                               .a = im.panels,
-                               .rowsum = im.rowsum,
-                               .y = (unsigned char *)a->out[0].data + (size_t)(b * h->cols * plane) * el};
-        mps_pool_for(a->pool, panels * h->row_blocks, mr * nr * h->k / 4, mps_qtiles, &run);
+    im.buf_stride = (int64_t)mps_qup((size_t)(im.hp * im.wp * h->cp));
+    im.panels = scratch + (direct ? 0 : n * im.buf_stride);
+    im.rowsum = (int32_t *)(im.panels + mps_qup((size_t)(n * ppi * nr * h->k)));
+    if (direct) /* every image's panels, then every image's tiles: three waits a layer, not three an image */
+        mps_pool_for(a->pool, n * ppi, nr * h->k * MPS_POOL_COPY_COST / 4, mps_qimage_panels_1x1, &im);
+    else {
+        mps_pool_for(a->pool, n * im.hp, im.wp * h->cp * MPS_POOL_COPY_COST, mps_qimage_fill, &im);
+        mps_pool_for(a->pool, n * ppi, nr * h->k * MPS_POOL_COPY_COST / 4, mps_qimage_panels, &im);
     }
+    struct mps_qrun run = {.h = h, .rows = plane, .ppi = ppi, .a = im.panels, .rowsum = im.rowsum, .y = a->out[0].data};
+    mps_pool_for(a->pool, n * ppi * h->row_blocks, mr * nr * h->k / 4, mps_qtiles, &run);
     return MPS_OK;
 }
 

@@ -11,9 +11,12 @@
    pairs (vpmaddwd), which cannot saturate as vpmaddubsw's int16 sums of two
    byte products can; each column's two pair sums are added at the end. */
 enum { MPS_AVX2_QMR = 4, MPS_AVX2_QNR = 8 };
-/* signed_a: a's bytes signed and b's unsigned (by_weights), else the other way. */
-static inline void mps_avx2_qtile(int64_t k4, const void *a, int64_t lda, const void *b, int32_t *c, int rows,
-                                  bool signed_a)
+/* Row r's four bytes of group g at a + r rs + g gs; signed_a: a's bytes
+   signed and b's unsigned (by_weights), else the other way. Called with
+   rows MPS_AVX2_QMR (a constant: the row loop unrolled without tests) or
+   fewer. */
+static inline __attribute__((always_inline)) void mps_avx2_qtile(int64_t k4, const void *a, int64_t rs, int64_t gs,
+                                                                 const void *b, int32_t *c, int rows, bool signed_a)
 {
     const unsigned char *pa = a, *pb = b;
     __m256i acc[MPS_AVX2_QMR][2];
@@ -27,7 +30,7 @@ static inline void mps_avx2_qtile(int64_t k4, const void *a, int64_t lda, const 
             if (r >= rows)
                 break;
             int32_t four;
-            __builtin_memcpy(&four, pa + r * lda + 4 * g, 4);
+            __builtin_memcpy(&four, pa + r * rs + g * gs, 4);
             __m128i f = _mm_cvtsi32_si128(four);
             __m256i x = _mm256_broadcastq_epi64(signed_a ? _mm_cvtepi8_epi16(f) : _mm_cvtepu8_epi16(f));
             acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(b0, x));
@@ -41,12 +44,15 @@ static inline void mps_avx2_qtile(int64_t k4, const void *a, int64_t lda, const 
 
 static void mps_avx2_qgemm(int64_t k4, const uint8_t *a, int64_t lda, const int8_t *b, int32_t *c, int rows)
 {
-    mps_avx2_qtile(k4, a, lda, b, c, rows, false);
+    if (rows == MPS_AVX2_QMR)
+        mps_avx2_qtile(k4, a, lda, 4, b, c, MPS_AVX2_QMR, false);
+    else
+        mps_avx2_qtile(k4, a, lda, 4, b, c, rows, false);
 }
 
-static void mps_avx2_qgemm_w(int64_t k4, const int8_t *a, int64_t lda, const uint8_t *b, int32_t *c, int rows)
+static void mps_avx2_qgemm_w(int64_t k4, const int8_t *a, const uint8_t *b, int32_t *c)
 {
-    mps_avx2_qtile(k4, a, lda, b, c, rows, true);
+    mps_avx2_qtile(k4, a, 4, 4 * MPS_AVX2_QMR, b, c, MPS_AVX2_QMR, true);
 }
 
 static void mps_avx2_qstore(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out)

@@ -145,7 +145,8 @@ static inline int mps_c_qbyte(const void *p, int64_t i, bool is_signed)
     return is_signed ? ((const int8_t *)p)[i] : ((const uint8_t *)p)[i];
 }
 
-static inline void mps_c_qtile(int64_t k4, const void *a, int64_t lda, const void *b, int32_t *c, int rows,
+/* Row r's four bytes of group g at a + r rs + g gs. */
+static inline void mps_c_qtile(int64_t k4, const void *a, int64_t rs, int64_t gs, const void *b, int32_t *c, int rows,
                                bool signed_a)
 {
     int32_t acc[MPS_C_QMR][MPS_C_QNR] = {{0}};
@@ -153,7 +154,7 @@ static inline void mps_c_qtile(int64_t k4, const void *a, int64_t lda, const voi
         for (int r = 0; r < rows; r++)
             for (int j = 0; j < MPS_C_QNR; j++)
                 for (int i = 0; i < 4; i++)
-                    acc[r][j] += mps_c_qbyte(a, r * lda + 4 * g + i, signed_a) *
+                    acc[r][j] += mps_c_qbyte(a, r * rs + g * gs + i, signed_a) *
                                  mps_c_qbyte(b, (g * MPS_C_QNR + j) * 4 + i, !signed_a);
     for (int r = 0; r < rows; r++)
         for (int j = 0; j < MPS_C_QNR; j++)
@@ -162,12 +163,12 @@ static inline void mps_c_qtile(int64_t k4, const void *a, int64_t lda, const voi
 
 static void mps_c_qgemm(int64_t k4, const uint8_t *a, int64_t lda, const int8_t *b, int32_t *c, int rows)
 {
-    mps_c_qtile(k4, a, lda, b, c, rows, false);
+    mps_c_qtile(k4, a, lda, 4, b, c, rows, false);
 }
 
-static void mps_c_qgemm_w(int64_t k4, const int8_t *a, int64_t lda, const uint8_t *b, int32_t *c, int rows)
+static void mps_c_qgemm_w(int64_t k4, const int8_t *a, const uint8_t *b, int32_t *c)
 {
-    mps_c_qtile(k4, a, lda, b, c, rows, true);
+    mps_c_qtile(k4, a, 4, 4 * MPS_C_QMR, b, c, MPS_C_QMR, true);
 }
 
 static void mps_c_qstore(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out)

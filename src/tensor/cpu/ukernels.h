@@ -259,11 +259,12 @@ typedef void (*mps_uact_fn)(float *v, int64_t n, float clip);
    integers and no step saturates (a product of a byte and a signed byte
    and a sum of 2^15 of them fit in int32). */
 typedef void (*mps_uqgemm_fn)(int64_t k4, const uint8_t *a, int64_t lda, const int8_t *b, int32_t *c, int rows);
-/* The same tile with the signs the other way: a's rows signed (a conv's
-   weights, one output channel a row), B's panel unsigned (nr output
-   positions of the image), so that a row of c is nr neighbouring values of
-   one output plane. */
-typedef void (*mps_uqgemm_w_fn)(int64_t k4, const int8_t *a, int64_t lda, const uint8_t *b, int32_t *c, int rows);
+/* The same tile with the signs the other way, always mr rows: a's rows
+   signed (a conv's weights, one output channel a row, packed at compile in
+   groups as B is, a[(g mr + r) 4 + i] = row r's byte 4 g + i, zeros past
+   the channels), B's panel unsigned (nr output positions of the image), so
+   that a row of c is nr neighbouring values of one output plane. */
+typedef void (*mps_uqgemm_w_fn)(int64_t k4, const int8_t *a, const uint8_t *b, int32_t *c);
 /* The requantizing store of n sums of one output channel (ukernel_q.h
    says how; qlinear.c fills the parameters from its packed header). rs:
    the row sums zw multiplies, NULL where zw is 0. */
