@@ -425,6 +425,23 @@ static enum mps_status mps_qdq_write_named(struct mps_onnx_file *f, const char *
                                            const float *hi, int n, const char *const *exclude, int n_exclude,
                                            unsigned char **buf, size_t *len, struct mps_error *err);
 
+/* A MaxPool's output takes the range of its input where both are points,
+   as onnxruntime's quantizer does: the pair after it then has the input's
+   scale and zero point, and the MaxPool runs on the bytes (passes.c). In
+   the nodes' order, so that a chain of them shares one range. */
+static void mps_qdq_share(const Onnx__GraphProto *gp, const char *const *names, int n, float *lo, float *hi)
+{
+    for (size_t k = 0; gp && k < gp->n_node; k++) {
+        const Onnx__NodeProto *node = gp->node[k];
+        if (!mps_qdq_default_domain(node) || strcmp(node->op_type, "MaxPool") || node->n_input < 1 ||
+            node->n_output != 1)
+            continue;
+        int in = mps_qdq_find(names, n, node->input[0]), out = mps_qdq_find(names, n, node->output[0]);
+        if (in >= 0 && out >= 0)
+            lo[out] = lo[in], hi[out] = hi[in];
+    }
+}
+
 enum mps_status mps_qdq_write(struct mps_onnx_file *f, const char *const *names, const float *lo, const float *hi,
                               int n, const char *const *exclude, int n_exclude, unsigned char **buf, size_t *len,
                               struct mps_error *err)
@@ -437,12 +454,20 @@ enum mps_status mps_qdq_write(struct mps_onnx_file *f, const char *const *names,
                 free(own[j]);
             free(own), own = NULL;
         }
-    if (!own)
+    float *range = own ? malloc(sizeof *range * 2 * ((size_t)n + 1)) : NULL;
+    if (!range) {
+        for (int i = 0; own && i < n; i++)
+            free(own[i]);
+        free(own);
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
-    enum mps_status st = mps_qdq_write_named(f, (const char *const *)own, lo, hi, n, exclude, n_exclude, buf, len, err);
+    }
+    memcpy(range, lo, sizeof *range * (size_t)n), memcpy(range + n, hi, sizeof *range * (size_t)n);
+    mps_qdq_share(f->mp->graph, names, n, range, range + n);
+    enum mps_status st =
+        mps_qdq_write_named(f, (const char *const *)own, range, range + n, n, exclude, n_exclude, buf, len, err);
     for (int i = 0; i < n; i++)
         free(own[i]);
-    free(own);
+    free(own), free(range);
     return st;
 }
 

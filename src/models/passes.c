@@ -462,6 +462,54 @@ static bool mps_pass_qcast(struct mps_graph *g, const struct mps_backend *be, co
     return true;
 }
 
+/* Whether constants a and b (scales or zero points; -1: omitted, a zero)
+   hold the same single value. */
+static bool mps_pass_qsame(const struct mps_graph *g, int a, int b)
+{
+    if (a == b)
+        return true;
+    const struct mps_value *va = a >= 0 ? &g->values[a] : NULL, *vb = b >= 0 ? &g->values[b] : NULL;
+    if ((va && (!va->data || mps_shape_numel(&va->shape) != 1)) ||
+        (vb && (!vb->data || mps_shape_numel(&vb->shape) != 1)))
+        return false;
+    double x = va ? mps_elem_get(va->data, va->dtype, 0) : 0.0, y = vb ? mps_elem_get(vb->data, vb->dtype, 0) : 0.0;
+    return x == y;
+}
+
+/* Note q's QuantizeLinear of a MaxPool of a DequantizeLinear by the same
+   scale and zero point (per tensor): the MaxPool of the bytes themselves,
+   exactly (dequantizing is increasing, and quantizing a dequantized byte
+   gives it back), where be runs MaxPool on bytes. The composition's last
+   node (Cast) becomes the MaxPool; the rest goes with dead code. */
+static bool mps_pass_qpool(struct mps_graph *g, const struct mps_backend *be, const struct mps_qnote *q)
+{
+    int last = q->kind == MPS_QNOTE_Q && q->out >= 0 ? g->values[q->out].producer : -1, only = -1;
+    int pool = q->in[0] >= 0 ? g->values[q->in[0]].producer : -1;
+    if (last < 0 || pool < 0 || g->nodes[last].op != MPS_OP_CAST || g->nodes[pool].op != MPS_OP_MAX_POOL ||
+        g->nodes[pool].n_out != 1 || mps_graph_uses(g, q->in[0], &only) != 1)
+        return false;
+    const struct mps_qnote *dq = mps_pass_qnote(g, MPS_QNOTE_DQ, g->nodes[pool].in[0]);
+    if (!dq || g->values[dq->in[0]].data || g->values[dq->in[0]].dtype != g->values[q->out].dtype ||
+        mps_graph_uses(g, g->nodes[pool].in[0], &only) != 1 || !mps_pass_qsame(g, dq->in[1], q->in[1]) ||
+        !mps_pass_qsame(g, dq->in[2], q->in[2]))
+        return false;
+    struct mps_node *n = &g->nodes[last], old = *n;
+    struct mps_value was = g->values[q->out];
+    int *ins = mps_graph_alloc(g, sizeof(int));
+    if (!ins)
+        return false; /* the compositions run: correct, only slower */
+    ins[0] = dq->in[0];
+    n->op = MPS_OP_MAX_POOL, n->in = ins, n->n_in = 1, n->p = g->nodes[pool].p;
+    struct mps_error ignored;
+    if (mps_graph_infer_node(g, n, &ignored) != MPS_OK || g->values[q->out].dtype != was.dtype ||
+        !mps_shape_eq(&g->values[q->out].shape, &was.shape) || (be->supports && !be->supports(g, n))) {
+        *n = old;
+        g->values[q->out] = was;
+        return false;
+    }
+    return true;
+}
+
 /* Replaces QDQ and QLinear compositions with int8 products (ops.def's
    QLinearConv and QLinearMatMul) where be runs them: the node that wrote
    the composition's result becomes the product; what only it read goes. */
@@ -499,6 +547,8 @@ static enum mps_status mps_passes_quant(struct mps_graph *g, const struct mps_ba
         }
         changed = true;
     }
+    for (int k = 0; k < notes; k++) /* MaxPools of bytes between a DequantizeLinear and a QuantizeLinear */
+        changed |= mps_pass_qpool(g, be, &g->qnotes[k]);
     for (int k = 0; k < notes; k++) /* the rest: DequantizeLinear and QuantizeLinear nodes of their own */
         changed |= mps_pass_qcast(g, be, &g->qnotes[k]);
     if (!changed)

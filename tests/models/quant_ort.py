@@ -22,6 +22,7 @@ step of the last quantization (its scale) everywhere; an int32 one exactly.
 
 usage: quant_ort.py MPSRUN SRC OUT [--backend B]
 """
+import json
 import os
 import sys
 
@@ -147,6 +148,16 @@ def quantized(name):
     step = float(init[last.input[0][:-3] + ":scale"]) * float(np.abs(w).max())
     if sum(n.op_type == "QuantizeLinear" for n in m.graph.node) < 3:
         raise RuntimeError(f"{path}: {len(m.graph.node)} nodes, too few QuantizeLinear")
+    # a MaxPool's output shares its input's scale (as onnxruntime's quantizer writes it), and mpsrun's cpu plan
+    # then runs that MaxPool on the bytes: the node that took the QuantizeLinear's place (named after it)
+    pool = next(n for n in m.graph.node if n.op_type == "MaxPool")
+    if float(init[pool.input[0][:-3] + ":scale"]) != float(init[pool.output[0] + ":scale"]):
+        raise RuntimeError(f"{path}: MaxPool {pool.name}'s output has a scale of its own")
+    r = subprocess.run([tp.MPSRUN, "bench", "model", path, "--backend", "cpu", "--profile", "--repeat", "1", "--warmup",
+                        "0", "--json"], capture_output=True, text=True)
+    prof = json.loads(r.stdout)["results"][0]["profile"] if r.returncode == 0 else []
+    if not any(e["op"] == "MaxPool" and e["node"].endswith(":q:q") for e in prof):
+        raise RuntimeError(f"{path}: no MaxPool of bytes in the cpu plan: {[e['op'] for e in prof]} {r.stderr.strip()}")
     return path, {"image": rng.standard_normal((8, 1, 28, 28)).astype(np.float32)}, {m.graph.output[0].name: step}
 
 

@@ -174,6 +174,7 @@ static const mps_cpu_scratch mps_cpu_scratch_fns[MPS_OP_COUNT] = {
     [MPS_OP_CONV_TRANSPOSE] = mps_cpu_conv_scratch,
     [MPS_OP_QLINEAR_CONV] = mps_cpu_qlinear_scratch,
     [MPS_OP_QLINEAR_MATMUL] = mps_cpu_qlinear_scratch,
+    [MPS_OP_MAX_POOL] = mps_cpu_pool_scratch,
     [MPS_OP_RESIZE] = mps_cpu_resize_scratch,
     [MPS_OP_RNN] = mps_cpu_rnn_scratch,
     [MPS_OP_GRU] = mps_cpu_rnn_scratch,

@@ -56,6 +56,9 @@ struct mps_cpu_args {
 enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *err);
 /* and DequantizeLinear, QuantizeLinear of bytes */
 enum mps_status mps_cpu_quantize(const struct mps_cpu_args *a, struct mps_error *err);
+/* MaxPool of bytes: a plane's rows of maxima per thread. */
+size_t mps_cpu_pool_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                            int threads);
 size_t mps_cpu_qlinear_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
                                int threads);
 size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,

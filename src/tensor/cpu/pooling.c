@@ -364,11 +364,86 @@ static void mps_pool_ints(const struct mps_cpu_args *a, const struct mps_cpu_win
         }
 }
 
+/* 2-D MaxPool of bytes (u8, or i8 compared as u8 after flipping the sign
+   bit), a plane an item, separably: for each output row the maxima down
+   the window's rows (contiguous, vectorized), then those across its
+   columns; the window clipped to the image (padding never wins), exact.
+   Where the quantization pass runs a MaxPool between a DequantizeLinear
+   and a QuantizeLinear on the bytes (squeezenet1_1's first: 13.7 ms
+   element by element in mps_pool_ints). */
+static void mps_pool_bytes_planes(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_pool_job *q = ctx;
+    const struct mps_cpu_window3 *w = &q->w;
+    int64_t ih = w->in[1], iw = w->in[2], oh = w->out[1], ow = w->out[2];
+    int64_t s = w->s[2], taps = w->k[2], off[64], lo[64], hi[64], span = iw + 2 * w->pb[2] + 2 * ow + 8;
+    uint8_t flip = q->a->in[0].dtype == MPS_I8 ? 0x80 : 0,
+            *mp = (uint8_t *)q->a->scratch + mps_pool_self(q->a->pool) * span, *m = mp + w->pb[2];
+    bool pairs = s == 2 && w->d[2] == 1 && (taps == 2 || taps == 3); /* m's bytes from -pb on, zeros around */
+    for (int64_t t = 0; t < taps; t++) { /* tap t of output o reads column o s + off[t]: inside for o in [lo, hi) */
+        off[t] = t * w->d[2] - w->pb[2];
+        lo[t] = off[t] < 0 ? (-off[t] + s - 1) / s : 0;
+        hi[t] = iw - off[t] <= 0 ? 0 : (iw - off[t] + s - 1) / s;
+        hi[t] = hi[t] < ow ? hi[t] : ow;
+    }
+    for (int64_t p = begin; p < end; p++) {
+        const uint8_t *x = (const uint8_t *)q->a->in[0].data + p * ih * iw;
+        uint8_t *y = (uint8_t *)q->a->out[0].data + p * oh * ow;
+        for (int64_t o = 0; o < oh; o++) {
+            memset(mp, 0, (size_t)span);
+            for (int64_t t = 0; t < w->k[1]; t++) {
+                int64_t i = o * w->s[1] - w->pb[1] + t * w->d[1];
+                const uint8_t *xr = x + i * iw;
+                for (int64_t j = 0; i >= 0 && i < ih && j < iw; j++) {
+                    uint8_t v = xr[j] ^ flip;
+                    m[j] = v > m[j] ? v : m[j];
+                }
+            }
+            uint8_t *yr = y + o * ow;
+            if (pairs) { /* stride 2, 2 or 3 taps: output c is the largest byte of m's word c (and next's low) */
+                for (int64_t c = 0; c < ow; c++) {
+                    uint16_t a, b;
+                    memcpy(&a, mp + 2 * c, 2), memcpy(&b, mp + 2 * c + 2, 2);
+                    uint16_t l = a & 0xff, h = a >> 8, n = taps == 3 ? b & 0xff : 0, v = l > h ? l : h;
+                    yr[c] = (uint8_t)((v > n ? v : n) ^ flip);
+                }
+                continue;
+            }
+            memset(yr, 0, (size_t)ow);
+            for (int64_t t = 0; t < taps; t++) {
+                const uint8_t *mt = m + off[t];
+                for (int64_t c = lo[t]; c < hi[t]; c++)
+                    yr[c] = mt[c * s] > yr[c] ? mt[c * s] : yr[c];
+            }
+            for (int64_t c = 0; flip && c < ow; c++)
+                yr[c] ^= flip;
+        }
+    }
+}
+
+size_t mps_cpu_pool_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                            int threads)
+{
+    (void)uk;
+    const struct mps_shape *x = &g->values[n->in[0]].shape;
+    if (n->op != MPS_OP_MAX_POOL || g->values[n->in[0]].dtype == MPS_F32 || x->ndim != 4)
+        return 0;
+    const struct mps_window *w = &n->p.pool.win; /* a row of maxima, its padding, room for 2 ow + 2 bytes */
+    int64_t ow = g->values[n->out[0]].shape.dim[3];
+    return (size_t)(threads < 1 ? 1 : threads) * (size_t)(x->dim[3] + 2 * w->pad[1] + 2 * ow + 8);
+}
+
 enum mps_status mps_cpu_pool(const struct mps_cpu_args *a, struct mps_error *err)
 {
     const struct mps_shape *x = &a->in[0].shape;
     struct mps_pool_job q = {.a = a, .w = mps_cpu_window3(&a->node->p.pool.win, x, &a->out[0].shape)};
     (void)err;
+    if (a->in[0].dtype != MPS_F32 && a->node->n_out == 1 && x->ndim == 4 && a->scratch && q.w.k[2] <= 64) {
+        /* a window of every output holds at least one input (shape.c), so no row of maxima stays empty */
+        mps_pool_for(a->pool, x->dim[0] * x->dim[1], q.w.out[1] * q.w.out[2] * (q.w.k[1] + q.w.k[2]),
+                     mps_pool_bytes_planes, &q);
+        return MPS_OK;
+    }
     if (a->in[0].dtype != MPS_F32) {
         mps_pool_ints(a, &q.w);
         return MPS_OK;
