@@ -9,7 +9,9 @@
    (models/refs/<model>/heldout.txt), unless the two classes are tied within
    that tolerance: each of mpsrun's outputs is within 1e-5 of the row's scale of
    PyTorch's, so an order can only flip where mpsrun's two values lie within
-   2e-5 of the scale. Such ties are counted and printed; mpsrun's accuracy too.
+   2e-5 of the scale. Such ties are counted and printed; mpsrun's accuracy too;
+3. the CNNs quantized by `mpsrun quantize` on 500 training images classify
+   the held-out images within 0.5 points of the float model's accuracy.
 
 usage: test_shipped.py MPSRUN SRC OUT      (OUT caches the held-out PNGs)
 """
@@ -35,6 +37,28 @@ def check(ok, text):
 
 def infer(model, files, *flags):
     return subprocess.run([mpsrun, "infer", model, *files, *flags], capture_output=True, text=True)
+
+
+def check_quantized(model, dataset, onnx, heldout, truth, float_acc):
+    """Quantizes model on 500 training images (minmax) and classifies the held-out folder with it."""
+    calib = os.path.join(out, dataset + "_train500")
+    if not os.path.exists(os.path.join(calib, "truth.txt")):
+        subprocess.run([sys.executable, os.path.join(src, "tests", "models", "heldout.py"), dataset, calib, "500",
+                        "--train"], check=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        q = os.path.join(tmp, model + ".int8.onnx")
+        files = sorted(os.path.join(calib, f) for f in os.listdir(calib) if f.endswith(".png"))
+        run = subprocess.run([mpsrun, "quantize", onnx, *files, "-o", q], capture_output=True, text=True)
+        if run.returncode == 0:
+            run = subprocess.run([mpsrun, "infer", q, heldout, "--quiet"], capture_output=True, text=True)
+        if run.returncode != 0:
+            check(False, f"{model} int8: {run.stderr.strip()}")
+            return
+        ours = [int(line.split("\t")[2]) for line in run.stdout.splitlines()]
+        acc = sum(a == b for a, b in zip(ours, truth)) / len(truth)
+        check(len(ours) == len(truth) and abs(acc - float_acc) <= 0.005,
+              f"{model} int8 (mpsrun quantize, 500 training images): accuracy {acc:.4f} on the {len(truth)} "
+              f"held-out images, float {float_acc:.4f} (within 0.5 points)")
 
 
 for model, dataset in MODELS.items():
@@ -79,6 +103,8 @@ for model, dataset in MODELS.items():
           f"{model}: mpsrun's class equals PyTorch's for {agree} of {len(truth)} held-out PNGs, "
           f"{len(ties)} more tied within 2e-5 of the scale{' (images ' + str(ties[:5]) + ')' if ties else ''}; "
           f"accuracy mpsrun {acc:.4f}, PyTorch {torch_acc:.4f}")
+    if "cnn" in model:
+        check_quantized(model, dataset, onnx, heldout, truth, acc)
 
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
