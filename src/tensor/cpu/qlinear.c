@@ -31,6 +31,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "isa.h"
 #include "kernels.h"
@@ -388,6 +391,32 @@ static void mps_qpanel_sums(const struct mps_qpack *h, const uint8_t *panel, int
         sums[l] = sum[l];
 }
 
+#if defined(__SSE2__)
+/* Sixteen channels of a tap for the lanes, into four rows of B's panel
+   (dst, 4 nr bytes apart): lane l's sixteen bytes at src + off[l] are its
+   words of the four groups. Four lanes a step, their words transposed in
+   registers (a dword 4x4), the rest a word at a time. */
+static void mps_qgather16(uint8_t *dst, int nr, const uint8_t *src, const int64_t *off, int lanes)
+{
+    int l = 0;
+    for (; l + 4 <= lanes; l += 4) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(src + off[l])),
+                b = _mm_loadu_si128((const __m128i *)(src + off[l + 1])),
+                c = _mm_loadu_si128((const __m128i *)(src + off[l + 2])),
+                d = _mm_loadu_si128((const __m128i *)(src + off[l + 3]));
+        __m128i ab0 = _mm_unpacklo_epi32(a, b), ab1 = _mm_unpackhi_epi32(a, b), cd0 = _mm_unpacklo_epi32(c, d),
+                cd1 = _mm_unpackhi_epi32(c, d);
+        _mm_storeu_si128((__m128i *)(dst + 4 * l), _mm_unpacklo_epi64(ab0, cd0));
+        _mm_storeu_si128((__m128i *)(dst + 4 * nr + 4 * l), _mm_unpackhi_epi64(ab0, cd0));
+        _mm_storeu_si128((__m128i *)(dst + 8 * nr + 4 * l), _mm_unpacklo_epi64(ab1, cd1));
+        _mm_storeu_si128((__m128i *)(dst + 12 * nr + 4 * l), _mm_unpackhi_epi64(ab1, cd1));
+    }
+    for (; l < lanes; l++)
+        for (int g = 0; g < 4; g++)
+            memcpy(dst + 4 * (g * nr + l), src + off[l] + 4 * g, 4);
+}
+#endif
+
 /* Panels [begin, end): B's order, b[(g nr + l) 4 + i] = byte 4 g + i of
    position l's k (zeros past the positions and past k); a tap and group
    of four channels at a time across the panel's positions. */
@@ -414,14 +443,19 @@ static void mps_qimage_panels(void *ctx, int64_t begin, int64_t end)
         for (int64_t i = 0; i < h->kh; i++)
             for (int64_t j = 0; j < h->kw; j++) {
                 const uint8_t *src = buf + (i * w->dilation[0] * im->wp + j * w->dilation[1]) * cp;
+                int64_t c = 0;
+#if defined(__SSE2__)
+                for (; cp % 16 == 0 && c < cp; c += 16, kk += 16) /* four groups of four lanes' words at once */
+                    mps_qgather16(dst + kk * nr, nr, src + c, off, lanes);
+#endif
                 if (cp % 4 == 0) /* a word a group of four channels */
-                    for (int64_t c = 0; c < cp; c += 4, kk += 4) {
+                    for (; c < cp; c += 4, kk += 4) {
                         uint8_t *d = dst + kk * nr;
                         for (int l = 0; l < lanes; l++)
                             memcpy(d + 4 * l, src + off[l] + c, 4);
                     }
                 else
-                    for (int64_t c = 0; c < cp; c++, kk++) {
+                    for (; c < cp; c++, kk++) {
                         uint8_t *d = dst + kk / 4 * 4 * nr + kk % 4;
                         for (int l = 0; l < lanes; l++)
                             d[4 * l] = src[off[l] + c];
