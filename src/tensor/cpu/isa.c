@@ -49,6 +49,25 @@ bool mps_x86_has_vnni(void)
 
 static const struct mps_ukernels *const mps_isa_all[] = {&mps_ukernels_avx512, &mps_ukernels_avx2, &mps_ukernels_c};
 #elif defined(__aarch64__)
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
+#elif defined(__linux__)
+#include <sys/auxv.h>
+#endif
+
+bool mps_neon_has_dotprod(void)
+{
+#if defined(__APPLE__)
+    int v = 0;
+    size_t len = sizeof v;
+    return sysctlbyname("hw.optional.arm.FEAT_DotProd", &v, &len, NULL, 0) == 0 && v;
+#elif defined(__linux__)
+    return (getauxval(AT_HWCAP) & (1ul << 20)) != 0; /* HWCAP_ASIMDDP */
+#else
+    return false;
+#endif
+}
+
 static const struct mps_ukernels *const mps_isa_all[] = {&mps_ukernels_neon, &mps_ukernels_c};
 #else
 static const struct mps_ukernels *const mps_isa_all[] = {&mps_ukernels_c};

@@ -257,5 +257,5 @@ const struct mps_ukernels mps_ukernels_neon = {
     .wino_pool = mps_wino_pool,
     .sigmoid = mps_act_sigmoid,
     .tanh = mps_act_tanh,
-    .q = {&mps_uqgemm_c},
+    .q = {&mps_uqgemm_neon, &mps_uqgemm_c}, /* sdot where the CPU has it (Apple M1 on, Cortex-A76 on) */
 };

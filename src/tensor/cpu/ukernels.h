@@ -285,6 +285,10 @@ struct mps_uqgemm {
 };
 /* The portable one, which every family can fall back on (ukernel_c.c). */
 extern const struct mps_uqgemm mps_uqgemm_c;
+/* neon's, where the CPU has the dot product instructions (ukernel_neon_q.c,
+   arm64 builds only; isa.c asks the OS). */
+extern const struct mps_uqgemm mps_uqgemm_neon;
+bool mps_neon_has_dotprod(void);
 
 struct mps_ukernels {
     const char *name;     /* "avx512", "avx2", "neon", "c" */
