@@ -7,6 +7,7 @@
    from a histogram of 2,048 bins over the first chunk's range, grown by
    doubling). Then the model is written in the QDQ form (mps_qdq_write),
    which mpsrun and onnxruntime both run. */
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +115,33 @@ static enum mps_status mps_quant_chunk(void *ctx, struct mps_infer_result *r, st
     return MPS_OK;
 }
 
+/* --json: what was quantized and written, as one object. */
+static bool mps_quantize_json(const struct mps_infer_result *r, const struct mps_quant *q, int n_nodes,
+                              const struct arg_str *exclude, const char *path, size_t bytes)
+{
+    cJSON *root = mps_infer_json_head(r), *j;
+    if (!root)
+        return false;
+    cJSON_AddStringToObject(root, "output", path);
+    cJSON_AddNumberToObject(root, "bytes", (double)bytes);
+    cJSON_AddStringToObject(root, "calibrate", q->percentile ? "percentile" : "minmax");
+    cJSON_AddNumberToObject(root, "products", n_nodes);
+    cJSON_AddNumberToObject(root, "tensors", q->n);
+    cJSON_AddNumberToObject(root, "inputs", (double)r->n_items);
+    j = cJSON_AddArrayToObject(root, "excluded");
+    for (int i = 0; j && i < exclude->count; i++)
+        cJSON_AddItemToArray(j, cJSON_CreateString(exclude->sval[i]));
+    j = cJSON_AddObjectToObject(root, "timings_ms");
+    cJSON_AddNumberToObject(j, "load", r->t_load);
+    cJSON_AddNumberToObject(j, "compile", r->t_compile);
+    cJSON_AddNumberToObject(j, "decode", r->t_preprocess);
+    cJSON_AddNumberToObject(j, "runs", r->t_run);
+    cJSON_AddNumberToObject(j, "total", r->t_total);
+    bool ok = mps_cli_json_print(root);
+    cJSON_Delete(root);
+    return ok;
+}
+
 int mps_cli_quantize(int argc, char **argv)
 {
     struct arg_file *model = arg_file1(NULL, NULL, "MODEL", "an ONNX model of float weights");
@@ -126,9 +154,10 @@ int mps_cli_quantize(int argc, char **argv)
     struct arg_str *exclude = arg_strn(NULL, "exclude", "NODE", 0, 1 << 16, "a node to keep in float (repeatable)");
     struct mps_infer_args a;
     mps_infer_args_make(&a);
+    struct arg_lit *json = arg_lit0(NULL, "json", "print one JSON object (schema_version 1)");
     struct arg_lit *help = arg_lit0("h", "help", "print this help");
     struct arg_end *end = arg_end(20);
-    void *argtable[] = {model, calib, out, method, exclude, a.threads, a.batch, a.mean, a.std, a.size, help, end};
+    void *argtable[] = {model, calib, out, method, exclude, a.threads, a.batch, a.mean, a.std, a.size, json, help, end};
     bool done;
     int rc = mps_cli_parse(argc, argv, argtable, help, end,
                            "Quantizes MODEL statically: runs it over the calibration inputs (as infer reads\n"
@@ -200,6 +229,11 @@ int mps_cli_quantize(int argc, char **argv)
     }
     if ((st = mps_out_commit(&o, &err)))
         goto out;
+    if (json->count) {
+        if (!mps_quantize_json(&r, &q, n_nodes, exclude, out->filename[0], len))
+            st = mps_fail(&err, MPS_ERR_RUNTIME, "out of memory printing the report");
+        goto out;
+    }
     char c[32];
     printf("quantized  %d of the model's products (Conv, MatMul, Gemm) to int8, %d tensors calibrated (%s)\n", n_nodes,
            q.n, q.percentile ? "percentile" : "minmax");

@@ -278,6 +278,12 @@ check "its report says what it quantized and wrote" grep -q "^quantized  4 of th
 expect "the quantized model classifies the 20 images" 0 infer "$tmp/q.onnx" "$tmp/flat" -q
 check "... as the float model does on 19 or more" bash -c "'$mpsrun' infer '$cnn' '$tmp/flat' -q | cut -f4 >$tmp/f.txt &&
   cut -f4 $out >$tmp/i8.txt && [ \$(paste $tmp/f.txt $tmp/i8.txt | awk '\$1 == \$2' | wc -l) -ge 19 ]"
+expect "quantize --json" 0 quantize "$cnn" "$tmp/flat" -o "$tmp/q2.onnx" --json --exclude /head/head.4/Gemm
+check "... one JSON object: 3 products, the exclusion, 20 inputs, the bytes written" "$py" -c "import json, os, sys
+d = json.load(open(sys.argv[1]))
+assert d['schema_version'] == 1 and d['products'] == 3 and d['inputs'] == 20 and d['calibrate'] == 'minmax', d
+assert d['excluded'] == ['/head/head.4/Gemm'] and d['bytes'] == os.path.getsize(sys.argv[2]) > 0, d" \
+  "$out" "$tmp/q2.onnx"
 
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
