@@ -67,10 +67,10 @@ static enum mps_status mps_q_check(struct mps_onnx_ctx *c, const struct mps_onnx
 {
     struct mps_shape s;
     int rank = xs->ndim;
-    enum mps_status st = mps_onnx_shape_of(c, n, n->in[i], &s, err);
-    enum mps_dtype zt = c->g->values[n->in[i]].dtype;
+    enum mps_status st = mps_onnx_shape_of(c, n, n->in[i], &s, err); /* fails on an omitted input */
     if (st || (!zero_point && (st = mps_q_scale_ok(c, n, i, err))))
         return st;
+    enum mps_dtype zt = c->g->values[n->in[i]].dtype;
     if (zero_point && xt != MPS_DTYPE_COUNT && zt != xt)
         return mps_onnx_fail(n, err,
                              "its zero point (input %d) is %s and the tensor it belongs to %s: they must be of "
@@ -284,11 +284,11 @@ static enum mps_status mps_map_dequantize(struct mps_onnx_ctx *c, struct mps_onn
     int x, scale;
     struct mps_shape s;
     enum mps_status st = mps_q_axis(c, n, &axis, err);
-    const struct mps_value *vs = n->in[1] >= 0 ? &c->g->values[n->in[1]] : NULL;
+    const struct mps_value *vs = n->n_in > 1 && n->in[1] >= 0 ? &c->g->values[n->in[1]] : NULL;
     int zi = n->n_in > 2 && n->in[2] >= 0 ? n->in[2] : -1;
     double lo, hi;
-    enum mps_dtype xt = c->g->values[n->in[0]].dtype;
-    if (!st && c->g->values[n->in[0]].data && vs && vs->data && vs->dtype == MPS_F32 &&
+    enum mps_dtype xt = n->in[0] >= 0 ? c->g->values[n->in[0]].dtype : MPS_F32; /* omitted: the composition says */
+    if (!st && n->in[0] >= 0 && c->g->values[n->in[0]].data && vs && vs->data && vs->dtype == MPS_F32 &&
         (zi < 0 || c->g->values[zi].data) && mps_q_range(xt, &lo, &hi) &&
         !(st = mps_onnx_shape_of(c, n, n->in[0], &s, err))) { /* weights: checked as the composition checks them */
         int64_t len;
