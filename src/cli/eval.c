@@ -201,7 +201,7 @@ static void mps_eval_text(const struct mps_eval *e, const struct mps_infer_resul
 static bool mps_eval_json(const struct mps_eval *e, const struct mps_infer_result *r, const char *dir)
 {
     int64_t n = r->n_items, k = e->k;
-    cJSON *root = mps_infer_json_head(r), *j;
+    cJSON *root = mps_infer_json_head(r);
     cJSON_AddStringToObject(root, "folder", dir);
     cJSON_AddNumberToObject(root, "images", (double)n);
     cJSON_AddNumberToObject(root, "failed", (double)e->failed);
@@ -234,12 +234,7 @@ static bool mps_eval_json(const struct mps_eval *e, const struct mps_infer_resul
             cJSON_AddItemToArray(row, cJSON_CreateNumber((double)e->confusion[c * k + p]));
         cJSON_AddItemToArray(conf, row);
     }
-    j = cJSON_AddObjectToObject(root, "timings_ms");
-    cJSON_AddNumberToObject(j, "load", r->t_load);
-    cJSON_AddNumberToObject(j, "compile", r->t_compile);
-    cJSON_AddNumberToObject(j, "decode", r->t_preprocess);
-    cJSON_AddNumberToObject(j, "runs", r->t_run);
-    cJSON_AddNumberToObject(j, "total", r->t_total);
+    mps_infer_json_stream_timings(root, r);
     cJSON_AddNumberToObject(root, "images_per_s", r->t_total > 0 ? (double)n * 1e3 / r->t_total : 0);
     bool ok = mps_cli_json_print(root);
     cJSON_Delete(root);

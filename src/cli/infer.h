@@ -223,6 +223,8 @@ void mps_infer_text_head(const struct mps_infer_result *r);
    reports open with (eval's too). */
 struct cJSON;
 struct cJSON *mps_infer_json_head(const struct mps_infer_result *r);
+/* Adds timings_ms (load, compile, decode, runs, total) of a streamed run (eval, quantize) to root. */
+void mps_infer_json_stream_timings(struct cJSON *root, const struct mps_infer_result *r);
 /* Reports r's current chunk (stream.h's mps_stream_fn, ctx a struct mps_infer_report). */
 enum mps_status mps_infer_report_chunk(void *ctx, struct mps_infer_result *r, struct mps_error *err);
 /* What comes after the last chunk: timings, counts, checks. False when out of memory. */

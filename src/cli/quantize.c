@@ -131,12 +131,7 @@ static bool mps_quantize_json(const struct mps_infer_result *r, const struct mps
     j = cJSON_AddArrayToObject(root, "excluded");
     for (int i = 0; j && i < exclude->count; i++)
         cJSON_AddItemToArray(j, cJSON_CreateString(exclude->sval[i]));
-    j = cJSON_AddObjectToObject(root, "timings_ms");
-    cJSON_AddNumberToObject(j, "load", r->t_load);
-    cJSON_AddNumberToObject(j, "compile", r->t_compile);
-    cJSON_AddNumberToObject(j, "decode", r->t_preprocess);
-    cJSON_AddNumberToObject(j, "runs", r->t_run);
-    cJSON_AddNumberToObject(j, "total", r->t_total);
+    mps_infer_json_stream_timings(root, r);
     bool ok = mps_cli_json_print(root);
     cJSON_Delete(root);
     return ok;

@@ -403,6 +403,16 @@ cJSON *mps_infer_json_head(const struct mps_infer_result *r)
     return root;
 }
 
+void mps_infer_json_stream_timings(struct cJSON *root, const struct mps_infer_result *r)
+{
+    cJSON *j = cJSON_AddObjectToObject(root, "timings_ms");
+    cJSON_AddNumberToObject(j, "load", r->t_load);
+    cJSON_AddNumberToObject(j, "compile", r->t_compile);
+    cJSON_AddNumberToObject(j, "decode", r->t_preprocess);
+    cJSON_AddNumberToObject(j, "runs", r->t_run);
+    cJSON_AddNumberToObject(j, "total", r->t_total);
+}
+
 /* The head of the text report and of --json: what ran, how; g the first run (NULL: none ran). */
 static bool mps_report_head(struct mps_infer_report *rep, const struct mps_infer_result *r,
                             const struct mps_infer_group *g)

@@ -433,6 +433,30 @@ static bool mps_pass_qfits(const struct mps_graph *g, enum mps_op op, const int 
     return k <= 32768;
 }
 
+/* Node k becomes op over in[n_in] (copied) with params p, where its output
+   keeps its dtype and shape and be runs it; else it stays as it was (the
+   composition runs: correct, only slower). */
+static bool mps_pass_qbecome(struct mps_graph *g, const struct mps_backend *be, int k, enum mps_op op, const int *in,
+                             int n_in, const union mps_op_params *p)
+{
+    struct mps_node *n = &g->nodes[k], old = *n;
+    int y = n->out[0];
+    struct mps_value was = g->values[y];
+    int *ins = mps_graph_alloc(g, sizeof(int) * (size_t)n_in);
+    if (!ins)
+        return false;
+    memcpy(ins, in, sizeof(int) * (size_t)n_in);
+    n->op = op, n->in = ins, n->n_in = n_in, n->p = *p, n->n_out = 1;
+    struct mps_error ignored;
+    if (mps_graph_infer_node(g, n, &ignored) != MPS_OK || g->values[y].dtype != was.dtype ||
+        !mps_shape_eq(&g->values[y].shape, &was.shape) || (be->supports && !be->supports(g, n))) {
+        *n = old;
+        g->values[y] = was;
+        return false;
+    }
+    return true;
+}
+
 /* Note q's DequantizeLinear or QuantizeLinear of a run-time tensor, where
    its composition still runs, as one node (ops.def) where be runs it: the
    composition's last node (Mul; Cast) becomes it. */
@@ -443,23 +467,11 @@ static bool mps_pass_qcast(struct mps_graph *g, const struct mps_backend *be, co
     if ((!dq && q->kind != MPS_QNOTE_Q) || last < 0 || g->values[q->in[0]].data ||
         g->nodes[last].op != (dq ? MPS_OP_MUL : MPS_OP_CAST))
         return false;
-    struct mps_node *n = &g->nodes[last], old = *n;
-    struct mps_value was = g->values[q->out];
-    int *ins = mps_graph_alloc(g, sizeof(int) * 3);
-    if (!ins)
-        return false; /* the composition runs: correct, only slower */
-    ins[0] = q->in[0], ins[1] = q->in[1], ins[2] = q->in[2];
-    n->op = dq ? MPS_OP_DEQUANTIZE : MPS_OP_QUANTIZE, n->in = ins, n->n_in = 3;
-    mps_op_params_default(n->op, &n->p);
-    n->p.axis.axis = q->axis;
-    struct mps_error ignored;
-    if (mps_graph_infer_node(g, n, &ignored) != MPS_OK || g->values[q->out].dtype != was.dtype ||
-        !mps_shape_eq(&g->values[q->out].shape, &was.shape) || (be->supports && !be->supports(g, n))) {
-        *n = old;
-        g->values[q->out] = was;
-        return false;
-    }
-    return true;
+    union mps_op_params p;
+    enum mps_op op = dq ? MPS_OP_DEQUANTIZE : MPS_OP_QUANTIZE;
+    mps_op_params_default(op, &p);
+    p.axis.axis = q->axis;
+    return mps_pass_qbecome(g, be, last, op, q->in, 3, &p);
 }
 
 /* Whether constants a and b (scales or zero points; -1: omitted, a zero)
@@ -493,21 +505,7 @@ static bool mps_pass_qpool(struct mps_graph *g, const struct mps_backend *be, co
         mps_graph_uses(g, g->nodes[pool].in[0], &only) != 1 || !mps_pass_qsame(g, dq->in[1], q->in[1]) ||
         !mps_pass_qsame(g, dq->in[2], q->in[2]))
         return false;
-    struct mps_node *n = &g->nodes[last], old = *n;
-    struct mps_value was = g->values[q->out];
-    int *ins = mps_graph_alloc(g, sizeof(int));
-    if (!ins)
-        return false; /* the compositions run: correct, only slower */
-    ins[0] = dq->in[0];
-    n->op = MPS_OP_MAX_POOL, n->in = ins, n->n_in = 1, n->p = g->nodes[pool].p;
-    struct mps_error ignored;
-    if (mps_graph_infer_node(g, n, &ignored) != MPS_OK || g->values[q->out].dtype != was.dtype ||
-        !mps_shape_eq(&g->values[q->out].shape, &was.shape) || (be->supports && !be->supports(g, n))) {
-        *n = old;
-        g->values[q->out] = was;
-        return false;
-    }
-    return true;
+    return mps_pass_qbecome(g, be, last, MPS_OP_MAX_POOL, &dq->in[0], 1, &g->nodes[pool].p);
 }
 
 /* Replaces QDQ and QLinear compositions with int8 products (ops.def's
@@ -531,21 +529,8 @@ static enum mps_status mps_passes_quant(struct mps_graph *g, const struct mps_ba
         }
         if (!g->values[in[0]].shape_known || !mps_pass_qfits(g, op, in, &p))
             continue;
-        struct mps_node *n = &g->nodes[last], old = *n;
-        struct mps_value was = g->values[y];
-        int *ins = mps_graph_alloc(g, sizeof in);
-        if (!ins)
-            return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
-        memcpy(ins, in, sizeof in);
-        n->op = op, n->in = ins, n->n_in = 9, n->p = p, n->n_out = 1;
-        struct mps_error ignored;
-        if (n->out[0] != y || mps_graph_infer_node(g, n, &ignored) != MPS_OK || g->values[y].dtype != was.dtype ||
-            !mps_shape_eq(&g->values[y].shape, &was.shape) || (be->supports && !be->supports(g, n))) {
-            *n = old; /* as it was: the composition runs */
-            g->values[y] = was;
-            continue;
-        }
-        changed = true;
+        if (g->nodes[last].out[0] == y && mps_pass_qbecome(g, be, last, op, in, 9, &p))
+            changed = true;
     }
     for (int k = 0; k < notes; k++) /* MaxPools of bytes between a DequantizeLinear and a QuantizeLinear */
         changed |= mps_pass_qpool(g, be, &g->qnotes[k]);
