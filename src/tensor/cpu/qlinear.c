@@ -85,15 +85,73 @@ static const struct mps_value *mps_qin(const struct mps_graph *g, const struct m
     return i < n->n_in && n->in[i] >= 0 ? &g->values[n->in[i]] : NULL;
 }
 
+/* The requantization's per-node values (h) and, where the arrays are
+   given (cols each), its per-column ones; kernels.h. */
+void mps_qlinear_columns(const struct mps_graph *g, const struct mps_node *n, struct mps_qlinear_cols *h, float *mult,
+                         float *add, int32_t *corr, int32_t *zw)
+{
+    const struct mps_value *x = mps_qin(g, n, 0), *w = mps_qin(g, n, 3), *xs = mps_qin(g, n, 1), *ws = mps_qin(g, n, 4),
+                           *wz = mps_qin(g, n, 5), *ys = mps_qin(g, n, 6), *bias = mps_qin(g, n, 8),
+                           *y = &g->values[n->out[0]];
+    bool conv = n->op == MPS_OP_QLINEAR_CONV;
+    *h = (struct mps_qlinear_cols){.flip = x->dtype == MPS_I8, .dw = conv && n->p.conv.group > 1};
+    h->cols = w->shape.dim[conv ? 0 : 1];
+    h->k_real = conv ? mps_shape_numel(&w->shape) / (h->cols ? h->cols : 1) : w->shape.dim[0];
+    h->zx = (uint8_t)((int)mps_qat(mps_qin(g, n, 2), 0) + (h->flip ? 128 : 0));
+    h->quant = ys != NULL;
+    h->out_signed = y->dtype == MPS_I8;
+    h->yz = (int32_t)mps_qat(mps_qin(g, n, 7), 0);
+    struct mps_tile_epi e = mps_tile_epi_none();
+    mps_pgemm_act_epi(conv ? &n->p.conv.act : &n->p.gemm.act, &e);
+    float inv_f = h->quant ? 1.0f / (float)mps_qat(ys, 0) : 1.0f;
+    h->lo = e.lo * inv_f, h->hi = e.hi * inv_f, h->slope = e.slope;
+    if (h->quant) { /* the output's range, in steps less its zero point */
+        float qlo = (h->out_signed ? -128.0f : 0.0f) - (float)h->yz,
+              qhi = (h->out_signed ? 127.0f : 255.0f) - (float)h->yz;
+        h->lo = h->lo > qlo ? h->lo : qlo;
+        h->hi = h->hi < qhi ? h->hi : qhi;
+    }
+    double inv = h->quant ? 1.0 / mps_qat(ys, 0) : 1.0;
+    bool ibias = bias && bias->dtype == MPS_I32;
+    for (int64_t m = 0; m < h->cols; m++) {
+        int32_t z = (int32_t)mps_qat(wz, m) - (w->dtype == MPS_U8 ? 128 : 0);
+        h->rowsums |= z != 0 && !h->dw;
+        if (!mult)
+            continue;
+        mult[m] = (float)(mps_qat(xs, 0) * mps_qat(ws, m) * inv);
+        add[m] = bias && !ibias ? (float)(mps_qat(bias, m) * inv) : 0.0f;
+        if (h->dw) { /* the taps less their zero point, x less its own: no correction terms */
+            zw[m] = 0, corr[m] = ibias ? (int32_t)mps_qat(bias, m) : 0;
+            continue;
+        }
+        int64_t sum = 0;
+        for (int64_t k = 0; k < h->k_real; k++)
+            sum += mps_qlinear_weight(g, n, m, k);
+        zw[m] = z;
+        /* wraps as int32 arithmetic does: the true sum fits (K * 255 * 255 < 2^31) */
+        corr[m] = (int32_t)(uint32_t)((uint64_t)(-(int64_t)h->zx * sum + h->k_real * h->zx * z) +
+                                      (uint64_t)(ibias ? (int64_t)mps_qat(bias, m) : 0));
+    }
+}
+
+int mps_qlinear_weight(const struct mps_graph *g, const struct mps_node *n, int64_t m, int64_t k)
+{
+    const struct mps_value *w = mps_qin(g, n, 3);
+    int64_t src =
+        n->op == MPS_OP_QLINEAR_CONV ? m * (mps_shape_numel(&w->shape) / w->shape.dim[0]) + k : k * w->shape.dim[1] + m;
+    return w->dtype == MPS_U8 ? (int)((const uint8_t *)w->data)[src] - 128 : (int)((const int8_t *)w->data)[src];
+}
+
 /* The header for node n (no arrays filled). */
 static struct mps_qpack mps_qpack_head(const struct mps_graph *g, const struct mps_node *n,
                                        const struct mps_ukernels *uk)
 {
-    const struct mps_value *x = mps_qin(g, n, 0), *w = mps_qin(g, n, 3), *ys = mps_qin(g, n, 6),
-                           *y = &g->values[n->out[0]];
-    struct mps_qpack h = {.q = mps_isa_qgemm(uk), .conv = n->op == MPS_OP_QLINEAR_CONV, .flip = x->dtype == MPS_I8};
-    if (h.conv && n->p.conv.group > 1) { /* depthwise: the pass fuses no other grouped conv */
-        h.dw = true, h.cin = h.cp = 1, h.kh = w->shape.dim[2], h.kw = w->shape.dim[3];
+    const struct mps_value *w = mps_qin(g, n, 3);
+    struct mps_qlinear_cols c;
+    mps_qlinear_columns(g, n, &c, NULL, NULL, NULL, NULL);
+    struct mps_qpack h = {.q = mps_isa_qgemm(uk), .conv = n->op == MPS_OP_QLINEAR_CONV, .flip = c.flip, .dw = c.dw};
+    if (h.dw) {
+        h.cin = h.cp = 1, h.kh = w->shape.dim[2], h.kw = w->shape.dim[3];
         h.cols = w->shape.dim[0], h.k = h.k_real = h.kh * h.kw;
     } else if (h.conv) {
         h.cin = w->shape.dim[1], h.cp = h.cin < 4 ? h.cin : (h.cin + 3) / 4 * 4;
@@ -104,19 +162,8 @@ static struct mps_qpack mps_qpack_head(const struct mps_graph *g, const struct m
         h.cols = w->shape.dim[1], h.k = (w->shape.dim[0] + 3) / 4 * 4, h.k_real = w->shape.dim[0];
         h.panels = (h.cols + h.q->nr - 1) / h.q->nr;
     }
-    h.zx = (uint8_t)((int)mps_qat(mps_qin(g, n, 2), 0) + (h.flip ? 128 : 0));
-    h.quant = ys != NULL;
-    h.out_signed = y->dtype == MPS_I8;
-    h.yz = (int32_t)mps_qat(mps_qin(g, n, 7), 0);
-    struct mps_tile_epi e = mps_tile_epi_none();
-    mps_pgemm_act_epi(h.conv ? &n->p.conv.act : &n->p.gemm.act, &e);
-    float inv = h.quant ? 1.0f / (float)mps_qat(ys, 0) : 1.0f;
-    h.lo = e.lo * inv, h.hi = e.hi * inv, h.slope = e.slope;
-    if (h.quant) { /* the output's range, in steps less its zero point */
-        float qlo = (h.out_signed ? -128.0f : 0.0f) - (float)h.yz, qhi = (h.out_signed ? 127.0f : 255.0f) - (float)h.yz;
-        h.lo = h.lo > qlo ? h.lo : qlo;
-        h.hi = h.hi < qhi ? h.hi : qhi;
-    }
+    h.zx = c.zx, h.quant = c.quant, h.out_signed = c.out_signed, h.yz = c.yz, h.rowsums = c.rowsums;
+    h.lo = c.lo, h.hi = c.hi, h.slope = c.slope;
     size_t cols = (size_t)h.cols;
     h.off_mult = mps_qup(sizeof h);
     h.off_add = h.off_mult + mps_qup(cols * 4);
@@ -127,21 +174,16 @@ static struct mps_qpack mps_qpack_head(const struct mps_graph *g, const struct m
 }
 
 /* Weight w'[k][m] (signed) of the packed order: Conv's k is (tap row, tap
-   column, channel as packed). */
-static int mps_qweight(const struct mps_qpack *h, const struct mps_value *w, int64_t k, int64_t m)
+   column, channel as packed), zero in the padding. */
+static int mps_qweight(const struct mps_graph *g, const struct mps_node *n, const struct mps_qpack *h, int64_t k,
+                       int64_t m)
 {
-    int64_t src;
-    if (h->conv) {
-        int64_t c = k % h->cp, tap = k / h->cp;
-        if (c >= h->cin || tap >= h->kh * h->kw)
-            return 0;
-        src = ((m * h->cin + c) * h->kh + tap / h->kw) * h->kw + tap % h->kw;
-    } else {
-        if (k >= h->k_real)
-            return 0;
-        src = k * h->cols + m;
-    }
-    return w->dtype == MPS_U8 ? (int)((const uint8_t *)w->data)[src] - 128 : (int)((const int8_t *)w->data)[src];
+    if (!h->conv)
+        return k < h->k_real ? mps_qlinear_weight(g, n, m, k) : 0;
+    int64_t c = k % h->cp, tap = k / h->cp;
+    if (c >= h->cin || tap >= h->kh * h->kw)
+        return 0;
+    return mps_qlinear_weight(g, n, m, c * h->kh * h->kw + tap);
 }
 
 size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
@@ -153,34 +195,17 @@ size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n,
                                                : h.panels * h.k * h.q->nr);
     if (!dst)
         return bytes;
-    const struct mps_value *w = mps_qin(g, n, 3), *xs = mps_qin(g, n, 1), *ws = mps_qin(g, n, 4),
-                           *wz = mps_qin(g, n, 5), *ys = mps_qin(g, n, 6), *bias = mps_qin(g, n, 8);
     unsigned char *base = dst;
     float *mult = (float *)(base + h.off_mult), *add = (float *)(base + h.off_add);
     int32_t *corr = (int32_t *)(base + h.off_corr), *zw = (int32_t *)(base + h.off_zw);
     int8_t *b = (int8_t *)(base + h.off_b);
-    double inv = h.quant ? 1.0 / mps_qat(ys, 0) : 1.0;
-    for (int64_t m = 0; m < h.cols; m++) {
-        int64_t sum = 0;
-        for (int64_t k = 0; k < h.k; k++)
-            sum += mps_qweight(&h, w, k, m);
+    struct mps_qlinear_cols c;
+    mps_qlinear_columns(g, n, &c, mult, add, corr, zw);
+    const struct mps_value *wz = mps_qin(g, n, 5), *w = mps_qin(g, n, 3);
+    for (int64_t m = 0; h.dw && m < h.cols; m++) { /* the taps less their zero point, as floats */
         int32_t z = (int32_t)mps_qat(wz, m) - (w->dtype == MPS_U8 ? 128 : 0);
-        bool ibias = bias && bias->dtype == MPS_I32;
-        if (h.dw) { /* the taps less their zero point, x less its own at run time: no correction terms */
-            for (int64_t k = 0; k < h.k; k++)
-                ((float *)b)[m * h.k + k] = (float)(mps_qweight(&h, w, k, m) - z);
-            zw[m] = 0, corr[m] = ibias ? (int32_t)mps_qat(bias, m) : 0;
-            mult[m] = (float)(mps_qat(xs, 0) * mps_qat(ws, m) * inv);
-            add[m] = bias && !ibias ? (float)(mps_qat(bias, m) * inv) : 0.0f;
-            continue;
-        }
-        zw[m] = z;
-        h.rowsums |= z != 0;
-        /* wraps as int32 arithmetic does: the true sum fits (K * 255 * 255 < 2^31) */
-        corr[m] = (int32_t)(uint32_t)((uint64_t)(-(int64_t)h.zx * sum + h.k_real * h.zx * z) +
-                                      (uint64_t)(ibias ? (int64_t)mps_qat(bias, m) : 0));
-        mult[m] = (float)(mps_qat(xs, 0) * mps_qat(ws, m) * inv);
-        add[m] = bias && !ibias ? (float)(mps_qat(bias, m) * inv) : 0.0f;
+        for (int64_t k = 0; k < h.k; k++)
+            ((float *)b)[m * h.k + k] = (float)(mps_qweight(g, n, &h, k, m) - z);
     }
     int nr = h.q->nr;
     int mr = h.q->mr; /* Conv: blocks of mr output channels, their rows interleaved in groups of four k */
@@ -189,14 +214,14 @@ size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n,
             for (int r = 0; r < mr; r++)
                 for (int i = 0; i < 4; i++) {
                     int64_t m = blk * mr + r;
-                    *b++ = (int8_t)(m < h.cols ? mps_qweight(&h, w, 4 * grp + i, m) : 0);
+                    *b++ = (int8_t)(m < h.cols ? mps_qweight(g, n, &h, 4 * grp + i, m) : 0);
                 }
     for (int64_t p = 0; p < h.panels; p++)
         for (int64_t grp = 0; grp < h.k / 4; grp++)
             for (int j = 0; j < nr; j++)
                 for (int i = 0; i < 4; i++) {
                     int64_t m = p * nr + j;
-                    *b++ = (int8_t)(m < h.cols ? mps_qweight(&h, w, 4 * grp + i, m) : 0);
+                    *b++ = (int8_t)(m < h.cols ? mps_qweight(g, n, &h, 4 * grp + i, m) : 0);
                 }
     memcpy(base, &h, sizeof h);
     return bytes;
