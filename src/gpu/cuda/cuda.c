@@ -18,11 +18,16 @@
 #include "../../tensor/cpu/kernels.h"
 #include "../../tensor/memplan.h"
 #include "cuda_internal.h"
+#include "nodes.h"
 
 /* Gather reads its indices on the device, where a bad one cannot be refused:
    only constant indices (checked here) run on the GPU. */
 static bool mps_cuda_supports(const struct mps_graph *g, const struct mps_node *n)
 {
+    enum mps_dtype first = n->n_in > 0 && n->in[0] >= 0 ? g->values[n->in[0]].dtype : MPS_F32;
+    if (n->op == MPS_OP_QLINEAR_CONV || n->op == MPS_OP_QLINEAR_MATMUL || n->op == MPS_OP_DEQUANTIZE ||
+        n->op == MPS_OP_QUANTIZE || (n->op == MPS_OP_MAX_POOL && (first == MPS_U8 || first == MPS_I8)))
+        return mps_cuda_quant_supports(g, n);                       /* the bytes of the int8 path (nodes_quant.c) */
     if (!mps_node_gpu_dtypes(g, n) || !mps_cuda_launcher_of(n->op)) /* the cpu computes those */
         return false;
     if (n->op == MPS_OP_IF) /* decided at run time: the cpu backend runs the taken branch alone (graph.h) */
@@ -91,12 +96,15 @@ static size_t mps_cuda_bytes(const struct mps_value *v)
 #define MPS_CUDA_ALIGN(x) (((x) + 255) / 256 * 256)
 
 /* What node n prepares once, on the host: Winograd's transformed weights (by
-   the CPU backend's pack function), or an index op's flat offsets (graph.h:
+   the CPU backend's pack function), an int8 product's weights and
+   requantization (nodes_quant.c), or an index op's flat offsets (graph.h:
    mps_index_plan). Its bytes; host NULL: only counts. */
 static size_t mps_cuda_prepared(const struct mps_graph *g, const struct mps_node *n, void *host)
 {
     if (mps_winograd_applies(g, n))
         return mps_winograd_pack(g, n, NULL, host);
+    if (n->op == MPS_OP_QLINEAR_CONV || n->op == MPS_OP_QLINEAR_MATMUL)
+        return mps_cuda_qlinear_prepared(g, n, host);
     if (n->op == MPS_OP_GATHER_ELEMENTS || n->op == MPS_OP_GATHER_ND || n->op == MPS_OP_SCATTER_ND ||
         n->op == MPS_OP_SCATTER_ELEMENTS)
         return sizeof(int64_t) * (size_t)mps_index_plan(g, n, host, NULL);

@@ -50,6 +50,48 @@ int mps_cu_fill(int dtype, double v, void *y, int64_t n, void *stream);
 /* y[i] = start + i * delta, converted as Cast converts. */
 int mps_cu_range(int dtype, double start, double delta, void *y, int64_t n, void *stream);
 
+/* quant.cu: the int8 products on dp4a, exact in int32. The store (kernels.h's
+   mps_qlinear_cols): v = (acc + corr[c] - zw[c] rowsum) mult[c] + add[c] in [lo, hi];
+   quant: rounded half to even plus yz, a byte; else below 0 times slope, a float. */
+struct mps_cu_qstore {
+    const float *mult, *add;
+    const int32_t *corr, *zw;
+    float lo, hi, slope;
+    int32_t yz;
+    int quant, rowsums;
+};
+/* rows: a conv's output positions an image (oh ow), QLinearMatMul's rows; cols: output
+   channels, features; k_real: the summed length; image: x's bytes an image; a conv's
+   input plane, output width, strides and begin pads; zx: x's zero point (flip: x is
+   int8, made unsigned by flipping its sign bit, zx so already). */
+struct mps_cu_qgeom {
+    int64_t rows, cols, images, k_real, image;
+    int ih, iw, ow, sh, sw, ph, pw;
+    uint32_t zx;
+    int flip;
+};
+/* A depthwise conv's taps and dilations. */
+struct mps_cu_qwin {
+    int kh, kw, dh, dw;
+};
+/* y = the product of x and w ([k / 4][cols] words of four signed k); ktab: a conv's
+   per-k (channel offset, tap row offset, tap column offset), NULL for QLinearMatMul.
+   Where the output's tiles are too few to fill the GPU, k is summed in parts into int32
+   scratch (mps_cu_qgemm_scratch's bytes; exact in any order), then stored. */
+int mps_cu_qgemm(const uint8_t *x, const int32_t *w, const int32_t *ktab, void *y, const struct mps_cu_qgeom *q,
+                 const struct mps_cu_qstore *s, void *scratch, void *stream);
+size_t mps_cu_qgemm_scratch(const struct mps_cu_qgeom *q);
+/* Depthwise QLinearConv: taps [cols][kh kw], the weights less their zero point. */
+int mps_cu_qdepthwise(const uint8_t *x, const int32_t *taps, void *y, const struct mps_cu_qgeom *q,
+                      const struct mps_cu_qwin *d, const struct mps_cu_qstore *s, void *stream);
+/* DequantizeLinear (dq) of bytes into floats, or QuantizeLinear of floats into bytes; sgn:
+   the bytes are int8; element i's scale and zero point (NULL: 0) those of (i / inner) % per. */
+int mps_cu_quantize(const void *x, const float *scale, const void *zp, void *y, int64_t n, int64_t inner, int64_t per,
+                    int dq, int sgn, void *stream);
+/* MaxPool of bytes over planes (sgn: int8). */
+int mps_cu_pool_bytes(const uint8_t *x, uint8_t *y, int64_t planes, const struct mps_cu_window *w, int sgn,
+                      void *stream);
+
 /* layout.cu */
 /* dst[walk s0] = src[walk s1], elements of elem bytes. */
 int mps_cu_copy(void *dst, const void *src, const struct mps_cu_walk *w, size_t elem, void *stream);

@@ -11,8 +11,7 @@
 
 /* ---- helpers ----------------------------------------------------------------- */
 
-static struct mps_cu_window mps_cuda_window(const struct mps_window *w, const struct mps_shape *x,
-                                            const struct mps_shape *y)
+struct mps_cu_window mps_cuda_window(const struct mps_window *w, const struct mps_shape *x, const struct mps_shape *y)
 {
     struct mps_cpu_window3 c = mps_cpu_window3(w, x, y);
     struct mps_cu_window r;
@@ -293,6 +292,8 @@ size_t mps_cuda_scratch(const struct mps_graph *g, const struct mps_node *n)
 {
     if (n->op == MPS_OP_RNN || n->op == MPS_OP_GRU || n->op == MPS_OP_LSTM)
         return mps_cuda_rnn_scratch(g, n);
+    if (n->op == MPS_OP_QLINEAR_CONV || n->op == MPS_OP_QLINEAR_MATMUL)
+        return mps_cuda_qlinear_scratch(g, n);
     if (n->op == MPS_OP_INSTANCE_NORM) { /* each chunk's mean and M2 */
         const struct mps_shape *x = &g->values[n->in[0]].shape;
         int64_t plane = mps_cuda_prod(x, 2, x->ndim), chunks = (plane + MPS_CU_IN_CHUNK - 1) / MPS_CU_IN_CHUNK;
@@ -407,6 +408,8 @@ static enum mps_status mps_cuda_pool(struct mps_cuda_state *s, const struct mps_
                                         n->op == MPS_OP_GLOBAL_LP_POOL ? n->p.act.alpha : 0.0f, s->stream));
         return MPS_OK;
     }
+    if (MPS_INV(0)->dtype == MPS_U8 || MPS_INV(0)->dtype == MPS_I8)
+        return mps_cuda_pool_bytes(s, n, err);
     struct mps_cu_window w = mps_cuda_window(&n->p.pool.win, x, &MPS_OUTV(0)->shape);
     MPS_CU_CHECK(mps_cu_pool(MPS_IN(0), MPS_OUT(0), n->n_out > 1 ? MPS_OUT(1) : NULL, x->dim[0] * x->dim[1], &w,
                              n->op == MPS_OP_MAX_POOL, n->p.pool.count_include_pad, n->p.pool.column_major,
@@ -470,6 +473,10 @@ mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op)
     case MPS_OP_RNN:
     case MPS_OP_GRU:
     case MPS_OP_LSTM: return mps_cuda_rnn;
+    case MPS_OP_QLINEAR_CONV:
+    case MPS_OP_QLINEAR_MATMUL:
+    case MPS_OP_DEQUANTIZE:
+    case MPS_OP_QUANTIZE: return mps_cuda_quant_launcher(op);
     default: return mps_cuda_data_launcher(op);
     }
 }
