@@ -371,11 +371,30 @@ static void mps_report_quiet_item(const struct mps_infer_report *rep, const stru
     printf("\t%.6g\n", rep->p[top]);
 }
 
+/* A quantized model's int8 products that run on int8 kernels on the
+   backend compiled for (the quantization pass made them), or -1 where the
+   model holds no quantization (its QDQ or QLinear compositions then run in
+   f32 on a backend without int8 kernels: dequantized, and said so). */
+static int mps_report_int8(const struct mps_infer_result *r)
+{
+    const struct mps_graph *g = r->model->graph;
+    int n = 0;
+    for (int k = 0; k < g->n_nodes; k++)
+        n += g->nodes[k].op == MPS_OP_QLINEAR_CONV || g->nodes[k].op == MPS_OP_QLINEAR_MATMUL;
+    return g->n_qnotes || n ? n : -1;
+}
+
 void mps_infer_text_head(const struct mps_infer_result *r)
 {
-    printf("model      %s (opset %lld%s%s%s)\n", mps_cli_vis(r->model->path), (long long)r->model->opset,
+    char q[96] = "";
+    int int8 = r->backend ? mps_report_int8(r) : -1;
+    if (int8 > 0)
+        snprintf(q, sizeof q, "; int8, %d product%s on int8 kernels", int8, int8 == 1 ? "" : "s");
+    else if (int8 == 0)
+        snprintf(q, sizeof q, "; int8, dequantized: computed in f32 (%s has no int8 kernels)", r->backend->name);
+    printf("model      %s (opset %lld%s%s%s%s)\n", mps_cli_vis(r->model->path), (long long)r->model->opset,
            r->model->producer[0] ? ", " : "", mps_cli_vis(r->model->producer),
-           r->model->n_widened ? "; f16, computed in f32" : "");
+           r->model->n_widened ? "; f16, computed in f32" : "", q);
     if (r->backend)
         printf("backend    %s: %s; %s\n", r->backend->name, r->device.device, r->why_backend);
 }
@@ -392,6 +411,13 @@ cJSON *mps_infer_json_head(const struct mps_infer_result *r)
     if (r->model->n_widened) { /* model.h: f16 is stored, not computed */
         cJSON_AddStringToObject(j, "storage", "f16");
         cJSON_AddStringToObject(j, "compute", "f32");
+    }
+    int int8 = r->backend ? mps_report_int8(r) : -1;
+    if (int8 >= 0) { /* quantized: the products on int8 kernels, or none (dequantized, f32) */
+        cJSON_AddStringToObject(j, "quantized", "int8");
+        cJSON_AddNumberToObject(j, "int8_products", int8);
+        if (!int8 && !r->model->n_widened) /* an f16 model said so above */
+            cJSON_AddStringToObject(j, "compute", "f32");
     }
     if (r->backend) {
         j = cJSON_AddObjectToObject(root, "backend");

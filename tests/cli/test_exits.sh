@@ -278,6 +278,13 @@ check "its report says what it quantized and wrote" grep -q "^quantized  4 of th
 expect "the quantized model classifies the 20 images" 0 infer "$tmp/q.onnx" "$tmp/flat" -q
 check "... as the float model does on 19 or more" bash -c "'$mpsrun' infer '$cnn' '$tmp/flat' -q | cut -f4 >$tmp/f.txt &&
   cut -f4 $out >$tmp/i8.txt && [ \$(paste $tmp/f.txt $tmp/i8.txt | awk '\$1 == \$2' | wc -l) -ge 19 ]"
+one=$(ls "$tmp/flat"/*.png | head -1)
+expect "the quantized model on one image, on the cpu" 0 infer "$tmp/q.onnx" "$one" --backend cpu
+check "... its head says the 4 products run on int8 kernels" grep -q "^model .*; int8, 4 products on int8 kernels)$" "$out"
+expect "... and with --json" 0 infer "$tmp/q.onnx" "$one" --backend cpu --json
+check "... the model object says int8 and counts the products" "$py" -c "import json, sys
+m = json.load(open(sys.argv[1]))['model']
+assert m['quantized'] == 'int8' and m['int8_products'] == 4 and 'compute' not in m, m" "$out"
 expect "quantize --json" 0 quantize "$cnn" "$tmp/flat" -o "$tmp/q2.onnx" --json --exclude /head/head.4/Gemm
 check "... one JSON object: 3 products, the exclusion, 20 inputs, the bytes written" "$py" -c "import json, os, sys
 d = json.load(open(sys.argv[1]))
