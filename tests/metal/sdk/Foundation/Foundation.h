@@ -6,12 +6,17 @@
 #ifndef MPS_STUB_FOUNDATION_H
 #define MPS_STUB_FOUNDATION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 typedef long NSInteger;
 typedef unsigned long NSUInteger;
+#if defined(__arm64__) || defined(__aarch64__) /* objc.h: OBJC_BOOL_IS_BOOL on arm64 */
+typedef bool BOOL;
+#else
 typedef signed char BOOL;
+#endif
 #define YES ((BOOL)1)
 #define NO ((BOOL)0)
 static const NSInteger NSNotFound = 0x7fffffffffffffffL;

@@ -29,7 +29,7 @@ BOOL MPSSupportsMTLDevice(id<MTLDevice> _Nullable device);
 @end
 
 @interface MPSMatrixDescriptor : NSObject
-+ (MPSMatrixDescriptor *)matrixDescriptorWithRows:(NSUInteger)rows
++ (instancetype)matrixDescriptorWithRows:(NSUInteger)rows
                                           columns:(NSUInteger)columns
                                          rowBytes:(NSUInteger)rowBytes
                                          dataType:(MPSDataType)dataType;

@@ -267,7 +267,7 @@ typedef void (^MPSGraphExecutableCompletionHandler)(NSArray<MPSGraphTensorData *
                                     reverse:(BOOL)reverse
                                        name:(NSString *_Nullable)name;
 - (MPSGraphTensor *)reductionProductWithTensor:(MPSGraphTensor *)tensor
-                                          axes:(NSArray<NSNumber *> *)axes
+                                          axes:(NSArray<NSNumber *> *_Nullable)axes
                                           name:(NSString *_Nullable)name;
 /* NormalizationOps */
 - (MPSGraphTensor *)meanOfTensor:(MPSGraphTensor *)tensor axes:(NSArray<NSNumber *> *)axes name:(NSString *_Nullable)name;
