@@ -175,6 +175,160 @@ static enum mps_status mps_bench_model_check(const struct mps_bench_inputs *t, c
     return st;
 }
 
+/* One measurement: the model at a batch size on a backend and precision,
+   its runs timed (and each node's, where profile and the backend can). */
+struct mps_bench_run {
+    struct mps_model *m;
+    struct mps_plan *plan;
+    struct mps_tensor in[8], *out;
+    int n_in;
+    double *times, *node_ms;      /* [repeat], [repeat][nodes] or NULL */
+    struct mps_bench_stats t;     /* the runs with copies in and out */
+    struct mps_bench_stats stays; /* resident: the inputs left on the device (where the backend can) */
+};
+
+static void mps_bench_run_free(struct mps_bench_run *r)
+{
+    mps_plan_free(r->plan);
+    for (int i = 0; i < r->n_in; i++)
+        free(r->in[i].data);
+    for (int o = 0; r->out && r->m && o < r->m->graph->n_outputs; o++)
+        free(r->out[o].data);
+    free(r->out);
+    free(r->times);
+    free(r->node_ms);
+    mps_model_free(r->m);
+}
+
+/* The timed runs through the plan (a backend with staging of its own, a
+   GPU's pinned memory, takes the inputs there, as a stream decodes them,
+   and leaves the outputs there), then the resident ones. */
+static enum mps_status mps_bench_run_times(const struct mps_backend *be, const struct mps_bench_opts *opts,
+                                           struct mps_bench_run *r, struct mps_error *err)
+{
+    const struct mps_graph *g = r->m->graph;
+    enum mps_status st = MPS_OK;
+    struct mps_tensor staged_in[8], *staged_out = calloc((size_t)g->n_outputs, sizeof *staged_out);
+    const struct mps_tensor *run_in = r->in;
+    struct mps_tensor *run_out = r->out;
+    if (be->host_io && staged_out && !mps_plan_host_io(r->plan, 0, staged_in, staged_out, err)) {
+        for (int i = 0; i < r->n_in; i++)
+            memcpy(staged_in[i].data, r->in[i].data, mps_tensor_bytes(&r->in[i]));
+        run_in = staged_in;
+        run_out = staged_out;
+    }
+    for (int k = 0; k < opts->warmup + opts->repeat && !st; k++) {
+        double t0 = mps_cli_now_ms();
+        st = r->node_ms && k >= opts->warmup
+                 ? be->profile(r->plan->state, r->in, r->out, r->node_ms + (size_t)(k - opts->warmup) * g->n_nodes, err)
+                 : mps_plan_run(r->plan, run_in, run_out, err);
+        if (k >= opts->warmup)
+            r->times[k - opts->warmup] = mps_cli_now_ms() - t0;
+    }
+    free(staged_out);
+    if (!st)
+        r->t = mps_bench_stats(r->times, opts->repeat);
+    if (st || !be->rerun)
+        return st;
+    double *rt = malloc(sizeof(double) * (size_t)opts->repeat); /* the same inputs, left there by the last run */
+    for (int k = 0; rt && k < opts->repeat && !st; k++) {
+        double t0 = mps_cli_now_ms();
+        st = be->rerun(r->plan->state, err);
+        rt[k] = mps_cli_now_ms() - t0;
+    }
+    if (!rt)
+        st = mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    else if (!st)
+        r->stays = mps_bench_stats(rt, opts->repeat);
+    free(rt);
+    return st;
+}
+
+/* Loads, fuses and compiles the model for backend be at precision prec, then times it. */
+static enum mps_status mps_bench_run(const struct mps_bench_inputs *decl, long long batch,
+                                     const struct mps_bench_opts *opts, const struct mps_backend *be,
+                                     enum mps_precision prec, bool profile, struct mps_bench_run *r,
+                                     struct mps_error *err)
+{
+    enum mps_status st = mps_bench_model_load(decl, batch, &r->m, r->in, &r->n_in, err);
+    if (!st && (st = mps_passes_fuse(r->m->graph, be, err)) == MPS_OK) {
+        int bad = mps_backend_unsupported(be, r->m->graph, err->msg, sizeof err->msg);
+        if (bad)
+            st = mps_fail(err, MPS_ERR_MODEL, "backend %s cannot run %d nodes", be->name, bad);
+    }
+    if (!st)
+        st = mps_plan_compile(be, r->m->graph, &(struct mps_compile_opts){.threads = opts->threads, .precision = prec},
+                              &r->plan, err);
+    if (st)
+        return st;
+    const struct mps_graph *g = r->m->graph;
+    r->out = calloc((size_t)g->n_outputs + 1, sizeof *r->out);
+    for (int o = 0; r->out && o < g->n_outputs; o++) {
+        const struct mps_value *v = &g->values[g->outputs[o]];
+        r->out[o] = mps_tensor_make(v->dtype, &v->shape,
+                                    calloc((size_t)mps_shape_numel(&v->shape) + 1, mps_dtype_size(v->dtype)));
+    }
+    r->times = malloc(sizeof(double) * (size_t)opts->repeat);
+    if (profile && be->profile)
+        r->node_ms = calloc((size_t)opts->repeat * (size_t)g->n_nodes + 1, sizeof *r->node_ms);
+    if (!r->out || !r->times || (profile && be->profile && !r->node_ms))
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    return mps_bench_run_times(be, opts, r, err);
+}
+
+/* How a row is reported: one of JSON (into res), CSV or text. */
+struct mps_bench_form {
+    cJSON *res;
+    bool csv, profile;
+    const char *model;
+};
+
+/* A measurement's row, with its profile where it has one. */
+static void mps_bench_run_report(const struct mps_bench_form *f, const struct mps_backend *be, const char *prec,
+                                 long long batch, const struct mps_bench_run *r, int repeat)
+{
+    const struct mps_graph *g = r->m->graph;
+    double ips = (double)batch * 1e3 / r->t.median;
+    if (f->res) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "backend", be->name);
+        cJSON_AddStringToObject(o, "precision", prec);
+        cJSON_AddNumberToObject(o, "batch", (double)batch);
+        cJSON_AddNumberToObject(o, "median_ms", r->t.median);
+        cJSON_AddNumberToObject(o, "p10_ms", r->t.p10);
+        cJSON_AddNumberToObject(o, "p90_ms", r->t.p90);
+        cJSON_AddNumberToObject(o, "inferences_per_s", ips);
+        if (be->rerun)
+            cJSON_AddNumberToObject(o, "resident_median_ms", r->stays.median);
+        if (r->node_ms)
+            mps_bench_profile(g, r->node_ms, repeat, o, false, NULL);
+        else if (f->profile)
+            cJSON_AddStringToObject(o, "profile_unavailable", "the backend cannot time its nodes");
+        cJSON_AddItemToArray(f->res, o);
+    } else if (f->csv) {
+        char path[1024], row[1200];
+        snprintf(row, sizeof row, "%s,%s,%s,%lld,", mps_cli_csv_quote(f->model, path, sizeof path), be->name, prec,
+                 batch);
+        printf("%s%.6f,%.6f,%.6f,%.2f,", row, r->t.median, r->t.p10, r->t.p90, ips);
+        if (be->rerun)
+            printf("%.6f", r->stays.median);
+        printf("%s\n", f->profile ? ",,," : "");
+        if (r->node_ms) /* a row per node after the model's */
+            mps_bench_profile(g, r->node_ms, repeat, NULL, true, row);
+    } else {
+        printf("%-7s %-5s %6lld %10.4f %9.4f %9.4f %14.1f", be->name, prec, batch, r->t.median, r->t.p10, r->t.p90,
+               ips);
+        if (be->rerun)
+            printf(" %12.4f\n", r->stays.median);
+        else
+            printf(" %12s\n", "-");
+        if (r->node_ms)
+            mps_bench_profile(g, r->node_ms, repeat, NULL, false, NULL);
+        else if (f->profile)
+            printf("  (the %s backend cannot time its nodes)\n", be->name);
+    }
+}
+
 int mps_bench_model(int argc, char **argv)
 {
     struct arg_rex *cmd = arg_rex1(NULL, NULL, "^model$", "model", 0, "what to measure");
@@ -255,137 +409,32 @@ int mps_bench_model(int argc, char **argv)
                "prec", "batch", "median ms", "p10 ms", "p90 ms", "inferences/s", "resident ms");
     }
     mps_bench_seed(0x9e3779b97f4a7c15ull);
+    struct mps_bench_form form = {res, csv->count > 0, profile->count > 0, model->filename[0]};
     for (int bi = 0; !st && bi < n_batch; bi++) {
         long long batch = strtoll(batch_list[bi], NULL, 10);
         for (int b = 0; !st && b < opts.n_be; b++)
             for (int p = 0; !st && p < opts.n_precs; p++) {
-                enum mps_precision prec = opts.prec[p];
                 if (mps_bench_skipped(&opts, b, p))
                     continue;
                 mps_cli_progress("bench model: batch %lld, %s %s", batch, opts.be[b]->name, opts.prec_name[p]);
-                struct mps_model *m = NULL;
-                struct mps_tensor in[8] = {{0}}, *out = NULL;
-                int n_in = 0;
-                struct mps_plan *plan = NULL;
-                double *times = malloc(sizeof(double) * (size_t)opts.repeat), *node_ms = NULL;
+                struct mps_bench_run r = {0};
                 subject = model->filename[0];
-                st = mps_bench_model_load(&decl, batch, &m, in, &n_in, &err);
-                if (!st && (st = mps_passes_fuse(m->graph, opts.be[b], &err)) == MPS_OK) {
-                    int bad = mps_backend_unsupported(opts.be[b], m->graph, err.msg, sizeof err.msg);
-                    if (bad)
-                        st = mps_fail(&err, MPS_ERR_MODEL, "backend %s cannot run %d nodes", opts.be[b]->name, bad);
-                }
-                if (!st)
-                    st = mps_plan_compile(opts.be[b], m->graph,
-                                          &(struct mps_compile_opts){.threads = opts.threads, .precision = prec},
-                                          &plan, &err);
-                const struct mps_graph *g = m ? m->graph : NULL;
+                st = mps_bench_run(&decl, batch, &opts, opts.be[b], opts.prec[p], profile->count > 0, &r, &err);
                 if (!st) {
-                    out = calloc((size_t)g->n_outputs, sizeof *out);
-                    for (int o = 0; out && o < g->n_outputs; o++) {
-                        const struct mps_value *v = &g->values[g->outputs[o]];
-                        out[o] =
-                            mps_tensor_make(v->dtype, &v->shape,
-                                            calloc((size_t)mps_shape_numel(&v->shape) + 1, mps_dtype_size(v->dtype)));
-                    }
-                    bool prof = profile->count && opts.be[b]->profile;
-                    node_ms = prof ? calloc((size_t)opts.repeat * (size_t)g->n_nodes + 1, sizeof *node_ms) : NULL;
-                    /* a backend with staging of its own (a GPU's pinned memory) takes the inputs there,
-                       as a stream decodes them, and leaves the outputs there */
-                    struct mps_tensor staged_in[8], *staged_out = calloc((size_t)g->n_outputs, sizeof *staged_out);
-                    const struct mps_tensor *run_in = in;
-                    struct mps_tensor *run_out = out;
-                    if (opts.be[b]->host_io && staged_out && !mps_plan_host_io(plan, 0, staged_in, staged_out, &err)) {
-                        for (int i = 0; i < n_in; i++)
-                            memcpy(staged_in[i].data, in[i].data, mps_tensor_bytes(&in[i]));
-                        run_in = staged_in;
-                        run_out = staged_out;
-                    }
-                    for (int r = 0; r < opts.warmup + opts.repeat && !st; r++) {
-                        double t0 = mps_cli_now_ms();
-                        st = node_ms && r >= opts.warmup
-                                 ? opts.be[b]->profile(plan->state, in, out,
-                                                       node_ms + (size_t)(r - opts.warmup) * g->n_nodes, &err)
-                                 : mps_plan_run(plan, run_in, run_out, &err);
-                        if (r >= opts.warmup)
-                            times[r - opts.warmup] = mps_cli_now_ms() - t0;
-                    }
-                    free(staged_out);
-                }
-                struct mps_bench_stats resident = {0};
-                if (!st && opts.be[b]->rerun) { /* the same inputs, left on the device by the last run */
-                    double *rt = malloc(sizeof(double) * (size_t)opts.repeat);
-                    for (int r = 0; rt && r < opts.repeat && !st; r++) {
-                        double t0 = mps_cli_now_ms();
-                        st = opts.be[b]->rerun(plan->state, &err);
-                        rt[r] = mps_cli_now_ms() - t0;
-                    }
-                    if (!rt)
-                        st = mps_fail(&err, MPS_ERR_RUNTIME, "out of memory");
-                    else if (!st)
-                        resident = mps_bench_stats(rt, opts.repeat);
-                    free(rt);
-                }
-                if (!st) {
-                    struct mps_bench_stats t = mps_bench_stats(times, opts.repeat);
-                    double ips = (double)batch * 1e3 / t.median;
                     mps_cli_progress_done();
                     if (kept) {
-                        kept[n_kept] = (struct mps_bench_result){
-                            .backend = opts.be[b]->name, .precision = opts.prec_name[p], .batch = batch, .t = t, .ips = ips};
-                        if (node_ms)
-                            mps_bench_bars(g, node_ms, opts.repeat, &kept[n_kept]);
+                        kept[n_kept] = (struct mps_bench_result){.backend = opts.be[b]->name,
+                                                                 .precision = opts.prec_name[p],
+                                                                 .batch = batch,
+                                                                 .t = r.t,
+                                                                 .ips = (double)batch * 1e3 / r.t.median};
+                        if (r.node_ms)
+                            mps_bench_bars(r.m->graph, r.node_ms, opts.repeat, &kept[n_kept]);
                         n_kept++;
                     }
-                    if (res) {
-                        cJSON *o = cJSON_CreateObject();
-                        cJSON_AddStringToObject(o, "backend", opts.be[b]->name);
-                        cJSON_AddStringToObject(o, "precision", opts.prec_name[p]);
-                        cJSON_AddNumberToObject(o, "batch", (double)batch);
-                        cJSON_AddNumberToObject(o, "median_ms", t.median);
-                        cJSON_AddNumberToObject(o, "p10_ms", t.p10);
-                        cJSON_AddNumberToObject(o, "p90_ms", t.p90);
-                        cJSON_AddNumberToObject(o, "inferences_per_s", ips);
-                        if (opts.be[b]->rerun)
-                            cJSON_AddNumberToObject(o, "resident_median_ms", resident.median);
-                        if (node_ms)
-                            mps_bench_profile(g, node_ms, opts.repeat, o, false, NULL);
-                        else if (profile->count)
-                            cJSON_AddStringToObject(o, "profile_unavailable", "the backend cannot time its nodes");
-                        cJSON_AddItemToArray(res, o);
-                    } else if (csv->count) {
-                        char path[1024], row[1200];
-                        snprintf(row, sizeof row, "%s,%s,%s,%lld,", mps_cli_csv_quote(model->filename[0], path,
-                                 sizeof path), opts.be[b]->name, opts.prec_name[p], batch);
-                        printf("%s%.6f,%.6f,%.6f,%.2f,", row, t.median, t.p10, t.p90, ips);
-                        if (opts.be[b]->rerun)
-                            printf("%.6f", resident.median);
-                        printf("%s\n", profile->count ? ",,," : "");
-                        if (node_ms) /* a row per node after the model's */
-                            mps_bench_profile(g, node_ms, opts.repeat, NULL, true, row);
-                    } else {
-                        printf("%-7s %-5s %6lld %10.4f %9.4f %9.4f %14.1f", opts.be[b]->name, opts.prec_name[p],
-                               batch, t.median, t.p10, t.p90, ips);
-                        if (opts.be[b]->rerun)
-                            printf(" %12.4f", resident.median);
-                        else
-                            printf(" %12s", "-");
-                        printf("\n");
-                        if (node_ms)
-                            mps_bench_profile(g, node_ms, opts.repeat, NULL, false, NULL);
-                        else if (profile->count)
-                            printf("  (the %s backend cannot time its nodes)\n", opts.be[b]->name);
-                    }
+                    mps_bench_run_report(&form, opts.be[b], opts.prec_name[p], batch, &r, opts.repeat);
                 }
-                mps_plan_free(plan);
-                for (int i = 0; i < n_in; i++)
-                    free(in[i].data);
-                for (int o = 0; out && g && o < g->n_outputs; o++)
-                    free(out[o].data);
-                free(out);
-                free(times);
-                free(node_ms);
-                mps_model_free(m);
+                mps_bench_run_free(&r);
             }
     }
     mps_cli_progress_done();

@@ -200,6 +200,127 @@ static void mps_inspect_follow(const struct mps_onnx_file *f, const struct mps_m
         }
 }
 
+/* Each output dim as the free dims make it (mps_inspect_follow), for the first 16 outputs. */
+typedef char mps_inspect_dims_t[MPS_MAX_DIMS][96];
+
+/* The JSON object's model, metadata, inputs and outputs. */
+static void mps_inspect_json_head(cJSON *root, const struct mps_model *m, const char **names,
+                                  const struct mps_model_input *decl, const mps_inspect_dims_t *dims, int n_in)
+{
+    const struct mps_graph *g = m->graph;
+    cJSON_AddNumberToObject(root, "schema_version", 1);
+    cJSON *jm = cJSON_AddObjectToObject(root, "model");
+    cJSON_AddStringToObject(jm, "path", m->path);
+    cJSON_AddStringToObject(jm, "producer", m->producer);
+    cJSON_AddNumberToObject(jm, "opset", (double)m->opset);
+    cJSON_AddNumberToObject(jm, "ir_version", (double)m->ir_version);
+    if (m->n_widened) {
+        cJSON_AddStringToObject(jm, "storage", "f16");
+        cJSON_AddStringToObject(jm, "compute", "f32");
+    }
+    cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
+    for (int i = 0; i < m->n_meta; i++)
+        cJSON_AddStringToObject(meta, m->meta[i].key, m->meta[i].value);
+    for (int io = 0; io < 2; io++) {
+        cJSON *arr = cJSON_AddArrayToObject(root, io ? "outputs" : "inputs");
+        for (int i = 0; i < (io ? g->n_outputs : g->n_inputs); i++) {
+            const struct mps_value *v = &g->values[io ? g->outputs[i] : g->inputs[i]];
+            cJSON *o = cJSON_CreateObject(), *jshape = cJSON_AddArrayToObject(o, "shape");
+            cJSON *sizes = cJSON_AddArrayToObject(o, "sizes");
+            cJSON_AddStringToObject(o, "name", v->name);
+            cJSON_AddStringToObject(o, "dtype", mps_dtype_name(io ? m->output_dtype[i] : m->inputs[i].dtype));
+            for (int d = 0; d < v->shape.ndim; d++) {
+                char nb[48];
+                const char *free_dim = io && i < 16 && n_in > 0 ? dims[i][d] : NULL;
+                bool number = io ? !free_dim || (free_dim[0] >= '0' && free_dim[0] <= '9') : !m->inputs[i].symbolic[d];
+                cJSON_AddItemToArray(
+                    jshape, number ? cJSON_CreateNumber((double)v->shape.dim[d])
+                                   : cJSON_CreateString(io ? free_dim
+                                                           : mps_inspect_free_name(names, decl, i, d, nb, sizeof nb)));
+                cJSON_AddItemToArray(sizes, cJSON_CreateNumber((double)v->shape.dim[d]));
+            }
+            cJSON_AddItemToArray(arr, o);
+        }
+    }
+}
+
+/* The text report's model, metadata, inputs and outputs. */
+static void mps_inspect_text_head(const struct mps_model *m, const struct mps_shape *shapes,
+                                  const struct mps_model_input *decl, const mps_inspect_dims_t *dims, int n_in)
+{
+    const struct mps_graph *g = m->graph;
+    char a[256];
+    printf("model      %s\nproducer   %s, opset %lld, IR version %lld\n", mps_cli_vis(m->path),
+           m->producer[0] ? mps_cli_vis(m->producer) : "(unknown)", (long long)m->opset, (long long)m->ir_version);
+    for (int i = 0; i < m->n_meta; i++)
+        printf("%-10s %s: %.70s%s\n", i ? "" : "metadata", mps_cli_vis(m->meta[i].key), mps_cli_vis(m->meta[i].value),
+               strlen(m->meta[i].value) > 70 ? "..." : "");
+    if (m->n_widened)
+        printf("%-10s f16 (%d weights, inputs, outputs and Casts), computed in f32\n", "dtypes", m->n_widened);
+    for (int i = 0; i < g->n_inputs; i++) {
+        const struct mps_value *v = &g->values[g->inputs[i]];
+        mps_inspect_dims(m, i, &v->shape, a, sizeof a);
+        printf("%-10s %s %s %s\n", i ? "" : "inputs", mps_cli_vis(v->name), mps_dtype_name(m->inputs[i].dtype), a);
+    }
+    for (int i = 0; i < g->n_outputs; i++) {
+        const struct mps_value *v = &g->values[g->outputs[i]];
+        size_t len = (size_t)snprintf(a, sizeof a, "[");
+        bool free_dims = false;
+        for (int d = 0; d < v->shape.ndim && len < sizeof a; d++) {
+            free_dims = free_dims || (n_in > 0 && i < 16 && (dims[i][d][0] < '0' || dims[i][d][0] > '9'));
+            len +=
+                (size_t)snprintf(a + len, sizeof a - len, "%s%s", d ? "," : "", n_in > 0 && i < 16 ? dims[i][d] : "?");
+        }
+        if (len < sizeof a)
+            snprintf(a + len, sizeof a - len, "]");
+        char here[160];
+        printf("%-10s %s %s %s", i ? "" : "outputs", mps_cli_vis(v->name), mps_dtype_name(m->output_dtype[i]),
+               n_in > 0 ? a : mps_shape_str(&v->shape, here, sizeof here));
+        if (free_dims)
+            printf(" (here %s)", mps_shape_str(&v->shape, here, sizeof here));
+        if (v->bounded)
+            printf(" (dim %d at most: each run decides its size)", v->bound_axis);
+        printf("\n");
+    }
+    bool any_free = false;
+    for (int i = 0; i < n_in; i++)
+        for (int d = 0; d < shapes[i].ndim; d++)
+            any_free = any_free || decl[i].symbolic[d];
+    if (any_free)
+        printf("%-10s the sizes shown are --shape's, else a batch of 1 and the first of 1, 32, 224, 1024 the "
+               "model builds at\n",
+               "free dims");
+}
+
+/* Which backends are compiled in, available here, and run every node (into root, else as text). */
+static void mps_inspect_backends(cJSON *root, const struct mps_graph *g)
+{
+    cJSON *jb = root ? cJSON_AddArrayToObject(root, "backends") : NULL;
+    for (size_t i = 0; i < sizeof mps_inspect_known / sizeof mps_inspect_known[0]; i++) {
+        const struct mps_backend *be = mps_backend_find(mps_inspect_known[i]);
+        struct mps_backend_info info;
+        struct mps_error why = {{0}};
+        bool avail = be && be->probe(&info, &why) == MPS_OK;
+        char list[384] = "";
+        int bad = be ? mps_backend_unsupported(be, g, list, sizeof list) : 0;
+        if (jb) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "name", mps_inspect_known[i]);
+            cJSON_AddBoolToObject(o, "compiled", be != NULL);
+            cJSON_AddBoolToObject(o, "available", avail);
+            cJSON_AddBoolToObject(o, "runs_every_node", be && bad == 0);
+            cJSON_AddStringToObject(o, "unsupported", list);
+            cJSON_AddItemToArray(jb, o);
+        } else {
+            printf("%-10s %-5s %s%s%s\n", i ? "" : "backends", mps_inspect_known[i],
+                   !be   ? "not compiled in"
+                   : bad ? "cannot run: "
+                         : "runs every node",
+                   bad ? mps_cli_vis(list) : "", be && !avail ? " (not available on this machine)" : "");
+        }
+    }
+}
+
 int mps_cli_inspect(int argc, char **argv)
 {
     struct arg_file *model = arg_file1(NULL, NULL, "MODEL", "an ONNX model");
@@ -266,83 +387,10 @@ int mps_cli_inspect(int argc, char **argv)
     root = json->count ? cJSON_CreateObject() : NULL;
     cJSON *jnodes = NULL;
     if (root) {
-        cJSON_AddNumberToObject(root, "schema_version", 1);
-        cJSON *jm = cJSON_AddObjectToObject(root, "model");
-        cJSON_AddStringToObject(jm, "path", m->path);
-        cJSON_AddStringToObject(jm, "producer", m->producer);
-        cJSON_AddNumberToObject(jm, "opset", (double)m->opset);
-        cJSON_AddNumberToObject(jm, "ir_version", (double)m->ir_version);
-        if (m->n_widened) {
-            cJSON_AddStringToObject(jm, "storage", "f16");
-            cJSON_AddStringToObject(jm, "compute", "f32");
-        }
-        cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
-        for (int i = 0; i < m->n_meta; i++)
-            cJSON_AddStringToObject(meta, m->meta[i].key, m->meta[i].value);
-        for (int io = 0; io < 2; io++) {
-            cJSON *arr = cJSON_AddArrayToObject(root, io ? "outputs" : "inputs");
-            for (int i = 0; i < (io ? g->n_outputs : g->n_inputs); i++) {
-                const struct mps_value *v = &g->values[io ? g->outputs[i] : g->inputs[i]];
-                cJSON *o = cJSON_CreateObject(), *jshape = cJSON_AddArrayToObject(o, "shape");
-                cJSON *sizes = cJSON_AddArrayToObject(o, "sizes");
-                cJSON_AddStringToObject(o, "name", v->name);
-                cJSON_AddStringToObject(o, "dtype", mps_dtype_name(io ? m->output_dtype[i] : m->inputs[i].dtype));
-                for (int d = 0; d < v->shape.ndim; d++) {
-                    char nb[48];
-                    const char *free_dim = io && i < 16 && n_in > 0 ? dims[i][d] : NULL;
-                    bool number =
-                        io ? !free_dim || (free_dim[0] >= '0' && free_dim[0] <= '9') : !m->inputs[i].symbolic[d];
-                    cJSON_AddItemToArray(
-                        jshape, number ? cJSON_CreateNumber((double)v->shape.dim[d])
-                                       : cJSON_CreateString(
-                                             io ? free_dim : mps_inspect_free_name(names, decl, i, d, nb, sizeof nb)));
-                    cJSON_AddItemToArray(sizes, cJSON_CreateNumber((double)v->shape.dim[d]));
-                }
-                cJSON_AddItemToArray(arr, o);
-            }
-        }
+        mps_inspect_json_head(root, m, names, decl, (const mps_inspect_dims_t *)dims, n_in);
         jnodes = cJSON_AddArrayToObject(root, "nodes");
     } else {
-        printf("model      %s\nproducer   %s, opset %lld, IR version %lld\n", mps_cli_vis(m->path),
-               m->producer[0] ? mps_cli_vis(m->producer) : "(unknown)", (long long)m->opset, (long long)m->ir_version);
-        for (int i = 0; i < m->n_meta; i++)
-            printf("%-10s %s: %.70s%s\n", i ? "" : "metadata", mps_cli_vis(m->meta[i].key),
-                   mps_cli_vis(m->meta[i].value), strlen(m->meta[i].value) > 70 ? "..." : "");
-        if (m->n_widened)
-            printf("%-10s f16 (%d weights, inputs, outputs and Casts), computed in f32\n", "dtypes", m->n_widened);
-        for (int i = 0; i < g->n_inputs; i++) {
-            const struct mps_value *v = &g->values[g->inputs[i]];
-            mps_inspect_dims(m, i, &v->shape, a, sizeof a);
-            printf("%-10s %s %s %s\n", i ? "" : "inputs", mps_cli_vis(v->name), mps_dtype_name(m->inputs[i].dtype), a);
-        }
-        for (int i = 0; i < g->n_outputs; i++) {
-            const struct mps_value *v = &g->values[g->outputs[i]];
-            size_t len = (size_t)snprintf(a, sizeof a, "[");
-            bool free_dims = false;
-            for (int d = 0; d < v->shape.ndim && len < sizeof a; d++) {
-                free_dims = free_dims || (n_in > 0 && i < 16 && (dims[i][d][0] < '0' || dims[i][d][0] > '9'));
-                len += (size_t)snprintf(a + len, sizeof a - len, "%s%s", d ? "," : "",
-                                        n_in > 0 && i < 16 ? dims[i][d] : "?");
-            }
-            if (len < sizeof a)
-                snprintf(a + len, sizeof a - len, "]");
-            char here[160];
-            printf("%-10s %s %s %s", i ? "" : "outputs", mps_cli_vis(v->name), mps_dtype_name(m->output_dtype[i]),
-                   n_in > 0 ? a : mps_shape_str(&v->shape, here, sizeof here));
-            if (free_dims)
-                printf(" (here %s)", mps_shape_str(&v->shape, here, sizeof here));
-            if (v->bounded)
-                printf(" (dim %d at most: each run decides its size)", v->bound_axis);
-            printf("\n");
-        }
-        bool any_free = false;
-        for (int i = 0; i < n_in; i++)
-            for (int d = 0; d < shapes[i].ndim; d++)
-                any_free = any_free || decl[i].symbolic[d];
-        if (any_free)
-            printf("%-10s the sizes shown are --shape's, else a batch of 1 and the first of 1, 32, 224, 1024 the "
-                   "model builds at\n",
-                   "free dims");
+        mps_inspect_text_head(m, shapes, decl, (const mps_inspect_dims_t *)dims, n_in);
         printf("\n%4s  %-32s %-18s %-20s %11s %14s\n", "#", "node", "op", "output", "params", "FLOPs");
     }
     for (int k = 0; k < g->n_nodes; k++) {
@@ -387,30 +435,7 @@ int mps_cli_inspect(int argc, char **argv)
         printf("memory     activations: %s in one arena (%s if every tensor had its own)\n",
                mps_cli_bytes((double)mp.size, as, sizeof as), mps_cli_bytes((double)mp.total, at, sizeof at));
     }
-    cJSON *jb = root ? cJSON_AddArrayToObject(root, "backends") : NULL;
-    for (size_t i = 0; i < sizeof mps_inspect_known / sizeof mps_inspect_known[0]; i++) {
-        const struct mps_backend *be = mps_backend_find(mps_inspect_known[i]);
-        struct mps_backend_info info;
-        struct mps_error why = {{0}};
-        bool avail = be && be->probe(&info, &why) == MPS_OK;
-        char list[384] = "";
-        int bad = be ? mps_backend_unsupported(be, g, list, sizeof list) : 0;
-        if (jb) {
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddStringToObject(o, "name", mps_inspect_known[i]);
-            cJSON_AddBoolToObject(o, "compiled", be != NULL);
-            cJSON_AddBoolToObject(o, "available", avail);
-            cJSON_AddBoolToObject(o, "runs_every_node", be && bad == 0);
-            cJSON_AddStringToObject(o, "unsupported", list);
-            cJSON_AddItemToArray(jb, o);
-        } else {
-            printf("%-10s %-5s %s%s%s\n", i ? "" : "backends", mps_inspect_known[i],
-                   !be   ? "not compiled in"
-                   : bad ? "cannot run: "
-                         : "runs every node",
-                   bad ? mps_cli_vis(list) : "", be && !avail ? " (not available on this machine)" : "");
-        }
-    }
+    mps_inspect_backends(root, g);
     if (root) {
         if (!mps_cli_json_print(root))
             st = mps_fail(&err, MPS_ERR_RUNTIME, "out of memory");
