@@ -50,7 +50,7 @@ int mps_cu_fill(int dtype, double v, void *y, int64_t n, void *stream);
 /* y[i] = start + i * delta, converted as Cast converts. */
 int mps_cu_range(int dtype, double start, double delta, void *y, int64_t n, void *stream);
 
-/* quant.cu: the int8 products on dp4a, exact in int32. The store (kernels.h's
+/* quant.cu: the int8 products on the tensor cores (mma), exact in int32. The store (kernels.h's
    mps_qlinear_cols): v = (acc + corr[c] - zw[c] rowsum) mult[c] + add[c] in [lo, hi];
    quant: rounded half to even plus yz, a byte; else below 0 times slope, a float. */
 struct mps_cu_qstore {

@@ -1,5 +1,5 @@
 /* nodes_quant.c: the CUDA backend's int8 nodes (the quantization pass makes
-   them, passes.c): QLinearConv and QLinearMatMul on quant.cu's dp4a kernels,
+   them, passes.c): QLinearConv and QLinearMatMul on quant.cu's tensor-core kernels,
    their weights and requantization prepared at compile; DequantizeLinear,
    QuantizeLinear and MaxPool of bytes. The requantization is the cpu's
    (kernels.h's mps_qlinear_columns), so that both store the same bytes. */
