@@ -3,7 +3,7 @@
    to logits, and said so; classes.c reads them), or the raw outputs of a
    model that is not a classifier; a file that failed with its reason; then
    timings, counts and checks. Four forms: text for a person, tab-separated lines (--quiet), one
-   JSON object (--json, schema_version 1, README) whose results are written
+   JSON object (--json, schema_version 1, docs/json.md) whose results are written
    as they come, and a JSON object per line (--jsonl). Nothing is kept from
    chunk to chunk but counts. */
 #include <cjson/cJSON.h>

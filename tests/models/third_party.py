@@ -16,7 +16,7 @@ order alone, 3 times what onnxruntime's own two optimization levels differ
 by (measured here, on the same input). A model listed with a reason must
 fail saying it (an op or form mpsrun does not have yet): one that starts
 to run is reported, to be moved to the matching list. The table printed
-last is the README's.
+last is docs/ops.md's.
 
 On a machine without node (the GPU machine), onnxruntime's Python package
 gives the reference instead, and OUT/npm must hold the packages already.
