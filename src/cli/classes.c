@@ -48,30 +48,6 @@ static enum mps_op mps_classes_last_op(const struct mps_graph *g)
     return MPS_OP_IDENTITY; /* an input or a constant */
 }
 
-/* Whether op, ending a model, gives scores that softmax would misread:
-   bounded or one-sided values (a Relu's, a Sigmoid's), not logits. */
-static bool mps_classes_scores(enum mps_op op)
-{
-    switch (op) {
-    case MPS_OP_RELU:
-    case MPS_OP_LEAKY_RELU:
-    case MPS_OP_ELU:
-    case MPS_OP_SELU:
-    case MPS_OP_SIGMOID:
-    case MPS_OP_HARD_SIGMOID:
-    case MPS_OP_HARD_SWISH:
-    case MPS_OP_TANH:
-    case MPS_OP_SOFTPLUS:
-    case MPS_OP_SOFTSIGN:
-    case MPS_OP_GELU:
-    case MPS_OP_CLIP:
-    case MPS_OP_ABS:
-    case MPS_OP_EXP:
-    case MPS_OP_SQRT: return true;
-    default: return false;
-    }
-}
-
 void mps_infer_classify(struct mps_infer_result *r, const struct mps_infer_group *g)
 {
     r->output_kind = NULL;
@@ -86,7 +62,7 @@ void mps_infer_classify(struct mps_infer_result *r, const struct mps_infer_group
         return;
     }
     enum mps_op last = mps_classes_last_op(r->model->graph);
-    if (last == MPS_OP_SOFTMAX || last == MPS_OP_LOG_SOFTMAX || mps_classes_scores(last)) {
+    if (last == MPS_OP_SOFTMAX || last == MPS_OP_LOG_SOFTMAX || mps_op_has(last, MPS_TR_SCORES)) {
         r->output_kind = last == MPS_OP_SOFTMAX ? "probabilities" : last == MPS_OP_LOG_SOFTMAX ? "log_probabilities"
                                                                                              : "scores";
         snprintf(r->kind_why, sizeof r->kind_why, "the model ends in %s", mps_op_name(last));

@@ -286,25 +286,6 @@ enum mps_status mps_passes_optimize(struct mps_graph *g, struct mps_error *err)
     return MPS_OK;
 }
 
-static bool mps_pass_fusable(enum mps_op op)
-{
-    switch (op) {
-    case MPS_OP_RELU:
-    case MPS_OP_LEAKY_RELU:
-    case MPS_OP_ELU:
-    case MPS_OP_SELU:
-    case MPS_OP_SIGMOID:
-    case MPS_OP_HARD_SIGMOID:
-    case MPS_OP_HARD_SWISH:
-    case MPS_OP_TANH:
-    case MPS_OP_SOFTPLUS:
-    case MPS_OP_SOFTSIGN:
-    case MPS_OP_GELU:
-    case MPS_OP_CLIP: return true;
-    default: return false;
-    }
-}
-
 /* The note of kind whose out is value v, or NULL. */
 static const struct mps_qnote *mps_pass_qnote(const struct mps_graph *g, enum mps_qnote_kind kind, int v)
 {
@@ -563,7 +544,7 @@ enum mps_status mps_passes_fuse(struct mps_graph *g, const struct mps_backend *b
         if (act->on || mps_graph_uses(g, n->out[0], &only) != 1 || only < 0)
             continue;
         const struct mps_node *a = &g->nodes[only];
-        if (!mps_pass_fusable(a->op) || a->in[0] != n->out[0] || g->values[a->out[0]].dtype != MPS_F32)
+        if (!mps_op_has(a->op, MPS_TR_ACT) || a->in[0] != n->out[0] || g->values[a->out[0]].dtype != MPS_F32)
             continue;
         if ((n->op == MPS_OP_QLINEAR_CONV || n->op == MPS_OP_QLINEAR_MATMUL) && a->op != MPS_OP_RELU &&
             a->op != MPS_OP_CLIP && a->op != MPS_OP_LEAKY_RELU)

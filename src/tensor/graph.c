@@ -295,19 +295,6 @@ struct mps_fused_act *mps_node_act(const struct mps_node *n)
     }
 }
 
-bool mps_op_is_view(enum mps_op op)
-{
-    switch (op) {
-    case MPS_OP_RESHAPE:
-    case MPS_OP_FLATTEN:
-    case MPS_OP_SQUEEZE:
-    case MPS_OP_UNSQUEEZE:
-    case MPS_OP_IDENTITY:
-    case MPS_OP_DROPOUT: return true;
-    default: return false;
-    }
-}
-
 void mps_depth_view(const struct mps_node *n, const struct mps_shape *x, struct mps_shape *view, int perm[6])
 {
     int64_t b = n->p.depth.block, nn = x->dim[0], c = x->dim[1], h = x->dim[2], w = x->dim[3];

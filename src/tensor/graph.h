@@ -169,9 +169,6 @@ const struct mps_value *mps_node_input(const struct mps_graph *g, const struct m
    Div), or NULL when its op has none. Like strchr it drops the const: the
    fuse pass writes through it, everyone else only reads. */
 struct mps_fused_act *mps_node_act(const struct mps_node *n);
-/* Whether op's output is its first input's bytes as they are (Reshape,
-   Flatten, Squeeze, Unsqueeze, Identity, Dropout): a view of them. */
-bool mps_op_is_view(enum mps_op op);
 /* DepthToSpace and SpaceToDepth as the transpose they are: the input [N,C,H,W]
    seen as six dims (view), permuted (output dim i is view dim perm[i]) into
    six dims whose contiguous layout is the output's. */

@@ -4,8 +4,8 @@
 #include <string.h>
 
 static const struct mps_op_info mps_op_table[MPS_OP_COUNT] = {
-#define MPS_OP(e, nm, imin, imax, omin, omax) \
-    [MPS_OP_##e] = {.name = nm, .in_min = imin, .in_max = imax, .out_min = omin, .out_max = omax},
+#define MPS_OP(e, nm, imin, imax, omin, omax, tr)                                                                      \
+    [MPS_OP_##e] = {.name = nm, .in_min = imin, .in_max = imax, .out_min = omin, .out_max = omax, .traits = (tr)},
 #include "ops.def"
 #undef MPS_OP
 };
@@ -28,19 +28,29 @@ enum mps_op mps_op_from_name(const char *name)
     return MPS_OP_COUNT;
 }
 
+bool mps_op_has(enum mps_op op, unsigned traits)
+{
+    return (unsigned)op < MPS_OP_COUNT && (mps_op_table[op].traits & traits) == traits;
+}
+
 bool mps_op_is_reduce(enum mps_op op)
 {
-    return op >= MPS_OP_REDUCE_MEAN && op <= MPS_OP_REDUCE_LOG_SUM_EXP;
+    return mps_op_has(op, MPS_TR_REDUCE);
 }
 
 bool mps_op_is_unary(enum mps_op op)
 {
-    return op >= MPS_OP_RELU && op <= MPS_OP_ATANH;
+    return mps_op_has(op, MPS_TR_UNARY);
 }
 
 bool mps_op_is_logic(enum mps_op op)
 {
-    return op >= MPS_OP_GREATER && op <= MPS_OP_WHERE;
+    return mps_op_has(op, MPS_TR_LOGIC);
+}
+
+bool mps_op_is_view(enum mps_op op)
+{
+    return mps_op_has(op, MPS_TR_VIEW);
 }
 
 static void mps_op_window_default(struct mps_window *w)

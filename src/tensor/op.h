@@ -18,7 +18,7 @@
 #include "tensor.h"
 
 enum mps_op {
-#define MPS_OP(e, name, in_min, in_max, out_min, out_max) MPS_OP_##e,
+#define MPS_OP(e, name, in_min, in_max, out_min, out_max, traits) MPS_OP_##e,
 #include "ops.def"
 #undef MPS_OP
     MPS_OP_COUNT
@@ -26,21 +26,33 @@ enum mps_op {
 
 #define MPS_MAX_SPATIAL 3 /* 1-D, 2-D and 3-D convolution and pooling */
 
+/* What code elsewhere asks of an op (ops.def's last column), so that no list of
+   ops is written twice by hand. */
+enum mps_op_trait {
+    MPS_TR_UNARY = 1 << 0,  /* elementwise, one input, params struct mps_act_params */
+    MPS_TR_ACT = 1 << 1,    /* an activation a product, conv or binary op may apply in its store (the fuse pass) */
+    MPS_TR_SCORES = 1 << 2, /* bounded or one-sided: a classifier ending in it gives scores, not logits */
+    MPS_TR_REDUCE = 1 << 3, /* ReduceMean ... ReduceLogSumExp: struct mps_reduce_params */
+    MPS_TR_LOGIC = 1 << 4,  /* comparisons and logic ops (bool results; Where a bool operand) */
+    MPS_TR_VIEW = 1 << 5,   /* the output is the input's bytes: plans alias it, nothing is copied */
+};
+
 struct mps_op_info {
     const char *name; /* ONNX op type */
     int in_min, in_max, out_min, out_max; /* max -1: variadic */
+    unsigned traits;                      /* enum mps_op_trait */
 };
 
 const struct mps_op_info *mps_op_info(enum mps_op op);
 const char *mps_op_name(enum mps_op op);
 /* The op whose ONNX name is name, or MPS_OP_COUNT when there is none. */
 enum mps_op mps_op_from_name(const char *name);
-/* ReduceMean, ReduceSum, ... ReduceLogSumExp: the ops of struct mps_reduce_params. */
-bool mps_op_is_reduce(enum mps_op op);
-/* Relu ... Atanh: the elementwise unary ops of struct mps_act_params (ops.def keeps them together). */
-bool mps_op_is_unary(enum mps_op op);
-/* Greater ... Where: the comparisons and logic ops (bool results; Where a bool operand). */
-bool mps_op_is_logic(enum mps_op op);
+/* Whether op has every trait of traits (enum mps_op_trait); false for an op out of range. */
+bool mps_op_has(enum mps_op op, unsigned traits);
+bool mps_op_is_reduce(enum mps_op op); /* MPS_TR_REDUCE */
+bool mps_op_is_unary(enum mps_op op);  /* MPS_TR_UNARY */
+bool mps_op_is_logic(enum mps_op op);  /* MPS_TR_LOGIC */
+bool mps_op_is_view(enum mps_op op);   /* MPS_TR_VIEW: Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout */
 
 /* Scalar parameters of elementwise ops:
    LeakyRelu alpha; Elu alpha; Selu alpha, gamma in beta; HardSigmoid alpha, beta;

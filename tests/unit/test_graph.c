@@ -620,8 +620,40 @@ static void test_strings(void)
     mps_graph_free(g);
 }
 
+/* ops.def's traits: what the code derives from them must hold of each op. An
+   activation the fuse pass moves into a product's store is computed there by
+   each backend's unary math, so it is unary, and a classifier ending in it
+   gives scores; a view has one input's bytes as its one output. */
+static void test_traits(void)
+{
+    int acts = 0, views = 0, bad = 0;
+    for (int op = 0; op < MPS_OP_COUNT; op++) {
+        const struct mps_op_info *info = mps_op_info((enum mps_op)op);
+        if (mps_op_has((enum mps_op)op, MPS_TR_ACT)) {
+            acts++;
+            if (!mps_op_has((enum mps_op)op, MPS_TR_UNARY | MPS_TR_SCORES) || info->in_min != 1)
+                bad++, printf("     %s: an activation that is not unary or not scores\n", info->name);
+        }
+        if (mps_op_is_view((enum mps_op)op)) {
+            views++;
+            if (info->out_max != 1 || info->in_min < 1 || mps_op_is_unary((enum mps_op)op))
+                bad++, printf("     %s: a view whose output is not one input's bytes\n", info->name);
+        }
+        if (mps_op_is_unary((enum mps_op)op) && (info->in_min != 1 || info->out_max != 1))
+            bad++, printf("     %s: unary with %d inputs, %d outputs\n", info->name, info->in_min, info->out_max);
+    }
+    th_check(bad == 0 && acts == 12 && views == 6, "ops.def's traits: %d activations, %d views, %d inconsistent", acts,
+             views, bad);
+    th_check(mps_op_has(MPS_OP_RELU, MPS_TR_ACT) && mps_op_has(MPS_OP_CLIP, MPS_TR_ACT) &&
+                 !mps_op_has(MPS_OP_ERF, MPS_TR_ACT) && mps_op_has(MPS_OP_SQRT, MPS_TR_SCORES) &&
+                 !mps_op_has(MPS_OP_ADD, MPS_TR_UNARY) && mps_op_is_reduce(MPS_OP_REDUCE_L2) &&
+                 mps_op_is_logic(MPS_OP_WHERE) && !mps_op_has(MPS_OP_COUNT, 0),
+             "traits of Relu, Clip, Erf, Sqrt, Add, ReduceL2, Where; none for an op out of range");
+}
+
 int main(void)
 {
+    test_traits();
     test_strings();
     test_f16();
     test_branches();

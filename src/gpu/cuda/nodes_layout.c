@@ -328,14 +328,10 @@ mps_cuda_launcher mps_cuda_data_launcher(enum mps_op op)
         return mps_cuda_reduce;
     if (mps_op_is_unary(op))
         return mps_cuda_unary;
+    if (mps_op_is_view(op))
+        return mps_cuda_same_bytes;
     switch (op) {
-    case MPS_OP_IDENTITY:
-    case MPS_OP_DROPOUT:
-    case MPS_OP_CONSTANT:
-    case MPS_OP_RESHAPE:
-    case MPS_OP_FLATTEN:
-    case MPS_OP_SQUEEZE:
-    case MPS_OP_UNSQUEEZE: return mps_cuda_same_bytes;
+    case MPS_OP_CONSTANT: return mps_cuda_same_bytes;
     case MPS_OP_CAST: return mps_cuda_cast;
     case MPS_OP_PRELU:
     case MPS_OP_ADD:

@@ -541,6 +541,8 @@ static void mps_mtl_lower_activation(struct mps_mtl_lowerer *L, const struct mps
     mps_mtl_define(L, n->out[0], mps_mtl_activation(L, n->op, &n->p.act, mps_mtl_value(L, n->in[0])));
 }
 
+/* The lowering of each op; the elementwise unary ones (MPS_TR_UNARY) are all
+   mps_mtl_lower_activation's, which mps_mtl_lowering_of adds. */
 static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
     [MPS_OP_MATMUL] = mps_mtl_lower_matmul,
     [MPS_OP_RNN] = mps_mtl_lower_rnn,
@@ -560,42 +562,6 @@ static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
     [MPS_OP_LAYER_NORM] = mps_mtl_lower_layer_norm,
     [MPS_OP_SOFTMAX] = mps_mtl_lower_softmax,
     [MPS_OP_LOG_SOFTMAX] = mps_mtl_lower_softmax,
-    [MPS_OP_RELU] = mps_mtl_lower_activation,
-    [MPS_OP_LEAKY_RELU] = mps_mtl_lower_activation,
-    [MPS_OP_ELU] = mps_mtl_lower_activation,
-    [MPS_OP_SELU] = mps_mtl_lower_activation,
-    [MPS_OP_SIGMOID] = mps_mtl_lower_activation,
-    [MPS_OP_HARD_SIGMOID] = mps_mtl_lower_activation,
-    [MPS_OP_HARD_SWISH] = mps_mtl_lower_activation,
-    [MPS_OP_TANH] = mps_mtl_lower_activation,
-    [MPS_OP_SOFTPLUS] = mps_mtl_lower_activation,
-    [MPS_OP_SOFTSIGN] = mps_mtl_lower_activation,
-    [MPS_OP_GELU] = mps_mtl_lower_activation,
-    [MPS_OP_ERF] = mps_mtl_lower_activation,
-    [MPS_OP_SIN] = mps_mtl_lower_activation,
-    [MPS_OP_COS] = mps_mtl_lower_activation,
-    [MPS_OP_TAN] = mps_mtl_lower_activation,
-    [MPS_OP_ASIN] = mps_mtl_lower_activation,
-    [MPS_OP_ACOS] = mps_mtl_lower_activation,
-    [MPS_OP_ATAN] = mps_mtl_lower_activation,
-    [MPS_OP_SINH] = mps_mtl_lower_activation,
-    [MPS_OP_COSH] = mps_mtl_lower_activation,
-    [MPS_OP_ASINH] = mps_mtl_lower_activation,
-    [MPS_OP_ACOSH] = mps_mtl_lower_activation,
-    [MPS_OP_ATANH] = mps_mtl_lower_activation,
-    [MPS_OP_EXP] = mps_mtl_lower_activation,
-    [MPS_OP_LOG] = mps_mtl_lower_activation,
-    [MPS_OP_SQRT] = mps_mtl_lower_activation,
-    [MPS_OP_ABS] = mps_mtl_lower_activation,
-    [MPS_OP_NEG] = mps_mtl_lower_activation,
-    [MPS_OP_RECIPROCAL] = mps_mtl_lower_activation,
-    [MPS_OP_FLOOR] = mps_mtl_lower_activation,
-    [MPS_OP_CEIL] = mps_mtl_lower_activation,
-    [MPS_OP_SIGN] = mps_mtl_lower_activation,
-    [MPS_OP_ROUND] = mps_mtl_lower_activation,
-    [MPS_OP_THRESHOLDED_RELU] = mps_mtl_lower_activation,
-    [MPS_OP_SHRINK] = mps_mtl_lower_activation,
-    [MPS_OP_CLIP] = mps_mtl_lower_activation,
     [MPS_OP_IDENTITY] = mps_mtl_lower_alias,
     [MPS_OP_DROPOUT] = mps_mtl_lower_alias,
     [MPS_OP_CAST] = mps_mtl_lower_cast,
@@ -663,15 +629,22 @@ static const mps_mtl_lowering mps_mtl_lowerings[MPS_OP_COUNT] = {
     [MPS_OP_ONE_HOT] = mps_mtl_lower_onehot,
 };
 
+static mps_mtl_lowering mps_mtl_lowering_of(enum mps_op op)
+{
+    if ((unsigned)op >= MPS_OP_COUNT)
+        return NULL;
+    return mps_op_is_unary(op) ? mps_mtl_lower_activation : mps_mtl_lowerings[op];
+}
+
 bool mps_mtl_op_lowered(enum mps_op op)
 {
-    return op < MPS_OP_COUNT && mps_mtl_lowerings[op] != NULL;
+    return mps_mtl_lowering_of(op) != NULL;
 }
 
 void mps_mtl_lower_node(struct mps_mtl_lowerer *L, const struct mps_node *n)
 {
     if (mps_mtl_op_lowered(n->op))
-        mps_mtl_lowerings[n->op](L, n);
+        mps_mtl_lowering_of(n->op)(L, n);
     else
         L->bug = "an op without a lowering";
 }

@@ -23,6 +23,8 @@
 #include "kernels.h"
 #include "pgemm.h"
 
+/* The kernel of each op; the elementwise unary ones (MPS_TR_UNARY) are all
+   mps_cpu_unary's, which mps_cpu_kernel_of adds. */
 static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
     [MPS_OP_MATMUL] = mps_cpu_matmul,
     [MPS_OP_GEMM] = mps_cpu_gemm,
@@ -43,42 +45,6 @@ static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
     [MPS_OP_LRN] = mps_cpu_lrn,
     [MPS_OP_SOFTMAX] = mps_cpu_softmax,
     [MPS_OP_LOG_SOFTMAX] = mps_cpu_softmax,
-    [MPS_OP_RELU] = mps_cpu_unary,
-    [MPS_OP_LEAKY_RELU] = mps_cpu_unary,
-    [MPS_OP_ELU] = mps_cpu_unary,
-    [MPS_OP_SELU] = mps_cpu_unary,
-    [MPS_OP_SIGMOID] = mps_cpu_unary,
-    [MPS_OP_HARD_SIGMOID] = mps_cpu_unary,
-    [MPS_OP_HARD_SWISH] = mps_cpu_unary,
-    [MPS_OP_TANH] = mps_cpu_unary,
-    [MPS_OP_SOFTPLUS] = mps_cpu_unary,
-    [MPS_OP_SOFTSIGN] = mps_cpu_unary,
-    [MPS_OP_GELU] = mps_cpu_unary,
-    [MPS_OP_ERF] = mps_cpu_unary,
-    [MPS_OP_SIN] = mps_cpu_unary,
-    [MPS_OP_COS] = mps_cpu_unary,
-    [MPS_OP_TAN] = mps_cpu_unary,
-    [MPS_OP_ASIN] = mps_cpu_unary,
-    [MPS_OP_ACOS] = mps_cpu_unary,
-    [MPS_OP_ATAN] = mps_cpu_unary,
-    [MPS_OP_SINH] = mps_cpu_unary,
-    [MPS_OP_COSH] = mps_cpu_unary,
-    [MPS_OP_ASINH] = mps_cpu_unary,
-    [MPS_OP_ACOSH] = mps_cpu_unary,
-    [MPS_OP_ATANH] = mps_cpu_unary,
-    [MPS_OP_EXP] = mps_cpu_unary,
-    [MPS_OP_LOG] = mps_cpu_unary,
-    [MPS_OP_SQRT] = mps_cpu_unary,
-    [MPS_OP_ABS] = mps_cpu_unary,
-    [MPS_OP_NEG] = mps_cpu_unary,
-    [MPS_OP_RECIPROCAL] = mps_cpu_unary,
-    [MPS_OP_FLOOR] = mps_cpu_unary,
-    [MPS_OP_CEIL] = mps_cpu_unary,
-    [MPS_OP_SIGN] = mps_cpu_unary,
-    [MPS_OP_ROUND] = mps_cpu_unary,
-    [MPS_OP_THRESHOLDED_RELU] = mps_cpu_unary,
-    [MPS_OP_SHRINK] = mps_cpu_unary,
-    [MPS_OP_CLIP] = mps_cpu_unary,
     [MPS_OP_IDENTITY] = mps_cpu_copy,
     [MPS_OP_DROPOUT] = mps_cpu_copy,
     [MPS_OP_CAST] = mps_cpu_cast,
@@ -167,6 +133,11 @@ static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
     [MPS_OP_NLL_LOSS] = mps_cpu_loss,
     [MPS_OP_SCE_LOSS] = mps_cpu_loss,
 };
+
+static mps_cpu_kernel mps_cpu_kernel_of(enum mps_op op)
+{
+    return mps_op_is_unary(op) ? mps_cpu_unary : mps_cpu_kernels[op];
+}
 
 static const mps_cpu_scratch mps_cpu_scratch_fns[MPS_OP_COUNT] = {
     [MPS_OP_MATMUL] = mps_cpu_matmul_scratch,
@@ -603,7 +574,7 @@ static enum mps_status mps_cpu_run_nodes(struct mps_cpu_state *s, const struct m
         }
         args.out_stride = s->into_stride[n->out[0]]; /* its images' parts of a Concat's output */
         double t0 = node_ms ? mps_cpu_now_ms() : 0;
-        enum mps_status st = mps_cpu_kernels[n->op](&args, err);
+        enum mps_status st = mps_cpu_kernel_of(n->op)(&args, err);
         if (s->uk && s->uk->clean) /* the workers did after their part (mps_pool_after) */
             s->uk->clean();
         for (int i = 0; i < n->n_out; i++)
@@ -671,7 +642,7 @@ enum mps_status mps_cpu_eval_node(const struct mps_graph *g, const struct mps_no
         t[ins + i] = mps_tensor_make(v->dtype, &v->shape, out[i]);
     }
     struct mps_cpu_args args = {.node = n, .in = t, .out = t + ins, .pool = NULL, .scratch = buf};
-    enum mps_status st = mps_cpu_kernels[n->op](&args, err);
+    enum mps_status st = mps_cpu_kernel_of(n->op)(&args, err);
     for (int i = 0; i < n->n_out; i++)
         shapes[i] = t[ins + i].shape;
     free(t);
