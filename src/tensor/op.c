@@ -53,6 +53,35 @@ bool mps_op_is_view(enum mps_op op)
     return mps_op_has(op, MPS_TR_VIEW);
 }
 
+bool mps_act_clamp(const struct mps_fused_act *act, float *lo, float *hi, float *slope)
+{
+    if (!act || !act->on)
+        return true;
+    switch (act->op) {
+    case MPS_OP_RELU: *lo = 0.0f; return true;
+    case MPS_OP_CLIP: *lo = act->p.alpha, *hi = act->p.beta; return true;
+    case MPS_OP_LEAKY_RELU: *slope = act->p.alpha; return true;
+    default: return false;
+    }
+}
+
+struct mps_window3 mps_window3_of(const struct mps_window *w, const struct mps_shape *x, const struct mps_shape *y)
+{
+    struct mps_window3 q;
+    int sp = x->ndim - 2;
+    for (int j = 0; j < 3; j++) {
+        int i = j - (3 - sp); /* the op's spatial axis, or < 0 for a leading size-1 axis */
+        q.in[j] = i < 0 ? 1 : x->dim[2 + i];
+        q.out[j] = i < 0 ? 1 : y->dim[2 + i];
+        q.k[j] = i < 0 ? 1 : w->kernel[i];
+        q.s[j] = i < 0 ? 1 : w->stride[i];
+        q.d[j] = i < 0 ? 1 : w->dilation[i];
+        q.pb[j] = i < 0 ? 0 : w->pad[i];
+        q.pe[j] = i < 0 ? 0 : w->pad[i + sp];
+    }
+    return q;
+}
+
 static void mps_op_window_default(struct mps_window *w)
 {
     for (int i = 0; i < MPS_MAX_SPATIAL; i++)

@@ -71,6 +71,11 @@ struct mps_fused_act {
     enum mps_op op; /* Relu, LeakyRelu, Clip, Sigmoid, ... */
     struct mps_act_params p;
 };
+/* The activation act as a slope below 0 and a clamp to [lo, hi], where it is
+   one (none, Relu, Clip, LeakyRelu): sets what act changes of the identity's
+   slope 1 and [-inf, inf], leaves the rest, and says whether it could. What a
+   product's store applies on every backend. */
+bool mps_act_clamp(const struct mps_fused_act *act, float *lo, float *hi, float *slope);
 
 /* Gemm: Y = act(alpha * op(A) op(B) + beta * C), C broadcast to Y. */
 struct mps_gemm_params {
@@ -101,6 +106,16 @@ struct mps_window {
     int64_t pad[2 * MPS_MAX_SPATIAL];  /* ONNX order: begin of each axis, then end (resolved for auto_pad) */
     enum mps_auto_pad auto_pad;
 };
+
+/* A convolution or pooling window in 3-D terms (depth, height, width): 1-D
+   and 2-D ops run as 3-D ones whose leading spatial dims have size 1. What
+   every backend's window kernels index by. */
+struct mps_window3 {
+    int64_t in[3], out[3];                  /* spatial sizes of input and output */
+    int64_t k[3], s[3], d[3], pb[3], pe[3]; /* kernel, stride, dilation, begin and end pads */
+};
+/* The 3-D form of window w between input shape x and output shape y (N, C, spatial...). */
+struct mps_window3 mps_window3_of(const struct mps_window *w, const struct mps_shape *x, const struct mps_shape *y);
 
 /* Conv and ConvTranspose. */
 struct mps_conv_params {

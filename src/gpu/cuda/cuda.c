@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../tensor/cpu/kernels.h"
-#include "../../tensor/memplan.h"
 #include "cuda_internal.h"
+#include "memplan.h"
 #include "nodes.h"
+#include "winograd_weights.h"
 
 /* Gather reads its indices on the device, where a bad one cannot be refused:
    only constant indices (checked here) run on the GPU. */
@@ -95,14 +95,19 @@ static size_t mps_cuda_bytes(const struct mps_value *v)
 
 #define MPS_CUDA_ALIGN(x) (((x) + 255) / 256 * 256)
 
-/* What node n prepares once, on the host: Winograd's transformed weights (by
-   the CPU backend's pack function), an int8 product's weights and
+/* What node n prepares once, on the host: Winograd's transformed weights
+   (winograd_weights.h, plain U[k][m][c]), an int8 product's weights and
    requantization (nodes_quant.c), or an index op's flat offsets (graph.h:
    mps_index_plan). Its bytes; host NULL: only counts. */
 static size_t mps_cuda_prepared(const struct mps_graph *g, const struct mps_node *n, void *host)
 {
-    if (mps_winograd_applies(g, n))
-        return mps_winograd_pack(g, n, NULL, host);
+    if (mps_cuda_winograd(g, n)) {
+        const struct mps_shape *ws = &g->values[n->in[1]].shape;
+        int64_t mc = ws->dim[0] * ws->dim[1];
+        if (host)
+            mps_winograd_weights(g, n, 1, mc, host);
+        return 16 * (size_t)mc * sizeof(float);
+    }
     if (n->op == MPS_OP_QLINEAR_CONV || n->op == MPS_OP_QLINEAR_MATMUL)
         return mps_cuda_qlinear_prepared(g, n, host);
     if (n->op == MPS_OP_GATHER_ELEMENTS || n->op == MPS_OP_GATHER_ND || n->op == MPS_OP_SCATTER_ND ||

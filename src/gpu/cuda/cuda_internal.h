@@ -8,7 +8,7 @@
 #include <cuda_runtime_api.h>
 #include <stdbool.h>
 
-#include "../../tensor/backend.h"
+#include "backend.h"
 #include "cuda_kernels.h"
 
 #define MPS_CUDA_CHECK(stmt)                                                                                  \
@@ -98,5 +98,8 @@ mps_cuda_launcher mps_cuda_launcher_of(enum mps_op op);
 void mps_cuda_fuse(struct mps_cuda_state *s);
 /* Scratch bytes node n needs beside the arena (im2col, Winograd's transforms). */
 size_t mps_cuda_scratch(const struct mps_graph *g, const struct mps_node *n);
+/* Whether cuda runs Conv n as Winograd F(2x2, 3x3): a shape it computes
+   (winograd_weights.h) with 32 tiles or more a plane and rows it takes. */
+bool mps_cuda_winograd(const struct mps_graph *g, const struct mps_node *n);
 
 #endif

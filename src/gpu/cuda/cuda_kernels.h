@@ -22,7 +22,7 @@ struct mps_cu_walk {
     int64_t s0[MPS_CU_MAX_DIMS], s1[MPS_CU_MAX_DIMS], s2[MPS_CU_MAX_DIMS];
 };
 
-/* A window in 3-D terms (see the CPU backend's mps_cpu_window3). */
+/* A window in 3-D terms (op.h's struct mps_window3). */
 struct mps_cu_window {
     int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
 };

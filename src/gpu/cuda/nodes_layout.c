@@ -5,9 +5,9 @@
    nodes.c has the products, convolutions, pooling and normalization. */
 #include <string.h>
 
-#include "../../tensor/cpu/kernels.h"
 #include "cuda_internal.h"
 #include "nodes.h"
+#include "qparams.h"
 
 static enum mps_status mps_cuda_unary(struct mps_cuda_state *s, const struct mps_node *n, struct mps_error *err)
 {

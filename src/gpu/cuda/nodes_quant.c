@@ -5,9 +5,9 @@
    (kernels.h's mps_qlinear_columns), so that both store the same bytes. */
 #include <string.h>
 
-#include "../../tensor/cpu/kernels.h"
 #include "cuda_internal.h"
 #include "nodes.h"
+#include "qparams.h"
 
 /* Where each part of an int8 product's prepared block lies (bytes from its
    start): per column mult, add, corr, zw; the weights (words of four k a

@@ -20,8 +20,11 @@
 
 struct mps_conv_geom mps_conv_geom_of(const struct mps_node *node, const struct mps_shape *x, const struct mps_shape *y)
 {
-    struct mps_conv_geom q = {.n = x->dim[0], .c = x->dim[1], .m = y->dim[1], .g = node->p.conv.group,
-                              .w = mps_cpu_window3(&node->p.conv.win, x, y)};
+    struct mps_conv_geom q = {.n = x->dim[0],
+                              .c = x->dim[1],
+                              .m = y->dim[1],
+                              .g = node->p.conv.group,
+                              .w = mps_window3_of(&node->p.conv.win, x, y)};
     q.in_plane = q.w.in[0] * q.w.in[1] * q.w.in[2];
     q.out_plane = q.w.out[0] * q.w.out[1] * q.w.out[2];
     q.taps = q.w.k[0] * q.w.k[1] * q.w.k[2];
@@ -288,7 +291,7 @@ static void mps_conv_pad_channels(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_conv_padding *pd = ctx;
     const struct mps_conv_geom *q = pd->q;
-    const struct mps_cpu_window3 *w = &q->w;
+    const struct mps_window3 *w = &q->w;
     int64_t cg = q->c / q->g, plane = pd->dims[0] * pd->dims[1] * pd->dims[2];
     int64_t inside = w->in[2] < pd->dims[2] - w->pb[2] ? w->in[2] : pd->dims[2] - w->pb[2];
     inside = inside > 0 ? inside : 0;
@@ -336,7 +339,7 @@ static void mps_conv_pack_padded(const void *ctx, int64_t i0, int64_t ni, int64_
 {
     const struct mps_conv_im2col *s = ctx;
     const struct mps_conv_geom *q = s->q;
-    const struct mps_cpu_window3 *win = &q->w;
+    const struct mps_window3 *win = &q->w;
     int64_t ow_n = win->out[2], oh_n = win->out[1];
     int64_t at[MPS_CONV_RUNS + 1], from[MPS_CONV_RUNS];
     for (int64_t p0 = i0; p0 < i0 + ni; p0 += w, dst += kc * w) {

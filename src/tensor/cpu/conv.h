@@ -11,7 +11,7 @@
    ConvTranspose uses it the other way round: in is the col2im target's source. */
 struct mps_conv_geom {
     int64_t n, c, m, g; /* images, input and output channels, groups */
-    struct mps_cpu_window3 w;
+    struct mps_window3 w;
     int64_t in_plane, out_plane, taps;
 };
 
@@ -56,7 +56,7 @@ static inline int64_t mps_conv_src(const struct mps_conv_geom *q, int j, int64_t
 }
 
 /* Outputs [lo, hi) along axis j whose input coordinate for tap t lies inside the input. */
-static inline void mps_conv_valid(const struct mps_cpu_window3 *w, int j, int64_t t, int64_t *lo, int64_t *hi)
+static inline void mps_conv_valid(const struct mps_window3 *w, int j, int64_t t, int64_t *lo, int64_t *hi)
 {
     int64_t first = w->pb[j] - t * w->d[j], last = w->in[j] - 1 + w->pb[j] - t * w->d[j];
     *lo = first <= 0 ? 0 : (first + w->s[j] - 1) / w->s[j];
@@ -69,7 +69,7 @@ static inline void mps_conv_valid(const struct mps_cpu_window3 *w, int j, int64_
 /* Whether the family's dwb takes the depthwise layer q (sixteen planes a block). */
 bool mps_dwb_applies(const struct mps_conv_geom *q, const struct mps_ukernels *uk);
 /* The 2-D window of a depthwise layer as the plane kernels take it. */
-struct mps_dwk_geom mps_dwk_geom_of(const struct mps_cpu_window3 *w);
+struct mps_dwk_geom mps_dwk_geom_of(const struct mps_window3 *w);
 /* Runs the depthwise Conv of a (run-time weights): y = act(W x + bias). */
 void mps_conv_depthwise(const struct mps_cpu_args *a, const struct mps_conv_geom *q);
 /* Runs the 1x1 Conv a and the depthwise a->dw after it as one job (mps_cpu_conv_expand). */

@@ -16,7 +16,7 @@
 static void mps_dw_taps(const struct mps_conv_geom *q, const float *xc, const float *wk, float bias, int64_t od,
                         int64_t oh, int64_t c0, int64_t c1, float *yr)
 {
-    const struct mps_cpu_window3 *w = &q->w;
+    const struct mps_window3 *w = &q->w;
     for (int64_t ow = c0; ow < c1; ow++)
         yr[ow] = bias;
     for (int64_t td = 0; td < w->k[0]; td++) {
@@ -44,13 +44,13 @@ static void mps_dw_taps(const struct mps_conv_geom *q, const float *xc, const fl
 }
 
 /* True when the layer is 2-D: depth 1, no padding along it (what the plane kernels take). */
-static bool mps_dw_2d(const struct mps_cpu_window3 *w)
+static bool mps_dw_2d(const struct mps_window3 *w)
 {
     return w->in[0] == 1 && w->out[0] == 1 && w->k[0] == 1 && w->pb[0] == 0;
 }
 
 /* The 2-D window of a depthwise layer as the plane kernels take it. */
-struct mps_dwk_geom mps_dwk_geom_of(const struct mps_cpu_window3 *w)
+struct mps_dwk_geom mps_dwk_geom_of(const struct mps_window3 *w)
 {
     return (struct mps_dwk_geom){.h = w->in[1], .w = w->in[2], .pt = w->pb[1], .pl = w->pb[2], .out_h = w->out[1],
                                  .out_w = w->out[2], .kh = (int)w->k[1], .kw = (int)w->k[2], .sh = (int)w->s[1],
@@ -59,7 +59,7 @@ struct mps_dwk_geom mps_dwk_geom_of(const struct mps_cpu_window3 *w)
 
 /* True when the layer is 2-D, the kernel 3x3, undilated, stride 1 or 2 in
    both axes: the family's dw3 kernel runs it. */
-static bool mps_dw3_applies(const struct mps_cpu_window3 *w)
+static bool mps_dw3_applies(const struct mps_window3 *w)
 {
     return mps_dw_2d(w) && w->k[1] == 3 && w->k[2] == 3 && w->d[1] == 1 && w->d[2] == 1 && w->s[1] == w->s[2] &&
            (w->s[2] == 1 || w->s[2] == 2);
@@ -72,7 +72,7 @@ static void mps_conv_depthwise_planes(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_conv_job *jb = ctx;
     const struct mps_conv_geom *q = jb->q;
-    const struct mps_cpu_window3 *w = &q->w;
+    const struct mps_window3 *w = &q->w;
     int64_t per_group = q->m / q->g;
     struct mps_tile_epi e = mps_tile_epi_none();
     bool inline_act = mps_pgemm_act_epi(jb->act, &e), dw3 = mps_dw3_applies(w);
@@ -115,7 +115,7 @@ static void mps_conv_depthwise_planes(void *ctx, int64_t begin, int64_t end)
 enum { MPS_DWB_WIDE = 64 };
 bool mps_dwb_applies(const struct mps_conv_geom *q, const struct mps_ukernels *uk)
 {
-    const struct mps_cpu_window3 *w = &q->w;
+    const struct mps_window3 *w = &q->w;
     return uk->dwb && q->c == q->m && q->g == q->c && q->m % MPS_DWB_PLANES == 0 && mps_dw_2d(w) &&
            w->out[2] < MPS_DWB_WIDE;
 }

@@ -76,7 +76,7 @@ static int64_t mps_direct_fill(int64_t n, int64_t step)
    the checks that do not depend on it). */
 static struct mps_direct mps_direct_of(const struct mps_conv_geom *q, const struct mps_ukernels *uk)
 {
-    const struct mps_cpu_window3 *w = &q->w;
+    const struct mps_window3 *w = &q->w;
     struct mps_direct d = {
         .sh = w->s[1], .sw = w->s[2], .cg = q->c / q->g, .mg = q->m / q->g, .in_place = mps_conv_is_pointwise(q)};
     int64_t nr = uk ? uk->nr : MPS_DIRECT_NR, mr = uk ? uk->mr : 8;
@@ -116,7 +116,7 @@ static struct mps_direct mps_direct_of(const struct mps_conv_geom *q, const stru
 
 bool mps_direct_applies(const struct mps_conv_geom *q)
 {
-    const struct mps_cpu_window3 *w = &q->w;
+    const struct mps_window3 *w = &q->w;
     if (w->in[0] != 1 || w->out[0] != 1 || w->k[0] != 1 || w->pb[0] != 0) /* 2-D (and 1-D) layers */
         return false;
     struct mps_direct d = mps_direct_of(q, NULL);
@@ -234,7 +234,7 @@ size_t mps_direct_pack(const struct mps_conv_geom *q, const float *w, const stru
             mps_pgemm_pack(uk, w + gi * d.mg * d.k, d.k, 1, d.mg, d.k, !d.transposed,
                            (float *)((unsigned char *)dst + per * (size_t)gi));
         int32_t *off = (int32_t *)((unsigned char *)dst + mps_direct_offsets_at(q, &d, uk));
-        const struct mps_cpu_window3 *win = &q->w;
+        const struct mps_window3 *win = &q->w;
         for (int64_t kk = 0; kk < d.k; kk++) {
             int64_t c = kk / q->taps, th = kk % q->taps / win->k[2], tw = kk % win->k[2];
             int64_t rh = th * win->d[1], rw = tw * win->d[2];

@@ -64,28 +64,6 @@ size_t mps_cpu_qlinear_scratch(const struct mps_graph *g, const struct mps_node 
 size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
                             void *dst);
 
-/* The requantizing store of an int8 product (QLinearConv, QLinearMatMul),
-   which every backend's kernels share: the exact int32 sum acc of x times
-   the signed weights (uint8 weights less 128; an int8 x plus 128, with zx),
-   then v = (acc + corr - zw * rowsum) * mult + add, clamped to [lo, hi];
-   quantized: rounded half to even plus yz, a byte; else below 0 times slope,
-   a float. A depthwise node (dw) sums (x - zx)(w - zw) itself: zw is 0, corr
-   only an int32 bias. */
-struct mps_qlinear_cols {
-    int64_t cols, k_real; /* output channels / columns; the summed length */
-    uint8_t zx;           /* x's zero point, unsigned */
-    bool flip, dw, quant, out_signed;
-    bool rowsums; /* some zw is not 0 (never for dw) */
-    float lo, hi, slope;
-    int32_t yz;
-};
-/* h for node n and, where the arrays are given (cols each), per column. */
-void mps_qlinear_columns(const struct mps_graph *g, const struct mps_node *n, struct mps_qlinear_cols *h, float *mult,
-                         float *add, int32_t *corr, int32_t *zw);
-/* Weight (column m, k) signed, k in the weights' own order: QLinearMatMul's
-   row, QLinearConv's (channel, tap row, tap column). */
-int mps_qlinear_weight(const struct mps_graph *g, const struct mps_node *n, int64_t m, int64_t k);
-
 /* strings.c: a plan's string store, and the kernels that make strings */
 struct mps_strings;
 struct mps_strings *mps_strings_new(void);
@@ -156,9 +134,8 @@ bool mps_cpu_maxpool_plane(const struct mps_graph *g, const struct mps_node *p, 
 /* The activation a Conv ends with: the Add's when it computes one, else its own. */
 const struct mps_fused_act *mps_cpu_conv_act(const struct mps_cpu_args *a);
 /* winograd.c: 3x3 stride-1 Conv as F(2x2, 3x3), weights transformed at compile.
-   mps_winograd_applies: cuda's rule; mps_winograd_cpu_applies: the CPU's,
-   for the family uk (NULL: for some family, as scratch is sized). */
-bool mps_winograd_applies(const struct mps_graph *g, const struct mps_node *n);
+   mps_winograd_cpu_applies: the CPU's rule, for the family uk (NULL: for
+   some family, as scratch is sized). */
 bool mps_winograd_cpu_applies(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk);
 /* V and M of the fused run: per thread, each task a block of tiles at a time */
 size_t mps_winograd_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
@@ -256,16 +233,6 @@ enum mps_status mps_cpu_cumsum(const struct mps_cpu_args *a, struct mps_error *e
 enum mps_status mps_cpu_resize(const struct mps_cpu_args *a, struct mps_error *err);
 size_t mps_cpu_resize_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
                               int threads);
-
-/* A convolution or pooling window in 3-D terms (depth, height, width): 1-D
-   and 2-D ops run as 3-D ones whose leading spatial dims have size 1. */
-struct mps_cpu_window3 {
-    int64_t in[3], out[3]; /* spatial sizes of input and output */
-    int64_t k[3], s[3], d[3], pb[3], pe[3]; /* kernel, stride, dilation, begin and end pads */
-};
-/* The 3-D form of window w between input shape x and output shape y (N, C, spatial...). */
-struct mps_cpu_window3 mps_cpu_window3(const struct mps_window *w, const struct mps_shape *x,
-                                       const struct mps_shape *y);
 
 /* Copies a strided view: dst[i] = src[i] over shape, strides in elements of
    elem bytes, over the pool (NULL: on the calling thread). The workhorse of

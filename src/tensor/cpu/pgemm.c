@@ -23,15 +23,11 @@ struct mps_tile_epi mps_tile_epi_none(void)
 
 bool mps_pgemm_act_epi(const struct mps_fused_act *act, struct mps_tile_epi *e)
 {
-    if (!act || !act->on)
+    if (act && act->on && act->op == MPS_OP_HARD_SWISH) {
+        e->hswish = true;
         return true;
-    switch (act->op) {
-    case MPS_OP_RELU: e->lo = 0.0f; return true;
-    case MPS_OP_CLIP: e->lo = act->p.alpha, e->hi = act->p.beta; return true;
-    case MPS_OP_LEAKY_RELU: e->slope = act->p.alpha; return true;
-    case MPS_OP_HARD_SWISH: e->hswish = true; return true;
-    default: return false;
     }
+    return mps_act_clamp(act, &e->lo, &e->hi, &e->slope);
 }
 
 static int64_t mps_pgemm_up(int64_t v, int64_t w)

@@ -9,12 +9,12 @@
 
 struct mps_pool_job {
     const struct mps_cpu_args *a;
-    struct mps_cpu_window3 w;
+    struct mps_window3 w;
 };
 
 /* Taps [lo, hi) of a window at output position o along one axis that land in the
    input, and how many land in the padded input (count_include_pad). */
-static void mps_pool_taps(const struct mps_cpu_window3 *w, int j, int64_t o, int64_t *lo, int64_t *hi, int64_t *padded)
+static void mps_pool_taps(const struct mps_window3 *w, int j, int64_t o, int64_t *lo, int64_t *hi, int64_t *padded)
 {
     int64_t start = o * w->s[j] - w->pb[j];
     *lo = w->k[j];
@@ -76,7 +76,7 @@ static void mps_max_across(const float *v, int64_t n, int64_t kw, int64_t sw, fl
    maximum down the window's rows for every input column the run reads (one
    contiguous pass per row), then across each window's columns. k_h + k_w
    comparisons per output instead of k_h * k_w. */
-static void mps_max_separable(const float *x, const struct mps_cpu_window3 *w, int64_t od, int64_t oh, int64_t ow0,
+static void mps_max_separable(const float *x, const struct mps_window3 *w, int64_t od, int64_t oh, int64_t ow0,
                               int64_t n, const int64_t *taps, float *y)
 {
     float v[MPS_POOL_RUN * 8 + MPS_POOL_RUN]; /* the widest span: strides up to 8, windows up to a run wide */
@@ -102,8 +102,8 @@ static void mps_max_separable(const float *x, const struct mps_cpu_window3 *w, i
    window row for a run of outputs instead of one window per output. Same
    results as the general loop: the maximum (a NaN anywhere gives NaN), the
    divisor counting the same cells. */
-static void mps_pool_dense_run(const float *x, const struct mps_cpu_window3 *w, bool is_max, bool include_pad,
-                               int64_t od, int64_t oh, int64_t ow0, int64_t n, const int64_t *taps, float *y)
+static void mps_pool_dense_run(const float *x, const struct mps_window3 *w, bool is_max, bool include_pad, int64_t od,
+                               int64_t oh, int64_t ow0, int64_t n, const int64_t *taps, float *y)
 {
     float acc[MPS_POOL_RUN];
     int64_t dlo = taps[0], dhi = taps[1], dpad = taps[2], hlo = taps[3], hhi = taps[4], hpad = taps[5];
@@ -142,7 +142,7 @@ static void mps_pool_dense_run(const float *x, const struct mps_cpu_window3 *w, 
    plane: per output row, the maximum down the two input rows (one contiguous
    pass), then across each pair; loops the compiler vectorizes, no work per row
    beyond them. */
-static bool mps_max2x2_applies(const struct mps_cpu_window3 *w)
+static bool mps_max2x2_applies(const struct mps_window3 *w)
 {
     bool ok = w->in[0] == 1 && w->k[0] == 1 && w->out[0] == 1;
     for (int j = 1; j < 3; j++)
@@ -150,7 +150,7 @@ static bool mps_max2x2_applies(const struct mps_cpu_window3 *w)
     return ok;
 }
 
-static void mps_max2x2_plane(const float *x, const struct mps_cpu_window3 *w, float *y)
+static void mps_max2x2_plane(const float *x, const struct mps_window3 *w, float *y)
 {
     float v[2 * MPS_POOL_RUN];
     for (int64_t oh = 0; oh < w->out[1]; oh++) {
@@ -175,7 +175,7 @@ static void mps_max2x2_plane(const float *x, const struct mps_cpu_window3 *w, fl
    times as long through the runs and edge cases of the general loop. */
 enum { MPS_POOL_ROW_MAX = 4096 }; /* the widest padded row the plane path holds */
 
-static bool mps_max_plane_applies(const struct mps_cpu_window3 *w)
+static bool mps_max_plane_applies(const struct mps_window3 *w)
 {
     bool ok = w->in[0] == 1 && w->k[0] == 1 && w->out[0] == 1 && w->pb[0] == 0;
     for (int j = 1; j < 3; j++) /* the first window and the last reach an input cell */
@@ -183,7 +183,7 @@ static bool mps_max_plane_applies(const struct mps_cpu_window3 *w)
     return ok && (w->out[2] - 1) * w->s[2] + w->k[2] <= MPS_POOL_ROW_MAX;
 }
 
-static void mps_max_plane(const float *x, const struct mps_cpu_window3 *w, float *y)
+static void mps_max_plane(const float *x, const struct mps_window3 *w, float *y)
 {
     float v[MPS_POOL_ROW_MAX];
     int64_t iw = w->in[2], ow_n = w->out[2], kw = w->k[2], sw = w->s[2], pl = w->pb[2];
@@ -211,8 +211,7 @@ static void mps_max_plane(const float *x, const struct mps_cpu_window3 *w, float
 
 /* Whether the family's plane kernel takes a MaxPool of window w (one the
    plane path takes), and its geometry. */
-static bool mps_maxpool_family(const struct mps_cpu_window3 *w, const struct mps_ukernels *uk,
-                               struct mps_maxpool_geom *g)
+static bool mps_maxpool_family(const struct mps_window3 *w, const struct mps_ukernels *uk, struct mps_maxpool_geom *g)
 {
     *g = (struct mps_maxpool_geom){.h = w->in[1], .w = w->in[2], .pt = w->pb[1], .pl = w->pb[2], .out_h = w->out[1],
                                    .out_w = w->out[2], .kh = (int)w->k[1], .kw = (int)w->k[2], .sh = (int)w->s[1],
@@ -226,15 +225,14 @@ bool mps_cpu_maxpool_plane(const struct mps_graph *g, const struct mps_node *p, 
     if (p->op != MPS_OP_MAX_POOL || p->n_out != 1 || g->values[p->in[0]].shape.ndim != 4 ||
         g->values[p->in[0]].dtype != MPS_F32 || g->values[p->out[0]].dtype != MPS_F32)
         return false;
-    struct mps_cpu_window3 w =
-        mps_cpu_window3(&p->p.pool.win, &g->values[p->in[0]].shape, &g->values[p->out[0]].shape);
+    struct mps_window3 w = mps_window3_of(&p->p.pool.win, &g->values[p->in[0]].shape, &g->values[p->out[0]].shape);
     return mps_max_plane_applies(&w) && (mps_maxpool_family(&w, uk, geom) || !uk);
 }
 
 static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_pool_job *q = ctx;
-    const struct mps_cpu_window3 *w = &q->w;
+    const struct mps_window3 *w = &q->w;
     const struct mps_node *n = q->a->node;
     bool is_max = n->op == MPS_OP_MAX_POOL, include_pad = n->p.pool.count_include_pad;
     int64_t in_plane = w->in[0] * w->in[1] * w->in[2], out_plane = w->out[0] * w->out[1] * w->out[2];
@@ -317,27 +315,10 @@ static void mps_pool_planes(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-struct mps_cpu_window3 mps_cpu_window3(const struct mps_window *w, const struct mps_shape *x, const struct mps_shape *y)
-{
-    struct mps_cpu_window3 q;
-    int sp = x->ndim - 2;
-    for (int j = 0; j < 3; j++) {
-        int i = j - (3 - sp); /* the op's spatial axis, or < 0 for a leading size-1 axis */
-        q.in[j] = i < 0 ? 1 : x->dim[2 + i];
-        q.out[j] = i < 0 ? 1 : y->dim[2 + i];
-        q.k[j] = i < 0 ? 1 : w->kernel[i];
-        q.s[j] = i < 0 ? 1 : w->stride[i];
-        q.d[j] = i < 0 ? 1 : w->dilation[i];
-        q.pb[j] = i < 0 ? 0 : w->pad[i];
-        q.pe[j] = i < 0 ? 0 : w->pad[i + sp];
-    }
-    return q;
-}
-
 /* MaxPool of u8 or i8 (shape.c lets no other integer in), element by
    element: each output the largest input its window covers inside the
    image (padding never wins), exact. */
-static void mps_pool_ints(const struct mps_cpu_args *a, const struct mps_cpu_window3 *w)
+static void mps_pool_ints(const struct mps_cpu_args *a, const struct mps_window3 *w)
 {
     const struct mps_tensor *x = &a->in[0];
     int64_t planes = x->shape.dim[0] * x->shape.dim[1], in = w->in[0] * w->in[1] * w->in[2],
@@ -374,7 +355,7 @@ static void mps_pool_ints(const struct mps_cpu_args *a, const struct mps_cpu_win
 static void mps_pool_bytes_planes(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_pool_job *q = ctx;
-    const struct mps_cpu_window3 *w = &q->w;
+    const struct mps_window3 *w = &q->w;
     int64_t ih = w->in[1], iw = w->in[2], oh = w->out[1], ow = w->out[2];
     int64_t s = w->s[2], taps = w->k[2], off[64], lo[64], hi[64], span = iw + 2 * w->pb[2] + 2 * ow + 8;
     uint8_t flip = q->a->in[0].dtype == MPS_I8 ? 0x80 : 0,
@@ -436,7 +417,7 @@ size_t mps_cpu_pool_scratch(const struct mps_graph *g, const struct mps_node *n,
 enum mps_status mps_cpu_pool(const struct mps_cpu_args *a, struct mps_error *err)
 {
     const struct mps_shape *x = &a->in[0].shape;
-    struct mps_pool_job q = {.a = a, .w = mps_cpu_window3(&a->node->p.pool.win, x, &a->out[0].shape)};
+    struct mps_pool_job q = {.a = a, .w = mps_window3_of(&a->node->p.pool.win, x, &a->out[0].shape)};
     (void)err;
     if (a->in[0].dtype != MPS_F32 && a->node->n_out == 1 && x->ndim == 4 && a->scratch && q.w.k[2] <= 64) {
         /* a window of every output holds at least one input (shape.c), so no row of maxima stays empty */

@@ -7,8 +7,8 @@
    and A^T M A gives the 2x2 outputs: 16 multiplies per 4 outputs instead of
    36, the products on the micro-kernels (each U[k] packed at compile as A).
    Used when the weights are constant and there are enough channels for the
-   GEMMs to pay: mps_winograd_cpu_applies on the CPU (its run is below),
-   mps_winograd_applies on CUDA (which runs its own kernels on U packed here).
+   GEMMs to pay: mps_winograd_cpu_applies (the run is below; U and the shape
+   rule are the core's, winograd_weights.h, which cuda shares).
    Not F(4x4, 3x3), though it multiplies 2.25 times less: in fp32 against a
    double reference (256 input channels, normal inputs, He-scaled weights)
    one layer errs 6e-7 of its output's scale here (a direct sum 4e-7),
@@ -18,15 +18,15 @@
 
 #include "kernels.h"
 #include "pgemm.h"
+#include "winograd_weights.h"
 
 enum {
-    MPS_WINOGRAD_ROW = 1024,           /* the widest output row + 4 that cuda's rule takes */
-    MPS_WINOGRAD_NT = 32,              /* tiles a CPU task takes: a multiple of every family's nr */
-    MPS_WINOGRAD_SKEW = 16,            /* floats past each of V's and M's 16 matrices: 64 bytes more than
-                                          a multiple of 4 KB apart, the transforms' 16 streams do not all
-                                          fall in one set of the L1 cache (they did: l1 4.3 -> 2.3 ms) */
-    MPS_WINOGRAD_U_L2 = 512 << 10,     /* U up to this size stays in L2 from one task to the next */
-    MPS_WINOGRAD_V_BYTES = 1 << 20,    /* V of one task, where U does not (mps_winograd_split_of) */
+    MPS_WINOGRAD_NT = 32,           /* tiles a CPU task takes: a multiple of every family's nr */
+    MPS_WINOGRAD_SKEW = 16,         /* floats past each of V's and M's 16 matrices: 64 bytes more than
+                                       a multiple of 4 KB apart, the transforms' 16 streams do not all
+                                       fall in one set of the L1 cache (they did: l1 4.3 -> 2.3 ms) */
+    MPS_WINOGRAD_U_L2 = 512 << 10,  /* U up to this size stays in L2 from one task to the next */
+    MPS_WINOGRAD_V_BYTES = 1 << 20, /* V of one task, where U does not (mps_winograd_split_of) */
 };
 
 /* Geometry of one Winograd convolution: images n, channels c -> m, input
@@ -51,29 +51,6 @@ static struct mps_winograd mps_winograd_of(const struct mps_shape *x, const stru
     q.tw = (q.ow + 1) / 2;
     q.tiles = q.th * q.tw;
     return q;
-}
-
-/* 3x3, stride 1, undilated, one group, constant weights, 16+ channels each
-   way (below that the 16 products are too short to pay for the transforms). */
-static bool mps_winograd_shape(const struct mps_graph *g, const struct mps_node *n)
-{
-    if (n->op != MPS_OP_CONV || g->values[n->in[0]].shape.ndim != 4 || !g->values[n->in[1]].data)
-        return false;
-    const struct mps_conv_params *p = &n->p.conv;
-    const struct mps_shape *ws = &g->values[n->in[1]].shape;
-    for (int j = 0; j < 2; j++)
-        if (p->win.kernel[j] != 3 || p->win.stride[j] != 1 || p->win.dilation[j] != 1)
-            return false;
-    return p->group == 1 && ws->dim[0] >= 16 && ws->dim[1] >= 16;
-}
-
-bool mps_winograd_applies(const struct mps_graph *g, const struct mps_node *n)
-{
-    /* measured on resnet18 (2 cores, cuda's first form): a gain from 14x14 outputs up (49 tiles),
-       a loss at 7x7 (16 tiles) */
-    const struct mps_shape *ys = &g->values[n->out[0]].shape;
-    return mps_winograd_shape(g, n) && (ys->dim[2] + 1) / 2 * ((ys->dim[3] + 1) / 2) >= 32 &&
-           ys->dim[3] + 4 <= MPS_WINOGRAD_ROW;
 }
 
 bool mps_winograd_cpu_applies(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk)
@@ -129,40 +106,16 @@ bool mps_winograd_pools(const struct mps_graph *g, const struct mps_node *n, con
 }
 
 /* U[k] = (G g G^T)[k] for each 3x3 kernel g = W[m][c], as 16 [m x c]
-   matrices, each packed as the A operand of uk's micro-kernels; uk NULL:
-   plain, U[k][m][c] (the CUDA backend's layout: packed with 1-row panels). */
+   matrices, each packed as the A operand of uk's micro-kernels. */
 size_t mps_winograd_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk, void *dst)
 {
     struct mps_winograd q = mps_winograd_of(&g->values[n->in[0]].shape, &g->values[n->out[0]].shape, n);
-    size_t per = uk ? mps_pgemm_packed_bytes(uk, q.m, q.c, true) : sizeof(float) * (size_t)(q.m * q.c);
-    size_t bytes = 16 * per;
-    if (!dst)
-        return bytes;
-    memset(dst, 0, bytes); /* the panels' padding rows */
-    const float *wt = g->values[n->in[1]].data;
-    float *u = dst;
-    int64_t mr = uk ? uk->mr : 1, stride = (int64_t)(per / sizeof(float));
-    for (int64_t m = 0; m < q.m; m++)
-        for (int64_t c = 0; c < q.c; c++) {
-            const float *k = wt + (m * q.c + c) * 9;
-            float gg[4][3], out[4][4];
-            for (int j = 0; j < 3; j++) {
-                gg[0][j] = k[j];
-                gg[1][j] = 0.5f * (k[j] + k[3 + j] + k[6 + j]);
-                gg[2][j] = 0.5f * (k[j] - k[3 + j] + k[6 + j]);
-                gg[3][j] = k[6 + j];
-            }
-            for (int i = 0; i < 4; i++) {
-                out[i][0] = gg[i][0];
-                out[i][1] = 0.5f * (gg[i][0] + gg[i][1] + gg[i][2]);
-                out[i][2] = 0.5f * (gg[i][0] - gg[i][1] + gg[i][2]);
-                out[i][3] = gg[i][2];
-            }
-            /* element (m, c) of matrix i: panel m / mr, offset c * mr + m % mr */
-            for (int i = 0; i < 16; i++)
-                u[i * stride + m / mr * mr * q.c + c * mr + m % mr] = out[i / 4][i % 4];
-        }
-    return bytes;
+    size_t per = mps_pgemm_packed_bytes(uk, q.m, q.c, true);
+    if (dst) {
+        memset(dst, 0, 16 * per); /* the panels' padding rows */
+        mps_winograd_weights(g, n, uk->mr, (int64_t)(per / sizeof(float)), dst);
+    }
+    return 16 * per;
 }
 
 /* The run, fused: each task takes a block of MPS_WINOGRAD_NT tiles (2x2
