@@ -9,7 +9,7 @@
 
 #include "bench.h"
 #include "cli.h"
-#include "cpu/pool.h"
+#include "cpu/thread_pool.h"
 
 static int mps_bench_cmp(const void *a, const void *b)
 {
@@ -136,7 +136,7 @@ void mps_bench_machine(cJSON *json, bool print)
         struct mps_error err = {{0}};
         bool ok = all[i]->probe(&info, &err) == MPS_OK;
         if (all[i] == &mps_backend_cpu && ok) {
-            /* where threads share the work, what a line costs between them (pool.h) */
+            /* where threads share the work, what a line costs between them (thread_pool.h) */
             double trip = mps_pool_round_trip_ns();
             if (print)
                 printf("machine  %s, %.1f GiB; %s\n", info.device, (double)info.memory_bytes / (1 << 30), info.detail);

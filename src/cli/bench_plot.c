@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "plot.h"
+#include "svg.h"
 
 #define MPS_BENCH_PLOT_SERIES 32
 

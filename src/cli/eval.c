@@ -14,7 +14,7 @@
 #include "cli.h"
 #include "infer.h"
 #include "inputs.h"
-#include "plot.h"
+#include "svg.h"
 #include "stream.h"
 
 struct mps_eval {

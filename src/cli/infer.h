@@ -1,4 +1,4 @@
-/* infer.h: what infer.c (options, the run), input.c (input files into batches)
+/* infer.h: what infer.c (options, the run), infer_input.c (input files into batches)
    and report.c (top-k, text and JSON) share. Internal to src/cli. */
 #ifndef MPS_CLI_INFER_H
 #define MPS_CLI_INFER_H
@@ -96,7 +96,7 @@ struct mps_infer_result {
     char check_detail[512];
 };
 
-/* setup.c: the options infer and eval share, as argtable2 entries. */
+/* infer_options.c: the options infer and eval share, as argtable2 entries. */
 struct mps_infer_args {
     struct arg_str *backend, *precision;
     struct arg_int *threads, *batch;
@@ -116,7 +116,7 @@ enum mps_status mps_infer_args_check(const struct mps_infer_args *a, struct mps_
 enum mps_status mps_infer_setup(struct mps_infer_result *r, const char *path, const struct mps_infer_args *a,
                                 const char **subject, struct mps_error *err);
 
-/* input.c */
+/* infer_input.c */
 /* Decodes file->path, a PNG or a .npy, for a model whose input items have
    shape item (a dim of -1 is free: the file's own size, a PNG's the image's
    own size unless prep sets it), by prep; each file's signature and size

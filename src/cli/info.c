@@ -7,7 +7,7 @@
 
 #include "backend.h"
 #include "cli.h"
-#include "cpu/pool.h"
+#include "cpu/thread_pool.h"
 
 /* Every backend mpsrun knows of, compiled in or not, and how to get it. */
 static const struct {

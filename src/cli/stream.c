@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "cpu/pool.h"
+#include "cpu/thread_pool.h"
 #include "memplan.h"
 
 #define MPS_STREAM_PLANS 4     /* input shapes compiled at once; the least recently used one goes */

@@ -28,9 +28,9 @@ core=("$src"/src/tensor/*.[ch])
 cpu=("$src"/src/tensor/cpu/*.[ch])
 cuda=("$src"/src/gpu/cuda/*.c "$src"/src/gpu/cuda/*.h "$src"/src/gpu/cuda/*.cu "$src"/src/gpu/cuda/*.cuh)
 metal=("$src"/src/gpu/metal/*.c "$src"/src/gpu/metal/*.h "$src"/src/gpu/metal/*.m)
-check "the core (${#core[@]} files) includes no backend's header" '[^"]*(cpu|gpu)/|(kernels|pgemm|isa|pool|ukernel[a-z0-9_]*|cuda_[a-z_]*|lower|bridge|nodes)\.h"' "${core[@]}"
+check "the core (${#core[@]} files) includes no backend's header" '[^"]*(cpu|gpu)/|(kernels|pgemm|isa|thread_pool|ukernel[a-z0-9_]*|cuda_[a-z_]*|lower|bridge|nodes)\.h"' "${core[@]}"
 check "the cpu backend (${#cpu[@]} files) includes no GPU backend's header" '[^"]*gpu/|(cuda_[a-z_]*|lower|bridge|nodes)\.h"' "${cpu[@]}"
-check "cuda (${#cuda[@]} files) includes nothing of the cpu or Metal backends" '[^"]*(cpu|metal)/|(kernels|pgemm|isa|pool|ukernel[a-z0-9_]*|lower|bridge)\.h"' "${cuda[@]}"
-check "Metal (${#metal[@]} files) includes nothing of the cpu or cuda backends" '[^"]*(cpu|cuda)/|(kernels|pgemm|isa|pool|ukernel[a-z0-9_]*|cuda_[a-z_]*|nodes)\.h"' "${metal[@]}"
+check "cuda (${#cuda[@]} files) includes nothing of the cpu or Metal backends" '[^"]*(cpu|metal)/|(kernels|pgemm|isa|thread_pool|ukernel[a-z0-9_]*|lower|bridge)\.h"' "${cuda[@]}"
+check "Metal (${#metal[@]} files) includes nothing of the cpu or cuda backends" '[^"]*(cpu|cuda)/|(kernels|pgemm|isa|thread_pool|ukernel[a-z0-9_]*|cuda_[a-z_]*|nodes)\.h"' "${metal[@]}"
 echo "$passed passed, $failed failed, 0 skipped"
 [ "$failed" -eq 0 ]

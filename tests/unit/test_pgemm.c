@@ -51,7 +51,7 @@
 #include "../../src/tensor/cpu/blas.h"
 #include "../../src/tensor/cpu/isa.h"
 #include "../../src/tensor/cpu/pgemm.h"
-#include "../../src/tensor/cpu/pool.h"
+#include "../../src/tensor/cpu/thread_pool.h"
 #include "harness.h"
 
 enum th_epi { TH_NONE, TH_BIAS_ROWS, TH_BIAS_COLS, TH_RES_RELU, TH_CLIP, TH_LEAKY, TH_HSWISH, TH_SIGMOID, TH_EPI_COUNT };
@@ -476,7 +476,7 @@ static void th_dw3_all(const struct mps_ukernels *uk)
             }
 }
 
-/* The pool (pool.h): every item of a job exactly once, whatever the split
+/* The pool (thread_pool.h): every item of a job exactly once, whatever the split
    between its threads' shares, chunks within [0, n), each thread's index
    in range; one thread slowed on its share leaves the rest to the others;
    and the same after the workers slept (a pause longer than their spin) and

@@ -13,7 +13,7 @@
 
 #include "../backend.h"
 #include "../graph.h"
-#include "pool.h"
+#include "thread_pool.h"
 #include "ukernels.h"
 
 struct mps_cpu_args {

@@ -20,7 +20,7 @@
 #include <stddef.h>
 
 #include "../op.h"
-#include "pool.h"
+#include "thread_pool.h"
 #include "ukernels.h"
 
 /* An operand of C = A B. Its "rows" are A's rows or B's columns (the

@@ -1,4 +1,4 @@
-/* input.c: input files (PNG or .npy) into the items of a model's batch
+/* infer_input.c: input files (PNG or .npy) into the items of a model's batch
    (stream.c puts them together into runs); a model with several inputs
    takes one .npy per input, in order, as one run. */
 #include <stdio.h>

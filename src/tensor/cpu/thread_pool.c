@@ -1,7 +1,7 @@
 #if defined(__linux__) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
-#include "pool.h"
+#include "thread_pool.h"
 
 #include <pthread.h>
 #include <sched.h>

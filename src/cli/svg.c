@@ -1,6 +1,6 @@
-/* plot.c: SVG charts (plot.h). Hand-written SVG: a few hundred lines of
+/* svg.c: SVG charts (svg.h). Hand-written SVG: a few hundred lines of
    text that any browser, rsvg-convert or Inkscape draws. */
-#include "plot.h"
+#include "svg.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-/* setup.c: what infer and eval share before any input is read: their
+/* infer_options.c: what infer and eval share before any input is read: their
    common options (backend, precision, threads, batch, labels, mean, std,
    size), checked first on their own and then against the loaded model. */
 #include <cjson/cJSON.h>

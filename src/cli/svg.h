@@ -1,4 +1,4 @@
-/* plot.h: charts as SVG, written by mpsrun itself (no plotting runtime):
+/* svg.h: charts as SVG, written by mpsrun itself (no plotting runtime):
    line charts with error bars and a reference line, horizontal bars, and a
    heat map. A chart is panels on one page, each placed by its caller:
 
@@ -12,8 +12,8 @@
    class "axis-label". Text is escaped for XML; bytes that are not UTF-8,
    and characters XML cannot hold (control characters but tab and line
    breaks), become '?'. */
-#ifndef MPS_CLI_PLOT_H
-#define MPS_CLI_PLOT_H
+#ifndef MPS_CLI_SVG_H
+#define MPS_CLI_SVG_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* pool.h: a small pthread pool for the CPU kernels (Apple's compiler has no
+/* thread_pool.h: a small pthread pool for the CPU kernels (Apple's compiler has no
    OpenMP). Threads are created once, when a plan is compiled; between jobs
    they spin for a short while (a model's nodes come back to back), then wait
    on a condition variable. A job is a parallel for:
@@ -15,8 +15,8 @@
    thread spins briefly for the others to finish before it sleeps. One job at a
    time per pool: a pool belongs to one plan, and a plan is run by one
    thread at a time. */
-#ifndef MPS_POOL_H
-#define MPS_POOL_H
+#ifndef MPS_THREAD_POOL_H
+#define MPS_THREAD_POOL_H
 
 #include <stdint.h>
 
