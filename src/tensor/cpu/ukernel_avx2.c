@@ -68,10 +68,9 @@ static inline __m256 mps_avx2_actc(__m256 acc, const struct mps_avx2_actc *a)
 }
 
 /* What a GEMM tile's row stores share, worked out once a tile (as
-   ukernel_avx512.c's storev): per row, from e and flags, they were loaded
-   again after every store, which might have changed them, and the masks
-   from a table: a tile took ~92 cycles more than its k steps, a fifth of
-   a k = 64 tile's time. */
+   ukernel_avx512.c's storev): in registers, since loaded per row from e
+   and flags (a store might have changed them) with the masks from a table
+   they cost ~92 cycles a tile, a fifth of a k = 64 tile's time. */
 struct mps_avx2_storev {
     const float *bias, *res; /* NULL where the tile does not finish */
     int64_t ldr;

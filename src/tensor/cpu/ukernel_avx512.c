@@ -31,9 +31,9 @@ __attribute__((noinline)) static void mps_avx512_keep_res(float *c, __m512 lo, _
 
 /* What the direct convolution's row stores of a tile share, worked out once
    a tile and kept in registers: the activation's constants and the kept
-   columns' masks (per row they were loaded again after every store, which
-   might have changed them: on squeezenet1_1's stem, k = 27, the store was
-   a third as long as the products). */
+   columns' masks (loaded per row, after each store that might have changed
+   them, the store of squeezenet1_1's stem, k = 27, is a third as long as
+   its products). */
 struct mps_avx512_keepv {
     const struct mps_tile_epi *e;
     struct mps_avx512_actc act;
@@ -84,9 +84,9 @@ __attribute__((always_inline)) static inline void mps_avx512_keep(float *c, __m5
 
 /* What the GEMM tile's row stores share, worked out once a tile: the
    columns' masks, the epilogue's constants, and whether a row is only
-   stored. Per row, from e, they were loaded again after every store, which
-   might have changed them: 64 x 64 x 64 (sixteen tiles of k = 64) ran at
-   0.82 of OpenBLAS's SkylakeX kernel, the stores a sixth of the tile. */
+   stored (loaded per row from e, after each store that might have changed
+   them, they make the stores a sixth of a tile: 64 x 64 x 64 at 0.82 of
+   OpenBLAS's SkylakeX kernel instead of 0.92). */
 struct mps_avx512_storev {
     const float *bias, *res; /* NULL where the tile does not finish */
     int64_t ldr;

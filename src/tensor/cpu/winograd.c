@@ -59,34 +59,18 @@ bool mps_winograd_cpu_applies(const struct mps_graph *g, const struct mps_node *
         return false;
     if (!uk || uk->nr < 32) /* every such layer measured gains on avx2 (1.3-2x), 7x7 planes included */
         return true;
-    /* avx512's direct convolution runs near its peak: Winograd wins from 16
-       input and 32 output channels, with 2 blocks of tiles or more, at least
-       3/4 full (7x7 planes at batch 1, one block half full, stay direct:
-       resnet18's 512-channel layers 1.1-1.35 with Winograd). With the input
-       read in place, 7-tile rows paired and the 2x2 pool in the transform
-       (Zen 4, against the rule before, which wanted 64 output channels and
-       3 blocks): resnet18's 14x14 256-channel layers at batch 1 (2 blocks)
-       0.69-0.76, the model 0.94 (2 threads, interleaved with onnxruntime);
-       squeezenet1_1's 13x13 ones 0.83-0.92; mnist_cnn at batch 8 (16 -> 32)
-       0.86, fashion_cnn at batch 1 (2 blocks) 0.89. Before those three
-       changes, measured on Zen 5 (2 threads, cores on one complex),
-       Winograd against direct: squeezenet1_1's 55x55 16 -> 64 layer 0.79,
-       27x27 32 -> 128 0.90, fashion_cnn's 14x14 32 -> 64 at batch 8 0.89,
-       13x13 64 -> 256 at batch 8 0.89 (odd sides, a row and a column of
-       tiles half wasted), six 56x56 64-channel layers 0.73 (in a chain, the
-       weights from memory as in a model); but 16 -> 32 1.18 (mnist_cnn at
-       batch 8), 2 blocks 1.17 (fashion_cnn at batch 1); 2 blocks of 64+
-       channels (resnet18's 14x14 256-channel layers at batch 1) won alone,
-       0.91-0.96, but not in the models (resnet18 1.00 / 1.03 with its cores
-       on one complex / two, squeezenet1_1 1.02). (Before the transforms ran
-       sixteen tiles a step: from 64 input channels, even sides only, 13x13
-       64 -> 256 at batch 8 had lost 1.18.) A Conv whose one reader is a
-       MaxPool stays direct, which pools its rows as it makes them
-       (mps_cpu_conv_pool; fashion_cnn at batch 8 1.14 with Winograd and
-       the pool apart), unless the pool is 2x2 stride 2, which Winograd's
-       output transform computes (each tile one window): fashion_cnn at
-       batch 8 then 0.85 of the direct path with its pool (Zen 4, 2 threads,
-       cores on one complex), 0.79 at one thread. */
+    /* avx512's direct convolution runs near its peak, so Winograd takes a
+       layer from 16 input and 32 output channels with 2 blocks of tiles or
+       more, at least 3/4 full (Zen 4, 2 threads, against the direct path:
+       resnet18's 14x14 256-channel layers at batch 1 0.69-0.76, the model
+       0.94; squeezenet1_1's 13x13 layers 0.83-0.92; mnist_cnn at batch 8
+       0.86, fashion_cnn at batch 1 0.89). 7x7 planes at batch 1 (one block,
+       half full) stay direct: resnet18's 512-channel layers 1.1-1.35 with
+       Winograd. A Conv whose one reader is a MaxPool stays direct too, which
+       pools its rows as it makes them (mps_cpu_conv_pool; fashion_cnn at
+       batch 8 1.14 with Winograd and the pool apart), unless the pool is 2x2
+       stride 2, which Winograd's output transform computes, a tile a window
+       (fashion_cnn at batch 8 0.85 of the direct path with its pool). */
     const struct mps_shape *ys = &g->values[n->out[0]].shape, *ws = &g->values[n->in[1]].shape;
     int64_t tiles = ys->dim[0] * ((ys->dim[2] + 1) / 2) * ((ys->dim[3] + 1) / 2);
     int64_t blocks = (tiles + MPS_WINOGRAD_NT - 1) / MPS_WINOGRAD_NT;
@@ -126,14 +110,13 @@ size_t mps_winograd_pack(const struct mps_graph *g, const struct mps_node *n, co
    laid out as the micro-kernels' packed B), the 16
    products M[k] = U[k] V[k] for its output channels, then the output
    transform with bias and activation. The transforms are the family's
-   (ukernel_wino.h). The three-pass form this replaced (each step over
-   every tile, through megabytes of scratch, the transforms at SSE2's
-   width) lost to the direct convolution on avx512. A task of a part of the
-   channels transforms its block itself, as the other parts' tasks do: that
-   repeats 1/(2 x part) of the products' work, cheaper than another job.
-   (The input was first copied, zero-padded, in a job of its own: at batch
-   1 a second hand-off between the threads, and a copy as large as the
-   input; see mps_winograd_input.) */
+   (ukernel_wino.h). Fused, because three passes over every tile go
+   through megabytes of scratch and lose to the direct convolution on
+   avx512. A task of a part of the channels transforms its block itself, as
+   the other parts' tasks do: that repeats 1/(2 x part) of the products'
+   work, cheaper than another job. The input is read in place, pads as
+   zeros (mps_winograd_input): a padded copy would be a second hand-off
+   between the threads at batch 1 and a copy as large as the input. */
 
 struct mps_winograd_run {
     const struct mps_winograd *q;
@@ -179,15 +162,13 @@ static int64_t mps_winograd_mk(int64_t nt, int64_t mstep)
    groups split the output channels into parts, whose tasks each transform
    their group's input again (resnet18's 128-channel 28x28 layers at batch
    1, 2 threads: 7 blocks in 2 groups x 2 parts took 0.55, 0.50 and 0.49
-   ms, in 7 groups 0.42, 0.41 and 0.42; the model 0.966 of before with its
-   cores on one complex, 0.940 across two, batch 8 even). Where the groups
-   do not divide between the threads, the last few (tail) are each split
-   into a part of the channels a thread, and each thread takes as many
-   whole groups and one part of each of those: mnist_cnn's 13 blocks at
-   batch 8 had gone 7 and 6 to two threads (6.5 each now, the tail's input
-   transformed twice). Interleaved with onnxruntime, 2 threads, Zen 4:
-   mnist_cnn batch 8 0.745 -> 0.729, fashion_cnn batch 8 0.720 -> 0.687,
-   resnet18 batch 1 (7 blocks on 28x28) 0.804 -> 0.789. */
+   ms, in 7 groups 0.42, 0.41 and 0.42). Where the groups do not divide
+   between the threads, the last few (tail) are each split into a part of
+   the channels a thread, and each thread takes as many whole groups and
+   one part of each of those: mnist_cnn's 13 blocks at batch 8 go 6.5 to
+   each of two threads, not 7 and 6 (the tail's input transformed twice;
+   against onnxruntime, 2 threads, Zen 4: mnist_cnn batch 8 0.729 instead of
+   0.745, fashion_cnn batch 8 0.687 instead of 0.720). */
 struct mps_winograd_split {
     int64_t group, groups, parts, mstep; /* blocks a group, groups; parts of mstep output channels */
     int64_t tail, tstep;                 /* groups split a part a thread, of tstep output channels (or 0) */
