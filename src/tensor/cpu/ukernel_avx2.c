@@ -178,169 +178,41 @@ __attribute__((always_inline)) static inline void mps_avx2_keep(float *c, __m256
 #define MPS_AVX2_PACKED(kk) (b + (kk) * NR)
 #define MPS_AVX2_OFFSET(kk) (b + off[kk])
 
-/* Row r of A at k step kk + j, a pointing at step kk (see ukernel_avx512.c):
-   packed (lda 1, ks MR) or its rows in place (lda, ks 1). */
-#define MPS_AVX2_A(r, j) (a + (r) * a_lda + (j) * a_ks)
+/* The tile itself (ukernel_tile.h) over the avx2 vector layer: 6 rows of
+   two 8-lane vectors. */
+#define MPS_V __m256
+#define MPS_V_ZERO() _mm256_setzero_ps()
+#define MPS_V_LOAD(p) _mm256_loadu_ps(p)
+#define MPS_V_BCAST(p) _mm256_broadcast_ss(p)
+#define MPS_V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define MPS_V_ADD(a, b) _mm256_add_ps(a, b)
+#define MPS_V_COLS 16
+#define MPS_V_ROWS 6
+#define MPS_V_STOREV struct mps_avx2_storev
+#define MPS_V_STOREV_OF mps_avx2_storev_of
+#define MPS_V_STORE_ROW mps_avx2_store_row
+#define MPS_V_KEEPV struct mps_avx2_keepv
+#define MPS_V_KEEPV_OF mps_avx2_keepv_of
+#define MPS_V_KEEP_ROW mps_avx2_keep
+#include "ukernel_tile.h"
 
-/* A tile of R rows: two accumulators a row (named variables, not an array: an
-   array the compiler may keep in memory, storing twelve registers a k step),
-   k steps of one broadcast and two fused multiply-adds a row. */
-#define MPS_AVX2_DECL(r) __m256 lo##r = _mm256_setzero_ps(), hi##r = _mm256_setzero_ps();
-#define MPS_AVX2_FMA(R, r)                                                                                             \
-    if (R > r) {                                                                                                       \
-        __m256 av = _mm256_broadcast_ss(MPS_AVX2_A(r, 0));                                                             \
-        lo##r = _mm256_fmadd_ps(av, b0, lo##r);                                                                        \
-        hi##r = _mm256_fmadd_ps(av, b1, hi##r);                                                                        \
-    }
-#define MPS_AVX2_STORE(R, r)                                                                                           \
-    if (R > r)                                                                                                         \
-        mps_avx2_store_row(c + r * ldc, lo##r, hi##r, &sv, r, full_);
-/* A tile's row stores (ROWS), twice: for all 16 columns, whose stores test
-   no mask, and for fewer (see ukernel_avx512.c). */
-#define MPS_AVX2_STORE_BOTH(ROWS)                                                                                      \
-    if (cols == NR) {                                                                                                  \
-        const bool full_ = true;                                                                                       \
-        ROWS                                                                                                           \
-    } else {                                                                                                           \
-        const bool full_ = false;                                                                                      \
-        ROWS                                                                                                           \
-    }
-#define MPS_AVX2_KEEP(R, r)                                                                                            \
-    if (R > r)                                                                                                         \
-        mps_avx2_keep(c + r * ldc, lo##r, hi##r, &kv, r);
-#define MPS_AVX2_KEEP_BOTH(ROWS) ROWS
-/* What a tile's stores work out first (STORE##_PREP). */
-#define MPS_AVX2_STORE_PREP const struct mps_avx2_storev sv = mps_avx2_storev_of(cols, flags, e);
-#define MPS_AVX2_KEEP_PREP const struct mps_avx2_keepv kv = mps_avx2_keepv_of(cols, e);
-#define MPS_AVX2_TILE(NAME, ROW, STORE, COLS, LDA, KS, R)                                                              \
-    static void NAME##R(int64_t k, const float *a, int64_t lda, const float *b, const int32_t *off, float *c,         \
-                        int64_t ldc, COLS cols, int flags, const struct mps_tile_epi *e)                               \
-    {                                                                                                                  \
-        (void)off, (void)flags, (void)lda;                                                                             \
-        const int64_t a_lda = LDA, a_ks = KS;                                                                          \
-        MPS_AVX2_DECL(0)                                                                                               \
-        MPS_AVX2_DECL(1) MPS_AVX2_DECL(2) MPS_AVX2_DECL(3) MPS_AVX2_DECL(4)                                            \
-            MPS_AVX2_DECL(5) for (int64_t kk = 0; kk < k; kk++, a += a_ks)                                             \
-        {                                                                                                              \
-            const float *bk = ROW(kk);                                                                                 \
-            __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8);                                             \
-            MPS_AVX2_FMA(R, 0)                                                                                         \
-            MPS_AVX2_FMA(R, 1) MPS_AVX2_FMA(R, 2) MPS_AVX2_FMA(R, 3) MPS_AVX2_FMA(R, 4) MPS_AVX2_FMA(R, 5)             \
-        }                                                                                                              \
-        STORE##_PREP                                                                                                   \
-        STORE##_BOTH(STORE(R, 0) STORE(R, 1) STORE(R, 2) STORE(R, 3) STORE(R, 4) STORE(R, 5))                          \
-    }
-
-/* Two or three rows (a Linear layer's last rows of a batch): two k steps in
-   flight, so that eight or twelve accumulators hide the fused multiply-add's
-   latency as a full tile does. */
-#define MPS_AVX2_DECL2(r) __m256 lo##r = _mm256_setzero_ps(), hi##r = lo##r, lx##r = lo##r, hx##r = lo##r;
-#define MPS_AVX2_FMA2(R, r)                                                                                            \
-    if (R > r) {                                                                                                       \
-        __m256 av = _mm256_broadcast_ss(MPS_AVX2_A(r, 0)), ax = _mm256_broadcast_ss(MPS_AVX2_A(r, 1));                 \
-        lo##r = _mm256_fmadd_ps(av, b0, lo##r);                                                                        \
-        hi##r = _mm256_fmadd_ps(av, b1, hi##r);                                                                        \
-        lx##r = _mm256_fmadd_ps(ax, b2, lx##r);                                                                        \
-        hx##r = _mm256_fmadd_ps(ax, b3, hx##r);                                                                        \
-    }
-#define MPS_AVX2_FOLD2(R, r)                                                                                           \
-    if (R > r) {                                                                                                       \
-        lo##r = _mm256_add_ps(lo##r, lx##r);                                                                           \
-        hi##r = _mm256_add_ps(hi##r, hx##r);                                                                           \
-    }
-#define MPS_AVX2_TILE_FEW(NAME, ROW, STORE, COLS, LDA, KS, R)                                                          \
-    static void NAME##R(int64_t k, const float *a, int64_t lda, const float *b, const int32_t *off, float *c,         \
-                        int64_t ldc, COLS cols, int flags, const struct mps_tile_epi *e)                               \
-    {                                                                                                                  \
-        (void)off, (void)flags, (void)lda;                                                                             \
-        const int64_t a_lda = LDA, a_ks = KS;                                                                          \
-        MPS_AVX2_DECL2(0) MPS_AVX2_DECL2(1) MPS_AVX2_DECL2(2)                                                          \
-        int64_t kk = 0;                                                                                                \
-        for (; kk + 2 <= k; kk += 2, a += 2 * a_ks) {                                                                  \
-            const float *bk = ROW(kk), *bx = ROW(kk + 1);                                                              \
-            __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8), b2 = _mm256_loadu_ps(bx),                   \
-                   b3 = _mm256_loadu_ps(bx + 8);                                                                       \
-            MPS_AVX2_FMA2(R, 0) MPS_AVX2_FMA2(R, 1) MPS_AVX2_FMA2(R, 2)                                                \
-        }                                                                                                              \
-        MPS_AVX2_FOLD2(R, 0) MPS_AVX2_FOLD2(R, 1) MPS_AVX2_FOLD2(R, 2)                                                 \
-        for (; kk < k; kk++, a += a_ks) {                                                                              \
-            const float *bk = ROW(kk);                                                                                 \
-            __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8);                                             \
-            MPS_AVX2_FMA(R, 0) MPS_AVX2_FMA(R, 1) MPS_AVX2_FMA(R, 2)                                                   \
-        }                                                                                                              \
-        STORE##_PREP                                                                                                   \
-        STORE##_BOTH(STORE(R, 0) STORE(R, 1) STORE(R, 2))                                                              \
-    }
-
-/* One row (a Linear layer at batch 1): four k steps in flight, eight
-   accumulators, so that the fused multiply-adds do not wait on each other. */
-#define MPS_AVX2_TILE_ONE(NAME, ROW, STORE, COLS, LDA, KS)                                                             \
-    static void NAME##1(int64_t k, const float *a, int64_t lda, const float *b, const int32_t *off, float *c,         \
-                        int64_t ldc, COLS cols, int flags, const struct mps_tile_epi *e)                               \
-    {                                                                                                                  \
-        (void)off, (void)ldc, (void)flags, (void)lda;                                                                  \
-        const int64_t a_lda = LDA, a_ks = KS;                                                                          \
-        __m256 l0 = _mm256_setzero_ps(), l1 = l0, l2 = l0, l3 = l0, h0 = l0, h1 = l0, h2 = l0, h3 = l0;                \
-        int64_t kk = 0;                                                                                                \
-        for (; kk + 4 <= k; kk += 4, a += 4 * a_ks) {                                                                  \
-            const float *r0 = ROW(kk), *r1 = ROW(kk + 1), *r2 = ROW(kk + 2), *r3 = ROW(kk + 3);                        \
-            __m256 a0 = _mm256_broadcast_ss(MPS_AVX2_A(0, 0)), a1 = _mm256_broadcast_ss(MPS_AVX2_A(0, 1)),             \
-                   a2 = _mm256_broadcast_ss(MPS_AVX2_A(0, 2)), a3 = _mm256_broadcast_ss(MPS_AVX2_A(0, 3));             \
-            l0 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(r0), l0);                                                         \
-            h0 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(r0 + 8), h0);                                                     \
-            l1 = _mm256_fmadd_ps(a1, _mm256_loadu_ps(r1), l1);                                                         \
-            h1 = _mm256_fmadd_ps(a1, _mm256_loadu_ps(r1 + 8), h1);                                                     \
-            l2 = _mm256_fmadd_ps(a2, _mm256_loadu_ps(r2), l2);                                                         \
-            h2 = _mm256_fmadd_ps(a2, _mm256_loadu_ps(r2 + 8), h2);                                                     \
-            l3 = _mm256_fmadd_ps(a3, _mm256_loadu_ps(r3), l3);                                                         \
-            h3 = _mm256_fmadd_ps(a3, _mm256_loadu_ps(r3 + 8), h3);                                                     \
-        }                                                                                                              \
-        for (; kk < k; kk++, a += a_ks) {                                                                              \
-            const float *r0 = ROW(kk);                                                                                 \
-            __m256 av = _mm256_broadcast_ss(MPS_AVX2_A(0, 0));                                                         \
-            l0 = _mm256_fmadd_ps(av, _mm256_loadu_ps(r0), l0);                                                         \
-            h0 = _mm256_fmadd_ps(av, _mm256_loadu_ps(r0 + 8), h0);                                                     \
-        }                                                                                                              \
-        __m256 lo0 = _mm256_add_ps(_mm256_add_ps(l0, l1), _mm256_add_ps(l2, l3));                                      \
-        __m256 hi0 = _mm256_add_ps(_mm256_add_ps(h0, h1), _mm256_add_ps(h2, h3));                                      \
-        STORE##_PREP                                                                                                   \
-        STORE##_BOTH(STORE(1, 0))                                                                                      \
-    }
-
-/* Every tile height for one way of reading B, and the call by height. */
-#define MPS_AVX2_TILES(NAME, ROW, STORE, COLS, LDA, KS)                                                                \
-    MPS_AVX2_TILE_ONE(NAME, ROW, STORE, COLS, LDA, KS)                                                                 \
-    MPS_AVX2_TILE_FEW(NAME, ROW, STORE, COLS, LDA, KS, 2)                                                              \
-    MPS_AVX2_TILE_FEW(NAME, ROW, STORE, COLS, LDA, KS, 3)                                                              \
-    MPS_AVX2_TILE(NAME, ROW, STORE, COLS, LDA, KS, 4)                                                                  \
-    MPS_AVX2_TILE(NAME, ROW, STORE, COLS, LDA, KS, 5) MPS_AVX2_TILE(NAME, ROW, STORE, COLS, LDA, KS, 6)
-#define MPS_AVX2_BY_ROWS(NAME)                                                                                         \
-    switch (rows) {                                                                                                    \
-    case 1: NAME##1(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                 \
-    case 2: NAME##2(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                 \
-    case 3: NAME##3(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                 \
-    case 4: NAME##4(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                 \
-    case 5: NAME##5(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                 \
-    default: NAME##6(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                \
-    }
-
-MPS_AVX2_TILES(mps_avx2_tile, MPS_AVX2_PACKED, MPS_AVX2_STORE, int, 1, MR)
-MPS_AVX2_TILES(mps_avx2_ctile, MPS_AVX2_OFFSET, MPS_AVX2_KEEP, uint64_t, 1, MR)
-MPS_AVX2_TILES(mps_avx2_rtile, MPS_AVX2_PACKED, MPS_AVX2_STORE, int, lda, 1)
+MPS_TILES(mps_avx2_gemm_packed, MPS_AVX2_PACKED, MPS_TILE_STORE, int, 1, MR, 8)
+MPS_TILES(mps_avx2_conv, MPS_AVX2_OFFSET, MPS_TILE_KEEP, uint64_t, 1, MR, 8)
+MPS_TILES(mps_avx2_gemm_rows, MPS_AVX2_PACKED, MPS_TILE_STORE, int, lda, 1, 8)
 
 static void mps_avx2_gemm(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int rows, int cols,
                           int flags, const struct mps_tile_epi *e)
 {
     const int32_t *off = NULL;
     const int64_t lda = 0;
-    MPS_AVX2_BY_ROWS(mps_avx2_tile)
+    MPS_TILE_BY_ROWS(mps_avx2_gemm_packed)
 }
 
 static void mps_avx2_gemm_rows(int64_t k, const float *a, int64_t lda, const float *b, float *c, int64_t ldc, int rows,
                                int cols, int flags, const struct mps_tile_epi *e)
 {
     const int32_t *off = NULL;
-    MPS_AVX2_BY_ROWS(mps_avx2_rtile)
+    MPS_TILE_BY_ROWS(mps_avx2_gemm_rows)
 }
 
 static void mps_avx2_conv(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,
@@ -348,7 +220,7 @@ static void mps_avx2_conv(int64_t k, const float *a, const float *b, const int32
 {
     const int flags = MPS_TILE_FINISH;
     const int64_t lda = 0;
-    MPS_AVX2_BY_ROWS(mps_avx2_ctile)
+    MPS_TILE_BY_ROWS(mps_avx2_conv)
 }
 
 

@@ -154,7 +154,7 @@ __attribute__((always_inline)) static inline void mps_avx512_store_row(float *c,
         mps_avx512_store(c + 16, m1, hi);
 }
 
-/* What the pooled tile's row stores share (mps_avx512_ptile): the
+/* What the pooled tile's row stores share (mps_avx512_conv_pooled): the
    activation's constants, the mask of the n outputs a row, the bias, and
    whether the pool may come first (mps_avx512_act_rises). */
 struct mps_avx512_poolv {
@@ -212,247 +212,107 @@ __attribute__((always_inline)) static inline void mps_avx512_pool_row(float *c, 
    lda, KS 1: the GEMM's run-time A, no packing). */
 #define MPS_AVX512_A(r, j) a[(r) * a_lda + (j) * a_ks]
 
-/* A tile of R rows: two accumulators a row, named (see ukernel_avx2.c). */
-#define MPS_AVX512_DECL(r) __m512 lo##r = _mm512_setzero_ps(), hi##r = _mm512_setzero_ps();
-#define MPS_AVX512_FMA(R, r)                                                                                           \
-    if (R > r) {                                                                                                       \
-        __m512 av = _mm512_set1_ps(MPS_AVX512_A(r, 0));                                                                \
-        lo##r = _mm512_fmadd_ps(av, b0, lo##r);                                                                        \
-        hi##r = _mm512_fmadd_ps(av, b1, hi##r);                                                                        \
-    }
-#define MPS_AVX512_STORE(R, r)                                                                                         \
-    if (R > r)                                                                                                         \
-        mps_avx512_store_row(c + r * ldc, lo##r, hi##r, &sv, r, full_);
-/* A tile's row stores (ROWS), twice: for all 32 columns, whose stores test
-   no mask (GCC kept each row's tests of the masks, from the stack: 64 x 64
-   x 1 ran its sixteen tiles in 0.47 us, OpenBLAS in 0.23), and for fewer. */
-#define MPS_AVX512_STORE_BOTH(ROWS)                                                                                    \
-    if (cols == NR) {                                                                                                  \
-        const bool full_ = true;                                                                                       \
-        ROWS                                                                                                           \
-    } else {                                                                                                           \
-        const bool full_ = false;                                                                                      \
-        ROWS                                                                                                           \
-    }
-#define MPS_AVX512_KEEP(R, r)                                                                                          \
-    if (R > r)                                                                                                         \
-        mps_avx512_keep(c + r * ldc, lo##r, hi##r, &kv, r);
-#define MPS_AVX512_KEEP_BOTH(ROWS) ROWS
-/* What a tile's stores work out first (STORE##_PREP). */
-#define MPS_AVX512_STORE_PREP const struct mps_avx512_storev sv = mps_avx512_storev_of(cols, flags, e);
-#define MPS_AVX512_KEEP_PREP const struct mps_avx512_keepv kv = mps_avx512_keepv_of(cols, e);
+/* The pooled tile's rows (its STORE, as ukernel_tile.h's MPS_TILE_STORE). */
 #define MPS_AVX512_POOL(R, r)                                                                                          \
     if (R > r)                                                                                                         \
         mps_avx512_pool_row(c + r * ldc, lo##r, hi##r, &pv, r);
 #define MPS_AVX512_POOL_BOTH(ROWS) ROWS
 #define MPS_AVX512_POOL_PREP const struct mps_avx512_poolv pv = mps_avx512_poolv_of(cols, e);
-#define MPS_AVX512_TILE(NAME, ROW, STORE, COLS, LDA, KS, NEXT, R)                                                      \
-    static void NAME##R(int64_t k, const float *a, int64_t lda, const float *b, const int32_t *off, float *c,          \
-                        int64_t ldc, COLS cols, int flags, const struct mps_tile_epi *e)                               \
-    {                                                                                                                  \
-        (void)off, (void)flags, (void)lda;                                                                             \
-        const int64_t a_lda = LDA, a_ks = KS;                                                                          \
-        MPS_AVX512_DECL(0)                                                                                             \
-        MPS_AVX512_DECL(1) MPS_AVX512_DECL(2) MPS_AVX512_DECL(3) MPS_AVX512_DECL(4) MPS_AVX512_DECL(5)                 \
-            MPS_AVX512_DECL(6) MPS_AVX512_DECL(7) for (int64_t kk = 0; kk < k; kk++, a += a_ks)                        \
-        {                                                                                                              \
-            const float *bk = ROW(kk);                                                                                 \
-            __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + (NEXT));                                        \
-            MPS_AVX512_FMA(R, 0)                                                                                       \
-            MPS_AVX512_FMA(R, 1) MPS_AVX512_FMA(R, 2) MPS_AVX512_FMA(R, 3) MPS_AVX512_FMA(R, 4) MPS_AVX512_FMA(R, 5)   \
-                MPS_AVX512_FMA(R, 6) MPS_AVX512_FMA(R, 7)                                                              \
-        }                                                                                                              \
-        STORE##_PREP                                                                                                   \
-        STORE##_BOTH(STORE(R, 0) STORE(R, 1) STORE(R, 2) STORE(R, 3) STORE(R, 4) STORE(R, 5) STORE(R, 6) STORE(R, 7)) \
-    }
 
-/* Two or three rows: two k steps in flight (see ukernel_avx2.c). */
-#define MPS_AVX512_DECL2(r) __m512 lo##r = _mm512_setzero_ps(), hi##r = lo##r, lx##r = lo##r, hx##r = lo##r;
-#define MPS_AVX512_FMA2(R, r)                                                                                          \
-    if (R > r) {                                                                                                       \
-        __m512 av = _mm512_set1_ps(MPS_AVX512_A(r, 0)), ax = _mm512_set1_ps(MPS_AVX512_A(r, 1));                       \
-        lo##r = _mm512_fmadd_ps(av, b0, lo##r);                                                                        \
-        hi##r = _mm512_fmadd_ps(av, b1, hi##r);                                                                        \
-        lx##r = _mm512_fmadd_ps(ax, b2, lx##r);                                                                        \
-        hx##r = _mm512_fmadd_ps(ax, b3, hx##r);                                                                        \
-    }
-#define MPS_AVX512_FOLD2(R, r)                                                                                         \
-    if (R > r) {                                                                                                       \
-        lo##r = _mm512_add_ps(lo##r, lx##r);                                                                           \
-        hi##r = _mm512_add_ps(hi##r, hx##r);                                                                           \
-    }
-#define MPS_AVX512_TILE_FEW(NAME, ROW, STORE, COLS, LDA, KS, NEXT, R)                                                  \
-    static void NAME##R(int64_t k, const float *a, int64_t lda, const float *b, const int32_t *off, float *c,          \
-                        int64_t ldc, COLS cols, int flags, const struct mps_tile_epi *e)                               \
-    {                                                                                                                  \
-        (void)off, (void)flags, (void)lda;                                                                             \
-        const int64_t a_lda = LDA, a_ks = KS;                                                                          \
-        MPS_AVX512_DECL2(0) MPS_AVX512_DECL2(1) MPS_AVX512_DECL2(2)                                                    \
-        int64_t kk = 0;                                                                                                \
-        for (; kk + 2 <= k; kk += 2, a += 2 * a_ks) {                                                                  \
-            const float *bk = ROW(kk), *bx = ROW(kk + 1);                                                              \
-            __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + (NEXT)), b2 = _mm512_loadu_ps(bx),              \
-                   b3 = _mm512_loadu_ps(bx + (NEXT));                                                                  \
-            MPS_AVX512_FMA2(R, 0) MPS_AVX512_FMA2(R, 1) MPS_AVX512_FMA2(R, 2)                                          \
-        }                                                                                                              \
-        MPS_AVX512_FOLD2(R, 0) MPS_AVX512_FOLD2(R, 1) MPS_AVX512_FOLD2(R, 2)                                           \
-        for (; kk < k; kk++, a += a_ks) {                                                                              \
-            const float *bk = ROW(kk);                                                                                 \
-            __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + (NEXT));                                        \
-            MPS_AVX512_FMA(R, 0) MPS_AVX512_FMA(R, 1) MPS_AVX512_FMA(R, 2)                                             \
-        }                                                                                                              \
-        STORE##_PREP                                                                                                   \
-        STORE##_BOTH(STORE(R, 0) STORE(R, 1) STORE(R, 2))                                                              \
-    }
+/* The tile itself (ukernel_tile.h) over the avx512 vector layer: 8 rows of
+   two 16-lane vectors. */
+#define MPS_V __m512
+#define MPS_V_ZERO() _mm512_setzero_ps()
+#define MPS_V_LOAD(p) _mm512_loadu_ps(p)
+#define MPS_V_BCAST(p) _mm512_set1_ps(*(p))
+#define MPS_V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define MPS_V_ADD(a, b) _mm512_add_ps(a, b)
+#define MPS_V_COLS 32
+#define MPS_V_ROWS 8
+#define MPS_V_STOREV struct mps_avx512_storev
+#define MPS_V_STOREV_OF mps_avx512_storev_of
+#define MPS_V_STORE_ROW mps_avx512_store_row
+#define MPS_V_KEEPV struct mps_avx512_keepv
+#define MPS_V_KEEPV_OF mps_avx512_keepv_of
+#define MPS_V_KEEP_ROW mps_avx512_keep
+#include "ukernel_tile.h"
 
-/* One row: four k steps in flight, eight accumulators. */
-#define MPS_AVX512_TILE_ONE(NAME, ROW, STORE, COLS, LDA, KS, NEXT)                                                     \
-    static void NAME##1(int64_t k, const float *a, int64_t lda, const float *b, const int32_t *off, float *c,          \
-                        int64_t ldc, COLS cols, int flags, const struct mps_tile_epi *e)                               \
-    {                                                                                                                  \
-        (void)off, (void)ldc, (void)flags, (void)lda;                                                                  \
-        const int64_t a_lda = LDA, a_ks = KS;                                                                          \
-        __m512 l0 = _mm512_setzero_ps(), l1 = l0, l2 = l0, l3 = l0, h0 = l0, h1 = l0, h2 = l0, h3 = l0;                \
-        int64_t kk = 0;                                                                                                \
-        for (; kk + 4 <= k; kk += 4, a += 4 * a_ks) {                                                                  \
-            const float *r0 = ROW(kk), *r1 = ROW(kk + 1), *r2 = ROW(kk + 2), *r3 = ROW(kk + 3);                        \
-            __m512 a0 = _mm512_set1_ps(MPS_AVX512_A(0, 0)), a1 = _mm512_set1_ps(MPS_AVX512_A(0, 1)),                   \
-                   a2 = _mm512_set1_ps(MPS_AVX512_A(0, 2)), a3 = _mm512_set1_ps(MPS_AVX512_A(0, 3));                   \
-            l0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(r0), l0);                                                         \
-            h0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(r0 + (NEXT)), h0);                                                \
-            l1 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(r1), l1);                                                         \
-            h1 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(r1 + (NEXT)), h1);                                                \
-            l2 = _mm512_fmadd_ps(a2, _mm512_loadu_ps(r2), l2);                                                         \
-            h2 = _mm512_fmadd_ps(a2, _mm512_loadu_ps(r2 + (NEXT)), h2);                                                \
-            l3 = _mm512_fmadd_ps(a3, _mm512_loadu_ps(r3), l3);                                                         \
-            h3 = _mm512_fmadd_ps(a3, _mm512_loadu_ps(r3 + (NEXT)), h3);                                                \
-        }                                                                                                              \
-        for (; kk < k; kk++, a += a_ks) {                                                                              \
-            const float *r0 = ROW(kk);                                                                                 \
-            __m512 av = _mm512_set1_ps(a[0]);                                                                          \
-            l0 = _mm512_fmadd_ps(av, _mm512_loadu_ps(r0), l0);                                                         \
-            h0 = _mm512_fmadd_ps(av, _mm512_loadu_ps(r0 + (NEXT)), h0);                                                \
-        }                                                                                                              \
-        __m512 lo0 = _mm512_add_ps(_mm512_add_ps(l0, l1), _mm512_add_ps(l2, l3));                                      \
-        __m512 hi0 = _mm512_add_ps(_mm512_add_ps(h0, h1), _mm512_add_ps(h2, h3));                                      \
-        STORE##_PREP                                                                                                   \
-        STORE##_BOTH(STORE(1, 0))                                                                                      \
-    }
+MPS_TILES(mps_avx512_gemm_packed, MPS_AVX512_PACKED, MPS_TILE_STORE, int, 1, MR, 16)
+MPS_TILES(mps_avx512_conv, MPS_AVX512_OFFSET, MPS_TILE_KEEP, uint64_t, 1, MR, 16)
+MPS_TILES(mps_avx512_gemm_rows, MPS_AVX512_PACKED, MPS_TILE_STORE, int, lda, 1, 16)
+MPS_TILES(mps_avx512_conv_pooled, MPS_AVX512_OFFSET, MPS_AVX512_POOL, int, 1, MR, lda) /* lda: the pitch */
 
-/* Every tile height for one way of reading B, and the call by height. */
-#define MPS_AVX512_TILES(NAME, ROW, STORE, COLS, LDA, KS, NEXT)                                                        \
-    MPS_AVX512_TILE_ONE(NAME, ROW, STORE, COLS, LDA, KS, NEXT)                                                         \
-    MPS_AVX512_TILE_FEW(NAME, ROW, STORE, COLS, LDA, KS, NEXT, 2)                                                      \
-    MPS_AVX512_TILE_FEW(NAME, ROW, STORE, COLS, LDA, KS, NEXT, 3)                                                      \
-    MPS_AVX512_TILE(NAME, ROW, STORE, COLS, LDA, KS, NEXT, 4)                                                          \
-    MPS_AVX512_TILE(NAME, ROW, STORE, COLS, LDA, KS, NEXT, 5)                                                          \
-    MPS_AVX512_TILE(NAME, ROW, STORE, COLS, LDA, KS, NEXT, 6)                                                          \
-    MPS_AVX512_TILE(NAME, ROW, STORE, COLS, LDA, KS, NEXT, 7) MPS_AVX512_TILE(NAME, ROW, STORE, COLS, LDA, KS, NEXT, 8)
-#define MPS_AVX512_BY_ROWS(NAME)                                                                                       \
-    switch (rows) {                                                                                                    \
-    case 1: NAME##1(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                 \
-    case 2: NAME##2(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                 \
-    case 3: NAME##3(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                 \
-    case 4: NAME##4(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                 \
-    case 5: NAME##5(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                 \
-    case 6: NAME##6(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                 \
-    case 7: NAME##7(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                 \
-    default: NAME##8(k, a, lda, b, off, c, ldc, cols, flags, e); break;                                                \
-    }
-
-MPS_AVX512_TILES(mps_avx512_tile, MPS_AVX512_PACKED, MPS_AVX512_STORE, int, 1, MR, 16)
-MPS_AVX512_TILES(mps_avx512_ctile, MPS_AVX512_OFFSET, MPS_AVX512_KEEP, uint64_t, 1, MR, 16)
-MPS_AVX512_TILES(mps_avx512_rtile, MPS_AVX512_PACKED, MPS_AVX512_STORE, int, lda, 1, 16)
-MPS_AVX512_TILES(mps_avx512_ptile, MPS_AVX512_OFFSET, MPS_AVX512_POOL, int, 1, MR, lda) /* lda: the pitch */
-
-/* A GEMM tile of 16 columns or fewer, 4 rows or more: one accumulator a row,
-   the second vector's FMAs (every lane past cols) left out. Winograd's last
-   block of a few tiles (mnist_cnn's 8 of 32 at batch 8) ran its products
-   at full width. */
-#define MPS_AVX512_FMA_HALF(R, r)                                                                                      \
+/* A GEMM tile of 16 or of 8 columns or fewer, 4 rows or more: one
+   accumulator a row, of 512 bits (W 16) or of 256 (W 8), the FMAs of every
+   lane past cols left out; stored as the full tile's rows, masked. The
+   16-column form: Winograd's last block of a few tiles (mnist_cnn's 8 of 32
+   at batch 8) ran its products at full width. The 8-column one: Zen 4 runs
+   two 256-bit FMAs a cycle where it runs one of 512 bits (an edge of 4
+   columns in the 16-column tile: 64 x 68 x 64 at 0.85 of OpenBLAS's kernel,
+   100 x 100 x 100 at 0.91, one thread); one k step in flight: without
+   AVX-512VL only ymm0-15 take 256-bit operations, and two steps' sixteen
+   accumulators spilled (7.1 cycles a step against 4.9). */
+#define MPS_AVX512_NDECL(VT, ZERO, r) VT q##r = ZERO();
+#define MPS_AVX512_NFMA(SET1, FMA, R, r)                                                                               \
     if (R > r)                                                                                                         \
-        lo##r = _mm512_fmadd_ps(_mm512_set1_ps(MPS_AVX512_A(r, 0)), b0, lo##r);
-#define MPS_AVX512_TILE_HALF(NAME, LDA, KS, R)                                                                         \
-    static void NAME##R(int64_t k, const float *a, int64_t lda, const float *b, float *c, int64_t ldc, int cols,      \
-                        int flags, const struct mps_tile_epi *e)                                                       \
-    {                                                                                                                  \
-        (void)lda;                                                                                                     \
-        const int64_t a_lda = LDA, a_ks = KS;                                                                          \
-        MPS_AVX512_DECL(0)                                                                                             \
-        MPS_AVX512_DECL(1) MPS_AVX512_DECL(2) MPS_AVX512_DECL(3) MPS_AVX512_DECL(4) MPS_AVX512_DECL(5)                 \
-            MPS_AVX512_DECL(6) MPS_AVX512_DECL(7) for (int64_t kk = 0; kk < k; kk++, a += a_ks)                        \
-        {                                                                                                              \
-            __m512 b0 = _mm512_loadu_ps(b + kk * NR);                                                                  \
-            MPS_AVX512_FMA_HALF(R, 0)                                                                                  \
-            MPS_AVX512_FMA_HALF(R, 1) MPS_AVX512_FMA_HALF(R, 2) MPS_AVX512_FMA_HALF(R, 3) MPS_AVX512_FMA_HALF(R, 4)    \
-                MPS_AVX512_FMA_HALF(R, 5) MPS_AVX512_FMA_HALF(R, 6) MPS_AVX512_FMA_HALF(R, 7)                          \
-        }                                                                                                              \
-        MPS_AVX512_STORE_PREP                                                                                          \
-        const bool full_ = false;                                                                                      \
-        MPS_AVX512_STORE(R, 0)                                                                                         \
-        MPS_AVX512_STORE(R, 1) MPS_AVX512_STORE(R, 2) MPS_AVX512_STORE(R, 3) MPS_AVX512_STORE(R, 4)                    \
-            MPS_AVX512_STORE(R, 5) MPS_AVX512_STORE(R, 6) MPS_AVX512_STORE(R, 7)                                       \
-    }
-#define MPS_AVX512_TILES_HALF(NAME, LDA, KS)                                                                           \
-    MPS_AVX512_TILE_HALF(NAME, LDA, KS, 4)                                                                             \
-    MPS_AVX512_TILE_HALF(NAME, LDA, KS, 5)                                                                             \
-    MPS_AVX512_TILE_HALF(NAME, LDA, KS, 6)                                                                             \
-    MPS_AVX512_TILE_HALF(NAME, LDA, KS, 7) MPS_AVX512_TILE_HALF(NAME, LDA, KS, 8)
-/* a narrow tile (quarter, three-quarter, half) where WHERE holds, by height; returns after it */
-#define MPS_AVX512_NARROW_BY_ROWS(NAME, WHERE)                                                                         \
-    if ((WHERE) && rows >= 4) {                                                                                        \
-        switch (rows) {                                                                                                \
-        case 4: NAME##4(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
-        case 5: NAME##5(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
-        case 6: NAME##6(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
-        case 7: NAME##7(k, a, lda, b, c, ldc, cols, flags, e); return;                                                 \
-        default: NAME##8(k, a, lda, b, c, ldc, cols, flags, e); return;                                                \
-        }                                                                                                              \
-    }
-
-MPS_AVX512_TILES_HALF(mps_avx512_htile, 1, MR)
-MPS_AVX512_TILES_HALF(mps_avx512_hrtile, lda, 1)
-
-/* A GEMM tile of 8 columns or fewer, 4 rows or more: 256-bit FMAs, of which
-   Zen 4 runs two a cycle where it runs one of 512 bits (an edge of 4 columns
-   in the half tile: 64 x 68 x 64 at 0.85 of OpenBLAS's kernel, 100 x 100 x
-   100 at 0.91, one thread). One k step in flight: without AVX-512VL only
-   ymm0-15 take 256-bit operations, and two steps' sixteen accumulators
-   spilled (7.1 cycles a step against 4.9). Stored as the half tile's rows. */
-#define MPS_AVX512_QDECL(r) __m256 q##r = _mm256_setzero_ps();
-#define MPS_AVX512_FMA_Q(R, r)                                                                                         \
-    if (R > r)                                                                                                         \
-        q##r = _mm256_fmadd_ps(_mm256_set1_ps(MPS_AVX512_A(r, 0)), b0, q##r);
-#define MPS_AVX512_STORE_Q(R, r)                                                                                       \
+        q##r = FMA(SET1(MPS_AVX512_A(r, 0)), b0, q##r);
+#define MPS_AVX512_NSTORE(WIDEN, R, r)                                                                                 \
     if (R > r) {                                                                                                       \
-        __m512 v = _mm512_zextps256_ps512(q##r);                                                                       \
+        __m512 v = WIDEN(q##r);                                                                                        \
         mps_avx512_store_row(c + r * ldc, v, v, &sv, r, false);                                                        \
     }
-#define MPS_AVX512_TILE_QUARTER(NAME, LDA, KS, R)                                                                      \
-    static void NAME##R(int64_t k, const float *a, int64_t lda, const float *b, float *c, int64_t ldc, int cols,      \
-                        int flags, const struct mps_tile_epi *e)                                                       \
+#define MPS_AVX512_TILE_NARROW(NAME, W, VT, ZERO, LOAD, SET1, FMA, WIDEN, LDA, KS, R)                                  \
+    static void NAME##_##R##x##W(int64_t k, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,        \
+                                 int cols, int flags, const struct mps_tile_epi *e)                                    \
     {                                                                                                                  \
         (void)lda;                                                                                                     \
         const int64_t a_lda = LDA, a_ks = KS;                                                                          \
-        MPS_AVX512_QDECL(0)                                                                                            \
-        MPS_AVX512_QDECL(1) MPS_AVX512_QDECL(2) MPS_AVX512_QDECL(3) MPS_AVX512_QDECL(4) MPS_AVX512_QDECL(5)            \
-            MPS_AVX512_QDECL(6) MPS_AVX512_QDECL(7) for (int64_t kk = 0; kk < k; kk++, a += a_ks)                      \
+        MPS_AVX512_NDECL(VT, ZERO, 0)                                                                                  \
+        MPS_AVX512_NDECL(VT, ZERO, 1)                                                                                  \
+        MPS_AVX512_NDECL(VT, ZERO, 2) MPS_AVX512_NDECL(VT, ZERO, 3) MPS_AVX512_NDECL(VT, ZERO, 4)                      \
+            MPS_AVX512_NDECL(VT, ZERO, 5) MPS_AVX512_NDECL(VT, ZERO, 6)                                                \
+                MPS_AVX512_NDECL(VT, ZERO, 7) for (int64_t kk = 0; kk < k; kk++, a += a_ks)                            \
         {                                                                                                              \
-            __m256 b0 = _mm256_loadu_ps(b + kk * NR);                                                                  \
-            MPS_AVX512_FMA_Q(R, 0)                                                                                     \
-            MPS_AVX512_FMA_Q(R, 1) MPS_AVX512_FMA_Q(R, 2) MPS_AVX512_FMA_Q(R, 3) MPS_AVX512_FMA_Q(R, 4)                \
-                MPS_AVX512_FMA_Q(R, 5) MPS_AVX512_FMA_Q(R, 6) MPS_AVX512_FMA_Q(R, 7)                                   \
+            VT b0 = LOAD(b + kk * NR);                                                                                 \
+            MPS_AVX512_NFMA(SET1, FMA, R, 0)                                                                           \
+            MPS_AVX512_NFMA(SET1, FMA, R, 1) MPS_AVX512_NFMA(SET1, FMA, R, 2) MPS_AVX512_NFMA(SET1, FMA, R, 3)         \
+                MPS_AVX512_NFMA(SET1, FMA, R, 4) MPS_AVX512_NFMA(SET1, FMA, R, 5) MPS_AVX512_NFMA(SET1, FMA, R, 6)     \
+                    MPS_AVX512_NFMA(SET1, FMA, R, 7)                                                                   \
         }                                                                                                              \
-        MPS_AVX512_STORE_PREP                                                                                          \
-        MPS_AVX512_STORE_Q(R, 0)                                                                                       \
-        MPS_AVX512_STORE_Q(R, 1) MPS_AVX512_STORE_Q(R, 2) MPS_AVX512_STORE_Q(R, 3) MPS_AVX512_STORE_Q(R, 4)            \
-            MPS_AVX512_STORE_Q(R, 5) MPS_AVX512_STORE_Q(R, 6) MPS_AVX512_STORE_Q(R, 7)                                 \
+        MPS_TILE_STORE_PREP                                                                                            \
+        MPS_AVX512_NSTORE(WIDEN, R, 0)                                                                                 \
+        MPS_AVX512_NSTORE(WIDEN, R, 1) MPS_AVX512_NSTORE(WIDEN, R, 2) MPS_AVX512_NSTORE(WIDEN, R, 3)                   \
+            MPS_AVX512_NSTORE(WIDEN, R, 4) MPS_AVX512_NSTORE(WIDEN, R, 5) MPS_AVX512_NSTORE(WIDEN, R, 6)               \
+                MPS_AVX512_NSTORE(WIDEN, R, 7)                                                                         \
     }
-#define MPS_AVX512_TILES_QUARTER(NAME, LDA, KS)                                                                        \
-    MPS_AVX512_TILE_QUARTER(NAME, LDA, KS, 4)                                                                          \
-    MPS_AVX512_TILE_QUARTER(NAME, LDA, KS, 5)                                                                          \
-    MPS_AVX512_TILE_QUARTER(NAME, LDA, KS, 6)                                                                          \
-    MPS_AVX512_TILE_QUARTER(NAME, LDA, KS, 7) MPS_AVX512_TILE_QUARTER(NAME, LDA, KS, 8)
+#define MPS_AVX512_SAME(v) (v)
+#define MPS_AVX512_TILES_NARROW(NAME, W, VT, ZERO, LOAD, SET1, FMA, WIDEN, LDA, KS)                                    \
+    MPS_AVX512_TILE_NARROW(NAME, W, VT, ZERO, LOAD, SET1, FMA, WIDEN, LDA, KS, 4)                                      \
+    MPS_AVX512_TILE_NARROW(NAME, W, VT, ZERO, LOAD, SET1, FMA, WIDEN, LDA, KS, 5)                                      \
+    MPS_AVX512_TILE_NARROW(NAME, W, VT, ZERO, LOAD, SET1, FMA, WIDEN, LDA, KS, 6)                                      \
+    MPS_AVX512_TILE_NARROW(NAME, W, VT, ZERO, LOAD, SET1, FMA, WIDEN, LDA, KS, 7)                                      \
+    MPS_AVX512_TILE_NARROW(NAME, W, VT, ZERO, LOAD, SET1, FMA, WIDEN, LDA, KS, 8)
+#define MPS_AVX512_HALF(NAME, LDA, KS)                                                                                 \
+    MPS_AVX512_TILES_NARROW(NAME, 16, __m512, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps,     \
+                            MPS_AVX512_SAME, LDA, KS)
+#define MPS_AVX512_QUARTER(NAME, LDA, KS)                                                                              \
+    MPS_AVX512_TILES_NARROW(NAME, 8, __m256, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps,      \
+                            _mm512_zextps256_ps512, LDA, KS)
+/* a narrow tile (quarter, three-quarter, half) where WHERE holds, by height; returns after it */
+#define MPS_AVX512_NARROW_BY_ROWS(NAME, W, WHERE)                                                                      \
+    if ((WHERE) && rows >= 4) {                                                                                        \
+        switch (rows) {                                                                                                \
+        case 4: NAME##_4x##W(k, a, lda, b, c, ldc, cols, flags, e); return;                                            \
+        case 5: NAME##_5x##W(k, a, lda, b, c, ldc, cols, flags, e); return;                                            \
+        case 6: NAME##_6x##W(k, a, lda, b, c, ldc, cols, flags, e); return;                                            \
+        case 7: NAME##_7x##W(k, a, lda, b, c, ldc, cols, flags, e); return;                                            \
+        default: NAME##_8x##W(k, a, lda, b, c, ldc, cols, flags, e); return;                                           \
+        }                                                                                                              \
+    }
+
+MPS_AVX512_HALF(mps_avx512_gemm_packed, 1, MR)
+MPS_AVX512_HALF(mps_avx512_gemm_rows, lda, 1)
+
 /* A GEMM tile of 17 to 24 columns, 4 rows or more: the first sixteen in a
    512-bit vector a row, the rest in a 256-bit one (two a cycle on Zen 4:
    52 x 52 x 52, whose 20-column edge ran two 512-bit FMAs a row, at 0.87 of
@@ -468,25 +328,32 @@ MPS_AVX512_TILES_HALF(mps_avx512_hrtile, lda, 1)
     if (R > r)                                                                                                         \
         mps_avx512_store_row(c + r * ldc, lo##r, _mm512_zextps256_ps512(hq##r), &sv, r, false);
 #define MPS_AVX512_TILE_3Q(NAME, LDA, KS, R)                                                                           \
-    static void NAME##R(int64_t k, const float *a, int64_t lda, const float *b, float *c, int64_t ldc, int cols,      \
-                        int flags, const struct mps_tile_epi *e)                                                       \
+    static void NAME##_##R##x24(int64_t k, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,         \
+                                int cols, int flags, const struct mps_tile_epi *e)                                     \
     {                                                                                                                  \
         (void)lda;                                                                                                     \
         const int64_t a_lda = LDA, a_ks = KS;                                                                          \
         MPS_AVX512_TDECL3(0)                                                                                           \
-        MPS_AVX512_TDECL3(1) MPS_AVX512_TDECL3(2) MPS_AVX512_TDECL3(3) MPS_AVX512_TDECL3(4) MPS_AVX512_TDECL3(5)       \
-            MPS_AVX512_TDECL3(6) MPS_AVX512_TDECL3(7) for (int64_t kk = 0; kk < k; kk++, a += a_ks)                    \
+        MPS_AVX512_TDECL3(1)                                                                                           \
+        MPS_AVX512_TDECL3(2)                                                                                           \
+        MPS_AVX512_TDECL3(3)                                                                                           \
+        MPS_AVX512_TDECL3(4) MPS_AVX512_TDECL3(5) MPS_AVX512_TDECL3(6)                                                 \
+            MPS_AVX512_TDECL3(7) for (int64_t kk = 0; kk < k; kk++, a += a_ks)                                         \
         {                                                                                                              \
             __m512 b0 = _mm512_loadu_ps(b + kk * NR);                                                                  \
             __m256 b1 = _mm256_loadu_ps(b + kk * NR + 16);                                                             \
             MPS_AVX512_FMA_3Q(R, 0)                                                                                    \
-            MPS_AVX512_FMA_3Q(R, 1) MPS_AVX512_FMA_3Q(R, 2) MPS_AVX512_FMA_3Q(R, 3) MPS_AVX512_FMA_3Q(R, 4)            \
-                MPS_AVX512_FMA_3Q(R, 5) MPS_AVX512_FMA_3Q(R, 6) MPS_AVX512_FMA_3Q(R, 7)                                \
+            MPS_AVX512_FMA_3Q(R, 1)                                                                                    \
+            MPS_AVX512_FMA_3Q(R, 2)                                                                                    \
+            MPS_AVX512_FMA_3Q(R, 3)                                                                                    \
+            MPS_AVX512_FMA_3Q(R, 4) MPS_AVX512_FMA_3Q(R, 5) MPS_AVX512_FMA_3Q(R, 6) MPS_AVX512_FMA_3Q(R, 7)            \
         }                                                                                                              \
-        MPS_AVX512_STORE_PREP                                                                                          \
+        MPS_TILE_STORE_PREP                                                                                            \
         MPS_AVX512_STORE_3Q(R, 0)                                                                                      \
-        MPS_AVX512_STORE_3Q(R, 1) MPS_AVX512_STORE_3Q(R, 2) MPS_AVX512_STORE_3Q(R, 3) MPS_AVX512_STORE_3Q(R, 4)        \
-            MPS_AVX512_STORE_3Q(R, 5) MPS_AVX512_STORE_3Q(R, 6) MPS_AVX512_STORE_3Q(R, 7)                              \
+        MPS_AVX512_STORE_3Q(R, 1)                                                                                      \
+        MPS_AVX512_STORE_3Q(R, 2)                                                                                      \
+        MPS_AVX512_STORE_3Q(R, 3)                                                                                      \
+        MPS_AVX512_STORE_3Q(R, 4) MPS_AVX512_STORE_3Q(R, 5) MPS_AVX512_STORE_3Q(R, 6) MPS_AVX512_STORE_3Q(R, 7)        \
     }
 #define MPS_AVX512_TILES_3Q(NAME, LDA, KS)                                                                             \
     MPS_AVX512_TILE_3Q(NAME, LDA, KS, 4)                                                                               \
@@ -494,30 +361,30 @@ MPS_AVX512_TILES_HALF(mps_avx512_hrtile, lda, 1)
     MPS_AVX512_TILE_3Q(NAME, LDA, KS, 6)                                                                               \
     MPS_AVX512_TILE_3Q(NAME, LDA, KS, 7) MPS_AVX512_TILE_3Q(NAME, LDA, KS, 8)
 
-MPS_AVX512_TILES_QUARTER(mps_avx512_qtile, 1, MR)
-MPS_AVX512_TILES_QUARTER(mps_avx512_qrtile, lda, 1)
-MPS_AVX512_TILES_3Q(mps_avx512_tqtile, 1, MR)
-MPS_AVX512_TILES_3Q(mps_avx512_tqrtile, lda, 1)
+MPS_AVX512_QUARTER(mps_avx512_gemm_packed, 1, MR)
+MPS_AVX512_QUARTER(mps_avx512_gemm_rows, lda, 1)
+MPS_AVX512_TILES_3Q(mps_avx512_gemm_packed, 1, MR)
+MPS_AVX512_TILES_3Q(mps_avx512_gemm_rows, lda, 1)
 
 static void mps_avx512_gemm(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int rows, int cols,
                             int flags, const struct mps_tile_epi *e)
 {
     const int32_t *off = NULL;
     const int64_t lda = 0;
-    MPS_AVX512_NARROW_BY_ROWS(mps_avx512_qtile, cols <= 8)
-    MPS_AVX512_NARROW_BY_ROWS(mps_avx512_tqtile, cols > 16 && cols <= 24)
-    MPS_AVX512_NARROW_BY_ROWS(mps_avx512_htile, cols <= 16)
-    MPS_AVX512_BY_ROWS(mps_avx512_tile)
+    MPS_AVX512_NARROW_BY_ROWS(mps_avx512_gemm_packed, 8, cols <= 8)
+    MPS_AVX512_NARROW_BY_ROWS(mps_avx512_gemm_packed, 24, cols > 16 && cols <= 24)
+    MPS_AVX512_NARROW_BY_ROWS(mps_avx512_gemm_packed, 16, cols <= 16)
+    MPS_TILE_BY_ROWS(mps_avx512_gemm_packed)
 }
 
 static void mps_avx512_gemm_rows(int64_t k, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
                                  int rows, int cols, int flags, const struct mps_tile_epi *e)
 {
     const int32_t *off = NULL;
-    MPS_AVX512_NARROW_BY_ROWS(mps_avx512_qrtile, cols <= 8)
-    MPS_AVX512_NARROW_BY_ROWS(mps_avx512_tqrtile, cols > 16 && cols <= 24)
-    MPS_AVX512_NARROW_BY_ROWS(mps_avx512_hrtile, cols <= 16)
-    MPS_AVX512_BY_ROWS(mps_avx512_rtile)
+    MPS_AVX512_NARROW_BY_ROWS(mps_avx512_gemm_rows, 8, cols <= 8)
+    MPS_AVX512_NARROW_BY_ROWS(mps_avx512_gemm_rows, 24, cols > 16 && cols <= 24)
+    MPS_AVX512_NARROW_BY_ROWS(mps_avx512_gemm_rows, 16, cols <= 16)
+    MPS_TILE_BY_ROWS(mps_avx512_gemm_rows)
 }
 
 /* gemm_dot (ukernels.h): k in blocks of DK, B's columns copied out of their
@@ -613,7 +480,7 @@ static void mps_avx512_pconv(int64_t k, const float *a, const float *b, const in
 {
     const int flags = MPS_TILE_FINISH, cols = n;
     const int64_t lda = pitch;
-    MPS_AVX512_BY_ROWS(mps_avx512_ptile)
+    MPS_TILE_BY_ROWS(mps_avx512_conv_pooled)
 }
 
 static void mps_avx512_conv(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,
@@ -621,7 +488,7 @@ static void mps_avx512_conv(int64_t k, const float *a, const float *b, const int
 {
     const int flags = MPS_TILE_FINISH;
     const int64_t lda = 0;
-    MPS_AVX512_BY_ROWS(mps_avx512_ctile)
+    MPS_TILE_BY_ROWS(mps_avx512_conv)
 }
 
 /* Sixteen channels of up to eight positions (p[j]: position j's channels,
