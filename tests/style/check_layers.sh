@@ -9,7 +9,7 @@
 set -uo pipefail
 src=$1
 passed=0 failed=0
-check() { # what, files..., then -- and the forbidden include pattern
+check() { # what, the forbidden include pattern (an ERE from the opening quote), files...
   local what=$1 pattern=$2
   shift 2
   local hits
