@@ -555,9 +555,17 @@ static enum mps_status mps_map_qlinear(struct mps_onnx_ctx *c, struct mps_onnx_n
     int n_x = cat ? (n->n_in - 2) / 3 : forms[f].n_x, first = cat ? 2 : 0, ys = cat ? 0 : 3 * n_x, x[8], y;
     if (n_x < 1 || n_x > 8 || n->n_in != 3 * n_x + 2)
         return mps_onnx_fail(n, err, "%d inputs: not %s's form", n->n_in, n->np->op_type);
-    for (int i = 0; i < n_x; i++)
-        if ((st = mps_q_deq(c, n, first + 3 * i, first + 3 * i + 1, first + 3 * i + 2, 1, &x[i], err)))
+    for (int i = 0; i < n_x; i++) { /* noted as DequantizeLinear's are, but for the node's output (res) */
+        int at = first + 3 * i;
+        struct mps_qnote dq = {.kind = MPS_QNOTE_DQ, .res = -1, .axis = 1, .op = MPS_OP_IDENTITY};
+        for (int j = 0; j < 9; j++)
+            dq.in[j] = j < 3 && at + j < n->n_in ? n->in[at + j] : -1;
+        if ((st = mps_q_deq(c, n, at, at + 1, at + 2, 1, &x[i], err)))
             return st;
+        dq.out = x[i];
+        if (!mps_graph_add_qnote(c->g, &dq))
+            return mps_onnx_oom(err);
+    }
     union mps_op_params q;
     mps_op_params_default(forms[f].to, &q);
     if (forms[f].to == MPS_OP_LEAKY_RELU)
@@ -566,10 +574,13 @@ static enum mps_status mps_map_qlinear(struct mps_onnx_ctx *c, struct mps_onnx_n
         q.axis.axis = axis;
     if (softmax)
         q.norm.axis = axis;
+    int yq;
     if ((st = mps_onnx_add(c, n, forms[f].to, x, n_x, &q, &y, err)) ||
-        (st = mps_q_quantize(c, n, y, ys, ys + 1, 1, -1, &y, err)))
+        (st = mps_q_quantize(c, n, y, ys, ys + 1, 1, -1, &yq, err)) ||
+        (st = mps_q_note(c, n, MPS_QNOTE_Q, (int[]){y, n->in[ys], ys + 1 < n->n_in ? n->in[ys + 1] : -1}, 3, yq, 1,
+                         MPS_OP_IDENTITY, NULL, err)))
         return st;
-    return mps_q_result(n, p, y);
+    return mps_q_result(n, p, yq);
 }
 
 #define MPS_Q_CONV_ATTRS "auto_pad dilations group kernel_shape pads strides"

@@ -489,6 +489,104 @@ static bool mps_pass_qpool(struct mps_graph *g, const struct mps_backend *be, co
     return mps_pass_qbecome(g, be, last, MPS_OP_MAX_POOL, &dq->in[0], 1, &g->nodes[pool].p);
 }
 
+/* Whether scale s and zero point z (-1: omitted) are per tensor: one
+   value each, the scale an f32 above 0 and finite. */
+static bool mps_pass_qtensor(const struct mps_graph *g, int s, int z)
+{
+    const struct mps_value *vs = s >= 0 ? &g->values[s] : NULL, *vz = z >= 0 ? &g->values[z] : NULL;
+    if (!vs || !vs->data || vs->dtype != MPS_F32 || mps_shape_numel(&vs->shape) != 1)
+        return false;
+    float f = *(const float *)vs->data;
+    return f > 0.0f && isfinite(f) && (!vz || (vz->data && mps_shape_numel(&vz->shape) == 1));
+}
+
+/* The DequantizeLinear note of value v, per tensor and read by one node
+   alone, or NULL. */
+static const struct mps_qnote *mps_pass_qpart(const struct mps_graph *g, int v)
+{
+    const struct mps_qnote *dq = mps_pass_qnote(g, MPS_QNOTE_DQ, v);
+    int only = -1;
+    return dq && mps_graph_uses(g, v, &only) == 1 && mps_pass_qtensor(g, dq->in[1], dq->in[2]) ? dq : NULL;
+}
+
+/* The node that Q's note quantizes the output of, read by it alone, and
+   the composition's last node (Cast) in *last; -1 where q is not a
+   QuantizeLinear per tensor. */
+static int mps_pass_qsource(const struct mps_graph *g, const struct mps_qnote *q, int *last)
+{
+    int only = -1;
+    *last = q->kind == MPS_QNOTE_Q && q->out >= 0 ? g->values[q->out].producer : -1;
+    if (*last < 0 || g->nodes[*last].op != MPS_OP_CAST || !mps_pass_qtensor(g, q->in[1], q->in[2]) ||
+        mps_graph_uses(g, q->in[0], &only) != 1)
+        return -1;
+    return g->values[q->in[0]].producer;
+}
+
+/* Note q's QuantizeLinear of an Add, or of a Relu or Clip (constant bounds)
+   of an Add that it alone reads, whose inputs are two DequantizeLinears
+   (mps_pass_qpart) of one shape: a QLinearAdd, where be runs it, computing
+   the same float steps (qcast.c). The composition's last node (Cast)
+   becomes it; the rest goes with dead code. */
+static bool mps_pass_qadd(struct mps_graph *g, const struct mps_backend *be, const struct mps_qnote *q)
+{
+    int last, k = mps_pass_qsource(g, q, &last), only = -1;
+    union mps_op_params p;
+    mps_op_params_default(MPS_OP_QLINEAR_ADD, &p);
+    const struct mps_node *n = k >= 0 ? &g->nodes[k] : NULL;
+    if (n && (n->op == MPS_OP_RELU || n->op == MPS_OP_CLIP)) {
+        for (int i = 1; i < n->n_in; i++)
+            if (n->in[i] >= 0 && !g->values[n->in[i]].data)
+                return false;
+        p.binary.act = (struct mps_fused_act){.on = true, .op = n->op, .p = n->p.act};
+        k = mps_graph_uses(g, n->in[0], &only) == 1 ? g->values[n->in[0]].producer : -1;
+        n = k >= 0 ? &g->nodes[k] : NULL;
+    }
+    if (!n || n->op != MPS_OP_ADD || n->n_in != 2 || n->p.binary.act.on)
+        return false;
+    const struct mps_qnote *da = mps_pass_qpart(g, n->in[0]), *db = mps_pass_qpart(g, n->in[1]);
+    if (!da || !db || !mps_shape_eq(&g->values[da->in[0]].shape, &g->values[db->in[0]].shape))
+        return false;
+    int in[8] = {da->in[0], da->in[1], da->in[2], db->in[0], db->in[1], db->in[2], q->in[1], q->in[2]};
+    return mps_pass_qbecome(g, be, last, MPS_OP_QLINEAR_ADD, in, 8, &p);
+}
+
+/* Note q's QuantizeLinear of a Concat of DequantizeLinears (mps_pass_qpart):
+   a QLinearConcat, where be runs it, as mps_pass_qadd. */
+static bool mps_pass_qconcat(struct mps_graph *g, const struct mps_backend *be, const struct mps_qnote *q)
+{
+    int last, k = mps_pass_qsource(g, q, &last);
+    if (k < 0 || g->nodes[k].op != MPS_OP_CONCAT)
+        return false;
+    const struct mps_node *n = &g->nodes[k];
+    int n_in = 2 + 3 * n->n_in, *in = malloc(sizeof(int) * (size_t)n_in);
+    bool ok = in != NULL;
+    for (int i = 0; ok && i < n->n_in; i++) {
+        const struct mps_qnote *dq = mps_pass_qpart(g, n->in[i]);
+        ok = dq != NULL;
+        for (int j = 0; ok && j < 3; j++)
+            in[2 + 3 * i + j] = dq->in[j];
+    }
+    union mps_op_params p;
+    mps_op_params_default(MPS_OP_QLINEAR_CONCAT, &p);
+    p.axis.axis = n->p.axis.axis;
+    if (ok)
+        in[0] = q->in[1], in[1] = q->in[2];
+    ok = ok && mps_pass_qbecome(g, be, last, MPS_OP_QLINEAR_CONCAT, in, n_in, &p);
+    free(in);
+    return ok;
+}
+
+/* Drops the nodes no output needs any more. */
+static enum mps_status mps_pass_prune(struct mps_graph *g, struct mps_error *err)
+{
+    bool *dead = calloc((size_t)g->n_nodes + 1, sizeof *dead);
+    if (!dead)
+        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    mps_pass_dead_code(g, dead);
+    free(dead);
+    return MPS_OK;
+}
+
 /* Replaces QDQ and QLinear compositions with int8 products (ops.def's
    QLinearConv and QLinearMatMul) where be runs them: the node that wrote
    the composition's result becomes the product; what only it read goes. */
@@ -515,16 +613,14 @@ static enum mps_status mps_passes_quant(struct mps_graph *g, const struct mps_ba
     }
     for (int k = 0; k < notes; k++) /* MaxPools of bytes between a DequantizeLinear and a QuantizeLinear */
         changed |= mps_pass_qpool(g, be, &g->qnotes[k]);
+    enum mps_status st;
+    if (changed && (st = mps_pass_prune(g, err))) /* the float nodes the products replaced read no value now */
+        return st;
+    for (int k = 0; k < notes; k++) /* Adds and Concats of bytes between DequantizeLinears and a QuantizeLinear */
+        changed |= mps_pass_qadd(g, be, &g->qnotes[k]) || mps_pass_qconcat(g, be, &g->qnotes[k]);
     for (int k = 0; k < notes; k++) /* the rest: DequantizeLinear and QuantizeLinear nodes of their own */
         changed |= mps_pass_qcast(g, be, &g->qnotes[k]);
-    if (!changed)
-        return MPS_OK;
-    bool *dead = calloc((size_t)g->n_nodes + 1, sizeof *dead);
-    if (!dead)
-        return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
-    mps_pass_dead_code(g, dead);
-    free(dead);
-    return MPS_OK;
+    return changed ? mps_pass_prune(g, err) : MPS_OK;
 }
 
 enum mps_status mps_passes_fuse(struct mps_graph *g, const struct mps_backend *be, struct mps_error *err)

@@ -422,7 +422,51 @@ static enum mps_status mps_shape_dequantize(struct mps_graph *g, struct mps_node
     return MPS_OK;
 }
 
+/* QLinearAdd and QLinearConcat: bytes in and out (each part and the
+   output signed or not), every scale and zero point a constant of one
+   value; Add's two parts of one shape, Concat's as Concat's. */
+static enum mps_status mps_shape_qelementwise(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
+{
+    const unsigned bytes = MPS_DT(MPS_U8) | MPS_DT(MPS_I8);
+    bool cat = n->op == MPS_OP_QLINEAR_CONCAT;
+    int first = cat ? 2 : 0, parts = cat ? (n->n_in - 2) / 3 : 2, ys = cat ? 0 : 6;
+    if (cat ? n->n_in < 5 || (n->n_in - 2) % 3 : n->n_in != 8)
+        return mps_shape_fail(n, err, "%d inputs: not %s", n->n_in,
+                              cat ? "y_scale, y_zero_point and three a part" : "two parts of three and y's two");
+    const struct mps_value *x = mps_shape_in(g, n, first), *yz = mps_shape_in(g, n, ys + 1);
+    enum mps_status st;
+    if ((st = mps_shape_qinput(g, n, first, "input", bytes, true, 0, err)) ||
+        (st = mps_shape_qinput(g, n, ys, "output's scale", MPS_DT(MPS_F32), false, 0, err)) ||
+        (yz && (st = mps_shape_qinput(g, n, ys + 1, "output's zero point", bytes, false, 0, err))))
+        return st;
+    struct mps_shape out = x->shape;
+    int axis = 0;
+    if (cat && (st = mps_shape_resolve_axis(n, &n->p.axis.axis, out.ndim, err)))
+        return st;
+    if (cat)
+        axis = (int)n->p.axis.axis, out.dim[axis] = 0;
+    for (int i = 0; i < parts; i++) {
+        int at = first + 3 * i;
+        const struct mps_value *v = mps_shape_in(g, n, at);
+        if ((st = mps_shape_qinput(g, n, at, "input", bytes, true, 0, err)) ||
+            (st = mps_shape_qinput(g, n, at + 1, "input's scale", MPS_DT(MPS_F32), false, 0, err)) ||
+            (mps_shape_in(g, n, at + 2) &&
+             (st = mps_shape_qinput(g, n, at + 2, "input's zero point", MPS_DT(v->dtype), false, 0, err))))
+            return st;
+        bool same = v->shape.ndim == out.ndim;
+        for (int d = 0; same && d < out.ndim; d++)
+            same = (cat && d == axis) || v->shape.dim[d] == x->shape.dim[d];
+        if (!same)
+            return mps_shape_fail(n, err, "input %d's shape differs from input %d's", at, first);
+        out.dim[axis] += cat ? v->shape.dim[axis] : 0;
+    }
+    mps_shape_set(g, n, 0, yz ? yz->dtype : MPS_U8, &out);
+    return MPS_OK;
+}
+
 const mps_shape_rule mps_shape_seq_rules[MPS_OP_COUNT] = {
+    [MPS_OP_QLINEAR_ADD] = mps_shape_qelementwise,
+    [MPS_OP_QLINEAR_CONCAT] = mps_shape_qelementwise,
     [MPS_OP_DEQUANTIZE] = mps_shape_dequantize,
     [MPS_OP_QUANTIZE] = mps_shape_dequantize,
     [MPS_OP_QLINEAR_MATMUL] = mps_shape_qmatmul,

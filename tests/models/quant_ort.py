@@ -78,6 +78,15 @@ def qdq_mlp():
     return path, {"x": rng.standard_normal((8, 64)).astype(np.float32)}, {"y": 12 / 255}
 
 
+def cpu_plan(path):
+    """The ops of the nodes of mpsrun's cpu plan of the model at path ([] where it does not run), each
+    {"op", "node"} (bench model --profile)."""
+    import subprocess
+    r = subprocess.run([tp.MPSRUN, "bench", "model", path, "--backend", "cpu", "--profile", "--repeat", "1", "--warmup",
+                        "0", "--json"], capture_output=True, text=True)
+    return json.loads(r.stdout)["results"][0]["profile"] if r.returncode == 0 else []
+
+
 def qop_cnn():
     n, ms = helper.make_node, "com.microsoft"
     nodes = [n("QuantizeLinear", ["x", "a0_s", "a0_z"], ["xq"]),
@@ -99,6 +108,11 @@ def qop_cnn():
     # one step of QGemm's quantized input through its largest weight: what a tie upstream can move y by
     step = 5.5 / 255 * float(np.abs(numpy_helper.to_array(g[0]) * numpy_helper.to_array(g[1])[:, None]).max())
     path = model("qop_cnn", nodes, [vi("x", TensorProto.FLOAT, [2, 3, 10, 10])], [vi("y", TensorProto.FLOAT, [2, 5]), vi("p", TensorProto.UINT8, [2, 5])], inits, ms=True)
+    # the cpu plan adds and concatenates the bytes (each QLinear op's DequantizeLinears, the float op and its
+    # QuantizeLinear as one node: qcast.c), where the composition took three passes over floats
+    ops = [e["op"] for e in cpu_plan(path)]
+    if "QLinearAdd" not in ops or "QLinearConcat" not in ops:
+        raise RuntimeError(f"{path}: no QLinearAdd or QLinearConcat in the cpu plan: {ops}")
     # p: onnxruntime's QLinearSoftmax takes exp from a table over the input's 256 steps and rounds its own
     # way: a probability of 0.99999 is 254 there, 255 (its nearest step) here; one step apart, never more
     return path, {"x": rng.standard_normal((2, 3, 10, 10)).astype(np.float32)}, {"y": step, "p": "one step"}
@@ -153,11 +167,9 @@ def quantized(name):
     pool = next(n for n in m.graph.node if n.op_type == "MaxPool")
     if float(init[pool.input[0][:-3] + ":scale"]) != float(init[pool.output[0] + ":scale"]):
         raise RuntimeError(f"{path}: MaxPool {pool.name}'s output has a scale of its own")
-    r = subprocess.run([tp.MPSRUN, "bench", "model", path, "--backend", "cpu", "--profile", "--repeat", "1", "--warmup",
-                        "0", "--json"], capture_output=True, text=True)
-    prof = json.loads(r.stdout)["results"][0]["profile"] if r.returncode == 0 else []
+    prof = cpu_plan(path)
     if not any(e["op"] == "MaxPool" and e["node"].endswith(":q:q") for e in prof):
-        raise RuntimeError(f"{path}: no MaxPool of bytes in the cpu plan: {[e['op'] for e in prof]} {r.stderr.strip()}")
+        raise RuntimeError(f"{path}: no MaxPool of bytes in the cpu plan: {[e['op'] for e in prof]}")
     return path, {"image": rng.standard_normal((8, 1, 28, 28)).astype(np.float32)}, {m.graph.output[0].name: step}
 
 

@@ -75,3 +75,45 @@ void ref_qcast(enum mps_op op, int64_t axis, const struct ref_tensor *in, int n_
         out[0].d[i] = fmin(fmax(q, sgn ? -128 : 0), sgn ? 127 : 255);
     }
 }
+
+/* Value v (a dequantized float, in double) quantized by scale s and zero
+   point z into out's type, as ref_qcast. */
+static double ref_qto(double v, double s, double z, enum mps_dtype dt)
+{
+    bool sgn = dt == MPS_I8;
+    double q = nearbyint((double)(float)(v / s)) + z;
+    return fmin(fmax(q, sgn ? -128 : 0), sgn ? 127 : 255);
+}
+
+void ref_qelementwise(enum mps_op op, const union mps_op_params *p, const struct ref_tensor *in, int n_in,
+                      struct ref_tensor *out)
+{
+    int64_t ny = ref_numel(&out[0].shape);
+    if (op == MPS_OP_QLINEAR_ADD) {
+        const struct mps_fused_act *act = &p->binary.act;
+        for (int64_t i = 0; i < ny; i++) {
+            double v = (in[0].d[i] - ref_q1(&in[2], 0)) * in[1].d[0] + (in[3].d[i] - ref_q1(&in[5], 0)) * in[4].d[0];
+            if (act->on && act->op == MPS_OP_RELU)
+                v = v > 0 ? v : 0;
+            else if (act->on && act->op == MPS_OP_CLIP)
+                v = fmin(fmax(v, act->p.alpha), act->p.beta);
+            out[0].d[i] = ref_qto(v, in[6].d[0], ref_q1(&in[7], 0), out[0].dt);
+        }
+        return;
+    }
+    int axis = (int)(p->axis.axis < 0 ? p->axis.axis + out[0].shape.ndim : p->axis.axis), parts = (n_in - 2) / 3;
+    int64_t outer = 1, run = ny, at = 0;
+    for (int d = 0; d < axis; d++)
+        outer *= out[0].shape.dim[d];
+    run = outer ? ny / outer : 0;
+    for (int k = 0; k < parts; k++) { /* part k's runs into y's, at its place */
+        const struct ref_tensor *x = &in[2 + 3 * k];
+        int64_t inner = outer ? ref_numel(&x->shape) / outer : 0;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < inner; i++) {
+                double v = (x->d[o * inner + i] - ref_q1(&in[4 + 3 * k], 0)) * in[3 + 3 * k].d[0];
+                out[0].d[o * run + at + i] = ref_qto(v, in[0].d[0], ref_q1(&in[1], 0), out[0].dt);
+            }
+        at += inner;
+    }
+}

@@ -35,6 +35,9 @@ void ref_select(enum mps_op op, const struct mps_compress_params *p, const struc
 void ref_qlinear(enum mps_op op, const union mps_op_params *p, const struct ref_tensor *in, int n_in,
                  struct ref_tensor *out);
 void ref_qcast(enum mps_op op, int64_t axis, const struct ref_tensor *in, int n_in, struct ref_tensor *out);
+/* QLinearAdd and QLinearConcat: the parts dequantized, added or concatenated, quantized */
+void ref_qelementwise(enum mps_op op, const union mps_op_params *p, const struct ref_tensor *in, int n_in,
+                      struct ref_tensor *out);
 void ref_nms(const struct mps_nms_params *p, const struct ref_tensor *in, int n_in, struct ref_tensor *out);
 void ref_unique(const struct mps_unique_params *p, const struct ref_tensor *in, struct ref_tensor *out, int n_out);
 /* StringNormalizer: each word and stopword compared letter by letter. */

@@ -54,8 +54,10 @@ struct mps_cpu_args {
 /* qlinear.c: QLinearConv (2-D, group 1) and QLinearMatMul on the family's
    int8 tile, their weights packed at compile (a compiled plan only) */
 enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *err);
-/* and DequantizeLinear, QuantizeLinear of bytes */
+/* qcast.c: DequantizeLinear, QuantizeLinear of bytes; QLinearAdd, QLinearConcat */
 enum mps_status mps_cpu_quantize(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_qadd(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_qconcat(const struct mps_cpu_args *a, struct mps_error *err);
 /* MaxPool of bytes: a plane's rows of maxima per thread. */
 size_t mps_cpu_pool_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
                             int threads);

@@ -55,10 +55,7 @@ static void mps_avx2_qgemm_w(int64_t k4, const int8_t *a, const uint8_t *b, int3
     mps_avx2_qtile(k4, a, 4, 4 * MPS_AVX2_QMR, b, c, MPS_AVX2_QMR, true);
 }
 
-static void mps_avx2_qstore(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out)
-{
-    mps_uqstore_row(t, rs, n, r, out);
-}
+MPS_UQ_ROWS(mps_avx2)
 
-const struct mps_uqgemm mps_uqgemm_avx2 = {"avx2",         MPS_AVX2_QMR,     MPS_AVX2_QNR,   mps_x86_has_avx2,
-                                           mps_avx2_qgemm, mps_avx2_qgemm_w, mps_avx2_qstore};
+const struct mps_uqgemm mps_uqgemm_avx2 = {"avx2",         MPS_AVX2_QMR,     MPS_AVX2_QNR,    mps_x86_has_avx2,
+                                           mps_avx2_qgemm, mps_avx2_qgemm_w, mps_avx2_qstore, mps_avx2_qrequant};

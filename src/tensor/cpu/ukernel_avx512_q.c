@@ -72,10 +72,8 @@ static void mps_avx512_qgemm_w(int64_t k4, const int8_t *a, const uint8_t *b, in
     mps_avx512_qtile(k4, a, 4, 4 * MPS_QMR, b, c, MPS_QMR, true);
 }
 
-static void mps_avx512_qstore(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out)
-{
-    mps_uqstore_row(t, rs, n, r, out);
-}
+MPS_UQ_ROWS(mps_avx512)
 
 const struct mps_uqgemm mps_uqgemm_avx512 = {
-    "avx512-vnni", MPS_QMR, MPS_QNR, mps_x86_has_vnni, mps_avx512_qgemm, mps_avx512_qgemm_w, mps_avx512_qstore};
+    "avx512-vnni",      MPS_QMR, MPS_QNR, mps_x86_has_vnni, mps_avx512_qgemm, mps_avx512_qgemm_w, mps_avx512_qstore,
+    mps_avx512_qrequant};

@@ -171,13 +171,10 @@ static void mps_c_qgemm_w(int64_t k4, const int8_t *a, const uint8_t *b, int32_t
     mps_c_qtile(k4, a, 4, 4 * MPS_C_QMR, b, c, MPS_C_QMR, true);
 }
 
-static void mps_c_qstore(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out)
-{
-    mps_uqstore_row(t, rs, n, r, out);
-}
+MPS_UQ_ROWS(mps_c)
 
-const struct mps_uqgemm mps_uqgemm_c = {"c",         MPS_C_QMR,     MPS_C_QNR,   mps_c_supported,
-                                        mps_c_qgemm, mps_c_qgemm_w, mps_c_qstore};
+const struct mps_uqgemm mps_uqgemm_c = {"c",         MPS_C_QMR,     MPS_C_QNR,    mps_c_supported,
+                                        mps_c_qgemm, mps_c_qgemm_w, mps_c_qstore, mps_c_qrequant};
 
 const struct mps_ukernels mps_ukernels_c = {
     .name = "c",

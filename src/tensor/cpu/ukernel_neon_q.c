@@ -71,10 +71,7 @@ static void mps_neon_qgemm_w(int64_t k4, const int8_t *a, const uint8_t *b, int3
     mps_neon_qtile(k4, a, 4, 4 * MPS_NEON_QMR, b, c, MPS_NEON_QMR, true);
 }
 
-static void mps_neon_qstore(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out)
-{
-    mps_uqstore_row(t, rs, n, r, out);
-}
+MPS_UQ_ROWS(mps_neon)
 
-const struct mps_uqgemm mps_uqgemm_neon = {"neon-dotprod", MPS_NEON_QMR,     MPS_NEON_QNR,   mps_neon_has_dotprod,
-                                           mps_neon_qgemm, mps_neon_qgemm_w, mps_neon_qstore};
+const struct mps_uqgemm mps_uqgemm_neon = {"neon-dotprod", MPS_NEON_QMR,     MPS_NEON_QNR,    mps_neon_has_dotprod,
+                                           mps_neon_qgemm, mps_neon_qgemm_w, mps_neon_qstore, mps_neon_qrequant};

@@ -46,4 +46,65 @@ static inline void mps_uqstore_row(const int32_t *restrict t, const int32_t *res
     }
 }
 
+/* The quantizer of scale s and zero point z, signed or not. */
+static inline struct mps_qto mps_qto_of(float s, float z, bool sgn)
+{
+    float lo = sgn ? -128.0f : 0.0f, hi = sgn ? 127.0f : 255.0f;
+    return (struct mps_qto){s, z, lo, hi, lo - z - 1.0f, hi - z + 1.0f};
+}
+
+/* round(x / s) + z, saturated (NaN: 0, as QuantizeLinear's composition's
+   Cast makes it), as selects: the loops vectorize. */
+static inline uint8_t mps_qto_byte(const struct mps_qto *q, float x)
+{
+    float t = x / q->s;
+    t = t == t ? t : -q->z;      /* NaN: 0 */
+    t = t > q->tlo ? t : q->tlo; /* within 2^22 for the rounding below */
+    t = t < q->thi ? t : q->thi;
+    t = (t + 12582912.0f) - 12582912.0f + q->z;
+    t = t > q->lo ? t : q->lo;
+    t = t < q->hi ? t : q->hi;
+    return (uint8_t)(int32_t)t;
+}
+
+/* ukernels.h's mps_uqrequant_fn. */
+static inline void mps_uqrequant_row(const uint8_t *restrict a, const struct mps_qdeq *da, const uint8_t *restrict b,
+                                     const struct mps_qdeq *db, float lo, float hi, const struct mps_qto *q, int64_t n,
+                                     uint8_t *restrict y)
+{
+    const struct mps_qto qq = *q;
+    const float sa = da->s, za = da->z;
+    const uint8_t fa = da->flip;
+    if (!b) {
+        for (int64_t i = 0; i < n; i++) {
+            float v = ((float)(uint8_t)(a[i] ^ fa) - za) * sa;
+            v = v > lo ? v : lo;
+            v = v < hi ? v : hi;
+            y[i] = mps_qto_byte(&qq, v);
+        }
+        return;
+    }
+    const float sb = db->s, zb = db->z;
+    const uint8_t fb = db->flip;
+    for (int64_t i = 0; i < n; i++) {
+        float v = ((float)(uint8_t)(a[i] ^ fa) - za) * sa + ((float)(uint8_t)(b[i] ^ fb) - zb) * sb;
+        v = v > lo ? v : lo;
+        v = v < hi ? v : hi;
+        y[i] = mps_qto_byte(&qq, v);
+    }
+}
+
+/* A family's store and requantization (mps_uqgemm's), compiled at its width. */
+#define MPS_UQ_ROWS(fam)                                                                                               \
+    static void fam##_qstore(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out)          \
+    {                                                                                                                  \
+        mps_uqstore_row(t, rs, n, r, out);                                                                             \
+    }                                                                                                                  \
+    static void fam##_qrequant(const uint8_t *a, const struct mps_qdeq *da, const uint8_t *b,                          \
+                               const struct mps_qdeq *db, float lo, float hi, const struct mps_qto *q, int64_t n,      \
+                               uint8_t *y)                                                                             \
+    {                                                                                                                  \
+        mps_uqrequant_row(a, da, b, db, lo, hi, q, n, y);                                                              \
+    }
+
 #endif

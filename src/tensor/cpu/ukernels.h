@@ -275,6 +275,19 @@ struct mps_qreq {
     bool quant; /* bytes out, else floats */
 };
 typedef void (*mps_uqstore_fn)(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out);
+/* Bytes dequantized, ((float)(x ^ flip) - z) * s, and a quantizer,
+   round(v / s) + z saturated to [lo, hi] (ukernel_q.h's mps_qto_byte). */
+struct mps_qdeq {
+    float s, z;
+    uint8_t flip;
+};
+struct mps_qto {
+    float s, z, lo, hi, tlo, thi;
+};
+/* y[i] = Q(clamp(DQa(a[i]) + DQb(b[i]), lo, hi)) for i < n; b NULL: DQa(a[i]) alone (QLinearAdd, QLinearConcat). */
+typedef void (*mps_uqrequant_fn)(const uint8_t *a, const struct mps_qdeq *da, const uint8_t *b,
+                                 const struct mps_qdeq *db, float lo, float hi, const struct mps_qto *q, int64_t n,
+                                 uint8_t *y);
 struct mps_uqgemm {
     const char *name; /* "avx512-vnni" */
     int mr, nr;
@@ -282,6 +295,7 @@ struct mps_uqgemm {
     mps_uqgemm_fn fn;
     mps_uqgemm_w_fn by_weights;
     mps_uqstore_fn store;
+    mps_uqrequant_fn requant;
 };
 /* The portable one, which every family can fall back on (ukernel_c.c). */
 extern const struct mps_uqgemm mps_uqgemm_c;

@@ -1,0 +1,176 @@
+/* qcast.c: the elementwise kernels of quantized tensors (ops.def):
+   DequantizeLinear and QuantizeLinear, and the QLinearAdd and QLinearConcat
+   the pass makes of DequantizeLinear, the float op, QuantizeLinear.
+
+   Each computes what the loader's compositions compute (Cast, Sub, Mul;
+   Div, Round, Add, Clip, Cast), step for step in f32, so that a fused node
+   gives the bytes of the nodes it replaces: dequantized, ((float)x -
+   (float)z) * s; quantized, round half to even of x / s plus z, saturated
+   (NaN: 0, as the composition's Cast makes it). This file is built without
+   contraction (-std=c11), so that a product and a sum stay two roundings. */
+#include <math.h>
+
+#include "isa.h"
+#include "kernels.h"
+#include "ukernel_q.h"
+
+/* A scale (one value) and a zero point (one value, or omitted: 0) of tensors s and z. */
+static float mps_qscale(const struct mps_tensor *s)
+{
+    return ((const float *)s->data)[0];
+}
+
+static float mps_qzero(const struct mps_tensor *z)
+{
+    return !z->data ? 0.0f : z->dtype == MPS_I8 ? ((const int8_t *)z->data)[0] : ((const uint8_t *)z->data)[0];
+}
+
+/* DequantizeLinear and QuantizeLinear: a run of inner elements shares a
+   scale (the elements after the axis). */
+struct mps_qcast {
+    const struct mps_tensor *x, *s, *z;
+    struct mps_tensor *y;
+    int64_t inner, per;
+};
+
+static void mps_qcast_run(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_qcast *c = ctx;
+    bool dq = c->y->dtype == MPS_F32, sgn = (dq ? c->x->dtype : c->y->dtype) == MPS_I8;
+    const float *s = c->s->data;
+    for (int64_t run = begin; run < end; run++) {
+        /* inner in a local: y's bytes could alias c's, and the loops would not vectorize */
+        int64_t ch = c->per > 1 ? run % c->per : 0, inner = c->inner, at = run * inner;
+        float sc = s[ch], z = !c->z ? 0.0f : sgn ? ((const int8_t *)c->z->data)[ch] : ((const uint8_t *)c->z->data)[ch];
+        if (dq) {
+            float *y = (float *)c->y->data + at;
+            if (sgn)
+                for (int64_t i = 0; i < inner; i++)
+                    y[i] = ((float)((const int8_t *)c->x->data)[at + i] - z) * sc;
+            else
+                for (int64_t i = 0; i < inner; i++)
+                    y[i] = ((float)((const uint8_t *)c->x->data)[at + i] - z) * sc;
+            continue;
+        }
+        const float *x = (const float *)c->x->data + at;
+        uint8_t *y = (uint8_t *)c->y->data + at;
+        struct mps_qto q = mps_qto_of(sc, z, sgn);
+        for (int64_t i = 0; i < inner; i++)
+            y[i] = mps_qto_byte(&q, x[i]);
+    }
+}
+
+enum mps_status mps_cpu_quantize(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    (void)err;
+    const struct mps_shape *xs = &a->in[0].shape;
+    int64_t axis = a->node->p.axis.axis, per = mps_shape_numel(&a->in[1].shape), inner = 1, numel = mps_shape_numel(xs);
+    for (int d = per > 1 ? (int)axis + 1 : 0; d < xs->ndim; d++)
+        inner *= xs->dim[d];
+    struct mps_qcast c = {&a->in[0], &a->in[1], a->in[2].data ? &a->in[2] : NULL, &a->out[0], inner ? inner : 1, per};
+    if (numel)
+        mps_pool_for(a->pool, numel / c.inner, c.inner * 2, mps_qcast_run, &c);
+    return MPS_OK;
+}
+
+/* Part at of QLinearAdd or QLinearConcat: its dequantization (an int8
+   byte made unsigned by its top bit, its zero point plus 128: the
+   difference is the same integer, exactly, and the loops read one kind of
+   byte) and its elements from axis on in *inner. */
+static struct mps_qdeq mps_qdeq_of(const struct mps_cpu_args *a, int at, int axis, int64_t *inner)
+{
+    const struct mps_tensor *x = &a->in[at];
+    bool sgn = x->dtype == MPS_I8;
+    *inner = 1;
+    for (int d = axis; d < x->shape.ndim; d++)
+        *inner *= x->shape.dim[d];
+    return (struct mps_qdeq){mps_qscale(&a->in[at + 1]), mps_qzero(&a->in[at + 2]) + (sgn ? 128.0f : 0.0f),
+                             sgn ? 0x80 : 0};
+}
+
+/* QLinearAdd: y = Q(clamp(DQa(a) + DQb(b))), chunks of MPS_QADD_CHUNK elements an item. */
+struct mps_qadd {
+    const struct mps_uqgemm *uq;
+    const uint8_t *a, *b;
+    struct mps_qdeq da, db;
+    float lo, hi;
+    struct mps_qto q;
+    int64_t numel;
+    uint8_t *y;
+};
+
+enum { MPS_QADD_CHUNK = 4096 };
+
+static void mps_qadd_run(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_qadd *c = ctx;
+    for (int64_t k = begin; k < end; k++) {
+        int64_t at = k * MPS_QADD_CHUNK, n = c->numel - at < MPS_QADD_CHUNK ? c->numel - at : MPS_QADD_CHUNK;
+        c->uq->requant(c->a + at, &c->da, c->b + at, &c->db, c->lo, c->hi, &c->q, n, c->y + at);
+    }
+}
+
+enum mps_status mps_cpu_qadd(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    int64_t numel;
+    struct mps_qadd c = {.uq = mps_isa_qgemm(a->uk),
+                         .a = a->in[0].data,
+                         .b = a->in[3].data,
+                         .da = mps_qdeq_of(a, 0, 0, &numel),
+                         .db = mps_qdeq_of(a, 3, 0, &numel),
+                         .lo = -INFINITY,
+                         .hi = INFINITY,
+                         .q = mps_qto_of(mps_qscale(&a->in[6]), mps_qzero(&a->in[7]), a->out[0].dtype == MPS_I8),
+                         .numel = numel,
+                         .y = a->out[0].data};
+    float slope;
+    const struct mps_fused_act *act = &a->node->p.binary.act;
+    if (act->on && !mps_act_clamp(act, &c.lo, &c.hi, &slope))
+        return mps_fail(err, MPS_ERR_RUNTIME, "node '%s' (QLinearAdd): its activation is not a clamp", a->node->name);
+    if (numel)
+        mps_pool_for(a->pool, (numel + MPS_QADD_CHUNK - 1) / MPS_QADD_CHUNK, MPS_QADD_CHUNK, mps_qadd_run, &c);
+    return MPS_OK;
+}
+
+/* QLinearConcat: each part's runs (its elements from the axis on, once
+   per index before the axis) requantized into y's, an item a run of a part. */
+struct mps_qcat {
+    const struct mps_cpu_args *a;
+    const struct mps_uqgemm *uq;
+    int n, axis;
+    int64_t run; /* y's elements from the axis on */
+    struct mps_qto q;
+};
+
+static void mps_qcat_run(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_qcat *c = ctx;
+    for (int64_t item = begin; item < end; item++) {
+        int64_t o = item / c->n, at = 0, inner = 0;
+        int part = (int)(item % c->n);
+        for (int i = 0; i <= part; i++) { /* its place in y's run: the parts' before it */
+            at += inner;
+            mps_qdeq_of(c->a, 2 + 3 * i, c->axis, &inner);
+        }
+        struct mps_qdeq d = mps_qdeq_of(c->a, 2 + 3 * part, c->axis, &inner);
+        c->uq->requant((const uint8_t *)c->a->in[2 + 3 * part].data + o * inner, &d, NULL, NULL, -INFINITY, INFINITY,
+                       &c->q, inner, (uint8_t *)c->a->out[0].data + o * c->run + at);
+    }
+}
+
+enum mps_status mps_cpu_qconcat(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    (void)err;
+    struct mps_qcat c = {.a = a,
+                         .uq = mps_isa_qgemm(a->uk),
+                         .n = (a->node->n_in - 2) / 3,
+                         .axis = (int)a->node->p.axis.axis,
+                         .q = mps_qto_of(mps_qscale(&a->in[0]), mps_qzero(&a->in[1]), a->out[0].dtype == MPS_I8)};
+    int64_t outer = 1, numel = mps_shape_numel(&a->out[0].shape);
+    for (int d = 0; d < c.axis; d++)
+        outer *= a->out[0].shape.dim[d];
+    c.run = outer ? numel / outer : 0;
+    if (numel)
+        mps_pool_for(a->pool, outer * c.n, c.run / c.n, mps_qcat_run, &c);
+    return MPS_OK;
+}
