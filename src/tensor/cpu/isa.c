@@ -6,6 +6,7 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#include <stdatomic.h>
 
 #include "ukernel_x86.h"
 
@@ -27,7 +28,7 @@ static unsigned mps_x86_leaf7_ebx(void)
     return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) ? ebx : 0;
 }
 
-bool mps_x86_has_avx2(void)
+static bool mps_x86_ask_avx2(void)
 {
     unsigned eax, ebx, ecx, edx;
     if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & bit_FMA))
@@ -35,16 +36,46 @@ bool mps_x86_has_avx2(void)
     return (mps_x86_xcr0() & 0x6) == 0x6 && (mps_x86_leaf7_ebx() & bit_AVX2);
 }
 
+static bool mps_x86_ask_vnni(void)
+{
+    unsigned eax, ebx, ecx, edx;
+    return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 11));
+}
+
+/* What the CPU and OS run, asked once: CPUID traps to the hypervisor in a
+   VM (microseconds a call), and the int8 nodes ask at each run. */
+enum { MPS_X86_KNOWN = 1, MPS_X86_AVX2 = 2, MPS_X86_AVX512 = 4, MPS_X86_VNNI = 8 };
+static unsigned mps_x86_features(void)
+{
+    static _Atomic unsigned known;
+    unsigned f = atomic_load_explicit(&known, memory_order_relaxed);
+    if (f)
+        return f;
+    f = MPS_X86_KNOWN;
+    if (mps_x86_ask_avx2())
+        f |= MPS_X86_AVX2;
+    /* XMM, YMM, the opmask registers and both halves of ZMM state */
+    if ((f & MPS_X86_AVX2) && (mps_x86_xcr0() & 0xe6) == 0xe6 && (mps_x86_leaf7_ebx() & bit_AVX512F))
+        f |= MPS_X86_AVX512;
+    if ((f & MPS_X86_AVX512) && mps_x86_ask_vnni())
+        f |= MPS_X86_VNNI;
+    atomic_store_explicit(&known, f, memory_order_relaxed);
+    return f;
+}
+
+bool mps_x86_has_avx2(void)
+{
+    return mps_x86_features() & MPS_X86_AVX2;
+}
+
 bool mps_x86_has_avx512(void)
 {
-    /* XMM, YMM, the opmask registers and both halves of ZMM state */
-    return (mps_x86_xcr0() & 0xe6) == 0xe6 && (mps_x86_leaf7_ebx() & bit_AVX512F) && mps_x86_has_avx2();
+    return mps_x86_features() & MPS_X86_AVX512;
 }
 
 bool mps_x86_has_vnni(void)
 {
-    unsigned eax, ebx, ecx, edx;
-    return mps_x86_has_avx512() && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 11));
+    return mps_x86_features() & MPS_X86_VNNI;
 }
 
 static const struct mps_ukernels *const mps_isa_all[] = {&mps_ukernels_avx512, &mps_ukernels_avx2, &mps_ukernels_c};
