@@ -112,7 +112,6 @@ static void mps_conv_depthwise_planes(void *ctx, int64_t begin, int64_t end)
    vectors there without transposing (avx512, one core: 96 x 112x112 0.266
    ms dw3, 0.336 dwb; 144 x 56x56 at a tie, 0.105 / 0.091 on two; 192 x
    28x28 0.050 / 0.038; stride 2 from 112x112 0.21 / 0.18). */
-enum { MPS_DWB_WIDE = 64 };
 bool mps_dwb_applies(const struct mps_conv_geom *q, const struct mps_ukernels *uk)
 {
     const struct mps_window3 *w = &q->w;

@@ -474,15 +474,18 @@ static bool mps_qconv_direct(const struct mps_qpack *h, const struct mps_conv_pa
 }
 
 /* A depthwise QLinearConv: each plane's bytes less x's zero point as f32,
-   convolved by the family's f32 plane kernels (dw3, dwk) with the taps less
-   theirs, which is exact (every product and partial sum an integer below
-   2^24: the pass takes windows of at most 258 taps), then requantized. */
+   convolved by the family's f32 kernels with the taps less theirs, which is
+   exact (every product and partial sum an integer below 2^24: the pass
+   takes windows of at most 258 taps), then requantized: sixteen planes at
+   once on dwb where the family has it and takes the layer (as the float
+   path's rule, rows under MPS_DWB_WIDE), else a plane at a time on dw3 or
+   dwk. */
 struct mps_qdw {
     const struct mps_cpu_args *a;
     const struct mps_qpack *h;
     struct mps_dw3_geom g3;
     struct mps_dwk_geom gk;
-    bool dw3, dwk;
+    bool dw3, dwk, dwb;
     int64_t in_plane, out_plane, per_thread; /* floats */
 };
 
@@ -501,43 +504,51 @@ static void mps_qdw_taps(const struct mps_dwk_geom *g, const float *x, const flo
         }
 }
 
+/* Items [begin, end): blocks of MPS_DWB_PLANES planes on dwb, else planes
+   (of all the images, channel p % cols). */
 static void mps_qdw_planes(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_qdw *d = ctx;
     const struct mps_qpack *h = d->h;
     const struct mps_cpu_args *a = d->a;
-    float *xf = (float *)a->scratch + d->per_thread * mps_pool_self(a->pool), *yf = xf + d->in_plane;
+    int64_t planes = d->dwb ? MPS_DWB_PLANES : 1;
+    float *xf = (float *)a->scratch + d->per_thread * mps_pool_self(a->pool), *yf = xf + planes * d->in_plane;
+    int32_t *sums = (int32_t *)(yf + planes * d->out_plane);
     const float *taps = (const float *)((const unsigned char *)h + h->off_b);
     struct mps_tile_epi none = mps_tile_epi_none();
-    int zx = h->zx;
+    float zx = (float)h->zx;
     uint8_t flip = h->flip ? 0x80 : 0;
     size_t el = h->quant ? 1 : 4;
-    for (int64_t p = begin; p < end; p++) {
-        int64_t m = p % h->cols;
-        const uint8_t *x = (const uint8_t *)a->in[0].data + p * d->in_plane;
-        for (int64_t i = 0; i < d->in_plane; i++)
-            xf[i] = (float)((int)(x[i] ^ flip) - zx);
-        const float *k = taps + m * h->k;
-        if (d->dw3)
+    for (int64_t p0 = begin * planes; p0 < end * planes; p0 += planes) {
+        int64_t m0 = p0 % h->cols, count = planes * d->in_plane;
+        const uint8_t *x = (const uint8_t *)a->in[0].data + p0 * d->in_plane;
+        for (int64_t i = 0; i < count; i++)
+            xf[i] = (float)(uint8_t)(x[i] ^ flip) - zx;
+        const float *k = taps + m0 * h->k;
+        if (d->dwb)
+            a->uk->dwb(&d->gk, xf, k, NULL, yf, 1, &none, NULL); /* takes the layer: mps_qdw_job asked */
+        else if (d->dw3)
             a->uk->dw3(&d->g3, xf, k, 0.0f, yf, &none);
         else if (!d->dwk || !a->uk->dwk(&d->gk, xf, k, NULL, yf, 1, &none))
             mps_qdw_taps(&d->gk, xf, k, yf);
-        int32_t *sums = (int32_t *)(yf + d->out_plane); /* exact integers */
-        for (int64_t i = 0; i < d->out_plane; i++)
-            sums[i] = (int32_t)yf[i];
-        struct mps_qreq q = mps_qreq_of(h, m);
-        h->q->store(sums, NULL, (int)d->out_plane, &q,
-                    (unsigned char *)a->out[0].data + (size_t)(p * d->out_plane) * el);
+        for (int64_t c = 0; c < planes; c++) {
+            const float *s = yf + c * d->out_plane;
+            for (int64_t i = 0; i < d->out_plane; i++) /* exact integers */
+                sums[i] = (int32_t)s[i];
+            struct mps_qreq q = mps_qreq_of(h, m0 + c);
+            h->q->store(sums, NULL, (int)d->out_plane, &q,
+                        (unsigned char *)a->out[0].data + (size_t)((p0 + c) * d->out_plane) * el);
+        }
     }
 }
 
-/* The depthwise job's geometry: input planes h x w, output planes oh x ow. */
+/* The depthwise job's geometry: input planes h x w, output planes oh x ow;
+   the kernels of family uk. */
 static struct mps_qdw mps_qdw_job(const struct mps_qpack *h, const struct mps_conv_params *p, int64_t ih, int64_t iw,
-                                  int64_t oh, int64_t ow)
+                                  int64_t oh, int64_t ow, const struct mps_ukernels *uk)
 {
     const struct mps_window *w = &p->win;
     struct mps_qdw d = {.h = h, .in_plane = ih * iw, .out_plane = oh * ow};
-    d.per_thread = (d.in_plane + 2 * d.out_plane + 15) / 16 * 16; /* x, the sums as f32, as int32 */
     d.gk = (struct mps_dwk_geom){.h = ih,
                                  .w = iw,
                                  .pt = w->pad[0],
@@ -555,6 +566,11 @@ static struct mps_qdw mps_qdw_job(const struct mps_qpack *h, const struct mps_co
     d.dw3 = h->kh == 3 && h->kw == 3 && w->dilation[0] == 1 && w->dilation[1] == 1 && w->stride[0] == w->stride[1] &&
             (w->stride[0] == 1 || w->stride[0] == 2);
     d.dwk = w->stride[1] == 1 || w->stride[1] == 2;
+    struct mps_tile_epi none = mps_tile_epi_none();
+    d.dwb = uk && uk->dwb && h->cols % MPS_DWB_PLANES == 0 && ow < MPS_DWB_WIDE &&
+            uk->dwb(&d.gk, NULL, NULL, NULL, NULL, 0, &none, NULL); /* no blocks: whether it takes the layer */
+    int64_t planes = d.dwb ? MPS_DWB_PLANES : 1;                    /* x, the sums as f32, a plane's as int32 */
+    d.per_thread = (planes * (d.in_plane + d.out_plane) + d.out_plane + 15) / 16 * 16;
     return d;
 }
 
@@ -569,7 +585,7 @@ size_t mps_cpu_qlinear_scratch(const struct mps_graph *g, const struct mps_node 
     }
     if (h.dw)
         return (size_t)(threads < 1 ? 1 : threads) *
-               (size_t)mps_qdw_job(&h, &n->p.conv, x->dim[2], x->dim[3], y->dim[2], y->dim[3]).per_thread * 4;
+               (size_t)mps_qdw_job(&h, &n->p.conv, x->dim[2], x->dim[3], y->dim[2], y->dim[3], uk).per_thread * 4;
     const struct mps_window *w = &n->p.conv.win;
     int64_t hp = x->dim[2] + w->pad[0] + w->pad[2], wp = x->dim[3] + w->pad[1] + w->pad[3],
             plane = y->dim[2] * y->dim[3], panels = (plane + h.q->nr - 1) / h.q->nr;
@@ -603,9 +619,10 @@ enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *
     }
     const struct mps_conv_params *p = &a->node->p.conv;
     if (h->dw) {
-        struct mps_qdw d = mps_qdw_job(h, p, xs->dim[2], xs->dim[3], ys->dim[2], ys->dim[3]);
+        struct mps_qdw d = mps_qdw_job(h, p, xs->dim[2], xs->dim[3], ys->dim[2], ys->dim[3], a->uk);
+        int64_t planes = d.dwb ? MPS_DWB_PLANES : 1;
         d.a = a;
-        mps_pool_for(a->pool, xs->dim[0] * h->cols, d.out_plane * h->k, mps_qdw_planes, &d);
+        mps_pool_for(a->pool, xs->dim[0] * h->cols / planes, planes * d.out_plane * h->k, mps_qdw_planes, &d);
         return MPS_OK;
     }
     int64_t n = xs->dim[0], plane = ys->dim[2] * ys->dim[3], ppi = (plane + nr - 1) / nr;

@@ -195,6 +195,9 @@ typedef bool (*mps_udwk_fn)(const struct mps_dwk_geom *g, const float *x, const 
    the family's buffer, or ex's terms below are not met (blocks 0: only
    whether it takes the layer). */
 enum { MPS_DWB_PLANES = 16, MPS_DWB_TAPS = 25, MPS_DWB_EXPAND_K = 256 };
+/* Output rows under which dwb runs a layer rather than the plane kernels
+   (conv_depthwise.c's mps_dwb_applies says why) */
+enum { MPS_DWB_WIDE = 64 };
 /* ex (NULL: none): the input planes are not in x but made as they are read,
    by the 1x1 convolution before the layer: plane m of the blocks (m counted
    from the first block's first) is act(bias[m] + sum over c < k of w[m k + c]
