@@ -94,12 +94,14 @@ static inline void mps_uqrequant_row(const uint8_t *restrict a, const struct mps
     }
 }
 
-/* A family's store and requantization (mps_uqgemm's), compiled at its width. */
+/* A family's requantization, and store (mps_uqgemm's), compiled at its width. */
 #define MPS_UQ_ROWS(fam)                                                                                               \
     static void fam##_qstore(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out)          \
     {                                                                                                                  \
         mps_uqstore_row(t, rs, n, r, out);                                                                             \
     }                                                                                                                  \
+    MPS_UQ_REQUANT(fam)
+#define MPS_UQ_REQUANT(fam)                                                                                            \
     static void fam##_qrequant(const uint8_t *a, const struct mps_qdeq *da, const uint8_t *b,                          \
                                const struct mps_qdeq *db, float lo, float hi, const struct mps_qto *q, int64_t n,      \
                                uint8_t *y)                                                                             \
