@@ -299,30 +299,82 @@ struct mps_qimage {
     int32_t *rowsum; /* per position, [N][plane], where some zw is not 0 */
 };
 
+#if defined(__SSE2__)
+/* Sixteen rows of sixteen bytes (x + r stride, each byte xor flip)
+   transposed: dst + p dst_stride gets byte p of each row, row order (a
+   pixel's sixteen channels from sixteen planes). Four rounds of unpacks. */
+static void mps_qtranspose16(const uint8_t *x, int64_t stride, uint8_t flip, uint8_t *dst, int64_t dst_stride)
+{
+    __m128i a[16], b[16], f = _mm_set1_epi8((char)flip);
+    for (int r = 0; r < 16; r++)
+        a[r] = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(x + r * stride)), f);
+    for (int i = 0; i < 8; i++) /* pairs of rows: pixels 0-7, 8-15 */
+        b[2 * i] = _mm_unpacklo_epi8(a[2 * i], a[2 * i + 1]), b[2 * i + 1] = _mm_unpackhi_epi8(a[2 * i], a[2 * i + 1]);
+    for (int j = 0; j < 4; j++) { /* quads of rows: pixels 0-3, 4-7, 8-11, 12-15 */
+        a[4 * j] = _mm_unpacklo_epi16(b[4 * j], b[4 * j + 2]),
+              a[4 * j + 1] = _mm_unpackhi_epi16(b[4 * j], b[4 * j + 2]);
+        a[4 * j + 2] = _mm_unpacklo_epi16(b[4 * j + 1], b[4 * j + 3]);
+        a[4 * j + 3] = _mm_unpackhi_epi16(b[4 * j + 1], b[4 * j + 3]);
+    }
+    for (int h = 0; h < 2; h++) /* octets of rows: pairs of pixels */
+        for (int q = 0; q < 4; q++) {
+            b[8 * h + 2 * q] = _mm_unpacklo_epi32(a[8 * h + q], a[8 * h + 4 + q]);
+            b[8 * h + 2 * q + 1] = _mm_unpackhi_epi32(a[8 * h + q], a[8 * h + 4 + q]);
+        }
+    for (int p = 0; p < 8; p++) { /* all sixteen rows: pixels 2p, 2p + 1 */
+        _mm_storeu_si128((__m128i *)(dst + 2 * p * dst_stride), _mm_unpacklo_epi64(b[p], b[8 + p]));
+        _mm_storeu_si128((__m128i *)(dst + (2 * p + 1) * dst_stride), _mm_unpackhi_epi64(b[p], b[8 + p]));
+    }
+}
+#endif
+
+/* count border pixels of cp bytes at d: x's zero point in each of cin
+   channels (it adds nothing), 0 in the padding channels; the first pixel
+   written, the rest copied from it. */
+static void mps_qimage_border(uint8_t *d, int64_t count, int64_t cp, int64_t cin, uint8_t zx)
+{
+    if (count <= 0)
+        return;
+    memset(d, zx, (size_t)cin);
+    memset(d + cin, 0, (size_t)(cp - cin));
+    for (int64_t k = 1; k < count; k++)
+        memcpy(d + k * cp, d, (size_t)cp);
+}
+
 static void mps_qimage_fill(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_qimage *im = ctx;
     const struct mps_qpack *h = im->h;
     int64_t pt = im->p->win.pad[0], pl = im->p->win.pad[1], cp = h->cp, cin = h->cin;
-    uint8_t flip = h->flip ? 0x80 : 0, px[64];
-    for (int64_t c = 0; c < cp && c < 64; c++) /* the border holds x's zero point, which adds nothing */
-        px[c] = c < cin ? h->zx : 0;
+    uint8_t flip = h->flip ? 0x80 : 0;
     for (int64_t rg = begin; rg < end; rg++) { /* row rg % hp of image rg / hp */
         int64_t b = rg / im->hp, r = rg % im->hp;
         uint8_t *row = im->buf + b * im->buf_stride + r * im->wp * cp;
         const uint8_t *xb = im->x + b * cin * im->in_h * im->in_w;
         int64_t i = r - pt;
         bool inside = i >= 0 && i < im->in_h;
-        for (int64_t col = 0; col < im->wp; col++) {
-            if (inside && col >= pl && col < pl + im->in_w && cp == cin)
-                continue; /* written below */
-            uint8_t *d = row + col * cp;
-            bool border = !inside || col < pl || col >= pl + im->in_w;
-            for (int64_t c = 0; c < cp; c++)
-                d[c] = border && c < cin ? (c < 64 ? px[c] : h->zx) : 0;
+        if (!inside) {
+            mps_qimage_border(row, im->wp, cp, cin, h->zx);
+            continue;
         }
+        mps_qimage_border(row, pl, cp, cin, h->zx);
+        mps_qimage_border(row + (pl + im->in_w) * cp, im->wp - pl - im->in_w, cp, cin, h->zx);
+        if (cp != cin) /* the padding channels of the pixels written below */
+            memset(row + pl * cp, 0, (size_t)(im->in_w * cp));
         int64_t c = 0, plane = im->in_h * im->in_w;
-        for (; inside && c + 4 <= cin; c += 4) { /* four channels' rows, a word a pixel */
+#if defined(__SSE2__)
+        for (; c + 16 <= cin && im->in_w >= 16; c += 16) { /* sixteen channels' rows, transposed */
+            const uint8_t *x = xb + (c * im->in_h + i) * im->in_w;
+            uint8_t *d = row + pl * cp + c;
+            for (int64_t j = 0;; j += 16) { /* the last step moved back inside the row */
+                j = j + 16 <= im->in_w ? j : im->in_w - 16;
+                mps_qtranspose16(x + j, plane, flip, d + j * cp, cp);
+                if (j + 16 == im->in_w)
+                    break;
+            }
+        }
+#endif
+        for (; c + 4 <= cin; c += 4) { /* four channels' rows, a word a pixel */
             const uint8_t *x = xb + (c * im->in_h + i) * im->in_w;
             uint8_t *d = row + pl * cp + c;
             uint32_t f4 = flip * 0x01010101u;
@@ -333,7 +385,7 @@ static void mps_qimage_fill(void *ctx, int64_t begin, int64_t end)
                 memcpy(d + j * cp, &v, 4);
             }
         }
-        for (; inside && c < cin; c++) { /* along the input's rows, written across */
+        for (; c < cin; c++) { /* along the input's rows, written across */
             const uint8_t *x = xb + (c * im->in_h + i) * im->in_w;
             uint8_t *d = row + pl * cp + c;
             for (int64_t j = 0; j < im->in_w; j++)
@@ -456,7 +508,21 @@ static void mps_qimage_panels_1x1(void *ctx, int64_t begin, int64_t end)
             for (int i = 0; i < 4; i++)
                 pad |= (4 * g + i < h->cin ? 0u : 0x80u) << (8 * i);
             uint32_t *d = (uint32_t *)(dst + g * 4 * nr), mask = flip ^ (flip & pad);
-            for (int l = 0; l < lanes; l++)
+            int l = 0;
+#if defined(__SSE2__)
+            for (__m128i m = _mm_set1_epi32((int)mask); l + 16 <= lanes; l += 16) { /* sixteen lanes' words */
+                __m128i v[4];
+                for (int i = 0; i < 4; i++)
+                    v[i] = _mm_loadu_si128((const __m128i *)(x[i] + l));
+                __m128i ab0 = _mm_unpacklo_epi8(v[0], v[1]), ab1 = _mm_unpackhi_epi8(v[0], v[1]),
+                        ce0 = _mm_unpacklo_epi8(v[2], v[3]), ce1 = _mm_unpackhi_epi8(v[2], v[3]);
+                _mm_storeu_si128((__m128i *)(d + l), _mm_xor_si128(_mm_unpacklo_epi16(ab0, ce0), m));
+                _mm_storeu_si128((__m128i *)(d + l + 4), _mm_xor_si128(_mm_unpackhi_epi16(ab0, ce0), m));
+                _mm_storeu_si128((__m128i *)(d + l + 8), _mm_xor_si128(_mm_unpacklo_epi16(ab1, ce1), m));
+                _mm_storeu_si128((__m128i *)(d + l + 12), _mm_xor_si128(_mm_unpackhi_epi16(ab1, ce1), m));
+            }
+#endif
+            for (; l < lanes; l++)
                 d[l] =
                     ((uint32_t)x[0][l] | (uint32_t)x[1][l] << 8 | (uint32_t)x[2][l] << 16 | (uint32_t)x[3][l] << 24) ^
                     mask;
