@@ -400,6 +400,9 @@ static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct m
         if (st)
             return st;
     }
+    enum mps_status st8 = mps_isa_check_int8(uk, err);
+    if (st8)
+        return st8;
     struct mps_cpu_state *s = calloc(1, sizeof *s);
     if (!s)
         return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");

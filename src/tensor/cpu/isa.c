@@ -1,6 +1,7 @@
 /* isa.c: the kernel families this build holds and the one this process runs. */
 #include "isa.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,9 +43,15 @@ static bool mps_x86_ask_vnni(void)
     return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 11));
 }
 
+static bool mps_x86_ask_avxvnni(void) /* CPUID leaf 7, subleaf 1, EAX bit 4 */
+{
+    unsigned eax, ebx, ecx, edx;
+    return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4));
+}
+
 /* What the CPU and OS run, asked once: CPUID traps to the hypervisor in a
    VM (microseconds a call), and the int8 nodes ask at each run. */
-enum { MPS_X86_KNOWN = 1, MPS_X86_AVX2 = 2, MPS_X86_AVX512 = 4, MPS_X86_VNNI = 8 };
+enum { MPS_X86_KNOWN = 1, MPS_X86_AVX2 = 2, MPS_X86_AVX512 = 4, MPS_X86_VNNI = 8, MPS_X86_AVXVNNI = 16 };
 static unsigned mps_x86_features(void)
 {
     static _Atomic unsigned known;
@@ -59,6 +66,8 @@ static unsigned mps_x86_features(void)
         f |= MPS_X86_AVX512;
     if ((f & MPS_X86_AVX512) && mps_x86_ask_vnni())
         f |= MPS_X86_VNNI;
+    if ((f & MPS_X86_AVX2) && mps_x86_ask_avxvnni())
+        f |= MPS_X86_AVXVNNI;
     atomic_store_explicit(&known, f, memory_order_relaxed);
     return f;
 }
@@ -76,6 +85,11 @@ bool mps_x86_has_avx512(void)
 bool mps_x86_has_vnni(void)
 {
     return mps_x86_features() & MPS_X86_VNNI;
+}
+
+bool mps_x86_has_avxvnni(void)
+{
+    return mps_x86_features() & MPS_X86_AVXVNNI;
 }
 
 static const struct mps_ukernels *const mps_isa_all[] = {&mps_ukernels_avx512, &mps_ukernels_avx2, &mps_ukernels_c};
@@ -106,12 +120,42 @@ static const struct mps_ukernels *const mps_isa_all[] = {&mps_ukernels_c};
 
 #define MPS_ISA_COUNT ((int)(sizeof mps_isa_all / sizeof mps_isa_all[0]))
 
+/* Family k's int8 tile called name that this CPU runs ("c": the portable
+   one), or NULL. */
+static const struct mps_uqgemm *mps_isa_qnamed(const struct mps_ukernels *k, const char *name)
+{
+    if (!strcmp(name, mps_uqgemm_c.name))
+        return &mps_uqgemm_c;
+    for (int i = 0; i < 2; i++)
+        if (k && k->q[i] && !strcmp(k->q[i]->name, name) && k->q[i]->supported())
+            return k->q[i];
+    return NULL;
+}
+
 const struct mps_uqgemm *mps_isa_qgemm(const struct mps_ukernels *k)
 {
+    const char *want = getenv("MPSRUN_INT8_KERNELS");
+    const struct mps_uqgemm *q = want && want[0] ? mps_isa_qnamed(k, want) : NULL;
+    if (q) /* else mps_isa_check_int8 refused it when the plan was made */
+        return q;
     for (int i = 0; i < 2; i++)
         if (k && k->q[i] && k->q[i]->supported())
             return k->q[i];
     return &mps_uqgemm_c;
+}
+
+enum mps_status mps_isa_check_int8(const struct mps_ukernels *k, struct mps_error *err)
+{
+    const char *want = getenv("MPSRUN_INT8_KERNELS");
+    if (!want || !want[0] || mps_isa_qnamed(k, want))
+        return MPS_OK;
+    char names[96] = "";
+    for (int i = 0; i < 2; i++)
+        if (k->q[i] && k->q[i]->supported())
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s, ", k->q[i]->name);
+    return mps_fail(err, MPS_ERR_USAGE,
+                    "MPSRUN_INT8_KERNELS=%s: not an int8 tile of the %s kernels this CPU runs (%sc)", want, k->name,
+                    names);
 }
 
 int mps_isa_list(const struct mps_ukernels *const **all)

@@ -29,8 +29,13 @@ const struct mps_ukernels *mps_isa_find(const char *name, struct mps_error *err)
 /* Every family this build holds, best first, and whether this CPU runs each. */
 int mps_isa_list(const struct mps_ukernels *const **all);
 /* The int8 tile family k runs on this CPU: the first of k->q it runs (the
-   avx512 family's needs VNNI; without it, the avx2 tile), else the portable one. */
+   avx512 family's needs VNNI, the avx2 family's AVX-VNNI; without it, the
+   avx2 tile), else the portable one. MPSRUN_INT8_KERNELS=NAME picks one of
+   them (or c), so that a tile the CPU passes over is tested on it too. */
 const struct mps_uqgemm *mps_isa_qgemm(const struct mps_ukernels *k);
+/* MPS_ERR_USAGE where MPSRUN_INT8_KERNELS names no int8 tile of k's that
+   this CPU runs (a plan's compile asks: no silent fallback). */
+enum mps_status mps_isa_check_int8(const struct mps_ukernels *k, struct mps_error *err);
 bool mps_isa_runs(const struct mps_ukernels *k);
 
 #endif

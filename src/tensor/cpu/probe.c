@@ -129,7 +129,7 @@ enum mps_status mps_cpu_probe(struct mps_backend_info *info, struct mps_error *e
     char model[96];
     const struct mps_ukernels *uk;
     enum mps_status st = mps_isa_kernels(&uk, err);
-    if (st)
+    if (st || (st = mps_isa_check_int8(uk, err)))
         return st;
     mps_cpu_model(model, sizeof model);
     mps_blas_set_threads(1); /* as plans run it; its own workers stop (blas.c), and no longer share a core with the

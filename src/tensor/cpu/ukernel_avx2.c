@@ -554,5 +554,5 @@ const struct mps_ukernels mps_ukernels_avx2 = {
     .wino_pool = mps_wino_pool,
     .sigmoid = mps_act_sigmoid,
     .tanh = mps_act_tanh,
-    .q = {&mps_uqgemm_avx2},
+    .q = {&mps_uqgemm_avxvnni, &mps_uqgemm_avx2}, /* AVX-VNNI where the CPU has it (Alder Lake on, Zen 5) */
 };

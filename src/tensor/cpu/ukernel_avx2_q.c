@@ -77,14 +77,18 @@ static void mps_avx2_qgemm_w(int64_t k4, const int8_t *a, const uint8_t *b, int3
                             _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[r][0], acc[r][1]), 0xd8));
 }
 
-MPS_UQ_REQUANT(mps_avx2)
+void mps_avx2_qrequant(const uint8_t *a, const struct mps_qdeq *da, const uint8_t *b, const struct mps_qdeq *db,
+                       float lo, float hi, const struct mps_qto *q, int64_t n, uint8_t *y)
+{
+    mps_uqrequant_row(a, da, b, db, lo, hi, q, n, y);
+}
 
 /* ukernel_q.h's mps_uqstore_row in eight lanes, step for step as the
    avx512 family's (ukernel_avx512_q.c), the bytes picked out of the lanes
    by a shuffle (a signed byte must not saturate as packus would), the tail
    under a mask. A conv's rows are MPS_AVX2_QNR (8) long, where the plain
    loop's set-up was a third of mobilenet_v2 int8's time. */
-static void mps_avx2_qstore(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out)
+void mps_avx2_qstore(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out)
 {
     const __m256i corr = _mm256_set1_epi32((int32_t)r->corr), zw = _mm256_set1_epi32((int32_t)r->zw),
                   yz = _mm256_set1_epi32(r->yz), lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
