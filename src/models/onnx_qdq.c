@@ -106,6 +106,14 @@ static const char *mps_qdq_out(const Onnx__GraphProto *gp, size_t k)
     return y;
 }
 
+static int mps_qdq_find(const char *const *names, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(names[i], name))
+            return i;
+    return -1;
+}
+
 static bool mps_qdq_add_name(const char ***names, int *n, const char *name)
 {
     for (int i = 0; i < *n; i++)
@@ -159,6 +167,16 @@ enum mps_status mps_qdq_points(const struct mps_onnx_file *f, const char *const 
         return mps_fail(err, MPS_ERR_MODEL,
                         "no node to quantize: no Conv (2-D), MatMul or Gemm with float initializer weights%s",
                         n_exclude ? " that --exclude leaves" : "");
+    /* a MaxPool's input too, where its output is a point (its range then goes to the output: mps_qdq_share), so
+       that the MaxPool runs on bytes and what made its input (squeezenet1_1's Concat before two of its MaxPools:
+       QLinearConcat) writes them; in reverse, so that a chain of MaxPools becomes points back to its start */
+    for (size_t k = gp->n_node; k-- > 0;) {
+        const Onnx__NodeProto *node = gp->node[k];
+        if (mps_qdq_default_domain(node) && !strcmp(node->op_type, "MaxPool") && node->n_input >= 1 &&
+            node->n_output == 1 && mps_qdq_find(*names, *n, node->output[0]) >= 0 &&
+            !mps_qdq_add_name(names, n, node->input[0]))
+            return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    }
     return MPS_OK;
 }
 
@@ -389,14 +407,6 @@ static enum mps_status mps_qdq_weights(struct mps_qdq_out *o, const Onnx__GraphP
     if (bf)
         free(n->input[2]), n->input[2] = bdd;
     return MPS_OK;
-}
-
-static int mps_qdq_find(const char *const *names, int n, const char *name)
-{
-    for (int i = 0; i < n; i++)
-        if (!strcmp(names[i], name))
-            return i;
-    return -1;
 }
 
 /* Drops the initializers no node reads any more (the float weights). */
