@@ -1,9 +1,7 @@
-/* ukernel_avx512_q.c: the avx512 family's int8 tile (ukernels.h), 8 x 32:
-   vpdpbusd multiplies a row's four unsigned bytes, broadcast, by four
-   signed bytes of each of sixteen columns and adds the four products to
-   an int32 lane, so one instruction makes 64 of the tile's products;
-   sixteen accumulators hide its latency; the store of ukernel_q.h, in
-   intrinsics. Built
+/* ukernel_avx512_q.c: the avx512 family's int8 tile (ukernels.h), 8 x 32,
+   ukernel_qtile.h's at 512 bits: one vpdpbusd makes 64 of the tile's
+   products; sixteen accumulators hide its latency; the store of
+   ukernel_q.h, in intrinsics. Built
    with -mavx512f -mavx512vnni and without contraction;
    called only where cpuid says the CPU has AVX512_VNNI (isa.c). */
 #include <immintrin.h>
@@ -27,51 +25,17 @@ static inline __m512i mps_avx512_dpbusd(__m512i acc, __m512i u, __m512i s)
 #endif
 }
 
-/* Row r's four bytes of group g at a + r rs + g gs; signed_a: a's bytes are
-   the signed operand (by_weights), else b's. Called with rows MPS_QMR (a
-   constant: the row loop unrolled without tests) or fewer. */
-static inline __attribute__((always_inline)) void mps_avx512_qtile(int64_t k4, const void *a, int64_t rs, int64_t gs,
-                                                                   const void *b, int32_t *c, int rows, bool signed_a)
-{
-    const unsigned char *pa = a, *pb = b;
-    __m512i acc[MPS_QMR][2];
-    for (int r = 0; r < MPS_QMR; r++)
-        acc[r][0] = acc[r][1] = _mm512_setzero_si512();
-    for (int64_t g = 0; g < k4; g++, pb += 4 * MPS_QNR) {
-        __m512i b0 = _mm512_loadu_si512(pb), b1 = _mm512_loadu_si512(pb + 64);
-        for (int r = 0; r < MPS_QMR; r++) {
-            if (r >= rows)
-                break;
-            int32_t four;
-            __builtin_memcpy(&four, pa + r * rs + g * gs, 4);
-            __m512i x = _mm512_set1_epi32(four);
-            if (signed_a) { /* the first multiplicand is the unsigned one */
-                acc[r][0] = mps_avx512_dpbusd(acc[r][0], b0, x);
-                acc[r][1] = mps_avx512_dpbusd(acc[r][1], b1, x);
-            } else {
-                acc[r][0] = mps_avx512_dpbusd(acc[r][0], x, b0);
-                acc[r][1] = mps_avx512_dpbusd(acc[r][1], x, b1);
-            }
-        }
-    }
-    for (int r = 0; r < rows; r++) {
-        _mm512_storeu_si512(c + r * MPS_QNR, acc[r][0]);
-        _mm512_storeu_si512(c + r * MPS_QNR + 16, acc[r][1]);
-    }
-}
-
-static void mps_avx512_qgemm(int64_t k4, const uint8_t *a, int64_t lda, const int8_t *b, int32_t *c, int rows)
-{
-    if (rows == MPS_QMR)
-        mps_avx512_qtile(k4, a, lda, 4, b, c, MPS_QMR, false);
-    else
-        mps_avx512_qtile(k4, a, lda, 4, b, c, rows, false);
-}
-
-static void mps_avx512_qgemm_w(int64_t k4, const int8_t *a, const uint8_t *b, int32_t *c)
-{
-    mps_avx512_qtile(k4, a, 4, 4 * MPS_QMR, b, c, MPS_QMR, true);
-}
+#define MPS_QV __m512i
+#define MPS_QV_ZERO() _mm512_setzero_si512()
+#define MPS_QV_LOAD(p) _mm512_loadu_si512(p)
+#define MPS_QV_SET1(i) _mm512_set1_epi32(i)
+#define MPS_QV_STORE(p, v) _mm512_storeu_si512(p, v)
+#define MPS_QV_DPBUSD(acc, u, s) mps_avx512_dpbusd(acc, u, s)
+#define MPS_QV_LANES 16
+#define MPS_QV_MR MPS_QMR
+#define MPS_QV_NR MPS_QNR
+#define MPS_QV_FN(x) mps_avx512_##x
+#include "ukernel_qtile.h"
 
 MPS_UQ_REQUANT(mps_avx512)
 

@@ -1,0 +1,67 @@
+/* ukernel_qtile.h: the VNNI int8 tile, written once over a family's vector
+   layer and instantiated by ukernel_avx512_q.c (AVX-512 VNNI, 8 x 32) and
+   ukernel_avxvnni_q.c (AVX-VNNI, 4 x 16), as ukernel_tile.h is for the
+   float tiles. vpdpbusd multiplies a row's four unsigned bytes, broadcast,
+   by four signed bytes of each column and adds the four products to the
+   column's int32 lane, exactly; a row holds two vectors.
+
+   The family defines before including it:
+     MPS_QV            its vector type
+     MPS_QV_ZERO()     a vector of zeros
+     MPS_QV_LOAD(p)    a vector from p (unaligned)
+     MPS_QV_SET1(i)    the int32 i in every lane
+     MPS_QV_STORE(p, v)
+     MPS_QV_DPBUSD(acc, u, s)  acc + the four-byte dot products of unsigned u
+                       and signed s (in asm: with the intrinsic GCC copied every
+                       accumulator out and back around each instruction)
+     MPS_QV_LANES      int32 lanes a vector
+     MPS_QV_MR, MPS_QV_NR  the tile (MPS_QV_NR = 2 MPS_QV_LANES)
+     MPS_QV_FN(x)      the family's name of function x (mps_avx512_##x)
+   and gets MPS_QV_FN(qgemm) and MPS_QV_FN(qgemm_w), mps_uqgemm's fn and
+   by_weights. */
+
+/* Row r's four bytes of group g at a + r rs + g gs; signed_a: a's bytes are
+   the signed operand (by_weights), else b's. Called with rows MPS_QV_MR (a
+   constant: the row loop unrolled without tests) or fewer. */
+static inline __attribute__((always_inline)) void MPS_QV_FN(qtile)(int64_t k4, const void *a, int64_t rs, int64_t gs,
+                                                                   const void *b, int32_t *c, int rows, bool signed_a)
+{
+    const unsigned char *pa = a, *pb = b;
+    MPS_QV acc[MPS_QV_MR][2];
+    for (int r = 0; r < MPS_QV_MR; r++)
+        acc[r][0] = acc[r][1] = MPS_QV_ZERO();
+    for (int64_t g = 0; g < k4; g++, pb += 4 * MPS_QV_NR) {
+        MPS_QV b0 = MPS_QV_LOAD(pb), b1 = MPS_QV_LOAD(pb + 4 * MPS_QV_LANES);
+        for (int r = 0; r < MPS_QV_MR; r++) {
+            if (r >= rows)
+                break;
+            int32_t four;
+            __builtin_memcpy(&four, pa + r * rs + g * gs, 4);
+            MPS_QV x = MPS_QV_SET1(four);
+            if (signed_a) { /* the first multiplicand is the unsigned one */
+                acc[r][0] = MPS_QV_DPBUSD(acc[r][0], b0, x);
+                acc[r][1] = MPS_QV_DPBUSD(acc[r][1], b1, x);
+            } else {
+                acc[r][0] = MPS_QV_DPBUSD(acc[r][0], x, b0);
+                acc[r][1] = MPS_QV_DPBUSD(acc[r][1], x, b1);
+            }
+        }
+    }
+    for (int r = 0; r < rows; r++) {
+        MPS_QV_STORE(c + r * MPS_QV_NR, acc[r][0]);
+        MPS_QV_STORE(c + r * MPS_QV_NR + MPS_QV_LANES, acc[r][1]);
+    }
+}
+
+static void MPS_QV_FN(qgemm)(int64_t k4, const uint8_t *a, int64_t lda, const int8_t *b, int32_t *c, int rows)
+{
+    if (rows == MPS_QV_MR)
+        MPS_QV_FN(qtile)(k4, a, lda, 4, b, c, MPS_QV_MR, false);
+    else
+        MPS_QV_FN(qtile)(k4, a, lda, 4, b, c, rows, false);
+}
+
+static void MPS_QV_FN(qgemm_w)(int64_t k4, const int8_t *a, const uint8_t *b, int32_t *c)
+{
+    MPS_QV_FN(qtile)(k4, a, 4, 4 * MPS_QV_MR, b, c, MPS_QV_MR, true);
+}
