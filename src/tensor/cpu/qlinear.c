@@ -433,6 +433,57 @@ static void mps_qgather16(uint8_t *dst, int nr, const uint8_t *src, const int64_
 }
 #endif
 
+#if defined(__SSE2__)
+/* Four byte vectors v[i] (lane l's byte i in byte l) as sixteen lanes'
+   words, into d (four vectors). */
+static inline void mps_qwords16(const __m128i v[4], uint32_t *d)
+{
+    __m128i ab0 = _mm_unpacklo_epi8(v[0], v[1]), ab1 = _mm_unpackhi_epi8(v[0], v[1]),
+            ce0 = _mm_unpacklo_epi8(v[2], v[3]), ce1 = _mm_unpackhi_epi8(v[2], v[3]);
+    _mm_storeu_si128((__m128i *)d, _mm_unpacklo_epi16(ab0, ce0));
+    _mm_storeu_si128((__m128i *)(d + 4), _mm_unpackhi_epi16(ab0, ce0));
+    _mm_storeu_si128((__m128i *)(d + 8), _mm_unpacklo_epi16(ab1, ce1));
+    _mm_storeu_si128((__m128i *)(d + 12), _mm_unpackhi_epi16(ab1, ce1));
+}
+
+/* A panel of a one-channel conv of stride 1 along the rows (MNIST's first
+   layer): a group's four taps of sixteen neighbouring lanes of one output
+   row are four runs of sixteen bytes of the padded copy, made into the
+   lanes' words at once; lanes where a row ends, a word at a time. ow0: the
+   panel's first lane's column; off: each lane's top left tap. */
+static void mps_qpanel_one_channel(const struct mps_qimage *im, uint8_t *dst, const uint8_t *buf, const int64_t *off,
+                                   int64_t ow0, int lanes)
+{
+    const struct mps_qpack *h = im->h;
+    const struct mps_window *w = &im->p->win;
+    int nr = h->q->nr;
+    int64_t taps = h->kh * h->kw, toff[4];
+    for (int64_t g = 0; g < h->k / 4; g++) {
+        for (int i = 0; i < 4; i++) { /* -1: past the taps (zeros) */
+            int64_t t = 4 * g + i;
+            toff[i] = t < taps ? (t / h->kw) * w->dilation[0] * im->wp + t % h->kw * w->dilation[1] : -1;
+        }
+        uint32_t *d = (uint32_t *)(dst + g * 4 * nr);
+        for (int l = 0; l < lanes;) {
+            int64_t ow = (ow0 + l) % im->out_w;
+            if (l + 16 <= lanes && ow + 16 <= im->out_w) {
+                __m128i v[4];
+                for (int i = 0; i < 4; i++)
+                    v[i] =
+                        toff[i] < 0 ? _mm_setzero_si128() : _mm_loadu_si128((const __m128i *)(buf + off[l] + toff[i]));
+                mps_qwords16(v, d + l);
+                l += 16;
+                continue;
+            }
+            uint32_t word = 0;
+            for (int i = 0; i < 4; i++)
+                word |= (uint32_t)(toff[i] < 0 ? 0 : buf[off[l] + toff[i]]) << (8 * i);
+            d[l++] = word;
+        }
+    }
+}
+#endif
+
 /* Panels [begin, end): B's order, b[(g nr + l) 4 + i] = byte 4 g + i of
    position l's k (zeros past the positions and past k); a tap and group
    of four channels at a time across the panel's positions. */
@@ -456,7 +507,13 @@ static void mps_qimage_panels(void *ctx, int64_t begin, int64_t end)
                 ow = 0, oh++;
         }
         int64_t kk = 0;
-        for (int64_t i = 0; i < h->kh; i++)
+#if defined(__SSE2__)
+        if (cp == 1 && w->stride[1] == 1) { /* one channel: a group's four taps, words of sixteen lanes at once */
+            mps_qpanel_one_channel(im, dst, buf, off, pn * nr % im->out_w, lanes);
+            kk = h->k; /* all of it */
+        }
+#endif
+        for (int64_t i = 0; i < h->kh && kk < h->k; i++)
             for (int64_t j = 0; j < h->kw; j++) {
                 const uint8_t *src = buf + (i * w->dilation[0] * im->wp + j * w->dilation[1]) * cp;
                 int64_t c = 0;
@@ -510,16 +567,12 @@ static void mps_qimage_panels_1x1(void *ctx, int64_t begin, int64_t end)
             uint32_t *d = (uint32_t *)(dst + g * 4 * nr), mask = flip ^ (flip & pad);
             int l = 0;
 #if defined(__SSE2__)
-            for (__m128i m = _mm_set1_epi32((int)mask); l + 16 <= lanes; l += 16) { /* sixteen lanes' words */
+            for (; l + 16 <= lanes; l += 16) { /* sixteen lanes' words */
                 __m128i v[4];
-                for (int i = 0; i < 4; i++)
-                    v[i] = _mm_loadu_si128((const __m128i *)(x[i] + l));
-                __m128i ab0 = _mm_unpacklo_epi8(v[0], v[1]), ab1 = _mm_unpackhi_epi8(v[0], v[1]),
-                        ce0 = _mm_unpacklo_epi8(v[2], v[3]), ce1 = _mm_unpackhi_epi8(v[2], v[3]);
-                _mm_storeu_si128((__m128i *)(d + l), _mm_xor_si128(_mm_unpacklo_epi16(ab0, ce0), m));
-                _mm_storeu_si128((__m128i *)(d + l + 4), _mm_xor_si128(_mm_unpackhi_epi16(ab0, ce0), m));
-                _mm_storeu_si128((__m128i *)(d + l + 8), _mm_xor_si128(_mm_unpacklo_epi16(ab1, ce1), m));
-                _mm_storeu_si128((__m128i *)(d + l + 12), _mm_xor_si128(_mm_unpackhi_epi16(ab1, ce1), m));
+                for (int i = 0; i < 4; i++) /* the words' flip is each byte's */
+                    v[i] = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(x[i] + l)),
+                                         _mm_set1_epi8((char)(mask >> (8 * i))));
+                mps_qwords16(v, d + l);
             }
 #endif
             for (; l < lanes; l++)
