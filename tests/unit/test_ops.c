@@ -1137,6 +1137,10 @@ static const struct th_case th_cases[] = {
      IN(IR(MPS_I8, -128, 127, 2, 5, 9), CR(MPS_F32, 0.01, 0.2, 5), CR(MPS_I8, -5, 5, 5)), OUT(S(2, 5, 9))},
     {"QuantizeLinear to uint8, saturating", MPS_OP_QUANTIZE, IN(FR(-8, 8, 4, 33), CF_SCALAR(0.03), CT(MPS_U8, 100)),
      OUT(S(4, 33))},
+    {"QuantizeLinear per tensor of 40000 to int8 (three items)", MPS_OP_QUANTIZE,
+     IN(FR(-5, 5, 40000), CF_SCALAR(0.037), CT(MPS_I8, -3)), OUT(S(40000))},
+    {"DequantizeLinear int8 per tensor of 20000 (two items)", MPS_OP_DEQUANTIZE,
+     IN(IR(MPS_I8, -128, 127, 20000), CF_SCALAR(0.05), CT(MPS_I8, 9)), OUT(S(20000))},
     {"QuantizeLinear to int8 along axis -3", MPS_OP_QUANTIZE, P(axis, .axis = -3),
      IN(FR(-3, 3, 1, 6, 4, 5), CR(MPS_F32, 0.01, 0.05, 6), CR(MPS_I8, -20, 20, 6)), OUT(S(1, 6, 4, 5))},
     /* Add and Concat of bytes (the pass makes them of DequantizeLinear, the float op, QuantizeLinear): exact

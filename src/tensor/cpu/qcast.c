@@ -26,11 +26,15 @@ static float mps_qzero(const struct mps_tensor *z)
 }
 
 /* DequantizeLinear and QuantizeLinear: a run of inner elements shares a
-   scale (the elements after the axis). */
+   scale (the elements after the axis; per tensor, all of them), in items
+   of at most MPS_QCAST_CHUNK elements (a tensor per tensor had been one item,
+   one thread), each on the family's loop. */
+enum { MPS_QCAST_CHUNK = 16384 };
 struct mps_qcast {
+    const struct mps_uqgemm *uq;
     const struct mps_tensor *x, *s, *z;
     struct mps_tensor *y;
-    int64_t inner, per;
+    int64_t inner, per, chunks; /* chunks: a run's */
 };
 
 static void mps_qcast_run(void *ctx, int64_t begin, int64_t end)
@@ -38,25 +42,18 @@ static void mps_qcast_run(void *ctx, int64_t begin, int64_t end)
     const struct mps_qcast *c = ctx;
     bool dq = c->y->dtype == MPS_F32, sgn = (dq ? c->x->dtype : c->y->dtype) == MPS_I8;
     const float *s = c->s->data;
-    for (int64_t run = begin; run < end; run++) {
-        /* inner in a local: y's bytes could alias c's, and the loops would not vectorize */
-        int64_t ch = c->per > 1 ? run % c->per : 0, inner = c->inner, at = run * inner;
-        float sc = s[ch], z = !c->z ? 0.0f : sgn ? ((const int8_t *)c->z->data)[ch] : ((const uint8_t *)c->z->data)[ch];
-        if (dq) {
-            float *y = (float *)c->y->data + at;
-            if (sgn)
-                for (int64_t i = 0; i < inner; i++)
-                    y[i] = ((float)((const int8_t *)c->x->data)[at + i] - z) * sc;
-            else
-                for (int64_t i = 0; i < inner; i++)
-                    y[i] = ((float)((const uint8_t *)c->x->data)[at + i] - z) * sc;
-            continue;
+    for (int64_t item = begin; item < end; item++) {
+        int64_t run = item / c->chunks, from = item % c->chunks * MPS_QCAST_CHUNK;
+        int64_t ch = c->per > 1 ? run % c->per : 0, at = run * c->inner + from;
+        int64_t n = c->inner - from < MPS_QCAST_CHUNK ? c->inner - from : MPS_QCAST_CHUNK;
+        float z = !c->z ? 0.0f : sgn ? ((const int8_t *)c->z->data)[ch] : ((const uint8_t *)c->z->data)[ch];
+        if (dq) { /* an int8 byte made unsigned by its top bit, its zero point plus 128: the same difference */
+            struct mps_qdeq d = {s[ch], z + (sgn ? 128.0f : 0.0f), sgn ? 0x80 : 0};
+            c->uq->dequantize((const uint8_t *)c->x->data + at, n, &d, (float *)c->y->data + at);
+        } else {
+            struct mps_qto q = mps_qto_of(s[ch], z, sgn);
+            c->uq->quantize((const float *)c->x->data + at, n, &q, (uint8_t *)c->y->data + at);
         }
-        const float *x = (const float *)c->x->data + at;
-        uint8_t *y = (uint8_t *)c->y->data + at;
-        struct mps_qto q = mps_qto_of(sc, z, sgn);
-        for (int64_t i = 0; i < inner; i++)
-            y[i] = mps_qto_byte(&q, x[i]);
     }
 }
 
@@ -67,9 +64,11 @@ enum mps_status mps_cpu_quantize(const struct mps_cpu_args *a, struct mps_error 
     int64_t axis = a->node->p.axis.axis, per = mps_shape_numel(&a->in[1].shape), inner = 1, numel = mps_shape_numel(xs);
     for (int d = per > 1 ? (int)axis + 1 : 0; d < xs->ndim; d++)
         inner *= xs->dim[d];
-    struct mps_qcast c = {&a->in[0], &a->in[1], a->in[2].data ? &a->in[2] : NULL, &a->out[0], inner ? inner : 1, per};
+    struct mps_qcast c = {mps_isa_qgemm(a->uk), &a->in[0],         &a->in[1], a->in[2].data ? &a->in[2] : NULL,
+                          &a->out[0],           inner ? inner : 1, per,       0};
+    c.chunks = (c.inner + MPS_QCAST_CHUNK - 1) / MPS_QCAST_CHUNK;
     if (numel)
-        mps_pool_for(a->pool, numel / c.inner, c.inner * 2, mps_qcast_run, &c);
+        mps_pool_for(a->pool, numel / c.inner * c.chunks, MPS_QCAST_CHUNK * 2, mps_qcast_run, &c);
     return MPS_OK;
 }
 

@@ -77,11 +77,7 @@ static void mps_avx2_qgemm_w(int64_t k4, const int8_t *a, const uint8_t *b, int3
                             _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[r][0], acc[r][1]), 0xd8));
 }
 
-void mps_avx2_qrequant(const uint8_t *a, const struct mps_qdeq *da, const uint8_t *b, const struct mps_qdeq *db,
-                       float lo, float hi, const struct mps_qto *q, int64_t n, uint8_t *y)
-{
-    mps_uqrequant_row(a, da, b, db, lo, hi, q, n, y);
-}
+MPS_UQ_REQUANT(mps_avx2)
 
 /* ukernel_q.h's mps_uqstore_row in eight lanes, step for step as the
    avx512 family's (ukernel_avx512_q.c), the bytes picked out of the lanes
@@ -119,5 +115,6 @@ void mps_avx2_qstore(const int32_t *t, const int32_t *rs, int n, const struct mp
     }
 }
 
-const struct mps_uqgemm mps_uqgemm_avx2 = {"avx2",         MPS_AVX2_QMR,     MPS_AVX2_QNR,    mps_x86_has_avx2,
-                                           mps_avx2_qgemm, mps_avx2_qgemm_w, mps_avx2_qstore, mps_avx2_qrequant};
+const struct mps_uqgemm mps_uqgemm_avx2 = {
+    "avx2",           MPS_AVX2_QMR,    MPS_AVX2_QNR,      mps_x86_has_avx2,   mps_avx2_qgemm,
+    mps_avx2_qgemm_w, mps_avx2_qstore, mps_avx2_qrequant, mps_avx2_qquantize, mps_avx2_qdequantize};

@@ -68,6 +68,13 @@ static void mps_avx512_qstore(const int32_t *t, const int32_t *rs, int n, const 
     }
 }
 
-const struct mps_uqgemm mps_uqgemm_avx512 = {
-    "avx512-vnni",      MPS_QMR, MPS_QNR, mps_x86_has_vnni, mps_avx512_qgemm, mps_avx512_qgemm_w, mps_avx512_qstore,
-    mps_avx512_qrequant};
+const struct mps_uqgemm mps_uqgemm_avx512 = {"avx512-vnni",
+                                             MPS_QMR,
+                                             MPS_QNR,
+                                             mps_x86_has_vnni,
+                                             mps_avx512_qgemm,
+                                             mps_avx512_qgemm_w,
+                                             mps_avx512_qstore,
+                                             mps_avx512_qrequant,
+                                             mps_avx512_qquantize,
+                                             mps_avx512_qdequantize};

@@ -3,7 +3,7 @@
    which have it without AVX-512 or beside it): ukernel_qtile.h's at 256
    bits, 4 x 16, each instruction 32 of the tile's products summed exactly
    in int32 (the avx2 tile widens to int16 for exactness, 16 products an
-   instruction). The store and the requantization are the avx2 tile's.
+   instruction). The store is the avx2 tile's.
    Built with -mavx2 -mavxvnni and without contraction; called only where
    cpuid says the CPU has AVX-VNNI (isa.c). */
 #include <immintrin.h>
@@ -39,6 +39,15 @@ static inline __m256i mps_avxvnni_dpbusd(__m256i acc, __m256i u, __m256i s)
 #define MPS_QV_FN(x) mps_avxvnni_##x
 #include "ukernel_qtile.h"
 
-const struct mps_uqgemm mps_uqgemm_avxvnni = {"avx-vnni",          MPS_VQMR,          MPS_VQNR,
-                                              mps_x86_has_avxvnni, mps_avxvnni_qgemm, mps_avxvnni_qgemm_w,
-                                              mps_avx2_qstore,     mps_avx2_qrequant};
+MPS_UQ_REQUANT(mps_avxvnni)
+
+const struct mps_uqgemm mps_uqgemm_avxvnni = {"avx-vnni",
+                                              MPS_VQMR,
+                                              MPS_VQNR,
+                                              mps_x86_has_avxvnni,
+                                              mps_avxvnni_qgemm,
+                                              mps_avxvnni_qgemm_w,
+                                              mps_avx2_qstore,
+                                              mps_avxvnni_qrequant,
+                                              mps_avxvnni_qquantize,
+                                              mps_avxvnni_qdequantize};

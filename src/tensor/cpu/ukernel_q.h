@@ -94,7 +94,24 @@ static inline void mps_uqrequant_row(const uint8_t *restrict a, const struct mps
     }
 }
 
-/* A family's requantization, and store (mps_uqgemm's), compiled at its width. */
+/* ukernels.h's mps_uquantize_fn and mps_udequantize_fn. */
+static inline void mps_uquantize_row(const float *restrict x, int64_t n, const struct mps_qto *q, uint8_t *restrict y)
+{
+    const struct mps_qto qq = *q;
+    for (int64_t i = 0; i < n; i++)
+        y[i] = mps_qto_byte(&qq, x[i]);
+}
+
+static inline void mps_udequantize_row(const uint8_t *restrict x, int64_t n, const struct mps_qdeq *d,
+                                       float *restrict y)
+{
+    const float s = d->s, z = d->z;
+    const uint8_t f = d->flip;
+    for (int64_t i = 0; i < n; i++)
+        y[i] = ((float)(uint8_t)(x[i] ^ f) - z) * s;
+}
+
+/* A family's requantization, (de)quantization and store (mps_uqgemm's), compiled at its width. */
 #define MPS_UQ_ROWS(fam)                                                                                               \
     static void fam##_qstore(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out)          \
     {                                                                                                                  \
@@ -107,6 +124,14 @@ static inline void mps_uqrequant_row(const uint8_t *restrict a, const struct mps
                                uint8_t *y)                                                                             \
     {                                                                                                                  \
         mps_uqrequant_row(a, da, b, db, lo, hi, q, n, y);                                                              \
+    }                                                                                                                  \
+    static void fam##_qquantize(const float *x, int64_t n, const struct mps_qto *q, uint8_t *y)                        \
+    {                                                                                                                  \
+        mps_uquantize_row(x, n, q, y);                                                                                 \
+    }                                                                                                                  \
+    static void fam##_qdequantize(const uint8_t *x, int64_t n, const struct mps_qdeq *d, float *y)                     \
+    {                                                                                                                  \
+        mps_udequantize_row(x, n, d, y);                                                                               \
     }
 
 #endif

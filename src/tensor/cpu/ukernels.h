@@ -291,6 +291,10 @@ struct mps_qto {
 typedef void (*mps_uqrequant_fn)(const uint8_t *a, const struct mps_qdeq *da, const uint8_t *b,
                                  const struct mps_qdeq *db, float lo, float hi, const struct mps_qto *q, int64_t n,
                                  uint8_t *y);
+/* y[i] = round(x[i] / s) + z saturated, and y[i] = ((float)(x[i] ^ flip) - z) * s, for i < n
+   (QuantizeLinear and DequantizeLinear per tensor, qcast.c). */
+typedef void (*mps_uquantize_fn)(const float *x, int64_t n, const struct mps_qto *q, uint8_t *y);
+typedef void (*mps_udequantize_fn)(const uint8_t *x, int64_t n, const struct mps_qdeq *d, float *y);
 struct mps_uqgemm {
     const char *name; /* "avx512-vnni" */
     int mr, nr;
@@ -299,6 +303,8 @@ struct mps_uqgemm {
     mps_uqgemm_w_fn by_weights;
     mps_uqstore_fn store;
     mps_uqrequant_fn requant;
+    mps_uquantize_fn quantize;
+    mps_udequantize_fn dequantize;
 };
 /* The portable one, which every family can fall back on (ukernel_c.c). */
 extern const struct mps_uqgemm mps_uqgemm_c;
