@@ -52,7 +52,7 @@ static void mps_avx512_qstore(const int32_t *t, const int32_t *rs, int n, const 
     const __m512 mult = _mm512_set1_ps(r->mult), add = _mm512_set1_ps(r->add), lo = _mm512_set1_ps(r->lo),
                  hi = _mm512_set1_ps(r->hi), slope = _mm512_set1_ps(r->slope), round = _mm512_set1_ps(12582912.0f);
     for (int j = 0; j < n; j += 16) {
-        __mmask16 m = n - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1);
+        __mmask16 m = (__mmask16)(n - j >= 16 ? 0xffffu : (1u << (n - j)) - 1);
         __m512i acc = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, t + j), corr);
         if (rs)
             acc = _mm512_sub_epi32(acc, _mm512_mullo_epi32(zw, _mm512_maskz_loadu_epi32(m, rs + j)));
