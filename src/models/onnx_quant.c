@@ -316,6 +316,8 @@ static enum mps_status mps_q_exact(struct mps_onnx_ctx *c, const struct mps_onnx
                                    struct mps_error *err)
 {
     double alo, ahi, blo, bhi;
+    if (a < 0 || b < 0) /* ConvInteger's x is not shape-checked before (the fuzzer's find) */
+        return mps_onnx_fail(n, err, "an input it needs is omitted");
     if (!mps_q_range(c->g->values[a].dtype, &alo, &ahi) || !mps_q_range(c->g->values[b].dtype, &blo, &bhi))
         return mps_onnx_fail(n, err, "its inputs must be 8- or 16-bit integers");
     double ma = ahi - alo, mb = bhi - blo; /* |x - zero point| at most */

@@ -441,6 +441,10 @@ save("quantize_no_scale.onnx", model([helper.make_node("QuantizeLinear", ["x"], 
 save("bernoulli_no_input.onnx", model([helper.make_node("Bernoulli", [""], ["y"], name="coin")],
                                       [vi("x", [4])], [vi("y", [4])], opset=15),
      "model", "node 'coin' (Bernoulli): an input it needs is omitted")
+save("conv_integer_no_x.onnx", model([helper.make_node("ConvInteger", ["", "w"], ["y"], name="convint")],
+                                     [vi("x", [1, 1, 4, 4])], [vi("y", None, TensorProto.INT32)],
+                                     [numpy_helper.from_array(np.ones((2, 1, 3, 3), np.int8), "w")], opset=13),
+     "model", "node 'convint' (ConvInteger): an input it needs is omitted")
 
 with open(os.path.join(OUT, "manifest.txt"), "w") as f:
     f.write("\n".join(manifest) + "\n")
