@@ -1,0 +1,300 @@
+/* qimage.c: a QLinearConv's images as the int8 tile's B panels
+   (qlinear.c says the product). Each image is copied once into a padded
+   channels-last buffer of unsigned bytes (the border holds x's zero point,
+   so that it adds nothing), from which each panel of nr positions is
+   gathered in the tile's order, k over (tap row, tap column, channel); a
+   1x1 stride-1 conv without padding reads its panels from the planes.
+   SSE2 where the machine has it (x86-64 always), the plain loops
+   elsewhere (arm64). */
+#include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "qlinear.h"
+
+#if defined(__SSE2__)
+/* Sixteen rows of sixteen bytes (x + r stride, each byte xor flip)
+   transposed: dst + p dst_stride gets byte p of each row, row order (a
+   pixel's sixteen channels from sixteen planes). Four rounds of unpacks. */
+static void mps_qtranspose16(const uint8_t *x, int64_t stride, uint8_t flip, uint8_t *dst, int64_t dst_stride)
+{
+    __m128i a[16], b[16], f = _mm_set1_epi8((char)flip);
+    for (int r = 0; r < 16; r++)
+        a[r] = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(x + r * stride)), f);
+    for (int i = 0; i < 8; i++) /* pairs of rows: pixels 0-7, 8-15 */
+        b[2 * i] = _mm_unpacklo_epi8(a[2 * i], a[2 * i + 1]), b[2 * i + 1] = _mm_unpackhi_epi8(a[2 * i], a[2 * i + 1]);
+    for (int j = 0; j < 4; j++) { /* quads of rows: pixels 0-3, 4-7, 8-11, 12-15 */
+        a[4 * j] = _mm_unpacklo_epi16(b[4 * j], b[4 * j + 2]),
+              a[4 * j + 1] = _mm_unpackhi_epi16(b[4 * j], b[4 * j + 2]);
+        a[4 * j + 2] = _mm_unpacklo_epi16(b[4 * j + 1], b[4 * j + 3]);
+        a[4 * j + 3] = _mm_unpackhi_epi16(b[4 * j + 1], b[4 * j + 3]);
+    }
+    for (int h = 0; h < 2; h++) /* octets of rows: pairs of pixels */
+        for (int q = 0; q < 4; q++) {
+            b[8 * h + 2 * q] = _mm_unpacklo_epi32(a[8 * h + q], a[8 * h + 4 + q]);
+            b[8 * h + 2 * q + 1] = _mm_unpackhi_epi32(a[8 * h + q], a[8 * h + 4 + q]);
+        }
+    for (int p = 0; p < 8; p++) { /* all sixteen rows: pixels 2p, 2p + 1 */
+        _mm_storeu_si128((__m128i *)(dst + 2 * p * dst_stride), _mm_unpacklo_epi64(b[p], b[8 + p]));
+        _mm_storeu_si128((__m128i *)(dst + (2 * p + 1) * dst_stride), _mm_unpackhi_epi64(b[p], b[8 + p]));
+    }
+}
+#endif
+
+/* count border pixels of cp bytes at d: x's zero point in each of cin
+   channels (it adds nothing), 0 in the padding channels; the first pixel
+   written, the rest copied from it. */
+static void mps_qimage_border(uint8_t *d, int64_t count, int64_t cp, int64_t cin, uint8_t zx)
+{
+    if (count <= 0)
+        return;
+    memset(d, zx, (size_t)cin);
+    memset(d + cin, 0, (size_t)(cp - cin));
+    for (int64_t k = 1; k < count; k++)
+        memcpy(d + k * cp, d, (size_t)cp);
+}
+
+void mps_qimage_fill(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_qimage *im = ctx;
+    const struct mps_qpack *h = im->h;
+    int64_t pt = im->p->win.pad[0], pl = im->p->win.pad[1], cp = h->cp, cin = h->cin;
+    uint8_t flip = h->flip ? 0x80 : 0;
+    for (int64_t rg = begin; rg < end; rg++) { /* row rg % hp of image rg / hp */
+        int64_t b = rg / im->hp, r = rg % im->hp;
+        uint8_t *row = im->buf + b * im->buf_stride + r * im->wp * cp;
+        const uint8_t *xb = im->x + b * cin * im->in_h * im->in_w;
+        int64_t i = r - pt;
+        bool inside = i >= 0 && i < im->in_h;
+        if (!inside) {
+            mps_qimage_border(row, im->wp, cp, cin, h->zx);
+            continue;
+        }
+        mps_qimage_border(row, pl, cp, cin, h->zx);
+        mps_qimage_border(row + (pl + im->in_w) * cp, im->wp - pl - im->in_w, cp, cin, h->zx);
+        if (cp != cin) /* the padding channels of the pixels written below */
+            memset(row + pl * cp, 0, (size_t)(im->in_w * cp));
+        int64_t c = 0, plane = im->in_h * im->in_w;
+#if defined(__SSE2__)
+        for (; c + 16 <= cin && im->in_w >= 16; c += 16) { /* sixteen channels' rows, transposed */
+            const uint8_t *x = xb + (c * im->in_h + i) * im->in_w;
+            uint8_t *d = row + pl * cp + c;
+            for (int64_t j = 0;; j += 16) { /* the last step moved back inside the row */
+                j = j + 16 <= im->in_w ? j : im->in_w - 16;
+                mps_qtranspose16(x + j, plane, flip, d + j * cp, cp);
+                if (j + 16 == im->in_w)
+                    break;
+            }
+        }
+#endif
+        for (; c + 4 <= cin; c += 4) { /* four channels' rows, a word a pixel */
+            const uint8_t *x = xb + (c * im->in_h + i) * im->in_w;
+            uint8_t *d = row + pl * cp + c;
+            uint32_t f4 = flip * 0x01010101u;
+            for (int64_t j = 0; j < im->in_w; j++) {
+                uint32_t v = ((uint32_t)x[j] | (uint32_t)x[plane + j] << 8 | (uint32_t)x[2 * plane + j] << 16 |
+                              (uint32_t)x[3 * plane + j] << 24) ^
+                             f4;
+                memcpy(d + j * cp, &v, 4);
+            }
+        }
+        for (; c < cin; c++) { /* along the input's rows, written across */
+            const uint8_t *x = xb + (c * im->in_h + i) * im->in_w;
+            uint8_t *d = row + pl * cp + c;
+            for (int64_t j = 0; j < im->in_w; j++)
+                d[j * cp] = x[j] ^ flip;
+        }
+    }
+}
+
+/* The byte sums of a panel's first lanes positions into sums. */
+static void mps_qpanel_sums(const struct mps_qpack *h, const uint8_t *panel, int lanes, int32_t *sums)
+{
+    int nr = h->q->nr;
+    int32_t sum[32] = {0};
+    for (int64_t g = 0; g < h->k / 4; g++)
+        for (int l = 0; l < nr; l++)
+            for (int b = 0; b < 4; b++)
+                sum[l] += panel[(g * nr + l) * 4 + b];
+    for (int l = 0; l < lanes; l++)
+        sums[l] = sum[l];
+}
+
+#if defined(__SSE2__)
+/* Sixteen channels of a tap for the lanes, into four rows of B's panel
+   (dst, 4 nr bytes apart): lane l's sixteen bytes at src + off[l] are its
+   words of the four groups. Four lanes a step, their words transposed in
+   registers (a dword 4x4), the rest a word at a time. */
+static void mps_qgather16(uint8_t *dst, int nr, const uint8_t *src, const int64_t *off, int lanes)
+{
+    int l = 0;
+    for (; l + 4 <= lanes; l += 4) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(src + off[l])),
+                b = _mm_loadu_si128((const __m128i *)(src + off[l + 1])),
+                c = _mm_loadu_si128((const __m128i *)(src + off[l + 2])),
+                d = _mm_loadu_si128((const __m128i *)(src + off[l + 3]));
+        __m128i ab0 = _mm_unpacklo_epi32(a, b), ab1 = _mm_unpackhi_epi32(a, b), cd0 = _mm_unpacklo_epi32(c, d),
+                cd1 = _mm_unpackhi_epi32(c, d);
+        _mm_storeu_si128((__m128i *)(dst + 4 * l), _mm_unpacklo_epi64(ab0, cd0));
+        _mm_storeu_si128((__m128i *)(dst + 4 * nr + 4 * l), _mm_unpackhi_epi64(ab0, cd0));
+        _mm_storeu_si128((__m128i *)(dst + 8 * nr + 4 * l), _mm_unpacklo_epi64(ab1, cd1));
+        _mm_storeu_si128((__m128i *)(dst + 12 * nr + 4 * l), _mm_unpackhi_epi64(ab1, cd1));
+    }
+    for (; l < lanes; l++)
+        for (int g = 0; g < 4; g++)
+            memcpy(dst + 4 * (g * nr + l), src + off[l] + 4 * g, 4);
+}
+#endif
+
+#if defined(__SSE2__)
+/* Four byte vectors v[i] (lane l's byte i in byte l) as sixteen lanes'
+   words, into d (four vectors). */
+static inline void mps_qwords16(const __m128i v[4], uint32_t *d)
+{
+    __m128i ab0 = _mm_unpacklo_epi8(v[0], v[1]), ab1 = _mm_unpackhi_epi8(v[0], v[1]),
+            ce0 = _mm_unpacklo_epi8(v[2], v[3]), ce1 = _mm_unpackhi_epi8(v[2], v[3]);
+    _mm_storeu_si128((__m128i *)d, _mm_unpacklo_epi16(ab0, ce0));
+    _mm_storeu_si128((__m128i *)(d + 4), _mm_unpackhi_epi16(ab0, ce0));
+    _mm_storeu_si128((__m128i *)(d + 8), _mm_unpacklo_epi16(ab1, ce1));
+    _mm_storeu_si128((__m128i *)(d + 12), _mm_unpackhi_epi16(ab1, ce1));
+}
+
+/* A panel of a one-channel conv of stride 1 along the rows (MNIST's first
+   layer): a group's four taps of sixteen neighbouring lanes of one output
+   row are four runs of sixteen bytes of the padded copy, made into the
+   lanes' words at once; lanes where a row ends, a word at a time. ow0: the
+   panel's first lane's column; off: each lane's top left tap. */
+static void mps_qpanel_one_channel(const struct mps_qimage *im, uint8_t *dst, const uint8_t *buf, const int64_t *off,
+                                   int64_t ow0, int lanes)
+{
+    const struct mps_qpack *h = im->h;
+    const struct mps_window *w = &im->p->win;
+    int nr = h->q->nr;
+    int64_t taps = h->kh * h->kw, toff[4];
+    for (int64_t g = 0; g < h->k / 4; g++) {
+        for (int i = 0; i < 4; i++) { /* -1: past the taps (zeros) */
+            int64_t t = 4 * g + i;
+            toff[i] = t < taps ? (t / h->kw) * w->dilation[0] * im->wp + t % h->kw * w->dilation[1] : -1;
+        }
+        uint32_t *d = (uint32_t *)(dst + g * 4 * nr);
+        for (int l = 0; l < lanes;) {
+            int64_t ow = (ow0 + l) % im->out_w;
+            if (l + 16 <= lanes && ow + 16 <= im->out_w) {
+                __m128i v[4];
+                for (int i = 0; i < 4; i++)
+                    v[i] =
+                        toff[i] < 0 ? _mm_setzero_si128() : _mm_loadu_si128((const __m128i *)(buf + off[l] + toff[i]));
+                mps_qwords16(v, d + l);
+                l += 16;
+                continue;
+            }
+            uint32_t word = 0;
+            for (int i = 0; i < 4; i++)
+                word |= (uint32_t)(toff[i] < 0 ? 0 : buf[off[l] + toff[i]]) << (8 * i);
+            d[l++] = word;
+        }
+    }
+}
+#endif
+
+/* Panels [begin, end): B's order, b[(g nr + l) 4 + i] = byte 4 g + i of
+   position l's k (zeros past the positions and past k); a tap and group
+   of four channels at a time across the panel's positions. */
+void mps_qimage_panels(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_qimage *im = ctx;
+    const struct mps_qpack *h = im->h;
+    const struct mps_window *w = &im->p->win;
+    int nr = h->q->nr;
+    int64_t cp = h->cp, plane = im->out_h * im->out_w, off[32];
+    for (int64_t pg = begin; pg < end; pg++) { /* panel pg % ppi of image pg / ppi */
+        int64_t b = pg / im->ppi, pn = pg % im->ppi;
+        uint8_t *dst = im->panels + pg * h->k * nr;
+        const uint8_t *buf = im->buf + b * im->buf_stride;
+        int lanes = plane - pn * nr < nr ? (int)(plane - pn * nr) : nr;
+        if (lanes < nr || cp % 4)
+            memset(dst, 0, (size_t)(h->k * nr));
+        for (int l = 0, oh = (int)(pn * nr / im->out_w), ow = (int)(pn * nr % im->out_w); l < lanes; l++) {
+            off[l] = (oh * w->stride[0] * im->wp + ow * w->stride[1]) * cp; /* its top left tap */
+            if (++ow == im->out_w)
+                ow = 0, oh++;
+        }
+        int64_t kk = 0;
+#if defined(__SSE2__)
+        if (cp == 1 && w->stride[1] == 1) { /* one channel: a group's four taps, words of sixteen lanes at once */
+            mps_qpanel_one_channel(im, dst, buf, off, pn * nr % im->out_w, lanes);
+            kk = h->k; /* all of it */
+        }
+#endif
+        for (int64_t i = 0; i < h->kh && kk < h->k; i++)
+            for (int64_t j = 0; j < h->kw; j++) {
+                const uint8_t *src = buf + (i * w->dilation[0] * im->wp + j * w->dilation[1]) * cp;
+                int64_t c = 0;
+#if defined(__SSE2__)
+                for (; cp % 16 == 0 && c < cp; c += 16, kk += 16) /* four groups of four lanes' words at once */
+                    mps_qgather16(dst + kk * nr, nr, src + c, off, lanes);
+#endif
+                if (cp % 4 == 0) /* a word a group of four channels */
+                    for (; c < cp; c += 4, kk += 4) {
+                        uint8_t *d = dst + kk * nr;
+                        for (int l = 0; l < lanes; l++)
+                            memcpy(d + 4 * l, src + off[l] + c, 4);
+                    }
+                else
+                    for (; c < cp; c++, kk++) {
+                        uint8_t *d = dst + kk / 4 * 4 * nr + kk % 4;
+                        for (int l = 0; l < lanes; l++)
+                            d[4 * l] = src[off[l] + c];
+                    }
+            }
+        if (h->rowsums)
+            mps_qpanel_sums(h, dst, lanes, im->rowsum + b * plane + pn * nr);
+    }
+}
+
+/* Panels [begin, end) of a 1x1 stride-1 conv without padding, read from
+   the image's planes (no channels-last copy): a word of four channels'
+   bytes per position. */
+void mps_qimage_panels_1x1(void *ctx, int64_t begin, int64_t end)
+{
+    static const uint8_t zeros[32];
+    const struct mps_qimage *im = ctx;
+    const struct mps_qpack *h = im->h;
+    int nr = h->q->nr;
+    int64_t plane = im->out_h * im->out_w;
+    uint32_t flip = h->flip ? 0x80808080u : 0;
+    for (int64_t pg = begin; pg < end; pg++) { /* panel pg % ppi of image pg / ppi */
+        int64_t b = pg / im->ppi, pn = pg % im->ppi;
+        uint8_t *dst = im->panels + pg * h->k * nr;
+        const uint8_t *xb = im->x + b * h->cin * plane;
+        int lanes = plane - pn * nr < nr ? (int)(plane - pn * nr) : nr;
+        if (lanes < nr)
+            memset(dst, 0, (size_t)(h->k * nr));
+        for (int64_t g = 0; g < h->k / 4; g++) {
+            const uint8_t *x[4];
+            for (int i = 0; i < 4; i++) /* a channel past cin: zeros, flipped back below */
+                x[i] = 4 * g + i < h->cin ? xb + (4 * g + i) * plane + pn * nr : zeros;
+            uint32_t pad = 0;
+            for (int i = 0; i < 4; i++)
+                pad |= (4 * g + i < h->cin ? 0u : 0x80u) << (8 * i);
+            uint32_t *d = (uint32_t *)(dst + g * 4 * nr), mask = flip ^ (flip & pad);
+            int l = 0;
+#if defined(__SSE2__)
+            for (; l + 16 <= lanes; l += 16) { /* sixteen lanes' words */
+                __m128i v[4];
+                for (int i = 0; i < 4; i++) /* the words' flip is each byte's */
+                    v[i] = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(x[i] + l)),
+                                         _mm_set1_epi8((char)(mask >> (8 * i))));
+                mps_qwords16(v, d + l);
+            }
+#endif
+            for (; l < lanes; l++)
+                d[l] =
+                    ((uint32_t)x[0][l] | (uint32_t)x[1][l] << 8 | (uint32_t)x[2][l] << 16 | (uint32_t)x[3][l] << 24) ^
+                    mask;
+        }
+        if (h->rowsums)
+            mps_qpanel_sums(h, dst, lanes, im->rowsum + b * plane + pn * nr);
+    }
+}

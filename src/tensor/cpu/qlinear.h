@@ -1,0 +1,52 @@
+/* qlinear.h: what qlinear.c (the int8 products) and qimage.c (a conv's
+   images made into the int8 tile's panels) share: the packed header of a
+   QLinearConv or QLinearMatMul, and a conv's run over its images. */
+#ifndef MPS_CPU_QLINEAR_H
+#define MPS_CPU_QLINEAR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels.h"
+
+/* The compile-time data: this header, then per column mult, add (float),
+   corr, zw (int32), then the packed weights. */
+struct mps_qpack {
+    const struct mps_uqgemm *q;
+    int64_t k;               /* the reduced length, padding channels included (a multiple of 4) */
+    int64_t k_real;          /* without them */
+    int64_t cols, panels;    /* QLinearMatMul: panels of nr columns */
+    int64_t row_blocks;      /* QLinearConv: blocks of mr output channels */
+    int64_t cin, cp, kh, kw; /* Conv: channels, channels as packed (cin below 4, else padded to 4), taps */
+    bool conv, flip;         /* flip: x is int8 (add 128) */
+    bool dw;                 /* a depthwise QLinearConv (group = channels): k taps a channel, as floats */
+    bool rowsums;            /* some zw is not 0 */
+    bool quant;              /* the output is quantized (else f32) */
+    bool out_signed;
+    uint8_t zx;          /* x's zero point, unsigned */
+    float lo, hi, slope; /* the activation (quantized: in output steps, less y's zero point) */
+    int32_t yz;
+    size_t off_mult, off_add, off_corr, off_zw, off_b;
+};
+/* One image of a conv: the padded channels-last buffer, then its panels. */
+struct mps_qimage {
+    const struct mps_qpack *h;
+    const struct mps_conv_params *p;
+    const uint8_t *x; /* [N][C][H][W] */
+    int64_t in_h, in_w, hp, wp, out_h, out_w;
+    int64_t ppi;  /* panels an image */
+    uint8_t *buf; /* per image, buf_stride bytes apart: [hp][wp][cp] */
+    int64_t buf_stride;
+    uint8_t *panels; /* per nr positions of an image, the images one after another: [k / 4][nr][4] */
+    int32_t *rowsum; /* per position, [N][plane], where some zw is not 0 */
+};
+/* mps_pool_for bodies over a conv's images, [begin, end): rows of the
+   padded channels-last copies (image rg / hp, row rg % hp); panels (image
+   pg / ppi, panel pg % ppi) gathered from those copies, or read straight
+   from the planes for a 1x1 stride-1 conv without padding. */
+void mps_qimage_fill(void *ctx, int64_t begin, int64_t end);
+void mps_qimage_panels(void *ctx, int64_t begin, int64_t end);
+void mps_qimage_panels_1x1(void *ctx, int64_t begin, int64_t end);
+
+#endif
