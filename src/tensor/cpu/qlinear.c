@@ -74,7 +74,8 @@ static struct mps_qpack mps_qpack_head(const struct mps_graph *g, const struct m
     h.off_add = h.off_mult + mps_qup(cols * 4);
     h.off_corr = h.off_add + mps_qup(cols * 4);
     h.off_zw = h.off_corr + mps_qup(cols * 4);
-    h.off_b = h.off_zw + mps_qup(cols * 4);
+    h.off_req = h.off_zw + mps_qup(cols * 4);
+    h.off_b = h.off_req + mps_qup(cols * sizeof(struct mps_qreq));
     return h;
 }
 
@@ -106,6 +107,17 @@ size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n,
     int8_t *b = (int8_t *)(base + h.off_b);
     struct mps_qlinear_cols c;
     mps_qlinear_columns(g, n, &c, mult, add, corr, zw);
+    struct mps_qreq *req = (struct mps_qreq *)(base + h.off_req);
+    for (int64_t m = 0; m < h.cols; m++)
+        req[m] = (struct mps_qreq){.mult = mult[m],
+                                   .add = add[m],
+                                   .lo = h.lo,
+                                   .hi = h.hi,
+                                   .slope = h.slope,
+                                   .corr = (uint32_t)corr[m],
+                                   .zw = (uint32_t)zw[m],
+                                   .yz = h.yz,
+                                   .quant = h.quant};
     const struct mps_value *wz = mps_qlinear_in(g, n, 5), *w = mps_qlinear_in(g, n, 3);
     for (int64_t m = 0; h.dw && m < h.cols; m++) { /* the taps less their zero point, as floats */
         int32_t z = (int32_t)mps_qlinear_at(wz, m) - (w->dtype == MPS_U8 ? 128 : 0);
@@ -175,18 +187,9 @@ static void mps_qtile_store(const struct mps_qrun *run, int64_t r0, int rows, in
 }
 
 /* The requantization of output channel m (a conv's row of a tile). */
-static struct mps_qreq mps_qreq_of(const struct mps_qpack *h, int64_t m)
+static const struct mps_qreq *mps_qreq_of(const struct mps_qpack *h, int64_t m)
 {
-    const unsigned char *base = (const unsigned char *)h;
-    return (struct mps_qreq){.mult = ((const float *)(base + h->off_mult))[m],
-                             .add = ((const float *)(base + h->off_add))[m],
-                             .lo = h->lo,
-                             .hi = h->hi,
-                             .slope = h->slope,
-                             .corr = (uint32_t)((const int32_t *)(base + h->off_corr))[m],
-                             .zw = (uint32_t)((const int32_t *)(base + h->off_zw))[m],
-                             .yz = h->yz,
-                             .quant = h->quant};
+    return (const struct mps_qreq *)((const unsigned char *)h + h->off_req) + m;
 }
 
 /* A QLinearConv tile: output channels from m0 on (its rows), positions
@@ -197,11 +200,9 @@ static void mps_qtile_store_planes(const struct mps_qrun *run, int64_t b, int64_
 {
     const struct mps_qpack *h = run->h;
     size_t el = h->quant ? 1 : 4;
-    for (int r = 0; r < rows; r++, t += ldt) {
-        struct mps_qreq q = mps_qreq_of(h, m0 + r);
-        h->q->store(t, h->rowsums ? run->rowsum + b * run->rows + p0 : NULL, cols, &q,
+    for (int r = 0; r < rows; r++, t += ldt)
+        h->q->store(t, h->rowsums ? run->rowsum + b * run->rows + p0 : NULL, cols, mps_qreq_of(h, m0 + r),
                     (unsigned char *)run->y + (size_t)(((b * h->cols) + m0 + r) * run->rows + p0) * el);
-    }
 }
 
 /* Tiles [begin, end): QLinearMatMul's of the rows x panels grid, QLinearConv's
@@ -218,7 +219,16 @@ static void mps_qtiles(void *ctx, int64_t begin, int64_t end)
             int64_t pg = i / h->row_blocks, b = pg / run->ppi, m0 = i % h->row_blocks * mr, p0 = pg % run->ppi * nr;
             int rows = h->cols - m0 < mr ? (int)(h->cols - m0) : mr,
                 cols = run->rows - p0 < nr ? (int)(run->rows - p0) : nr;
-            h->q->by_weights(h->k / 4, b_w + m0 * h->k, run->a + pg * h->k * nr, t);
+            const uint8_t *panel = run->a + pg * h->k * nr;
+            if (h->q->by_weights_store) { /* the sums stay in registers */
+                size_t el = h->quant ? 1 : 4;
+                h->q->by_weights_store(h->k / 4, b_w + m0 * h->k, panel, mps_qreq_of(h, m0), rows,
+                                       h->rowsums ? run->rowsum + b * run->rows + p0 : NULL, cols,
+                                       (unsigned char *)run->y + (size_t)((b * h->cols + m0) * run->rows + p0) * el,
+                                       run->rows);
+                continue;
+            }
+            h->q->by_weights(h->k / 4, b_w + m0 * h->k, panel, t);
             mps_qtile_store_planes(run, b, m0, rows, p0, cols, t, nr);
             continue;
         }
@@ -333,8 +343,7 @@ static void mps_qdw_planes(void *ctx, int64_t begin, int64_t end)
             const float *s = yf + c * d->out_plane;
             for (int64_t i = 0; i < d->out_plane; i++) /* exact integers */
                 sums[i] = (int32_t)s[i];
-            struct mps_qreq q = mps_qreq_of(h, m0 + c);
-            h->q->store(sums, NULL, (int)d->out_plane, &q,
+            h->q->store(sums, NULL, (int)d->out_plane, mps_qreq_of(h, m0 + c),
                         (unsigned char *)a->out[0].data + (size_t)((p0 + c) * d->out_plane) * el);
         }
     }

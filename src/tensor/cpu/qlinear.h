@@ -27,7 +27,7 @@ struct mps_qpack {
     uint8_t zx;          /* x's zero point, unsigned */
     float lo, hi, slope; /* the activation (quantized: in output steps, less y's zero point) */
     int32_t yz;
-    size_t off_mult, off_add, off_corr, off_zw, off_b;
+    size_t off_mult, off_add, off_corr, off_zw, off_req, off_b; /* off_req: per column the store's mps_qreq */
 };
 /* One image of a conv: the padded channels-last buffer, then its panels. */
 struct mps_qimage {

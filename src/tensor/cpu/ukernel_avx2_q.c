@@ -2,8 +2,8 @@
    which the avx512 family falls back on where the CPU lacks VNNI. Built
    with -mavx2 and without contraction (ukernel_q.h). */
 #include <immintrin.h>
-#include <string.h>
 
+#include "ukernel_avx2_qreq.h"
 #include "ukernel_q.h"
 #include "ukernel_x86.h"
 
@@ -79,42 +79,25 @@ static void mps_avx2_qgemm_w(int64_t k4, const int8_t *a, const uint8_t *b, int3
 
 MPS_UQ_REQUANT(mps_avx2)
 
-/* ukernel_q.h's mps_uqstore_row in eight lanes, step for step as the
-   avx512 family's (ukernel_avx512_q.c), the bytes picked out of the lanes
-   by a shuffle (a signed byte must not saturate as packus would), the tail
-   under a mask. A conv's rows are MPS_AVX2_QNR (8) long, where the plain
-   loop's set-up was a third of mobilenet_v2 int8's time. */
+/* ukernel_avx2_qreq.h's store along a row of n sums. */
 void mps_avx2_qstore(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out)
 {
-    const __m256i corr = _mm256_set1_epi32((int32_t)r->corr), zw = _mm256_set1_epi32((int32_t)r->zw),
-                  yz = _mm256_set1_epi32(r->yz), lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-                  pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1,
-                                          -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-    const __m256 mult = _mm256_set1_ps(r->mult), add = _mm256_set1_ps(r->add), lo = _mm256_set1_ps(r->lo),
-                 hi = _mm256_set1_ps(r->hi), slope = _mm256_set1_ps(r->slope), round = _mm256_set1_ps(12582912.0f);
-    for (int j = 0; j < n; j += 8) {
-        int left = n - j < 8 ? n - j : 8;
-        __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), lanes);
-        __m256i acc = _mm256_add_epi32(_mm256_maskload_epi32(t + j, m), corr);
-        if (rs)
-            acc = _mm256_sub_epi32(acc, _mm256_mullo_epi32(zw, _mm256_maskload_epi32(rs + j, m)));
-        __m256 v = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc), mult), add);
-        v = _mm256_min_ps(_mm256_max_ps(v, lo), hi); /* v > lo ? v : lo, then v < hi ? v : hi */
-        if (r->quant) {
-            __m256i q = _mm256_cvtps_epi32(_mm256_sub_ps(_mm256_add_ps(v, round), round)); /* an integer already */
-            __m256i bytes = _mm256_shuffle_epi8(_mm256_add_epi32(q, yz), pick);
-            __m128i eight = _mm_unpacklo_epi32(_mm256_castsi256_si128(bytes), _mm256_extracti128_si256(bytes, 1));
-            if (left == 8)
-                _mm_storel_epi64((__m128i *)((uint8_t *)out + j), eight);
-            else
-                memcpy((uint8_t *)out + j, &eight, (size_t)left);
-        } else {
-            __m256 neg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ);
-            _mm256_maskstore_ps((float *)out + j, m, _mm256_blendv_ps(v, _mm256_mul_ps(v, slope), neg));
-        }
-    }
+    const struct mps_qreq q = *r;
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    size_t el = q.quant ? 1 : 4;
+    for (int j = 0; j < n; j += 8)
+        mps_avx2_qreq(_mm256_maskload_epi32(t + j, _mm256_cmpgt_epi32(_mm256_set1_epi32(n - j), lanes)),
+                      rs ? rs + j : NULL, n - j, &q, (unsigned char *)out + (size_t)j * el);
 }
 
-const struct mps_uqgemm mps_uqgemm_avx2 = {
-    "avx2",           MPS_AVX2_QMR,    MPS_AVX2_QNR,      mps_x86_has_avx2,   mps_avx2_qgemm,
-    mps_avx2_qgemm_w, mps_avx2_qstore, mps_avx2_qrequant, mps_avx2_qquantize, mps_avx2_qdequantize};
+const struct mps_uqgemm mps_uqgemm_avx2 = {"avx2",
+                                           MPS_AVX2_QMR,
+                                           MPS_AVX2_QNR,
+                                           mps_x86_has_avx2,
+                                           mps_avx2_qgemm,
+                                           mps_avx2_qgemm_w,
+                                           mps_avx2_qstore,
+                                           mps_avx2_qrequant,
+                                           mps_avx2_qquantize,
+                                           mps_avx2_qdequantize,
+                                           NULL};

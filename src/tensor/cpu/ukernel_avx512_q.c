@@ -35,37 +35,47 @@ static inline __m512i mps_avx512_dpbusd(__m512i acc, __m512i u, __m512i s)
 #define MPS_QV_MR MPS_QMR
 #define MPS_QV_NR MPS_QNR
 #define MPS_QV_FN(x) mps_avx512_##x
-#include "ukernel_qtile.h"
-
+#define MPS_QV_REQ(acc, rs, n, r, out) mps_avx512_qreq(acc, rs, n, r, out)
 MPS_UQ_REQUANT(mps_avx512)
 
 /* ukernel_q.h's mps_uqstore_row in sixteen lanes, step for step (no
    contraction, max and min as the selects: v > lo ? v : lo), so that it
-   stores the same bytes; the bytes by vpmovdb, the tail under a mask. GCC
-   vectorized the plain loop at 256 bits with packs and permutes, and it was
-   a quarter of mobilenet_v2 int8's time (one thread, Zen 5: the model 5.05-5.21
-   -> 4.50-4.92 ms, resnet18 8.9-9.1 -> 8.0-9.1; perf: 28% -> 18%). */
+   stores the same bytes: lanes [0, n) of sums acc (none where n <= 0); the
+   bytes by vpmovdb, the tail under a mask. GCC vectorized the plain loop at
+   256 bits with packs and permutes, and it was a quarter of mobilenet_v2
+   int8's time (one thread, Zen 5: the model 5.05-5.21 -> 4.50-4.92 ms,
+   resnet18 8.9-9.1 -> 8.0-9.1; perf: 28% -> 18%). */
+static inline __attribute__((always_inline)) void mps_avx512_qreq(__m512i acc, const int32_t *rs, int n,
+                                                                  const struct mps_qreq *r, void *out)
+{
+    if (n <= 0)
+        return;
+    __mmask16 m = (__mmask16)(n >= 16 ? 0xffffu : (1u << n) - 1);
+    acc = _mm512_add_epi32(acc, _mm512_set1_epi32((int32_t)r->corr));
+    if (rs)
+        acc = _mm512_sub_epi32(acc,
+                               _mm512_mullo_epi32(_mm512_set1_epi32((int32_t)r->zw), _mm512_maskz_loadu_epi32(m, rs)));
+    __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(r->mult)), _mm512_set1_ps(r->add));
+    v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(r->lo)), _mm512_set1_ps(r->hi));
+    if (r->quant) {
+        const __m512 round = _mm512_set1_ps(12582912.0f);
+        __m512i q = _mm512_cvtps_epi32(_mm512_sub_ps(_mm512_add_ps(v, round), round)); /* an integer already */
+        _mm512_mask_cvtepi32_storeu_epi8(out, m, _mm512_add_epi32(q, _mm512_set1_epi32(r->yz)));
+    } else {
+        __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+        _mm512_mask_storeu_ps(out, m, _mm512_mask_mul_ps(v, neg, v, _mm512_set1_ps(r->slope)));
+    }
+}
+
+#include "ukernel_qtile.h"
+
 static void mps_avx512_qstore(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out)
 {
-    const __m512i corr = _mm512_set1_epi32((int32_t)r->corr), zw = _mm512_set1_epi32((int32_t)r->zw),
-                  yz = _mm512_set1_epi32(r->yz);
-    const __m512 mult = _mm512_set1_ps(r->mult), add = _mm512_set1_ps(r->add), lo = _mm512_set1_ps(r->lo),
-                 hi = _mm512_set1_ps(r->hi), slope = _mm512_set1_ps(r->slope), round = _mm512_set1_ps(12582912.0f);
-    for (int j = 0; j < n; j += 16) {
-        __mmask16 m = (__mmask16)(n - j >= 16 ? 0xffffu : (1u << (n - j)) - 1);
-        __m512i acc = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, t + j), corr);
-        if (rs)
-            acc = _mm512_sub_epi32(acc, _mm512_mullo_epi32(zw, _mm512_maskz_loadu_epi32(m, rs + j)));
-        __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), mult), add);
-        v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-        if (r->quant) {
-            __m512i q = _mm512_cvtps_epi32(_mm512_sub_ps(_mm512_add_ps(v, round), round)); /* an integer already */
-            _mm512_mask_cvtepi32_storeu_epi8((uint8_t *)out + j, m, _mm512_add_epi32(q, yz));
-        } else {
-            __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
-            _mm512_mask_storeu_ps((float *)out + j, m, _mm512_mask_mul_ps(v, neg, v, slope));
-        }
-    }
+    const struct mps_qreq q = *r;
+    size_t el = q.quant ? 1 : 4;
+    for (int j = 0; j < n; j += 16)
+        mps_avx512_qreq(_mm512_maskz_loadu_epi32((__mmask16)(n - j >= 16 ? 0xffffu : (1u << (n - j)) - 1), t + j),
+                        rs ? rs + j : NULL, n - j, &q, (unsigned char *)out + (size_t)j * el);
 }
 
 const struct mps_uqgemm mps_uqgemm_avx512 = {"avx512-vnni",
@@ -77,4 +87,5 @@ const struct mps_uqgemm mps_uqgemm_avx512 = {"avx512-vnni",
                                              mps_avx512_qstore,
                                              mps_avx512_qrequant,
                                              mps_avx512_qquantize,
-                                             mps_avx512_qdequantize};
+                                             mps_avx512_qdequantize,
+                                             mps_avx512_qgemm_ws};

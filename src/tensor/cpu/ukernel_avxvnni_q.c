@@ -3,11 +3,13 @@
    which have it without AVX-512 or beside it): ukernel_qtile.h's at 256
    bits, 4 x 16, each instruction 32 of the tile's products summed exactly
    in int32 (the avx2 tile widens to int16 for exactness, 16 products an
-   instruction). The store is the avx2 tile's.
+   instruction). The store is the avx2 tile's (ukernel_avx2_qreq.h), a
+   conv's also from the tile's registers.
    Built with -mavx2 -mavxvnni and without contraction; called only where
    cpuid says the CPU has AVX-VNNI (isa.c). */
 #include <immintrin.h>
 
+#include "ukernel_avx2_qreq.h"
 #include "ukernel_q.h"
 #include "ukernel_x86.h"
 
@@ -37,6 +39,7 @@ static inline __m256i mps_avxvnni_dpbusd(__m256i acc, __m256i u, __m256i s)
 #define MPS_QV_MR MPS_VQMR
 #define MPS_QV_NR MPS_VQNR
 #define MPS_QV_FN(x) mps_avxvnni_##x
+#define MPS_QV_REQ(acc, rs, n, r, out) mps_avx2_qreq(acc, rs, n, r, out)
 #include "ukernel_qtile.h"
 
 MPS_UQ_REQUANT(mps_avxvnni)
@@ -50,4 +53,5 @@ const struct mps_uqgemm mps_uqgemm_avxvnni = {"avx-vnni",
                                               mps_avx2_qstore,
                                               mps_avxvnni_qrequant,
                                               mps_avxvnni_qquantize,
-                                              mps_avxvnni_qdequantize};
+                                              mps_avxvnni_qdequantize,
+                                              mps_avxvnni_qgemm_ws};

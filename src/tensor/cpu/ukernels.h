@@ -278,6 +278,13 @@ struct mps_qreq {
     bool quant; /* bytes out, else floats */
 };
 typedef void (*mps_uqstore_fn)(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out);
+/* by_weights and the store in one, the sums never leaving registers (a
+   conv's tile): row r < rows (an output channel) requantized by rq[r] into
+   y + r ldy elements (bytes or floats, as rq says), its first cols lanes;
+   rs as the store's. NULL where the family has none (then by_weights and
+   store). */
+typedef void (*mps_uqgemm_ws_fn)(int64_t k4, const int8_t *a, const uint8_t *b, const struct mps_qreq *rq, int rows,
+                                 const int32_t *rs, int cols, void *y, int64_t ldy);
 /* Bytes dequantized, ((float)(x ^ flip) - z) * s, and a quantizer,
    round(v / s) + z saturated to [lo, hi] (ukernel_q.h's mps_qto_byte). */
 struct mps_qdeq {
@@ -305,6 +312,7 @@ struct mps_uqgemm {
     mps_uqrequant_fn requant;
     mps_uquantize_fn quantize;
     mps_udequantize_fn dequantize;
+    mps_uqgemm_ws_fn by_weights_store;
 };
 /* The portable one, which every family can fall back on (ukernel_c.c). */
 extern const struct mps_uqgemm mps_uqgemm_c;
