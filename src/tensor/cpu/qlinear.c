@@ -321,17 +321,14 @@ static void mps_qdw_planes(void *ctx, int64_t begin, int64_t end)
     const struct mps_cpu_args *a = d->a;
     int64_t planes = d->dwb ? MPS_DWB_PLANES : 1;
     float *xf = (float *)a->scratch + d->per_thread * mps_pool_self(a->pool), *yf = xf + planes * d->in_plane;
-    int32_t *sums = (int32_t *)(yf + planes * d->out_plane);
     const float *taps = (const float *)((const unsigned char *)h + h->off_b);
     struct mps_tile_epi none = mps_tile_epi_none();
-    float zx = (float)h->zx;
-    uint8_t flip = h->flip ? 0x80 : 0;
+    const struct mps_qdeq deq = {1.0f, (float)h->zx, h->flip ? 0x80 : 0};
     size_t el = h->quant ? 1 : 4;
     for (int64_t p0 = begin * planes; p0 < end * planes; p0 += planes) {
         int64_t m0 = p0 % h->cols, count = planes * d->in_plane;
         const uint8_t *x = (const uint8_t *)a->in[0].data + p0 * d->in_plane;
-        for (int64_t i = 0; i < count; i++)
-            xf[i] = (float)(uint8_t)(x[i] ^ flip) - zx;
+        h->q->dequantize(x, count, &deq, xf); /* times 1: the bytes less zx */
         const float *k = taps + m0 * h->k;
         if (d->dwb)
             a->uk->dwb(&d->gk, xf, k, NULL, yf, 1, &none, NULL); /* takes the layer: mps_qdw_job asked */
@@ -339,13 +336,9 @@ static void mps_qdw_planes(void *ctx, int64_t begin, int64_t end)
             a->uk->dw3(&d->g3, xf, k, 0.0f, yf, &none);
         else if (!d->dwk || !a->uk->dwk(&d->gk, xf, k, NULL, yf, 1, &none))
             mps_qdw_taps(&d->gk, xf, k, yf);
-        for (int64_t c = 0; c < planes; c++) {
-            const float *s = yf + c * d->out_plane;
-            for (int64_t i = 0; i < d->out_plane; i++) /* exact integers */
-                sums[i] = (int32_t)s[i];
-            h->q->store(sums, NULL, (int)d->out_plane, mps_qreq_of(h, m0 + c),
-                        (unsigned char *)a->out[0].data + (size_t)((p0 + c) * d->out_plane) * el);
-        }
+        for (int64_t c = 0; c < planes; c++) /* exact integers */
+            h->q->store_f(yf + c * d->out_plane, d->out_plane, mps_qreq_of(h, m0 + c),
+                          (unsigned char *)a->out[0].data + (size_t)((p0 + c) * d->out_plane) * el);
     }
 }
 
@@ -376,8 +369,8 @@ static struct mps_qdw mps_qdw_job(const struct mps_qpack *h, const struct mps_co
     struct mps_tile_epi none = mps_tile_epi_none();
     d.dwb = uk && uk->dwb && h->cols % MPS_DWB_PLANES == 0 && ow < MPS_DWB_WIDE &&
             uk->dwb(&d.gk, NULL, NULL, NULL, NULL, 0, &none, NULL); /* no blocks: whether it takes the layer */
-    int64_t planes = d.dwb ? MPS_DWB_PLANES : 1;                    /* x, the sums as f32, a plane's as int32 */
-    d.per_thread = (planes * (d.in_plane + d.out_plane) + d.out_plane + 15) / 16 * 16;
+    int64_t planes = d.dwb ? MPS_DWB_PLANES : 1;                    /* x, the sums (f32) */
+    d.per_thread = (planes * (d.in_plane + d.out_plane) + 15) / 16 * 16;
     return d;
 }
 

@@ -90,14 +90,19 @@ void mps_avx2_qstore(const int32_t *t, const int32_t *rs, int n, const struct mp
                       rs ? rs + j : NULL, n - j, &q, (unsigned char *)out + (size_t)j * el);
 }
 
-const struct mps_uqgemm mps_uqgemm_avx2 = {"avx2",
-                                           MPS_AVX2_QMR,
-                                           MPS_AVX2_QNR,
-                                           mps_x86_has_avx2,
-                                           mps_avx2_qgemm,
-                                           mps_avx2_qgemm_w,
-                                           mps_avx2_qstore,
-                                           mps_avx2_qrequant,
-                                           mps_avx2_qquantize,
-                                           mps_avx2_qdequantize,
-                                           NULL};
+/* ukernels.h's mps_uqstore_f_fn, as avx512's. */
+void mps_avx2_qstore_f(const float *s, int64_t n, const struct mps_qreq *r, void *out)
+{
+    const struct mps_qreq q = *r;
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    size_t el = q.quant ? 1 : 4;
+    for (int64_t j = 0; j < n; j += 8) {
+        int left = n - j < 8 ? (int)(n - j) : 8;
+        __m256 v = _mm256_maskload_ps(s + j, _mm256_cmpgt_epi32(_mm256_set1_epi32(left), lanes));
+        mps_avx2_qreq(_mm256_cvttps_epi32(v), NULL, left, &q, (unsigned char *)out + (size_t)j * el);
+    }
+}
+
+const struct mps_uqgemm mps_uqgemm_avx2 = {
+    "avx2",          MPS_AVX2_QMR,      MPS_AVX2_QNR,       mps_x86_has_avx2,     mps_avx2_qgemm, mps_avx2_qgemm_w,
+    mps_avx2_qstore, mps_avx2_qrequant, mps_avx2_qquantize, mps_avx2_qdequantize, NULL,           mps_avx2_qstore_f};

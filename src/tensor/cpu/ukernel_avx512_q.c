@@ -78,6 +78,18 @@ static void mps_avx512_qstore(const int32_t *t, const int32_t *rs, int n, const 
                         rs ? rs + j : NULL, n - j, &q, (unsigned char *)out + (size_t)j * el);
 }
 
+/* ukernels.h's mps_uqstore_f_fn: each float made int32 (exact) in the register. */
+static void mps_avx512_qstore_f(const float *s, int64_t n, const struct mps_qreq *r, void *out)
+{
+    const struct mps_qreq q = *r;
+    size_t el = q.quant ? 1 : 4;
+    for (int64_t j = 0; j < n; j += 16) {
+        int left = n - j < 16 ? (int)(n - j) : 16;
+        __m512 v = _mm512_maskz_loadu_ps((__mmask16)(left == 16 ? 0xffffu : (1u << left) - 1), s + j);
+        mps_avx512_qreq(_mm512_cvttps_epi32(v), NULL, left, &q, (unsigned char *)out + (size_t)j * el);
+    }
+}
+
 const struct mps_uqgemm mps_uqgemm_avx512 = {"avx512-vnni",
                                              MPS_QMR,
                                              MPS_QNR,
@@ -88,4 +100,5 @@ const struct mps_uqgemm mps_uqgemm_avx512 = {"avx512-vnni",
                                              mps_avx512_qrequant,
                                              mps_avx512_qquantize,
                                              mps_avx512_qdequantize,
-                                             mps_avx512_qgemm_ws};
+                                             mps_avx512_qgemm_ws,
+                                             mps_avx512_qstore_f};

@@ -46,6 +46,20 @@ static inline void mps_uqstore_row(const int32_t *restrict t, const int32_t *res
     }
 }
 
+/* ukernels.h's mps_uqstore_f_fn: the floats made int32 (exact) a chunk at a
+   time, then the row store. */
+static inline void mps_uqstore_f_row(const float *restrict s, int64_t n, const struct mps_qreq *r, void *restrict out)
+{
+    int32_t t[256];
+    size_t el = r->quant ? 1 : 4;
+    for (int64_t j = 0; j < n; j += 256) {
+        int c = n - j < 256 ? (int)(n - j) : 256;
+        for (int i = 0; i < c; i++)
+            t[i] = (int32_t)s[j + i];
+        mps_uqstore_row(t, NULL, c, r, (unsigned char *)out + (size_t)j * el);
+    }
+}
+
 /* The quantizer of scale s and zero point z, signed or not. */
 static inline struct mps_qto mps_qto_of(float s, float z, bool sgn)
 {
@@ -116,6 +130,10 @@ static inline void mps_udequantize_row(const uint8_t *restrict x, int64_t n, con
     static void fam##_qstore(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out)          \
     {                                                                                                                  \
         mps_uqstore_row(t, rs, n, r, out);                                                                             \
+    }                                                                                                                  \
+    static void fam##_qstore_f(const float *s, int64_t n, const struct mps_qreq *r, void *out)                         \
+    {                                                                                                                  \
+        mps_uqstore_f_row(s, n, r, out);                                                                               \
     }                                                                                                                  \
     MPS_UQ_REQUANT(fam)
 #define MPS_UQ_REQUANT(fam)                                                                                            \

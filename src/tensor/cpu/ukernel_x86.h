@@ -15,7 +15,8 @@ bool mps_x86_has_avxvnni(void); /* AVX2 and AVX-VNNI (vpdpbusd on YMM, VEX) */
 
 /* The int8 tiles (ukernel_avx2_q.c, ukernel_avxvnni_q.c, ukernel_avx512_q.c). */
 extern const struct mps_uqgemm mps_uqgemm_avx2, mps_uqgemm_avxvnni, mps_uqgemm_avx512;
-/* avx2's store, which the avx-vnni tile shares */
+/* avx2's stores, which the avx-vnni tile shares */
 void mps_avx2_qstore(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out);
+void mps_avx2_qstore_f(const float *s, int64_t n, const struct mps_qreq *r, void *out);
 
 #endif

@@ -278,6 +278,9 @@ struct mps_qreq {
     bool quant; /* bytes out, else floats */
 };
 typedef void (*mps_uqstore_fn)(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out);
+/* The store of n sums held as floats, each an integer below 2^24 in
+   magnitude (a depthwise conv's, made by the f32 plane kernels), no row sums. */
+typedef void (*mps_uqstore_f_fn)(const float *s, int64_t n, const struct mps_qreq *r, void *out);
 /* by_weights and the store in one, the sums never leaving registers (a
    conv's tile): row r < rows (an output channel) requantized by rq[r] into
    y + r ldy elements (bytes or floats, as rq says), its first cols lanes;
@@ -313,6 +316,7 @@ struct mps_uqgemm {
     mps_uquantize_fn quantize;
     mps_udequantize_fn dequantize;
     mps_uqgemm_ws_fn by_weights_store;
+    mps_uqstore_f_fn store_f;
 };
 /* The portable one, which every family can fall back on (ukernel_c.c). */
 extern const struct mps_uqgemm mps_uqgemm_c;
