@@ -77,7 +77,9 @@ void mps_qlinear_columns(const struct mps_graph *g, const struct mps_node *n, st
 int mps_qlinear_weight(const struct mps_graph *g, const struct mps_node *n, int64_t m, int64_t k)
 {
     const struct mps_value *w = mps_qlinear_in(g, n, 3);
-    int64_t src =
-        n->op == MPS_OP_QLINEAR_CONV ? m * (mps_shape_numel(&w->shape) / w->shape.dim[0]) + k : k * w->shape.dim[1] + m;
+    int64_t per = 1; /* a Conv's weights an output channel (not mps_shape_numel: this runs per weight, at load) */
+    for (int d = 1; n->op == MPS_OP_QLINEAR_CONV && d < w->shape.ndim; d++)
+        per *= w->shape.dim[d];
+    int64_t src = n->op == MPS_OP_QLINEAR_CONV ? m * per + k : k * w->shape.dim[1] + m;
     return w->dtype == MPS_U8 ? (int)((const uint8_t *)w->data)[src] - 128 : (int)((const int8_t *)w->data)[src];
 }
