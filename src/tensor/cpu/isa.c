@@ -43,6 +43,12 @@ static bool mps_x86_ask_vnni(void)
     return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 11));
 }
 
+static bool mps_x86_ask_vbmi(void) /* CPUID leaf 7: ECX bit 1 (AVX512_VBMI), EBX bit 30 (AVX512BW) */
+{
+    unsigned eax, ebx, ecx, edx;
+    return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 1)) && (ebx & (1u << 30));
+}
+
 static bool mps_x86_ask_avxvnni(void) /* CPUID leaf 7, subleaf 1, EAX bit 4 */
 {
     unsigned eax, ebx, ecx, edx;
@@ -51,7 +57,14 @@ static bool mps_x86_ask_avxvnni(void) /* CPUID leaf 7, subleaf 1, EAX bit 4 */
 
 /* What the CPU and OS run, asked once: CPUID traps to the hypervisor in a
    VM (microseconds a call), and the int8 nodes ask at each run. */
-enum { MPS_X86_KNOWN = 1, MPS_X86_AVX2 = 2, MPS_X86_AVX512 = 4, MPS_X86_VNNI = 8, MPS_X86_AVXVNNI = 16 };
+enum {
+    MPS_X86_KNOWN = 1,
+    MPS_X86_AVX2 = 2,
+    MPS_X86_AVX512 = 4,
+    MPS_X86_VNNI = 8,
+    MPS_X86_AVXVNNI = 16,
+    MPS_X86_VBMI = 32
+};
 static unsigned mps_x86_features(void)
 {
     static _Atomic unsigned known;
@@ -66,6 +79,8 @@ static unsigned mps_x86_features(void)
         f |= MPS_X86_AVX512;
     if ((f & MPS_X86_AVX512) && mps_x86_ask_vnni())
         f |= MPS_X86_VNNI;
+    if ((f & MPS_X86_AVX512) && mps_x86_ask_vbmi())
+        f |= MPS_X86_VBMI;
     if ((f & MPS_X86_AVX2) && mps_x86_ask_avxvnni())
         f |= MPS_X86_AVXVNNI;
     atomic_store_explicit(&known, f, memory_order_relaxed);
@@ -85,6 +100,11 @@ bool mps_x86_has_avx512(void)
 bool mps_x86_has_vnni(void)
 {
     return mps_x86_features() & MPS_X86_VNNI;
+}
+
+bool mps_x86_has_vbmi(void)
+{
+    return mps_x86_features() & MPS_X86_VBMI;
 }
 
 bool mps_x86_has_avxvnni(void)

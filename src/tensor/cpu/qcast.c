@@ -166,7 +166,9 @@ static void mps_qcat_run(void *ctx, int64_t begin, int64_t end)
         c->uq->requant(bytes, &d, NULL, NULL, -INFINITY, INFINITY, &c->q, 256, table);
         const uint8_t *x = (const uint8_t *)c->a->in[2 + 3 * part].data + o * inner + from;
         uint8_t *y = (uint8_t *)c->a->out[0].data + o * c->run + at + from;
-        for (int64_t i = 0; i < count; i++)
+        if (c->uq->lut)
+            c->uq->lut(table, x, count, y);
+        for (int64_t i = 0; !c->uq->lut && i < count; i++)
             y[i] = table[x[i]];
     }
 }

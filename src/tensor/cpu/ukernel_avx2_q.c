@@ -103,6 +103,16 @@ void mps_avx2_qstore_f(const float *s, int64_t n, const struct mps_qreq *r, void
     }
 }
 
-const struct mps_uqgemm mps_uqgemm_avx2 = {
-    "avx2",          MPS_AVX2_QMR,      MPS_AVX2_QNR,       mps_x86_has_avx2,     mps_avx2_qgemm, mps_avx2_qgemm_w,
-    mps_avx2_qstore, mps_avx2_qrequant, mps_avx2_qquantize, mps_avx2_qdequantize, NULL,           mps_avx2_qstore_f};
+const struct mps_uqgemm mps_uqgemm_avx2 = {"avx2",
+                                           MPS_AVX2_QMR,
+                                           MPS_AVX2_QNR,
+                                           mps_x86_has_avx2,
+                                           mps_avx2_qgemm,
+                                           mps_avx2_qgemm_w,
+                                           mps_avx2_qstore,
+                                           mps_avx2_qrequant,
+                                           mps_avx2_qquantize,
+                                           mps_avx2_qdequantize,
+                                           NULL,
+                                           mps_avx2_qstore_f,
+                                           NULL};

@@ -90,6 +90,34 @@ static void mps_avx512_qstore_f(const float *s, int64_t n, const struct mps_qreq
     }
 }
 
+/* ukernels.h's mps_ulut_fn: 64 bytes a step, each table half (128 bytes)
+   looked up by a byte's low seven bits (vpermi2b), the two blended by its
+   top bit; the tail under a mask. Where the CPU has AVX512_VBMI (Ice Lake,
+   Zen 4 and later; not Skylake-X or Cascade Lake), else byte by byte. */
+__attribute__((target("avx512bw,avx512vbmi"))) static void mps_avx512_lut_vbmi(const uint8_t *table, const uint8_t *x,
+                                                                               int64_t n, uint8_t *y)
+{
+    __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64), t2 = _mm512_loadu_si512(table + 128),
+            t3 = _mm512_loadu_si512(table + 192);
+    for (int64_t i = 0; i < n; i += 64) {
+        __mmask64 m = n - i >= 64 ? ~0ull : (1ull << (n - i)) - 1;
+        __m512i v = _mm512_maskz_loadu_epi8(m, x + i);
+        __m512i r = _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), _mm512_permutex2var_epi8(t0, v, t1),
+                                           _mm512_permutex2var_epi8(t2, v, t3));
+        _mm512_mask_storeu_epi8(y + i, m, r);
+    }
+}
+
+static void mps_avx512_lut(const uint8_t *table, const uint8_t *x, int64_t n, uint8_t *y)
+{
+    if (mps_x86_has_vbmi()) {
+        mps_avx512_lut_vbmi(table, x, n, y);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        y[i] = table[x[i]];
+}
+
 const struct mps_uqgemm mps_uqgemm_avx512 = {"avx512-vnni",
                                              MPS_QMR,
                                              MPS_QNR,
@@ -101,4 +129,5 @@ const struct mps_uqgemm mps_uqgemm_avx512 = {"avx512-vnni",
                                              mps_avx512_qquantize,
                                              mps_avx512_qdequantize,
                                              mps_avx512_qgemm_ws,
-                                             mps_avx512_qstore_f};
+                                             mps_avx512_qstore_f,
+                                             mps_avx512_lut};

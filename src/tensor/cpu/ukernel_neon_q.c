@@ -73,6 +73,16 @@ static void mps_neon_qgemm_w(int64_t k4, const int8_t *a, const uint8_t *b, int3
 
 MPS_UQ_ROWS(mps_neon)
 
-const struct mps_uqgemm mps_uqgemm_neon = {
-    "neon-dotprod",  MPS_NEON_QMR,      MPS_NEON_QNR,       mps_neon_has_dotprod, mps_neon_qgemm, mps_neon_qgemm_w,
-    mps_neon_qstore, mps_neon_qrequant, mps_neon_qquantize, mps_neon_qdequantize, NULL,           mps_neon_qstore_f};
+const struct mps_uqgemm mps_uqgemm_neon = {"neon-dotprod",
+                                           MPS_NEON_QMR,
+                                           MPS_NEON_QNR,
+                                           mps_neon_has_dotprod,
+                                           mps_neon_qgemm,
+                                           mps_neon_qgemm_w,
+                                           mps_neon_qstore,
+                                           mps_neon_qrequant,
+                                           mps_neon_qquantize,
+                                           mps_neon_qdequantize,
+                                           NULL,
+                                           mps_neon_qstore_f,
+                                           NULL};

@@ -11,6 +11,7 @@
 bool mps_x86_has_avx2(void);   /* AVX2 and FMA, YMM state saved by the OS */
 bool mps_x86_has_avx512(void); /* AVX-512F, ZMM and mask state saved by the OS */
 bool mps_x86_has_vnni(void);   /* that, and AVX512_VNNI (vpdpbusd) */
+bool mps_x86_has_vbmi(void);   /* AVX-512 with AVX512BW and AVX512_VBMI (vpermi2b) */
 bool mps_x86_has_avxvnni(void); /* AVX2 and AVX-VNNI (vpdpbusd on YMM, VEX) */
 
 /* The int8 tiles (ukernel_avx2_q.c, ukernel_avxvnni_q.c, ukernel_avx512_q.c). */

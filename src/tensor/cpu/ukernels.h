@@ -281,6 +281,9 @@ typedef void (*mps_uqstore_fn)(const int32_t *t, const int32_t *rs, int n, const
 /* The store of n sums held as floats, each an integer below 2^24 in
    magnitude (a depthwise conv's, made by the f32 plane kernels), no row sums. */
 typedef void (*mps_uqstore_f_fn)(const float *s, int64_t n, const struct mps_qreq *r, void *out);
+/* y[i] = table[x[i]] for i < n (a QLinearConcat's requantization, made a
+   table of the 256 bytes). */
+typedef void (*mps_ulut_fn)(const uint8_t *table, const uint8_t *x, int64_t n, uint8_t *y);
 /* by_weights and the store in one, the sums never leaving registers (a
    conv's tile): row r < rows (an output channel) requantized by rq[r] into
    y + r ldy elements (bytes or floats, as rq says), its first cols lanes;
@@ -317,6 +320,7 @@ struct mps_uqgemm {
     mps_udequantize_fn dequantize;
     mps_uqgemm_ws_fn by_weights_store;
     mps_uqstore_f_fn store_f;
+    mps_ulut_fn lut; /* optional: NULL where the plain loop does as well */
 };
 /* The portable one, which every family can fall back on (ukernel_c.c). */
 extern const struct mps_uqgemm mps_uqgemm_c;
