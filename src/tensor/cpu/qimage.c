@@ -198,6 +198,42 @@ static void mps_qpanel_one_channel(const struct mps_qimage *im, uint8_t *dst, co
 }
 #endif
 
+#if defined(__SSE2__)
+enum { MPS_QDENSE_K = 128 }; /* a dense panel's k at most, for its rows on the stack */
+
+/* A panel of a dense conv (under four channels, unpadded) whose tap rows
+   are runs of at most sixteen bytes of the copy (kw cp, dilation 1 along
+   the rows: a 3x3 stem's nine): each lane's k bytes put together in a row
+   of their own (a tap row a 16-byte load and store, the next run
+   overwriting the excess; the copies' slack covers the last load), then
+   the rows' words transposed into the panel four lanes at a time; false
+   where the conv is not such. */
+static bool mps_qpanel_dense(const struct mps_qimage *im, uint8_t *dst, const uint8_t *buf, const int64_t *off,
+                             int lanes)
+{
+    const struct mps_qpack *h = im->h;
+    const struct mps_window *w = &im->p->win;
+    int nr = h->q->nr;
+    int64_t run = h->kw * h->cp, down = w->dilation[0] * im->wp * h->cp, roff[32], kk = 0;
+    if (h->cp % 4 == 0 || w->dilation[1] != 1 || run > 16 || h->k > MPS_QDENSE_K)
+        return false;
+    uint8_t rows[32][MPS_QDENSE_K + 16];
+    for (int l = 0; l < lanes; l++) {
+        for (int64_t i = 0; i < h->kh; i++)
+            _mm_storeu_si128((__m128i *)(rows[l] + i * run),
+                             _mm_loadu_si128((const __m128i *)(buf + off[l] + i * down)));
+        memset(rows[l] + h->k_real, 0, (size_t)(h->k - h->k_real));
+        roff[l] = l * (MPS_QDENSE_K + 16);
+    }
+    for (; kk + 16 <= h->k; kk += 16)
+        mps_qgather16(dst + kk * nr, nr, rows[0] + kk, roff, lanes);
+    for (; kk < h->k; kk += 4)
+        for (int l = 0; l < lanes; l++)
+            memcpy(dst + kk * nr + 4 * l, rows[l] + kk, 4);
+    return true;
+}
+#endif
+
 /* Panels [begin, end): B's order, b[(g nr + l) 4 + i] = byte 4 g + i of
    position l's k (zeros past the positions and past k); a tap and group
    of four channels at a time across the panel's positions. */
@@ -225,7 +261,8 @@ void mps_qimage_panels(void *ctx, int64_t begin, int64_t end)
         if (cp == 1 && w->stride[1] == 1) { /* one channel: a group's four taps, words of sixteen lanes at once */
             mps_qpanel_one_channel(im, dst, buf, off, pn * nr % im->out_w, lanes);
             kk = h->k; /* all of it */
-        }
+        } else if (mps_qpanel_dense(im, dst, buf, off, lanes))
+            kk = h->k;
 #endif
         for (int64_t i = 0; i < h->kh && kk < h->k; i++)
             for (int64_t j = 0; j < h->kw; j++) {

@@ -390,7 +390,7 @@ size_t mps_cpu_qlinear_scratch(const struct mps_graph *g, const struct mps_node 
     int64_t hp = x->dim[2] + w->pad[0] + w->pad[2], wp = x->dim[3] + w->pad[1] + w->pad[3],
             plane = y->dim[2] * y->dim[3], panels = (plane + h.q->nr - 1) / h.q->nr;
     int64_t images = x->dim[0];
-    return (mps_qconv_direct(&h, &n->p.conv) ? 0 : (size_t)images * mps_qup((size_t)(hp * wp * h.cp))) +
+    return (mps_qconv_direct(&h, &n->p.conv) ? 0 : (size_t)images * mps_qup((size_t)(hp * wp * h.cp)) + 64) +
            mps_qup((size_t)(images * panels * h.q->nr * h.k)) + (size_t)(images * plane) * 4;
 }
 
@@ -438,7 +438,7 @@ enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *
     im.hp = im.in_h + p->win.pad[0] + p->win.pad[2], im.wp = im.in_w + p->win.pad[1] + p->win.pad[3];
     bool direct = mps_qconv_direct(h, p);
     im.buf_stride = (int64_t)mps_qup((size_t)(im.hp * im.wp * h->cp));
-    im.panels = scratch + (direct ? 0 : n * im.buf_stride);
+    im.panels = scratch + (direct ? 0 : n * im.buf_stride + 64); /* slack: qimage.c's 16-byte loads of a tap row */
     im.rowsum = (int32_t *)(im.panels + mps_qup((size_t)(n * ppi * nr * h->k)));
     if (direct) /* every image's panels, then every image's tiles: three waits a layer, not three an image */
         mps_pool_for(a->pool, n * ppi, nr * h->k * MPS_POOL_COPY_COST / 4, mps_qimage_panels_1x1, &im);
