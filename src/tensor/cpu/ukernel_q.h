@@ -6,6 +6,8 @@
 #ifndef MPS_CPU_UKERNEL_Q_H
 #define MPS_CPU_UKERNEL_Q_H
 
+#include <stddef.h>
+
 #include "ukernels.h"
 
 /* v = (t[j] + corr - zw rs[j]) * mult + add (mod 2^32 before the
