@@ -173,6 +173,38 @@ def quantized(name):
     return path, {"image": rng.standard_normal((8, 1, 28, 28)).astype(np.float32)}, {m.graph.output[0].name: step}
 
 
+def quantized_residual():
+    """A float CNN with a residual Add and a Concat (resnet's and squeezenet's forms) quantized by `mpsrun
+    quantize`: onnxruntime runs it, and mpsrun's cpu plan adds and concatenates the bytes (QLinearAdd,
+    QLinearConcat) where the QDQ file has Add and Concat between DequantizeLinears and a QuantizeLinear."""
+    import subprocess
+    n = helper.make_node
+    w = lambda shape, name: T((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+    nodes = [n("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), n("Relu", ["c1"], ["r1"]),
+             n("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]), n("Add", ["c2", "r1"], ["s"]),
+             n("Relu", ["s"], ["r2"]), n("Conv", ["r2", "w3", "b3"], ["c3"]), n("Relu", ["c3"], ["r3"]),
+             n("Concat", ["r2", "r3"], ["cat"], axis=1), n("Conv", ["cat", "w4", "b4"], ["y"])]
+    inits = [w((8, 4, 3, 3), "w1"), w(8, "b1"), w((8, 8, 3, 3), "w2"), w(8, "b2"), w((6, 8, 1, 1), "w3"), w(6, "b3"),
+             w((5, 14, 1, 1), "w4"), w(5, "b4")]
+    fp = model("residual", nodes, [vi("x", TensorProto.FLOAT, ["N", 4, 9, 11])], [vi("y", TensorProto.FLOAT, None)], inits)
+    work = os.path.join(OUT, "residual_calib")
+    os.makedirs(work, exist_ok=True)
+    calib = [os.path.join(work, f"{i}.npy") for i in range(16)]
+    for c in calib:
+        np.save(c, rng.standard_normal((1, 4, 9, 11)).astype(np.float32))
+    path = os.path.join(OUT, "residual.int8.onnx")
+    r = subprocess.run([tp.MPSRUN, "quantize", fp, *calib, "-o", path], capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"mpsrun quantize: {r.stderr.strip()}")
+    init = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+    wq = init["w4:int8"].astype(np.float64) * init["w4:scale"].reshape(-1, 1, 1, 1)
+    step = float(init["cat:scale"]) * float(np.abs(wq).max())  # one step of cat through w4
+    ops = [e["op"] for e in cpu_plan(path)]
+    if not any(o.startswith("QLinearAdd") for o in ops) or "QLinearConcat" not in ops:
+        raise RuntimeError(f"{path}: no QLinearAdd or QLinearConcat in the cpu plan: {ops}")
+    return path, {"x": rng.standard_normal((3, 4, 9, 11)).astype(np.float32)}, {"y": step}
+
+
 def close(name, got, want, step):
     """Why got and want differ beyond the rule of the module doc, or None."""
     if got.shape != want.shape:
@@ -201,8 +233,9 @@ def main():
             return 77
     os.makedirs(OUT, exist_ok=True)
     failures = 0
-    makes = [qdq_mlp, qop_cnn, integer, lambda: quantized("mnist_cnn"), lambda: quantized("fashion_cnn")]
-    names = ["qdq_mlp", "qop_cnn", "integer", "quantized mnist_cnn", "quantized fashion_cnn"]
+    makes = [qdq_mlp, qop_cnn, integer, lambda: quantized("mnist_cnn"), lambda: quantized("fashion_cnn"),
+             quantized_residual]
+    names = ["qdq_mlp", "qop_cnn", "integer", "quantized mnist_cnn", "quantized fashion_cnn", "quantized residual"]
     for make, title in zip(makes, names):
         path, data, steps = make()
         work = os.path.join(OUT, title.replace(" ", "_"))
