@@ -103,16 +103,30 @@ void mps_avx2_qstore_f(const float *s, int64_t n, const struct mps_qreq *r, void
     }
 }
 
-const struct mps_uqgemm mps_uqgemm_avx2 = {"avx2",
-                                           MPS_AVX2_QMR,
-                                           MPS_AVX2_QNR,
-                                           mps_x86_has_avx2,
-                                           mps_avx2_qgemm,
-                                           mps_avx2_qgemm_w,
-                                           mps_avx2_qstore,
-                                           mps_avx2_qrequant,
-                                           mps_avx2_qquantize,
-                                           mps_avx2_qdequantize,
-                                           NULL,
-                                           mps_avx2_qstore_f,
-                                           NULL};
+/* ukernels.h's mps_ulut_fn: 32 bytes a step, the table as sixteen rows of
+   sixteen (vpshufb looks a byte's low four bits up in each), each byte
+   taking the row its high four bits pick; the tail byte by byte. The
+   avx-vnni tile shares it. */
+void mps_avx2_lut(const uint8_t *table, const uint8_t *x, int64_t n, uint8_t *y)
+{
+    __m256i rows[16];
+    for (int h = 0; h < 16; h++)
+        rows[h] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(table + 16 * h)));
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(x + i)), lo = _mm256_and_si256(v, nibble),
+                hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble), r = _mm256_setzero_si256();
+        for (int h = 0; h < 16; h++)
+            r = _mm256_or_si256(r, _mm256_and_si256(_mm256_cmpeq_epi8(hi, _mm256_set1_epi8((char)h)),
+                                                    _mm256_shuffle_epi8(rows[h], lo)));
+        _mm256_storeu_si256((__m256i *)(y + i), r);
+    }
+    for (; i < n; i++)
+        y[i] = table[x[i]];
+}
+
+const struct mps_uqgemm mps_uqgemm_avx2 = {
+    "avx2",          MPS_AVX2_QMR,      MPS_AVX2_QNR,       mps_x86_has_avx2,     mps_avx2_qgemm, mps_avx2_qgemm_w,
+    mps_avx2_qstore, mps_avx2_qrequant, mps_avx2_qquantize, mps_avx2_qdequantize, NULL,           mps_avx2_qstore_f,
+    mps_avx2_lut};

@@ -19,5 +19,6 @@ extern const struct mps_uqgemm mps_uqgemm_avx2, mps_uqgemm_avxvnni, mps_uqgemm_a
 /* avx2's stores, which the avx-vnni tile shares */
 void mps_avx2_qstore(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out);
 void mps_avx2_qstore_f(const float *s, int64_t n, const struct mps_qreq *r, void *out);
+void mps_avx2_lut(const uint8_t *table, const uint8_t *x, int64_t n, uint8_t *y);
 
 #endif
