@@ -343,7 +343,7 @@ static void test_conv_residual(const struct mps_backend *const *backends, int n_
    column 6 of image 1's, through a 3x3 pad-1 Conv (every output channel:
    rows and columns 4 .. 6, and 5 .. 7) and its fused 2x2 stride-2 MaxPool:
    exactly pool rows and columns 2 .. 3 of every channel of those two images
-   are NaN, whichever path pooled them (Winograd's transform, avx512's
+   are NaN, whichever path pooled them (Winograd's transform, the
    pooled tile, the band). Their windows hold NaNs beside numbers in the
    first row and column (image 0) and in the last (image 1): a maximum that
    drops a NaN as either operand fails. */
@@ -378,7 +378,7 @@ static void th_check_pool_nan(const char *name, const struct mps_graph *g, const
 }
 
 /* The Conv's activation in test_conv_pool's rows: Relu and Clip(0, 6) never
-   fall, so a fused pool may come before them (avx512 pools first there);
+   fall, so a fused pool may come before them (the pooled tiles do);
    LeakyRelu with a negative slope and HardSwish fall somewhere, so the pool
    must take the activated outputs. */
 enum th_pool_act { TH_RELU, TH_CLIP, TH_LEAKY_NEG, TH_HSWISH };
@@ -392,11 +392,11 @@ static const struct mps_fused_act th_pool_acts[] = {
 /* A Conv whose output only a MaxPool reads: on a family with a MaxPool
    kernel the cpu pools each band of the Conv's rows as it makes them
    (cpu.c), and the pool node takes no time of its own (checked through the
-   profile, at 1, 2 and 3 threads): 2x2 windows on avx512's pooled tile (the
+   profile, at 1, 2 and 3 threads): 2x2 windows on the pooled tile (avx512, avx2: the
    Conv's rows pooled in registers: odd sides, a stride-2 conv's phases,
    panels of fewer than 8 channels); on the conv tile (its columns cut at the
    bands' rows) and the transposed tile, after a stride-2 conv (the phase
-   copy), with the Conv's Relu or Clip (which avx512 pools before, adding
+   copy), with the Conv's Relu or Clip (which avx512 and avx2 pool before, adding
    the bias and activating once a window), LeakyRelu with a negative slope
    or HardSwish (pooled after, on the pooled tile and Winograd); a window clipped at the bottom
    (ceil_mode), batches and bands of rows; windows that overlap down the
@@ -421,10 +421,10 @@ static void test_conv_pool(const struct mps_backend *const *backends, int n_back
         bool conv_output, fused;
         bool wino; /* fused where Winograd takes the Conv (avx2, neon and c take every such layer, avx512 by
                       its rule): its output transform pools; elsewhere the direct path, on a family with a
-                      MaxPool kernel (avx512, avx2), 2x2 windows only with the pooled tile (avx512) */
+                      MaxPool kernel (avx512, avx2), 2x2 windows only with the pooled tile (avx512, avx2) */
     } rows[] = {
-        {"Conv+Relu -> MaxPool 2x2, 3x3 on 28x28 (avx512: the pooled tile; others: the bands), 3 images", 28, 28, 3,
-         1, 1, 8, 24, 3, 2, 2, 0, false, TH_RELU, false, true, false},
+        {"Conv+Relu -> MaxPool 2x2, 3x3 on 28x28 (avx512, avx2: the pooled tile; others: the bands), 3 images", 28, 28,
+         3, 1, 1, 8, 24, 3, 2, 2, 0, false, TH_RELU, false, true, false},
         {"Conv+Clip -> MaxPool 2x2, stride-2 conv on 30x29 (the phase copy)", 30, 29, 3, 2, 1, 5, 16, 1, 2, 2, 0,
          false, TH_CLIP, false, true, false},
         {"Conv+Relu -> MaxPool 2x2 ceil_mode on 13x13 (the last window one row)", 13, 13, 3, 1, 1, 16, 32, 2, 2, 2, 0,
@@ -448,11 +448,11 @@ static void test_conv_pool(const struct mps_backend *const *backends, int n_back
          15, 13, 3, 1, 1, 32, 64, 6, 2, 2, 0, false, TH_RELU, false, true, true},
         {"Conv+Clip 3x3 -> MaxPool 2x2 ceil_mode on 12x16, 16 -> 64 channels, 6 images (Winograd; even sides)", 12,
          16, 3, 1, 1, 16, 64, 6, 2, 2, 0, true, TH_CLIP, false, true, true},
-        {"Conv+LeakyRelu(-0.5) -> MaxPool 2x2 on 28x28, 3 images (avx512: the pooled tile, pooling after a falling "
-         "activation)",
+        {"Conv+LeakyRelu(-0.5) -> MaxPool 2x2 on 28x28, 3 images (avx512, avx2: the pooled tile, pooling after a "
+         "falling activation)",
          28, 28, 3, 1, 1, 8, 24, 3, 2, 2, 0, false, TH_LEAKY_NEG, false, true, false},
-        {"Conv+HardSwish -> MaxPool 2x2 on 28x28, 3 images (avx512: the pooled tile, pooling after a falling "
-         "activation)",
+        {"Conv+HardSwish -> MaxPool 2x2 on 28x28, 3 images (avx512, avx2: the pooled tile, pooling after a "
+         "falling activation)",
          28, 28, 3, 1, 1, 8, 24, 3, 2, 2, 0, false, TH_HSWISH, false, true, false},
         {"Conv+LeakyRelu(-0.5) -> MaxPool 2x2 on 14x14, 32 -> 64 channels, 8 images (Winograd, pooling after a "
          "falling activation)",
@@ -514,7 +514,8 @@ static void test_conv_pool(const struct mps_backend *const *backends, int n_back
    Stride 1 and 2, 3x3 (fixed taps) and 5x5 dilated (the general sums),
    every activation of the 1x1 and of the depthwise (clamp, LeakyRelu's
    slope, HardSwish, none), rows of 16 positions or more (a step splits
-   across two rows) and narrower ones (a step spans several), the last step
+   across two rows) and narrower ones (a step spans several), a width
+   prime to every family's step (a row ends at each lane of one), the last step
    moved back inside the plane, columns no window reads, bands of rows,
    several images, 1 to 256 input channels, blocks too few to split evenly
    between the threads (each block's rows in parts, the activation after
@@ -537,6 +538,8 @@ static void test_conv_expand(const struct mps_backend *const *backends, int n_ba
          false, true},
         {"1x1 -> depthwise 3x3 s1 on 60x9 (steps across rows), LeakyRelu then none, no bias", 60, 9, 5, 32, 2, 3, 1, 1,
          1, 2, 0, false, false, true},
+        {"1x1 -> depthwise 3x3 s1 on 25x23 (a row ends at each lane of a step of 6, 8 or 16), Clip both", 25, 23, 7,
+         16, 1, 3, 1, 1, 1, 1, 1, true, false, true},
         {"1x1 -> depthwise 5x5 dilation 2 s1 on 33x33, none then Clip", 33, 33, 3, 16, 1, 5, 1, 2, 4, 0, 1, true, false,
          true},
         {"1x1 -> depthwise 3x3 s2 pad 0 on 41x40 (a column no window reads), 256 channels in", 41, 40, 256, 16, 1, 3,

@@ -532,7 +532,7 @@ static bool mps_direct_pooled_tile(const struct mps_conv_geom *q, const struct m
 }
 
 /* A unit of a fused MaxPool on the pooled tile: pool rows [p0, p1) of item
-   i, W's panels [m0, m1), eight outputs of a row a tile, from the Conv's
+   i, W's panels [m0, m1), nr / 4 outputs of a row a tile, from the Conv's
    rows 2 R and 2 R + 1 at v = 2 R pw + 2 o. The Conv's rows never leave the
    registers: storing them into the band and pooling them from there had
    taken a third of the small CNNs' first layers (1 -> 16 and 1 -> 32 on
@@ -543,17 +543,17 @@ static void mps_direct_pooled_unit(const struct mps_direct_job *jb, int64_t i, i
 {
     const struct mps_direct *d = jb->d;
     const struct mps_maxpool_geom *pg = jb->pg;
-    int64_t out_plane = pg->out_h * pg->out_w, mr = d->wstep;
+    int64_t out_plane = pg->out_h * pg->out_w, mr = d->wstep, per = jb->uk->nr / 4;
     const float *x = jb->copy + i * d->item;
     float *y = jb->pooled + (jb->first + i) * jb->q->m * out_plane;
     struct mps_tile_epi e = jb->epi;
     for (int64_t r = p0; r < p1; r++)
-        for (int64_t o = 0; o < pg->out_w; o += 8)
+        for (int64_t o = 0; o < pg->out_w; o += per)
             for (int64_t p = m0; p < m1; p += mr) {
                 e.bias = jb->bias ? jb->bias + p : NULL;
                 jb->uk->pconv(d->k, (const float *)jb->w + p * d->k, x + 2 * r * d->pw + 2 * o, jb->off, d->pw,
                               y + p * out_plane + r * pg->out_w + o, out_plane, (int)(m1 - p < mr ? m1 - p : mr),
-                              (int)(pg->out_w - o < 8 ? pg->out_w - o : 8), &e);
+                              (int)(pg->out_w - o < per ? pg->out_w - o : per), &e);
             }
 }
 

@@ -2,11 +2,10 @@
    256-bit accumulators (two fused multiply-adds a cycle, four cycles each,
    need eight in flight). Built with -mavx2 -mfma; called only where cpuid
    says the CPU runs it (isa.c). */
-#include <immintrin.h>
-#include <math.h>
 #include <stddef.h>
 
 #include "ukernel_act.h"
+#include "ukernel_avx2.h"
 #include "ukernel_dw.h"
 #include "ukernel_wino.h"
 #include "ukernel_x86.h"
@@ -14,58 +13,6 @@
 #define MR 6
 #define NR 16
 #define KC 256
-
-/* The mask of the first n lanes (0..8) of a 256-bit vector. */
-static inline __m256i mps_avx2_mask(int n)
-{
-    static const int32_t lanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
-    return _mm256_loadu_si256((const __m256i *)(lanes + 8 - (n < 0 ? 0 : n > 8 ? 8 : n)));
-}
-
-/* v's lanes in m to p (whole: all eight, a plain store; Zen 2's masked store
-   is a slow one). */
-static inline void mps_avx2_put(float *p, __m256i m, bool whole, __m256 v)
-{
-    if (whole)
-        _mm256_storeu_ps(p, v);
-    else
-        _mm256_maskstore_ps(p, m, v);
-}
-
-static inline __m256 mps_avx2_get(const float *p, __m256i m, bool whole)
-{
-    return whole ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m);
-}
-
-/* The epilogue's activation from its constants (as ukernel_avx512.h's). */
-struct mps_avx2_actc {
-    __m256 lo, hi, slope;
-    bool clamp, leaky, hswish;
-};
-
-static inline struct mps_avx2_actc mps_avx2_actc_of(const struct mps_tile_epi *e)
-{
-    return (struct mps_avx2_actc){.lo = _mm256_set1_ps(e->lo),
-                                  .hi = _mm256_set1_ps(e->hi),
-                                  .slope = _mm256_set1_ps(e->slope),
-                                  .clamp = e->lo > -INFINITY || e->hi < INFINITY,
-                                  .leaky = e->slope != 1.0f,
-                                  .hswish = e->hswish};
-}
-
-static inline __m256 mps_avx2_actc(__m256 acc, const struct mps_avx2_actc *a)
-{
-    if (a->clamp) /* acc second: max and min return it when it is NaN */
-        acc = _mm256_min_ps(a->hi, _mm256_max_ps(a->lo, acc));
-    if (a->leaky)
-        acc = _mm256_blendv_ps(acc, _mm256_mul_ps(acc, a->slope), acc);
-    if (a->hswish) { /* t is NaN only where acc is: the product is NaN whatever min and max made of t */
-        __m256 t = _mm256_add_ps(_mm256_div_ps(acc, _mm256_set1_ps(6.0f)), _mm256_set1_ps(0.5f));
-        t = _mm256_max_ps(_mm256_min_ps(t, _mm256_set1_ps(1.0f)), _mm256_setzero_ps());
-        acc = _mm256_mul_ps(acc, t);
-    }
-    return acc;
-}
 
 /* What a GEMM tile's row stores share, worked out once a tile (as
    ukernel_avx512.c's storev): in registers, since loaded per row from e
@@ -173,6 +120,70 @@ __attribute__((always_inline)) static inline void mps_avx2_keep(float *c, __m256
         mps_tile_keep_copy(c, row, v->keep);
 }
 
+/* max(a, b), a NaN in either giving NaN (vmaxps returns b when either is one). */
+static inline __m256 mps_avx2_nanmax(__m256 a, __m256 b)
+{
+    return _mm256_blendv_ps(_mm256_max_ps(a, b), a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+}
+
+/* What the pooled tile's row stores share (mps_avx2_conv_pooled): the bias,
+   the activation's constants, the mask of the n <= 4 outputs a row, and
+   whether the pool may come first (the activation rises: the maximum's
+   epilogue is the epilogue's maximum). */
+struct mps_avx2_poolv {
+    const float *bias;
+    struct mps_avx2_actc act;
+    __m128i m;
+    bool whole, first;
+};
+
+static inline struct mps_avx2_poolv mps_avx2_poolv_of(int n, const struct mps_tile_epi *e)
+{
+    struct mps_avx2_poolv v;
+    v.bias = e->bias;
+    v.act = mps_avx2_actc_of(e);
+    v.m = _mm256_castsi256_si128(mps_avx2_mask(n));
+    v.whole = n >= 4;
+    v.first = !e->hswish && e->slope >= 0.0f;
+    return v;
+}
+
+/* Row r of the pooled tile (ukernels.h's pconv, the family's nr = 16: eight
+   columns of two output rows, four outputs): lo and hi through the epilogue
+   (or, where the activation rises, their maximum alone), the maximum down
+   each column, then across each pair (a NaN kept, in the order avx512's
+   pooled rows and the MaxPool kernel take it). */
+__attribute__((always_inline)) static inline void mps_avx2_pool_row(float *c, __m256 lo, __m256 hi,
+                                                                    const struct mps_avx2_poolv *v, int r)
+{
+    if (!v->first) {
+        if (v->bias) {
+            __m256 b = _mm256_broadcast_ss(v->bias + r);
+            lo = _mm256_add_ps(lo, b), hi = _mm256_add_ps(hi, b);
+        }
+        lo = mps_avx2_actc(lo, &v->act), hi = mps_avx2_actc(hi, &v->act);
+    }
+    __m256 down = mps_avx2_nanmax(lo, hi); /* [d0 .. d7]: then [d0 d2 d0 d2 | d4 d6 ..] against the odd ones */
+    __m256 p = mps_avx2_nanmax(_mm256_shuffle_ps(down, down, 0x88), _mm256_shuffle_ps(down, down, 0xdd));
+    __m128 out = _mm256_castps256_ps128(_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(p), 0x08)));
+    if (v->first) {
+        if (v->bias)
+            out = _mm_add_ps(out, _mm_broadcast_ss(v->bias + r));
+        out = _mm256_castps256_ps128(mps_avx2_actc(_mm256_castps128_ps256(out), &v->act));
+    }
+    if (v->whole)
+        _mm_storeu_ps(c, out);
+    else
+        _mm_maskstore_ps(c, v->m, out);
+}
+
+/* The pooled tile's rows (its STORE, as ukernel_tile.h's MPS_TILE_STORE). */
+#define MPS_AVX2_POOL(R, r)                                                                                            \
+    if (R > r)                                                                                                         \
+        mps_avx2_pool_row(c + r * ldc, lo##r, hi##r, &pv, r);
+#define MPS_AVX2_POOL_BOTH(ROWS) ROWS
+#define MPS_AVX2_POOL_PREP const struct mps_avx2_poolv pv = mps_avx2_poolv_of(cols, e);
+
 /* Row kk of a tile's B panel: packed, or at an offset of the direct
    convolution's input (ukernels.h). */
 #define MPS_AVX2_PACKED(kk) (b + (kk) * NR)
@@ -199,6 +210,7 @@ __attribute__((always_inline)) static inline void mps_avx2_keep(float *c, __m256
 MPS_TILES(mps_avx2_gemm_packed, MPS_AVX2_PACKED, MPS_TILE_STORE, int, 1, MR, 8)
 MPS_TILES(mps_avx2_conv, MPS_AVX2_OFFSET, MPS_TILE_KEEP, uint64_t, 1, MR, 8)
 MPS_TILES(mps_avx2_gemm_rows, MPS_AVX2_PACKED, MPS_TILE_STORE, int, lda, 1, 8)
+MPS_TILES(mps_avx2_conv_pooled, MPS_AVX2_OFFSET, MPS_AVX2_POOL, int, 1, MR, lda) /* lda: the pitch */
 
 static void mps_avx2_gemm(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int rows, int cols,
                           int flags, const struct mps_tile_epi *e)
@@ -213,6 +225,14 @@ static void mps_avx2_gemm_rows(int64_t k, const float *a, int64_t lda, const flo
 {
     const int32_t *off = NULL;
     MPS_TILE_BY_ROWS(mps_avx2_gemm_rows)
+}
+
+static void mps_avx2_pconv(int64_t k, const float *a, const float *b, const int32_t *off, int64_t pitch, float *c,
+                           int64_t ldc, int rows, int n, const struct mps_tile_epi *e)
+{
+    const int flags = MPS_TILE_FINISH, cols = n;
+    const int64_t lda = pitch;
+    MPS_TILE_BY_ROWS(mps_avx2_conv_pooled)
 }
 
 static void mps_avx2_conv(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,
@@ -439,12 +459,6 @@ static void mps_avx2_dw3(const struct mps_dw3_geom *g, const float *x, const flo
     }
 }
 
-/* max(a, b), a NaN in either giving NaN (vmaxps returns b when either is one). */
-static inline __m256 mps_avx2_nanmax(__m256 a, __m256 b)
-{
-    return _mm256_blendv_ps(_mm256_max_ps(a, b), a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
-}
-
 /* v[pl + j] = the maximum of input column j down output row oh's window rows, j < cols. */
 static void mps_avx2_maxpool_cols(const struct mps_maxpool_geom *g, const float *x, int64_t oh, int64_t cols,
                                   float *v)
@@ -546,9 +560,11 @@ const struct mps_ukernels mps_ukernels_avx2 = {
     .gemm_rows = mps_avx2_gemm_rows,
     .dw3 = mps_avx2_dw3,
     .dwk = mps_dwk,
+    .dwb = mps_avx2_dwb,
     .conv = mps_avx2_conv,
     .convt = mps_avx2_convt,
     .maxpool = mps_avx2_maxpool,
+    .pconv = mps_avx2_pconv,
     .wino_in = mps_wino_in,
     .wino_out = mps_wino_out,
     .wino_pool = mps_wino_pool,

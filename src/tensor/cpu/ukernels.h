@@ -91,13 +91,13 @@ typedef void (*mps_uconv_fn)(int64_t k, const float *a, const float *b, const in
                              int rows, uint64_t keep, const struct mps_tile_epi *epi);
 
 /* The direct convolution's tile with a 2x2 stride-2 MaxPool after it
-   (optional; conv_direct.c): as conv, but the tile's columns are 16
+   (optional; conv_direct.c): as conv, but the tile's columns are nr / 2
    positions of each of two output rows, pitch apart (B's row kk at
    b + off[kk] and b + off[kk] + pitch), and the store applies the epilogue
    (bias a row, clamp and slope; no residual) to both, then keeps the
    maximum of each 2x2 window (columns 2 j and 2 j + 1 of both rows; a NaN
-   kept): the n <= 8 outputs of row r to c + r ldc. The Conv's rows are
-   never stored. */
+   kept): the n <= nr / 4 outputs of row r to c + r ldc (avx512's 8, avx2's
+   4). The Conv's rows are never stored. */
 typedef void (*mps_upconv_fn)(int64_t k, const float *a, const float *b, const int32_t *off, int64_t pitch, float *c,
                               int64_t ldc, int rows, int n, const struct mps_tile_epi *epi);
 

@@ -1,0 +1,89 @@
+/* ukernel_avx2.h: what the avx2 family's files share (ukernel_avx2.c: the
+   GEMM and convolution tiles and the family's table; ukernel_avx2_dw.c: the
+   depthwise blocks): lane masks, the tile epilogue's activation, an 8 x 8
+   transpose in registers. Built with -mavx2 -mfma, as each of those files. */
+#ifndef MPS_CPU_UKERNEL_AVX2_H
+#define MPS_CPU_UKERNEL_AVX2_H
+
+#include <immintrin.h>
+#include <math.h>
+
+#include "ukernels.h"
+
+/* The mask of the first n lanes (0..8) of a 256-bit vector. */
+static inline __m256i mps_avx2_mask(int n)
+{
+    static const int32_t lanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    return _mm256_loadu_si256((const __m256i *)(lanes + 8 - (n < 0 ? 0 : n > 8 ? 8 : n)));
+}
+
+/* v's lanes in m to p (whole: all eight, a plain store; Zen 2's masked store
+   is a slow one). */
+static inline void mps_avx2_put(float *p, __m256i m, bool whole, __m256 v)
+{
+    if (whole)
+        _mm256_storeu_ps(p, v);
+    else
+        _mm256_maskstore_ps(p, m, v);
+}
+
+static inline __m256 mps_avx2_get(const float *p, __m256i m, bool whole)
+{
+    return whole ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m);
+}
+
+/* The epilogue's activation from its constants (as ukernel_avx512.h's). */
+struct mps_avx2_actc {
+    __m256 lo, hi, slope;
+    bool clamp, leaky, hswish;
+};
+
+static inline struct mps_avx2_actc mps_avx2_actc_of(const struct mps_tile_epi *e)
+{
+    return (struct mps_avx2_actc){.lo = _mm256_set1_ps(e->lo),
+                                  .hi = _mm256_set1_ps(e->hi),
+                                  .slope = _mm256_set1_ps(e->slope),
+                                  .clamp = e->lo > -INFINITY || e->hi < INFINITY,
+                                  .leaky = e->slope != 1.0f,
+                                  .hswish = e->hswish};
+}
+
+static inline __m256 mps_avx2_actc(__m256 acc, const struct mps_avx2_actc *a)
+{
+    if (a->clamp) /* acc second: max and min return it when it is NaN */
+        acc = _mm256_min_ps(a->hi, _mm256_max_ps(a->lo, acc));
+    if (a->leaky)
+        acc = _mm256_blendv_ps(acc, _mm256_mul_ps(acc, a->slope), acc);
+    if (a->hswish) { /* t is NaN only where acc is: the product is NaN whatever min and max made of t */
+        __m256 t = _mm256_add_ps(_mm256_div_ps(acc, _mm256_set1_ps(6.0f)), _mm256_set1_ps(0.5f));
+        t = _mm256_max_ps(_mm256_min_ps(t, _mm256_set1_ps(1.0f)), _mm256_setzero_ps());
+        acc = _mm256_mul_ps(acc, t);
+    }
+    return acc;
+}
+
+/* The 8 x 8 floats of r transposed in place: lane j of r[i] becomes lane i of r[j]. */
+static inline void mps_avx2_transpose8(__m256 *r)
+{
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; i++) { /* rows 2i and 2i + 1 interleaved */
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) { /* u[i + c]: column c (low half) and c + 4 (high) of rows i .. i + 3 */
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int c = 0; c < 4; c++) {
+        r[c] = _mm256_permute2f128_ps(u[c], u[c + 4], 0x20);
+        r[c + 4] = _mm256_permute2f128_ps(u[c], u[c + 4], 0x31);
+    }
+}
+
+/* ukernel_avx2_dw.c's blocks of sixteen depthwise planes (ukernels.h's dwb) */
+bool mps_avx2_dwb(const struct mps_dwk_geom *g, const float *x, const float *k, const float *bias, float *y,
+                  int64_t blocks, const struct mps_tile_epi *e, const struct mps_dwb_expand *ex);
+
+#endif

@@ -1,0 +1,231 @@
+/* ukernel_avx2_dw.c: the avx2 family's blocks of sixteen depthwise planes
+   (ukernels.h's dwb), the channels in the vectors, as ukernel_avx512_dw.c's
+   dwb with two 8-lane halves: the same buffer (sixteen floats a position),
+   each half's sums with its taps' weights in registers, eight positions at a
+   time transposed out to the planes, and the 1x1 convolution before the
+   layer made six positions a step, each position's sixteen planes in two
+   accumulators (the GEMM tile's 6 x 16). Built with -mavx2 -mfma. */
+#include <string.h>
+
+#include "ukernel_avx2.h"
+
+/* Floats of the buffer (128 KB, as avx512's): a band's zero-padded input rows, sixteen channels a position. */
+enum { MPS_AVX2_DWB_BUF = 32768 };
+
+/* One output position's eight channels (one half): bias plus each tap's
+   weights times the input there; three (a constant where inlined): the 3x3
+   undilated window at fixed offsets, rows pr floats apart. */
+__attribute__((always_inline)) static inline __m256
+mps_avx2_dwb_sum(const float *b, const int64_t *off, const __m256 *kv, int taps, __m256 bias, int64_t pr, bool three)
+{
+    __m256 a0 = bias, a1 = _mm256_setzero_ps();
+    if (three) {
+        const float *b1 = b + pr, *b2 = b1 + pr;
+        a0 = _mm256_fmadd_ps(kv[0], _mm256_load_ps(b), a0);
+        a1 = _mm256_fmadd_ps(kv[1], _mm256_load_ps(b + 16), a1);
+        a0 = _mm256_fmadd_ps(kv[2], _mm256_load_ps(b + 32), a0);
+        a1 = _mm256_fmadd_ps(kv[3], _mm256_load_ps(b1), a1);
+        a0 = _mm256_fmadd_ps(kv[4], _mm256_load_ps(b1 + 16), a0);
+        a1 = _mm256_fmadd_ps(kv[5], _mm256_load_ps(b1 + 32), a1);
+        a0 = _mm256_fmadd_ps(kv[6], _mm256_load_ps(b2), a0);
+        a1 = _mm256_fmadd_ps(kv[7], _mm256_load_ps(b2 + 16), a1);
+        a0 = _mm256_fmadd_ps(kv[8], _mm256_load_ps(b2 + 32), a0);
+        return _mm256_add_ps(a0, a1);
+    }
+    for (int u = 0; u + 1 < taps; u += 2) {
+        a0 = _mm256_fmadd_ps(kv[u], _mm256_load_ps(b + off[u]), a0);
+        a1 = _mm256_fmadd_ps(kv[u + 1], _mm256_load_ps(b + off[u + 1]), a1);
+    }
+    if (taps % 2)
+        a0 = _mm256_fmadd_ps(kv[taps - 1], _mm256_load_ps(b + off[taps - 1]), a0);
+    return _mm256_add_ps(a0, a1);
+}
+
+/* The outputs of one band of one half (eight planes) of a block: output rows
+   [oh0, oh0 + rows) from buf (the half's floats of each position: buf's row
+   0 is the input row oh0 sh - pt), eight positions (across rows) a step,
+   transposed out to the planes y + c out_plane. three and rest are
+   constants where called: the 3x3 window, and the activation past the clamp. */
+__attribute__((always_inline)) static inline void mps_avx2_dwb_outputs(const struct mps_dwk_geom *g, const float *buf,
+                                                                       int64_t pw, int64_t oh0, int64_t rows,
+                                                                       const __m256 *kv, const int64_t *off, __m256 bv,
+                                                                       const struct mps_avx2_actc *act, float *y,
+                                                                       bool three, bool rest)
+{
+    int taps = g->kh * g->kw;
+    int64_t ow = 0, end = (oh0 + rows) * g->out_w, step = 16 * g->sw, down = 16 * g->sh * pw;
+    int64_t out_plane = g->out_h * g->out_w;
+    const float *row = buf, *b = buf; /* the output row's first window; the position's */
+    __m256 r[8];
+    for (int64_t o = oh0 * g->out_w; o < end; o += 8) {
+        int n = end - o < 8 ? (int)(end - o) : 8;
+        for (int i = 0; i < 8; i++) {
+            if (i >= n) {
+                r[i] = _mm256_setzero_ps();
+                continue;
+            }
+            __m256 a = mps_avx2_dwb_sum(b, off, kv, taps, bv, 16 * pw, three);
+            a = _mm256_min_ps(act->hi, _mm256_max_ps(act->lo, a)); /* a NaN stays: max and min return it */
+            r[i] = rest ? mps_avx2_actc(a, act) : a;
+            b += step;
+            if (++ow == g->out_w)
+                ow = 0, row += down, b = row;
+        }
+        mps_avx2_transpose8(r);
+        __m256i m = mps_avx2_mask(n);
+        for (int c = 0; c < 8; c++)
+            mps_avx2_put(y + c * out_plane + o, m, n == 8, r[c]);
+    }
+}
+
+/* A block's input rows [r0, r1) made by the 1x1 convolution ex (ukernels.h)
+   into the buffer: six positions (across rows) a step, the last one moved
+   back inside the plane, each position's sixteen planes two accumulators
+   that take a broadcast of the position's input per input channel; wt: the
+   block's weights, its sixteen planes' a channel. The stores are
+   branch-free (a position the buffer does not take goes to trash), so that
+   the accumulators stay in registers; rest (a constant where called): the
+   activation past the clamp. */
+__attribute__((always_inline)) static inline void
+mps_avx2_dwb_expand(const struct mps_dwk_geom *g, const struct mps_dwb_expand *ex, const float *wt, __m256 bias0,
+                    __m256 bias1, const struct mps_avx2_actc *act, int64_t r0, int64_t r1, int64_t first, int64_t pw,
+                    int64_t cols, float *buf, bool rest)
+{
+    _Alignas(32) float trash[16];
+    int64_t plane = g->h * g->w, end = r1 * g->w;
+    for (int64_t q0 = r0 * g->w; q0 < end; q0 += 6) {
+        /* positions q .. q + 6; those before q0 (a step moved back) are made again and not stored */
+        int64_t q = q0 + 6 <= plane ? q0 : plane - 6, ih = q / g->w, iw = q % g->w;
+        __m256 lo[6], hi[6];
+        for (int i = 0; i < 6; i++)
+            lo[i] = bias0, hi[i] = bias1;
+        const float *xc = ex->x + q;
+        for (int64_t c = 0; c < ex->k; c++, xc += plane) {
+            __m256 w0 = _mm256_load_ps(wt + 16 * c), w1 = _mm256_load_ps(wt + 16 * c + 8);
+            for (int i = 0; i < 6; i++) {
+                __m256 xb = _mm256_broadcast_ss(xc + i);
+                lo[i] = _mm256_fmadd_ps(xb, w0, lo[i]);
+                hi[i] = _mm256_fmadd_ps(xb, w1, hi[i]);
+            }
+        }
+#pragma GCC unroll 6
+        for (int i = 0; i < 6; i++) {
+            bool keep = q + i >= q0 && q + i < end && iw < cols;
+            float *d = keep ? buf + 16 * ((ih - first) * pw + g->pl + iw) : trash;
+            __m256 v0 = _mm256_min_ps(act->hi, _mm256_max_ps(act->lo, lo[i])); /* a NaN stays */
+            __m256 v1 = _mm256_min_ps(act->hi, _mm256_max_ps(act->lo, hi[i]));
+            _mm256_store_ps(d, rest ? mps_avx2_actc(v0, act) : v0);
+            _mm256_store_ps(d + 8, rest ? mps_avx2_actc(v1, act) : v1);
+            bool wrap = ++iw == g->w;
+            iw = wrap ? 0 : iw, ih += wrap;
+        }
+    }
+}
+
+/* Input rows [r0, r1) of a block's sixteen planes (x, in_plane floats
+   apart) transposed into the buffer, eight positions (across rows) a step;
+   the columns no window reads (iw >= cols) left out. */
+static void mps_avx2_dwb_transpose_in(const struct mps_dwk_geom *g, const float *x, int64_t in_plane, int64_t r0,
+                                      int64_t r1, int64_t first, int64_t pw, int64_t cols, float *buf)
+{
+    int64_t ih = r0, iw = 0;
+    __m256 lo[8], hi[8];
+    for (int64_t q = r0 * g->w; q < r1 * g->w; q += 8) {
+        int n = r1 * g->w - q < 8 ? (int)(r1 * g->w - q) : 8;
+        __m256i m = mps_avx2_mask(n);
+        for (int c = 0; c < 8; c++) {
+            lo[c] = mps_avx2_get(x + c * in_plane + q, m, n == 8);
+            hi[c] = mps_avx2_get(x + (c + 8) * in_plane + q, m, n == 8);
+        }
+        mps_avx2_transpose8(lo);
+        mps_avx2_transpose8(hi);
+        for (int i = 0; i < n; i++) {
+            if (iw < cols) {
+                float *d = buf + 16 * ((ih - first) * pw + g->pl + iw);
+                _mm256_store_ps(d, lo[i]);
+                _mm256_store_ps(d + 8, hi[i]);
+            }
+            if (++iw == g->w)
+                iw = 0, ih++;
+        }
+    }
+}
+
+/* Blocks of sixteen depthwise planes (ukernels.h's dwb): ukernel_avx512_dw.c's
+   design (a band's input rows in a zero-padded buffer, sixteen channels a
+   position, the zeros written once a call where a band is the whole plane;
+   with ex the rows made by the 1x1 convolution instead of transposed in),
+   the sums a half of eight planes at a time, so that a 3x3 window's nine
+   weights stay in registers beside the accumulators. */
+bool mps_avx2_dwb(const struct mps_dwk_geom *g, const float *x, const float *k, const float *bias, float *y,
+                  int64_t blocks, const struct mps_tile_epi *e, const struct mps_dwb_expand *ex)
+{
+    int taps = g->kh * g->kw;
+    int64_t span_h = (g->kh - 1) * g->dh + 1, pw = (g->out_w - 1) * g->sw + (g->kw - 1) * g->dw + 1;
+    int64_t rows_in = MPS_AVX2_DWB_BUF / 16 / pw;
+    int64_t band = rows_in >= span_h ? (rows_in - span_h) / g->sh + 1 : 0; /* output rows a band holds */
+    if (band < 1 || taps > MPS_DWB_TAPS || (ex && (ex->k > MPS_DWB_EXPAND_K || g->h * g->w < 6)))
+        return false;
+    _Alignas(32) float buf[MPS_AVX2_DWB_BUF];
+    _Alignas(32) float wt[16 * MPS_DWB_EXPAND_K]; /* the 1x1's weights of a block, sixteen floats a channel */
+    __m256 kv[2][MPS_DWB_TAPS];
+    int64_t off[MPS_DWB_TAPS], in_plane = g->h * g->w, out_plane = g->out_h * g->out_w;
+    for (int u = 0; u < taps; u++)
+        off[u] = 16 * ((u / g->kw) * g->dh * pw + (u % g->kw) * g->dw);
+    const struct mps_avx2_actc act = mps_avx2_actc_of(e);
+    bool three = taps == 9 && g->dw == 1 && g->dh == 1, rest = act.leaky || act.hswish;
+    int64_t oh_end = g->oh1 ? g->oh1 : g->out_h;
+    bool whole = band >= oh_end - g->oh0; /* one band for all the rows: the same zeros for every block */
+    int64_t cols = g->w < pw - g->pl ? g->w : pw - g->pl; /* input columns the windows read */
+    cols = cols > 0 ? cols : 0;
+    const struct mps_avx2_actc ex_act = mps_avx2_actc_of(ex ? &ex->act : e);
+    const bool ex_rest = ex_act.leaky || ex_act.hswish;
+    for (int64_t blk = 0; blk < blocks; blk++, x += 16 * in_plane, y += 16 * out_plane, k += 16 * taps) {
+        for (int u = 0; u < taps; u++) { /* kv[h][u]: tap u of the half's eight planes */
+            _Alignas(32) float t[16];
+            for (int c = 0; c < 16; c++)
+                t[c] = k[c * taps + u];
+            kv[0][u] = _mm256_load_ps(t), kv[1][u] = _mm256_load_ps(t + 8);
+        }
+        for (int64_t c = 0; ex && c < ex->k;
+             c++) /* the block's rows of the 1x1's weights, a channel's sixteen together */
+            for (int m = 0; m < 16; m++)
+                wt[16 * c + m] = ex->w[(16 * blk + m) * ex->k + c];
+        __m256 ex_b[2], bv[2];
+        for (int h = 0; h < 2; h++) {
+            ex_b[h] = ex && ex->bias ? _mm256_loadu_ps(ex->bias + 16 * blk + 8 * h) : _mm256_setzero_ps();
+            bv[h] = bias ? _mm256_loadu_ps(bias + 16 * blk + 8 * h) : _mm256_setzero_ps();
+        }
+        for (int64_t oh0 = g->oh0; oh0 < oh_end; oh0 += band) {
+            int64_t rows = oh_end - oh0 < band ? oh_end - oh0 : band;
+            int64_t first = oh0 * g->sh - g->pt, count = (rows - 1) * g->sh + span_h; /* the buffer's input rows */
+            int64_t r0 = first > 0 ? first : 0, r1 = first + count < g->h ? first + count : g->h;
+            r1 = r1 > r0 ? r1 : r0;
+            for (int64_t i = 0; i < count && (!whole || blk == 0); i++) { /* zeros around the input */
+                float *row = buf + 16 * i * pw;
+                if (first + i < r0 || first + i >= r1) {
+                    memset(row, 0, sizeof(float) * 16 * (size_t)pw);
+                    continue;
+                }
+                memset(row, 0, sizeof(float) * 16 * (size_t)g->pl);
+                memset(row + 16 * (g->pl + cols), 0, sizeof(float) * 16 * (size_t)(pw - g->pl - cols));
+            }
+            if (ex && ex_rest)
+                mps_avx2_dwb_expand(g, ex, wt, ex_b[0], ex_b[1], &ex_act, r0, r1, first, pw, cols, buf, true);
+            else if (ex)
+                mps_avx2_dwb_expand(g, ex, wt, ex_b[0], ex_b[1], &ex_act, r0, r1, first, pw, cols, buf, false);
+            else
+                mps_avx2_dwb_transpose_in(g, x, in_plane, r0, r1, first, pw, cols, buf);
+            for (int h = 0; h < 2; h++) {
+                float *yh = y + 8 * h * out_plane;
+                if (three && !rest)
+                    mps_avx2_dwb_outputs(g, buf + 8 * h, pw, oh0, rows, kv[h], off, bv[h], &act, yh, true, false);
+                else if (three)
+                    mps_avx2_dwb_outputs(g, buf + 8 * h, pw, oh0, rows, kv[h], off, bv[h], &act, yh, true, true);
+                else
+                    mps_avx2_dwb_outputs(g, buf + 8 * h, pw, oh0, rows, kv[h], off, bv[h], &act, yh, false, rest);
+            }
+        }
+    }
+    return true;
+}
