@@ -74,7 +74,7 @@ static const struct th_shape th_shapes[] = {
     {6, 16, 40, 0, 0, 0},  {5, 17, 33, 0, 1, 0}, /* 16 and 17 columns: avx512's half tile and the full one past it */
     {9, 8, 41, 0, 0, 0},   {4, 9, 7, 0, 0, 0},   /* 8 and 9 columns: avx512's quarter tile and the half one past it */
     {12, 24, 50, 0, 0, 0},  {33, 20, 3, 0, 0, 1},  /* 17 to 24 columns: avx512's three-quarter tile */
-    /* avx512's gemm_dot (16 rows or more, 4 columns or fewer): whole and partial groups of rows, k in 3 blocks */
+    /* gemm_dot (avx512, avx2; 16 rows or more, 4 columns or fewer): whole and partial groups of rows, k in 3 blocks */
     {40, 33, 300, 0, 0, 0}, {21, 2, 17, 0, 0, 0}, {19, 4, 600, 0, 0, 0}, {16, 3, 1, 0, 0, 0}, {300, 1, 40, 0, 0, 0},
 };
 

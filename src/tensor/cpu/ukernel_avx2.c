@@ -243,6 +243,88 @@ static void mps_avx2_conv(int64_t k, const float *a, const float *b, const int32
     MPS_TILE_BY_ROWS(mps_avx2_conv)
 }
 
+/* gemm_dot (ukernels.h), as avx512's: k in blocks of DK, B's columns copied
+   out of their panel as rows of DK floats (zeros past k), so that every row
+   of A reads them from L1 as vectors; rows in groups of DR(C), at most
+   sixteen registers with the broadcast-free A vector (8 rows for one
+   column, 6 for two, 4 for three, 3 for four); a row's sums end in lanes
+   0 .. C - 1, stored as a tile's row. */
+#define DK 256
+#define DR(C) ((C) == 1 ? 8 : (C) == 2 ? 6 : (C) == 3 ? 4 : 3)
+
+/* The sums of a0 .. a3's eight lanes in lanes 0 .. 3. */
+static inline __m256 mps_avx2_sum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
+{
+    __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3)); /* each half: a0 .. a3's half sums */
+    return _mm256_castps128_ps256(_mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
+}
+
+/* The sums of rows [0, R) of a over k <= DK steps of bt, in out[r]. */
+__attribute__((always_inline)) static inline void mps_avx2_dot_rows(int64_t k, const float *a, int64_t lda,
+                                                                     const float *bt, const int R, const int C,
+                                                                     __m256 *out)
+{
+    __m256 acc[8][4];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            acc[r][j] = _mm256_setzero_ps();
+    for (int64_t kk = 0; kk < k; kk += 8) {
+        bool whole = k - kk >= 8; /* A's last steps: nothing past its row is read */
+        __m256i m = mps_avx2_mask((int)(k - kk));
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            __m256 av = mps_avx2_get(a + r * lda + kk, m, whole);
+#pragma GCC unroll 4
+            for (int j = 0; j < C; j++)
+                acc[r][j] = _mm256_fmadd_ps(av, _mm256_load_ps(bt + j * DK + kk), acc[r][j]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+        out[r] = mps_avx2_sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+}
+
+__attribute__((always_inline)) static inline void mps_avx2_dot_cols(int64_t k, const float *a, int64_t lda,
+                                                                     const float *b, float *c, int64_t ldc,
+                                                                     int64_t rows, const int C, int flags,
+                                                                     const struct mps_tile_epi *e)
+{
+    float bt[4 * DK] __attribute__((aligned(32)));
+    for (int64_t pc = 0; pc < k || pc == 0; pc += DK) {
+        int64_t kb = k - pc < DK ? k - pc : DK, kb8 = (kb + 7) / 8 * 8;
+        for (int j = 0; j < C; j++)
+            for (int64_t t = 0; t < kb8; t++)
+                bt[j * DK + t] = t < kb ? b[(pc + t) * NR + j] : 0.0f;
+        int f = (pc > 0 ? MPS_TILE_ACCUMULATE : flags & MPS_TILE_ACCUMULATE) |
+                (pc + DK >= k ? flags & MPS_TILE_FINISH : 0);
+        const struct mps_avx2_storev sv = mps_avx2_storev_of(C, f, e);
+        __m256 out[8];
+        int64_t r0 = 0;
+        for (; r0 + DR(C) <= rows; r0 += DR(C)) {
+            mps_avx2_dot_rows(kb, a + r0 * lda + pc, lda, bt, DR(C), C, out);
+            for (int r = 0; r < DR(C); r++)
+                mps_avx2_store_row(c + (r0 + r) * ldc, out[r], out[r], &sv, (int)(r0 + r), false);
+        }
+        for (; r0 < rows; r0++) {
+            mps_avx2_dot_rows(kb, a + r0 * lda + pc, lda, bt, 1, C, out);
+            mps_avx2_store_row(c + r0 * ldc, out[0], out[0], &sv, (int)r0, false);
+        }
+    }
+}
+
+static void mps_avx2_gemm_dot(int64_t k, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                              int64_t rows, int cols, int flags, const struct mps_tile_epi *e)
+{
+    switch (cols) {
+    case 1: mps_avx2_dot_cols(k, a, lda, b, c, ldc, rows, 1, flags, e); break;
+    case 2: mps_avx2_dot_cols(k, a, lda, b, c, ldc, rows, 2, flags, e); break;
+    case 3: mps_avx2_dot_cols(k, a, lda, b, c, ldc, rows, 3, flags, e); break;
+    default: mps_avx2_dot_cols(k, a, lda, b, c, ldc, rows, 4, flags, e); break;
+    }
+}
+
 
 /* The transposed tile (ukernels.h's convt): MT positions x 16 channels, two
    accumulators a position (channels 0-7 and 8-15), each position's input
@@ -558,6 +640,7 @@ const struct mps_ukernels mps_ukernels_avx2 = {
     .supported = mps_x86_has_avx2,
     .gemm = mps_avx2_gemm,
     .gemm_rows = mps_avx2_gemm_rows,
+    .gemm_dot = mps_avx2_gemm_dot,
     .dw3 = mps_avx2_dw3,
     .dwk = mps_dwk,
     .dwb = mps_avx2_dwb,
