@@ -5,9 +5,8 @@
    time transposed out to the planes, and the 1x1 convolution before the
    layer made six positions a step, each position's sixteen planes in two
    accumulators (the GEMM tile's 6 x 16). Built with -mavx2 -mfma. */
-#include <string.h>
-
 #include "ukernel_avx2.h"
+#include "ukernel_dwb.h"
 
 /* Floats of the buffer (128 KB, as avx512's): a band's zero-padded input rows, sixteen channels a position. */
 enum { MPS_AVX2_DWB_BUF = 32768 };
@@ -160,24 +159,16 @@ static void mps_avx2_dwb_transpose_in(const struct mps_dwk_geom *g, const float 
 bool mps_avx2_dwb(const struct mps_dwk_geom *g, const float *x, const float *k, const float *bias, float *y,
                   int64_t blocks, const struct mps_tile_epi *e, const struct mps_dwb_expand *ex)
 {
-    int taps = g->kh * g->kw;
-    int64_t span_h = (g->kh - 1) * g->dh + 1, pw = (g->out_w - 1) * g->sw + (g->kw - 1) * g->dw + 1;
-    int64_t rows_in = MPS_AVX2_DWB_BUF / 16 / pw;
-    int64_t band = rows_in >= span_h ? (rows_in - span_h) / g->sh + 1 : 0; /* output rows a band holds */
-    if (band < 1 || taps > MPS_DWB_TAPS || (ex && (ex->k > MPS_DWB_EXPAND_K || g->h * g->w < 6)))
+    struct mps_dwb_geom d;
+    if (!mps_dwb_geom_of(g, MPS_AVX2_DWB_BUF, &d) || (ex && (ex->k > MPS_DWB_EXPAND_K || g->h * g->w < 6)))
         return false;
+    const int taps = d.taps;
+    const int64_t pw = d.pw, cols = d.cols, *off = d.off, in_plane = g->h * g->w, out_plane = g->out_h * g->out_w;
     _Alignas(32) float buf[MPS_AVX2_DWB_BUF];
     _Alignas(32) float wt[16 * MPS_DWB_EXPAND_K]; /* the 1x1's weights of a block, sixteen floats a channel */
     __m256 kv[2][MPS_DWB_TAPS];
-    int64_t off[MPS_DWB_TAPS], in_plane = g->h * g->w, out_plane = g->out_h * g->out_w;
-    for (int u = 0; u < taps; u++)
-        off[u] = 16 * ((u / g->kw) * g->dh * pw + (u % g->kw) * g->dw);
     const struct mps_avx2_actc act = mps_avx2_actc_of(e);
     bool three = taps == 9 && g->dw == 1 && g->dh == 1, rest = act.leaky || act.hswish;
-    int64_t oh_end = g->oh1 ? g->oh1 : g->out_h;
-    bool whole = band >= oh_end - g->oh0; /* one band for all the rows: the same zeros for every block */
-    int64_t cols = g->w < pw - g->pl ? g->w : pw - g->pl; /* input columns the windows read */
-    cols = cols > 0 ? cols : 0;
     const struct mps_avx2_actc ex_act = mps_avx2_actc_of(ex ? &ex->act : e);
     const bool ex_rest = ex_act.leaky || ex_act.hswish;
     for (int64_t blk = 0; blk < blocks; blk++, x += 16 * in_plane, y += 16 * out_plane, k += 16 * taps) {
@@ -187,8 +178,8 @@ bool mps_avx2_dwb(const struct mps_dwk_geom *g, const float *x, const float *k, 
                 t[c] = k[c * taps + u];
             kv[0][u] = _mm256_load_ps(t), kv[1][u] = _mm256_load_ps(t + 8);
         }
-        for (int64_t c = 0; ex && c < ex->k;
-             c++) /* the block's rows of the 1x1's weights, a channel's sixteen together */
+        /* the block's rows of the 1x1's weights, a channel's sixteen together */
+        for (int64_t c = 0; ex && c < ex->k; c++)
             for (int m = 0; m < 16; m++)
                 wt[16 * c + m] = ex->w[(16 * blk + m) * ex->k + c];
         __m256 ex_b[2], bv[2];
@@ -196,20 +187,11 @@ bool mps_avx2_dwb(const struct mps_dwk_geom *g, const float *x, const float *k, 
             ex_b[h] = ex && ex->bias ? _mm256_loadu_ps(ex->bias + 16 * blk + 8 * h) : _mm256_setzero_ps();
             bv[h] = bias ? _mm256_loadu_ps(bias + 16 * blk + 8 * h) : _mm256_setzero_ps();
         }
-        for (int64_t oh0 = g->oh0; oh0 < oh_end; oh0 += band) {
-            int64_t rows = oh_end - oh0 < band ? oh_end - oh0 : band;
-            int64_t first = oh0 * g->sh - g->pt, count = (rows - 1) * g->sh + span_h; /* the buffer's input rows */
-            int64_t r0 = first > 0 ? first : 0, r1 = first + count < g->h ? first + count : g->h;
-            r1 = r1 > r0 ? r1 : r0;
-            for (int64_t i = 0; i < count && (!whole || blk == 0); i++) { /* zeros around the input */
-                float *row = buf + 16 * i * pw;
-                if (first + i < r0 || first + i >= r1) {
-                    memset(row, 0, sizeof(float) * 16 * (size_t)pw);
-                    continue;
-                }
-                memset(row, 0, sizeof(float) * 16 * (size_t)g->pl);
-                memset(row + 16 * (g->pl + cols), 0, sizeof(float) * 16 * (size_t)(pw - g->pl - cols));
-            }
+        for (int64_t oh0 = g->oh0; oh0 < d.oh_end; oh0 += d.band) {
+            const struct mps_dwb_band bd = mps_dwb_band_of(g, &d, oh0);
+            const int64_t rows = bd.rows, first = bd.first, r0 = bd.r0, r1 = bd.r1;
+            if (!d.whole || blk == 0)
+                mps_dwb_zeros(g, &d, &bd, buf);
             if (ex && ex_rest)
                 mps_avx2_dwb_expand(g, ex, wt, ex_b[0], ex_b[1], &ex_act, r0, r1, first, pw, cols, buf, true);
             else if (ex)

@@ -2,9 +2,9 @@
    dw3 and dwb): 3x3 planes sixteen outputs a step, and blocks of sixteen
    planes with the channels in the vectors, their input transposed in or
    made by the 1x1 convolution before them. Built with -mavx512f. */
-#include <string.h>
 
 #include "ukernel_avx512.h"
+#include "ukernel_dwb.h"
 
 /* Columns [from, from + 16) of a row of w floats, zeros outside the row:
    masked lanes never fault, and before the row's start an expanding load
@@ -352,25 +352,15 @@ mps_avx512_dwb_expand(const struct mps_dwk_geom *g, const struct mps_dwb_expand 
 bool mps_avx512_dwb(const struct mps_dwk_geom *g, const float *x, const float *k, const float *bias, float *y,
                     int64_t blocks, const struct mps_tile_epi *e, const struct mps_dwb_expand *ex)
 {
-    int taps = g->kh * g->kw;
-    int64_t span_h = (g->kh - 1) * g->dh + 1, pw = (g->out_w - 1) * g->sw + (g->kw - 1) * g->dw + 1;
-    int64_t rows_in = MPS_AVX512_DWB_BUF / 16 / pw;
-    int64_t band = rows_in >= span_h ? (rows_in - span_h) / g->sh + 1 : 0; /* output rows a band holds */
-    if (band < 1 || taps > MPS_DWB_TAPS)
+    struct mps_dwb_geom d;
+    if (!mps_dwb_geom_of(g, MPS_AVX512_DWB_BUF, &d) || (ex && (ex->k > MPS_DWB_EXPAND_K || g->h * g->w < 16)))
         return false;
+    const int taps = d.taps;
+    const int64_t pw = d.pw, cols = d.cols, *off = d.off, in_plane = g->h * g->w, out_plane = g->out_h * g->out_w;
     _Alignas(64) float buf[MPS_AVX512_DWB_BUF];
     __m512 kv[MPS_DWB_TAPS], r[16];
-    int64_t off[MPS_DWB_TAPS], in_plane = g->h * g->w, out_plane = g->out_h * g->out_w;
-    for (int u = 0; u < taps; u++)
-        off[u] = 16 * ((u / g->kw) * g->dh * pw + (u % g->kw) * g->dw);
     struct mps_tile_epi act = *e;
     bool three = taps == 9 && g->dw == 1 && g->dh == 1, rest = act.slope != 1.0f || act.hswish;
-    int64_t oh_end = g->oh1 ? g->oh1 : g->out_h;
-    bool whole = band >= oh_end - g->oh0; /* one band for all the rows: the same zeros for every block */
-    int64_t cols = g->w < pw - g->pl ? g->w : pw - g->pl; /* input columns the windows read */
-    cols = cols > 0 ? cols : 0;
-    if (ex && (ex->k > MPS_DWB_EXPAND_K || g->h * g->w < 16))
-        return false;
     _Alignas(64) float wt[16 * MPS_DWB_EXPAND_K]; /* the 1x1's weights of a block, sixteen floats a channel */
     const struct mps_avx512_actc ex_act = mps_avx512_actc_of(ex ? &ex->act : e);
     const bool ex_rest = ex_act.leaky || ex_act.hswish;
@@ -391,20 +381,11 @@ bool mps_avx512_dwb(const struct mps_dwk_geom *g, const float *x, const float *k
         }
         const __m512 ex_bias = ex && ex->bias ? _mm512_loadu_ps(ex->bias + 16 * blk) : _mm512_setzero_ps();
         const __m512 bv = bias ? _mm512_loadu_ps(bias + 16 * blk) : _mm512_setzero_ps();
-        for (int64_t oh0 = g->oh0; oh0 < oh_end; oh0 += band) {
-            int64_t rows = oh_end - oh0 < band ? oh_end - oh0 : band;
-            int64_t first = oh0 * g->sh - g->pt, count = (rows - 1) * g->sh + span_h; /* the buffer's input rows */
-            int64_t r0 = first > 0 ? first : 0, r1 = first + count < g->h ? first + count : g->h;
-            r1 = r1 > r0 ? r1 : r0;
-            for (int64_t i = 0; i < count && (!whole || blk == 0); i++) { /* zeros around the input */
-                float *row = buf + 16 * i * pw;
-                if (first + i < r0 || first + i >= r1) {
-                    memset(row, 0, sizeof(float) * 16 * (size_t)pw);
-                    continue;
-                }
-                memset(row, 0, sizeof(float) * 16 * (size_t)g->pl);
-                memset(row + 16 * (g->pl + cols), 0, sizeof(float) * 16 * (size_t)(pw - g->pl - cols));
-            }
+        for (int64_t oh0 = g->oh0; oh0 < d.oh_end; oh0 += d.band) {
+            const struct mps_dwb_band bd = mps_dwb_band_of(g, &d, oh0);
+            const int64_t rows = bd.rows, first = bd.first, r0 = bd.r0, r1 = bd.r1;
+            if (!d.whole || blk == 0)
+                mps_dwb_zeros(g, &d, &bd, buf);
             if (ex && ex_rest)
                 mps_avx512_dwb_expand(g, ex, wt, ex_bias, &ex_act, r0, r1, first, pw, cols, buf, true);
             else if (ex)
