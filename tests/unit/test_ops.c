@@ -1088,6 +1088,12 @@ static const struct th_case th_cases[] = {
      IN(IR(MPS_I8, -128, 127, 2, 3, 15, 37), CF_SCALAR(0.02), CT(MPS_I8, 5), CR(MPS_I8, -127, 127, 10, 3, 3, 3),
         CR(MPS_F32, 0.004, 0.02, 10), CR(MPS_I8, 0, 0, 10), CF_SCALAR(0.3), CT(MPS_U8, 100)),
      OUT(S(2, 10, 8, 19))},
+    {"QLinearConv 1x9 pad 4, two channels (runs of 18: a byte a lane, k 18 of 20, full panels), uint8 weights' zero "
+     "points, 2 images",
+     MPS_OP_QLINEAR_CONV, P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 0, 4, 0, 4), .group = 1),
+     IN(IR(MPS_U8, 0, 255, 2, 2, 3, 40), CF_SCALAR(0.02), CT(MPS_U8, 7), CR(MPS_U8, 0, 255, 5, 2, 1, 9),
+        CR(MPS_F32, 0.004, 0.02, 5), CR(MPS_U8, 90, 160, 5), CF_SCALAR(0.5), CT(MPS_U8, 128)),
+     OUT(S(2, 5, 3, 40))},
     {"QLinearConv 5x3 dilation 2x1, two channels (runs of six, k 30 of 32), uint8 weights' zero points per channel",
      MPS_OP_QLINEAR_CONV, P(conv, .win = WIN2(0, 0, 1, 1, 2, 1, 0, 0, 0, 0), .group = 1),
      IN(IR(MPS_U8, 0, 255, 1, 2, 11, 12), CF_SCALAR(0.02), CT(MPS_U8, 130), CR(MPS_U8, 0, 255, 6, 2, 5, 3),

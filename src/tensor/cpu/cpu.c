@@ -472,6 +472,13 @@ static enum mps_status mps_cpu_compile(const struct mps_graph *g, const struct m
         mps_cpu_free(s);
         return mps_fail(err, MPS_ERR_RUNTIME, "cannot allocate %zu bytes for the activations", bytes);
     }
+#ifdef MPSRUN_POISON_ARENA
+    /* sanitizer builds: activations and scratch start as garbage, not the
+       zeros fresh pages give, so that a kernel that reads a byte it never
+       wrote (a panel's padding, a buffer's border) fails a test here */
+    if (bytes)
+        memset(s->arena, 0xa5, bytes);
+#endif
     s->scratch = (unsigned char *)s->arena + mp.size;
     s->gemm_scratch = (unsigned char *)s->scratch + scratch;
     for (int v = 0; v < g->n_values; v++) {
