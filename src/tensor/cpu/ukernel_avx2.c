@@ -7,7 +7,6 @@
 #include "ukernel_act.h"
 #include "ukernel_avx2.h"
 #include "ukernel_dw.h"
-#include "ukernel_wino.h"
 #include "ukernel_x86.h"
 
 #define MR 6
@@ -120,12 +119,6 @@ __attribute__((always_inline)) static inline void mps_avx2_keep(float *c, __m256
         mps_tile_keep_copy(c, row, v->keep);
 }
 
-/* max(a, b), a NaN in either giving NaN (vmaxps returns b when either is one). */
-static inline __m256 mps_avx2_nanmax(__m256 a, __m256 b)
-{
-    return _mm256_blendv_ps(_mm256_max_ps(a, b), a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
-}
-
 /* What the pooled tile's row stores share (mps_avx2_conv_pooled): the bias,
    the activation's constants, the mask of the n <= 4 outputs a row, and
    whether the pool may come first (the activation rises: the maximum's
@@ -144,7 +137,7 @@ static inline struct mps_avx2_poolv mps_avx2_poolv_of(int n, const struct mps_ti
     v.act = mps_avx2_actc_of(e);
     v.m = _mm256_castsi256_si128(mps_avx2_mask(n));
     v.whole = n >= 4;
-    v.first = !e->hswish && e->slope >= 0.0f;
+    v.first = mps_avx2_act_rises(e);
     return v;
 }
 
@@ -648,9 +641,9 @@ const struct mps_ukernels mps_ukernels_avx2 = {
     .convt = mps_avx2_convt,
     .maxpool = mps_avx2_maxpool,
     .pconv = mps_avx2_pconv,
-    .wino_in = mps_wino_in,
-    .wino_out = mps_wino_out,
-    .wino_pool = mps_wino_pool,
+    .wino_in = mps_avx2_wino_in,
+    .wino_out = mps_avx2_wino_out,
+    .wino_pool = mps_avx2_wino_pool,
     .sigmoid = mps_act_sigmoid,
     .tanh = mps_act_tanh,
     .q = {&mps_uqgemm_avxvnni, &mps_uqgemm_avx2}, /* AVX-VNNI where the CPU has it (Alder Lake on, Zen 5) */

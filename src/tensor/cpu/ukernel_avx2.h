@@ -1,7 +1,7 @@
 /* ukernel_avx2.h: what the avx2 family's files share (ukernel_avx2.c: the
    GEMM and convolution tiles and the family's table; ukernel_avx2_dw.c: the
-   depthwise blocks): lane masks, the tile epilogue's activation, an 8 x 8
-   transpose in registers. Built with -mavx2 -mfma, as each of those files. */
+   depthwise blocks; ukernel_avx2_wino.c: Winograd's transforms): lane
+   masks, the tile epilogue's activation, an 8 x 8 transpose in registers. Built with -mavx2 -mfma, as each of those files. */
 #ifndef MPS_CPU_UKERNEL_AVX2_H
 #define MPS_CPU_UKERNEL_AVX2_H
 
@@ -62,6 +62,20 @@ static inline __m256 mps_avx2_actc(__m256 acc, const struct mps_avx2_actc *a)
     return acc;
 }
 
+/* Whether e's activation never decreases (no HardSwish, no negative slope):
+   then the maximum of outputs is the output of their maximum, bit for bit
+   (as ukernel_avx512.h's), so a fused MaxPool may pool first. */
+static inline bool mps_avx2_act_rises(const struct mps_tile_epi *e)
+{
+    return !e->hswish && e->slope >= 0.0f;
+}
+
+/* max(a, b), a NaN in either giving NaN (vmaxps returns b when either is one). */
+static inline __m256 mps_avx2_nanmax(__m256 a, __m256 b)
+{
+    return _mm256_blendv_ps(_mm256_max_ps(a, b), a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+}
+
 /* The 8 x 8 floats of r transposed in place: lane j of r[i] becomes lane i of r[j]. */
 static inline void mps_avx2_transpose8(__m256 *r)
 {
@@ -85,5 +99,12 @@ static inline void mps_avx2_transpose8(__m256 *r)
 /* ukernel_avx2_dw.c's blocks of sixteen depthwise planes (ukernels.h's dwb) */
 bool mps_avx2_dwb(const struct mps_dwk_geom *g, const float *x, const float *k, const float *bias, float *y,
                   int64_t blocks, const struct mps_tile_epi *e, const struct mps_dwb_expand *ex);
+
+/* ukernel_avx2_wino.c's Winograd transforms (ukernels.h's wino_in, wino_out, wino_pool) */
+void mps_avx2_wino_in(const float *restrict x, const struct mps_wino_plane *p, int64_t j, int64_t count,
+                      float *restrict v, int64_t vk);
+void mps_avx2_wino_out(const float *m, int64_t mk, int64_t count, float bias, float *y0, float *y1,
+                       const struct mps_tile_epi *e);
+void mps_avx2_wino_pool(const float *m, int64_t mk, int64_t count, float bias, float *y, const struct mps_tile_epi *e);
 
 #endif

@@ -226,7 +226,8 @@ typedef void (*mps_umaxpool_fn)(const struct mps_maxpool_geom *g, const float *x
 
 /* Winograd F(2x2, 3x3)'s transforms around its products (winograd.c;
    ukernel_wino.h has them once, each C-loop family compiles them for its
-   vectors; avx512 has its own, ukernel_avx512.c).
+   vectors; avx512 and avx2 have their own, ukernel_avx512_wino.c and
+   ukernel_avx2_wino.c).
    wino_in: for count tiles of the plane x (struct mps_wino_plane) from its
    tile j on, row by row of tiles, V = B^T d B, its element k (row-major)
    to v[k vk + t] for the t-th. The plane is the input itself: the windows'

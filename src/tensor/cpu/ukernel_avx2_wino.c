@@ -1,0 +1,224 @@
+/* ukernel_avx2_wino.c: the avx2 family's Winograd F(2x2, 3x3) transforms
+   (ukernels.h's wino_in, wino_out, wino_pool), as avx512's
+   (ukernel_avx512_wino.c) in 8-lane vectors: the input read straight from
+   the plane, masked loads only where a row's window leaves it (zeros for
+   the pads), eight tiles a step; the output's with the bias and activation,
+   and with a 2x2 MaxPool. Sums in the order ukernel_wino.h's loops take
+   them, so every family's transforms give the same bits. The C loops, as
+   GCC vectorized them, copied each run's four rows to the stack first and
+   ran runs of 7 tiles (14x14 planes) in scalar code: a fifth of mnist_cnn's
+   time on this family. Built with -mavx2 -mfma like the rest of it. */
+#include "ukernel_avx2.h"
+
+/* The first n (1..8) lanes of v to p: a 128-bit, a 64-bit and a 32-bit
+   store as n needs them, where a masked store (vmaskmovps) is slow on AMD's
+   cores (a fifth of the input transform's time on 14x14 planes, Zen 5). */
+static inline void mps_avx2_put_n(float *p, int n, __m256 v)
+{
+    if (n == 8) {
+        _mm256_storeu_ps(p, v);
+        return;
+    }
+    __m128 q = _mm256_castps256_ps128(v);
+    if (n >= 4) {
+        _mm_storeu_ps(p, q);
+        q = _mm256_extractf128_ps(v, 1);
+        p += 4, n -= 4;
+    }
+    if (n >= 2) {
+        _mm_storel_pi((__m64 *)p, q);
+        q = _mm_movehl_ps(q, q);
+        p += 2, n -= 2;
+    }
+    if (n)
+        _mm_store_ss(p, q);
+}
+
+/* The even and the odd lanes of the sixteen floats a, b, in order. */
+static inline __m256 mps_avx2_evens(__m256 a, __m256 b)
+{
+    __m256d t = _mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)); /* a0 a2 b0 b2 | a4 a6 b4 b6 */
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(t, 0xd8));
+}
+
+static inline __m256 mps_avx2_odds(__m256 a, __m256 b)
+{
+    __m256d t = _mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xdd));
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(t, 0xd8));
+}
+
+/* A window row's eighteen columns as four vectors: columns 0, 8, 2 and 10
+   on (c0 .. c3). */
+struct mps_avx2_wrow {
+    __m256 c0, c1, c2, c3;
+};
+
+/* Where a run's window leaves the plane, the lanes of each of a row's four
+   vectors inside it (all: plain loads). */
+struct mps_avx2_wmask {
+    __m256i m0, m1, m2, m3;
+    bool all;
+};
+
+/* Lanes of the vector from plane column a in a row of w: a + lane in 0 .. w. */
+static inline __m256i mps_avx2_wino_lanes(int64_t a, int64_t w)
+{
+    int from = a < 0 ? (int)(a < -8 ? 8 : -a) : 0, to = w - a < 8 ? (int)(w - a < 0 ? 0 : w - a) : 8;
+    return _mm256_andnot_si256(mps_avx2_mask(from), mps_avx2_mask(to));
+}
+
+/* The window row from row (its column 0; NULL: a row outside the plane, zeros). */
+static inline struct mps_avx2_wrow mps_avx2_wino_row(const float *row, const struct mps_avx2_wmask *k)
+{
+    struct mps_avx2_wrow r;
+    if (!row) {
+        r.c0 = r.c1 = r.c2 = r.c3 = _mm256_setzero_ps();
+    } else if (k->all) {
+        r.c0 = _mm256_loadu_ps(row), r.c1 = _mm256_loadu_ps(row + 8);
+        r.c2 = _mm256_loadu_ps(row + 2), r.c3 = _mm256_loadu_ps(row + 10);
+    } else {
+        r.c0 = _mm256_maskload_ps(row, k->m0), r.c1 = _mm256_maskload_ps(row + 8, k->m1);
+        r.c2 = _mm256_maskload_ps(row + 2, k->m2), r.c3 = _mm256_maskload_ps(row + 10, k->m3);
+    }
+    return r;
+}
+
+/* Row i of V for the run (in ukernel_wino.h's order): B across row i of
+   B^T d, d = a - b (or a + b: plus), from its even columns e, odd ones o
+   and those a column pair on (e1, o1). */
+static inline void mps_avx2_wino_across(struct mps_avx2_wrow a, struct mps_avx2_wrow b, bool plus, float *v, int64_t vk)
+{
+    __m256 d0 = plus ? _mm256_add_ps(a.c0, b.c0) : _mm256_sub_ps(a.c0, b.c0);
+    __m256 d1 = plus ? _mm256_add_ps(a.c1, b.c1) : _mm256_sub_ps(a.c1, b.c1);
+    __m256 d2 = plus ? _mm256_add_ps(a.c2, b.c2) : _mm256_sub_ps(a.c2, b.c2);
+    __m256 d3 = plus ? _mm256_add_ps(a.c3, b.c3) : _mm256_sub_ps(a.c3, b.c3);
+    __m256 e = mps_avx2_evens(d0, d1), o = mps_avx2_odds(d0, d1);
+    __m256 e1 = mps_avx2_evens(d2, d3), o1 = mps_avx2_odds(d2, d3);
+    _mm256_storeu_ps(v, _mm256_sub_ps(e, e1));
+    _mm256_storeu_ps(v + vk, _mm256_add_ps(o, e1));
+    _mm256_storeu_ps(v + 2 * vk, _mm256_sub_ps(e1, o));
+    _mm256_storeu_ps(v + 3 * vk, _mm256_sub_ps(o, o1));
+}
+
+/* One run's sixteen rows of V, eight lanes each: its four window rows at
+   in[0 .. 3], B^T down them (rows 0 - 2, 1 + 2, 2 - 1, 1 - 3), then B
+   across. */
+__attribute__((always_inline)) static inline void
+mps_avx2_wino_run(const float *const in[4], const struct mps_avx2_wmask *k, float *v, int64_t vk)
+{
+    struct mps_avx2_wrow a = mps_avx2_wino_row(in[0], k), b = mps_avx2_wino_row(in[2], k);
+    mps_avx2_wino_across(a, b, false, v, vk);
+    a = mps_avx2_wino_row(in[1], k);
+    mps_avx2_wino_across(a, b, true, v + 4 * vk, vk);
+    mps_avx2_wino_across(b, a, false, v + 8 * vk, vk);
+    b = mps_avx2_wino_row(in[3], k);
+    mps_avx2_wino_across(a, b, false, v + 12 * vk, vk);
+}
+
+/* A call's last run where fewer than eight tiles are left: made on the
+   stack, its n lanes a row copied out (a store of eight lanes would reach
+   into the next channel's; vmaskmovps stores are slow on AMD's cores). */
+__attribute__((noinline)) static void mps_avx2_wino_last(const float *const in[4], const struct mps_avx2_wmask *k,
+                                                         int n, float *v, int64_t vk)
+{
+    float rows[16][8];
+    mps_avx2_wino_run(in, k, rows[0], 8);
+    for (int i = 0; i < 16; i++)
+        mps_avx2_put_n(v + i * vk, n, _mm256_loadu_ps(rows[i]));
+}
+
+/* ukernels.h's wino_in: each run of tiles along a row, eight at a time,
+   all eight lanes stored where the call has eight tiles from the run on
+   (its next run writes over those past the run's). */
+void mps_avx2_wino_in(const float *restrict x, const struct mps_wino_plane *p, int64_t j, int64_t count,
+                      float *restrict v, int64_t vk)
+{
+    int64_t ty = j / p->tw, tx = j % p->tw;
+    for (int64_t t = 0; t < count;) {
+        int64_t n = p->tw - tx < count - t ? p->tw - tx : count - t;
+        n = n < 8 ? n : 8;
+        int64_t c0 = 2 * tx - p->pl, r0 = 2 * ty - p->pt;
+        struct mps_avx2_wmask k; /* not zeroed first: GCC did that with rep stosq, a third of the time */
+        k.all = c0 >= 0 && c0 + 18 <= p->w;
+        k.m0 = mps_avx2_wino_lanes(c0, p->w), k.m1 = mps_avx2_wino_lanes(c0 + 8, p->w);
+        k.m2 = mps_avx2_wino_lanes(c0 + 2, p->w), k.m3 = mps_avx2_wino_lanes(c0 + 10, p->w);
+        const float *in[4];
+        for (int i = 0; i < 4; i++)
+            in[i] = r0 + i >= 0 && r0 + i < p->h ? x + (r0 + i) * p->w + c0 : NULL;
+        if (t + 8 <= count)
+            mps_avx2_wino_run(in, &k, v + t, vk);
+        else
+            mps_avx2_wino_last(in, &k, (int)n, v + t, vk);
+        t += n, tx += n;
+        if (tx == p->tw)
+            tx = 0, ty++;
+    }
+}
+
+/* Winograd's output transform for the n <= 8 tiles of M (element k at
+   m + k mk) in m8: A^T down each column of the 4x4, then across, the 2x2
+   outputs to y[0 .. 3] (rows, then columns), summed as ukernel_wino.h's
+   loops sum; the bias and activation are the caller's. */
+static inline void mps_avx2_wino_sums(const float *m, int64_t mk, __m256i m8, bool whole, __m256 y[4])
+{
+    __m256 v[16], r0[4], r1[4];
+    for (int k = 0; k < 16; k++)
+        v[k] = mps_avx2_get(m + k * mk, m8, whole);
+    for (int j = 0; j < 4; j++) {
+        r0[j] = _mm256_add_ps(_mm256_add_ps(v[j], v[4 + j]), v[8 + j]);
+        r1[j] = _mm256_sub_ps(_mm256_sub_ps(v[4 + j], v[8 + j]), v[12 + j]);
+    }
+    y[0] = _mm256_add_ps(_mm256_add_ps(r0[0], r0[1]), r0[2]);
+    y[1] = _mm256_sub_ps(_mm256_sub_ps(r0[1], r0[2]), r0[3]);
+    y[2] = _mm256_add_ps(_mm256_add_ps(r1[0], r1[1]), r1[2]);
+    y[3] = _mm256_sub_ps(_mm256_sub_ps(r1[1], r1[2]), r1[3]);
+}
+
+/* a's and b's lanes interleaved (a0 b0 a1 b1 ...), the first n of the
+   sixteen to y. */
+static inline void mps_avx2_wino_zip(float *y, __m256 a, __m256 b, int n)
+{
+    __m256 lo = _mm256_unpacklo_ps(a, b), hi = _mm256_unpackhi_ps(a, b); /* a0 b0 a1 b1 | a4 b4 a5 b5, ... */
+    mps_avx2_put(y, mps_avx2_mask(n), n >= 8, _mm256_permute2f128_ps(lo, hi, 0x20));
+    if (n > 8)
+        mps_avx2_put(y + 8, mps_avx2_mask(n - 8), n >= 16, _mm256_permute2f128_ps(lo, hi, 0x31));
+}
+
+/* ukernels.h's wino_out, eight tiles a step. */
+void mps_avx2_wino_out(const float *m, int64_t mk, int64_t count, float bias, float *y0, float *y1,
+                       const struct mps_tile_epi *e)
+{
+    const struct mps_avx2_actc act = mps_avx2_actc_of(e);
+    const __m256 b = _mm256_set1_ps(bias);
+    for (int64_t t = 0; t < count; t += 8) {
+        int n = count - t < 8 ? (int)(count - t) : 8;
+        __m256 y[4];
+        mps_avx2_wino_sums(m + t, mk, mps_avx2_mask(n), n == 8, y);
+        for (int i = 0; i < 4; i++)
+            y[i] = mps_avx2_actc(_mm256_add_ps(y[i], b), &act);
+        mps_avx2_wino_zip(y0 + 2 * t, y[0], y[1], 2 * n);
+        mps_avx2_wino_zip(y1 + 2 * t, y[2], y[3], 2 * n);
+    }
+}
+
+/* ukernels.h's wino_pool: the four outputs' maximum (a NaN kept), in the
+   order ukernel_wino.h takes it; where the activation rises, the maximum
+   of the sums first, then the bias and the activation once a window (the
+   same bits: mps_avx2_act_rises). */
+void mps_avx2_wino_pool(const float *m, int64_t mk, int64_t count, float bias, float *y, const struct mps_tile_epi *e)
+{
+    const struct mps_avx2_actc act = mps_avx2_actc_of(e);
+    const __m256 b = _mm256_set1_ps(bias);
+    const bool first = mps_avx2_act_rises(e);
+    for (int64_t t = 0; t < count; t += 8) {
+        int n = count - t < 8 ? (int)(count - t) : 8;
+        __m256i m8 = mps_avx2_mask(n);
+        __m256 o[4];
+        mps_avx2_wino_sums(m + t, mk, m8, n == 8, o);
+        if (!first)
+            for (int i = 0; i < 4; i++)
+                o[i] = mps_avx2_actc(_mm256_add_ps(o[i], b), &act);
+        __m256 q = mps_avx2_nanmax(mps_avx2_nanmax(mps_avx2_nanmax(o[0], o[1]), o[2]), o[3]);
+        mps_avx2_put(y + t, m8, n == 8, first ? mps_avx2_actc(_mm256_add_ps(q, b), &act) : q);
+    }
+}
