@@ -111,7 +111,7 @@ size_t mps_cpu_conv_scratch(const struct mps_graph *g, const struct mps_node *n,
     case MPS_CONV_WINOGRAD: return mps_winograd_scratch(g, n, uk, threads);
     case MPS_CONV_DIRECT: {
         struct mps_maxpool_geom pg;
-        return mps_direct_scratch(&q, mps_cpu_conv_pool(g, n, uk, &pg) >= 0 ? &pg : NULL, threads);
+        return mps_direct_scratch(&q, mps_cpu_conv_pool(g, n, uk, &pg) >= 0 ? &pg : NULL, uk, threads);
     }
     case MPS_CONV_PACKED: {
         int64_t count = mps_conv_chunk(&q), dims[3];

@@ -32,7 +32,8 @@ bool mps_direct_applies(const struct mps_conv_geom *q);
 size_t mps_direct_pack(const struct mps_conv_geom *q, const float *w, const struct mps_ukernels *uk, void *dst);
 /* Scratch for the input's copies; with pool (a MaxPool it computes too,
    mps_cpu_args.pool_out), each thread's band of output rows as well. */
-size_t mps_direct_scratch(const struct mps_conv_geom *q, const struct mps_maxpool_geom *pool, int threads);
+size_t mps_direct_scratch(const struct mps_conv_geom *q, const struct mps_maxpool_geom *pool,
+                          const struct mps_ukernels *uk, int threads);
 /* Runs it: y = act(W x + bias); data is what mps_direct_pack wrote. */
 void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q, const void *data);
 
