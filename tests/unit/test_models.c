@@ -267,8 +267,10 @@ static int th_slow_weights(struct mps_graph *g, struct mps_error *err)
    +Relu and expand3x3 8 +Relu -> Concat (axis 1) -> the same again, where
    the expand1x1's output is also read by a Sigmoid (not written in place),
    the Concat's inputs in either order and a third, x's own Relu -> Concat ->
-   GlobalAveragePool, plus the Sigmoid's mean -> Flatten -> Gemm 10. */
-static struct mps_graph *th_fire(int batch, struct mps_error *err)
+   GlobalAveragePool, plus the Sigmoid's mean -> Flatten -> Gemm 10. th_fire_wide
+   has squeeze 16, expand1x1 8 and expand3x3 32 channels, which Winograd runs on
+   every family (its output transform then writes each image's part a stride apart). */
+static struct mps_graph *th_fire_of(int batch, int nsq, int n1, int n3, struct mps_error *err)
 {
     struct mps_graph *g = mps_graph_new();
     int x = mps_graph_add_value(g, "x", MPS_F32, SH(batch, 8, 9, 9));
@@ -279,10 +281,10 @@ static struct mps_graph *th_fire(int batch, struct mps_error *err)
     conv.conv.act = (struct mps_fused_act){.on = true, .op = MPS_OP_RELU};
     int h = x, seen = -1;
     for (int f = 0; f < 2; f++) {
-        int ws = th_add_random_const(g, "ws", SH(4, f ? 16 : 8, 1, 1), -0.5, 0.5);
-        int w1 = th_add_random_const(g, "w1", SH(8, 4, 1, 1), -0.5, 0.5);
-        int w3 = th_add_random_const(g, "w3", SH(8, 4, 3, 3), -0.5, 0.5);
-        int b3 = th_add_random_const(g, "b3", SH(8), -0.1, 0.1);
+        int ws = th_add_random_const(g, "ws", SH(nsq, f ? n1 + n3 : 8, 1, 1), -0.5, 0.5);
+        int w1 = th_add_random_const(g, "w1", SH(n1, nsq, 1, 1), -0.5, 0.5);
+        int w3 = th_add_random_const(g, "w3", SH(n3, nsq, 3, 3), -0.5, 0.5);
+        int b3 = th_add_random_const(g, "b3", SH(n3), -0.1, 0.1);
         union mps_op_params c3 = conv;
         c3.conv.win.pad[0] = c3.conv.win.pad[1] = c3.conv.win.pad[2] = c3.conv.win.pad[3] = 1;
         int sq = th_node(g, MPS_OP_CONV, "squeeze", (int[]){h, ws}, 2, &conv, err);
@@ -299,10 +301,21 @@ static struct mps_graph *th_fire(int batch, struct mps_error *err)
     h = th_node(g, MPS_OP_GLOBAL_AVERAGE_POOL, "mean", &h, 1, NULL, err);
     h = th_node(g, MPS_OP_CONCAT, "both", (int[]){h, seen}, 2, &cat, err);
     h = th_node(g, MPS_OP_FLATTEN, "flat", &h, 1, NULL, err);
-    int w = th_add_random_const(g, "w", SH(10, 32), -0.5, 0.5), b = th_add_random_const(g, "b", SH(10), -0.1, 0.1);
+    int w = th_add_random_const(g, "w", SH(10, 2 * n1 + n3 + 8), -0.5, 0.5);
+    int b = th_add_random_const(g, "b", SH(10), -0.1, 0.1);
     h = th_node(g, MPS_OP_GEMM, "fc", (int[]){h, w, b}, 3, &gemm, err);
     mps_graph_add_output(g, h, err);
     return g;
+}
+
+static struct mps_graph *th_fire(int batch, struct mps_error *err)
+{
+    return th_fire_of(batch, 4, 8, 8, err);
+}
+
+static struct mps_graph *th_fire_wide(int batch, struct mps_error *err)
+{
+    return th_fire_of(batch, 16, 8, 32, err);
 }
 
 /* Linear layers whose weights a node computes just before, so cuda must not chain them (its chain reads
@@ -462,5 +475,7 @@ int main(void)
              backends, n);
     th_model("fire modules, Concats written in place by their inputs' nodes, batch 1", th_fire, 1, backends, n);
     th_model("fire modules, Concats of two images written a stride apart, batch 2", th_fire, 2, backends, n);
+    th_model("fire modules of Winograd's expand3x3, Concats written a stride apart, batch 3", th_fire_wide, 3, backends,
+             n);
     return th_summary();
 }

@@ -143,7 +143,10 @@ bool mps_cpu_conv_takes_residual(const struct mps_graph *g, const struct mps_nod
 bool mps_cpu_conv_strided(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk)
 {
     struct mps_conv_geom q;
-    return n->op == MPS_OP_CONV && uk && mps_conv_node_path(g, n, uk, &q) == MPS_CONV_DIRECT;
+    if (n->op != MPS_OP_CONV || !uk)
+        return false;
+    enum mps_conv_path path = mps_conv_node_path(g, n, uk, &q);
+    return path == MPS_CONV_DIRECT || path == MPS_CONV_WINOGRAD;
 }
 
 int mps_cpu_conv_pool(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,

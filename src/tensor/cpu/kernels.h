@@ -127,7 +127,7 @@ int mps_cpu_conv_pool(const struct mps_graph *g, const struct mps_node *n, const
    input made from n's on the fly (mps_dwb_expand). */
 int mps_cpu_conv_expand(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk);
 /* Whether the Conv n, run with uk, writes its output with any image stride
-   (mps_cpu_args.out_stride): the direct path. */
+   (mps_cpu_args.out_stride): the direct and the Winograd paths. */
 bool mps_cpu_conv_strided(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk);
 /* Whether the family's plane kernel runs the MaxPool p (pooling.c), and its
    geometry; uk NULL: whether p is a plane pool at all (2-D, f32, no indices). */

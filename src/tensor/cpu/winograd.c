@@ -124,6 +124,7 @@ struct mps_winograd_run {
     struct mps_pool *pool;
     const float *x, *u, *bias;       /* x: the input; u: U[k] packed as A, per floats apart */
     float *y;                        /* the output */
+    int64_t y_image;                 /* floats from an image's output to the next's (a Concat's part: more) */
     const float *res;                /* its residual (as y; added after the transform, then act), or NULL */
     struct mps_wino_plane plane;     /* an input plane as the tiles read it */
     int64_t per;                     /* floats of one packed U[k] */
@@ -300,13 +301,14 @@ static void mps_winograd_output(const struct mps_winograd_run *r, int64_t j0, in
             r->uk->wino_out(mm, mk, count, bias, rows[0], rows[1], r->res ? &r->none : &r->epi);
             for (int i = 0; i < runs; i++) {
                 const struct mps_winograd_span *s = &spans[i];
-                float *y0 = r->y + ((s->b * q->m + m) * q->oh + 2 * s->ty) * q->ow + 2 * s->tx0;
+                int64_t at = (m * q->oh + 2 * s->ty) * q->ow + 2 * s->tx0; /* in the image's output */
+                float *y0 = r->y + s->b * r->y_image + at;
                 int64_t cols = 2 * s->count < q->ow - 2 * s->tx0 ? 2 * s->count : q->ow - 2 * s->tx0;
                 for (int a = 0; a < 1 + (2 * s->ty + 1 < q->oh); a++) { /* an odd height's last tiles: one row */
                     float *ya = y0 + a * q->ow;
                     memcpy(ya, rows[a] + 2 * s->at, sizeof(float) * (size_t)cols);
-                    if (r->res)
-                        mps_cpu_add_act(r->full, ya, r->res + (ya - r->y), cols);
+                    if (r->res) /* laid out as a plain output */
+                        mps_cpu_add_act(r->full, ya, r->res + s->b * q->m * q->oh * q->ow + at + a * q->ow, cols);
                     else if (r->act)
                         mps_cpu_act_inplace(r->act, ya, cols);
                 }
@@ -369,6 +371,7 @@ void mps_winograd_conv(const struct mps_cpu_args *a, const void *packed)
                                  .u = packed,
                                  .bias = a->in[2].data,
                                  .y = a->out[0].data,
+                                 .y_image = a->out_stride ? a->out_stride : q.m * q.oh * q.ow,
                                  .res = a->res,
                                  .plane = {.h = q.h, .w = q.w, .pt = q.pt, .pl = q.pl, .tw = q.tw},
                                  .per = (int64_t)(mps_pgemm_packed_bytes(uk, q.m, q.c, true) / sizeof(float)),
