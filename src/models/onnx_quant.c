@@ -230,6 +230,8 @@ static enum mps_status mps_map_quantize(struct mps_onnx_ctx *c, struct mps_onnx_
 {
     int64_t axis;
     int x = n->in[0], y;
+    if (x < 0 || n->n_in < 2 || n->in[1] < 0) /* x omitted read values[-1] (the fuzzer's find) */
+        return mps_onnx_fail(n, err, "an input it needs is omitted");
     enum mps_status st = mps_q_axis(c, n, &axis, err);
     if (st || (c->g->values[x].dtype != MPS_F32 && (st = mps_q_cast(c, n, &x, MPS_F32, err))) ||
         (st = mps_q_quantize(c, n, x, 1, 2, axis, -1, &y, err)) ||

@@ -438,6 +438,9 @@ save("stft_no_signal.onnx", model([helper.make_node("STFT", ["", "step"], ["y"],
 save("quantize_no_scale.onnx", model([helper.make_node("QuantizeLinear", ["x"], ["y"], name="q_alone")],
                                      [vi("x", [4])], [vi("y", [4], TensorProto.UINT8)]),
      "model", "node 'q_alone' (QuantizeLinear): an input it needs is omitted")
+save("quantize_no_x.onnx", model([helper.make_node("QuantizeLinear", ["", "s"], ["y"], name="q_no_x")],
+                                 [vi("x", [4])], [vi("y", [4], TensorProto.UINT8)], [f32("s", 0.5)]),
+     "model", "node 'q_no_x' (QuantizeLinear): an input it needs is omitted")  # read values[-1] (the fuzzer's find)
 save("bernoulli_no_input.onnx", model([helper.make_node("Bernoulli", [""], ["y"], name="coin")],
                                       [vi("x", [4])], [vi("y", [4])], opset=15),
      "model", "node 'coin' (Bernoulli): an input it needs is omitted")
