@@ -110,9 +110,11 @@ static struct mps_direct mps_direct_of(const struct mps_conv_geom *q, const stru
     }
     /* a pointwise transposed tile of fewer positions than half a cache line (avx2's 6) reads
        k lines of the input for k * mt floats, again for every panel of W: packed once into
-       k * mt floats that stay in L1 (avx2, one thread: 960 -> 320 channels on 7x7 at batch 8
-       0.88 of the time, 320 -> 1280 0.83; avx512's 14 fill most of a line: 0.99-1.03) */
-    d.pack = d.transposed && d.in_place && uk->mt * (int64_t)sizeof(float) < 32;
+       k * mt floats that stay in L1, on planes of 64 positions or fewer (avx2, batch 8,
+       one / two threads: 960 -> 320 on 7x7 0.88 / 0.95 of the time, 320 -> 1280 0.83 / 0.85,
+       160 -> 960 0.84-0.94 / 0.80; on 13x13 and 14x14 0.99-1.01, but 576 -> 96 on 14x14 at
+       two threads 1.09; avx512's 14 positions fill most of a line: 0.99-1.03) */
+    d.pack = d.transposed && d.in_place && uk->mt * (int64_t)sizeof(float) < 32 && q->out_plane <= 64;
     if (d.transposed) {
         d.tiles = d.in_place ? (q->out_plane + uk->mt - 1) / uk->mt : w->out[1] * ((w->out[2] + uk->mt - 1) / uk->mt);
         d.wstep = nr;
