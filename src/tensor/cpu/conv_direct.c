@@ -716,7 +716,7 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
         jb.pack_floats = mps_direct_pack_floats(&d, uk);
     }
     if (a->pool_geom) { /* a fused MaxPool: bands of its rows, at least two a thread */
-        jb.pg = a->pool_geom, jb.pooled = a->pool_out->data, jb.pool = a->pool;
+        jb.pg = a->pool_geom, jb.pooled = a->pool_out->data;
         jb.pooled_tile = mps_direct_pooled_tile(q, &d, jb.pg, uk);
         /* a band holds the most rows: fewer where more bands are wanted */
         jb.band_floats = mps_direct_band_floats(q, jb.pg, mps_direct_pool_rows(q, jb.pg), d.pw);

@@ -380,15 +380,6 @@ static void mps_avx2_convt(int64_t k, const float *a, const float *b, const int3
     by_rows[(rows < MT ? rows : MT) - 1](k, a, b, off, c, ldc, cols, e);
 }
 
-/* The even and the odd elements of the sixteen floats a, b. */
-static inline void mps_avx2_deinterleave(__m256 a, __m256 b, __m256 *even, __m256 *odd)
-{
-    __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); /* a0 a2 b0 b2 | a4 a6 b4 b6 */
-    __m256 o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
-    *even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
-    *odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
-}
-
 /* Columns [from, from + 8) of a row of w floats, zeros outside the row
    (masked lanes never fault); before the row's start, its first floats are
    loaded and moved up to the lanes they belong to. */

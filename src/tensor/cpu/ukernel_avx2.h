@@ -1,7 +1,8 @@
 /* ukernel_avx2.h: what the avx2 family's files share (ukernel_avx2.c: the
    GEMM and convolution tiles and the family's table; ukernel_avx2_dw.c: the
    depthwise blocks; ukernel_avx2_wino.c: Winograd's transforms): lane
-   masks, the tile epilogue's activation, an 8 x 8 transpose in registers. Built with -mavx2 -mfma, as each of those files. */
+   masks, the tile epilogue's activation, the even/odd split and an 8 x 8
+   transpose in registers. Built with -mavx2 -mfma, as each of those files. */
 #ifndef MPS_CPU_UKERNEL_AVX2_H
 #define MPS_CPU_UKERNEL_AVX2_H
 
@@ -74,6 +75,15 @@ static inline bool mps_avx2_act_rises(const struct mps_tile_epi *e)
 static inline __m256 mps_avx2_nanmax(__m256 a, __m256 b)
 {
     return _mm256_blendv_ps(_mm256_max_ps(a, b), a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+}
+
+/* The even and the odd elements of the sixteen floats a, b. */
+static inline void mps_avx2_deinterleave(__m256 a, __m256 b, __m256 *even, __m256 *odd)
+{
+    __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); /* a0 a2 b0 b2 | a4 a6 b4 b6 */
+    __m256 o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+    *even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+    *odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
 }
 
 /* The 8 x 8 floats of r transposed in place: lane j of r[i] becomes lane i of r[j]. */

@@ -34,19 +34,6 @@ static inline void mps_avx2_put_n(float *p, int n, __m256 v)
         _mm_store_ss(p, q);
 }
 
-/* The even and the odd lanes of the sixteen floats a, b, in order. */
-static inline __m256 mps_avx2_evens(__m256 a, __m256 b)
-{
-    __m256d t = _mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)); /* a0 a2 b0 b2 | a4 a6 b4 b6 */
-    return _mm256_castpd_ps(_mm256_permute4x64_pd(t, 0xd8));
-}
-
-static inline __m256 mps_avx2_odds(__m256 a, __m256 b)
-{
-    __m256d t = _mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xdd));
-    return _mm256_castpd_ps(_mm256_permute4x64_pd(t, 0xd8));
-}
-
 /* A window row's eighteen columns as four vectors: columns 0, 8, 2 and 10
    on (c0 .. c3). */
 struct mps_avx2_wrow {
@@ -92,8 +79,9 @@ static inline void mps_avx2_wino_across(struct mps_avx2_wrow a, struct mps_avx2_
     __m256 d1 = plus ? _mm256_add_ps(a.c1, b.c1) : _mm256_sub_ps(a.c1, b.c1);
     __m256 d2 = plus ? _mm256_add_ps(a.c2, b.c2) : _mm256_sub_ps(a.c2, b.c2);
     __m256 d3 = plus ? _mm256_add_ps(a.c3, b.c3) : _mm256_sub_ps(a.c3, b.c3);
-    __m256 e = mps_avx2_evens(d0, d1), o = mps_avx2_odds(d0, d1);
-    __m256 e1 = mps_avx2_evens(d2, d3), o1 = mps_avx2_odds(d2, d3);
+    __m256 e, o, e1, o1;
+    mps_avx2_deinterleave(d0, d1, &e, &o);
+    mps_avx2_deinterleave(d2, d3, &e1, &o1);
     _mm256_storeu_ps(v, _mm256_sub_ps(e, e1));
     _mm256_storeu_ps(v + vk, _mm256_add_ps(o, e1));
     _mm256_storeu_ps(v + 2 * vk, _mm256_sub_ps(e1, o));

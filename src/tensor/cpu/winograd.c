@@ -125,7 +125,8 @@ struct mps_winograd_run {
     const float *x, *u, *bias;       /* x: the input; u: U[k] packed as A, per floats apart */
     float *y;                        /* the output */
     int64_t y_image;                 /* floats from an image's output to the next's (a Concat's part: more) */
-    const float *res;                /* its residual (as y; added after the transform, then act), or NULL */
+    const float *res;                /* its residual (laid out as a plain output: y_image apart or not; added
+                                        after the transform, then act), or NULL */
     struct mps_wino_plane plane;     /* an input plane as the tiles read it */
     int64_t per;                     /* floats of one packed U[k] */
     int64_t nt, groups, mstep;       /* a task: nt tiles (a group of blocks) x mstep output channels (whole panels) */
