@@ -97,7 +97,7 @@ size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n,
 {
     struct mps_qpack h = mps_qpack_head(g, n, uk);
     size_t bytes = h.off_b + (size_t)(h.dw     ? h.cols * h.k * 4
-                                      : h.conv ? h.row_blocks * h.q->mr * h.k
+                                      : h.conv ? h.row_blocks * h.q->mr * h.k * (h.q->wide_w ? 2 : 1)
                                                : h.panels * h.k * h.q->nr);
     if (!dst)
         return bytes;
@@ -126,12 +126,17 @@ size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n,
     }
     int nr = h.q->nr;
     int mr = h.q->mr; /* Conv: blocks of mr output channels, their rows interleaved in groups of four k */
+    int16_t *wide = (int16_t *)b;
     for (int64_t blk = 0; h.conv && !h.dw && blk < h.row_blocks; blk++)
         for (int64_t grp = 0; grp < h.k / 4; grp++)
             for (int r = 0; r < mr; r++)
                 for (int i = 0; i < 4; i++) {
                     int64_t m = blk * mr + r;
-                    *b++ = (int8_t)(m < h.cols ? mps_qweight(g, n, &h, 4 * grp + i, m) : 0);
+                    int v = m < h.cols ? mps_qweight(g, n, &h, 4 * grp + i, m) : 0;
+                    if (h.q->wide_w)
+                        *wide++ = (int16_t)v;
+                    else
+                        *b++ = (int8_t)v;
                 }
     for (int64_t p = 0; p < h.panels; p++)
         for (int64_t grp = 0; grp < h.k / 4; grp++)
@@ -213,6 +218,7 @@ static void mps_qtiles(void *ctx, int64_t begin, int64_t end)
     const struct mps_qpack *h = run->h;
     const int8_t *b_w = (const int8_t *)((const unsigned char *)h + h->off_b);
     int mr = h->q->mr, nr = h->q->nr;
+    int64_t wsize = h->q->wide_w ? 2 : 1; /* bytes a conv's packed weight */
     int32_t t[8 * 32];
     for (int64_t i = begin; i < end; i++) {
         if (h->conv) { /* panel pg (image pg / ppi), channel block i % row_blocks */
@@ -222,13 +228,13 @@ static void mps_qtiles(void *ctx, int64_t begin, int64_t end)
             const uint8_t *panel = run->a + pg * h->k * nr;
             if (h->q->by_weights_store) { /* the sums stay in registers */
                 size_t el = h->quant ? 1 : 4;
-                h->q->by_weights_store(h->k / 4, b_w + m0 * h->k, panel, mps_qreq_of(h, m0), rows,
+                h->q->by_weights_store(h->k / 4, b_w + m0 * h->k * wsize, panel, mps_qreq_of(h, m0), rows,
                                        h->rowsums ? run->rowsum + b * run->rows + p0 : NULL, cols,
                                        (unsigned char *)run->y + (size_t)((b * h->cols + m0) * run->rows + p0) * el,
                                        run->rows);
                 continue;
             }
-            h->q->by_weights(h->k / 4, b_w + m0 * h->k, panel, t);
+            h->q->by_weights(h->k / 4, b_w + m0 * h->k * wsize, panel, t);
             mps_qtile_store_planes(run, b, m0, rows, p0, cols, t, nr);
             continue;
         }

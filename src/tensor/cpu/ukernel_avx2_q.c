@@ -7,74 +7,114 @@
 #include "ukernel_q.h"
 #include "ukernel_x86.h"
 
-/* The int8 tile, 4 x 8: each group of four k widened to int16 (B's eight
-   columns in two vectors, a row's four bytes broadcast) and multiplied in
+/* The int8 tile, 6 x 8: each group of four k widened to int16 (B's eight
+   columns in two vectors, a row's four values broadcast) and multiplied in
    pairs (vpmaddwd), which cannot saturate as vpmaddubsw's int16 sums of two
    byte products can; each column's two pair sums are added at the end. */
-enum { MPS_AVX2_QMR = 4, MPS_AVX2_QNR = 8 };
-/* Row r's four bytes of group g at a + r rs + g gs; signed_a: a's bytes
-   signed and b's unsigned (by_weights), else the other way. Called with
-   rows MPS_AVX2_QMR (a constant: the row loop unrolled without tests) or
-   fewer. */
-static inline __attribute__((always_inline)) void mps_avx2_qtile(int64_t k4, const void *a, int64_t rs, int64_t gs,
-                                                                 const void *b, int32_t *c, int rows, bool signed_a)
+enum { MPS_AVX2_QMR = 6, MPS_AVX2_QNR = 8 };
+
+/* One row's step: x, its four values broadcast (from int16 w, or widened
+   from four bytes: wide false), times b0 and b1 added to a0 and a1. In asm
+   with named accumulators: GCC -O3 hoisted the six rows' broadcasts ahead
+   of the products and spilled half the accumulators to the stack every
+   group (the tile at two thirds of its speed). */
+static inline __attribute__((always_inline)) void mps_avx2_qrow(__m256i *a0, __m256i *a1, __m256i b0, __m256i b1,
+                                                                const void *w, bool wide)
 {
-    const unsigned char *pa = a, *pb = b;
-    __m256i acc[MPS_AVX2_QMR][2];
-    for (int r = 0; r < MPS_AVX2_QMR; r++)
-        acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-    for (int64_t g = 0; g < k4; g++, pb += 32) {
-        __m128i l0 = _mm_loadu_si128((const __m128i *)pb), l1 = _mm_loadu_si128((const __m128i *)(pb + 16));
-        __m256i b0 = signed_a ? _mm256_cvtepu8_epi16(l0) : _mm256_cvtepi8_epi16(l0),
-                b1 = signed_a ? _mm256_cvtepu8_epi16(l1) : _mm256_cvtepi8_epi16(l1);
-        for (int r = 0; r < MPS_AVX2_QMR; r++) {
-            if (r >= rows)
-                break;
-            int32_t four;
-            __builtin_memcpy(&four, pa + r * rs + g * gs, 4);
-            __m128i f = _mm_cvtsi32_si128(four);
-            __m256i x = _mm256_broadcastq_epi64(signed_a ? _mm_cvtepi8_epi16(f) : _mm_cvtepu8_epi16(f));
-            acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(b0, x));
-            acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(b1, x));
-        }
+    __m256i x, t;
+    if (wide)
+        __asm__("vpbroadcastq %[w], %[x]\n\t"
+                "vpmaddwd %[x], %[b0], %[t]\n\t"
+                "vpmaddwd %[x], %[b1], %[x]\n\t"
+                "vpaddd %[t], %[a0], %[a0]\n\t"
+                "vpaddd %[x], %[a1], %[a1]"
+                : [a0] "+x"(*a0), [a1] "+x"(*a1), [x] "=&x"(x), [t] "=&x"(t)
+                : [b0] "x"(b0), [b1] "x"(b1), [w] "m"(*(const int64_t(*)[1])w));
+    else
+        __asm__("vmovd %[w], %x[x]\n\t"
+                "vpmovzxbw %x[x], %x[x]\n\t"
+                "vpbroadcastq %x[x], %[x]\n\t"
+                "vpmaddwd %[x], %[b0], %[t]\n\t"
+                "vpmaddwd %[x], %[b1], %[x]\n\t"
+                "vpaddd %[t], %[a0], %[a0]\n\t"
+                "vpaddd %[x], %[a1], %[a1]"
+                : [a0] "+x"(*a0), [a1] "+x"(*a1), [x] "=&x"(x), [t] "=&x"(t)
+                : [b0] "x"(b0), [b1] "x"(b1), [w] "m"(*(const int32_t(*)[1])w));
+}
+
+/* The tile's rows [0, rows) over k4 groups: row r's four values of group g
+   at a + (r rs + g gs) elements (int16 where wide, else unsigned bytes),
+   b's eight columns 32 bytes a group (unsigned where wide, else signed);
+   sums[r] holds row r's eight columns. rows is MPS_AVX2_QMR (a constant:
+   the rows unrolled without tests) or fewer. */
+static inline __attribute__((always_inline)) void mps_avx2_qsums(int64_t k4, const void *a, int64_t rs, int64_t gs,
+                                                                 const uint8_t *b, int rows, bool wide,
+                                                                 __m256i sums[MPS_AVX2_QMR])
+{
+    const unsigned char *pa = a;
+    int64_t el = wide ? 2 : 1;
+    __m256i z = _mm256_setzero_si256(), c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z, c40 = z,
+            c41 = z, c50 = z, c51 = z;
+    for (int64_t g = 0; g < k4; g++, b += 32, pa += gs * el) {
+        __m128i l0 = _mm_loadu_si128((const __m128i *)b), l1 = _mm_loadu_si128((const __m128i *)(b + 16));
+        __m256i b0 = wide ? _mm256_cvtepu8_epi16(l0) : _mm256_cvtepi8_epi16(l0),
+                b1 = wide ? _mm256_cvtepu8_epi16(l1) : _mm256_cvtepi8_epi16(l1);
+        mps_avx2_qrow(&c00, &c01, b0, b1, pa, wide);
+        if (rows > 1)
+            mps_avx2_qrow(&c10, &c11, b0, b1, pa + 1 * rs * el, wide);
+        if (rows > 2)
+            mps_avx2_qrow(&c20, &c21, b0, b1, pa + 2 * rs * el, wide);
+        if (rows > 3)
+            mps_avx2_qrow(&c30, &c31, b0, b1, pa + 3 * rs * el, wide);
+        if (rows > 4)
+            mps_avx2_qrow(&c40, &c41, b0, b1, pa + 4 * rs * el, wide);
+        if (rows > 5)
+            mps_avx2_qrow(&c50, &c51, b0, b1, pa + 5 * rs * el, wide);
     }
-    for (int r = 0; r < rows; r++) /* lanes (2 j, 2 j + 1) hold column j's two halves */
-        _mm256_storeu_si256((__m256i *)(c + r * MPS_AVX2_QNR),
-                            _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[r][0], acc[r][1]), 0xd8));
+    /* lanes (2 j, 2 j + 1) hold column j's two halves */
+    sums[0] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c00, c01), 0xd8);
+    sums[1] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c10, c11), 0xd8);
+    sums[2] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c20, c21), 0xd8);
+    sums[3] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c30, c31), 0xd8);
+    sums[4] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c40, c41), 0xd8);
+    sums[5] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c50, c51), 0xd8);
 }
 
 static void mps_avx2_qgemm(int64_t k4, const uint8_t *a, int64_t lda, const int8_t *b, int32_t *c, int rows)
 {
+    __m256i sums[MPS_AVX2_QMR];
     if (rows == MPS_AVX2_QMR)
-        mps_avx2_qtile(k4, a, lda, 4, b, c, MPS_AVX2_QMR, false);
+        mps_avx2_qsums(k4, a, lda, 4, (const uint8_t *)b, MPS_AVX2_QMR, false, sums);
     else
-        mps_avx2_qtile(k4, a, lda, 4, b, c, rows, false);
+        mps_avx2_qsums(k4, a, lda, 4, (const uint8_t *)b, rows, false, sums);
+    for (int r = 0; r < rows; r++)
+        _mm256_storeu_si256((__m256i *)(c + r * MPS_AVX2_QNR), sums[r]);
 }
 
-/* The by-weights tile (a conv's: rows are output channels, the weights
-   packed four k of each of the MPS_AVX2_QMR rows a group, 24 bytes): a
-   group's weights widened in two loads, each row's four then broadcast from
-   the register (vpermq), not loaded and widened a row at a time (18
-   instructions a group down to 8: resnet18 int8 on the avx2 family, ...). */
-static void mps_avx2_qgemm_w(int64_t k4, const int8_t *a, const uint8_t *b, int32_t *c)
+/* The by-weights tile (a conv's: rows are output channels), its weights
+   widened to int16 at compile (wide_w), four k of each of the MPS_AVX2_QMR
+   rows a group (48 bytes): a row's four are one 64-bit broadcast from
+   memory. Widened in the loop, a group's weights took a conversion and a
+   permute per row, more shuffles than the tile has products (4 x 8 tiles
+   at 25 products a ns against this one's 44, in L1, on a Zen 5 seen as
+   AVX2-only). */
+static void mps_avx2_qgemm_w(int64_t k4, const void *a, const uint8_t *b, int32_t *c)
 {
-    __m256i acc[MPS_AVX2_QMR][2];
+    __m256i sums[MPS_AVX2_QMR];
+    mps_avx2_qsums(k4, a, 4, 4 * MPS_AVX2_QMR, b, MPS_AVX2_QMR, true, sums);
     for (int r = 0; r < MPS_AVX2_QMR; r++)
-        acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-    for (int64_t g = 0; g < k4; g++, b += 32, a += 4 * MPS_AVX2_QMR) {
-        __m256i b0 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)b)),
-                b1 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(b + 16)));
-        __m256i w = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)a)); /* the four rows, a quad each */
-        __m256i x[MPS_AVX2_QMR] = {_mm256_permute4x64_epi64(w, 0x00), _mm256_permute4x64_epi64(w, 0x55),
-                                   _mm256_permute4x64_epi64(w, 0xaa), _mm256_permute4x64_epi64(w, 0xff)};
-        for (int r = 0; r < MPS_AVX2_QMR; r++) {
-            acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(b0, x[r]));
-            acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(b1, x[r]));
-        }
-    }
-    for (int r = 0; r < MPS_AVX2_QMR; r++) /* lanes (2 j, 2 j + 1) hold column j's two halves */
-        _mm256_storeu_si256((__m256i *)(c + r * MPS_AVX2_QNR),
-                            _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[r][0], acc[r][1]), 0xd8));
+        _mm256_storeu_si256((__m256i *)(c + r * MPS_AVX2_QNR), sums[r]);
+}
+
+/* The same, its rows [0, rows) requantized from the registers (mps_uqgemm_ws_fn). */
+static void mps_avx2_qgemm_ws(int64_t k4, const void *a, const uint8_t *b, const struct mps_qreq *rq, int rows,
+                              const int32_t *rs, int cols, void *y, int64_t ldy)
+{
+    __m256i sums[MPS_AVX2_QMR];
+    mps_avx2_qsums(k4, a, 4, 4 * MPS_AVX2_QMR, b, MPS_AVX2_QMR, true, sums);
+    size_t el = rq->quant ? 1 : 4;
+    for (int r = 0; r < rows; r++)
+        mps_avx2_qreq(sums[r], rs, cols, &rq[r], (unsigned char *)y + (size_t)(r * ldy) * el);
 }
 
 MPS_UQ_REQUANT(mps_avx2)
@@ -126,7 +166,17 @@ void mps_avx2_lut(const uint8_t *table, const uint8_t *x, int64_t n, uint8_t *y)
         y[i] = table[x[i]];
 }
 
-const struct mps_uqgemm mps_uqgemm_avx2 = {
-    "avx2",          MPS_AVX2_QMR,      MPS_AVX2_QNR,       mps_x86_has_avx2,     mps_avx2_qgemm, mps_avx2_qgemm_w,
-    mps_avx2_qstore, mps_avx2_qrequant, mps_avx2_qquantize, mps_avx2_qdequantize, NULL,           mps_avx2_qstore_f,
-    mps_avx2_lut};
+const struct mps_uqgemm mps_uqgemm_avx2 = {"avx2",
+                                           MPS_AVX2_QMR,
+                                           MPS_AVX2_QNR,
+                                           mps_x86_has_avx2,
+                                           mps_avx2_qgemm,
+                                           mps_avx2_qgemm_w,
+                                           mps_avx2_qstore,
+                                           mps_avx2_qrequant,
+                                           mps_avx2_qquantize,
+                                           mps_avx2_qdequantize,
+                                           mps_avx2_qgemm_ws,
+                                           mps_avx2_qstore_f,
+                                           mps_avx2_lut,
+                                           true};

@@ -130,4 +130,5 @@ const struct mps_uqgemm mps_uqgemm_avx512 = {"avx512-vnni",
                                              mps_avx512_qdequantize,
                                              mps_avx512_qgemm_ws,
                                              mps_avx512_qstore_f,
-                                             mps_avx512_lut};
+                                             mps_avx512_lut,
+                                             false};

@@ -166,7 +166,7 @@ static void mps_c_qgemm(int64_t k4, const uint8_t *a, int64_t lda, const int8_t 
     mps_c_qtile(k4, a, lda, 4, b, c, rows, false);
 }
 
-static void mps_c_qgemm_w(int64_t k4, const int8_t *a, const uint8_t *b, int32_t *c)
+static void mps_c_qgemm_w(int64_t k4, const void *a, const uint8_t *b, int32_t *c)
 {
     mps_c_qtile(k4, a, 4, 4 * MPS_C_QMR, b, c, MPS_C_QMR, true);
 }
@@ -176,7 +176,7 @@ MPS_UQ_ROWS(mps_c)
 const struct mps_uqgemm mps_uqgemm_c = {
     "c",          MPS_C_QMR,      MPS_C_QNR,       mps_c_supported,   mps_c_qgemm, mps_c_qgemm_w,
     mps_c_qstore, mps_c_qrequant, mps_c_qquantize, mps_c_qdequantize, NULL,        mps_c_qstore_f,
-    NULL};
+    NULL,         false};
 
 const struct mps_ukernels mps_ukernels_c = {
     .name = "c",

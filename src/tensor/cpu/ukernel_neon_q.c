@@ -66,7 +66,7 @@ static void mps_neon_qgemm(int64_t k4, const uint8_t *a, int64_t lda, const int8
     mps_neon_qtile(k4, a, lda, 4, b, c, rows, false);
 }
 
-static void mps_neon_qgemm_w(int64_t k4, const int8_t *a, const uint8_t *b, int32_t *c)
+static void mps_neon_qgemm_w(int64_t k4, const void *a, const uint8_t *b, int32_t *c)
 {
     mps_neon_qtile(k4, a, 4, 4 * MPS_NEON_QMR, b, c, MPS_NEON_QMR, true);
 }
@@ -85,4 +85,5 @@ const struct mps_uqgemm mps_uqgemm_neon = {"neon-dotprod",
                                            mps_neon_qdequantize,
                                            NULL,
                                            mps_neon_qstore_f,
-                                           NULL};
+                                           NULL,
+                                           false};

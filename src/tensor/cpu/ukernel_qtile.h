@@ -88,13 +88,13 @@ static void MPS_QV_FN(qgemm)(int64_t k4, const uint8_t *a, int64_t lda, const in
         MPS_QV_FN(qtile)(k4, a, lda, 4, b, c, rows, false, NULL);
 }
 
-static void MPS_QV_FN(qgemm_w)(int64_t k4, const int8_t *a, const uint8_t *b, int32_t *c)
+static void MPS_QV_FN(qgemm_w)(int64_t k4, const void *a, const uint8_t *b, int32_t *c)
 {
     MPS_QV_FN(qtile)(k4, a, 4, 4 * MPS_QV_MR, b, c, MPS_QV_MR, true, NULL);
 }
 
 #if defined(MPS_QV_REQ)
-static void MPS_QV_FN(qgemm_ws)(int64_t k4, const int8_t *a, const uint8_t *b, const struct mps_qreq *rq, int rows,
+static void MPS_QV_FN(qgemm_ws)(int64_t k4, const void *a, const uint8_t *b, const struct mps_qreq *rq, int rows,
                                 const int32_t *rs, int cols, void *y, int64_t ldy)
 {
     const struct MPS_QV_FN(qout) o = {rq, rs, rows, cols, y, ldy};

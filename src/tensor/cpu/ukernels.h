@@ -265,10 +265,11 @@ typedef void (*mps_uact_fn)(float *v, int64_t n, float clip);
 typedef void (*mps_uqgemm_fn)(int64_t k4, const uint8_t *a, int64_t lda, const int8_t *b, int32_t *c, int rows);
 /* The same tile with the signs the other way, always mr rows: a's rows
    signed (a conv's weights, one output channel a row, packed at compile in
-   groups as B is, a[(g mr + r) 4 + i] = row r's byte 4 g + i, zeros past
-   the channels), B's panel unsigned (nr output positions of the image), so
-   that a row of c is nr neighbouring values of one output plane. */
-typedef void (*mps_uqgemm_w_fn)(int64_t k4, const int8_t *a, const uint8_t *b, int32_t *c);
+   groups as B is, a[(g mr + r) 4 + i] = row r's weight 4 g + i, zeros past
+   the channels: int8, or int16 where the family's wide_w says so), B's
+   panel unsigned (nr output positions of the image), so that a row of c is
+   nr neighbouring values of one output plane. */
+typedef void (*mps_uqgemm_w_fn)(int64_t k4, const void *a, const uint8_t *b, int32_t *c);
 /* The requantizing store of n sums of one output channel (ukernel_q.h
    says how; qlinear.c fills the parameters from its packed header). rs:
    the row sums zw multiplies, NULL where zw is 0. */
@@ -290,7 +291,7 @@ typedef void (*mps_ulut_fn)(const uint8_t *table, const uint8_t *x, int64_t n, u
    y + r ldy elements (bytes or floats, as rq says), its first cols lanes;
    rs as the store's. NULL where the family has none (then by_weights and
    store). */
-typedef void (*mps_uqgemm_ws_fn)(int64_t k4, const int8_t *a, const uint8_t *b, const struct mps_qreq *rq, int rows,
+typedef void (*mps_uqgemm_ws_fn)(int64_t k4, const void *a, const uint8_t *b, const struct mps_qreq *rq, int rows,
                                  const int32_t *rs, int cols, void *y, int64_t ldy);
 /* Bytes dequantized, ((float)(x ^ flip) - z) * s, and a quantizer,
    round(v / s) + z saturated to [lo, hi] (ukernel_q.h's mps_qto_byte). */
@@ -322,6 +323,7 @@ struct mps_uqgemm {
     mps_uqgemm_ws_fn by_weights_store;
     mps_uqstore_f_fn store_f;
     mps_ulut_fn lut; /* optional: NULL where the plain loop does as well */
+    bool wide_w;     /* by_weights's weights packed as int16, widened at compile (avx2's exact tile) */
 };
 /* The portable one, which every family can fall back on (ukernel_c.c). */
 extern const struct mps_uqgemm mps_uqgemm_c;
