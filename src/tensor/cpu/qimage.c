@@ -325,6 +325,15 @@ void mps_qimage_panels_1x1(void *ctx, int64_t begin, int64_t end)
                                          _mm_set1_epi8((char)(mask >> (8 * i))));
                 mps_qwords16(v, d + l);
             }
+            for (; l + 8 <= lanes; l += 8) { /* eight (the avx2 int8 tile's panel) */
+                __m128i v[4];
+                for (int i = 0; i < 4; i++)
+                    v[i] = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(x[i] + l)),
+                                         _mm_set1_epi8((char)(mask >> (8 * i))));
+                __m128i ab = _mm_unpacklo_epi8(v[0], v[1]), ce = _mm_unpacklo_epi8(v[2], v[3]);
+                _mm_storeu_si128((__m128i *)(d + l), _mm_unpacklo_epi16(ab, ce));
+                _mm_storeu_si128((__m128i *)(d + l + 4), _mm_unpackhi_epi16(ab, ce));
+            }
 #endif
             for (; l < lanes; l++)
                 d[l] =
