@@ -100,6 +100,8 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
          1, 2},
         {"Conv 1x1 in place, plane 32, groups 2, 3 images, Sigmoid", 2, {4, 8}, {1, 1}, 1, 1, {0, 0, 0, 0}, true, 3, 6,
          10, 2, 3},
+        {"Conv 1x1 in place on 96x96, 32 -> 16 (an input past L2: B's rows asked for ahead)", 2, {96, 96}, {1, 1}, 1,
+         1, {0, 0, 0, 0}, true, 1, 32, 16, 1, 2},
         {"Conv 1x1 on a plane of 31 (packed)", 1, {31}, {1}, 1, 1, {0, 0}, true, 1, 8, 9, 1, 2},
         {"Conv 3x3 200 channels (W's panels outside the tiles: a tile's B exceeds L1)", 2, {6, 9}, {3, 3}, 1, 1,
          {1, 1, 1, 1}, true, 1, 200, 20, 1, 2},

@@ -30,6 +30,7 @@ enum {
     MPS_DIRECT_W_BYTES = 512 << 10,    /* W's rows a unit reads again for each few tiles: they stay in L2 */
     MPS_DIRECT_L1_BYTES = 32 << 10,    /* tiles' columns of B that stay in L1 over W's panels */
     MPS_DIRECT_SUB = 16,               /* and at most so many tiles */
+    MPS_DIRECT_PREFETCH_BYTES = 1 << 20, /* an item's input from which B's rows are asked for ahead */
     MPS_DIRECT_POOL_BYTES = 256 << 10, /* a fused MaxPool's band of the Conv's rows, every channel: in L2 */
     MPS_DIRECT_BAND_HEAD = 8,          /* int64s (a cache line) before each thread's band: what it made last */
     MPS_DIRECT_BRIEF_ROW = 32,         /* a copy's rows up to so many floats are copied inline */
@@ -285,6 +286,7 @@ struct mps_direct_job {
     int64_t mstep;                     /* panels a part, or 0: parts a panel apart in size */
     int64_t y_image;                   /* floats from an image's output to the next's */
     int64_t sub;                       /* tiles whose B sits in L1 while W's panels pass (0: panels outside) */
+    bool prefetch;                     /* W's first panel over each tile by the family's conv_pf */
     float *packed;                     /* d->pack: each thread's packed B, pack_floats apart */
     int64_t pack_floats;
     bool copy_own;                     /* each unit is a whole item and copies its own input */
@@ -387,7 +389,7 @@ static void mps_direct_copy_job(struct mps_pool *pool, struct mps_direct_job *jb
 /* Tile tl of an item of group gi (input x, output y, planes plane floats
    apart) against W's panel of rows p. */
 static inline void mps_direct_run(const struct mps_direct_job *jb, const float *x, float *y, int64_t plane, int64_t gi,
-                                  const struct mps_direct_tile *tl, int64_t p, int rows)
+                                  const struct mps_direct_tile *tl, int64_t p, int rows, bool pf)
 {
     const struct mps_direct *d = jb->d;
     const float *w = (const float *)(jb->w + jb->per * (size_t)gi) + p * d->k; /* W's panel of rows p .. */
@@ -400,13 +402,13 @@ static inline void mps_direct_run(const struct mps_direct_job *jb, const float *
     if (d->transposed)
         jb->uk->convt(d->k, w, x + tl->v, jb->off, yt, plane, (int)n, rows, &e);
     else
-        jb->uk->conv(d->k, w, x + tl->v, jb->off, yt, plane, rows, tl->keep, &e);
+        (pf ? jb->uk->conv_pf : jb->uk->conv)(d->k, w, x + tl->v, jb->off, yt, plane, rows, tl->keep, &e);
 }
 
 static inline void mps_direct_run_tile(const struct mps_direct_job *jb, const float *x, float *y, int64_t gi, int64_t t,
-                                       int64_t p, int rows)
+                                       int64_t p, int rows, bool first)
 {
-    mps_direct_run(jb, x, y, jb->q->out_plane, gi, &jb->tiles[t], p, rows);
+    mps_direct_run(jb, x, y, jb->q->out_plane, gi, &jb->tiles[t], p, rows, first && jb->prefetch);
 }
 
 /* Tile t cut to the Conv's rows [r0, r1): the columns it keeps there, and
@@ -506,7 +508,7 @@ static void mps_direct_packed_units(const struct mps_direct_job *jb, const float
                 b[kk * mt + j] = x[jb->off[kk] + tl.v + j];
         tl.v = 0;
         for (int64_t p = m0; p < m1; p += d->wstep)
-            mps_direct_run(&packed, b, y, plane, gi, &tl, p, (int)(m1 - p < d->wstep ? m1 - p : d->wstep));
+            mps_direct_run(&packed, b, y, plane, gi, &tl, p, (int)(m1 - p < d->wstep ? m1 - p : d->wstep), false);
     }
 }
 
@@ -538,11 +540,11 @@ static void mps_direct_units(void *ctx, int64_t begin, int64_t end)
             for (int64_t tb = t0; tb < t1; tb += jb->sub)
                 for (int64_t p = m0; p < m1; p += mr)
                     for (int64_t t = tb; t < t1 && t < tb + jb->sub; t++)
-                        mps_direct_run_tile(jb, x, y, gi, t, p, (int)(m1 - p < mr ? m1 - p : mr));
+                        mps_direct_run_tile(jb, x, y, gi, t, p, (int)(m1 - p < mr ? m1 - p : mr), p == m0);
         else
             for (int64_t p = m0; p < m1; p += mr)
                 for (int64_t t = t0; t < t1; t++)
-                    mps_direct_run_tile(jb, x, y, gi, t, p, (int)(m1 - p < mr ? m1 - p : mr));
+                    mps_direct_run_tile(jb, x, y, gi, t, p, (int)(m1 - p < mr ? m1 - p : mr), p == m0);
         if (jb->act)
             mps_direct_leftover(jb, y, t0, t1, m0, m1);
     }
@@ -655,7 +657,7 @@ static void mps_direct_pool_units(void *ctx, int64_t begin, int64_t end)
                 for (int64_t t = tb; t < t1 && t < tb + sub; t++) {
                     struct mps_direct_tile tl = mps_direct_band_tile(jb, t, r0, r0 + cap);
                     if (tl.keep)
-                        mps_direct_run(jb, x, band, plane, 0, &tl, p, (int)(m1 - p < mr ? m1 - p : mr));
+                        mps_direct_run(jb, x, band, plane, 0, &tl, p, (int)(m1 - p < mr ? m1 - p : mr), false);
                 }
         /* the pool rows p0 .. p1 read band rows from (p0 sh - pt) - r0 on: its pads above, if any */
         struct mps_maxpool_geom g = *pg;
@@ -706,6 +708,11 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
     /* the input rows one tile reads: each channel's kernel rows, nr and the kernel's width long */
     int64_t tile_l1 = d.cg * q->w.k[1] * (width + q->w.k[2]) * (int64_t)sizeof(float);
     jb.sub = MPS_DIRECT_L1_BYTES / tile_l1 < MPS_DIRECT_SUB ? MPS_DIRECT_L1_BYTES / tile_l1 : MPS_DIRECT_SUB;
+    /* an input read in place that no L2 holds: the family's conv_pf for W's first panel over a tile (avx2,
+       batch 8, one thread: mobilenet_v2's 32 -> 16 on 112x112 2.60 -> 1.82 ms, 96 -> 24 on 56x56 1.87 ->
+       1.30; on smaller inputs, 576 -> 96 on 14x14, and in every later panel it cost more than it saved) */
+    jb.prefetch = uk->conv_pf && d.in_place && !d.transposed &&
+                  d.cg * q->in_plane * (int64_t)sizeof(float) >= MPS_DIRECT_PREFETCH_BYTES;
     /* with tiles in L1 (sub) it is W's part that a unit streams again for each
        few tiles: parts of it that stay in L2, and one band (squeezenet1_1's
        classifier, 512 -> 1000 on 13x13: two bands of 1 MB of W from L3,

@@ -348,6 +348,8 @@ struct mps_ukernels {
     mps_udwk_fn dwk;
     mps_udwb_fn dwb; /* optional */
     mps_uconv_fn conv;
+    mps_uconv_fn conv_pf; /* optional: conv that also asks for each row of B a few tiles ahead (prefetch), for
+                             the first panel of W over an input no L2 holds (conv_direct.c) */
     bool conv_res;       /* conv adds the epilogue's residual (else, and for convt, conv_direct.c adds it after) */
     mps_uconvt_fn convt; /* optional: NULL where the family has none */
     mps_umaxpool_fn maxpool; /* optional, likewise */
