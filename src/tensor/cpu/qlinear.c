@@ -149,16 +149,14 @@ size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n,
     return bytes;
 }
 
-/* One product: rows x k unsigned bytes, lda apart (QLinearMatMul), or a
-   conv's image gathered into panels (QLinearConv). */
+/* One product: rows x k unsigned bytes, lda apart (QLinearMatMul). */
 struct mps_qrun {
     const struct mps_qpack *h;
-    int64_t rows; /* QLinearMatMul: the product's rows; QLinearConv: the output positions of an image */
-    int64_t ppi;  /* QLinearConv: panels of nr positions an image */
+    int64_t rows;
     const uint8_t *a;
     int64_t lda;
-    const int32_t *rowsum; /* per row (per position), where some zw is not 0 */
-    void *y; /* QLinearMatMul: row r at y + r cols elements; QLinearConv: image b's plane m at y + (b cols + m) rows */
+    const int32_t *rowsum; /* per row, where some zw is not 0 */
+    void *y;               /* row r at y + r cols elements */
 };
 
 /* A QLinearMatMul tile: rows of the output from r0 on, columns from m0;
@@ -197,53 +195,83 @@ static const struct mps_qreq *mps_qreq_of(const struct mps_qpack *h, int64_t m)
     return (const struct mps_qreq *)((const unsigned char *)h + h->off_req) + m;
 }
 
-/* A QLinearConv tile: output channels from m0 on (its rows), positions
-   from p0 on (its columns), each row a run of one output plane, stored by
-   the family's store. */
-static void mps_qtile_store_planes(const struct mps_qrun *run, int64_t b, int64_t m0, int rows, int64_t p0, int cols,
-                                   const int32_t *t, int ldt)
-{
-    const struct mps_qpack *h = run->h;
-    size_t el = h->quant ? 1 : 4;
-    for (int r = 0; r < rows; r++, t += ldt)
-        h->q->store(t, h->rowsums ? run->rowsum + b * run->rows + p0 : NULL, cols, mps_qreq_of(h, m0 + r),
-                    (unsigned char *)run->y + (size_t)(((b * h->cols) + m0 + r) * run->rows + p0) * el);
-}
-
-/* Tiles [begin, end): QLinearMatMul's of the rows x panels grid, QLinearConv's
-   of the position panels x channel blocks one (a panel's tiles together). */
+/* Tiles [begin, end) of QLinearMatMul's rows x panels grid. */
 static void mps_qtiles(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_qrun *run = ctx;
     const struct mps_qpack *h = run->h;
     const int8_t *b_w = (const int8_t *)((const unsigned char *)h + h->off_b);
     int mr = h->q->mr, nr = h->q->nr;
-    int64_t wsize = h->q->wide_w ? 2 : 1; /* bytes a conv's packed weight */
     int32_t t[8 * 32];
     for (int64_t i = begin; i < end; i++) {
-        if (h->conv) { /* panel pg (image pg / ppi), channel block i % row_blocks */
-            int64_t pg = i / h->row_blocks, b = pg / run->ppi, m0 = i % h->row_blocks * mr, p0 = pg % run->ppi * nr;
-            int rows = h->cols - m0 < mr ? (int)(h->cols - m0) : mr,
-                cols = run->rows - p0 < nr ? (int)(run->rows - p0) : nr;
-            const uint8_t *panel = run->a + pg * h->k * nr;
-            if (h->q->by_weights_store) { /* the sums stay in registers */
-                size_t el = h->quant ? 1 : 4;
-                h->q->by_weights_store(h->k / 4, b_w + m0 * h->k * wsize, panel, mps_qreq_of(h, m0), rows,
-                                       h->rowsums ? run->rowsum + b * run->rows + p0 : NULL, cols,
-                                       (unsigned char *)run->y + (size_t)((b * h->cols + m0) * run->rows + p0) * el,
-                                       run->rows);
-                continue;
-            }
-            h->q->by_weights(h->k / 4, b_w + m0 * h->k * wsize, panel, t);
-            mps_qtile_store_planes(run, b, m0, rows, p0, cols, t, nr);
-            continue;
-        }
         int64_t rb = i / h->panels, p = i % h->panels, r0 = rb * mr;
         int rows = run->rows - r0 < mr ? (int)(run->rows - r0) : mr;
         h->q->fn(h->k / 4, run->a + r0 * run->lda, run->lda, b_w + p * h->k * nr, t, rows);
         int cols = h->cols - p * nr < nr ? (int)(h->cols - p * nr) : nr;
         mps_qtile_store(run, r0, rows, p * nr, cols, t, nr);
     }
+}
+
+/* A QLinearConv over its images: units of one panel of nr positions and a
+   run of chunk blocks of mr output channels. Each unit gathers its panel
+   into its thread's buffer (L1 or L2 sized: k nr bytes) and runs its
+   channel blocks' tiles on it at once, rows the output channels, columns
+   the positions, each row a run of one output plane stored by the
+   family's store; all of a layer's panels made first would go to memory
+   and back (resnet18's 56x56 layers at batch 8: 14 MB). */
+struct mps_qconv {
+    const struct mps_qimage *im;
+    struct mps_pool *pool;
+    uint8_t *scratch;  /* per thread: a panel, then its sums */
+    size_t per_thread; /* bytes */
+    int64_t plane;     /* output positions an image */
+    int64_t chunk;     /* channel blocks a unit */
+    int64_t chunks;    /* units a panel */
+    bool direct;       /* 1x1 stride 1 unpadded: panels from the planes */
+    void *y;
+};
+
+static void mps_qconv_units(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_qconv *c = ctx;
+    const struct mps_qpack *h = c->im->h;
+    const int8_t *b_w = (const int8_t *)((const unsigned char *)h + h->off_b);
+    int mr = h->q->mr, nr = h->q->nr;
+    int64_t wsize = h->q->wide_w ? 2 : 1, built = -1; /* bytes a packed weight; the panel in the buffer */
+    size_t el = h->quant ? 1 : 4;
+    uint8_t *panel = c->scratch + c->per_thread * (size_t)mps_pool_self(c->pool);
+    int32_t *sums = (int32_t *)(panel + mps_qup((size_t)(h->k * nr)));
+    int32_t t[8 * 32];
+    for (int64_t u = begin; u < end; u++) {
+        int64_t pg = u / c->chunks, b = pg / c->im->ppi, p0 = pg % c->im->ppi * nr;
+        if (pg != built) {
+            (c->direct ? mps_qimage_panel_1x1 : mps_qimage_panel)(c->im, pg, panel, sums);
+            built = pg;
+        }
+        int cols = c->plane - p0 < nr ? (int)(c->plane - p0) : nr;
+        const int32_t *rs = h->rowsums ? sums : NULL;
+        int64_t rb_end =
+            (u % c->chunks + 1) * c->chunk < h->row_blocks ? (u % c->chunks + 1) * c->chunk : h->row_blocks;
+        for (int64_t rb = u % c->chunks * c->chunk; rb < rb_end; rb++) {
+            int64_t m0 = rb * mr;
+            int rows = h->cols - m0 < mr ? (int)(h->cols - m0) : mr;
+            unsigned char *y = (unsigned char *)c->y + (size_t)((b * h->cols + m0) * c->plane + p0) * el;
+            if (h->q->by_weights_store) { /* the sums stay in registers */
+                h->q->by_weights_store(h->k / 4, b_w + m0 * h->k * wsize, panel, mps_qreq_of(h, m0), rows, rs, cols, y,
+                                       c->plane);
+                continue;
+            }
+            h->q->by_weights(h->k / 4, b_w + m0 * h->k * wsize, panel, t);
+            for (int r = 0; r < rows; r++)
+                h->q->store(t + r * nr, rs, cols, mps_qreq_of(h, m0 + r), y + (size_t)(r * c->plane) * el);
+        }
+    }
+}
+
+/* A conv's per-thread buffer: a panel and its sums. */
+static size_t mps_qconv_per_thread(const struct mps_qpack *h)
+{
+    return mps_qup((size_t)(h->k * h->q->nr)) + mps_qup((size_t)h->q->nr * 4);
 }
 
 /* The row sums of the product's rows [begin, end). */
@@ -393,11 +421,9 @@ size_t mps_cpu_qlinear_scratch(const struct mps_graph *g, const struct mps_node 
         return (size_t)(threads < 1 ? 1 : threads) *
                (size_t)mps_qdw_job(&h, &n->p.conv, x->dim[2], x->dim[3], y->dim[2], y->dim[3], uk).per_thread * 4;
     const struct mps_window *w = &n->p.conv.win;
-    int64_t hp = x->dim[2] + w->pad[0] + w->pad[2], wp = x->dim[3] + w->pad[1] + w->pad[3],
-            plane = y->dim[2] * y->dim[3], panels = (plane + h.q->nr - 1) / h.q->nr;
-    int64_t images = x->dim[0];
-    return (mps_qconv_direct(&h, &n->p.conv) ? 0 : (size_t)images * mps_qup((size_t)(hp * wp * h.cp)) + 64) +
-           mps_qup((size_t)(images * panels * h.q->nr * h.k)) + (size_t)(images * plane) * 4;
+    int64_t hp = x->dim[2] + w->pad[0] + w->pad[2], wp = x->dim[3] + w->pad[1] + w->pad[3];
+    return (mps_qconv_direct(&h, &n->p.conv) ? 0 : (size_t)x->dim[0] * mps_qup((size_t)(hp * wp * h.cp)) + 64) +
+           (size_t)(threads < 1 ? 1 : threads) * mps_qconv_per_thread(&h);
 }
 
 enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *err)
@@ -442,17 +468,22 @@ enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *
                             .ppi = ppi,
                             .buf = scratch};
     im.hp = im.in_h + p->win.pad[0] + p->win.pad[2], im.wp = im.in_w + p->win.pad[1] + p->win.pad[3];
-    bool direct = mps_qconv_direct(h, p);
+    struct mps_qconv c = {.im = &im,
+                          .pool = a->pool,
+                          .per_thread = mps_qconv_per_thread(h),
+                          .plane = plane,
+                          .direct = mps_qconv_direct(h, p),
+                          .y = a->out[0].data};
     im.buf_stride = (int64_t)mps_qup((size_t)(im.hp * im.wp * h->cp));
-    im.panels = scratch + (direct ? 0 : n * im.buf_stride + 64); /* slack: qimage.c's 16-byte loads of a tap row */
-    im.rowsum = (int32_t *)(im.panels + mps_qup((size_t)(n * ppi * nr * h->k)));
-    if (direct) /* every image's panels, then every image's tiles: three waits a layer, not three an image */
-        mps_pool_for(a->pool, n * ppi, nr * h->k * MPS_POOL_COPY_COST / 4, mps_qimage_panels_1x1, &im);
-    else {
+    c.scratch = scratch + (c.direct ? 0 : n * im.buf_stride + 64); /* slack: qimage.c's 16-byte loads of a tap row */
+    if (!c.direct)
         mps_pool_for(a->pool, n * im.hp, im.wp * h->cp * MPS_POOL_COPY_COST, mps_qimage_fill, &im);
-        mps_pool_for(a->pool, n * ppi, nr * h->k * MPS_POOL_COPY_COST / 4, mps_qimage_panels, &im);
-    }
-    struct mps_qrun run = {.h = h, .rows = plane, .ppi = ppi, .a = im.panels, .rowsum = im.rowsum, .y = a->out[0].data};
-    mps_pool_for(a->pool, n * ppi * h->row_blocks, mr * nr * h->k / 4, mps_qtiles, &run);
+    /* panels split into runs of channel blocks where there are too few for the threads (the 7x7 layers at batch
+       1): each unit gathers its panel again */
+    int64_t want = 4 * (int64_t)mps_pool_threads(a->pool), chunks = (want + n * ppi - 1) / (n * ppi);
+    chunks = chunks < 1 ? 1 : chunks > h->row_blocks ? h->row_blocks : chunks;
+    c.chunk = (h->row_blocks + chunks - 1) / chunks, c.chunks = (h->row_blocks + c.chunk - 1) / c.chunk;
+    mps_pool_for(a->pool, n * ppi * c.chunks, c.chunk * mr * nr * h->k / 4 + nr * h->k * MPS_POOL_COPY_COST / 4,
+                 mps_qconv_units, &c);
     return MPS_OK;
 }

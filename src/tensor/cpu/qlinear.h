@@ -29,7 +29,7 @@ struct mps_qpack {
     int32_t yz;
     size_t off_mult, off_add, off_corr, off_zw, off_req, off_b; /* off_req: per column the store's mps_qreq */
 };
-/* One image of a conv: the padded channels-last buffer, then its panels. */
+/* A conv's images: the padded channels-last copies its panels are gathered from. */
 struct mps_qimage {
     const struct mps_qpack *h;
     const struct mps_conv_params *p;
@@ -38,15 +38,15 @@ struct mps_qimage {
     int64_t ppi;  /* panels an image */
     uint8_t *buf; /* per image, buf_stride bytes apart: [hp][wp][cp] */
     int64_t buf_stride;
-    uint8_t *panels; /* per nr positions of an image, the images one after another: [k / 4][nr][4] */
-    int32_t *rowsum; /* per position, [N][plane], where some zw is not 0 */
 };
-/* mps_pool_for bodies over a conv's images, [begin, end): rows of the
-   padded channels-last copies (image rg / hp, row rg % hp); panels (image
-   pg / ppi, panel pg % ppi) gathered from those copies, or read straight
-   from the planes for a 1x1 stride-1 conv without padding. */
+/* An mps_pool_for body over a conv's images, [begin, end): rows of the
+   padded channels-last copies (image rg / hp, row rg % hp). */
 void mps_qimage_fill(void *ctx, int64_t begin, int64_t end);
-void mps_qimage_panels(void *ctx, int64_t begin, int64_t end);
-void mps_qimage_panels_1x1(void *ctx, int64_t begin, int64_t end);
+/* Panel pg (image pg / ppi, its nr positions from pg % ppi nr on) into dst,
+   [k / 4][nr][4] bytes, and, where some zw is not 0, its positions' byte
+   sums into sums: gathered from the padded copy, or read straight from the
+   planes for a 1x1 stride-1 conv without padding (_1x1). */
+void mps_qimage_panel(const struct mps_qimage *im, int64_t pg, uint8_t *dst, int32_t *sums);
+void mps_qimage_panel_1x1(const struct mps_qimage *im, int64_t pg, uint8_t *dst, int32_t *sums);
 
 #endif
