@@ -242,21 +242,21 @@ void mps_qimage_panel(const struct mps_qimage *im, int64_t pg, uint8_t *dst, int
     const struct mps_qpack *h = im->h;
     const struct mps_window *w = &im->p->win;
     int nr = h->q->nr;
-    int64_t cp = h->cp, plane = im->out_h * im->out_w, off[32];
-    int64_t b = pg / im->ppi, pn = pg % im->ppi;
-    const uint8_t *buf = im->buf + b * im->buf_stride;
-    int lanes = plane - pn * nr < nr ? (int)(plane - pn * nr) : nr;
+    int64_t cp = h->cp, plane = im->out_h * im->out_w, off[32], q0;
+    const uint8_t *buf = im->buf;
+    int lanes = mps_qpanel_span(im, pg, &q0);
     if (lanes < nr || cp % 4)
         memset(dst, 0, (size_t)(h->k * nr));
-    for (int l = 0, oh = (int)(pn * nr / im->out_w), ow = (int)(pn * nr % im->out_w); l < lanes; l++) {
-        off[l] = (oh * w->stride[0] * im->wp + ow * w->stride[1]) * cp; /* its top left tap */
-        if (++ow == im->out_w)
-            ow = 0, oh++;
+    int64_t b = q0 / plane, oh = q0 % plane / im->out_w, ow = q0 % im->out_w;
+    for (int l = 0; l < lanes; l++) {
+        off[l] = b * im->buf_stride + (oh * w->stride[0] * im->wp + ow * w->stride[1]) * cp; /* its top left tap */
+        if (++ow == im->out_w && (ow = 0, ++oh == im->out_h))
+            oh = 0, b++;
     }
     int64_t kk = 0;
 #if defined(__SSE2__)
     if (cp == 1 && w->stride[1] == 1) { /* one channel: a group's four taps, words of sixteen lanes at once */
-        mps_qpanel_one_channel(im, dst, buf, off, pn * nr % im->out_w, lanes);
+        mps_qpanel_one_channel(im, dst, buf, off, q0 % im->out_w, lanes);
         kk = h->k; /* all of it */
     } else if (mps_qpanel_dense(im, dst, buf, off, lanes))
         kk = h->k;
@@ -294,43 +294,47 @@ void mps_qimage_panel_1x1(const struct mps_qimage *im, int64_t pg, uint8_t *dst,
     static const uint8_t zeros[32];
     const struct mps_qpack *h = im->h;
     int nr = h->q->nr;
-    int64_t plane = im->out_h * im->out_w;
+    int64_t plane = im->out_h * im->out_w, q0;
     uint32_t flip = h->flip ? 0x80808080u : 0;
-    int64_t b = pg / im->ppi, pn = pg % im->ppi;
-    const uint8_t *xb = im->x + b * h->cin * plane;
-    int lanes = plane - pn * nr < nr ? (int)(plane - pn * nr) : nr;
+    int lanes = mps_qpanel_span(im, pg, &q0);
     if (lanes < nr)
         memset(dst, 0, (size_t)(h->k * nr));
-    for (int64_t g = 0; g < h->k / 4; g++) {
-        const uint8_t *x[4];
-        for (int i = 0; i < 4; i++) /* a channel past cin: zeros, flipped back below */
-            x[i] = 4 * g + i < h->cin ? xb + (4 * g + i) * plane + pn * nr : zeros;
-        uint32_t pad = 0;
-        for (int i = 0; i < 4; i++)
-            pad |= (4 * g + i < h->cin ? 0u : 0x80u) << (8 * i);
-        uint32_t *d = (uint32_t *)(dst + g * 4 * nr), mask = flip ^ (flip & pad);
-        int l = 0;
-#if defined(__SSE2__)
-        for (; l + 16 <= lanes; l += 16) { /* sixteen lanes' words */
-            __m128i v[4];
-            for (int i = 0; i < 4; i++) /* the words' flip is each byte's */
-                v[i] =
-                    _mm_xor_si128(_mm_loadu_si128((const __m128i *)(x[i] + l)), _mm_set1_epi8((char)(mask >> (8 * i))));
-            mps_qwords16(v, d + l);
-        }
-        for (; l + 8 <= lanes; l += 8) { /* eight (the avx2 int8 tile's panel) */
-            __m128i v[4];
+    for (int l0 = 0, l1; l0 < lanes; l0 = l1) { /* the lanes of one image at a time */
+        int64_t b = (q0 + l0) / plane, i0 = (q0 + l0) % plane;
+        l1 = plane - i0 < lanes - l0 ? l0 + (int)(plane - i0) : lanes;
+        const uint8_t *xb = im->x + b * h->cin * plane + i0;
+        for (int64_t g = 0; g < h->k / 4; g++) {
+            const uint8_t *x[4];
+            for (int i = 0; i < 4; i++) /* a channel past cin: zeros, flipped back below */
+                x[i] = 4 * g + i < h->cin ? xb + (4 * g + i) * plane : zeros;
+            uint32_t pad = 0;
             for (int i = 0; i < 4; i++)
-                v[i] =
-                    _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(x[i] + l)), _mm_set1_epi8((char)(mask >> (8 * i))));
-            __m128i ab = _mm_unpacklo_epi8(v[0], v[1]), ce = _mm_unpacklo_epi8(v[2], v[3]);
-            _mm_storeu_si128((__m128i *)(d + l), _mm_unpacklo_epi16(ab, ce));
-            _mm_storeu_si128((__m128i *)(d + l + 4), _mm_unpackhi_epi16(ab, ce));
-        }
+                pad |= (4 * g + i < h->cin ? 0u : 0x80u) << (8 * i);
+            uint32_t *d = (uint32_t *)(dst + g * 4 * nr) + l0, mask = flip ^ (flip & pad);
+            int l = 0, count = l1 - l0;
+#if defined(__SSE2__)
+            for (; l + 16 <= count; l += 16) { /* sixteen lanes' words */
+                __m128i v[4];
+                for (int i = 0; i < 4; i++) /* the words' flip is each byte's */
+                    v[i] = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(x[i] + l)),
+                                         _mm_set1_epi8((char)(mask >> (8 * i))));
+                mps_qwords16(v, d + l);
+            }
+            for (; l + 8 <= count; l += 8) { /* eight (the avx2 int8 tile's panel) */
+                __m128i v[4];
+                for (int i = 0; i < 4; i++)
+                    v[i] = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(x[i] + l)),
+                                         _mm_set1_epi8((char)(mask >> (8 * i))));
+                __m128i ab = _mm_unpacklo_epi8(v[0], v[1]), ce = _mm_unpacklo_epi8(v[2], v[3]);
+                _mm_storeu_si128((__m128i *)(d + l), _mm_unpacklo_epi16(ab, ce));
+                _mm_storeu_si128((__m128i *)(d + l + 4), _mm_unpackhi_epi16(ab, ce));
+            }
 #endif
-        for (; l < lanes; l++)
-            d[l] =
-                ((uint32_t)x[0][l] | (uint32_t)x[1][l] << 8 | (uint32_t)x[2][l] << 16 | (uint32_t)x[3][l] << 24) ^ mask;
+            for (; l < count; l++)
+                d[l] = ((uint32_t)x[0][l] | (uint32_t)x[1][l] << 8 | (uint32_t)x[2][l] << 16 |
+                        (uint32_t)x[3][l] << 24) ^
+                       mask;
+        }
     }
     if (h->rowsums)
         mps_qpanel_sums(h, dst, lanes, sums);

@@ -243,12 +243,13 @@ static void mps_qconv_units(void *ctx, int64_t begin, int64_t end)
     int32_t *sums = (int32_t *)(panel + mps_qup((size_t)(h->k * nr)));
     int32_t t[8 * 32];
     for (int64_t u = begin; u < end; u++) {
-        int64_t pg = u / c->chunks, b = pg / c->im->ppi, p0 = pg % c->im->ppi * nr;
+        int64_t pg = u / c->chunks, q0;
         if (pg != built) {
             (c->direct ? mps_qimage_panel_1x1 : mps_qimage_panel)(c->im, pg, panel, sums);
             built = pg;
         }
-        int cols = c->plane - p0 < nr ? (int)(c->plane - p0) : nr;
+        int cols = mps_qpanel_span(c->im, pg, &q0);
+        int64_t b = q0 / c->plane, p0 = q0 % c->plane;
         const int32_t *rs = h->rowsums ? sums : NULL;
         int64_t rb_end =
             (u % c->chunks + 1) * c->chunk < h->row_blocks ? (u % c->chunks + 1) * c->chunk : h->row_blocks;
@@ -256,14 +257,19 @@ static void mps_qconv_units(void *ctx, int64_t begin, int64_t end)
             int64_t m0 = rb * mr;
             int rows = h->cols - m0 < mr ? (int)(h->cols - m0) : mr;
             unsigned char *y = (unsigned char *)c->y + (size_t)((b * h->cols + m0) * c->plane + p0) * el;
-            if (h->q->by_weights_store) { /* the sums stay in registers */
+            if (h->q->by_weights_store && p0 + cols <= c->plane) { /* the sums stay in registers */
                 h->q->by_weights_store(h->k / 4, b_w + m0 * h->k * wsize, panel, mps_qreq_of(h, m0), rows, rs, cols, y,
                                        c->plane);
                 continue;
             }
             h->q->by_weights(h->k / 4, b_w + m0 * h->k * wsize, panel, t);
-            for (int r = 0; r < rows; r++)
-                h->q->store(t + r * nr, rs, cols, mps_qreq_of(h, m0 + r), y + (size_t)(r * c->plane) * el);
+            for (int l0 = 0, l1; l0 < cols; l0 = l1) { /* the columns of one image at a time */
+                int64_t bl = (q0 + l0) / c->plane, pl = (q0 + l0) % c->plane;
+                l1 = c->plane - pl < cols - l0 ? l0 + (int)(c->plane - pl) : cols;
+                for (int r = 0; r < rows; r++)
+                    h->q->store(t + r * nr + l0, rs ? rs + l0 : NULL, l1 - l0, mps_qreq_of(h, m0 + r),
+                                (unsigned char *)c->y + (size_t)((bl * h->cols + m0 + r) * c->plane + pl) * el);
+            }
         }
     }
 }
@@ -458,9 +464,13 @@ enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *
         return MPS_OK;
     }
     int64_t n = xs->dim[0], plane = ys->dim[2] * ys->dim[3], ppi = (plane + nr - 1) / nr;
+    bool flat = n > 1 && 10 * (ppi * nr - plane) >= ppi * nr; /* a tenth of the lanes or more empty */
+    int64_t panels = flat ? (n * plane + nr - 1) / nr : n * ppi;
     struct mps_qimage im = {.h = h,
                             .p = p,
                             .x = a->in[0].data,
+                            .n = n,
+                            .flat = flat,
                             .in_h = xs->dim[2],
                             .in_w = xs->dim[3],
                             .out_h = ys->dim[2],
@@ -480,10 +490,10 @@ enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *
         mps_pool_for(a->pool, n * im.hp, im.wp * h->cp * MPS_POOL_COPY_COST, mps_qimage_fill, &im);
     /* panels split into runs of channel blocks where there are too few for the threads (the 7x7 layers at batch
        1): each unit gathers its panel again */
-    int64_t want = 4 * (int64_t)mps_pool_threads(a->pool), chunks = (want + n * ppi - 1) / (n * ppi);
+    int64_t want = 4 * (int64_t)mps_pool_threads(a->pool), chunks = (want + panels - 1) / panels;
     chunks = chunks < 1 ? 1 : chunks > h->row_blocks ? h->row_blocks : chunks;
     c.chunk = (h->row_blocks + chunks - 1) / chunks, c.chunks = (h->row_blocks + c.chunk - 1) / c.chunk;
-    mps_pool_for(a->pool, n * ppi * c.chunks, c.chunk * mr * nr * h->k / 4 + nr * h->k * MPS_POOL_COPY_COST / 4,
+    mps_pool_for(a->pool, panels * c.chunks, c.chunk * mr * nr * h->k / 4 + nr * h->k * MPS_POOL_COPY_COST / 4,
                  mps_qconv_units, &c);
     return MPS_OK;
 }

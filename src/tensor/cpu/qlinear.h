@@ -29,23 +29,36 @@ struct mps_qpack {
     int32_t yz;
     size_t off_mult, off_add, off_corr, off_zw, off_req, off_b; /* off_req: per column the store's mps_qreq */
 };
-/* A conv's images: the padded channels-last copies its panels are gathered from. */
+/* A conv's images: the padded channels-last copies its panels are gathered
+   from, and how its output positions (image b's position i at b plane + i)
+   make panels of nr: each image's own (ppi of them), or, where those would
+   leave a tenth of the lanes empty (7x7, 13x13 and 14x14 planes on the
+   32-lane tile) and there are several images, the batch's positions in one
+   run (flat), a panel spanning two images where they meet. */
 struct mps_qimage {
     const struct mps_qpack *h;
     const struct mps_conv_params *p;
     const uint8_t *x; /* [N][C][H][W] */
-    int64_t in_h, in_w, hp, wp, out_h, out_w;
-    int64_t ppi;  /* panels an image */
+    int64_t n, in_h, in_w, hp, wp, out_h, out_w;
+    int64_t ppi; /* panels an image */
+    bool flat;
     uint8_t *buf; /* per image, buf_stride bytes apart: [hp][wp][cp] */
     int64_t buf_stride;
 };
+/* Panel pg's positions [*first, *first + return value). */
+static inline int mps_qpanel_span(const struct mps_qimage *im, int64_t pg, int64_t *first)
+{
+    int64_t plane = im->out_h * im->out_w, nr = im->h->q->nr;
+    *first = im->flat ? pg * nr : pg / im->ppi * plane + pg % im->ppi * nr;
+    int64_t end = im->flat ? im->n * plane : (pg / im->ppi + 1) * plane;
+    return (int)(end - *first < nr ? end - *first : nr);
+}
 /* An mps_pool_for body over a conv's images, [begin, end): rows of the
    padded channels-last copies (image rg / hp, row rg % hp). */
 void mps_qimage_fill(void *ctx, int64_t begin, int64_t end);
-/* Panel pg (image pg / ppi, its nr positions from pg % ppi nr on) into dst,
-   [k / 4][nr][4] bytes, and, where some zw is not 0, its positions' byte
-   sums into sums: gathered from the padded copy, or read straight from the
-   planes for a 1x1 stride-1 conv without padding (_1x1). */
+/* Panel pg into dst, [k / 4][nr][4] bytes, and, where some zw is not 0, its
+   positions' byte sums into sums: gathered from the padded copy, or read
+   straight from the planes for a 1x1 stride-1 conv without padding (_1x1). */
 void mps_qimage_panel(const struct mps_qimage *im, int64_t pg, uint8_t *dst, int32_t *sums);
 void mps_qimage_panel_1x1(const struct mps_qimage *im, int64_t pg, uint8_t *dst, int32_t *sums);
 
