@@ -502,7 +502,7 @@ int mps_cpu_conv_expand(const struct mps_graph *g, const struct mps_node *n, con
         return -1;
     /* no blocks: whether dwb takes the layer with its input made this way */
     struct mps_tile_epi e = mps_tile_epi_none();
-    return uk->dwb(&gk, NULL, NULL, NULL, NULL, 0, &e, &ex) ? d : -1;
+    return uk->dwb(&gk, NULL, NULL, NULL, NULL, 0, &e, &ex, NULL) ? d : -1;
 }
 
 enum mps_status mps_cpu_conv(const struct mps_cpu_args *a, struct mps_error *err)

@@ -147,8 +147,8 @@ static void mps_conv_depthwise_blocks(void *ctx, int64_t begin, int64_t end)
             ex = *jb->ex;
             ex.x += p / q->m * ex.k * q->in_plane, ex.w += m * ex.k, ex.bias = ex.bias ? ex.bias + m : NULL;
         }
-        if (!jb->uk->dwb(&g, jb->x + p * q->in_plane, jb->w + m * q->taps, jb->bias ? jb->bias + m : NULL, y,
-                         blocks, &e, jb->ex ? &ex : NULL)) { /* never with ex or parts (mps_dwb_run asked) */
+        if (!jb->uk->dwb(&g, jb->x + p * q->in_plane, jb->w + m * q->taps, jb->bias ? jb->bias + m : NULL, y, blocks,
+                         &e, jb->ex ? &ex : NULL, NULL)) { /* never with ex or parts (mps_dwb_run asked) */
             mps_conv_depthwise_planes(ctx, p, p + planes);
             continue;
         }
@@ -171,7 +171,7 @@ static void mps_dwb_run(struct mps_pool *pool, struct mps_conv_job *jb, int64_t 
     struct mps_tile_epi e = mps_tile_epi_none();
     jb->parts = 1;
     if (blocks % threads && blocks < 6 * threads && q->w.out[1] >= 4 * threads &&
-        jb->uk->dwb(&g, NULL, NULL, NULL, NULL, 0, &e, jb->ex)) /* no blocks: whether dwb takes the layer */
+        jb->uk->dwb(&g, NULL, NULL, NULL, NULL, 0, &e, jb->ex, NULL)) /* no blocks: whether dwb takes the layer */
         jb->parts = threads;
     mps_pool_for(pool, blocks * jb->parts, cost / jb->parts, mps_conv_depthwise_blocks, jb);
 }

@@ -107,8 +107,9 @@ static inline void mps_avx2_transpose8(__m256 *r)
 }
 
 /* ukernel_avx2_dw.c's blocks of sixteen depthwise planes (ukernels.h's dwb) */
-bool mps_avx2_dwb(const struct mps_dwk_geom *g, const float *x, const float *k, const float *bias, float *y,
-                  int64_t blocks, const struct mps_tile_epi *e, const struct mps_dwb_expand *ex);
+bool mps_avx2_dwb(const struct mps_dwk_geom *g, const void *x, const float *k, const float *bias, void *y,
+                  int64_t blocks, const struct mps_tile_epi *e, const struct mps_dwb_expand *ex,
+                  const struct mps_dwb_q *q);
 
 /* ukernel_avx2_wino.c's Winograd transforms (ukernels.h's wino_in, wino_out, wino_pool) */
 void mps_avx2_wino_in(const float *restrict x, const struct mps_wino_plane *p, int64_t j, int64_t count,

@@ -40,17 +40,52 @@ mps_avx2_dwb_sum(const float *b, const int64_t *off, const __m256 *kv, int taps,
     return _mm256_add_ps(a0, a1);
 }
 
+/* n (<= 8) bytes of a plane of a depthwise QLinearConv as dwb's floats,
+   (x ^ flip) - zx (ukernels.h's mps_dwb_q). */
+static inline __m256 mps_avx2_dwb_bytes(const uint8_t *x, int n, const struct mps_dwb_q *q)
+{
+    __m128i b = _mm_xor_si128(_mm_cvtsi64_si128((long long)mps_dwb_get_bytes(x, n)), _mm_set1_epi8((char)q->flip));
+    return _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b)), _mm256_set1_ps(q->zx));
+}
+
+/* n (<= 8) sums of one output plane (integers as floats) stored by r as
+   ukernel_q.h's mps_uqstore_row stores them: (s + corr) mult + add in two
+   roundings (the asm keeps the compiler from fusing them), clamped, then
+   rounded half to even plus yz into bytes, or floats with the slope. */
+static inline void mps_avx2_dwb_qstore(__m256 s, const struct mps_qreq *r, unsigned char *out, int n)
+{
+    __m256i t = _mm256_add_epi32(_mm256_cvttps_epi32(s), _mm256_set1_epi32((int32_t)r->corr));
+    __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(t), _mm256_set1_ps(r->mult));
+    __asm__("" : "+x"(v));
+    v = _mm256_add_ps(v, _mm256_set1_ps(r->add));
+    v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(r->lo)), _mm256_set1_ps(r->hi));
+    if (!r->quant) {
+        __m256 neg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ);
+        v = _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(r->slope)), neg);
+        mps_avx2_put((float *)out, mps_avx2_mask(n), n == 8, v);
+        return;
+    }
+    const __m256 magic = _mm256_set1_ps(12582912.0f);
+    __m256i i = _mm256_cvttps_epi32(_mm256_sub_ps(_mm256_add_ps(v, magic), magic));
+    i = _mm256_add_epi32(i, _mm256_set1_epi32(r->yz));
+    /* each int32's low byte: lanes 0-3 and 4-7 gathered in each 128-bit half, then the halves' words together */
+    i = _mm256_shuffle_epi8(i, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8,
+                                                12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
+    __m128i b = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(i, _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0)));
+    mps_dwb_put_bytes(out, (uint64_t)_mm_cvtsi128_si64(b), n);
+}
+
 /* The outputs of one band of one half (eight planes) of a block: output rows
    [oh0, oh0 + rows) from buf (the half's floats of each position: buf's row
    0 is the input row oh0 sh - pt), eight positions (across rows) a step,
    transposed out to the planes y + c out_plane. three and rest are
    constants where called: the 3x3 window, and the activation past the clamp. */
-__attribute__((always_inline)) static inline void mps_avx2_dwb_outputs(const struct mps_dwk_geom *g, const float *buf,
-                                                                       int64_t pw, int64_t oh0, int64_t rows,
-                                                                       const __m256 *kv, const int64_t *off, __m256 bv,
-                                                                       const struct mps_avx2_actc *act, float *y,
-                                                                       bool three, bool rest)
+__attribute__((always_inline)) static inline void
+mps_avx2_dwb_outputs(const struct mps_dwk_geom *g, const float *buf, int64_t pw, int64_t oh0, int64_t rows,
+                     const __m256 *kv, const int64_t *off, __m256 bv, const struct mps_avx2_actc *act, void *y,
+                     const struct mps_qreq *req, bool three, bool rest)
 {
+    size_t el = req && req->quant ? 1 : 4;
     int taps = g->kh * g->kw;
     int64_t ow = 0, end = (oh0 + rows) * g->out_w, step = 16 * g->sw, down = 16 * g->sh * pw;
     int64_t out_plane = g->out_h * g->out_w;
@@ -72,8 +107,13 @@ __attribute__((always_inline)) static inline void mps_avx2_dwb_outputs(const str
         }
         mps_avx2_transpose8(r);
         __m256i m = mps_avx2_mask(n);
-        for (int c = 0; c < 8; c++)
-            mps_avx2_put(y + c * out_plane + o, m, n == 8, r[c]);
+        for (int c = 0; c < 8; c++) {
+            unsigned char *at = (unsigned char *)y + (size_t)(c * out_plane + o) * el;
+            if (req)
+                mps_avx2_dwb_qstore(r[c], req + c, at, n);
+            else
+                mps_avx2_put((float *)at, m, n == 8, r[c]);
+        }
     }
 }
 
@@ -124,17 +164,21 @@ mps_avx2_dwb_expand(const struct mps_dwk_geom *g, const struct mps_dwb_expand *e
 /* Input rows [r0, r1) of a block's sixteen planes (x, in_plane floats
    apart) transposed into the buffer, eight positions (across rows) a step;
    the columns no window reads (iw >= cols) left out. */
-static void mps_avx2_dwb_transpose_in(const struct mps_dwk_geom *g, const float *x, int64_t in_plane, int64_t r0,
-                                      int64_t r1, int64_t first, int64_t pw, int64_t cols, float *buf)
+static void mps_avx2_dwb_transpose_in(const struct mps_dwk_geom *g, const void *xv, int64_t in_plane, int64_t r0,
+                                      int64_t r1, int64_t first, int64_t pw, int64_t cols, float *buf,
+                                      const struct mps_dwb_q *q)
 {
+    const float *x = xv;
+    const uint8_t *xb = xv;
     int64_t ih = r0, iw = 0;
     __m256 lo[8], hi[8];
-    for (int64_t q = r0 * g->w; q < r1 * g->w; q += 8) {
-        int n = r1 * g->w - q < 8 ? (int)(r1 * g->w - q) : 8;
+    for (int64_t p = r0 * g->w; p < r1 * g->w; p += 8) {
+        int n = r1 * g->w - p < 8 ? (int)(r1 * g->w - p) : 8;
         __m256i m = mps_avx2_mask(n);
         for (int c = 0; c < 8; c++) {
-            lo[c] = mps_avx2_get(x + c * in_plane + q, m, n == 8);
-            hi[c] = mps_avx2_get(x + (c + 8) * in_plane + q, m, n == 8);
+            lo[c] = q ? mps_avx2_dwb_bytes(xb + c * in_plane + p, n, q) : mps_avx2_get(x + c * in_plane + p, m, n == 8);
+            hi[c] = q ? mps_avx2_dwb_bytes(xb + (c + 8) * in_plane + p, n, q)
+                      : mps_avx2_get(x + (c + 8) * in_plane + p, m, n == 8);
         }
         mps_avx2_transpose8(lo);
         mps_avx2_transpose8(hi);
@@ -156,9 +200,14 @@ static void mps_avx2_dwb_transpose_in(const struct mps_dwk_geom *g, const float 
    with ex the rows made by the 1x1 convolution instead of transposed in),
    the sums a half of eight planes at a time, so that a 3x3 window's nine
    weights stay in registers beside the accumulators. */
-bool mps_avx2_dwb(const struct mps_dwk_geom *g, const float *x, const float *k, const float *bias, float *y,
-                  int64_t blocks, const struct mps_tile_epi *e, const struct mps_dwb_expand *ex)
+bool mps_avx2_dwb(const struct mps_dwk_geom *g, const void *xv, const float *k, const float *bias, void *yv,
+                  int64_t blocks, const struct mps_tile_epi *e, const struct mps_dwb_expand *ex,
+                  const struct mps_dwb_q *q)
 {
+    /* bytes (q) or floats, a block's planes apart */
+    const unsigned char *x = xv;
+    unsigned char *y = yv;
+    size_t in_el = q ? 1 : 4, out_el = q && q->req->quant ? 1 : 4;
     struct mps_dwb_geom d;
     if (!mps_dwb_geom_of(g, MPS_AVX2_DWB_BUF, &d) || (ex && (ex->k > MPS_DWB_EXPAND_K || g->h * g->w < 6)))
         return false;
@@ -171,7 +220,9 @@ bool mps_avx2_dwb(const struct mps_dwk_geom *g, const float *x, const float *k, 
     bool three = taps == 9 && g->dw == 1 && g->dh == 1, rest = act.leaky || act.hswish;
     const struct mps_avx2_actc ex_act = mps_avx2_actc_of(ex ? &ex->act : e);
     const bool ex_rest = ex_act.leaky || ex_act.hswish;
-    for (int64_t blk = 0; blk < blocks; blk++, x += 16 * in_plane, y += 16 * out_plane, k += 16 * taps) {
+    for (int64_t blk = 0; blk < blocks;
+         blk++, x += 16 * in_plane * in_el, y += 16 * out_plane * out_el, k += 16 * taps) {
+        const struct mps_qreq *req = q ? q->req + 16 * blk : NULL;
         for (int u = 0; u < taps; u++) { /* kv[h][u]: tap u of the half's eight planes */
             _Alignas(32) float t[16];
             for (int c = 0; c < 16; c++)
@@ -197,15 +248,16 @@ bool mps_avx2_dwb(const struct mps_dwk_geom *g, const float *x, const float *k, 
             else if (ex)
                 mps_avx2_dwb_expand(g, ex, wt, ex_b[0], ex_b[1], &ex_act, r0, r1, first, pw, cols, buf, false);
             else
-                mps_avx2_dwb_transpose_in(g, x, in_plane, r0, r1, first, pw, cols, buf);
+                mps_avx2_dwb_transpose_in(g, x, in_plane, r0, r1, first, pw, cols, buf, q);
             for (int h = 0; h < 2; h++) {
-                float *yh = y + 8 * h * out_plane;
+                unsigned char *yh = y + 8 * h * out_plane * out_el;
+                const struct mps_qreq *rh = req ? req + 8 * h : NULL;
                 if (three && !rest)
-                    mps_avx2_dwb_outputs(g, buf + 8 * h, pw, oh0, rows, kv[h], off, bv[h], &act, yh, true, false);
+                    mps_avx2_dwb_outputs(g, buf + 8 * h, pw, oh0, rows, kv[h], off, bv[h], &act, yh, rh, true, false);
                 else if (three)
-                    mps_avx2_dwb_outputs(g, buf + 8 * h, pw, oh0, rows, kv[h], off, bv[h], &act, yh, true, true);
+                    mps_avx2_dwb_outputs(g, buf + 8 * h, pw, oh0, rows, kv[h], off, bv[h], &act, yh, rh, true, true);
                 else
-                    mps_avx2_dwb_outputs(g, buf + 8 * h, pw, oh0, rows, kv[h], off, bv[h], &act, yh, false, rest);
+                    mps_avx2_dwb_outputs(g, buf + 8 * h, pw, oh0, rows, kv[h], off, bv[h], &act, yh, rh, false, rest);
             }
         }
     }

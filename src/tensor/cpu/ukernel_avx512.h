@@ -132,8 +132,9 @@ static inline void mps_avx512_transpose16(__m512 r[16])
 /* The family's plane kernels (ukernels.h), each in its own file. */
 void mps_avx512_dw3(const struct mps_dw3_geom *g, const float *x, const float *k, float bias, float *y,
                     const struct mps_tile_epi *e);
-bool mps_avx512_dwb(const struct mps_dwk_geom *g, const float *x, const float *k, const float *bias, float *y,
-                    int64_t blocks, const struct mps_tile_epi *e, const struct mps_dwb_expand *ex);
+bool mps_avx512_dwb(const struct mps_dwk_geom *g, const void *x, const float *k, const float *bias, void *y,
+                    int64_t blocks, const struct mps_tile_epi *e, const struct mps_dwb_expand *ex,
+                    const struct mps_dwb_q *q);
 void mps_avx512_maxpool(const struct mps_maxpool_geom *g, const float *x, float *y);
 /* Winograd's transforms (ukernel_avx512_wino.c). */
 void mps_avx512_wino_in(const float *restrict x, const struct mps_wino_plane *p, int64_t j, int64_t count,

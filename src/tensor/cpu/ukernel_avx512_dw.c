@@ -250,15 +250,50 @@ static inline __m512 mps_avx512_dwb_sum3(const float *b, int64_t pr, const __m51
     return _mm512_add_ps(a0, a1);
 }
 
+/* n (<= 16) bytes of a plane of a depthwise QLinearConv as dwb's floats,
+   (x ^ flip) - zx (ukernels.h's mps_dwb_q). */
+static inline __m512 mps_avx512_dwb_bytes(const uint8_t *x, int n, const struct mps_dwb_q *q)
+{
+    __m128i b = n == 16 ? _mm_loadu_si128((const __m128i *)x)
+                        : _mm_set_epi64x((long long)(n > 8 ? mps_dwb_get_bytes(x + 8, n - 8) : 0),
+                                         (long long)mps_dwb_get_bytes(x, n < 8 ? n : 8));
+    b = _mm_xor_si128(b, _mm_set1_epi8((char)q->flip));
+    return _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b)), _mm512_set1_ps(q->zx));
+}
+
+/* n (<= 16) sums of one output plane (integers as floats) stored by r as
+   ukernel_q.h's mps_uqstore_row stores them: (s + corr) mult + add in two
+   roundings (the asm keeps the compiler from fusing them), clamped, then
+   rounded half to even plus yz into bytes, or floats with the slope. */
+static inline void mps_avx512_dwb_qstore(__m512 s, const struct mps_qreq *r, unsigned char *out, int n)
+{
+    __m512i t = _mm512_add_epi32(_mm512_cvttps_epi32(s), _mm512_set1_epi32((int32_t)r->corr));
+    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(t), _mm512_set1_ps(r->mult));
+    __asm__("" : "+v"(v));
+    v = _mm512_add_ps(v, _mm512_set1_ps(r->add));
+    v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(r->lo)), _mm512_set1_ps(r->hi));
+    if (!r->quant) {
+        __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+        _mm512_mask_storeu_ps(out, mps_avx512_mask(n), _mm512_mask_mul_ps(v, neg, v, _mm512_set1_ps(r->slope)));
+        return;
+    }
+    const __m512 magic = _mm512_set1_ps(12582912.0f);
+    __m512i i = _mm512_cvttps_epi32(_mm512_sub_ps(_mm512_add_ps(v, magic), magic));
+    _mm512_mask_cvtepi32_storeu_epi8(out, mps_avx512_mask(n), _mm512_add_epi32(i, _mm512_set1_epi32(r->yz)));
+}
+
 /* The outputs of one band of sixteen planes (mps_avx512_dwb): output rows
    [oh0, oh0 + rows) from buf, whose row 0 is the input row oh0 sh - pt,
-   sixteen positions (across rows) a step, transposed out to the planes.
-   three and rest are constants where called, so that each form is a loop of
-   its own: the 3x3 window at fixed offsets, and the activation past the clamp. */
+   sixteen positions (across rows) a step, transposed out to the planes
+   (req: a QLinearConv's, stored by req[c], else floats). three and rest are
+   constants where called, so that each form is a loop of its own: the 3x3
+   window at fixed offsets, and the activation past the clamp. */
 static inline void mps_avx512_dwb_outputs(const struct mps_dwk_geom *g, const float *buf, int64_t pw, int64_t oh0,
                                           int64_t rows, const __m512 *kv, const int64_t *off, __m512 bv,
-                                          const struct mps_tile_epi *act, float *y, bool three, bool rest)
+                                          const struct mps_tile_epi *act, void *y, const struct mps_qreq *req,
+                                          bool three, bool rest)
 {
+    size_t el = req && req->quant ? 1 : 4;
     int taps = g->kh * g->kw;
     int64_t ow = 0, end = (oh0 + rows) * g->out_w, step = 16 * g->sw, down = 16 * g->sh * pw;
     int64_t out_plane = g->out_h * g->out_w;
@@ -276,8 +311,13 @@ static inline void mps_avx512_dwb_outputs(const struct mps_dwk_geom *g, const fl
                 ow = 0, row += down, b = row;
         }
         mps_avx512_transpose16(r);
-        for (int c = 0; c < 16; c++)
-            _mm512_mask_storeu_ps(y + c * out_plane + o, mps_avx512_mask(n), r[c]);
+        for (int c = 0; c < 16; c++) {
+            unsigned char *at = (unsigned char *)y + (size_t)(c * out_plane + o) * el;
+            if (req)
+                mps_avx512_dwb_qstore(r[c], req + c, at, n);
+            else
+                _mm512_mask_storeu_ps(at, mps_avx512_mask(n), r[c]);
+        }
     }
 }
 
@@ -349,12 +389,17 @@ mps_avx512_dwb_expand(const struct mps_dwk_geom *g, const struct mps_dwb_expand 
    faster), three chains of sums instead of two (no faster). With ex, each
    band's rows are made by the 1x1 convolution instead (its weights
    regathered a block at a time), and nothing is transposed in. */
-bool mps_avx512_dwb(const struct mps_dwk_geom *g, const float *x, const float *k, const float *bias, float *y,
-                    int64_t blocks, const struct mps_tile_epi *e, const struct mps_dwb_expand *ex)
+bool mps_avx512_dwb(const struct mps_dwk_geom *g, const void *xv, const float *k, const float *bias, void *yv,
+                    int64_t blocks, const struct mps_tile_epi *e, const struct mps_dwb_expand *ex,
+                    const struct mps_dwb_q *q)
 {
     struct mps_dwb_geom d;
     if (!mps_dwb_geom_of(g, MPS_AVX512_DWB_BUF, &d) || (ex && (ex->k > MPS_DWB_EXPAND_K || g->h * g->w < 16)))
         return false;
+    /* bytes (q) or floats, a block's planes apart */
+    const unsigned char *x = xv;
+    unsigned char *y = yv;
+    size_t in_el = q ? 1 : 4, out_el = q && q->req->quant ? 1 : 4;
     const int taps = d.taps;
     const int64_t pw = d.pw, cols = d.cols, *off = d.off, in_plane = g->h * g->w, out_plane = g->out_h * g->out_w;
     _Alignas(64) float buf[MPS_AVX512_DWB_BUF];
@@ -364,7 +409,9 @@ bool mps_avx512_dwb(const struct mps_dwk_geom *g, const float *x, const float *k
     _Alignas(64) float wt[16 * MPS_DWB_EXPAND_K]; /* the 1x1's weights of a block, sixteen floats a channel */
     const struct mps_avx512_actc ex_act = mps_avx512_actc_of(ex ? &ex->act : e);
     const bool ex_rest = ex_act.leaky || ex_act.hswish;
-    for (int64_t blk = 0; blk < blocks; blk++, x += 16 * in_plane, y += 16 * out_plane, k += 16 * taps) {
+    for (int64_t blk = 0; blk < blocks;
+         blk++, x += 16 * in_plane * in_el, y += 16 * out_plane * out_el, k += 16 * taps) {
+        const struct mps_qreq *req = q ? q->req + 16 * blk : NULL;
         for (int u = 0; u < taps; u++) { /* kv[u]: tap u of each of the sixteen planes */
             float t[16];
             for (int c = 0; c < 16; c++)
@@ -392,10 +439,11 @@ bool mps_avx512_dwb(const struct mps_dwk_geom *g, const float *x, const float *k
                 mps_avx512_dwb_expand(g, ex, wt, ex_bias, &ex_act, r0, r1, first, pw, cols, buf, false);
             /* or input rows r0 .. r1 of the sixteen planes, sixteen floats a step (across rows), transposed in */
             int64_t ih = r0, iw = 0;
-            for (int64_t q = r0 * g->w; !ex && q < r1 * g->w; q += 16) {
-                int n = r1 * g->w - q < 16 ? (int)(r1 * g->w - q) : 16;
+            for (int64_t p = r0 * g->w; !ex && p < r1 * g->w; p += 16) {
+                int n = r1 * g->w - p < 16 ? (int)(r1 * g->w - p) : 16;
                 for (int c = 0; c < 16; c++)
-                    r[c] = _mm512_maskz_loadu_ps(mps_avx512_mask(n), x + c * in_plane + q);
+                    r[c] = q ? mps_avx512_dwb_bytes(x + c * in_plane + p, n, q)
+                             : _mm512_maskz_loadu_ps(mps_avx512_mask(n), (const float *)x + c * in_plane + p);
                 mps_avx512_transpose16(r);
                 if (n == 16 && cols == g->w && g->w >= 16) { /* every column kept: this row, then the next */
                     int64_t split = g->w - iw;
@@ -415,11 +463,11 @@ bool mps_avx512_dwb(const struct mps_dwk_geom *g, const float *x, const float *k
                 }
             }
             if (three && !rest)
-                mps_avx512_dwb_outputs(g, buf, pw, oh0, rows, kv, off, bv, &act, y, true, false);
+                mps_avx512_dwb_outputs(g, buf, pw, oh0, rows, kv, off, bv, &act, y, req, true, false);
             else if (three)
-                mps_avx512_dwb_outputs(g, buf, pw, oh0, rows, kv, off, bv, &act, y, true, true);
+                mps_avx512_dwb_outputs(g, buf, pw, oh0, rows, kv, off, bv, &act, y, req, true, true);
             else
-                mps_avx512_dwb_outputs(g, buf, pw, oh0, rows, kv, off, bv, &act, y, false, rest);
+                mps_avx512_dwb_outputs(g, buf, pw, oh0, rows, kv, off, bv, &act, y, req, false, rest);
         }
     }
     return true;

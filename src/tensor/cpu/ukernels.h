@@ -208,8 +208,21 @@ struct mps_dwb_expand {
     int64_t k;
     struct mps_tile_epi act; /* its clamp, slope and HardSwish */
 };
-typedef bool (*mps_udwb_fn)(const struct mps_dwk_geom *g, const float *x, const float *k, const float *bias, float *y,
-                            int64_t blocks, const struct mps_tile_epi *epi, const struct mps_dwb_expand *ex);
+/* q (NULL: floats): a depthwise QLinearConv's bytes in and out. x's bytes are
+   the sums' operands as (x ^ flip) - zx (exact), and output plane m's sums
+   (integers below 2^24 in magnitude, so exact too) are stored by req[m] (m
+   counted from the first block's first plane) as the family's int8 store
+   stores them (ukernel_q.h: bytes, or floats where req says so), with no
+   pass over floats before or after; bias and epi are then none. */
+struct mps_qreq;
+struct mps_dwb_q {
+    float zx;
+    uint8_t flip;
+    const struct mps_qreq *req;
+};
+typedef bool (*mps_udwb_fn)(const struct mps_dwk_geom *g, const void *x, const float *k, const float *bias, void *y,
+                            int64_t blocks, const struct mps_tile_epi *epi, const struct mps_dwb_expand *ex,
+                            const struct mps_dwb_q *q);
 
 /* A 2-D MaxPool of one plane (pooling.c's plane path): y[oh][ow] = the
    maximum of x over rows oh sh - pt .. + kh and columns ow sw - pl .. + kw
