@@ -103,6 +103,8 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
         {"Conv 1x1 in place on 96x96, 32 -> 16 (an input past L2: B's rows asked for ahead)", 2, {96, 96}, {1, 1}, 1,
          1, {0, 0, 0, 0}, true, 1, 32, 16, 1, 2},
         {"Conv 1x1 on a plane of 31 (packed)", 1, {31}, {1}, 1, 1, {0, 0}, true, 1, 8, 9, 1, 2},
+        {"Conv 1x1 in place on 11x11, 288 -> 260 (the conv tile's B packed: k and W's rows large), Relu", 2, {11, 11},
+         {1, 1}, 1, 1, {0, 0, 0, 0}, true, 1, 288, 260, 1, 2},
         {"Conv 3x3 200 channels (W's panels outside the tiles: a tile's B exceeds L1)", 2, {6, 9}, {3, 3}, 1, 1,
          {1, 1, 1, 1}, true, 1, 200, 20, 1, 2},
         {"Conv 1x1 stride 2 (phases no tap reads)", 2, {15, 12}, {1, 1}, 2, 1, {0, 0, 0, 0}, true, 0, 24, 20, 1, 2},
