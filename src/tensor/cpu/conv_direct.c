@@ -1,17 +1,15 @@
 /* conv_direct.c: a 2-D convolution with constant weights as Y = W B, B read
    in place by the family's conv tile (conv.h, ukernels.h).
 
-   The copy: for strides sh x sw, each input channel of an item becomes
-   phase planes of ph x pw floats, phase (a, b) holding the padded input's
-   rows a, a + sh, ... and columns b, b + sw, ...: the phases some tap reads
-   (uh x uw of the sh x sw; a 1x1 stride-2 layer reads one of four). Output (oh, ow)
-   reads, for tap (th, tw), phase ((th dh) % sh, (tw dw) % sw) at row
-   oh + (th dh) / sh, column ow + (tw dw) / sw. Over "virtual" positions
-   v = oh pw + ow, the inputs of one channel and tap kk are then one run,
-   x + off[kk] + v: a tile of nr consecutive v is a block of B read in place.
-   Columns ow >= out_w are computed and dropped (pw - out_w of every pw; the
-   path is taken only where that is small). A pointwise layer reads the
-   input itself (v is the output position).
+   The copy: for strides sh x sw, each input channel of an item becomes phase planes of
+   ph x pw floats, phase (a, b) holding the padded input's rows a, a + sh, ... and columns
+   b, b + sw, ...: the phases some tap reads (uh x uw of the sh x sw; a 1x1 stride-2 layer
+   reads one of four). Output (oh, ow) reads, for tap (th, tw), phase ((th dh) % sh,
+   (tw dw) % sw) at row oh + (th dh) / sh, column ow + (tw dw) / sw. Over "virtual" positions
+   v = oh pw + ow, the inputs of one channel and tap kk are then one run, x + off[kk] + v:
+   a tile of nr consecutive v is a block of B read in place. Columns ow >= out_w are
+   computed and dropped (pw - out_w of every pw; the path is taken only where that is
+   small). A pointwise layer reads the input itself (v is the output position).
 
    Where the family has a transposed tile (convt: the output channels in the
    vectors, a run of positions broadcast) and it wastes fewer lanes than the
@@ -109,19 +107,16 @@ static struct mps_direct mps_direct_of(const struct mps_conv_geom *q, const stru
                         (d.k + 8);
         d.transposed = convt > conv;
     }
-    /* a pointwise transposed tile of fewer positions than half a cache line (avx2's 6) reads
-       k lines of the input for k * mt floats, again for every panel of W: packed once into
-       k * mt floats that stay in L1, on planes of 64 positions or fewer (avx2, batch 8,
-       one / two threads: 960 -> 320 on 7x7 0.88 / 0.95 of the time, 320 -> 1280 0.83 / 0.85,
-       160 -> 960 0.84-0.94 / 0.80; on 13x13 and 14x14 0.99-1.01, but 576 -> 96 on 14x14 at
-       two threads 1.09; avx512's 14 positions fill most of a line: 0.99-1.03) */
-    d.pack = d.transposed && d.in_place && uk->mt * (int64_t)sizeof(float) < 32 && q->out_plane <= 64;
-    /* the conv tile on a small plane (up to 16x16) where k and W's rows are both large: a tile's
-       B, k lines of k planes, outgrows L1 (k >= 256) and passes W's many panels (256 rows or
-       more) again for each; packed once into k x nr floats (squeezenet1_1's classifier, 512 ->
-       1000 on 13x13, avx2, one thread: batch 1 1.93 -> 1.66 ms, batch 8 16.5 -> 14.7; avx512's
-       the same within 1%; where k or W's rows were fewer, the copy measured even or dearer) */
-    d.pack = d.pack || (uk && !d.transposed && d.in_place && q->out_plane <= 256 && d.k >= 256 && d.mg >= 256);
+    /* a pointwise transposed tile of fewer positions than half a cache line (avx2's 6) reads k lines
+       of the input for k * mt floats, again for every panel of W: packed once into k * mt floats that
+       stay in L1, on planes of 64 positions or fewer (avx2, batch 8, one / two threads: 960 -> 320 on
+       7x7 0.88 / 0.95, 320 -> 1280 0.83 / 0.85, 160 -> 960 0.84-0.94 / 0.80; on 13x13 and 14x14
+       0.99-1.01, 576 -> 96 at two threads 1.09; avx512's 14 positions fill most of a line: 0.99-1.03).
+       So is the conv tile's on planes up to 16x16 where k and W's rows are both 256 or more
+       (squeezenet1_1's 512 -> 1000 on 13x13, avx2, one thread: 1.93 -> 1.66 ms, batch 8 16.5 ->
+       14.7; avx512 even; with either fewer, even or dearer) */
+    d.pack = (d.transposed && d.in_place && uk->mt * (int64_t)sizeof(float) < 32 && q->out_plane <= 64) ||
+             (uk && !d.transposed && d.in_place && q->out_plane <= 256 && d.k >= 256 && d.mg >= 256);
     if (d.transposed) {
         d.tiles = d.in_place ? (q->out_plane + uk->mt - 1) / uk->mt : w->out[1] * ((w->out[2] + uk->mt - 1) / uk->mt);
         d.wstep = nr;
@@ -492,9 +487,8 @@ static int64_t mps_direct_busiest(int64_t count, int64_t tiles, int64_t bands, i
     return most;
 }
 
-/* The tiles [t0, t1) of an in-place item x against W's panels from m0 to m1,
-   each tile's k x mt inputs (the conv tile's k x nr) first packed into the thread's buffer (d->pack):
-   the tile then reads them from L1 for every panel. */
+/* The tiles [t0, t1) of an in-place item x against W's panels from m0 to m1, each tile's k x mt inputs (the
+   conv tile's k x nr) first packed into the thread's buffer (d->pack), read from L1 for every panel. */
 static void mps_direct_packed_units(const struct mps_direct_job *jb, const float *x, float *y, int64_t gi, int64_t t0,
                                     int64_t t1, int64_t m0, int64_t m1)
 {
