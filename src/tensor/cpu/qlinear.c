@@ -494,9 +494,11 @@ enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *
     if (!c.direct)
         mps_pool_for(a->pool, n * im.hp, im.wp * h->cp * MPS_POOL_COPY_COST, mps_qimage_fill, &im);
     /* panels split into runs of channel blocks where there are too few for the threads (the 7x7 layers at batch
-       1): each unit gathers its panel again */
-    int64_t want = 4 * (int64_t)mps_pool_threads(a->pool), chunks = (want + panels - 1) / panels;
-    chunks = chunks < 1 ? 1 : chunks > h->row_blocks ? h->row_blocks : chunks;
+       1): each unit gathers its panel again, which costs about half a block's tiles, so a run has 8 blocks or more
+       (on many threads, runs of 2 would gather a 7x7 layer's panel 32 times for 64 blocks) */
+    int64_t want = 4 * (int64_t)mps_pool_threads(a->pool), chunks = (want + panels - 1) / panels,
+            most = h->row_blocks / 8 > 1 ? h->row_blocks / 8 : 1;
+    chunks = chunks < 1 ? 1 : chunks > most ? most : chunks;
     c.chunk = (h->row_blocks + chunks - 1) / chunks, c.chunks = (h->row_blocks + c.chunk - 1) / c.chunk;
     mps_pool_for(a->pool, panels * c.chunks, c.chunk * mr * nr * h->k / 4 + nr * h->k * MPS_POOL_COPY_COST / 4,
                  mps_qconv_units, &c);
