@@ -36,6 +36,7 @@ static inline __m512i mps_avx512_dpbusd(__m512i acc, __m512i u, __m512i s)
 #define MPS_QV_NR MPS_QNR
 #define MPS_QV_FN(x) mps_avx512_##x
 #define MPS_QV_REQ(acc, rs, n, r, out) mps_avx512_qreq(acc, rs, n, r, out)
+#define MPS_QV_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 MPS_UQ_REQUANT(mps_avx512)
 
 /* ukernel_q.h's mps_uqstore_row in sixteen lanes, step for step (no

@@ -40,6 +40,7 @@ static inline __m256i mps_avxvnni_dpbusd(__m256i acc, __m256i u, __m256i s)
 #define MPS_QV_NR MPS_VQNR
 #define MPS_QV_FN(x) mps_avxvnni_##x
 #define MPS_QV_REQ(acc, rs, n, r, out) mps_avx2_qreq(acc, rs, n, r, out)
+#define MPS_QV_ROWS(X) X(0) X(1) X(2) X(3)
 #include "ukernel_qtile.h"
 
 MPS_UQ_REQUANT(mps_avxvnni)

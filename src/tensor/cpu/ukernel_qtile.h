@@ -21,23 +21,15 @@
    by_weights. A family that also defines
      MPS_QV_REQ(acc, rs, n, r, out)  the store of lanes [0, n) of sums acc
                        (n may be 0 or less: nothing), requantized by r
+     MPS_QV_ROWS(X)    X(r) for each row r < MPS_QV_MR, written out
    gets MPS_QV_FN(qgemm_ws), mps_uqgemm's by_weights_store. */
 
 /* Row r's four bytes of group g at a + r rs + g gs; signed_a: a's bytes are
    the signed operand (by_weights), else b's. Called with rows MPS_QV_MR (a
    constant: the row loop unrolled without tests) or fewer. */
-/* The tile's stores: its rows' sums into c, MPS_QV_NR apart, or (o not NULL) requantized. */
-struct MPS_QV_FN(qout) {
-    const struct mps_qreq *rq;
-    const int32_t *rs;
-    int rows, cols;
-    void *y;
-    int64_t ldy;
-};
-
+/* The tile's sums into c, MPS_QV_NR apart. */
 static inline __attribute__((always_inline)) void MPS_QV_FN(qtile)(int64_t k4, const void *a, int64_t rs, int64_t gs,
-                                                                   const void *b, int32_t *c, int rows, bool signed_a,
-                                                                   const struct MPS_QV_FN(qout) * o)
+                                                                   const void *b, int32_t *c, int rows, bool signed_a)
 {
     const unsigned char *pa = a, *pb = b;
     MPS_QV acc[MPS_QV_MR][2];
@@ -60,20 +52,6 @@ static inline __attribute__((always_inline)) void MPS_QV_FN(qtile)(int64_t k4, c
             }
         }
     }
-#if defined(MPS_QV_REQ)
-    if (o) {
-        size_t el = o->rq->quant ? 1 : 4;
-        for (int r = 0; r < MPS_QV_MR && r < o->rows; r++) {
-            unsigned char *y = (unsigned char *)o->y + (size_t)(r * o->ldy) * el;
-            MPS_QV_REQ(acc[r][0], o->rs, o->cols, &o->rq[r], y);
-            MPS_QV_REQ(acc[r][1], o->rs ? o->rs + MPS_QV_LANES : NULL, o->cols - MPS_QV_LANES, &o->rq[r],
-                       y + MPS_QV_LANES * el);
-        }
-        return;
-    }
-#else
-    (void)o;
-#endif
     for (int r = 0; r < rows; r++) {
         MPS_QV_STORE(c + r * MPS_QV_NR, acc[r][0]);
         MPS_QV_STORE(c + r * MPS_QV_NR + MPS_QV_LANES, acc[r][1]);
@@ -83,21 +61,50 @@ static inline __attribute__((always_inline)) void MPS_QV_FN(qtile)(int64_t k4, c
 static void MPS_QV_FN(qgemm)(int64_t k4, const uint8_t *a, int64_t lda, const int8_t *b, int32_t *c, int rows)
 {
     if (rows == MPS_QV_MR)
-        MPS_QV_FN(qtile)(k4, a, lda, 4, b, c, MPS_QV_MR, false, NULL);
+        MPS_QV_FN(qtile)(k4, a, lda, 4, b, c, MPS_QV_MR, false);
     else
-        MPS_QV_FN(qtile)(k4, a, lda, 4, b, c, rows, false, NULL);
+        MPS_QV_FN(qtile)(k4, a, lda, 4, b, c, rows, false);
 }
 
 static void MPS_QV_FN(qgemm_w)(int64_t k4, const void *a, const uint8_t *b, int32_t *c)
 {
-    MPS_QV_FN(qtile)(k4, a, 4, 4 * MPS_QV_MR, b, c, MPS_QV_MR, true, NULL);
+    MPS_QV_FN(qtile)(k4, a, 4, 4 * MPS_QV_MR, b, c, MPS_QV_MR, true);
 }
 
 #if defined(MPS_QV_REQ)
+/* The conv tile with its store: each row's two sums a variable of its own
+   (row r: s<r>0, s<r>1), so that none goes through the stack; in qtile's
+   array GCC zeroed them on the stack, kept them in registers over k and
+   stored them back for the store to read (a third of a 1x1 layer's tile of
+   k 16). */
 static void MPS_QV_FN(qgemm_ws)(int64_t k4, const void *a, const uint8_t *b, const struct mps_qreq *rq, int rows,
                                 const int32_t *rs, int cols, void *y, int64_t ldy)
 {
-    const struct MPS_QV_FN(qout) o = {rq, rs, rows, cols, y, ldy};
-    MPS_QV_FN(qtile)(k4, a, 4, 4 * MPS_QV_MR, b, NULL, MPS_QV_MR, true, &o);
+    const unsigned char *pa = a, *pb = b;
+#define MPS_QV_DECL(r) MPS_QV s##r##0 = MPS_QV_ZERO(), s##r##1 = MPS_QV_ZERO();
+    MPS_QV_ROWS(MPS_QV_DECL)
+#undef MPS_QV_DECL
+    for (int64_t g = 0; g < k4; g++, pb += 4 * MPS_QV_NR, pa += 4 * MPS_QV_MR) {
+        MPS_QV b0 = MPS_QV_LOAD(pb), b1 = MPS_QV_LOAD(pb + 4 * MPS_QV_LANES);
+#define MPS_QV_STEP(r)                                                                                                 \
+    {                                                                                                                  \
+        int32_t four;                                                                                                  \
+        __builtin_memcpy(&four, pa + 4 * (r), 4);                                                                      \
+        MPS_QV x = MPS_QV_SET1(four);                                                                                  \
+        s##r##0 = MPS_QV_DPBUSD(s##r##0, b0, x);                                                                       \
+        s##r##1 = MPS_QV_DPBUSD(s##r##1, b1, x);                                                                       \
+    }
+        MPS_QV_ROWS(MPS_QV_STEP)
+#undef MPS_QV_STEP
+    }
+    size_t el = rq->quant ? 1 : 4;
+#define MPS_QV_OUT(r)                                                                                                  \
+    if ((r) < rows) {                                                                                                  \
+        unsigned char *yr = (unsigned char *)y + (size_t)(ldy * (r)) * el;                                             \
+        MPS_QV_REQ(s##r##0, rs, cols, &rq[r], yr);                                                                     \
+        MPS_QV_REQ(s##r##1, rs ? rs + MPS_QV_LANES : NULL, cols - MPS_QV_LANES, &rq[r], yr + MPS_QV_LANES * el);       \
+    }
+    MPS_QV_ROWS(MPS_QV_OUT)
+#undef MPS_QV_OUT
 }
 #endif
