@@ -17,19 +17,18 @@
      MPS_QV_LANES      int32 lanes a vector
      MPS_QV_MR, MPS_QV_NR  the tile (MPS_QV_NR = 2 MPS_QV_LANES)
      MPS_QV_FN(x)      the family's name of function x (mps_avx512_##x)
+     MPS_QV_ROWS(X)    X(r) for each row r < MPS_QV_MR, written out
    and gets MPS_QV_FN(qgemm) and MPS_QV_FN(qgemm_w), mps_uqgemm's fn and
    by_weights. A family that also defines
      MPS_QV_REQ(acc, rs, n, r, out)  the store of lanes [0, n) of sums acc
                        (n may be 0 or less: nothing), requantized by r
-     MPS_QV_ROWS(X)    X(r) for each row r < MPS_QV_MR, written out
    gets MPS_QV_FN(qgemm_ws), mps_uqgemm's by_weights_store. */
 
-/* Row r's four bytes of group g at a + r rs + g gs; signed_a: a's bytes are
-   the signed operand (by_weights), else b's. Called with rows MPS_QV_MR (a
-   constant: the row loop unrolled without tests) or fewer. */
-/* The tile's sums into c, MPS_QV_NR apart. */
+/* QLinearMatMul's tile: row r's four unsigned bytes of group g at a + r rs
+   + g gs, b's signed; the sums into c, MPS_QV_NR apart. Called with rows
+   MPS_QV_MR (a constant: the row loop unrolled without tests) or fewer. */
 static inline __attribute__((always_inline)) void MPS_QV_FN(qtile)(int64_t k4, const void *a, int64_t rs, int64_t gs,
-                                                                   const void *b, int32_t *c, int rows, bool signed_a)
+                                                                   const void *b, int32_t *c, int rows)
 {
     const unsigned char *pa = a, *pb = b;
     MPS_QV acc[MPS_QV_MR][2];
@@ -43,13 +42,8 @@ static inline __attribute__((always_inline)) void MPS_QV_FN(qtile)(int64_t k4, c
             int32_t four;
             __builtin_memcpy(&four, pa + r * rs + g * gs, 4);
             MPS_QV x = MPS_QV_SET1(four);
-            if (signed_a) { /* the first multiplicand is the unsigned one */
-                acc[r][0] = MPS_QV_DPBUSD(acc[r][0], b0, x);
-                acc[r][1] = MPS_QV_DPBUSD(acc[r][1], b1, x);
-            } else {
-                acc[r][0] = MPS_QV_DPBUSD(acc[r][0], x, b0);
-                acc[r][1] = MPS_QV_DPBUSD(acc[r][1], x, b1);
-            }
+            acc[r][0] = MPS_QV_DPBUSD(acc[r][0], x, b0);
+            acc[r][1] = MPS_QV_DPBUSD(acc[r][1], x, b1);
         }
     }
     for (int r = 0; r < rows; r++) {
@@ -61,24 +55,20 @@ static inline __attribute__((always_inline)) void MPS_QV_FN(qtile)(int64_t k4, c
 static void MPS_QV_FN(qgemm)(int64_t k4, const uint8_t *a, int64_t lda, const int8_t *b, int32_t *c, int rows)
 {
     if (rows == MPS_QV_MR)
-        MPS_QV_FN(qtile)(k4, a, lda, 4, b, c, MPS_QV_MR, false);
+        MPS_QV_FN(qtile)(k4, a, lda, 4, b, c, MPS_QV_MR);
     else
-        MPS_QV_FN(qtile)(k4, a, lda, 4, b, c, rows, false);
+        MPS_QV_FN(qtile)(k4, a, lda, 4, b, c, rows);
 }
 
-static void MPS_QV_FN(qgemm_w)(int64_t k4, const void *a, const uint8_t *b, int32_t *c)
-{
-    MPS_QV_FN(qtile)(k4, a, 4, 4 * MPS_QV_MR, b, c, MPS_QV_MR, true);
-}
-
-#if defined(MPS_QV_REQ)
-/* The conv tile with its store: each row's two sums a variable of its own
-   (row r: s<r>0, s<r>1), so that none goes through the stack; in qtile's
-   array GCC zeroed them on the stack, kept them in registers over k and
-   stored them back for the store to read (a third of a 1x1 layer's tile of
-   k 16). */
-static void MPS_QV_FN(qgemm_ws)(int64_t k4, const void *a, const uint8_t *b, const struct mps_qreq *rq, int rows,
-                                const int32_t *rs, int cols, void *y, int64_t ldy)
+/* The conv tile (by_weights, a's bytes the weights, signed): each row's two
+   sums a variable of its own (row r: s<r>0, s<r>1), so that none goes
+   through the stack (in qtile's array GCC zeroed them on the stack, kept
+   them in registers over k and stored them back for the store to read: 48
+   memory moves a tile, a third of a 1x1 layer's tile of k 16); into c, or
+   (c NULL) requantized by rq into y, rows ldy elements apart. */
+static inline __attribute__((always_inline)) void MPS_QV_FN(qconv)(int64_t k4, const void *a, const uint8_t *b,
+                                                                   int32_t *c, const struct mps_qreq *rq, int rows,
+                                                                   const int32_t *rs, int cols, void *y, int64_t ldy)
 {
     const unsigned char *pa = a, *pb = b;
 #define MPS_QV_DECL(r) MPS_QV s##r##0 = MPS_QV_ZERO(), s##r##1 = MPS_QV_ZERO();
@@ -97,6 +87,15 @@ static void MPS_QV_FN(qgemm_ws)(int64_t k4, const void *a, const uint8_t *b, con
         MPS_QV_ROWS(MPS_QV_STEP)
 #undef MPS_QV_STEP
     }
+    if (c) {
+#define MPS_QV_PUT(r)                                                                                                  \
+    MPS_QV_STORE(c + MPS_QV_NR * (r), s##r##0);                                                                        \
+    MPS_QV_STORE(c + MPS_QV_NR * (r) + MPS_QV_LANES, s##r##1);
+        MPS_QV_ROWS(MPS_QV_PUT)
+#undef MPS_QV_PUT
+        return;
+    }
+#if defined(MPS_QV_REQ)
     size_t el = rq->quant ? 1 : 4;
 #define MPS_QV_OUT(r)                                                                                                  \
     if ((r) < rows) {                                                                                                  \
@@ -106,5 +105,20 @@ static void MPS_QV_FN(qgemm_ws)(int64_t k4, const void *a, const uint8_t *b, con
     }
     MPS_QV_ROWS(MPS_QV_OUT)
 #undef MPS_QV_OUT
+#else
+    (void)rq, (void)rows, (void)rs, (void)cols, (void)y, (void)ldy;
+#endif
+}
+
+static void MPS_QV_FN(qgemm_w)(int64_t k4, const void *a, const uint8_t *b, int32_t *c)
+{
+    MPS_QV_FN(qconv)(k4, a, b, c, NULL, MPS_QV_MR, NULL, 0, NULL, 0);
+}
+
+#if defined(MPS_QV_REQ)
+static void MPS_QV_FN(qgemm_ws)(int64_t k4, const void *a, const uint8_t *b, const struct mps_qreq *rq, int rows,
+                                const int32_t *rs, int cols, void *y, int64_t ldy)
+{
+    MPS_QV_FN(qconv)(k4, a, b, NULL, rq, rows, rs, cols, y, ldy);
 }
 #endif
