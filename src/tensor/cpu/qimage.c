@@ -10,6 +10,11 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include "ukernel_x86.h"
+#endif
 
 #include "qlinear.h"
 
@@ -160,6 +165,29 @@ static inline void mps_qwords16(const __m128i v[4], uint32_t *d)
     _mm_storeu_si128((__m128i *)(d + 12), _mm_unpackhi_epi16(ab1, ce1));
 }
 
+#if defined(__x86_64__)
+/* Thirty-two lanes' words of four byte rows (x[i] + l, each byte xor mask's
+   byte i) into d: mps_qwords16 at 256 bits, where the CPU has AVX2 (the
+   unpacks work within 128-bit halves; the permutes put the halves' words
+   in order). */
+__attribute__((target("avx2"))) static void mps_qwords32(const uint8_t *const x[4], int l, uint32_t mask, uint32_t *d)
+{
+    __m256i v[4];
+    for (int i = 0; i < 4; i++)
+        v[i] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(x[i] + l)),
+                                _mm256_set1_epi8((char)(mask >> (8 * i))));
+    __m256i ab0 = _mm256_unpacklo_epi8(v[0], v[1]), ab1 = _mm256_unpackhi_epi8(v[0], v[1]);
+    __m256i cd0 = _mm256_unpacklo_epi8(v[2], v[3]), cd1 = _mm256_unpackhi_epi8(v[2], v[3]);
+    /* lanes 0-3 | 16-19, 4-7 | 20-23, 8-11 | 24-27, 12-15 | 28-31 */
+    __m256i w0 = _mm256_unpacklo_epi16(ab0, cd0), w1 = _mm256_unpackhi_epi16(ab0, cd0);
+    __m256i w2 = _mm256_unpacklo_epi16(ab1, cd1), w3 = _mm256_unpackhi_epi16(ab1, cd1);
+    _mm256_storeu_si256((__m256i *)d, _mm256_permute2x128_si256(w0, w1, 0x20));
+    _mm256_storeu_si256((__m256i *)(d + 8), _mm256_permute2x128_si256(w2, w3, 0x20));
+    _mm256_storeu_si256((__m256i *)(d + 16), _mm256_permute2x128_si256(w0, w1, 0x31));
+    _mm256_storeu_si256((__m256i *)(d + 24), _mm256_permute2x128_si256(w2, w3, 0x31));
+}
+#endif
+
 /* A panel of a one-channel conv of stride 1 along the rows (MNIST's first
    layer): a group's four taps of sixteen neighbouring lanes of one output
    row are four runs of sixteen bytes of the padded copy, made into the
@@ -299,6 +327,9 @@ void mps_qimage_panel_1x1(const struct mps_qimage *im, int64_t pg, uint8_t *dst,
     int lanes = mps_qpanel_span(im, pg, &q0);
     if (lanes < nr)
         memset(dst, 0, (size_t)(h->k * nr));
+#if defined(__x86_64__)
+    const bool wide = mps_x86_has_avx2();
+#endif
     for (int l0 = 0, l1; l0 < lanes; l0 = l1) { /* the lanes of one image at a time */
         int64_t b = (q0 + l0) / plane, i0 = (q0 + l0) % plane;
         l1 = plane - i0 < lanes - l0 ? l0 + (int)(plane - i0) : lanes;
@@ -312,6 +343,10 @@ void mps_qimage_panel_1x1(const struct mps_qimage *im, int64_t pg, uint8_t *dst,
                 pad |= (4 * g + i < h->cin ? 0u : 0x80u) << (8 * i);
             uint32_t *d = (uint32_t *)(dst + g * 4 * nr) + l0, mask = flip ^ (flip & pad);
             int l = 0, count = l1 - l0;
+#if defined(__x86_64__)
+            for (; wide && l + 32 <= count; l += 32)
+                mps_qwords32(x, l, mask, d + l);
+#endif
 #if defined(__SSE2__)
             for (; l + 16 <= count; l += 16) { /* sixteen lanes' words */
                 __m128i v[4];
