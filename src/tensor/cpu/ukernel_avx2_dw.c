@@ -9,6 +9,7 @@
    layer made six positions a step, each position's sixteen planes in two
    accumulators (the GEMM tile's 6 x 16). Built with -mavx2 -mfma. */
 #include "ukernel_avx2.h"
+#include "ukernel_avx2_qreq.h"
 #include "ukernel_dwb.h"
 
 /* Floats of the buffer (128 KB, as avx512's): a band's zero-padded input rows, sixteen channels a position. */
@@ -20,33 +21,6 @@ static inline __m256 mps_avx2_dwb_bytes(const uint8_t *x, int n, const struct mp
 {
     __m128i b = _mm_xor_si128(_mm_cvtsi64_si128((long long)mps_dwb_get_bytes(x, n)), _mm_set1_epi8((char)q->flip));
     return _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b)), _mm256_set1_ps(q->zx));
-}
-
-/* n (<= 8) sums of one output plane (integers as floats) stored by r as
-   ukernel_q.h's mps_uqstore_row stores them: (s + corr) mult + add in two
-   roundings (the asm keeps the compiler from fusing them), clamped, then
-   rounded half to even plus yz into bytes, or floats with the slope. */
-static inline void mps_avx2_dwb_qstore(__m256 s, const struct mps_qreq *r, unsigned char *out, int n)
-{
-    __m256i t = _mm256_add_epi32(_mm256_cvttps_epi32(s), _mm256_set1_epi32((int32_t)r->corr));
-    __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(t), _mm256_set1_ps(r->mult));
-    __asm__("" : "+x"(v));
-    v = _mm256_add_ps(v, _mm256_set1_ps(r->add));
-    v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(r->lo)), _mm256_set1_ps(r->hi));
-    if (!r->quant) {
-        __m256 neg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ);
-        v = _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(r->slope)), neg);
-        mps_avx2_put((float *)out, mps_avx2_mask(n), n == 8, v);
-        return;
-    }
-    const __m256 magic = _mm256_set1_ps(12582912.0f);
-    __m256i i = _mm256_cvttps_epi32(_mm256_sub_ps(_mm256_add_ps(v, magic), magic));
-    i = _mm256_add_epi32(i, _mm256_set1_epi32(r->yz));
-    /* each int32's low byte: lanes 0-3 and 4-7 gathered in each 128-bit half, then the halves' words together */
-    i = _mm256_shuffle_epi8(i, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8,
-                                                12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
-    __m128i b = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(i, _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0)));
-    mps_dwb_put_bytes(out, (uint64_t)_mm_cvtsi128_si64(b), n);
 }
 
 /* The outputs of one band of one half (eight planes) of a block: output rows
@@ -101,7 +75,7 @@ mps_avx2_dwb_outputs(const struct mps_dwk_geom *g, const float *buf, int64_t pw,
         for (int c = 0; c < 8; c++) {
             unsigned char *at = (unsigned char *)y + (size_t)(c * out_plane + o) * el;
             if (req)
-                mps_avx2_dwb_qstore(r[c], req + c, at, n);
+                mps_avx2_qreq(_mm256_cvttps_epi32(r[c]), NULL, n, req + c, at); /* exact integers */
             else
                 mps_avx2_put((float *)at, m, n == 8, r[c]);
         }

@@ -1,6 +1,7 @@
 /* ukernel_avx2_qreq.h: ukernel_q.h's mps_uqstore_row in eight lanes, for
    the files built with -mavx2 (ukernel_avx2_q.c's store, the avx-vnni
-   tile's store from its registers), step for step as the avx512 family's
+   tile's store from its registers, the int8 depthwise store of avx2's dwb),
+   step for step as the avx512 family's
    (ukernel_avx512_q.c), so that every family stores the same bytes. */
 #ifndef MPS_CPU_UKERNEL_AVX2_QREQ_H
 #define MPS_CPU_UKERNEL_AVX2_QREQ_H
@@ -9,6 +10,24 @@
 #include <string.h>
 
 #include "ukernels.h"
+
+/* The low n (< 8) bytes of w to out in constant-size moves. */
+static inline void mps_put_bytes(void *to, uint64_t w, int n)
+{
+    unsigned char *out = to;
+    if (n & 4) {
+        uint32_t v = (uint32_t)w;
+        memcpy(out, &v, 4);
+        out += 4, w >>= 32;
+    }
+    if (n & 2) {
+        uint16_t v = (uint16_t)w;
+        memcpy(out, &v, 2);
+        out += 2, w >>= 16;
+    }
+    if (n & 1)
+        *out = (unsigned char)w;
+}
 
 /* Lanes [0, n) of sums acc (none where n <= 0) requantized by r into out;
    rs: the row sums zw multiplies, or NULL. The bytes picked out of the
@@ -26,7 +45,9 @@ static inline __attribute__((always_inline)) void mps_avx2_qreq(__m256i acc, con
     if (rs)
         acc =
             _mm256_sub_epi32(acc, _mm256_mullo_epi32(_mm256_set1_epi32((int32_t)r->zw), _mm256_maskload_epi32(rs, m)));
-    __m256 v = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(r->mult)), _mm256_set1_ps(r->add));
+    __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(r->mult));
+    __asm__("" : "+x"(v)); /* two roundings where the includer contracts (the depthwise kernels' file) */
+    v = _mm256_add_ps(v, _mm256_set1_ps(r->add));
     v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(r->lo)), _mm256_set1_ps(r->hi)); /* v > lo ? v : lo, ... */
     if (r->quant) {
         const __m256 round = _mm256_set1_ps(12582912.0f);
@@ -37,8 +58,8 @@ static inline __attribute__((always_inline)) void mps_avx2_qreq(__m256i acc, con
         __m128i eight = _mm_unpacklo_epi32(_mm256_castsi256_si128(bytes), _mm256_extracti128_si256(bytes, 1));
         if (left == 8)
             _mm_storel_epi64((__m128i *)out, eight);
-        else
-            memcpy(out, &eight, (size_t)left);
+        else /* constant-size moves: a memcpy of left bytes is a call (a 7x7 plane's last position) */
+            mps_put_bytes(out, (uint64_t)_mm_cvtsi128_si64(eight), left);
     } else {
         __m256 neg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ);
         _mm256_maskstore_ps(out, m, _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(r->slope)), neg));

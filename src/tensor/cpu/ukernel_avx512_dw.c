@@ -5,6 +5,7 @@
 
 #include "ukernel_avx512.h"
 #include "ukernel_dwb.h"
+#include "ukernel_avx512_qreq.h"
 
 /* Columns [from, from + 16) of a row of w floats, zeros outside the row:
    masked lanes never fault, and before the row's start an expanding load
@@ -261,27 +262,6 @@ static inline __m512 mps_avx512_dwb_bytes(const uint8_t *x, int n, const struct 
     return _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b)), _mm512_set1_ps(q->zx));
 }
 
-/* n (<= 16) sums of one output plane (integers as floats) stored by r as
-   ukernel_q.h's mps_uqstore_row stores them: (s + corr) mult + add in two
-   roundings (the asm keeps the compiler from fusing them), clamped, then
-   rounded half to even plus yz into bytes, or floats with the slope. */
-static inline void mps_avx512_dwb_qstore(__m512 s, const struct mps_qreq *r, unsigned char *out, int n)
-{
-    __m512i t = _mm512_add_epi32(_mm512_cvttps_epi32(s), _mm512_set1_epi32((int32_t)r->corr));
-    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(t), _mm512_set1_ps(r->mult));
-    __asm__("" : "+v"(v));
-    v = _mm512_add_ps(v, _mm512_set1_ps(r->add));
-    v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(r->lo)), _mm512_set1_ps(r->hi));
-    if (!r->quant) {
-        __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
-        _mm512_mask_storeu_ps(out, mps_avx512_mask(n), _mm512_mask_mul_ps(v, neg, v, _mm512_set1_ps(r->slope)));
-        return;
-    }
-    const __m512 magic = _mm512_set1_ps(12582912.0f);
-    __m512i i = _mm512_cvttps_epi32(_mm512_sub_ps(_mm512_add_ps(v, magic), magic));
-    _mm512_mask_cvtepi32_storeu_epi8(out, mps_avx512_mask(n), _mm512_add_epi32(i, _mm512_set1_epi32(r->yz)));
-}
-
 /* The outputs of one band of sixteen planes (mps_avx512_dwb): output rows
    [oh0, oh0 + rows) from buf, whose row 0 is the input row oh0 sh - pt,
    sixteen positions (across rows) a step, transposed out to the planes
@@ -314,7 +294,7 @@ static inline void mps_avx512_dwb_outputs(const struct mps_dwk_geom *g, const fl
         for (int c = 0; c < 16; c++) {
             unsigned char *at = (unsigned char *)y + (size_t)(c * out_plane + o) * el;
             if (req)
-                mps_avx512_dwb_qstore(r[c], req + c, at, n);
+                mps_avx512_qreq(_mm512_cvttps_epi32(r[c]), NULL, n, req + c, at); /* exact integers */
             else
                 _mm512_mask_storeu_ps(at, mps_avx512_mask(n), r[c]);
         }

@@ -6,6 +6,7 @@
    called only where cpuid says the CPU has AVX512_VNNI (isa.c). */
 #include <immintrin.h>
 
+#include "ukernel_avx512_qreq.h"
 #include "ukernel_q.h"
 #include "ukernel_x86.h"
 
@@ -38,35 +39,6 @@ static inline __m512i mps_avx512_dpbusd(__m512i acc, __m512i u, __m512i s)
 #define MPS_QV_REQ(acc, rs, n, r, out) mps_avx512_qreq(acc, rs, n, r, out)
 #define MPS_QV_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 MPS_UQ_REQUANT(mps_avx512)
-
-/* ukernel_q.h's mps_uqstore_row in sixteen lanes, step for step (no
-   contraction, max and min as the selects: v > lo ? v : lo), so that it
-   stores the same bytes: lanes [0, n) of sums acc (none where n <= 0); the
-   bytes by vpmovdb, the tail under a mask. GCC vectorized the plain loop at
-   256 bits with packs and permutes, and it was a quarter of mobilenet_v2
-   int8's time (one thread, Zen 5: the model 5.05-5.21 -> 4.50-4.92 ms,
-   resnet18 8.9-9.1 -> 8.0-9.1; perf: 28% -> 18%). */
-static inline __attribute__((always_inline)) void mps_avx512_qreq(__m512i acc, const int32_t *rs, int n,
-                                                                  const struct mps_qreq *r, void *out)
-{
-    if (n <= 0)
-        return;
-    __mmask16 m = (__mmask16)(n >= 16 ? 0xffffu : (1u << n) - 1);
-    acc = _mm512_add_epi32(acc, _mm512_set1_epi32((int32_t)r->corr));
-    if (rs)
-        acc = _mm512_sub_epi32(acc,
-                               _mm512_mullo_epi32(_mm512_set1_epi32((int32_t)r->zw), _mm512_maskz_loadu_epi32(m, rs)));
-    __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(r->mult)), _mm512_set1_ps(r->add));
-    v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(r->lo)), _mm512_set1_ps(r->hi));
-    if (r->quant) {
-        const __m512 round = _mm512_set1_ps(12582912.0f);
-        __m512i q = _mm512_cvtps_epi32(_mm512_sub_ps(_mm512_add_ps(v, round), round)); /* an integer already */
-        _mm512_mask_cvtepi32_storeu_epi8(out, m, _mm512_add_epi32(q, _mm512_set1_epi32(r->yz)));
-    } else {
-        __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
-        _mm512_mask_storeu_ps(out, m, _mm512_mask_mul_ps(v, neg, v, _mm512_set1_ps(r->slope)));
-    }
-}
 
 #include "ukernel_qtile.h"
 

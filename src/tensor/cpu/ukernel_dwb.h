@@ -77,9 +77,9 @@ static inline void mps_dwb_zeros(const struct mps_dwk_geom *g, const struct mps_
     }
 }
 
-/* n <= 8 bytes at x as a word's low bytes (the rest 0), and back: in
-   constant-size steps, which compile to moves (a memcpy of n bytes is a
-   call, made for each short run of a plane: a 7x7 one's last position). */
+/* n <= 8 bytes at x as a word's low bytes (the rest 0), in constant-size
+   steps, which compile to moves (a memcpy of n bytes is a call, made for
+   each short run of a plane: a 7x7 one's last position). */
 static inline uint64_t mps_dwb_get_bytes(const uint8_t *x, int n)
 {
     uint64_t w = 0;
@@ -101,26 +101,6 @@ static inline uint64_t mps_dwb_get_bytes(const uint8_t *x, int n)
     if (n & 1)
         w |= (uint64_t)x[at] << (8 * at);
     return w;
-}
-
-static inline void mps_dwb_put_bytes(uint8_t *out, uint64_t w, int n)
-{
-    if (n == 8) {
-        memcpy(out, &w, 8);
-        return;
-    }
-    if (n & 4) {
-        uint32_t v = (uint32_t)w;
-        memcpy(out, &v, 4);
-        out += 4, w >>= 32;
-    }
-    if (n & 2) {
-        uint16_t v = (uint16_t)w;
-        memcpy(out, &v, 2);
-        out += 2, w >>= 16;
-    }
-    if (n & 1)
-        *out = (uint8_t)w;
 }
 
 #endif
