@@ -1,21 +1,18 @@
-/* conv_direct.c: a 2-D convolution with constant weights as Y = W B, B read
-   in place by the family's conv tile (conv.h, ukernels.h).
+/* conv_direct.c: a 2-D convolution with constant weights as Y = W B, B read in place by the family's conv tile
+   (conv.h, ukernels.h).
 
-   The copy: for strides sh x sw, each input channel of an item becomes phase planes of
-   ph x pw floats, phase (a, b) holding the padded input's rows a, a + sh, ... and columns
-   b, b + sw, ...: the phases some tap reads (uh x uw of the sh x sw; a 1x1 stride-2 layer
-   reads one of four). Output (oh, ow) reads, for tap (th, tw), phase ((th dh) % sh,
-   (tw dw) % sw) at row oh + (th dh) / sh, column ow + (tw dw) / sw. Over "virtual" positions
-   v = oh pw + ow, the inputs of one channel and tap kk are then one run, x + off[kk] + v:
-   a tile of nr consecutive v is a block of B read in place. Columns ow >= out_w are
-   computed and dropped (pw - out_w of every pw; the path is taken only where that is
-   small). A pointwise layer reads the input itself (v is the output position).
+   The copy: for strides sh x sw, each input channel of an item becomes phase planes of ph x pw floats, phase (a, b)
+   holding the padded input's rows a, a + sh, ... and columns b, b + sw, ...: the phases some tap reads (uh x uw of
+   the sh x sw; a 1x1 stride-2 layer reads one of four). Output (oh, ow) reads, for tap (th, tw), phase ((th dh) %
+   sh, (tw dw) % sw) at row oh + (th dh) / sh, column ow + (tw dw) / sw. Over "virtual" positions v = oh pw + ow, the
+   inputs of one channel and tap kk are then one run, x + off[kk] + v: a tile of nr consecutive v is a block of B
+   read in place. Columns ow >= out_w are computed and dropped (pw - out_w of every pw; the path is taken only where
+   that is small). A pointwise layer reads the input itself (v is the output position).
 
-   Where the family has a transposed tile (convt: the output channels in the
-   vectors, a run of positions broadcast) and it wastes fewer lanes than the
-   conv tile, a tile is instead up to mt positions of one output row (or of
-   the plane, pointwise), W packed as the GEMM's B, nothing dropped: on 7x7
-   planes the conv tile computes 64 columns for 49 outputs. */
+   Where the family has a transposed tile (convt: the output channels in the vectors, a run of positions broadcast)
+   and it wastes fewer lanes than the conv tile, a tile is instead up to mt positions of one output row (or of the
+   plane, pointwise), W packed as the GEMM's B, nothing dropped: on 7x7 planes the conv tile computes 64 columns for
+   49 outputs. */
 #include <string.h>
 
 #include "conv.h"
@@ -72,6 +69,15 @@ static int64_t mps_direct_fill(int64_t n, int64_t step)
     return 1000 * n / ((n + step - 1) / step * step);
 }
 
+/* An input read in place that no L2 holds (an item's, over 1 MB): the conv tile asks for B's rows ahead for
+   W's first panel (conv_pf; batch 8, one thread: 32 -> 16 on 112x112 avx2 2.60 -> 1.82 ms; 128 -> 16 on 55x55
+   avx512 3.1 -> 1.0-1.4; later panels and smaller inputs lost), and not the transposed tile: it read a third
+   of a line of each of 96-256 planes at L3's latency (that layer, avx2: 3.3-3.7 -> 1.27-1.29 ms). */
+static bool mps_direct_streams(const struct mps_conv_geom *q, bool in_place)
+{
+    return in_place && q->c / q->g * q->in_plane * (int64_t)sizeof(float) >= MPS_DIRECT_PREFETCH_BYTES;
+}
+
 /* The geometry for the family uk (NULL: the widest tile any family has, for
    the checks that do not depend on it). */
 static struct mps_direct mps_direct_of(const struct mps_conv_geom *q, const struct mps_ukernels *uk)
@@ -105,7 +111,8 @@ static struct mps_direct mps_direct_of(const struct mps_conv_geom *q, const stru
         int64_t conv = 1000 * q->out_plane / (d.tiles * nr) * mps_direct_fill(d.mg, mr) / 1000;
         int64_t convt = mps_direct_fill(run, (run + per - 1) / per) * mps_direct_fill(d.mg, nr) / 1000 * d.k /
                         (d.k + 8);
-        d.transposed = convt > conv;
+        /* not where the conv tile asks for B's rows ahead (mps_direct_streams) */
+        d.transposed = convt > conv && !(uk->conv_pf && mps_direct_streams(q, d.in_place));
     }
     /* a pointwise transposed tile of fewer positions than half a cache line (avx2's 6) reads k lines
        of the input for k * mt floats, again for every panel of W: packed once into k * mt floats that
@@ -529,11 +536,10 @@ static void mps_direct_units(void *ctx, int64_t begin, int64_t end)
         int64_t t0 = d->tiles * band / jb->bands, t1 = d->tiles * (band + 1) / jb->bands;
         int64_t m0, m1;
         mps_direct_part(jb, part, &m0, &m1);
-        /* a few tiles' columns of B over every panel of W while they sit in L1,
-           where they fit (64 channels 3x3 on 56x56, batch 8: 6.7 -> 6.0 ms), else
-           each panel of W over the band's tiles. Several tiles, not one: every
-           panel writes a run of each of its planes, not 128 bytes of each (a
-           pointwise layer 16 -> 96 channels on 112x112 wrote to 96 planes a tile) */
+        /* a few tiles' columns of B over every panel of W while they sit in L1, where they fit (64 channels 3x3 on
+           56x56, batch 8: 6.7 -> 6.0 ms), else each panel of W over the band's tiles. Several tiles, not one: every
+           panel writes a run of each of its planes, not 128 bytes of each (a pointwise layer 16 -> 96 channels on
+           112x112 wrote to 96 planes a tile) */
         if (jb->packed)
             mps_direct_packed_units(jb, x, y, gi, t0, t1, m0, m1);
         else if (jb->sub)
@@ -695,24 +701,18 @@ void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q
     int64_t chunk = mps_direct_chunk(q, &d), threads = mps_pool_threads(a->pool);
     int64_t m_panels = (d.mg + d.wstep - 1) / d.wstep, width = d.transposed ? uk->mt : uk->nr; /* a tile's positions */
     jb.m_panels = m_panels;
-    /* units: bands of tiles whose columns of B stay in L2 while W's panels
-       pass; where the items are fewer than two a thread, each split further:
-       into parts of W's rows when W is the larger (each thread then streams
-       only its part of it), else into more bands; as many bands as make the
-       units a multiple of the threads, their sizes a tile apart at most (four
-       bands of 32, 32, 32 and 6 tiles kept one of two threads busy 1.7 times
-       as long; squeezenet1_1's 25 tiles went 7, 7, 7 and 4: 14 against 11) */
+    /* units: bands of tiles whose columns of B stay in L2 while W's panels pass; where the items are fewer than two a
+       thread, each split further: into parts of W's rows when W is the larger (each thread then streams only its part
+       of it), else into more bands; as many bands as make the units a multiple of the threads, their sizes a tile
+       apart at most (four bands of 32, 32, 32 and 6 tiles kept one of two threads busy 1.7 times as long;
+       squeezenet1_1's 25 tiles went 7, 7, 7 and 4: 14 against 11) */
     int64_t tile_bytes = d.cg * d.uh * d.uw * width * (int64_t)sizeof(float);
     int64_t fits = MPS_DIRECT_BAND_BYTES / tile_bytes > 1 ? MPS_DIRECT_BAND_BYTES / tile_bytes : 1;
     bool split_w = d.mg * d.k > d.cg * d.uh * d.uw * d.plane;
     /* the input rows one tile reads: each channel's kernel rows, nr and the kernel's width long */
     int64_t tile_l1 = d.cg * q->w.k[1] * (width + q->w.k[2]) * (int64_t)sizeof(float);
     jb.sub = MPS_DIRECT_L1_BYTES / tile_l1 < MPS_DIRECT_SUB ? MPS_DIRECT_L1_BYTES / tile_l1 : MPS_DIRECT_SUB;
-    /* an input read in place that no L2 holds: the family's conv_pf for W's first panel over a tile (avx2,
-       batch 8, one thread: mobilenet_v2's 32 -> 16 on 112x112 2.60 -> 1.82 ms, 96 -> 24 on 56x56 1.87 ->
-       1.30; on smaller inputs, 576 -> 96 on 14x14, and in every later panel it cost more than it saved) */
-    jb.prefetch = uk->conv_pf && d.in_place && !d.transposed &&
-                  d.cg * q->in_plane * (int64_t)sizeof(float) >= MPS_DIRECT_PREFETCH_BYTES;
+    jb.prefetch = uk->conv_pf && !d.transposed && mps_direct_streams(q, d.in_place);
     /* with tiles in L1 (sub) it is W's part that a unit streams again for each
        few tiles: parts of it that stay in L2, and one band (squeezenet1_1's
        classifier, 512 -> 1000 on 13x13: two bands of 1 MB of W from L3,

@@ -182,7 +182,7 @@ __attribute__((always_inline)) static inline void mps_avx2_pool_row(float *c, __
 #define MPS_AVX2_PACKED(kk) (b + (kk) * NR)
 #define MPS_AVX2_OFFSET(kk) (b + off[kk])
 /* The same, and the row 64 floats on (four tiles ahead along a plane) asked
-   for (conv_pf: the avx512 family measured no gain from it in the model) */
+   for (conv_pf, conv_direct.c's mps_direct_streams) */
 #define MPS_AVX2_OFFSET_PF(kk) (_mm_prefetch((const char *)(b + off[kk] + 64), _MM_HINT_T0), b + off[kk])
 
 /* The tile itself (ukernel_tile.h) over the avx2 vector layer: 6 rows of

@@ -206,6 +206,10 @@ __attribute__((always_inline)) static inline void mps_avx512_pool_row(float *c, 
    another), or at an offset of the direct convolution's input (ukernels.h). */
 #define MPS_AVX512_PACKED(kk) (b + (kk) * NR)
 #define MPS_AVX512_OFFSET(kk) (b + off[kk])
+/* The same, and the row's two lines 128 floats on (four tiles ahead along a plane) asked for (conv_pf) */
+#define MPS_AVX512_OFFSET_PF(kk)                                                                                       \
+    (_mm_prefetch((const char *)(b + off[kk] + 128), _MM_HINT_T0),                                                     \
+     _mm_prefetch((const char *)(b + off[kk] + 144), _MM_HINT_T0), b + off[kk])
 
 /* Row r of A at k step kk + j, a pointing at step kk: a[r LDA + j KS]. A
    packed (LDA 1, KS MR: k groups of MR), or its rows read in place (LDA
@@ -239,6 +243,7 @@ __attribute__((always_inline)) static inline void mps_avx512_pool_row(float *c, 
 
 MPS_TILES(mps_avx512_gemm_packed, MPS_AVX512_PACKED, MPS_TILE_STORE, int, 1, MR, 16)
 MPS_TILES(mps_avx512_conv, MPS_AVX512_OFFSET, MPS_TILE_KEEP, uint64_t, 1, MR, 16)
+MPS_TILES(mps_avx512_conv_pf, MPS_AVX512_OFFSET_PF, MPS_TILE_KEEP, uint64_t, 1, MR, 16)
 MPS_TILES(mps_avx512_gemm_rows, MPS_AVX512_PACKED, MPS_TILE_STORE, int, lda, 1, 16)
 MPS_TILES(mps_avx512_conv_pooled, MPS_AVX512_OFFSET, MPS_AVX512_POOL, int, 1, MR, lda) /* lda: the pitch */
 
@@ -491,6 +496,14 @@ static void mps_avx512_conv(int64_t k, const float *a, const float *b, const int
     MPS_TILE_BY_ROWS(mps_avx512_conv)
 }
 
+static void mps_avx512_conv_pf(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,
+                               int rows, uint64_t cols, const struct mps_tile_epi *e)
+{
+    const int flags = MPS_TILE_FINISH;
+    const int64_t lda = 0;
+    MPS_TILE_BY_ROWS(mps_avx512_conv_pf)
+}
+
 /* Sixteen channels of up to eight positions (p[j]: position j's channels,
    zero past the r positions) into each channel's run of positions: the
    interleaves leave lane L of u[4 g + i] holding channel 4 L + i at
@@ -641,6 +654,7 @@ const struct mps_ukernels mps_ukernels_avx512 = {
     .dwk = mps_dwk,
     .dwb = mps_avx512_dwb,
     .conv = mps_avx512_conv,
+    .conv_pf = mps_avx512_conv_pf,
     .conv_res = true,
     .convt = mps_avx512_convt,
     .maxpool = mps_avx512_maxpool,
