@@ -104,6 +104,8 @@ static void test_conv_const_weights(const struct mps_backend *const *backends, i
          1, {0, 0, 0, 0}, true, 1, 32, 16, 1, 2},
         {"Conv 1x1 in place on 55x55, 96 -> 16 (past L2: the conv tile, rows asked for ahead, not the transposed)", 2,
          {55, 55}, {1, 1}, 1, 1, {0, 0, 0, 0}, true, 1, 96, 16, 1, 1},
+        {"Conv 1x1 in place on 27x27, 96 -> 32 (280 KB on a wide plane: the conv tile, rows asked for ahead)", 2,
+         {27, 27}, {1, 1}, 1, 1, {0, 0, 0, 0}, true, 1, 96, 32, 1, 2},
         {"Conv 1x1 on a plane of 31 (packed)", 1, {31}, {1}, 1, 1, {0, 0}, true, 1, 8, 9, 1, 2},
         {"Conv 1x1 in place on 11x11, 288 -> 260 (the conv tile's B packed: k and W's rows large), Relu", 2, {11, 11},
          {1, 1}, 1, 1, {0, 0, 0, 0}, true, 1, 288, 260, 1, 2},

@@ -19,16 +19,17 @@
 #include "pgemm.h"
 
 enum {
-    MPS_DIRECT_NR = 32,                /* the widest: the slack after a copy, the in-place rule */
-    MPS_DIRECT_COPY_BYTES = 8 << 20,   /* the copies of one job's items share this (or hold one item) */
-    MPS_DIRECT_BAND_BYTES = 256 << 10, /* B's columns a unit reads, so that they stay in L2 over W's panels */
-    MPS_DIRECT_W_BYTES = 512 << 10,    /* W's rows a unit reads again for each few tiles: they stay in L2 */
-    MPS_DIRECT_L1_BYTES = 32 << 10,    /* tiles' columns of B that stay in L1 over W's panels */
-    MPS_DIRECT_SUB = 16,               /* and at most so many tiles */
+    MPS_DIRECT_NR = 32,                  /* the widest: the slack after a copy, the in-place rule */
+    MPS_DIRECT_COPY_BYTES = 8 << 20,     /* the copies of one job's items share this (or hold one item) */
+    MPS_DIRECT_BAND_BYTES = 256 << 10,   /* B's columns a unit reads, so that they stay in L2 over W's panels */
+    MPS_DIRECT_W_BYTES = 512 << 10,      /* W's rows a unit reads again for each few tiles: they stay in L2 */
+    MPS_DIRECT_L1_BYTES = 32 << 10,      /* tiles' columns of B that stay in L1 over W's panels */
+    MPS_DIRECT_SUB = 16,                 /* and at most so many tiles */
     MPS_DIRECT_PREFETCH_BYTES = 1 << 20, /* an item's input from which B's rows are asked for ahead */
-    MPS_DIRECT_POOL_BYTES = 256 << 10, /* a fused MaxPool's band of the Conv's rows, every channel: in L2 */
-    MPS_DIRECT_BAND_HEAD = 8,          /* int64s (a cache line) before each thread's band: what it made last */
-    MPS_DIRECT_BRIEF_ROW = 32,         /* a copy's rows up to so many floats are copied inline */
+    MPS_DIRECT_WIDE_PLANE = 512,         /* and a quarter of it on planes of so many positions */
+    MPS_DIRECT_POOL_BYTES = 256 << 10,   /* a fused MaxPool's band of the Conv's rows, every channel: in L2 */
+    MPS_DIRECT_BAND_HEAD = 8,            /* int64s (a cache line) before each thread's band: what it made last */
+    MPS_DIRECT_BRIEF_ROW = 32,           /* a copy's rows up to so many floats are copied inline */
 };
 
 struct mps_direct {
@@ -69,13 +70,17 @@ static int64_t mps_direct_fill(int64_t n, int64_t step)
     return 1000 * n / ((n + step - 1) / step * step);
 }
 
-/* An input read in place that no L2 holds (an item's, over 1 MB): the conv tile asks for B's rows ahead for
-   W's first panel (conv_pf; batch 8, one thread: 32 -> 16 on 112x112 avx2 2.60 -> 1.82 ms; 128 -> 16 on 55x55
-   avx512 3.1 -> 1.0-1.4; later panels and smaller inputs lost), and not the transposed tile: it read a third
-   of a line of each of 96-256 planes at L3's latency (that layer, avx2: 3.3-3.7 -> 1.27-1.29 ms). */
+/* An input read in place that no L2 holds (an item's, over 1 MB; or over 256 KB on planes of 512 positions or
+   more, where the transposed tile fills 1-2% more lanes at most): the conv tile asks for B's rows ahead for W's
+   first panel (conv_pf; batch 8, one thread: 32 -> 16 on 112x112 avx2 2.60 -> 1.82 ms; 128 -> 16 on 55x55
+   avx512 3.1 -> 1.0-1.4; later panels and 14x14 planes lost), and not the transposed tile: it read a third of a
+   line of each of 96-256 planes at L3's latency (that layer, avx2: 3.3-3.7 -> 1.27-1.29 ms; two threads, per
+   node: 64 -> 16 on 55x55 0.52-0.71, 192 -> 32 on 28x28 0.89-0.91, LR-ASPP's 56x56 projections 0.66-0.87). */
 static bool mps_direct_streams(const struct mps_conv_geom *q, bool in_place)
 {
-    return in_place && q->c / q->g * q->in_plane * (int64_t)sizeof(float) >= MPS_DIRECT_PREFETCH_BYTES;
+    int64_t bytes = q->c / q->g * q->in_plane * (int64_t)sizeof(float);
+    return in_place && (bytes >= MPS_DIRECT_PREFETCH_BYTES ||
+                        (bytes >= MPS_DIRECT_PREFETCH_BYTES / 4 && q->out_plane >= MPS_DIRECT_WIDE_PLANE));
 }
 
 /* The geometry for the family uk (NULL: the widest tile any family has, for
@@ -584,13 +589,10 @@ static bool mps_direct_pooled_tile(const struct mps_conv_geom *q, const struct m
            pg->pt == 0 && pg->pl == 0 && pg->out_h == q->w.out[1] / 2 && pg->out_w == q->w.out[2] / 2;
 }
 
-/* A unit of a fused MaxPool on the pooled tile: pool rows [p0, p1) of item
-   i, W's panels [m0, m1), nr / 4 outputs of a row a tile, from the Conv's
-   rows 2 R and 2 R + 1 at v = 2 R pw + 2 o. The Conv's rows never leave the
-   registers: storing them into the band and pooling them from there had
-   taken a third of the small CNNs' first layers (1 -> 16 and 1 -> 32 on
-   28x28, k = 9) at batch 8; one thread, Zen 4: 0.0376 -> 0.0303 and
-   0.0736 -> 0.0590 ms. */
+/* A unit of a fused MaxPool on the pooled tile: pool rows [p0, p1) of item i, W's panels [m0, m1), nr / 4 outputs of
+   a row a tile, from the Conv's rows 2 R and 2 R + 1 at v = 2 R pw + 2 o. The Conv's rows never leave the registers:
+   storing them into the band and pooling them from there had taken a third of the small CNNs' first layers (1 -> 16
+   and 1 -> 32 on 28x28, k = 9) at batch 8; one thread, Zen 4: 0.0376 -> 0.0303 and 0.0736 -> 0.0590 ms. */
 static void mps_direct_pooled_unit(const struct mps_direct_job *jb, int64_t i, int64_t p0, int64_t p1, int64_t m0,
                                    int64_t m1)
 {
@@ -610,14 +612,11 @@ static void mps_direct_pooled_unit(const struct mps_direct_job *jb, int64_t i, i
             }
 }
 
-/* Units of a fused MaxPool: an item's band of prows pool rows, from the
-   Conv's rows they read, made into this thread's band (every channel, cap
-   rows apart, the tile's store applying bias and activation) and pooled
-   from there. A thread that made the band before it (its own share comes
-   in order) moves up the rows it holds past that band's first pool row and
-   goes on from the tile after its last: no row is made twice where windows
-   overlap down the rows (3x3 stride 2: one row in nine at the stems' 9-row
-   bands), nor a tile across two bands' rows (two in thirty). */
+/* Units of a fused MaxPool: an item's band of prows pool rows, from the Conv's rows they read, made into this
+   thread's band (every channel, cap rows apart, the tile's store applying bias and activation) and pooled from there.
+   A thread that made the band before it (its own share comes in order) moves up the rows it holds past that band's
+   first pool row and goes on from the tile after its last: no row is made twice where windows overlap down the rows
+   (3x3 stride 2: one row in nine at the stems' 9-row bands), nor a tile across two bands' rows (two in thirty). */
 static void mps_direct_pool_units(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_direct_job *jb = ctx;
