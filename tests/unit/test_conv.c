@@ -300,6 +300,10 @@ static void test_conv_residual(const struct mps_backend *const *backends, int n_
         bool broadcast;   /* r is [1, cout, 1, 1]: not fused */
     } rows[] = {
         {"residual Add+Relu after a 3x3 conv (the conv tile)", 40, 40, 3, 1, 48, 20, 1, 1, false, false, false},
+        {"residual Add+Relu after a 3x3 conv of 8 channels (the conv tile: a padded copy's columns dropped)", 40, 40, 3,
+         1, 8, 20, 2, 1, false, false, false},
+        {"residual Add after a 1x1 conv on 13x12 (the conv tile in place, its last moved back), r first", 13, 12, 1, 0,
+         24, 20, 2, 0, true, false, false},
         {"residual Add after a 3x3 conv on 7x7 (the transposed tile), r first", 7, 7, 3, 1, 48, 56, 2, 0, true, false,
          false},
         {"residual Add+Relu after a 1x1 conv on 7x7 (the transposed tile: the sum, then Relu)", 7, 7, 1, 0, 64, 64, 2,
