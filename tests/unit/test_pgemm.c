@@ -8,7 +8,8 @@
    run, and A's rows read in place (gemm_rows, where a family has it); each
    epilogue (bias per row or column, residual, Relu, Clip, LeakyRelu,
    HardSwish, and an activation the tile does not compute); 1 to 3 threads,
-   rows split inside a panel where B is constant and they are few.
+   rows split inside a panel where B is constant and they are few, and in
+   equal parts across the panels where the panels are not a multiple of the threads.
    Each element must lie within (k + 2) 2^-24 of the sum of the magnitudes it
    adds (|bias| + |residual| + sum |a b|): the bound a float sum of k + 2 terms
    meets in any order (the activations here shrink errors or keep them, but
@@ -672,6 +673,10 @@ int main(int argc, char **argv)
             /* B constant, fewer panels of rows than threads: each thread a part of one panel's rows */
             th_product(uk, pools[1], uk->mr, 2 * uk->nr, 100, false, true, true, (enum th_epi)epi, epi % 2 == 0);
             th_product(uk, pools[2], uk->mr - 1, uk->nr + 5, 70, false, true, false, (enum th_epi)epi, epi % 2 == 1);
+            /* and panels not a multiple of the threads: equal rows a task, across the panels' edges */
+            th_product(uk, pools[1], uk->mr + 2, uk->nr + 3, 90, false, true, true, (enum th_epi)epi, epi % 2 == 1);
+            th_product(uk, pools[2], 4 * uk->mr + 1, 3 * uk->nr, 40, false, true, epi % 2 == 0, (enum th_epi)epi,
+                       false);
         }
         th_dw3_all(uk);
         th_conv_all(uk);
