@@ -112,7 +112,7 @@ bool mps_avx2_dwb(const struct mps_dwk_geom *g, const void *x, const float *k, c
                   const struct mps_dwb_q *q);
 
 /* ukernel_avx2_wino.c's Winograd transforms (ukernels.h's wino_in, wino_out, wino_pool) */
-void mps_avx2_wino_in(const float *restrict x, const struct mps_wino_plane *p, int64_t j, int64_t count,
+void mps_avx2_wino_in(const float *restrict x, const struct mps_wino_plane *p, int64_t j, int64_t count, int64_t room,
                       float *restrict v, int64_t vk);
 void mps_avx2_wino_out(const float *m, int64_t mk, int64_t count, float bias, float *y0, float *y1,
                        const struct mps_tile_epi *e);

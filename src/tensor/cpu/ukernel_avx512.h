@@ -137,7 +137,7 @@ bool mps_avx512_dwb(const struct mps_dwk_geom *g, const void *x, const float *k,
                     const struct mps_dwb_q *q);
 void mps_avx512_maxpool(const struct mps_maxpool_geom *g, const float *x, float *y);
 /* Winograd's transforms (ukernel_avx512_wino.c). */
-void mps_avx512_wino_in(const float *restrict x, const struct mps_wino_plane *p, int64_t j, int64_t count,
+void mps_avx512_wino_in(const float *restrict x, const struct mps_wino_plane *p, int64_t j, int64_t count, int64_t room,
                         float *restrict v, int64_t vk);
 void mps_avx512_wino_out(const float *m, int64_t mk, int64_t count, float bias, float *y0, float *y1,
                          const struct mps_tile_epi *e);

@@ -95,9 +95,10 @@ static void mps_avx512_wino_pair(const float *x, const struct mps_wino_plane *p,
    runs of 7 or fewer two at a time where the next row's fits beside. The
    C loops (ukernel_wino.h), as GCC vectorized them, ran 256-bit with alias
    checks and scalar ends: a fifth of six 56x56 64-channel layers' time. */
-void mps_avx512_wino_in(const float *restrict x, const struct mps_wino_plane *p, int64_t j, int64_t count,
-                               float *restrict v, int64_t vk)
+void mps_avx512_wino_in(const float *restrict x, const struct mps_wino_plane *p, int64_t j, int64_t count, int64_t room,
+                        float *restrict v, int64_t vk)
 {
+    (void)room; /* its masked stores write the count tiles alone */
     for (int64_t t = 0; t < count;) {
         int64_t ty = (j + t) / p->tw, tx = (j + t) % p->tw;
         int64_t n = p->tw - tx < count - t ? p->tw - tx : count - t;

@@ -59,8 +59,9 @@ static inline void mps_wino_in_run(const float *restrict x, int64_t pw, int64_t 
    time, its four rows first copied to the stack with the cells outside
    the plane zeroed. */
 static inline void mps_wino_in(const float *restrict x, const struct mps_wino_plane *p, int64_t j, int64_t count,
-                               float *restrict v, int64_t vk)
+                               int64_t room, float *restrict v, int64_t vk)
 {
+    (void)room;
     enum { ROW = 2 * MPS_WINO_STEP + 2 };
     float buf[4 * ROW];
     for (int64_t t = 0; t < count;) {

@@ -243,8 +243,10 @@ typedef void (*mps_umaxpool_fn)(const struct mps_maxpool_geom *g, const float *x
    ukernel_avx2_wino.c).
    wino_in: for count tiles of the plane x (struct mps_wino_plane) from its
    tile j on, row by row of tiles, V = B^T d B, its element k (row-major)
-   to v[k vk + t] for the t-th. The plane is the input itself: the windows'
-   cells outside it (the pads) are read as zeros. wino_out:
+   to v[k vk + t] for the t-th; it may write anything to the room (0 .. 7)
+   floats past each v + k vk + count (the caller's lanes written after).
+   The plane is the input itself: the windows' cells outside it (the pads)
+   are read as zeros. wino_out:
    for count tiles, M's element k at m[k mk + t], Y = A^T M A + bias through
    the epilogue's activation (its bias and res unused): the 2x2 outputs of
    tile t to y0[2 t], y0[2 t + 1] and y1[2 t], y1[2 t + 1]. wino_pool: as
@@ -255,8 +257,8 @@ struct mps_wino_plane {
     int64_t pt, pl; /* tile (ty, tx)'s 4x4 window from row 2 ty - pt, column 2 tx - pl */
     int64_t tw;     /* tiles a row */
 };
-typedef void (*mps_uwino_in_fn)(const float *x, const struct mps_wino_plane *p, int64_t j, int64_t count, float *v,
-                                int64_t vk);
+typedef void (*mps_uwino_in_fn)(const float *x, const struct mps_wino_plane *p, int64_t j, int64_t count, int64_t room,
+                                float *v, int64_t vk);
 typedef void (*mps_uwino_out_fn)(const float *m, int64_t mk, int64_t count, float bias, float *y0, float *y1,
                                  const struct mps_tile_epi *epi);
 typedef void (*mps_uwino_pool_fn)(const float *m, int64_t mk, int64_t count, float bias, float *y,

@@ -252,9 +252,12 @@ static void mps_winograd_input(const struct mps_winograd_run *r, int64_t j0, int
         int64_t b = (j0 + t) / q->tiles, j = (j0 + t) % q->tiles, len = q->tiles - j;
         len = len < n - t ? len : n - t;
         len = len < nr - t % nr ? len : nr - t % nr;
+        /* the lanes past a call's tiles: this channel's next (a later call), else the next
+           channel's (this call's next, where the row began with it) or the skew after V */
+        int64_t end = t % nr + len, room = end < nr ? nr - end : t % nr == 0 ? 7 : 0;
         for (int64_t c = 0; c < q->c; c++)
-            r->uk->wino_in(r->x + (b * q->c + c) * plane, &r->plane, j, len, v + t / nr * q->c * nr + c * nr + t % nr,
-                           vk);
+            r->uk->wino_in(r->x + (b * q->c + c) * plane, &r->plane, j, len, room < 7 ? room : 7,
+                           v + t / nr * q->c * nr + c * nr + t % nr, vk);
         t += len;
     }
     if (n % nr) /* the last panel's lanes past the tiles */
