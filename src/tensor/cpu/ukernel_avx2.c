@@ -40,7 +40,7 @@ static inline struct mps_avx2_storev mps_avx2_storev_of(int cols, int flags, con
     v.m0 = mps_avx2_mask(cols);
     v.m1 = mps_avx2_mask(cols - 8);
     v.acc = flags & MPS_TILE_ACCUMULATE;
-    v.act_any = finish && (v.act.clamp || v.act.leaky || v.act.hswish);
+    v.act_any = finish && mps_avx2_act_any(e);
     v.plain = !v.acc && !v.bias && !v.res && !v.act_any;
     v.whole0 = cols >= 8;
     v.two = cols > 8;
@@ -92,7 +92,7 @@ static inline struct mps_avx2_keepv mps_avx2_keepv_of(uint64_t keep, const struc
     v.bias = e->bias;
     v.act = mps_avx2_actc_of(e);
     v.keep = keep;
-    v.act_any = v.act.clamp || v.act.leaky || v.act.hswish;
+    v.act_any = mps_avx2_act_any(e);
     v.all = keep == 0xffffu;
     return v;
 }
