@@ -10,30 +10,6 @@
    time on this family. Built with -mavx2 -mfma like the rest of it. */
 #include "ukernel_avx2.h"
 
-/* The first n (1..8) lanes of v to p: a 128-bit, a 64-bit and a 32-bit
-   store as n needs them, where a masked store (vmaskmovps) is slow on AMD's
-   cores (a fifth of the input transform's time on 14x14 planes, Zen 5). */
-static inline void mps_avx2_put_n(float *p, int n, __m256 v)
-{
-    if (n == 8) {
-        _mm256_storeu_ps(p, v);
-        return;
-    }
-    __m128 q = _mm256_castps256_ps128(v);
-    if (n >= 4) {
-        _mm_storeu_ps(p, q);
-        q = _mm256_extractf128_ps(v, 1);
-        p += 4, n -= 4;
-    }
-    if (n >= 2) {
-        _mm_storel_pi((__m64 *)p, q);
-        q = _mm_movehl_ps(q, q);
-        p += 2, n -= 2;
-    }
-    if (n)
-        _mm_store_ss(p, q);
-}
-
 /* A window row's eighteen columns as four vectors: columns 0, 8, 2 and 10
    on (c0 .. c3). */
 struct mps_avx2_wrow {
