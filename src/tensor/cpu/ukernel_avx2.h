@@ -18,6 +18,13 @@ static inline __m256i mps_avx2_mask(int n)
     return _mm256_loadu_si256((const __m256i *)(lanes + 8 - (n < 0 ? 0 : n > 8 ? 8 : n)));
 }
 
+/* Lanes of the vector from plane column a in a row of w: a + lane in 0 .. w. */
+static inline __m256i mps_avx2_lanes(int64_t a, int64_t w)
+{
+    int from = a < 0 ? (int)(a < -8 ? 8 : -a) : 0, to = w - a < 8 ? (int)(w - a < 0 ? 0 : w - a) : 8;
+    return _mm256_andnot_si256(mps_avx2_mask(from), mps_avx2_mask(to));
+}
+
 /* v's lanes in m to p (whole: all eight, a plain store; Zen 2's masked store
    is a slow one). */
 static inline void mps_avx2_put(float *p, __m256i m, bool whole, __m256 v)

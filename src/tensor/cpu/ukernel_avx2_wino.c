@@ -23,13 +23,6 @@ struct mps_avx2_wmask {
     bool all;
 };
 
-/* Lanes of the vector from plane column a in a row of w: a + lane in 0 .. w. */
-static inline __m256i mps_avx2_wino_lanes(int64_t a, int64_t w)
-{
-    int from = a < 0 ? (int)(a < -8 ? 8 : -a) : 0, to = w - a < 8 ? (int)(w - a < 0 ? 0 : w - a) : 8;
-    return _mm256_andnot_si256(mps_avx2_mask(from), mps_avx2_mask(to));
-}
-
 /* The window row from row (its column 0; NULL: a row outside the plane, zeros). */
 static inline struct mps_avx2_wrow mps_avx2_wino_row(const float *row, const struct mps_avx2_wmask *k)
 {
@@ -106,8 +99,8 @@ void mps_avx2_wino_in(const float *restrict x, const struct mps_wino_plane *p, i
         int64_t c0 = 2 * tx - p->pl, r0 = 2 * ty - p->pt;
         struct mps_avx2_wmask k; /* not zeroed first: GCC did that with rep stosq, a third of the time */
         k.all = c0 >= 0 && c0 + 18 <= p->w;
-        k.m0 = mps_avx2_wino_lanes(c0, p->w), k.m1 = mps_avx2_wino_lanes(c0 + 8, p->w);
-        k.m2 = mps_avx2_wino_lanes(c0 + 2, p->w), k.m3 = mps_avx2_wino_lanes(c0 + 10, p->w);
+        k.m0 = mps_avx2_lanes(c0, p->w), k.m1 = mps_avx2_lanes(c0 + 8, p->w);
+        k.m2 = mps_avx2_lanes(c0 + 2, p->w), k.m3 = mps_avx2_lanes(c0 + 10, p->w);
         const float *in[4];
         for (int i = 0; i < 4; i++)
             in[i] = r0 + i >= 0 && r0 + i < p->h ? x + (r0 + i) * p->w + c0 : NULL;
