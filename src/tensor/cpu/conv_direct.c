@@ -408,12 +408,11 @@ static inline void mps_direct_run(const struct mps_direct_job *jb, const float *
     const float *w = (const float *)(jb->w + jb->per * (size_t)gi) + p * d->k; /* W's panel of rows p .. */
     struct mps_tile_epi e = jb->epi;
     e.bias = jb->bias ? jb->bias + gi * d->mg + p : NULL;
-    int64_t n = __builtin_popcountll(tl->keep);
     float *yt = y + p * plane + tl->at;
     if (jb->res && !jb->act) /* the family's store adds it (conv_res), before the activation */
         e.res = jb->res + (yt - jb->y), e.ldr = plane;
-    if (d->transposed)
-        jb->uk->convt(d->k, w, x + tl->v, jb->off, yt, plane, (int)n, rows, &e);
+    if (d->transposed) /* (the count here only: built for any x86-64, a call to libgcc's popcount) */
+        jb->uk->convt(d->k, w, x + tl->v, jb->off, yt, plane, __builtin_popcountll(tl->keep), rows, &e);
     else
         (pf ? jb->uk->conv_pf : jb->uk->conv)(d->k, w, x + tl->v, jb->off, yt, plane, rows, tl->keep, &e);
 }
@@ -436,7 +435,8 @@ static struct mps_direct_tile mps_direct_band_tile(const struct mps_direct_job *
         lo = lo > 0 ? lo : 0;
         hi = hi < nr ? hi : nr;
         uint64_t below = lo >= 64 ? ~0ull : (1ull << lo) - 1, upto = hi >= 64 ? ~0ull : hi <= 0 ? 0 : (1ull << hi) - 1;
-        tl.at += __builtin_popcountll(tl.keep & below); /* the columns cut off before the band's first */
+        if (tl.keep & below) /* the columns cut off before the band's first (rare: libgcc's popcount, a call) */
+            tl.at += __builtin_popcountll(tl.keep & below);
         tl.keep &= upto & ~below;
     }
     tl.at -= r0 * ow_n;
