@@ -641,16 +641,8 @@ __attribute__((always_inline)) static inline __m256 mps_avx2_down3(const float *
     return _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), acc, _mm256_castsi256_ps(m));
 }
 
-/* The 3x3 stride-2 window, begin pads 0 or 1 (squeezenet1_1's pools,
-   resnet18's), as avx512's mps_avx512_maxpool3s2: an output row eight
-   outputs a step in registers, the maxima down the window's rows of
-   sixteen columns and of the next vector (carried to the next step), then
-   the even columns, the odd ones and the even ones a column on. Through
-   the row on the stack squeezenet1_1's 128 x 55x55 pool took 2.7 times
-   onnxruntime's time on one thread. */
-/* One output row of it from the n (1..3) input rows at row (a constant 3
-   where inlined: the loops down the rows with a variable count and their
-   branches had cost as much as the maxima). */
+/* One output row of mps_avx2_maxpool3s2 from the n (1..3) input rows at row (a constant 3 where inlined: the loops
+   down the rows with a variable count and their branches had cost as much as the maxima). */
 __attribute__((always_inline)) static inline void mps_avx2_pool3_row(const struct mps_maxpool_geom *g, const float *row,
                                                                      int64_t n, float *y)
 {
@@ -672,6 +664,13 @@ __attribute__((always_inline)) static inline void mps_avx2_pool3_row(const struc
     }
 }
 
+/* The 3x3 stride-2 window, begin pads 0 or 1 (squeezenet1_1's pools,
+   resnet18's), as avx512's mps_avx512_maxpool3s2: an output row eight
+   outputs a step in registers, the maxima down the window's rows of
+   sixteen columns and of the next vector (carried to the next step), then
+   the even columns, the odd ones and the even ones a column on. Through
+   the row on the stack squeezenet1_1's 128 x 55x55 pool took 2.7 times
+   onnxruntime's time on one thread. */
 static void mps_avx2_maxpool3s2(const struct mps_maxpool_geom *g, const float *x, float *y)
 {
     for (int64_t oh = 0; oh < g->out_h; oh++, y += g->out_w) {
