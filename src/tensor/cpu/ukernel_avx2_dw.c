@@ -58,7 +58,7 @@ mps_avx2_dwb_outputs(const struct mps_dwk_geom *g, const float *buf, int64_t pw,
         for (int i = 0; i < 8; i++)
             r[i] = bv;
         /* tap by tap over the eight positions: each weight loaded once a step, not once a position */
-        for (int u = 0; u < taps; u++) {
+        for (int u = 0; u < (three ? 9 : taps); u++) { /* 9 a constant: unrolled, no u / 3 a tap */
             const __m256 k = kv[u];
             const int64_t d = three ? (u / 3) * pr + (u % 3) * 16 : off[u];
 #pragma GCC unroll 8
