@@ -691,11 +691,10 @@ static void mps_avx2_maxpool3s2(const struct mps_maxpool_geom *g, const float *x
    across), then across each window's columns, eight outputs a step. avx2
    had none: its pools ran the C loops (squeezenet1_1's three at batch 1 0.55
    ms on one thread, the avx512 family's 0.07). A 3x3 stride-2 window (the
-   CNNs' usual pool) took its rows and taps without loops here, taps 0 and 1
-   from one even/odd split (64 x 111x111 -> 55x55, one thread, 0.166 -> 0.121
-   ms); with begin pads of 1 or less it now runs mps_avx2_maxpool3s2, in
+   CNNs' usual pool) with begin pads of 1 or less runs mps_avx2_maxpool3s2, in
    registers (squeezenet1_1's 55 -> 27 and 27 -> 13 pools in the model, one
-   thread: 0.85 and 0.71 of the time here). */
+   thread: 0.85 and 0.71 of the time here, whose unrolled taps for that
+   window it replaced). */
 static void mps_avx2_maxpool(const struct mps_maxpool_geom *g, const float *x, float *y)
 {
     if (g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->pt == 0 && g->pl == 0 &&
@@ -723,16 +722,9 @@ static void mps_avx2_maxpool(const struct mps_maxpool_geom *g, const float *x, f
             mps_avx2_maxpool_cols(g, x, oh + 1, cols, next);
         for (int64_t o = 0; o < g->out_w; o += 8) {
             const float *at = v + o * g->sw;
-            __m256 acc;
-            if (g->kw == 3 && g->sw == 2) { /* taps 0 and 1 the even and odd of one split, tap 2 the next's even */
-                __m256 even, odd;
-                mps_avx2_deinterleave(_mm256_loadu_ps(at), _mm256_loadu_ps(at + 8), &even, &odd);
-                acc = mps_avx2_nanmax(mps_avx2_nanmax(even, odd), mps_avx2_taps(at + 2, 2));
-            } else {
-                acc = mps_avx2_taps(at, g->sw);
-                for (int t = 1; t < g->kw; t++)
-                    acc = mps_avx2_nanmax(acc, mps_avx2_taps(at + t, g->sw));
-            }
+            __m256 acc = mps_avx2_taps(at, g->sw);
+            for (int t = 1; t < g->kw; t++)
+                acc = mps_avx2_nanmax(acc, mps_avx2_taps(at + t, g->sw));
             mps_avx2_put(y + o, mps_avx2_mask((int)(g->out_w - o)), g->out_w - o >= 8, acc);
         }
         float *t = v;
