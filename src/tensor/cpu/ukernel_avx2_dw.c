@@ -23,6 +23,44 @@ static inline __m256 mps_avx2_dwb_bytes(const uint8_t *x, int n, const struct mp
     return _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b)), _mm256_set1_ps(q->zx));
 }
 
+/* Eight positions of sixteen planes of a depthwise QLinearConv, each plane's
+   eight bytes at x + c plane, as dwb's floats (x ^ flip) - zx, position i's
+   planes 0-7 in lo[i] and 8-15 in hi[i]: transposed as bytes, in three
+   rounds of 128-bit interleaves, and widened after (ukernel_avx512_dw.c's
+   mps_avx512_dwb_bytes16 at eight positions; two 8 x 8 transposes of floats
+   are 48 shuffles of 256 bits, the bytes' 24 of 128). */
+static inline void mps_avx2_dwb_bytes8(const uint8_t *x, int64_t plane, const struct mps_dwb_q *q, __m256 *lo,
+                                       __m256 *hi)
+{
+    const __m128i flip = _mm_set1_epi8((char)q->flip);
+    __m128i a[8], b[8];
+    /* a[i]: planes 2 i and 2 i + 1 interleaved, positions 0-7 */
+    for (int i = 0; i < 8; i++) {
+        uint64_t u, v;
+        memcpy(&u, x + 2 * i * plane, 8), memcpy(&v, x + (2 * i + 1) * plane, 8);
+        a[i] = _mm_xor_si128(_mm_unpacklo_epi8(_mm_cvtsi64_si128((long long)u), _mm_cvtsi64_si128((long long)v)), flip);
+    }
+    /* b[2 j + e]: planes 4 j .. 4 j + 3 at positions 4 e .. 4 e + 3 */
+    for (int j = 0; j < 4; j++)
+        b[2 * j] = _mm_unpacklo_epi16(a[2 * j], a[2 * j + 1]),
+              b[2 * j + 1] = _mm_unpackhi_epi16(a[2 * j], a[2 * j + 1]);
+    /* a[4 o + 2 e + f]: planes 8 o .. 8 o + 7 at positions 4 e + 2 f and 4 e + 2 f + 1 (the low and high eight bytes)
+     */
+    for (int o = 0; o < 2; o++)
+        for (int e = 0; e < 2; e++) {
+            a[4 * o + 2 * e] = _mm_unpacklo_epi32(b[4 * o + e], b[4 * o + 2 + e]);
+            a[4 * o + 2 * e + 1] = _mm_unpackhi_epi32(b[4 * o + e], b[4 * o + 2 + e]);
+        }
+    const __m256 zx = _mm256_set1_ps(q->zx);
+    for (int i = 0; i < 8; i++) { /* position i = 2 t + (i odd): its bytes in half i % 2 of a[t] and a[4 + t] */
+        __m128i l = a[i / 2], h = a[4 + i / 2];
+        if (i % 2)
+            l = _mm_unpackhi_epi64(l, l), h = _mm_unpackhi_epi64(h, h);
+        lo[i] = _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(l)), zx);
+        hi[i] = _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(h)), zx);
+    }
+}
+
 /* The outputs of one band of one half (eight planes) of a block: output rows
    [oh0, oh0 + rows) from buf (the half's floats of each position: buf's row
    0 is the input row oh0 sh - pt), eight positions (across rows) a step,
@@ -140,13 +178,18 @@ static void mps_avx2_dwb_transpose_in(const struct mps_dwk_geom *g, const void *
     for (int64_t p = r0 * g->w; p < r1 * g->w; p += 8) {
         int n = r1 * g->w - p < 8 ? (int)(r1 * g->w - p) : 8;
         __m256i m = mps_avx2_mask(n);
-        for (int c = 0; c < 8; c++) {
-            lo[c] = q ? mps_avx2_dwb_bytes(xb + c * in_plane + p, n, q) : mps_avx2_get(x + c * in_plane + p, m, n == 8);
-            hi[c] = q ? mps_avx2_dwb_bytes(xb + (c + 8) * in_plane + p, n, q)
-                      : mps_avx2_get(x + (c + 8) * in_plane + p, m, n == 8);
+        if (q && n == 8)
+            mps_avx2_dwb_bytes8(xb + p, in_plane, q, lo, hi);
+        else {
+            for (int c = 0; c < 8; c++) {
+                lo[c] =
+                    q ? mps_avx2_dwb_bytes(xb + c * in_plane + p, n, q) : mps_avx2_get(x + c * in_plane + p, m, n == 8);
+                hi[c] = q ? mps_avx2_dwb_bytes(xb + (c + 8) * in_plane + p, n, q)
+                          : mps_avx2_get(x + (c + 8) * in_plane + p, m, n == 8);
+            }
+            mps_avx2_transpose8(lo);
+            mps_avx2_transpose8(hi);
         }
-        mps_avx2_transpose8(lo);
-        mps_avx2_transpose8(hi);
         for (int i = 0; i < n; i++) {
             if (iw < cols) {
                 float *d = buf + 16 * ((ih - first) * pw + g->pl + iw);
