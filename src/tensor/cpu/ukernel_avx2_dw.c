@@ -44,15 +44,14 @@ static inline void mps_avx2_dwb_bytes8(const uint8_t *x, int64_t plane, const st
     for (int j = 0; j < 4; j++)
         b[2 * j] = _mm_unpacklo_epi16(a[2 * j], a[2 * j + 1]),
               b[2 * j + 1] = _mm_unpackhi_epi16(a[2 * j], a[2 * j + 1]);
-    /* a[4 o + 2 e + f]: planes 8 o .. 8 o + 7 at positions 4 e + 2 f and 4 e + 2 f + 1 (the low and high eight bytes)
-     */
+    /* a[4 o + 2 e + f]: planes 8 o .. 8 o + 7 at positions 4 e + 2 f (low half) and 4 e + 2 f + 1 (high) */
     for (int o = 0; o < 2; o++)
         for (int e = 0; e < 2; e++) {
             a[4 * o + 2 * e] = _mm_unpacklo_epi32(b[4 * o + e], b[4 * o + 2 + e]);
             a[4 * o + 2 * e + 1] = _mm_unpackhi_epi32(b[4 * o + e], b[4 * o + 2 + e]);
         }
     const __m256 zx = _mm256_set1_ps(q->zx);
-    for (int i = 0; i < 8; i++) { /* position i = 2 t + (i odd): its bytes in half i % 2 of a[t] and a[4 + t] */
+    for (int i = 0; i < 8; i++) { /* position i: half i % 2 of a[i / 2] (planes 0-7) and a[4 + i / 2] (8-15) */
         __m128i l = a[i / 2], h = a[4 + i / 2];
         if (i % 2)
             l = _mm_unpackhi_epi64(l, l), h = _mm_unpackhi_epi64(h, h);
