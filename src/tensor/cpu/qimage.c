@@ -9,11 +9,11 @@
 #include <string.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
+
+#include "ukernel_x86.h" /* (x86-64 always has SSE2) */
 #endif
 #if defined(__x86_64__)
 #include <immintrin.h>
-
-#include "ukernel_x86.h"
 #endif
 
 #include "qlinear.h"
@@ -21,29 +21,13 @@
 #if defined(__SSE2__)
 /* Sixteen rows of sixteen bytes (x + r stride, each byte xor flip)
    transposed: dst + p dst_stride gets byte p of each row, row order (a
-   pixel's sixteen channels from sixteen planes). Four rounds of unpacks. */
+   pixel's sixteen channels from sixteen planes). */
 static void mps_qtranspose16(const uint8_t *x, int64_t stride, uint8_t flip, uint8_t *dst, int64_t dst_stride)
 {
-    __m128i a[16], b[16], f = _mm_set1_epi8((char)flip);
-    for (int r = 0; r < 16; r++)
-        a[r] = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(x + r * stride)), f);
-    for (int i = 0; i < 8; i++) /* pairs of rows: pixels 0-7, 8-15 */
-        b[2 * i] = _mm_unpacklo_epi8(a[2 * i], a[2 * i + 1]), b[2 * i + 1] = _mm_unpackhi_epi8(a[2 * i], a[2 * i + 1]);
-    for (int j = 0; j < 4; j++) { /* quads of rows: pixels 0-3, 4-7, 8-11, 12-15 */
-        a[4 * j] = _mm_unpacklo_epi16(b[4 * j], b[4 * j + 2]),
-              a[4 * j + 1] = _mm_unpackhi_epi16(b[4 * j], b[4 * j + 2]);
-        a[4 * j + 2] = _mm_unpacklo_epi16(b[4 * j + 1], b[4 * j + 3]);
-        a[4 * j + 3] = _mm_unpackhi_epi16(b[4 * j + 1], b[4 * j + 3]);
-    }
-    for (int h = 0; h < 2; h++) /* octets of rows: pairs of pixels */
-        for (int q = 0; q < 4; q++) {
-            b[8 * h + 2 * q] = _mm_unpacklo_epi32(a[8 * h + q], a[8 * h + 4 + q]);
-            b[8 * h + 2 * q + 1] = _mm_unpackhi_epi32(a[8 * h + q], a[8 * h + 4 + q]);
-        }
-    for (int p = 0; p < 8; p++) { /* all sixteen rows: pixels 2p, 2p + 1 */
-        _mm_storeu_si128((__m128i *)(dst + 2 * p * dst_stride), _mm_unpacklo_epi64(b[p], b[8 + p]));
-        _mm_storeu_si128((__m128i *)(dst + (2 * p + 1) * dst_stride), _mm_unpackhi_epi64(b[p], b[8 + p]));
-    }
+    __m128i t[16];
+    mps_x86_transpose16_bytes(x, stride, flip, t);
+    for (int p = 0; p < 16; p++)
+        _mm_storeu_si128((__m128i *)(dst + p * dst_stride), t[p]);
 }
 #endif
 

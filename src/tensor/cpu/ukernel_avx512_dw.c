@@ -4,8 +4,9 @@
    made by the 1x1 convolution before them. Built with -mavx512f. */
 
 #include "ukernel_avx512.h"
-#include "ukernel_dwb.h"
 #include "ukernel_avx512_qreq.h"
+#include "ukernel_dwb.h"
+#include "ukernel_x86.h"
 
 /* Columns [from, from + 16) of a row of w floats, zeros outside the row:
    masked lanes never fault, and before the row's start an expanding load
@@ -264,39 +265,15 @@ static inline __m512 mps_avx512_dwb_bytes(const uint8_t *x, int n, const struct 
 
 /* Sixteen positions of sixteen planes of a depthwise QLinearConv, each plane's
    sixteen bytes at x + c plane, as dwb's floats (x ^ flip) - zx, position i's
-   sixteen channels in r[i]: transposed as bytes, in four rounds of 128-bit
-   interleaves, and widened after (a 16 x 16 transpose of floats is 64
-   512-bit shuffles, the bytes' 64 of 128 bits). */
+   sixteen channels in r[i]: transposed as bytes (64 shuffles of 128 bits,
+   where a 16 x 16 transpose of floats is 64 of 512), then widened. */
 static inline void mps_avx512_dwb_bytes16(const uint8_t *x, int64_t plane, const struct mps_dwb_q *q, __m512 r[16])
 {
-    const __m128i flip = _mm_set1_epi8((char)q->flip);
-    __m128i a[16], b[16];
-    for (int c = 0; c < 16; c++)
-        a[c] = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(x + c * plane)), flip);
-    /* b[2 i], b[2 i + 1]: planes 2 i and 2 i + 1 interleaved, positions 0-7 and 8-15 */
-    for (int i = 0; i < 8; i++)
-        b[2 * i] = _mm_unpacklo_epi8(a[2 * i], a[2 * i + 1]), b[2 * i + 1] = _mm_unpackhi_epi8(a[2 * i], a[2 * i + 1]);
-    /* a[8 h + 2 j + e]: planes 4 j .. 4 j + 3 at positions 8 h + 4 e .. + 3 */
-    for (int h = 0; h < 2; h++)
-        for (int j = 0; j < 4; j++) {
-            a[8 * h + 2 * j] = _mm_unpacklo_epi16(b[4 * j + h], b[4 * j + 2 + h]);
-            a[8 * h + 2 * j + 1] = _mm_unpackhi_epi16(b[4 * j + h], b[4 * j + 2 + h]);
-        }
-    /* b[4 g + 2 o + e]: planes 8 o .. 8 o + 7 at positions 4 g + 2 e, + 1 (g = 2 h + quarter) */
-    for (int g = 0; g < 4; g++)
-        for (int o = 0; o < 2; o++) {
-            int h = g / 2, e = g % 2;
-            b[4 * g + 2 * o] = _mm_unpacklo_epi32(a[8 * h + 4 * o + e], a[8 * h + 4 * o + 2 + e]);
-            b[4 * g + 2 * o + 1] = _mm_unpackhi_epi32(a[8 * h + 4 * o + e], a[8 * h + 4 * o + 2 + e]);
-        }
+    __m128i t[16];
+    mps_x86_transpose16_bytes(x, plane, q->flip, t);
     const __m512 zx = _mm512_set1_ps(q->zx);
-    for (int g = 0; g < 4; g++)
-        for (int e = 0; e < 2; e++) {
-            __m128i lo = _mm_unpacklo_epi64(b[4 * g + e], b[4 * g + 2 + e]);
-            __m128i hi = _mm_unpackhi_epi64(b[4 * g + e], b[4 * g + 2 + e]);
-            r[4 * g + 2 * e] = _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(lo)), zx);
-            r[4 * g + 2 * e + 1] = _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(hi)), zx);
-        }
+    for (int i = 0; i < 16; i++)
+        r[i] = _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(t[i])), zx);
 }
 
 /* The outputs of one band of sixteen planes (mps_avx512_dwb): output rows
