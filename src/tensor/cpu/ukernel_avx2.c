@@ -22,6 +22,9 @@ struct mps_avx2_storev {
     int64_t ldr;
     struct mps_avx2_actc act;
     __m256i m0, m1;
+    int n0, n1;     /* the lanes of m0 and m1 */
+    __m256i tail;   /* lane i: float n1 + i of the row's sixteen (mps_avx2_store_row) */
+    __m256 tail_lo; /* where that float is lo's */
     bool acc, bias_cols, act_any;
     bool plain;  /* no accumulate and no epilogue: the rows are stored as they are */
     bool whole0; /* the first eight columns all there */
@@ -39,6 +42,11 @@ static inline struct mps_avx2_storev mps_avx2_storev_of(int cols, int flags, con
     v.act = mps_avx2_actc_of(e);
     v.m0 = mps_avx2_mask(cols);
     v.m1 = mps_avx2_mask(cols - 8);
+    v.n0 = cols < 8 ? cols : 8;
+    v.n1 = cols > 16 ? 8 : cols > 8 ? cols - 8 : 0;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    v.tail = _mm256_add_epi32(lane, _mm256_set1_epi32(v.n1));
+    v.tail_lo = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(8 - v.n1), lane));
     v.acc = flags & MPS_TILE_ACCUMULATE;
     v.act_any = finish && mps_avx2_act_any(e);
     v.plain = !v.acc && !v.bias && !v.res && !v.act_any;
@@ -72,9 +80,19 @@ __attribute__((always_inline)) static inline void mps_avx2_store_row(float *c, _
         if (two)
             hi = mps_avx2_epi_row(c, hi, v->m1, full, v, r, 8);
     }
-    mps_avx2_put(c, v->m0, whole0, lo);
-    if (two)
-        mps_avx2_put(c + 8, v->m1, full, hi);
+    /* No masked store (vmaskmovps, slow on AMD's cores: a 6 x 16 tile at k = 32 took 74 ns with 1 to 15 of its
+       columns, 55 with all 16; Zen 5): 9 to 15 columns store their last eight floats as one vector that ends at
+       the row's end, taken from lo and hi in registers (62 ns); 8 or fewer through put_n (43). */
+    if (!whole0) {
+        mps_avx2_put_n(c, v->n0, lo);
+        return;
+    }
+    _mm256_storeu_ps(c, lo);
+    if (full)
+        _mm256_storeu_ps(c + 8, hi);
+    else if (two)
+        _mm256_storeu_ps(c + v->n1, _mm256_blendv_ps(_mm256_permutevar8x32_ps(hi, v->tail),
+                                                     _mm256_permutevar8x32_ps(lo, v->tail), v->tail_lo));
 }
 
 /* What the direct convolution's row stores share, once a tile: the bias a
@@ -150,13 +168,13 @@ __attribute__((always_inline)) static inline void mps_avx2_keep(float *c, __m256
 }
 
 /* What the pooled tile's row stores share (mps_avx2_conv_pooled): the bias,
-   the activation's constants, the mask of the n <= 4 outputs a row, and
+   the activation's constants, the n <= 4 outputs a row, and
    whether the pool may come first (the activation rises: the maximum's
    epilogue is the epilogue's maximum). */
 struct mps_avx2_poolv {
     const float *bias;
     struct mps_avx2_actc act;
-    __m128i m;
+    int n;
     bool whole, first;
 };
 
@@ -165,7 +183,7 @@ static inline struct mps_avx2_poolv mps_avx2_poolv_of(int n, const struct mps_ti
     struct mps_avx2_poolv v;
     v.bias = e->bias;
     v.act = mps_avx2_actc_of(e);
-    v.m = _mm256_castsi256_si128(mps_avx2_mask(n));
+    v.n = n;
     v.whole = n >= 4;
     v.first = mps_avx2_act_rises(e);
     return v;
@@ -197,7 +215,7 @@ __attribute__((always_inline)) static inline void mps_avx2_pool_row(float *c, __
     if (v->whole)
         _mm_storeu_ps(c, out);
     else
-        _mm_maskstore_ps(c, v->m, out);
+        mps_avx2_put_n(c, v->n, _mm256_castps128_ps256(out));
 }
 
 /* The pooled tile's rows (its STORE, as ukernel_tile.h's MPS_TILE_STORE). */
@@ -239,11 +257,68 @@ MPS_TILES(mps_avx2_conv_pf, MPS_AVX2_OFFSET_PF, MPS_TILE_KEEP, uint64_t, 1, MR, 
 MPS_TILES(mps_avx2_gemm_rows, MPS_AVX2_PACKED, MPS_TILE_STORE, int, lda, 1, 8)
 MPS_TILES(mps_avx2_conv_pooled, MPS_AVX2_OFFSET, MPS_AVX2_POOL, int, 1, MR, lda) /* lda: the pitch */
 
+/* A GEMM tile of 8 columns or fewer, 4 rows or more (avx512's quarter
+   tile): one vector a row, two k steps in flight so that 8 to 12
+   accumulators hide the fused multiply-add's latency, folded and stored as
+   the full tile's first half. The full tile ran such an edge at its own
+   cost: Winograd's last block of 17 tiles (fashion_cnn and mnist_cnn at
+   batch 1: 49 tiles, blocks of 32) as 16 + 16 columns. */
+#define MPS_AVX2_A(r, j) (a + (r)*a_lda + (j)*a_ks)
+#define MPS_AVX2_NDECL(r) __m256 q##r = _mm256_setzero_ps(), x##r = q##r;
+#define MPS_AVX2_NFMA2(R, r)                                                                                           \
+    if (R > r) {                                                                                                       \
+        q##r = _mm256_fmadd_ps(_mm256_broadcast_ss(MPS_AVX2_A(r, 0)), b0, q##r);                                       \
+        x##r = _mm256_fmadd_ps(_mm256_broadcast_ss(MPS_AVX2_A(r, 1)), b1, x##r);                                       \
+    }
+#define MPS_AVX2_NFMA(R, r)                                                                                            \
+    if (R > r)                                                                                                         \
+        q##r = _mm256_fmadd_ps(_mm256_broadcast_ss(MPS_AVX2_A(r, 0)), b0, q##r);
+#define MPS_AVX2_NSTORE(R, r)                                                                                          \
+    if (R > r) {                                                                                                       \
+        __m256 v = _mm256_add_ps(q##r, x##r);                                                                          \
+        mps_avx2_store_row(c + r * ldc, v, v, &sv, r, false);                                                          \
+    }
+#define MPS_AVX2_ROWS6(M, R) M(R, 0) M(R, 1) M(R, 2) M(R, 3) M(R, 4) M(R, 5)
+#define MPS_AVX2_TILE_NARROW(NAME, LDA, KS, R)                                                                         \
+    static void NAME##_##R##x8(int64_t k, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,          \
+                               int cols, int flags, const struct mps_tile_epi *e)                                      \
+    {                                                                                                                  \
+        (void)lda;                                                                                                     \
+        const int64_t a_lda = LDA, a_ks = KS;                                                                          \
+        MPS_AVX2_NDECL(0)                                                                                              \
+        MPS_AVX2_NDECL(1) MPS_AVX2_NDECL(2) MPS_AVX2_NDECL(3) MPS_AVX2_NDECL(4) MPS_AVX2_NDECL(5) int64_t kk = 0;      \
+        for (; kk + 2 <= k; kk += 2, a += 2 * a_ks) {                                                                  \
+            __m256 b0 = _mm256_loadu_ps(b + kk * NR), b1 = _mm256_loadu_ps(b + (kk + 1) * NR);                         \
+            MPS_AVX2_ROWS6(MPS_AVX2_NFMA2, R)                                                                          \
+        }                                                                                                              \
+        if (kk < k) {                                                                                                  \
+            __m256 b0 = _mm256_loadu_ps(b + kk * NR);                                                                  \
+            MPS_AVX2_ROWS6(MPS_AVX2_NFMA, R)                                                                           \
+        }                                                                                                              \
+        const struct mps_avx2_storev sv = mps_avx2_storev_of(cols, flags, e);                                          \
+        MPS_AVX2_ROWS6(MPS_AVX2_NSTORE, R)                                                                             \
+    }
+#define MPS_AVX2_NARROW(NAME, LDA, KS)                                                                                 \
+    MPS_AVX2_TILE_NARROW(NAME, LDA, KS, 4) MPS_AVX2_TILE_NARROW(NAME, LDA, KS, 5) MPS_AVX2_TILE_NARROW(NAME, LDA, KS, 6)
+/* the narrow tile where cols <= 8 and rows >= 4, by height; returns after it */
+#define MPS_AVX2_NARROW_BY_ROWS(NAME)                                                                                  \
+    if (cols <= 8 && rows >= 4) {                                                                                      \
+        switch (rows) {                                                                                                \
+        case 4: NAME##_4x8(k, a, lda, b, c, ldc, cols, flags, e); return;                                              \
+        case 5: NAME##_5x8(k, a, lda, b, c, ldc, cols, flags, e); return;                                              \
+        default: NAME##_6x8(k, a, lda, b, c, ldc, cols, flags, e); return;                                             \
+        }                                                                                                              \
+    }
+
+MPS_AVX2_NARROW(mps_avx2_gemm_packed, 1, MR)
+MPS_AVX2_NARROW(mps_avx2_gemm_rows, lda, 1)
+
 static void mps_avx2_gemm(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int rows, int cols,
                           int flags, const struct mps_tile_epi *e)
 {
     const int32_t *off = NULL;
     const int64_t lda = 0;
+    MPS_AVX2_NARROW_BY_ROWS(mps_avx2_gemm_packed)
     MPS_TILE_BY_ROWS(mps_avx2_gemm_packed)
 }
 
@@ -251,6 +326,7 @@ static void mps_avx2_gemm_rows(int64_t k, const float *a, int64_t lda, const flo
                                int cols, int flags, const struct mps_tile_epi *e)
 {
     const int32_t *off = NULL;
+    MPS_AVX2_NARROW_BY_ROWS(mps_avx2_gemm_rows)
     MPS_TILE_BY_ROWS(mps_avx2_gemm_rows)
 }
 
@@ -564,171 +640,6 @@ static void mps_avx2_dw3(const struct mps_dw3_geom *g, const float *x, const flo
             int n = g->out_w - ow < 8 ? (int)(g->out_w - ow) : 8;
             mps_avx2_put(y + oh * g->out_w + ow, mps_avx2_mask(n), n == 8, mps_avx2_actc(acc, &act));
         }
-    }
-}
-
-/* v[pl + j] = the maximum of input column j down output row oh's window rows, j < cols. */
-static void mps_avx2_maxpool_cols(const struct mps_maxpool_geom *g, const float *x, int64_t oh, int64_t cols,
-                                  float *v)
-{
-    int64_t r0 = oh * g->sh - g->pt, r1 = r0 + g->kh;
-    r0 = r0 > 0 ? r0 : 0;
-    r1 = r1 < g->h ? r1 : g->h;
-    int64_t j = 0;
-    if (r1 - r0 == 3) /* a 3-row window (a 3x3 pool's rows but at a pad): the rows written out, no loop a chunk,
-                         so that the chunks' chains of maxima overlap */
-        for (const float *col = x + r0 * g->w; j + 8 <= cols; j += 8)
-            _mm256_storeu_ps(v + g->pl + j,
-                             mps_avx2_nanmax(mps_avx2_nanmax(_mm256_loadu_ps(col + j), _mm256_loadu_ps(col + g->w + j)),
-                                             _mm256_loadu_ps(col + 2 * g->w + j)));
-    for (; j < cols; j += 8) {
-        __m256i m = mps_avx2_mask((int)(cols - j));
-        bool whole = cols - j >= 8;
-        const float *col = x + r0 * g->w + j;
-        __m256 acc = mps_avx2_get(col, m, whole);
-        for (int64_t r = 1; r < r1 - r0; r++)
-            acc = mps_avx2_nanmax(acc, mps_avx2_get(col + r * g->w, m, whole));
-        mps_avx2_put(v + g->pl + j, m, whole, acc);
-    }
-}
-
-/* Eight floats from at: one apart (sw 1), or the even ones of sixteen (sw 2). */
-static inline __m256 mps_avx2_taps(const float *at, int sw)
-{
-    if (sw == 1)
-        return _mm256_loadu_ps(at);
-    __m256 even, odd;
-    mps_avx2_deinterleave(_mm256_loadu_ps(at), _mm256_loadu_ps(at + 8), &even, &odd);
-    return even;
-}
-
-/* The 2x2 stride-2 window without pads straight from its two input rows:
-   their maximum, then of the even and odd columns, eight outputs a step
-   (through the row on the stack mnist_cnn's 16 x 28x28 pool at batch 8 took
-   longer than the C loops). */
-static void mps_avx2_maxpool2(const struct mps_maxpool_geom *g, const float *x, float *y)
-{
-    int64_t span = 2 * g->out_w; /* input columns the windows cover */
-    for (int64_t oh = 0; oh < g->out_h; oh++, y += g->out_w) {
-        const float *r0 = x + 2 * oh * g->w, *r1 = r0 + g->w;
-        for (int64_t o = 0; o < g->out_w; o += 8) {
-            int64_t n0 = span - 2 * o, n1 = n0 - 8;
-            __m256i m0 = mps_avx2_mask((int)n0), m1 = mps_avx2_mask((int)n1);
-            __m256 lo = mps_avx2_nanmax(mps_avx2_get(r0 + 2 * o, m0, n0 >= 8), mps_avx2_get(r1 + 2 * o, m0, n0 >= 8));
-            __m256 hi = mps_avx2_nanmax(mps_avx2_get(r0 + 2 * o + 8, m1, n1 >= 8),
-                                        mps_avx2_get(r1 + 2 * o + 8, m1, n1 >= 8));
-            __m256 even, odd;
-            mps_avx2_deinterleave(lo, hi, &even, &odd);
-            mps_avx2_put(y + o, mps_avx2_mask((int)(g->out_w - o)), g->out_w - o >= 8, mps_avx2_nanmax(even, odd));
-        }
-    }
-}
-
-/* The maximum down n (1..3) rows, w apart, of the eight columns from
-   column c of row (lanes outside [0, w) -inf: none read). */
-__attribute__((always_inline)) static inline __m256 mps_avx2_down3(const float *row, int64_t w, int64_t c, int64_t n)
-{
-    if (c >= 0 && c + 8 <= w) {
-        __m256 acc = _mm256_loadu_ps(row + c);
-        for (int64_t r = 1; r < n; r++)
-            acc = mps_avx2_nanmax(acc, _mm256_loadu_ps(row + r * w + c));
-        return acc;
-    }
-    __m256i m = mps_avx2_lanes(c, w);
-    __m256 acc = _mm256_maskload_ps(row + c, m);
-    for (int64_t r = 1; r < n; r++)
-        acc = mps_avx2_nanmax(acc, _mm256_maskload_ps(row + r * w + c, m));
-    return _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), acc, _mm256_castsi256_ps(m));
-}
-
-/* One output row of mps_avx2_maxpool3s2 from the n (1..3) input rows at row (a constant 3 where inlined: the loops
-   down the rows with a variable count and their branches had cost as much as the maxima). */
-__attribute__((always_inline)) static inline void mps_avx2_pool3_row(const struct mps_maxpool_geom *g, const float *row,
-                                                                     int64_t n, float *y)
-{
-    const __m256i shift = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7);
-    __m256 a = mps_avx2_down3(row, g->w, -g->pl, n);
-    for (int64_t o = 0; o < g->out_w; o += 8) {
-        int64_t c = 2 * o - g->pl; /* the step's columns [c, c + 17) */
-        __m256 b = mps_avx2_down3(row, g->w, c + 8, n), next = mps_avx2_down3(row, g->w, c + 16, n);
-        __m256 even, odd;
-        mps_avx2_deinterleave(a, b, &even, &odd);
-        __m256 t2 = _mm256_blend_ps(_mm256_permutevar8x32_ps(even, shift),
-                                    _mm256_broadcastss_ps(_mm256_castps256_ps128(next)), 0x80);
-        __m256 v = mps_avx2_nanmax(mps_avx2_nanmax(even, odd), t2);
-        if (g->out_w - o >= 8)
-            _mm256_storeu_ps(y + o, v);
-        else
-            mps_avx2_put_n(y + o, (int)(g->out_w - o), v);
-        a = next;
-    }
-}
-
-/* The 3x3 stride-2 window, begin pads 0 or 1 (squeezenet1_1's pools,
-   resnet18's), as avx512's mps_avx512_maxpool3s2: an output row eight
-   outputs a step in registers, the maxima down the window's rows of
-   sixteen columns and of the next vector (carried to the next step), then
-   the even columns, the odd ones and the even ones a column on. Through
-   the row on the stack squeezenet1_1's 128 x 55x55 pool took 2.7 times
-   onnxruntime's time on one thread. */
-static void mps_avx2_maxpool3s2(const struct mps_maxpool_geom *g, const float *x, float *y)
-{
-    for (int64_t oh = 0; oh < g->out_h; oh++, y += g->out_w) {
-        int64_t r0 = 2 * oh - g->pt, rs = r0 > 0 ? r0 : 0, n = (r0 + 3 < g->h ? r0 + 3 : g->h) - rs;
-        for (int64_t r = r0 + 3; r < r0 + 5 && r < g->h; r++) /* the next output row's two new rows: the */
-            for (int64_t j = 0; j < g->w; j += 16)            /* hardware's prefetcher fell behind (avx512's) */
-                _mm_prefetch((const char *)(x + r * g->w + j), _MM_HINT_T0);
-        if (n == 3)
-            mps_avx2_pool3_row(g, x + rs * g->w, 3, y);
-        else
-            mps_avx2_pool3_row(g, x + rs * g->w, n, y);
-    }
-}
-
-/* The MaxPool plane (ukernels.h), as ukernel_avx512_pool.c's general path:
-   an output row at a time, the maximum down the window's rows into a row on
-   the stack padded with -inf (the next row's filled before this one's is read
-   across), then across each window's columns, eight outputs a step. avx2
-   had none: its pools ran the C loops (squeezenet1_1's three at batch 1 0.55
-   ms on one thread, the avx512 family's 0.07). A 3x3 stride-2 window (the
-   CNNs' usual pool) with begin pads of 1 or less runs mps_avx2_maxpool3s2, in
-   registers (squeezenet1_1's 55 -> 27 and 27 -> 13 pools in the model, one
-   thread: 0.85 and 0.71 of the time here, whose unrolled taps for that
-   window it replaced). */
-static void mps_avx2_maxpool(const struct mps_maxpool_geom *g, const float *x, float *y)
-{
-    if (g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->pt == 0 && g->pl == 0 &&
-        2 * g->out_h <= g->h && 2 * g->out_w <= g->w) {
-        mps_avx2_maxpool2(g, x, y);
-        return;
-    }
-    if (g->kh == 3 && g->kw == 3 && g->sh == 2 && g->sw == 2 && g->pt <= 1 && g->pl <= 1) {
-        mps_avx2_maxpool3s2(g, x, y);
-        return;
-    }
-    float va[MPS_UMAXPOOL_SPAN + 48], vb[MPS_UMAXPOOL_SPAN + 48], *v = va, *next = vb;
-    int64_t span = (g->out_w - 1) * g->sw + g->kw, cols = g->w < span - g->pl ? g->w : span - g->pl;
-    const __m256 ninf = _mm256_set1_ps(-INFINITY);
-    for (int b = 0; b < 2; b++, v = vb) {
-        for (int64_t j = 0; j < g->pl; j += 8) /* the padding, and past the span what the last steps read and drop */
-            _mm256_storeu_ps(v + j, ninf);
-        for (int64_t j = g->pl + cols; j < span + 32; j += 8)
-            _mm256_storeu_ps(v + j, ninf);
-    }
-    v = va;
-    mps_avx2_maxpool_cols(g, x, 0, cols, v);
-    for (int64_t oh = 0; oh < g->out_h; oh++, y += g->out_w) {
-        if (oh + 1 < g->out_h)
-            mps_avx2_maxpool_cols(g, x, oh + 1, cols, next);
-        for (int64_t o = 0; o < g->out_w; o += 8) {
-            const float *at = v + o * g->sw;
-            __m256 acc = mps_avx2_taps(at, g->sw);
-            for (int t = 1; t < g->kw; t++)
-                acc = mps_avx2_nanmax(acc, mps_avx2_taps(at + t, g->sw));
-            mps_avx2_put(y + o, mps_avx2_mask((int)(g->out_w - o)), g->out_w - o >= 8, acc);
-        }
-        float *t = v;
-        v = next, next = t;
     }
 }
 

@@ -1,6 +1,7 @@
 /* ukernel_avx2.h: what the avx2 family's files share (ukernel_avx2.c: the
    GEMM and convolution tiles and the family's table; ukernel_avx2_dw.c: the
-   depthwise blocks; ukernel_avx2_wino.c: Winograd's transforms): lane
+   depthwise blocks; ukernel_avx2_wino.c: Winograd's transforms;
+   ukernel_avx2_pool.c: the MaxPool plane): lane
    masks, the tile epilogue's activation, the even/odd split and an 8 x 8
    transpose in registers. Built with -mavx2 -mfma, as each of those files. */
 #ifndef MPS_CPU_UKERNEL_AVX2_H
@@ -25,16 +26,6 @@ static inline __m256i mps_avx2_lanes(int64_t a, int64_t w)
     return _mm256_andnot_si256(mps_avx2_mask(from), mps_avx2_mask(to));
 }
 
-/* v's lanes in m to p (whole: all eight, a plain store; Zen 2's masked store
-   is a slow one). */
-static inline void mps_avx2_put(float *p, __m256i m, bool whole, __m256 v)
-{
-    if (whole)
-        _mm256_storeu_ps(p, v);
-    else
-        _mm256_maskstore_ps(p, m, v);
-}
-
 /* The first n (1..8) lanes of v to p: a 128-bit, a 64-bit and a 32-bit
    store as n needs them, where a masked store (vmaskmovps) is slow on AMD's
    cores (a fifth of Winograd's input transform's time on 14x14 planes, Zen 5). */
@@ -57,6 +48,16 @@ static inline void mps_avx2_put_n(float *p, int n, __m256 v)
     }
     if (n)
         _mm_store_ss(p, q);
+}
+
+/* v's lanes in m, mps_avx2_mask(n)'s, to p (whole: all eight, a plain
+   store); never a masked store (vmaskmovps, slow on AMD's cores), put_n. */
+static inline void mps_avx2_put(float *p, __m256i m, bool whole, __m256 v)
+{
+    if (whole)
+        _mm256_storeu_ps(p, v);
+    else
+        mps_avx2_put_n(p, __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m))), v);
 }
 
 static inline __m256 mps_avx2_get(const float *p, __m256i m, bool whole)
@@ -157,5 +158,7 @@ void mps_avx2_wino_in(const float *restrict x, const struct mps_wino_plane *p, i
 void mps_avx2_wino_out(const float *m, int64_t mk, int64_t count, float bias, float *y0, float *y1,
                        const struct mps_tile_epi *e);
 void mps_avx2_wino_pool(const float *m, int64_t mk, int64_t count, float bias, float *y, const struct mps_tile_epi *e);
+/* ukernel_avx2_pool.c's MaxPool plane (ukernels.h's maxpool) */
+void mps_avx2_maxpool(const struct mps_maxpool_geom *g, const float *x, float *y);
 
 #endif
