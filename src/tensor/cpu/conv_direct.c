@@ -602,27 +602,28 @@ static bool mps_direct_pooled_tile(const struct mps_conv_geom *q, const struct m
            pg->pt == 0 && pg->pl == 0 && pg->out_h == q->w.out[1] / 2 && pg->out_w == q->w.out[2] / 2;
 }
 
-/* A unit of a fused MaxPool on the pooled tile: pool rows [p0, p1) of item i, W's panels [m0, m1), nr / 4 outputs of
-   a row a tile, from the Conv's rows 2 R and 2 R + 1 at v = 2 R pw + 2 o. The Conv's rows never leave the registers:
-   storing them into the band and pooling them from there had taken a third of the small CNNs' first layers (1 -> 16
-   and 1 -> 32 on 28x28, k = 9) at batch 8; one thread, Zen 4: 0.0376 -> 0.0303 and 0.0736 -> 0.0590 ms. */
+/* A unit of a fused MaxPool on the pooled tile: pool rows [p0, p1) of item i, W's panels [m0, m1), a pool row a call
+   (the tile's nr / 4 outputs a step), from the Conv's rows 2 R and 2 R + 1 at v = 2 R pw. The Conv's rows never leave
+   the registers: storing them into the band and pooling them from there had taken a third of the small CNNs' first
+   layers (1 -> 16 and 1 -> 32 on 28x28, k = 9) at batch 8; one thread, Zen 4: 0.0376 -> 0.0303 and 0.0736 -> 0.0590
+   ms. A call a tile (4 outputs, avx2) had cost mnist_cnn's 1 -> 16 at batch 8 an eighth more (perf samples, Zen 5,
+   one thread; avx512 a twentieth). */
 static void mps_direct_pooled_unit(const struct mps_direct_job *jb, int64_t i, int64_t p0, int64_t p1, int64_t m0,
                                    int64_t m1)
 {
     const struct mps_direct *d = jb->d;
     const struct mps_maxpool_geom *pg = jb->pg;
-    int64_t out_plane = pg->out_h * pg->out_w, mr = d->wstep, per = jb->uk->nr / 4;
+    int64_t out_plane = pg->out_h * pg->out_w, mr = d->wstep;
     const float *x = jb->copy + i * d->item;
     float *y = jb->pooled + (jb->first + i) * jb->q->m * out_plane;
     struct mps_tile_epi e = jb->epi;
     for (int64_t r = p0; r < p1; r++)
-        for (int64_t o = 0; o < pg->out_w; o += per)
-            for (int64_t p = m0; p < m1; p += mr) {
-                e.bias = jb->bias ? jb->bias + p : NULL;
-                jb->uk->pconv(d->k, (const float *)jb->w + p * d->k, x + 2 * r * d->pw + 2 * o, jb->off, d->pw,
-                              y + p * out_plane + r * pg->out_w + o, out_plane, (int)(m1 - p < mr ? m1 - p : mr),
-                              (int)(pg->out_w - o < per ? pg->out_w - o : per), &e);
-            }
+        for (int64_t p = m0; p < m1; p += mr) {
+            e.bias = jb->bias ? jb->bias + p : NULL;
+            jb->uk->pconv(d->k, (const float *)jb->w + p * d->k, x + 2 * r * d->pw, jb->off, d->pw,
+                          y + p * out_plane + r * pg->out_w, out_plane, (int)(m1 - p < mr ? m1 - p : mr),
+                          (int)pg->out_w, &e);
+        }
 }
 
 /* Units of a fused MaxPool: an item's band of prows pool rows, from the Conv's rows they read, made into this

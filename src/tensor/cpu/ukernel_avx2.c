@@ -333,9 +333,12 @@ static void mps_avx2_gemm_rows(int64_t k, const float *a, int64_t lda, const flo
 static void mps_avx2_pconv(int64_t k, const float *a, const float *b, const int32_t *off, int64_t pitch, float *c,
                            int64_t ldc, int rows, int n, const struct mps_tile_epi *e)
 {
-    const int flags = MPS_TILE_FINISH, cols = n;
+    const int flags = MPS_TILE_FINISH;
     const int64_t lda = pitch;
-    MPS_TILE_BY_ROWS(mps_avx2_conv_pooled)
+    for (int o = 0; o < n; o += 4, b += 2 * 4, c += 4) {
+        int cols = n - o < 4 ? n - o : 4;
+        MPS_TILE_BY_ROWS(mps_avx2_conv_pooled)
+    }
 }
 
 static void mps_avx2_conv(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,

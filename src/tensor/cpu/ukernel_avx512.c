@@ -483,9 +483,12 @@ static void mps_avx512_gemm_dot(int64_t k, const float *a, int64_t lda, const fl
 static void mps_avx512_pconv(int64_t k, const float *a, const float *b, const int32_t *off, int64_t pitch, float *c,
                              int64_t ldc, int rows, int n, const struct mps_tile_epi *e)
 {
-    const int flags = MPS_TILE_FINISH, cols = n;
+    const int flags = MPS_TILE_FINISH;
     const int64_t lda = pitch;
-    MPS_TILE_BY_ROWS(mps_avx512_conv_pooled)
+    for (int o = 0; o < n; o += 8, b += 2 * 8, c += 8) {
+        int cols = n - o < 8 ? n - o : 8;
+        MPS_TILE_BY_ROWS(mps_avx512_conv_pooled)
+    }
 }
 
 static void mps_avx512_conv(int64_t k, const float *a, const float *b, const int32_t *off, float *c, int64_t ldc,

@@ -96,8 +96,9 @@ typedef void (*mps_uconv_fn)(int64_t k, const float *a, const float *b, const in
    b + off[kk] and b + off[kk] + pitch), and the store applies the epilogue
    (bias a row, clamp and slope; no residual) to both, then keeps the
    maximum of each 2x2 window (columns 2 j and 2 j + 1 of both rows; a NaN
-   kept): the n <= nr / 4 outputs of row r to c + r ldc (avx512's 8, avx2's
-   4). The Conv's rows are never stored. */
+   kept): nr / 4 outputs of row r a tile (avx512's 8, avx2's 4), the n of a
+   whole row to c + r ldc in one call, the tile moving nr / 2 columns of B
+   and nr / 4 of c a step. The Conv's rows are never stored. */
 typedef void (*mps_upconv_fn)(int64_t k, const float *a, const float *b, const int32_t *off, int64_t pitch, float *c,
                               int64_t ldc, int rows, int n, const struct mps_tile_epi *epi);
 
