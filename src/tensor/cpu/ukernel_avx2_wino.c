@@ -21,10 +21,14 @@ struct mps_avx2_wrow {
 struct mps_avx2_wmask {
     __m256i m0, m1, m2, m3;
     bool all;
+    bool within[4]; /* window row i's columns inside the plane (mps_avx2_wino_row) */
 };
 
-/* The window row from row (its column 0; NULL: a row outside the plane, zeros). */
-static inline struct mps_avx2_wrow mps_avx2_wino_row(const float *row, const struct mps_avx2_wmask *k)
+/* The window row from row (its column 0; NULL: a row outside the plane, zeros); within: its eighteen columns
+   lie inside the plane, so that plain loads may read them, the lanes past the row's ends then zeroed by the
+   masks. vmaskmovps loads had been two fifths of the transform on 56x56 planes (Zen 5), where a run of 8 tiles
+   at the row's start or end leaves it. */
+static inline struct mps_avx2_wrow mps_avx2_wino_row(const float *row, const struct mps_avx2_wmask *k, bool within)
 {
     struct mps_avx2_wrow r;
     if (!row) {
@@ -32,6 +36,11 @@ static inline struct mps_avx2_wrow mps_avx2_wino_row(const float *row, const str
     } else if (k->all) {
         r.c0 = _mm256_loadu_ps(row), r.c1 = _mm256_loadu_ps(row + 8);
         r.c2 = _mm256_loadu_ps(row + 2), r.c3 = _mm256_loadu_ps(row + 10);
+    } else if (within) {
+        r.c0 = _mm256_and_ps(_mm256_loadu_ps(row), _mm256_castsi256_ps(k->m0));
+        r.c1 = _mm256_and_ps(_mm256_loadu_ps(row + 8), _mm256_castsi256_ps(k->m1));
+        r.c2 = _mm256_and_ps(_mm256_loadu_ps(row + 2), _mm256_castsi256_ps(k->m2));
+        r.c3 = _mm256_and_ps(_mm256_loadu_ps(row + 10), _mm256_castsi256_ps(k->m3));
     } else {
         r.c0 = _mm256_maskload_ps(row, k->m0), r.c1 = _mm256_maskload_ps(row + 8, k->m1);
         r.c2 = _mm256_maskload_ps(row + 2, k->m2), r.c3 = _mm256_maskload_ps(row + 10, k->m3);
@@ -63,12 +72,12 @@ static inline void mps_avx2_wino_across(struct mps_avx2_wrow a, struct mps_avx2_
 __attribute__((always_inline)) static inline void
 mps_avx2_wino_run(const float *const in[4], const struct mps_avx2_wmask *k, float *v, int64_t vk)
 {
-    struct mps_avx2_wrow a = mps_avx2_wino_row(in[0], k), b = mps_avx2_wino_row(in[2], k);
+    struct mps_avx2_wrow a = mps_avx2_wino_row(in[0], k, k->within[0]), b = mps_avx2_wino_row(in[2], k, k->within[2]);
     mps_avx2_wino_across(a, b, false, v, vk);
-    a = mps_avx2_wino_row(in[1], k);
+    a = mps_avx2_wino_row(in[1], k, k->within[1]);
     mps_avx2_wino_across(a, b, true, v + 4 * vk, vk);
     mps_avx2_wino_across(b, a, false, v + 8 * vk, vk);
-    b = mps_avx2_wino_row(in[3], k);
+    b = mps_avx2_wino_row(in[3], k, k->within[3]);
     mps_avx2_wino_across(a, b, false, v + 12 * vk, vk);
 }
 
@@ -102,8 +111,11 @@ void mps_avx2_wino_in(const float *restrict x, const struct mps_wino_plane *p, i
         k.m0 = mps_avx2_lanes(c0, p->w), k.m1 = mps_avx2_lanes(c0 + 8, p->w);
         k.m2 = mps_avx2_lanes(c0 + 2, p->w), k.m3 = mps_avx2_lanes(c0 + 10, p->w);
         const float *in[4];
-        for (int i = 0; i < 4; i++)
-            in[i] = r0 + i >= 0 && r0 + i < p->h ? x + (r0 + i) * p->w + c0 : NULL;
+        for (int i = 0; i < 4; i++) {
+            int64_t at = (r0 + i) * p->w + c0; /* the window row's first column, in the plane */
+            in[i] = r0 + i >= 0 && r0 + i < p->h ? x + at : NULL;
+            k.within[i] = at >= 0 && at + 18 <= p->h * p->w;
+        }
         if (t + 8 <= count + room)
             mps_avx2_wino_run(in, &k, v + t, vk);
         else
@@ -118,11 +130,15 @@ void mps_avx2_wino_in(const float *restrict x, const struct mps_wino_plane *p, i
    m + k mk) in m8: A^T down each column of the 4x4, then across, the 2x2
    outputs to y[0 .. 3] (rows, then columns), summed as ukernel_wino.h's
    loops sum; the bias and activation are the caller's. */
-static inline void mps_avx2_wino_sums(const float *m, int64_t mk, __m256i m8, bool whole, __m256 y[4])
+/* M's sixteen rows through four pointers, each row at q[k / 4] + (k % 4) mk: GCC made sixteen of m + k mk,
+   kept them on the stack and added to each there every step (read, add and write: a store each, which the
+   next step's load of it waited on); the asm hides the four from it, so it derives nothing from them. */
+#define MPS_AVX2_WINO_OPAQUE(q) __asm__("" : "+r"(q[0]), "+r"(q[1]), "+r"(q[2]), "+r"(q[3]))
+static inline void mps_avx2_wino_sums(const float *const q[4], int64_t mk, __m256i m8, bool whole, __m256 y[4])
 {
     __m256 v[16], r0[4], r1[4];
     for (int k = 0; k < 16; k++)
-        v[k] = mps_avx2_get(m + k * mk, m8, whole);
+        v[k] = mps_avx2_get(q[k / 4] + k % 4 * mk, m8, whole);
     for (int j = 0; j < 4; j++) {
         r0[j] = _mm256_add_ps(_mm256_add_ps(v[j], v[4 + j]), v[8 + j]);
         r1[j] = _mm256_sub_ps(_mm256_sub_ps(v[4 + j], v[8 + j]), v[12 + j]);
@@ -149,10 +165,12 @@ void mps_avx2_wino_out(const float *m, int64_t mk, int64_t count, float bias, fl
 {
     const struct mps_avx2_actc act = mps_avx2_actc_of(e);
     const __m256 b = _mm256_set1_ps(bias);
-    for (int64_t t = 0; t < count; t += 8) {
+    const float *q[4] = {m, m + 4 * mk, m + 8 * mk, m + 12 * mk};
+    for (int64_t t = 0; t < count; t += 8, q[0] += 8, q[1] += 8, q[2] += 8, q[3] += 8) {
         int n = count - t < 8 ? (int)(count - t) : 8;
         __m256 y[4];
-        mps_avx2_wino_sums(m + t, mk, mps_avx2_mask(n), n == 8, y);
+        MPS_AVX2_WINO_OPAQUE(q);
+        mps_avx2_wino_sums(q, mk, mps_avx2_mask(n), n == 8, y);
         for (int i = 0; i < 4; i++)
             y[i] = mps_avx2_actc(_mm256_add_ps(y[i], b), &act);
         mps_avx2_wino_zip(y0 + 2 * t, y[0], y[1], 2 * n);
@@ -169,15 +187,17 @@ void mps_avx2_wino_pool(const float *m, int64_t mk, int64_t count, float bias, f
     const struct mps_avx2_actc act = mps_avx2_actc_of(e);
     const __m256 b = _mm256_set1_ps(bias);
     const bool first = mps_avx2_act_rises(e);
-    for (int64_t t = 0; t < count; t += 8) {
+    const float *q[4] = {m, m + 4 * mk, m + 8 * mk, m + 12 * mk};
+    for (int64_t t = 0; t < count; t += 8, q[0] += 8, q[1] += 8, q[2] += 8, q[3] += 8) {
         int n = count - t < 8 ? (int)(count - t) : 8;
         __m256i m8 = mps_avx2_mask(n);
         __m256 o[4];
-        mps_avx2_wino_sums(m + t, mk, m8, n == 8, o);
+        MPS_AVX2_WINO_OPAQUE(q);
+        mps_avx2_wino_sums(q, mk, m8, n == 8, o);
         if (!first)
             for (int i = 0; i < 4; i++)
                 o[i] = mps_avx2_actc(_mm256_add_ps(o[i], b), &act);
-        __m256 q = mps_avx2_nanmax(mps_avx2_nanmax(mps_avx2_nanmax(o[0], o[1]), o[2]), o[3]);
-        mps_avx2_put(y + t, m8, n == 8, first ? mps_avx2_actc(_mm256_add_ps(q, b), &act) : q);
+        __m256 p = mps_avx2_nanmax(mps_avx2_nanmax(mps_avx2_nanmax(o[0], o[1]), o[2]), o[3]);
+        mps_avx2_put(y + t, m8, n == 8, first ? mps_avx2_actc(_mm256_add_ps(p, b), &act) : p);
     }
 }
