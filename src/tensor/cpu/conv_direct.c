@@ -499,10 +499,6 @@ static int64_t mps_direct_busiest(int64_t count, int64_t tiles, int64_t bands, i
     return most;
 }
 
-#define MPS_DIRECT_PACK(N)                                                                                             \
-    for (int64_t kk = 0; kk < d->k; kk++)                                                                              \
-    memcpy(b + kk * mt, xv + jb->off[kk], (N) * sizeof(float))
-
 /* The tiles [t0, t1) of an in-place item x against W's panels from m0 to m1, each tile's k x mt inputs (the
    conv tile's k x nr) first packed into the thread's buffer (d->pack), read from L1 for every panel. */
 static void mps_direct_packed_units(const struct mps_direct_job *jb, const float *x, float *y, int64_t gi, int64_t t0,
@@ -519,18 +515,8 @@ static void mps_direct_packed_units(const struct mps_direct_job *jb, const float
     for (int64_t t = t0; t < t1; t++) {
         struct mps_direct_tile tl = jb->tiles[t];
         int64_t n = d->transposed ? __builtin_popcountll(tl.keep) : mt;
-        const float *xv = x + tl.v;
-        /* constant-size moves where n is a transposed tile's usual width (avx2's 5 or 6): a memcpy call for 6
-           floats cost as much as the scalar loop there had been, and that loop a fifth of avx2's 960 -> 160 on
-           7x7; the conv tile's 16 or 32 as constant moves gained nothing (512 -> 1000 on 13x13) */
-        switch (n) {
-        case 5: MPS_DIRECT_PACK(5); break;
-        case 6: MPS_DIRECT_PACK(6); break;
-        default:
-            for (int64_t kk = 0; kk < d->k; kk++)
-                for (int64_t j = 0; j < n; j++)
-                    b[kk * mt + j] = xv[jb->off[kk] + j];
-        }
+        for (int64_t kk = 0; kk < d->k; kk++)
+            mps_cpu_copy_few(b + kk * mt, x + jb->off[kk] + tl.v, n);
         tl.v = 0;
         for (int64_t p = m0; p < m1; p += d->wstep)
             mps_direct_run(&packed, b, y, plane, gi, &tl, p, (int)(m1 - p < d->wstep ? m1 - p : d->wstep), false);
@@ -603,11 +589,9 @@ static bool mps_direct_pooled_tile(const struct mps_conv_geom *q, const struct m
 }
 
 /* A unit of a fused MaxPool on the pooled tile: pool rows [p0, p1) of item i, W's panels [m0, m1), a pool row a call
-   (the tile's nr / 4 outputs a step), from the Conv's rows 2 R and 2 R + 1 at v = 2 R pw. The Conv's rows never leave
-   the registers: storing them into the band and pooling them from there had taken a third of the small CNNs' first
-   layers (1 -> 16 and 1 -> 32 on 28x28, k = 9) at batch 8; one thread, Zen 4: 0.0376 -> 0.0303 and 0.0736 -> 0.0590
-   ms. A call a tile (4 outputs, avx2) had cost mnist_cnn's 1 -> 16 at batch 8 an eighth more (perf samples, Zen 5,
-   one thread; avx512 a twentieth). */
+   (the CPU README), from the Conv's rows 2 R and 2 R + 1 at v = 2 R pw. The Conv's rows never leave the registers:
+   storing them into the band and pooling them from there had taken a third of the small CNNs' first layers (1 -> 16
+   and 1 -> 32 on 28x28, k = 9) at batch 8; one thread, Zen 4: 0.0376 -> 0.0303 and 0.0736 -> 0.0590 ms. */
 static void mps_direct_pooled_unit(const struct mps_direct_job *jb, int64_t i, int64_t p0, int64_t p1, int64_t m0,
                                    int64_t m1)
 {
