@@ -11,24 +11,6 @@
 
 #include "ukernels.h"
 
-/* The low n (< 8) bytes of w to out in constant-size moves. */
-static inline void mps_put_bytes(void *to, uint64_t w, int n)
-{
-    unsigned char *out = to;
-    if (n & 4) {
-        uint32_t v = (uint32_t)w;
-        memcpy(out, &v, 4);
-        out += 4, w >>= 32;
-    }
-    if (n & 2) {
-        uint16_t v = (uint16_t)w;
-        memcpy(out, &v, 2);
-        out += 2, w >>= 16;
-    }
-    if (n & 1)
-        *out = (unsigned char)w;
-}
-
 /* Lanes [0, n) of sums acc (none where n <= 0) requantized by r into out;
    rs: the row sums zw multiplies, or NULL. The bytes picked out of the
    lanes by a shuffle (a signed byte must not saturate as packus would),

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 enum {
     MPS_TILE_ACCUMULATE = 1, /* add to C (a later block of k) instead of overwriting it */
@@ -32,6 +33,24 @@ struct mps_tile_epi {
     float lo, hi, slope; /* y = min(max(y, lo), hi), then y < 0 ? slope * y : y */
     bool hswish;         /* then y * min(max(y / 6 + 1 / 2, 0), 1) (unary.c's HardSwish) */
 };
+
+/* The low n (< 8) bytes of w to out in constant-size moves (the int8 stores, the byte MaxPool). */
+static inline void mps_put_bytes(void *to, uint64_t w, int n)
+{
+    unsigned char *out = to;
+    if (n & 4) {
+        uint32_t v = (uint32_t)w;
+        memcpy(out, &v, 4);
+        out += 4, w >>= 32;
+    }
+    if (n & 2) {
+        uint16_t v = (uint16_t)w;
+        memcpy(out, &v, 2);
+        out += 2, w >>= 16;
+    }
+    if (n & 1)
+        *out = (unsigned char)w;
+}
 
 /* The epilogue that does nothing: no bias, no residual, identity activation. */
 struct mps_tile_epi mps_tile_epi_none(void);
