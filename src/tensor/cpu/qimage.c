@@ -190,21 +190,18 @@ static void mps_qpanel_one_channel(const struct mps_qimage *im, uint8_t *dst, co
             toff[i] = t < taps ? (t / h->kw) * w->dilation[0] * im->wp + t % h->kw * w->dilation[1] : -1;
         }
         uint32_t *d = (uint32_t *)(dst + g * 4 * nr);
-        for (int l = 0; l < lanes;) {
-            int64_t ow = (ow0 + l) % im->out_w;
-            if (l + 16 <= lanes && ow + 16 <= im->out_w) {
-                __m128i v[4];
-                for (int i = 0; i < 4; i++)
-                    v[i] =
-                        toff[i] < 0 ? _mm_setzero_si128() : _mm_loadu_si128((const __m128i *)(buf + off[l] + toff[i]));
-                mps_qwords16(v, d + l);
-                l += 16;
-                continue;
-            }
-            uint32_t word = 0;
-            for (int i = 0; i < 4; i++)
-                word |= (uint32_t)(toff[i] < 0 ? 0 : buf[off[l] + toff[i]]) << (8 * i);
-            d[l++] = word;
+        for (int l = 0, ow = (int)ow0; l < lanes;) { /* a run: the lanes to the row's end, sixteen at most */
+            int run = (int)(im->out_w - ow) < lanes - l ? (int)(im->out_w - ow) : lanes - l;
+            run = run < 16 ? run : 16;
+            __m128i v[4];
+            for (int i = 0; i < 4; i++) /* past the run's bytes: the row's padding, the next row's, the slack */
+                v[i] = toff[i] < 0 ? _mm_setzero_si128() : _mm_loadu_si128((const __m128i *)(buf + off[l] + toff[i]));
+            uint32_t t[16];
+            mps_qwords16(v, run == 16 ? d + l : t);
+            for (int j = 0; run < 16 && j < run; j++) /* a word a lane had been a third of this panel's time */
+                d[l + j] = t[j];
+            l += run, ow += run;
+            ow = ow == im->out_w ? 0 : ow;
         }
     }
 }
