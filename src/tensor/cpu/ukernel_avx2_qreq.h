@@ -9,6 +9,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "ukernel_avx2.h" /* mps_avx2_put: no masked store (vmaskmovps, slow on AMD's cores) */
 #include "ukernels.h"
 
 /* Lanes [0, n) of sums acc (none where n <= 0) requantized by r into out;
@@ -44,7 +45,7 @@ static inline __attribute__((always_inline)) void mps_avx2_qreq(__m256i acc, con
             mps_put_bytes(out, (uint64_t)_mm_cvtsi128_si64(eight), left);
     } else {
         __m256 neg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ);
-        _mm256_maskstore_ps(out, m, _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(r->slope)), neg));
+        mps_avx2_put(out, m, left == 8, _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(r->slope)), neg));
     }
 }
 
