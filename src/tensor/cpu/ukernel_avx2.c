@@ -263,16 +263,15 @@ MPS_TILES(mps_avx2_conv_pooled, MPS_AVX2_OFFSET, MPS_AVX2_POOL, int, 1, MR, lda)
    the full tile's first half. The full tile ran such an edge at its own
    cost: Winograd's last block of 17 tiles (fashion_cnn and mnist_cnn at
    batch 1: 49 tiles, blocks of 32) as 16 + 16 columns. */
-#define MPS_AVX2_A(r, j) (a + (r)*a_lda + (j)*a_ks)
 #define MPS_AVX2_NDECL(r) __m256 q##r = _mm256_setzero_ps(), x##r = q##r;
 #define MPS_AVX2_NFMA2(R, r)                                                                                           \
     if (R > r) {                                                                                                       \
-        q##r = _mm256_fmadd_ps(_mm256_broadcast_ss(MPS_AVX2_A(r, 0)), b0, q##r);                                       \
-        x##r = _mm256_fmadd_ps(_mm256_broadcast_ss(MPS_AVX2_A(r, 1)), b1, x##r);                                       \
+        q##r = _mm256_fmadd_ps(_mm256_broadcast_ss(MPS_TILE_A(r, 0)), b0, q##r);                                       \
+        x##r = _mm256_fmadd_ps(_mm256_broadcast_ss(MPS_TILE_A(r, 1)), b1, x##r);                                       \
     }
 #define MPS_AVX2_NFMA(R, r)                                                                                            \
     if (R > r)                                                                                                         \
-        q##r = _mm256_fmadd_ps(_mm256_broadcast_ss(MPS_AVX2_A(r, 0)), b0, q##r);
+        q##r = _mm256_fmadd_ps(_mm256_broadcast_ss(MPS_TILE_A(r, 0)), b0, q##r);
 #define MPS_AVX2_NSTORE(R, r)                                                                                          \
     if (R > r) {                                                                                                       \
         __m256 v = _mm256_add_ps(q##r, x##r);                                                                          \
