@@ -87,6 +87,10 @@ int mps_onnx_temp(struct mps_onnx_ctx *c, const char *hint)
 int mps_onnx_const(struct mps_onnx_ctx *c, const char *hint, enum mps_dtype dt, const struct mps_shape *s,
                    const void *data)
 {
+    /* the shape copied first: s may be a value's own (quantization's weight fold), which defining the
+       constant's value moves when the values grow (ASan, a fuzzed QDQ model: a read after the free) */
+    struct mps_shape shape = *s;
+    s = &shape;
     int v = mps_onnx_temp(c, hint);
     if (v < 0)
         return -1;
