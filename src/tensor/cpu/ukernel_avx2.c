@@ -340,8 +340,7 @@ static void mps_avx2_gemm(int64_t k, const float *a, const float *b, float *c, i
 {
     const int32_t *off = NULL;
     const int64_t lda = 0;
-    if (cols == 1 && !(flags & MPS_TILE_ACCUMULATE) &&
-        (!(flags & MPS_TILE_FINISH) || (!e->bias && !e->res && !mps_avx2_act_any(e)))) {
+    if (cols == 1 && mps_avx2_storev_of(cols, flags, e).plain) {
         mps_avx2_gemm_col(k, a, b, c, ldc, rows);
         return;
     }

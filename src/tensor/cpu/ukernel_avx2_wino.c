@@ -126,13 +126,14 @@ void mps_avx2_wino_in(const float *restrict x, const struct mps_wino_plane *p, i
     }
 }
 
-/* Winograd's output transform for the n <= 8 tiles of M (element k at
-   m + k mk) in m8: A^T down each column of the 4x4, then across, the 2x2
-   outputs to y[0 .. 3] (rows, then columns), summed as ukernel_wino.h's
-   loops sum; the bias and activation are the caller's. */
-/* M's sixteen rows through four pointers, each row at q[k / 4] + (k % 4) mk: GCC made sixteen of m + k mk,
-   kept them on the stack and added to each there every step (read, add and write: a store each, which the
-   next step's load of it waited on); the asm hides the four from it, so it derives nothing from them. */
+/* Winograd's output transform for the n <= 8 tiles of M in m8 (element k
+   at q[k / 4] + (k % 4) mk): A^T down each column of the 4x4, then across,
+   the 2x2 outputs to y[0 .. 3] (rows, then columns), summed as
+   ukernel_wino.h's loops sum; the bias and activation are the caller's.
+   Four row pointers, which the callers step and hide from GCC
+   (MPS_AVX2_WINO_OPAQUE): from m + k mk it had made sixteen, kept them on
+   the stack and added to each there every step (read, add and write: a
+   store each, which the next step's load of it waited on). */
 #define MPS_AVX2_WINO_OPAQUE(q) __asm__("" : "+r"(q[0]), "+r"(q[1]), "+r"(q[2]), "+r"(q[3]))
 static inline void mps_avx2_wino_sums(const float *const q[4], int64_t mk, __m256i m8, bool whole, __m256 y[4])
 {
