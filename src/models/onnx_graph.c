@@ -247,8 +247,11 @@ bool mps_onnx_known_int(struct mps_onnx_ctx *c, int v, int64_t *x, struct mps_er
     bool known = false;
     if (mps_passes_fold_value(c->g, v, &known, err) || !known || mps_shape_numel(&c->g->values[v].shape) != 1)
         return false;
-    *x = mps_elem_get_int(c->g->values[v].data, c->g->values[v].dtype, 0);
-    return c->g->values[v].dtype != MPS_F32 && c->g->values[v].dtype != MPS_F16 && c->g->values[v].dtype != MPS_F64;
+    enum mps_dtype t = c->g->values[v].dtype; /* known once folded */
+    if (!mps_dtype_is_int(t) && t != MPS_BOOL)
+        return false;
+    *x = mps_elem_get_int(c->g->values[v].data, t, 0);
+    return true;
 }
 
 /* Body input i is bound through an Identity named as the input (or, a list,
@@ -345,8 +348,8 @@ static enum mps_status mps_onnx_loop(struct mps_onnx_ctx *c, struct mps_onnx_nod
     if ((n->in[0] >= 0 && !mps_onnx_known_int(c, n->in[0], &trips, err)) ||
         (n->in[1] >= 0 && !mps_onnx_known_int(c, n->in[1], &cond, err)))
         return mps_onnx_fail(n, err,
-                             "its trip count or condition is computed at run time: mpsrun unrolls a Loop at "
-                             "load, which needs them known then");
+                             "its trip count or condition is computed at run time or not an integer: mpsrun "
+                             "unrolls a Loop at load, which needs them known integers then");
     Onnx__GraphProto *b;
     enum mps_status st = mps_onnx_body(n, "", &b, err);
     if (st)

@@ -80,6 +80,12 @@ static double mps_elem_clamp(double v, double lo, double hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
+/* the largest double below 2^63: the bound itself does not convert */
+static int64_t mps_elem_i64(double v)
+{
+    return (int64_t)mps_elem_clamp(v, -9223372036854775808.0, 9223372036854774784.0);
+}
+
 void mps_elem_set(void *p, enum mps_dtype t, int64_t i, double v)
 {
     switch (t) {
@@ -88,8 +94,8 @@ void mps_elem_set(void *p, enum mps_dtype t, int64_t i, double v)
     case MPS_BF16: ((uint16_t *)p)[i] = mps_f32_to_bf16((float)v); break;
     case MPS_F64: ((double *)p)[i] = v; break;
     case MPS_BOOL: ((uint8_t *)p)[i] = v != 0; break;
-    /* the largest doubles below 2^63 and 2^64: the bounds themselves do not convert */
-    case MPS_I64: ((int64_t *)p)[i] = (int64_t)mps_elem_clamp(v, -9223372036854775808.0, 9223372036854774784.0); break;
+    case MPS_I64: ((int64_t *)p)[i] = mps_elem_i64(v); break;
+    /* the largest double below 2^64 */
     case MPS_U64: ((uint64_t *)p)[i] = (uint64_t)mps_elem_clamp(v, 0, 18446744073709549568.0); break;
     case MPS_I32: ((int32_t *)p)[i] = (int32_t)mps_elem_clamp(v, -2147483648.0, 2147483647.0); break;
     case MPS_U32: ((uint32_t *)p)[i] = (uint32_t)mps_elem_clamp(v, 0, 4294967295.0); break;
@@ -115,7 +121,8 @@ int64_t mps_elem_get_int(const void *p, enum mps_dtype t, int64_t i)
     case MPS_U8:
     case MPS_BOOL: return ((const uint8_t *)p)[i];
     case MPS_STRING: return 0;
-    default: return (int64_t)mps_elem_get(p, t, i);
+    /* a float read as an integer saturates as mps_elem_set's does: NaN is 0 */
+    default: return mps_elem_i64(mps_elem_get(p, t, i));
     }
 }
 

@@ -305,6 +305,11 @@ save("loop_const_trips.onnx", model([helper.make_node("Loop", ["m", "", "zero"],
 save("loop_runtime_trips.onnx", model([helper.make_node("Loop", ["m", "", "x"], ["y"], name="loop_rt", body=acc_body)],
                                       [vi("x", [2]), vi("m", [], TensorProto.INT64)], [vi("y", [2])]),
      "model", "node 'loop_rt' (Loop): its trip count or condition is computed at run time")
+# a float trip count (NaN): refused as not an integer, never converted (the fuzzer's find: UB past int64)
+save("loop_float_trips.onnx", model([helper.make_node("Loop", ["m", "", "x"], ["y"], name="loop_f", body=acc_body)],
+                                    [vi("x", [2])], [vi("y", [2])],
+                                    [numpy_helper.from_array(np.array(np.nan, np.float32), "m")]),
+     "model", "node 'loop_f' (Loop): its trip count or condition is computed at run time or not an integer")
 stop_body = helper.make_graph([helper.make_node("ReduceSum", ["acc_in"], ["s"], name="sum", keepdims=0),
                                helper.make_node("Less", ["s", "ten"], ["c_out"], name="less"),
                                helper.make_node("Add", ["acc_in", "x"], ["acc_out"], name="acc")], "stop",

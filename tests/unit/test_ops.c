@@ -1480,6 +1480,21 @@ static void test_maxpool_nan(void)
     free(o);
 }
 
+/* a float read as an integer (a shape or count given as a float constant) saturates, NaN as 0:
+   the conversion itself is undefined past int64's range (the fuzzer's find) */
+static void test_elem_get_int(void)
+{
+    const float f[] = {2.7f, -2.7f, NAN, 1e30f, -1e30f, INFINITY};
+    const double d[] = {2.7, -2.7, NAN, 1e300, -1e300, -INFINITY};
+    const int64_t want[] = {2, -2, 0, 9223372036854774784, INT64_MIN, 9223372036854774784};
+    for (int i = 0; i < 6; i++) {
+        int64_t gf = mps_elem_get_int(f, MPS_F32, i), gd = mps_elem_get_int(d, MPS_F64, i);
+        th_check(gf == want[i] && gd == (i == 5 ? INT64_MIN : want[i]),
+                 "float %g / double %g read as an integer: %lld / %lld", (double)f[i], d[i], (long long)gf,
+                 (long long)gd);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const struct mps_backend *backends[4];
@@ -1494,5 +1509,6 @@ int main(int argc, char **argv)
     for (int op = 0; op < MPS_OP_COUNT; op++)
         th_check(covered[op], "op %s has rows in the op test", mps_op_name((enum mps_op)op));
     test_maxpool_nan();
+    test_elem_get_int();
     return th_summary();
 }
