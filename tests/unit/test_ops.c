@@ -1152,6 +1152,12 @@ static const struct th_case th_cases[] = {
      IN(IR(MPS_I8, -128, 127, 2, 8, 6, 9), CF_SCALAR(0.02), CT(MPS_I8, 11), CR(MPS_I8, -127, 127, 12, 8, 3, 3),
         CR(MPS_F32, 0.004, 0.02, 12), CR(MPS_I8, 0, 0, 12), CF_SCALAR(0.4), CT(MPS_I8, -20)),
      OUT(S(2, 12, 6, 9))},
+    {"QLinearConv 3x3 pad 1, int8 x of 20 channels of 6x13, 2 images (rows under 16: sixteen channels transposed, the "
+     "last rows' from a copy, then four as words)",
+     MPS_OP_QLINEAR_CONV, P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 1, 1, 1, 1), .group = 1),
+     IN(IR(MPS_I8, -128, 127, 2, 20, 6, 13), CF_SCALAR(0.02), CT(MPS_I8, -7), CR(MPS_I8, -127, 127, 9, 20, 3, 3),
+        CR(MPS_F32, 0.002, 0.01, 9), CR(MPS_I8, 0, 0, 9), CF_SCALAR(0.4), CT(MPS_U8, 100)),
+     OUT(S(2, 9, 6, 13))},
     {"QLinearConv 3x3 pad 1, 16 -> 136 channels on 5x5, one image (one panel, its channel blocks in two units)",
      MPS_OP_QLINEAR_CONV, P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 1, 1, 1, 1), .group = 1),
      IN(IR(MPS_U8, 0, 255, 1, 16, 5, 5), CF_SCALAR(0.02), CT(MPS_U8, 120), CR(MPS_I8, -127, 127, 136, 16, 3, 3),
