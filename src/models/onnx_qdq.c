@@ -435,19 +435,37 @@ static enum mps_status mps_qdq_write_named(struct mps_onnx_file *f, const char *
                                            const float *hi, int n, const char *const *exclude, int n_exclude,
                                            unsigned char **buf, size_t *len, struct mps_error *err);
 
-/* A MaxPool's output takes the range of its input where both are points,
-   as onnxruntime's quantizer does: the pair after it then has the input's
-   scale and zero point, and the MaxPool runs on the bytes (passes.c). In
+/* Whether node moves its input's values without changing one: a MaxPool
+   (each output one of its inputs) or a Flatten. */
+static bool mps_qdq_moves(const Onnx__NodeProto *node)
+{
+    return mps_qdq_default_domain(node) && (!strcmp(node->op_type, "MaxPool") || !strcmp(node->op_type, "Flatten")) &&
+           node->n_input >= 1 && node->n_output == 1;
+}
+
+/* A MaxPool's or Flatten's output that is a point takes the range of its
+   input where that is one, or of the point a chain of such nodes starts
+   from (a classifier's MaxPool then Flatten), as onnxruntime's quantizer
+   does for MaxPool: the pair after it then has the input's scale and zero
+   point, and the MaxPool (and the Flatten) run on the bytes (passes.c). In
    the nodes' order, so that a chain of them shares one range. */
 static void mps_qdq_share(const Onnx__GraphProto *gp, const char *const *names, int n, float *lo, float *hi)
 {
     for (size_t k = 0; gp && k < gp->n_node; k++) {
         const Onnx__NodeProto *node = gp->node[k];
-        if (!mps_qdq_default_domain(node) || strcmp(node->op_type, "MaxPool") || node->n_input < 1 ||
-            node->n_output != 1)
+        int out = mps_qdq_moves(node) ? mps_qdq_find(names, n, node->output[0]) : -1;
+        if (out < 0)
             continue;
-        int in = mps_qdq_find(names, n, node->input[0]), out = mps_qdq_find(names, n, node->output[0]);
-        if (in >= 0 && out >= 0)
+        const char *v = node->input[0];
+        int in = mps_qdq_find(names, n, v);
+        for (size_t j = k; in < 0 && j-- > 0;) /* back through the chain's nodes, whose outputs are no points */
+            if (gp->node[j]->n_output && !strcmp(gp->node[j]->output[0], v)) {
+                if (!mps_qdq_moves(gp->node[j]))
+                    break;
+                v = gp->node[j]->input[0];
+                in = mps_qdq_find(names, n, v);
+            }
+        if (in >= 0)
             lo[out] = lo[in], hi[out] = hi[in];
     }
 }

@@ -469,24 +469,57 @@ static bool mps_pass_qsame(const struct mps_graph *g, int a, int b)
     return x == y;
 }
 
+/* The MaxPool node pool reads the bytes x into a value of its own, and the
+   composition's last node (Cast) becomes the Flatten node flat of it; else
+   both stay as they were. */
+static bool mps_pass_qpool_flat(struct mps_graph *g, const struct mps_backend *be, int pool, int flat, int last, int x)
+{
+    struct mps_node *n = &g->nodes[pool], old = *n;
+    int was = n->out[0];
+    char name[256];
+    snprintf(name, sizeof name, "%s:q", g->values[was].name);
+    int v = mps_graph_add_value(g, name, g->values[x].dtype, NULL), *io = mps_graph_alloc(g, 2 * sizeof(int));
+    if (v < 0 || !io)
+        return false;
+    io[0] = x, io[1] = v;
+    n->in = io, n->out = io + 1;
+    g->values[v].producer = pool, g->values[was].producer = -1;
+    struct mps_error ignored;
+    if (mps_graph_infer_node(g, n, &ignored) == MPS_OK && (!be->supports || be->supports(g, n)) &&
+        mps_pass_qbecome(g, be, last, MPS_OP_FLATTEN, &v, 1, &g->nodes[flat].p))
+        return true;
+    *n = old; /* v stays, read and written by nothing */
+    g->values[was].producer = pool, g->values[v].producer = -1;
+    return false;
+}
+
 /* Note q's QuantizeLinear of a MaxPool of a DequantizeLinear by the same
-   scale and zero point (per tensor): the MaxPool of the bytes themselves,
-   exactly (dequantizing is increasing, and quantizing a dequantized byte
-   gives it back), where be runs MaxPool on bytes. The composition's last
-   node (Cast) becomes the MaxPool; the rest goes with dead code. */
+   scale and zero point (per tensor), or of a Flatten of such a MaxPool:
+   the MaxPool of the bytes themselves, exactly (dequantizing is increasing,
+   and quantizing a dequantized byte gives it back; a Flatten moves no
+   value), where be runs MaxPool on bytes. The composition's last node
+   (Cast) becomes the MaxPool, or the Flatten of the MaxPool node made to
+   read the bytes; the rest goes with dead code. */
 static bool mps_pass_qpool(struct mps_graph *g, const struct mps_backend *be, const struct mps_qnote *q)
 {
     int last = q->kind == MPS_QNOTE_Q && q->out >= 0 ? g->values[q->out].producer : -1, only = -1;
-    int pool = q->in[0] >= 0 ? g->values[q->in[0]].producer : -1;
-    if (last < 0 || pool < 0 || g->nodes[last].op != MPS_OP_CAST || g->nodes[pool].op != MPS_OP_MAX_POOL ||
-        g->nodes[pool].n_out != 1 || mps_graph_uses(g, q->in[0], &only) != 1)
+    int pool = q->in[0] >= 0 ? g->values[q->in[0]].producer : -1, flat = -1;
+    if (last < 0 || pool < 0 || g->nodes[last].op != MPS_OP_CAST || mps_graph_uses(g, q->in[0], &only) != 1)
+        return false;
+    if (g->nodes[pool].op == MPS_OP_FLATTEN) { /* a Flatten after the MaxPool (a classifier's head) */
+        flat = pool;
+        pool = mps_graph_uses(g, g->nodes[flat].in[0], &only) == 1 ? g->values[g->nodes[flat].in[0]].producer : -1;
+    }
+    if (pool < 0 || g->nodes[pool].op != MPS_OP_MAX_POOL || g->nodes[pool].n_out != 1)
         return false;
     const struct mps_qnote *dq = mps_pass_qnote(g, MPS_QNOTE_DQ, g->nodes[pool].in[0]);
     if (!dq || g->values[dq->in[0]].data || g->values[dq->in[0]].dtype != g->values[q->out].dtype ||
         mps_graph_uses(g, g->nodes[pool].in[0], &only) != 1 || !mps_pass_qsame(g, dq->in[1], q->in[1]) ||
         !mps_pass_qsame(g, dq->in[2], q->in[2]))
         return false;
-    return mps_pass_qbecome(g, be, last, MPS_OP_MAX_POOL, &dq->in[0], 1, &g->nodes[pool].p);
+    if (flat < 0)
+        return mps_pass_qbecome(g, be, last, MPS_OP_MAX_POOL, &dq->in[0], 1, &g->nodes[pool].p);
+    return mps_pass_qpool_flat(g, be, pool, flat, last, dq->in[0]);
 }
 
 /* Whether scale s and zero point z (-1: omitted) are per tensor: one

@@ -170,6 +170,10 @@ def quantized(name):
     prof = cpu_plan(path)
     if not any(e["op"] == "MaxPool" and e["node"].endswith(":q:q") for e in prof):
         raise RuntimeError(f"{path}: no MaxPool of bytes in the cpu plan: {[e['op'] for e in prof]}")
+    # the second MaxPool's bytes go through the Flatten to the head's QLinearMatMul: no float step is left
+    # between the input's QuantizeLinear and the float logits
+    if any(e["op"] in ("DequantizeLinear", "QuantizeLinear") and not e["node"].startswith("image") for e in prof):
+        raise RuntimeError(f"{path}: float steps left in the cpu plan: {[(e['op'], e['node']) for e in prof]}")
     return path, {"image": rng.standard_normal((8, 1, 28, 28)).astype(np.float32)}, {m.graph.output[0].name: step}
 
 
