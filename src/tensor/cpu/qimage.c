@@ -65,11 +65,15 @@ void mps_qimage_fill(void *ctx, int64_t begin, int64_t end)
         if (cp != cin) /* the padding channels of the pixels written below */
             memset(row + pl * cp, 0, (size_t)(im->in_w * cp));
         int64_t c = 0, plane = im->in_h * im->in_w;
-        if (cp == 1) { /* one channel: the row as it is */
-            const uint8_t *restrict x = xb + i * im->in_w;
-            uint8_t *restrict d = row + pl;
-            for (int64_t j = 0; j < im->in_w; j++)
-                d[j] = x[j] ^ flip;
+        if (cp == 1) { /* one channel: the row as it is (a byte a step, the row's length read from im each, had
+                          been a third of the copy's time on MNIST's first layer) */
+            const uint8_t *x = xb + i * im->in_w;
+            uint8_t *d = row + pl;
+            int64_t w = im->in_w;
+            if (!flip)
+                memcpy(d, x, (size_t)w);
+            for (int64_t j = 0; flip && j < w; j++)
+                d[j] = x[j] ^ 0x80;
             continue;
         }
 #if defined(__SSE2__)
@@ -113,10 +117,10 @@ void mps_qimage_fill(void *ctx, int64_t begin, int64_t end)
                 memcpy(d + j * cp, &v, 4);
             }
         }
-        for (; c < cin; c++) { /* along the input's rows, written across */
-            const uint8_t *x = xb + (c * im->in_h + i) * im->in_w;
+        for (int64_t w = im->in_w; c < cin; c++) { /* along the input's rows, written across */
+            const uint8_t *x = xb + (c * im->in_h + i) * w;
             uint8_t *d = row + pl * cp + c;
-            for (int64_t j = 0; j < im->in_w; j++)
+            for (int64_t j = 0; j < w; j++)
                 d[j * cp] = x[j] ^ flip;
         }
     }
