@@ -27,14 +27,22 @@ const struct mps_value *mps_qlinear_in(const struct mps_graph *g, const struct m
 
 /* The requantization's per-node values (h) and, where the arrays are
    given (cols each), its per-column ones. */
-void mps_qlinear_columns(const struct mps_graph *g, const struct mps_node *n, struct mps_qlinear_cols *h, float *mult,
-                         float *add, int32_t *corr, int32_t *zw)
+bool mps_qlinear_one_plane(const struct mps_graph *g, const struct mps_node *n)
+{
+    const struct mps_value *w = mps_qlinear_in(g, n, 3);
+    return n->op == MPS_OP_QLINEAR_CONV && n->p.conv.group == 1 && w && w->shape.ndim == 4 && w->shape.dim[1] == 1 &&
+           w->shape.dim[2] * w->shape.dim[3] <= 258;
+}
+
+void mps_qlinear_columns(const struct mps_graph *g, const struct mps_node *n, bool planes, struct mps_qlinear_cols *h,
+                         float *mult, float *add, int32_t *corr, int32_t *zw)
 {
     const struct mps_value *x = mps_qlinear_in(g, n, 0), *w = mps_qlinear_in(g, n, 3), *xs = mps_qlinear_in(g, n, 1),
                            *ws = mps_qlinear_in(g, n, 4), *wz = mps_qlinear_in(g, n, 5), *ys = mps_qlinear_in(g, n, 6),
                            *bias = mps_qlinear_in(g, n, 8), *y = &g->values[n->out[0]];
     bool conv = n->op == MPS_OP_QLINEAR_CONV;
-    *h = (struct mps_qlinear_cols){.flip = x->dtype == MPS_I8, .dw = conv && n->p.conv.group > 1};
+    *h = (struct mps_qlinear_cols){.flip = x->dtype == MPS_I8,
+                                   .dw = conv && (n->p.conv.group > 1 || (planes && mps_qlinear_one_plane(g, n)))};
     h->cols = w->shape.dim[conv ? 0 : 1];
     h->k_real = conv ? mps_shape_numel(&w->shape) / (h->cols ? h->cols : 1) : w->shape.dim[0];
     h->zx = (uint8_t)((int)mps_qlinear_at(mps_qlinear_in(g, n, 2), 0) + (h->flip ? 128 : 0));

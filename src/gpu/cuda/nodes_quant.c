@@ -36,13 +36,13 @@ static struct mps_cuda_qlayout mps_cuda_qlayout(const struct mps_qlinear_cols *h
 size_t mps_cuda_qlinear_prepared(const struct mps_graph *g, const struct mps_node *n, void *host)
 {
     struct mps_qlinear_cols h;
-    mps_qlinear_columns(g, n, &h, NULL, NULL, NULL, NULL);
+    mps_qlinear_columns(g, n, false, &h, NULL, NULL, NULL, NULL);
     struct mps_cuda_qlayout l = mps_cuda_qlayout(&h);
     if (!host)
         return l.bytes;
     unsigned char *b = host;
     memset(b, 0, l.bytes);
-    mps_qlinear_columns(g, n, &h, (float *)(b + l.mult), (float *)(b + l.add), (int32_t *)(b + l.corr),
+    mps_qlinear_columns(g, n, false, &h, (float *)(b + l.mult), (float *)(b + l.add), (int32_t *)(b + l.corr),
                         (int32_t *)(b + l.zw));
     const struct mps_value *w = &g->values[n->in[3]], *wz = n->in[5] >= 0 ? &g->values[n->in[5]] : NULL;
     if (h.dw) {
@@ -106,7 +106,7 @@ static struct mps_cu_qgeom mps_cuda_qgeom(const struct mps_graph *g, const struc
 size_t mps_cuda_qlinear_scratch(const struct mps_graph *g, const struct mps_node *n)
 {
     struct mps_qlinear_cols h;
-    mps_qlinear_columns(g, n, &h, NULL, NULL, NULL, NULL);
+    mps_qlinear_columns(g, n, false, &h, NULL, NULL, NULL, NULL);
     if (h.dw)
         return 0;
     struct mps_cu_qgeom q = mps_cuda_qgeom(g, n, &h);
@@ -117,7 +117,7 @@ static enum mps_status mps_cuda_qlinear(struct mps_cuda_state *s, const struct m
 {
     const struct mps_graph *g = s->g;
     struct mps_qlinear_cols h;
-    mps_qlinear_columns(g, n, &h, NULL, NULL, NULL, NULL);
+    mps_qlinear_columns(g, n, false, &h, NULL, NULL, NULL, NULL);
     struct mps_cuda_qlayout l = mps_cuda_qlayout(&h);
     const unsigned char *b = s->packed[n - g->nodes];
     struct mps_cu_qstore st = {.mult = (const float *)(b + l.mult),

@@ -153,9 +153,15 @@ int mps_cpu_conv_pool(const struct mps_graph *g, const struct mps_node *n, const
                       struct mps_maxpool_geom *geom)
 {
     int only = -1;
-    if (n->op != MPS_OP_CONV || !uk || mps_graph_uses(g, n->out[0], &only) != 1 || only < 0)
-        return -1;
     struct mps_conv_geom q;
+    if ((n->op != MPS_OP_CONV && n->op != MPS_OP_QLINEAR_CONV) || !uk || mps_graph_uses(g, n->out[0], &only) != 1 ||
+        only < 0)
+        return -1;
+    if (n->op == MPS_OP_QLINEAR_CONV) /* one channel on the direct conv, its sums pooled before they are bytes */
+        return mps_qlinear_fdirect(g, n, uk, &q) && mps_cpu_maxpool_plane(g, &g->nodes[only], uk, geom) &&
+                       !(geom->kh == 2 && geom->kw == 2 && !uk->pconv)
+                   ? only
+                   : -1;
     struct mps_tile_epi e;
     enum mps_conv_path path = mps_conv_node_path(g, n, uk, &q);
     if (!mps_pgemm_act_epi(&n->p.conv.act, &e))

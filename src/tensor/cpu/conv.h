@@ -36,6 +36,11 @@ size_t mps_direct_scratch(const struct mps_conv_geom *q, const struct mps_maxpoo
                           const struct mps_ukernels *uk, int threads);
 /* Runs it: y = act(W x + bias); data is what mps_direct_pack wrote. */
 void mps_direct_conv(const struct mps_cpu_args *a, const struct mps_conv_geom *q, const void *data);
+/* Whether QLinearConv n runs on that direct conv (qlinear.c): one input
+   channel (mps_qlinear_one_plane), not 1x1, where it applies; its geometry
+   to *q. */
+bool mps_qlinear_fdirect(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                         struct mps_conv_geom *q);
 
 /* One Conv run: what the im2col and depthwise loops read (conv.c, conv_depthwise.c). */
 struct mps_conv_job {

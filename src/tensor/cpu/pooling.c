@@ -225,8 +225,9 @@ static bool mps_maxpool_family(const struct mps_window3 *w, const struct mps_uke
 bool mps_cpu_maxpool_plane(const struct mps_graph *g, const struct mps_node *p, const struct mps_ukernels *uk,
                            struct mps_maxpool_geom *geom)
 {
+    enum mps_dtype t = g->values[p->in[0]].dtype; /* bytes after a QLinearConv on floats (mps_cpu_conv_pool) */
     if (p->op != MPS_OP_MAX_POOL || p->n_out != 1 || g->values[p->in[0]].shape.ndim != 4 ||
-        g->values[p->in[0]].dtype != MPS_F32 || g->values[p->out[0]].dtype != MPS_F32)
+        g->values[p->out[0]].dtype != t || (t != MPS_F32 && t != MPS_U8 && t != MPS_I8))
         return false;
     struct mps_window3 w = mps_window3_of(&p->p.pool.win, &g->values[p->in[0]].shape, &g->values[p->out[0]].shape);
     return mps_max_plane_applies(&w) && (mps_maxpool_family(&w, uk, geom) || !uk);

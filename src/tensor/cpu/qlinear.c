@@ -18,6 +18,10 @@
    differs from ONNX's (x_scale * w_scale * acc) / y_scale only by float
    rounding: by one step at a rounding tie.
 
+   A conv of one input channel runs on the float direct conv instead
+   (mps_qconv_fdirect), exactly, as the depthwise one runs on the float
+   plane kernels (below).
+
    QLinearConv (2-D, group 1) runs the product the other way round, so
    that a tile's row is neighbouring values of one output plane and the
    store is contiguous: rows are the output channels (the weights, signed,
@@ -36,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv.h"
 #include "isa.h"
 #include "kernels.h"
 #include "pgemm.h"
@@ -47,15 +52,30 @@ static size_t mps_qup(size_t v)
     return (v + 63) / 64 * 64;
 }
 
+bool mps_qlinear_fdirect(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
+                         struct mps_conv_geom *q)
+{
+    if (!uk || !mps_qlinear_one_plane(g, n))
+        return false;
+    *q = mps_conv_geom_of(n, &g->values[n->in[0]].shape, &g->values[n->out[0]].shape);
+    return mps_direct_applies(q) && !mps_conv_is_pointwise(q);
+}
+
 /* The header for node n (no arrays filled). */
 static struct mps_qpack mps_qpack_head(const struct mps_graph *g, const struct mps_node *n,
                                        const struct mps_ukernels *uk)
 {
     const struct mps_value *w = mps_qlinear_in(g, n, 3);
+    struct mps_conv_geom q;
+    bool fdirect = mps_qlinear_fdirect(g, n, uk, &q);
     struct mps_qlinear_cols c;
-    mps_qlinear_columns(g, n, &c, NULL, NULL, NULL, NULL);
-    struct mps_qpack h = {.q = mps_isa_qgemm(uk), .conv = n->op == MPS_OP_QLINEAR_CONV, .flip = c.flip, .dw = c.dw};
-    if (h.dw) {
+    mps_qlinear_columns(g, n, fdirect, &c, NULL, NULL, NULL, NULL);
+    struct mps_qpack h = {.q = mps_isa_qgemm(uk),
+                          .conv = n->op == MPS_OP_QLINEAR_CONV,
+                          .flip = c.flip,
+                          .dw = c.dw && !fdirect,
+                          .fdirect = fdirect};
+    if (h.dw || h.fdirect) {
         h.cin = h.cp = 1, h.kh = w->shape.dim[2], h.kw = w->shape.dim[3];
         h.cols = w->shape.dim[0], h.k = h.k_real = h.kh * h.kw;
     } else if (h.conv) {
@@ -76,6 +96,7 @@ static struct mps_qpack mps_qpack_head(const struct mps_graph *g, const struct m
     h.off_zw = h.off_corr + mps_qup(cols * 4);
     h.off_req = h.off_zw + mps_qup(cols * 4);
     h.off_b = h.off_req + mps_qup(cols * sizeof(struct mps_qreq));
+    h.fd_bytes = fdirect ? mps_qup(mps_direct_pack(&q, NULL, uk, NULL)) : 0;
     return h;
 }
 
@@ -96,9 +117,10 @@ size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n,
                             void *dst)
 {
     struct mps_qpack h = mps_qpack_head(g, n, uk);
-    size_t bytes = h.off_b + (size_t)(h.dw     ? h.cols * h.k * 4
-                                      : h.conv ? h.row_blocks * h.q->mr * h.k * (h.q->wide_w ? 2 : 1)
-                                               : h.panels * h.k * h.q->nr);
+    size_t bytes = h.off_b + (h.fdirect ? h.fd_bytes : 0) + /* the taps after those (packed from there) */
+                   (size_t)(h.dw || h.fdirect ? h.cols * h.k * 4
+                            : h.conv          ? h.row_blocks * h.q->mr * h.k * (h.q->wide_w ? 2 : 1)
+                                              : h.panels * h.k * h.q->nr);
     if (!dst)
         return bytes;
     unsigned char *base = dst;
@@ -106,7 +128,7 @@ size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n,
     int32_t *corr = (int32_t *)(base + h.off_corr), *zw = (int32_t *)(base + h.off_zw);
     int8_t *b = (int8_t *)(base + h.off_b);
     struct mps_qlinear_cols c;
-    mps_qlinear_columns(g, n, &c, mult, add, corr, zw);
+    mps_qlinear_columns(g, n, h.fdirect, &c, mult, add, corr, zw);
     struct mps_qreq *req = (struct mps_qreq *)(base + h.off_req);
     for (int64_t m = 0; m < h.cols; m++)
         req[m] = (struct mps_qreq){.mult = mult[m],
@@ -119,15 +141,21 @@ size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n,
                                    .yz = h.yz,
                                    .quant = h.quant};
     const struct mps_value *wz = mps_qlinear_in(g, n, 5), *w = mps_qlinear_in(g, n, 3);
-    for (int64_t m = 0; h.dw && m < h.cols; m++) { /* the taps less their zero point, as floats */
+    float *taps = (float *)(b + h.fd_bytes);
+    for (int64_t m = 0; (h.dw || h.fdirect) && m < h.cols; m++) { /* the taps less their zero point, as floats */
         int32_t z = (int32_t)mps_qlinear_at(wz, m) - (w->dtype == MPS_U8 ? 128 : 0);
         for (int64_t k = 0; k < h.k; k++)
-            ((float *)b)[m * h.k + k] = (float)(mps_qweight(g, n, &h, k, m) - z);
+            taps[m * h.k + k] = (float)(mps_qweight(g, n, &h, k, m) - z);
+    }
+    if (h.fdirect) { /* packed for the float direct conv, as a Conv of these weights */
+        struct mps_conv_geom q;
+        mps_qlinear_fdirect(g, n, uk, &q);
+        mps_direct_pack(&q, taps, uk, b);
     }
     int nr = h.q->nr;
     int mr = h.q->mr; /* Conv: blocks of mr output channels, their rows interleaved in groups of four k */
     int16_t *wide = (int16_t *)b;
-    for (int64_t blk = 0; h.conv && !h.dw && blk < h.row_blocks; blk++)
+    for (int64_t blk = 0; h.conv && !h.dw && !h.fdirect && blk < h.row_blocks; blk++)
         for (int64_t grp = 0; grp < h.k / 4; grp++)
             for (int r = 0; r < mr; r++)
                 for (int i = 0; i < 4; i++) {
@@ -431,10 +459,71 @@ size_t mps_cpu_qlinear_scratch(const struct mps_graph *g, const struct mps_node 
     if (h.dw)
         return (size_t)(threads < 1 ? 1 : threads) *
                (size_t)mps_qdw_job(&h, &n->p.conv, x->dim[2], x->dim[3], y->dim[2], y->dim[3], uk).per_thread * 4;
+    if (h.fdirect) { /* x's floats, the sums' (pooled, where a MaxPool is fused), the direct conv's own */
+        struct mps_conv_geom q;
+        struct mps_maxpool_geom pg;
+        mps_qlinear_fdirect(g, n, uk, &q);
+        bool pooled = mps_cpu_conv_pool(g, n, uk, &pg) >= 0;
+        int64_t out = pooled ? q.n * q.m * pg.out_h * pg.out_w : mps_shape_numel(y);
+        return mps_qup(sizeof(float) * (size_t)mps_shape_numel(x)) + mps_qup(sizeof(float) * (size_t)out) +
+               mps_direct_scratch(&q, pooled ? &pg : NULL, uk, threads) + 64;
+    }
     const struct mps_window *w = &n->p.conv.win;
     int64_t hp = x->dim[2] + w->pad[0] + w->pad[2], wp = x->dim[3] + w->pad[1] + w->pad[3];
     return (mps_qconv_direct(&h, &n->p.conv) ? 0 : (size_t)x->dim[0] * mps_qup((size_t)(hp * wp * h.cp)) + 64) +
            (size_t)(threads < 1 ? 1 : threads) * mps_qconv_per_thread(&h);
+}
+
+/* A one-channel QLinearConv on the float direct conv: x's bytes less zx as
+   floats, convolved with the taps less theirs (every product and partial
+   sum an integer below 2^24: exact in any order), pooled where a MaxPool
+   of bytes is fused (mps_cpu_conv_pool: the requantization is increasing,
+   so the maximum of the sums requantizes to the maximum of the bytes),
+   then each plane requantized as the int8 tile's store does (store_f).
+   MNIST's first layer had run on the int8 tile with k = 9 of 12, its
+   store and its panels most of the time, and its MaxPool apart. */
+struct mps_qfd {
+    const struct mps_qpack *h;
+    const float *sums;
+    unsigned char *out;
+    int64_t plane;
+};
+
+static void mps_qfd_store(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_qfd *d = ctx;
+    size_t el = d->h->quant ? 1 : 4;
+    for (int64_t p = begin; p < end; p++)
+        d->h->q->store_f(d->sums + p * d->plane, d->plane, mps_qreq_of(d->h, p % d->h->cols),
+                         d->out + (size_t)(p * d->plane) * el);
+}
+
+static void mps_qconv_fdirect(const struct mps_cpu_args *a, const struct mps_qpack *h)
+{
+    const struct mps_shape *xs = &a->in[0].shape;
+    const struct mps_tensor *y = a->pool_geom ? a->pool_out : &a->out[0];
+    struct mps_conv_geom q = mps_conv_geom_of(a->node, xs, &a->out[0].shape);
+    int64_t nx = mps_shape_numel(xs), ny = mps_shape_numel(&y->shape);
+    float *xf = (float *)(((uintptr_t)a->scratch + 63) & ~(uintptr_t)63);
+    float *sums = xf + mps_qup(sizeof(float) * (size_t)nx) / sizeof(float);
+    const struct mps_qdeq deq = {1.0f, (float)h->zx, h->flip ? 0x80 : 0};
+    h->q->dequantize(a->in[0].data, nx, &deq, xf); /* times 1: the bytes less zx */
+    /* a Conv of these floats: no activation (the store's) */
+    struct mps_node conv = *a->node;
+    conv.op = MPS_OP_CONV, conv.p.conv.act = (struct mps_fused_act){.on = false};
+    struct mps_tensor in[3] = {{.dtype = MPS_F32, .shape = *xs, .data = xf}}, out = a->out[0], pooled;
+    out.dtype = MPS_F32, out.data = sums;
+    struct mps_cpu_args fa = *a;
+    fa.node = &conv, fa.in = in, fa.out = &out, fa.res = NULL, fa.out_stride = 0;
+    fa.scratch = sums + mps_qup(sizeof(float) * (size_t)ny) / sizeof(float);
+    if (a->pool_geom) {
+        pooled = *a->pool_out;
+        pooled.dtype = MPS_F32, pooled.data = sums;
+        fa.pool_out = &pooled;
+    }
+    mps_direct_conv(&fa, &q, (const unsigned char *)h + h->off_b);
+    struct mps_qfd d = {h, sums, y->data, ny / (q.n * q.m)};
+    mps_pool_for(a->pool, q.n * q.m, d.plane * 8, mps_qfd_store, &d);
 }
 
 enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *err)
@@ -461,6 +550,10 @@ enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *
         return MPS_OK;
     }
     const struct mps_conv_params *p = &a->node->p.conv;
+    if (h->fdirect) {
+        mps_qconv_fdirect(a, h);
+        return MPS_OK;
+    }
     if (h->dw) {
         struct mps_qdw d = mps_qdw_job(h, p, xs->dim[2], xs->dim[3], ys->dim[2], ys->dim[3], a->uk);
         int64_t planes = d.dwb ? MPS_DWB_PLANES : 1;
