@@ -201,42 +201,6 @@ __attribute__((target("avx2"))) static void mps_qwords32(const uint8_t *const x[
 }
 #endif
 
-/* A panel of a one-channel conv of stride 1 along the rows (MNIST's first
-   layer): a group's four taps of sixteen neighbouring lanes of one output
-   row are four runs of sixteen bytes of the padded copy, made into the
-   lanes' words at once; lanes where a row ends, a word at a time. ow0: the
-   panel's first lane's column; off: each lane's top left tap. */
-static void mps_qpanel_one_channel(const struct mps_qimage *im, uint8_t *dst, const uint8_t *buf, const int64_t *off,
-                                   int64_t ow0, int lanes)
-{
-    const struct mps_qpack *h = im->h;
-    const struct mps_window *w = &im->p->win;
-    int nr = h->q->nr;
-    int64_t taps = h->kh * h->kw, toff[4];
-    for (int64_t g = 0; g < h->k / 4; g++) {
-        for (int i = 0; i < 4; i++) { /* -1: past the taps (zeros) */
-            int64_t t = 4 * g + i;
-            toff[i] = t < taps ? (t / h->kw) * w->dilation[0] * im->wp + t % h->kw * w->dilation[1] : -1;
-        }
-        uint32_t *d = (uint32_t *)(dst + g * 4 * nr);
-        for (int l = 0, ow = (int)ow0; l < lanes;) { /* a run: the lanes to the row's end, sixteen at most */
-            int run = (int)(im->out_w - ow) < lanes - l ? (int)(im->out_w - ow) : lanes - l;
-            run = run < 16 ? run : 16;
-            __m128i v[4];
-            for (int i = 0; i < 4; i++) /* past the run's bytes: the row's padding, the next row's, the slack */
-                v[i] = toff[i] < 0 ? _mm_setzero_si128() : _mm_loadu_si128((const __m128i *)(buf + off[l] + toff[i]));
-            uint32_t t[16];
-            mps_qwords16(v, run == 16 ? d + l : t);
-            for (int j = 0; run < 16 && j < run; j++) /* a word a lane had been a third of this panel's time */
-                d[l + j] = t[j];
-            l += run, ow += run;
-            ow = ow == im->out_w ? 0 : ow;
-        }
-    }
-}
-#endif
-
-#if defined(__SSE2__)
 enum { MPS_QDENSE_K = 128 }; /* a dense panel's k at most, for its rows on the stack */
 
 /* A panel of a dense conv (under four channels, unpadded) whose tap rows
@@ -298,10 +262,7 @@ void mps_qimage_panel(const struct mps_qimage *im, int64_t pg, uint8_t *dst, int
     }
     int64_t kk = 0;
 #if defined(__SSE2__)
-    if (cp == 1 && w->stride[1] == 1) { /* one channel: a group's four taps, words of sixteen lanes at once */
-        mps_qpanel_one_channel(im, dst, buf, off, q0 % im->out_w, lanes);
-        kk = h->k; /* all of it */
-    } else if (mps_qpanel_dense(im, dst, buf, off, lanes))
+    if (mps_qpanel_dense(im, dst, buf, off, lanes)) /* (one channel: on the float direct conv, qlinear.c) */
         kk = h->k;
 #endif
     for (int64_t i = 0; i < h->kh && kk < h->k; i++)
