@@ -157,8 +157,11 @@ int mps_cpu_conv_pool(const struct mps_graph *g, const struct mps_node *n, const
     if ((n->op != MPS_OP_CONV && n->op != MPS_OP_QLINEAR_CONV) || !uk || mps_graph_uses(g, n->out[0], &only) != 1 ||
         only < 0)
         return -1;
-    if (n->op == MPS_OP_QLINEAR_CONV) /* one channel on the direct conv, its sums pooled before they are bytes */
-        return mps_qlinear_fdirect(g, n, uk, &q) && mps_cpu_maxpool_plane(g, &g->nodes[only], uk, geom) &&
+    /* one channel on the direct conv, its sums pooled before they are requantized: where that is increasing
+       (a LeakyRelu's slope might not be) */
+    if (n->op == MPS_OP_QLINEAR_CONV)
+        return mps_qlinear_fdirect(g, n, uk, &q) && !(n->p.conv.act.on && n->p.conv.act.op == MPS_OP_LEAKY_RELU) &&
+                       mps_cpu_maxpool_plane(g, &g->nodes[only], uk, geom) &&
                        !(geom->kh == 2 && geom->kw == 2 && !uk->pconv)
                    ? only
                    : -1;

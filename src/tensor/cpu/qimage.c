@@ -65,8 +65,7 @@ void mps_qimage_fill(void *ctx, int64_t begin, int64_t end)
         if (cp != cin) /* the padding channels of the pixels written below */
             memset(row + pl * cp, 0, (size_t)(im->in_w * cp));
         int64_t c = 0, plane = im->in_h * im->in_w;
-        if (cp == 1) { /* one channel: the row as it is (a byte a step, the row's length read from im each, had
-                          been a third of the copy's time on MNIST's first layer) */
+        if (cp == 1) { /* one channel (past 258 taps: mps_qlinear_fdirect takes the rest): the row as it is */
             const uint8_t *x = xb + i * im->in_w;
             uint8_t *d = row + pl;
             int64_t w = im->in_w;

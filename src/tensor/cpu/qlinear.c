@@ -466,7 +466,7 @@ size_t mps_cpu_qlinear_scratch(const struct mps_graph *g, const struct mps_node 
         bool pooled = mps_cpu_conv_pool(g, n, uk, &pg) >= 0;
         int64_t out = pooled ? q.n * q.m * pg.out_h * pg.out_w : mps_shape_numel(y);
         return mps_qup(sizeof(float) * (size_t)mps_shape_numel(x)) + mps_qup(sizeof(float) * (size_t)out) +
-               mps_direct_scratch(&q, pooled ? &pg : NULL, uk, threads) + 64;
+               mps_direct_scratch(&q, pooled ? &pg : NULL, uk, threads) + 128; /* each aligned to 64 */
     }
     const struct mps_window *w = &n->p.conv.win;
     int64_t hp = x->dim[2] + w->pad[0] + w->pad[2], wp = x->dim[3] + w->pad[1] + w->pad[3];
