@@ -25,8 +25,6 @@ const struct mps_value *mps_qlinear_in(const struct mps_graph *g, const struct m
     return i < n->n_in && n->in[i] >= 0 ? &g->values[n->in[i]] : NULL;
 }
 
-/* The requantization's per-node values (h) and, where the arrays are
-   given (cols each), its per-column ones. */
 bool mps_qlinear_one_plane(const struct mps_graph *g, const struct mps_node *n)
 {
     const struct mps_value *w = mps_qlinear_in(g, n, 3);
@@ -34,6 +32,8 @@ bool mps_qlinear_one_plane(const struct mps_graph *g, const struct mps_node *n)
            w->shape.dim[2] * w->shape.dim[3] <= 258;
 }
 
+/* The requantization's per-node values (h) and, where the arrays are
+   given (cols each), its per-column ones. */
 void mps_qlinear_columns(const struct mps_graph *g, const struct mps_node *n, bool planes, struct mps_qlinear_cols *h,
                          float *mult, float *add, int32_t *corr, int32_t *zw)
 {

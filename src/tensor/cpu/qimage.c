@@ -65,16 +65,6 @@ void mps_qimage_fill(void *ctx, int64_t begin, int64_t end)
         if (cp != cin) /* the padding channels of the pixels written below */
             memset(row + pl * cp, 0, (size_t)(im->in_w * cp));
         int64_t c = 0, plane = im->in_h * im->in_w;
-        if (cp == 1) { /* one channel (past 258 taps: mps_qlinear_fdirect takes the rest): the row as it is */
-            const uint8_t *x = xb + i * im->in_w;
-            uint8_t *d = row + pl;
-            int64_t w = im->in_w;
-            if (!flip)
-                memcpy(d, x, (size_t)w);
-            for (int64_t j = 0; flip && j < w; j++)
-                d[j] = x[j] ^ 0x80;
-            continue;
-        }
 #if defined(__SSE2__)
         /* rows under sixteen (13x13, 14x14 planes): sixteen bytes from each of sixteen channels' rows (from a
            copy where they would run past x's end), a pixel's sixteen channels stored for each of the row's
@@ -116,7 +106,8 @@ void mps_qimage_fill(void *ctx, int64_t begin, int64_t end)
                 memcpy(d + j * cp, &v, 4);
             }
         }
-        for (int64_t w = im->in_w; c < cin; c++) { /* along the input's rows, written across */
+        /* along the input's rows, written across (the row's length read once: GCC had reread it each byte) */
+        for (int64_t w = im->in_w; c < cin; c++) {
             const uint8_t *x = xb + (c * im->in_h + i) * w;
             uint8_t *d = row + pl * cp + c;
             for (int64_t j = 0; j < w; j++)
