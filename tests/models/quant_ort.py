@@ -6,6 +6,7 @@ Python's onnxruntime) on the same inputs:
   qdq_mlp      the QDQ form onnxruntime's quantizer writes: QuantizeLinear and
                DequantizeLinear around MatMul, Add, Relu, int8 weights per
                output channel, a uint8 activation
+  qop_depthwise  two depthwise QLinearConvs (3x3, stride 1 and 2), bytes in and out
   qop_cnn      the QOperator form: QLinearConv (per-channel int8 weights, an
                int32 bias), QLinearLeakyRelu, QLinearSigmoid, QLinearAdd,
                QLinearMul, QLinearConcat, QLinearGlobalAveragePool, QGemm
@@ -138,6 +139,24 @@ def integer():
     return path, data, {}
 
 
+def qop_depthwise():
+    """mobilenet's depthwise layers in QLinearConv: 3x3 at stride 1 then 2, a channel a group, uint8 bytes
+    in and out (on avx512 with VBMI the int8 plane kernel runs them; dwb or the plane kernels elsewhere)."""
+    n = helper.make_node
+    c = 12
+    dw = lambda name: [T(rng.integers(-127, 128, (c, 1, 3, 3)).astype(np.int8), name),
+                       T((rng.random(c) * 0.02 + 0.005).astype(np.float32), name + "_s"), T(np.zeros(c, np.int8), name + "_z")]
+    nodes = [n("QLinearConv", ["x", "a0_s", "a0_z", "d1", "d1_s", "d1_z", "a1_s", "a1_z", "b1"], ["h"], group=c,
+               pads=[1, 1, 1, 1]),
+             n("QLinearConv", ["h", "a1_s", "a1_z", "d2", "d2_s", "d2_z", "a2_s", "a2_z"], ["y"], group=c,
+               pads=[1, 1, 1, 1], strides=[2, 2])]
+    inits = (qparams(-2, 2, "a0") + dw("d1") + [T(rng.integers(-300, 300, c).astype(np.int32), "b1")] +
+             qparams(-4, 4, "a1") + dw("d2") + qparams(-6, 6, "a2"))
+    path = model("qop_depthwise", nodes, [vi("x", TensorProto.UINT8, [2, c, 13, 37])],
+                 [vi("y", TensorProto.UINT8, [2, c, 7, 19])], inits)
+    return path, {"x": rng.integers(0, 256, (2, c, 13, 37)).astype(np.uint8)}, {}
+
+
 def quantized(name):
     """A shipped float model quantized by `mpsrun quantize` on 24 calibration inputs (minmax, and percentile
     for fashion_cnn), then run by both on 8 others: the QDQ model onnxruntime's quantizer would write."""
@@ -237,9 +256,10 @@ def main():
             return 77
     os.makedirs(OUT, exist_ok=True)
     failures = 0
-    makes = [qdq_mlp, qop_cnn, integer, lambda: quantized("mnist_cnn"), lambda: quantized("fashion_cnn"),
-             quantized_residual]
-    names = ["qdq_mlp", "qop_cnn", "integer", "quantized mnist_cnn", "quantized fashion_cnn", "quantized residual"]
+    makes = [qdq_mlp, qop_cnn, qop_depthwise, integer, lambda: quantized("mnist_cnn"),
+             lambda: quantized("fashion_cnn"), quantized_residual]
+    names = ["qdq_mlp", "qop_cnn", "qop_depthwise", "integer", "quantized mnist_cnn", "quantized fashion_cnn",
+             "quantized residual"]
     for make, title in zip(makes, names):
         path, data, steps = make()
         work = os.path.join(OUT, title.replace(" ", "_"))

@@ -61,6 +61,44 @@ bool mps_qlinear_fdirect(const struct mps_graph *g, const struct mps_node *n, co
     return mps_direct_applies(q) && !mps_conv_is_pointwise(q);
 }
 
+/* Weight w'[k][m] (signed) of the packed order: Conv's k is (tap row, tap
+   column, channel as packed), zero in the padding. */
+static int mps_qweight(const struct mps_graph *g, const struct mps_node *n, const struct mps_qpack *h, int64_t k,
+                       int64_t m)
+{
+    if (!h->conv)
+        return k < h->k_real ? mps_qlinear_weight(g, n, m, k) : 0;
+    int64_t c = k % h->cp, tap = k / h->cp;
+    if (c >= h->cin || tap >= h->kh * h->kw)
+        return 0;
+    return mps_qlinear_weight(g, n, m, c * h->kh * h->kw + tap);
+}
+
+/* Tap k of a depthwise (or one-channel) conv's channel m, less its zero point. */
+static int mps_qdw_tap(const struct mps_graph *g, const struct mps_node *n, const struct mps_qpack *h, int64_t m,
+                       int64_t k)
+{
+    const struct mps_value *wz = mps_qlinear_in(g, n, 5), *w = mps_qlinear_in(g, n, 3);
+    int32_t z = (int32_t)mps_qlinear_at(wz, m) - (w->dtype == MPS_U8 ? 128 : 0);
+    return mps_qweight(g, n, h, k, m) - z;
+}
+
+/* Whether a depthwise conv's taps go to the family's dw3 as bytes: 3x3, and
+   every tap less its zero point a signed byte (int8 weights of zero point
+   0, what the quantizers write, always are). */
+static bool mps_qdw_bytes(const struct mps_graph *g, const struct mps_node *n, const struct mps_qpack *h)
+{
+    if (!h->dw || !h->q->dw3 || h->kh != 3 || h->kw != 3)
+        return false;
+    for (int64_t m = 0; m < h->cols; m++)
+        for (int64_t k = 0; k < h->k; k++) {
+            int v = mps_qdw_tap(g, n, h, m, k);
+            if (v < -128 || v > 127)
+                return false;
+        }
+    return true;
+}
+
 /* The header for node n (no arrays filled). */
 static struct mps_qpack mps_qpack_head(const struct mps_graph *g, const struct mps_node *n,
                                        const struct mps_ukernels *uk)
@@ -88,6 +126,7 @@ static struct mps_qpack mps_qpack_head(const struct mps_graph *g, const struct m
         h.panels = (h.cols + h.q->nr - 1) / h.q->nr;
     }
     h.zx = c.zx, h.quant = c.quant, h.out_signed = c.out_signed, h.yz = c.yz, h.rowsums = c.rowsums;
+    h.dw_bytes = mps_qdw_bytes(g, n, &h);
     h.lo = c.lo, h.hi = c.hi, h.slope = c.slope;
     size_t cols = (size_t)h.cols;
     h.off_mult = mps_qup(sizeof h);
@@ -100,25 +139,12 @@ static struct mps_qpack mps_qpack_head(const struct mps_graph *g, const struct m
     return h;
 }
 
-/* Weight w'[k][m] (signed) of the packed order: Conv's k is (tap row, tap
-   column, channel as packed), zero in the padding. */
-static int mps_qweight(const struct mps_graph *g, const struct mps_node *n, const struct mps_qpack *h, int64_t k,
-                       int64_t m)
-{
-    if (!h->conv)
-        return k < h->k_real ? mps_qlinear_weight(g, n, m, k) : 0;
-    int64_t c = k % h->cp, tap = k / h->cp;
-    if (c >= h->cin || tap >= h->kh * h->kw)
-        return 0;
-    return mps_qlinear_weight(g, n, m, c * h->kh * h->kw + tap);
-}
-
 size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
                             void *dst)
 {
     struct mps_qpack h = mps_qpack_head(g, n, uk);
     size_t bytes = h.off_b + (h.fdirect ? h.fd_bytes : 0) + /* the taps after those (packed from there) */
-                   (size_t)(h.dw || h.fdirect ? h.cols * h.k * 4
+                   (size_t)(h.dw || h.fdirect ? h.cols * h.k * 4 + (h.dw_bytes ? h.cols * 16 : 0)
                             : h.conv          ? h.row_blocks * h.q->mr * h.k * (h.q->wide_w ? 2 : 1)
                                               : h.panels * h.k * h.q->nr);
     if (!dst)
@@ -140,12 +166,18 @@ size_t mps_cpu_qlinear_pack(const struct mps_graph *g, const struct mps_node *n,
                                    .zw = (uint32_t)zw[m],
                                    .yz = h.yz,
                                    .quant = h.quant};
-    const struct mps_value *wz = mps_qlinear_in(g, n, 5), *w = mps_qlinear_in(g, n, 3);
     float *taps = (float *)(b + h.fd_bytes);
-    for (int64_t m = 0; (h.dw || h.fdirect) && m < h.cols; m++) { /* the taps less their zero point, as floats */
-        int32_t z = (int32_t)mps_qlinear_at(wz, m) - (w->dtype == MPS_U8 ? 128 : 0);
+    for (int64_t m = 0; (h.dw || h.fdirect) && m < h.cols; m++) /* the taps less their zero point, as floats */
         for (int64_t k = 0; k < h.k; k++)
-            taps[m * h.k + k] = (float)(mps_qweight(g, n, &h, k, m) - z);
+            taps[m * h.k + k] = (float)mps_qdw_tap(g, n, &h, m, k);
+    for (int64_t m = 0; h.dw_bytes && m < h.cols; m++) { /* and as bytes, rows of four, then -zx times their sum */
+        int8_t *t = (int8_t *)(taps + h.cols * h.k) + m * 16;
+        int32_t sum = 0;
+        memset(t, 0, 12);
+        for (int64_t k = 0; k < 9; k++)
+            sum += t[k / 3 * 4 + k % 3] = (int8_t)mps_qdw_tap(g, n, &h, m, k);
+        sum *= -(int32_t)h.zx;
+        memcpy(t + 12, &sum, 4);
     }
     if (h.fdirect) { /* packed for the float direct conv, as a Conv of these weights */
         struct mps_conv_geom q;
@@ -364,7 +396,7 @@ struct mps_qdw {
     const struct mps_qpack *h;
     struct mps_dw3_geom g3;
     struct mps_dwk_geom gk;
-    bool dw3, dwk, dwb;
+    bool dw3, dwk, dwb, qdw3; /* qdw3: the int8 family's dw3 on the taps as bytes (mps_qpack's dw_bytes) */
     int64_t in_plane, out_plane, per_thread; /* floats */
 };
 
@@ -399,6 +431,12 @@ static void mps_qdw_planes(void *ctx, int64_t begin, int64_t end)
         int64_t m0 = p0 % h->cols;
         const uint8_t *x = (const uint8_t *)a->in[0].data + p0 * d->in_plane;
         const float *k = taps + m0 * h->k;
+        if (d->qdw3) { /* likewise */
+            const struct mps_dwb_q q = {(float)h->zx, deq.flip, mps_qreq_of(h, m0)};
+            h->q->dw3(&d->gk, x, (const int8_t *)(taps + h->cols * h->k) + m0 * 16, &q,
+                      (unsigned char *)a->out[0].data + (size_t)(p0 * d->out_plane) * el);
+            continue;
+        }
         if (d->dwb) { /* bytes in and out (takes the layer: mps_qdw_job asked) */
             const struct mps_dwb_q q = {(float)h->zx, deq.flip, mps_qreq_of(h, m0)};
             a->uk->dwb(&d->gk, x, k, NULL, (unsigned char *)a->out[0].data + (size_t)(p0 * d->out_plane) * el, 1, &none,
@@ -443,7 +481,12 @@ static struct mps_qdw mps_qdw_job(const struct mps_qpack *h, const struct mps_co
     struct mps_tile_epi none = mps_tile_epi_none();
     d.dwb = uk && uk->dwb && h->cols % MPS_DWB_PLANES == 0 && ow < MPS_DWB_WIDE &&
             uk->dwb(&d.gk, NULL, NULL, NULL, NULL, 0, &none, NULL, NULL); /* no blocks: whether it takes the layer */
-    d.per_thread = d.dwb ? 0 : (d.in_plane + d.out_plane + 15) / 16 * 16; /* a plane's x and sums (f32) */
+    /* the int8 plane kernel where it has one, but for rows under ten outputs where dwb takes the layer (its
+       sixteen-lane steps then half empty: mobilenet_v2's 7x7 layers 1.35x dwb's time, its 14x14 ones 0.73-0.78,
+       the wider ones 0.47-0.76; one thread, batch 8) */
+    d.qdw3 = h->dw_bytes && h->q->dw3(&d.gk, NULL, NULL, NULL, NULL) && (ow >= 10 || !d.dwb);
+    d.dwb = d.dwb && !d.qdw3;
+    d.per_thread = d.dwb || d.qdw3 ? 0 : (d.in_plane + d.out_plane + 15) / 16 * 16; /* a plane's x and sums (f32) */
     return d;
 }
 

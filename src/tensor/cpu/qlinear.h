@@ -21,6 +21,8 @@ struct mps_qpack {
     int64_t cin, cp, kh, kw; /* Conv: channels, channels as packed (cin below 4, else padded to 4), taps */
     bool conv, flip;         /* flip: x is int8 (add 128) */
     bool dw;                 /* a depthwise QLinearConv (group = channels): k taps a channel, as floats */
+    bool dw_bytes;           /* 3x3, each tap less its zero point a signed byte: after the floats, the taps
+                                as ukernels.h's mps_uqdw3_fn takes them, 16 bytes a channel */
     bool fdirect;            /* one input channel on the float direct conv (mps_qlinear_fdirect) */
     size_t fd_bytes;         /* its packed weights (off_b on), then k taps a channel as floats */
     bool rowsums;            /* some zw is not 0 */

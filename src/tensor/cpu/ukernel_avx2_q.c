@@ -179,4 +179,5 @@ const struct mps_uqgemm mps_uqgemm_avx2 = {"avx2",
                                            mps_avx2_qgemm_ws,
                                            mps_avx2_qstore_f,
                                            mps_avx2_lut,
-                                           true};
+                                           true,
+                                           NULL};

@@ -58,4 +58,5 @@ const struct mps_uqgemm mps_uqgemm_avxvnni = {"avx-vnni",
                                               mps_avxvnni_qgemm_ws,
                                               mps_avx2_qstore_f,
                                               mps_avx2_lut,
-                                              false};
+                                              false,
+                                              NULL};

@@ -174,9 +174,9 @@ static void mps_c_qgemm_w(int64_t k4, const void *a, const uint8_t *b, int32_t *
 MPS_UQ_ROWS(mps_c)
 
 const struct mps_uqgemm mps_uqgemm_c = {
-    "c",          MPS_C_QMR,      MPS_C_QNR,       mps_c_supported,   mps_c_qgemm, mps_c_qgemm_w,
-    mps_c_qstore, mps_c_qrequant, mps_c_qquantize, mps_c_qdequantize, NULL,        mps_c_qstore_f,
-    NULL,         false};
+    "c",           MPS_C_QMR,      MPS_C_QNR,      mps_c_supported, mps_c_qgemm,
+    mps_c_qgemm_w, mps_c_qstore,   mps_c_qrequant, mps_c_qquantize, mps_c_qdequantize,
+    NULL,          mps_c_qstore_f, NULL,           false,           NULL};
 
 const struct mps_ukernels mps_ukernels_c = {
     .name = "c",

@@ -86,4 +86,5 @@ const struct mps_uqgemm mps_uqgemm_neon = {"neon-dotprod",
                                            NULL,
                                            mps_neon_qstore_f,
                                            NULL,
-                                           false};
+                                           false,
+                                           NULL};

@@ -345,6 +345,16 @@ typedef void (*mps_uqrequant_fn)(const uint8_t *a, const struct mps_qdeq *da, co
    (QuantizeLinear and DequantizeLinear per tensor, qcast.c). */
 typedef void (*mps_uquantize_fn)(const float *x, int64_t n, const struct mps_qto *q, uint8_t *y);
 typedef void (*mps_udequantize_fn)(const uint8_t *x, int64_t n, const struct mps_qdeq *d, float *y);
+/* A 3x3 depthwise QLinearConv of one plane of bytes on int8 products
+   (optional: NULL where a family has none): dilation 1, sw 1 or 2, the
+   geometry as dwk's (oh0, oh1 unused); t the plane's taps less their zero
+   point as signed bytes, three rows of four (the fourth 0), then an int32,
+   -zx times their sum (qlinear.c packs them where every tap fits a byte);
+   the sums of (x ^ flip) times the taps, the pads as zx, stored by q->req
+   (bytes, or floats where it says so) into y's out_h x out_w. x NULL: only
+   whether it takes g on this CPU. */
+typedef bool (*mps_uqdw3_fn)(const struct mps_dwk_geom *g, const uint8_t *x, const int8_t *t, const struct mps_dwb_q *q,
+                             void *y);
 struct mps_uqgemm {
     const char *name; /* "avx512-vnni" */
     int mr, nr;
@@ -359,6 +369,7 @@ struct mps_uqgemm {
     mps_uqstore_f_fn store_f;
     mps_ulut_fn lut; /* optional: NULL where the plain loop does as well */
     bool wide_w;     /* by_weights's weights packed as int16, widened at compile (avx2's exact tile) */
+    mps_uqdw3_fn dw3; /* optional */
 };
 /* The portable one, which every family can fall back on (ukernel_c.c). */
 extern const struct mps_uqgemm mps_uqgemm_c;
