@@ -134,15 +134,17 @@ mps_qdw3_rows(const struct mps_qdw3 *d, int64_t oh, bool two, bool flip, const s
                 r2 = mps_qdw3_row(d, i0 + 2, c0, m, flip);
         __m512i a =
             mps_avx512_dpbusd(mps_avx512_dpbusd(mps_avx512_dpbusd(d->corr, r0, d->w[0]), r1, d->w[1]), r2, d->w[2]);
+        /* a row's last bytes as sixteen, into the next row's first where that row's own store writes them later
+           (of the second row of two, or of a row of one step: after the first's): vpmovdb to memory under a mask
+           took a fifth of the kernel's time for a quarter of its steps */
         int n = g->out_w - o0 < 16 ? (int)(g->out_w - o0) : 16;
-        /* a row's last bytes as sixteen, into the next row's first (which its own store then writes): vpmovdb to
-           memory under a mask took a fifth of the kernel's time for a quarter of its steps */
-        int wide = el == 1 && oh + 1 + two < g->out_h ? 16 : n;
-        mps_avx512_qreq(a, NULL, two || el != 1 ? n : wide, rq, (unsigned char *)y + (size_t)(oh * g->out_w + o0) * el);
+        int n0 = el == 1 && (two ? g->out_w <= 16 : oh + 1 < g->out_h) ? 16 : n;
+        mps_avx512_qreq(a, NULL, n0, rq, (unsigned char *)y + (size_t)(oh * g->out_w + o0) * el);
         if (two) {
             __m512i r3 = mps_qdw3_row(d, i0 + 3, c0, m, flip);
             a = mps_avx512_dpbusd(mps_avx512_dpbusd(mps_avx512_dpbusd(d->corr, r1, d->w[0]), r2, d->w[1]), r3, d->w[2]);
-            mps_avx512_qreq(a, NULL, wide, rq, (unsigned char *)y + (size_t)((oh + 1) * g->out_w + o0) * el);
+            mps_avx512_qreq(a, NULL, el == 1 && oh + 2 < g->out_h ? 16 : n, rq,
+                            (unsigned char *)y + (size_t)((oh + 1) * g->out_w + o0) * el);
         }
     }
 }
@@ -162,10 +164,17 @@ __attribute__((target("avx512bw,avx512vbmi"))) static void mps_avx512_qdw3_plane
                          .flip = _mm512_set1_epi8((char)q->flip),
                          .pad = _mm512_set1_epi8((char)((uint8_t)q->zx ^ q->flip)),
                          .span = 15 * g->sw + 3};
-    uint8_t ix[64];
-    for (int b = 0; b < 64; b++) /* lane j's bytes: its taps sw j + 0, 1, 2, and one its fourth weight (0) takes */
-        ix[b] = (uint8_t)(g->sw * (b / 4) + b % 4);
-    d.idx = _mm512_loadu_si512(ix);
+    /* lane j's bytes: its taps sw j + 0, 1, 2, and one its fourth weight (0) takes */
+    static const uint8_t ix[2][64] = {
+#define MPS_QDW3_IX(s, j) (s) * (j), (s) * (j) + 1, (s) * (j) + 2, (s) * (j) + 3
+#define MPS_QDW3_IX16(s)                                                                                               \
+    MPS_QDW3_IX(s, 0), MPS_QDW3_IX(s, 1), MPS_QDW3_IX(s, 2), MPS_QDW3_IX(s, 3), MPS_QDW3_IX(s, 4), MPS_QDW3_IX(s, 5),  \
+        MPS_QDW3_IX(s, 6), MPS_QDW3_IX(s, 7), MPS_QDW3_IX(s, 8), MPS_QDW3_IX(s, 9), MPS_QDW3_IX(s, 10),                \
+        MPS_QDW3_IX(s, 11), MPS_QDW3_IX(s, 12), MPS_QDW3_IX(s, 13), MPS_QDW3_IX(s, 14), MPS_QDW3_IX(s, 15)
+        {MPS_QDW3_IX16(1)}, {MPS_QDW3_IX16(2)}};
+#undef MPS_QDW3_IX16
+#undef MPS_QDW3_IX
+    d.idx = _mm512_loadu_si512(ix[g->sw - 1]);
     bool flip = q->flip != 0;
     for (int64_t oh = 0; oh < g->out_h;) {
         bool two = g->sh == 1 && oh + 1 < g->out_h;
