@@ -1228,6 +1228,11 @@ static const struct th_case th_cases[] = {
      IN(FR(-5, 5, 40000), CF_SCALAR(0.037), CT(MPS_I8, -3)), OUT(S(40000))},
     {"DequantizeLinear int8 per tensor of 20000 (two items)", MPS_OP_DEQUANTIZE,
      IN(IR(MPS_I8, -128, 127, 20000), CF_SCALAR(0.05), CT(MPS_I8, 9)), OUT(S(20000))},
+    {"QuantizeLinear of NaN and infinities to int8 (NaN as 0, as the composition's Cast; sixteen lanes, then four)",
+     MPS_OP_QUANTIZE,
+     IN(CFL(1, NAN, -2, INFINITY, 0.5, 3, -INFINITY, 5, 6, NAN, 0.5, 0.25, -1, -3, 0.1, 2, 7, NAN, -9, 10),
+        CF_SCALAR(0.05), CT(MPS_I8, -3)),
+     OUT(S(20))},
     {"QuantizeLinear to int8 along axis -3", MPS_OP_QUANTIZE, P(axis, .axis = -3),
      IN(FR(-3, 3, 1, 6, 4, 5), CR(MPS_F32, 0.01, 0.05, 6), CR(MPS_I8, -20, 20, 6)), OUT(S(1, 6, 4, 5))},
     /* Add and Concat of bytes (the pass makes them of DequantizeLinear, the float op, QuantizeLinear): exact
