@@ -30,7 +30,8 @@ static inline __attribute__((always_inline)) void mps_avx2_qreq(__m256i acc, con
             _mm256_sub_epi32(acc, _mm256_mullo_epi32(_mm256_set1_epi32((int32_t)r->zw), _mm256_maskload_epi32(rs, m)));
     __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(r->mult));
     __asm__("" : "+x"(v)); /* two roundings where the includer contracts (the depthwise kernels' file) */
-    v = _mm256_add_ps(v, _mm256_set1_ps(r->add));
+    if (!r->quant || r->add != 0.0f) /* bytes out: v + 0 is v (or +0 for -0: the same byte); an int32 bias is in corr */
+        v = _mm256_add_ps(v, _mm256_set1_ps(r->add));
     v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(r->lo)), _mm256_set1_ps(r->hi)); /* v > lo ? v : lo, ... */
     if (r->quant) {
         const __m256 round = _mm256_set1_ps(12582912.0f);

@@ -29,7 +29,8 @@ static inline __attribute__((always_inline)) void mps_avx512_qreq(__m512i acc, c
                                _mm512_mullo_epi32(_mm512_set1_epi32((int32_t)r->zw), _mm512_maskz_loadu_epi32(m, rs)));
     __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(r->mult));
     __asm__("" : "+v"(v)); /* two roundings where the includer contracts (the depthwise kernels' file) */
-    v = _mm512_add_ps(v, _mm512_set1_ps(r->add));
+    if (!r->quant || r->add != 0.0f) /* bytes out: v + 0 is v (or +0 for -0: the same byte); an int32 bias is in corr */
+        v = _mm512_add_ps(v, _mm512_set1_ps(r->add));
     v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(r->lo)), _mm512_set1_ps(r->hi));
     if (r->quant) {
         /* to the nearest, ties even, by the instruction's own rounding: what ukernel_q.h's add and subtract of
