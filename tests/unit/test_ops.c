@@ -1049,6 +1049,11 @@ static const struct th_case th_cases[] = {
      IN(IR(MPS_U8, 0, 255, 1, 64, 11, 10), CF_SCALAR(0.01), CT(MPS_U8, 128), CR(MPS_I8, -127, 127, 40, 64, 3, 3),
         CR(MPS_F32, 0.0005, 0.002, 40), CT(MPS_I8, 0), OMIT, OMIT, CR(MPS_F32, -1, 1, 40)),
      OUT(S(1, 40, 6, 5))},
+    {"QLinearConv 3x3 pad 1, a float bias (the pass's, of a Conv between DequantizeLinears) and uint8 out",
+     MPS_OP_QLINEAR_CONV, P(conv, .win = WIN2(0, 0, 1, 1, 1, 1, 1, 1, 1, 1), .group = 1),
+     IN(IR(MPS_U8, 0, 255, 1, 12, 6, 7), CF_SCALAR(0.02), CT(MPS_U8, 128), CR(MPS_I8, -30, 30, 9, 12, 3, 3),
+        CR(MPS_F32, 0.002, 0.01, 9), CT(MPS_I8, 0), CF_SCALAR(0.05), CT(MPS_U8, 120), CR(MPS_F32, -2, 2, 9)),
+     OUT(S(1, 9, 6, 7))},
     {"QLinearConv 1x1 (read from the planes), 6 channels (padded to 8), int8 x and out, uint8 weights' zero points per "
      "channel, Relu",
      MPS_OP_QLINEAR_CONV,
