@@ -8,6 +8,7 @@
    Built with -mavx2 -mavxvnni and without contraction; called only where
    cpuid says the CPU has AVX-VNNI (isa.c). */
 #include <immintrin.h>
+#include <string.h>
 
 #include "ukernel_avx2_qreq.h"
 #include "ukernel_q.h"
@@ -45,6 +46,102 @@ static inline __m256i mps_avxvnni_dpbusd(__m256i acc, __m256i u, __m256i s)
 
 MPS_UQ_REQUANT(mps_avxvnni)
 
+/* ukernels.h's mps_uqdw3_fn at 256 bits: ukernel_avx512_q.c's plane kernel
+   without byte masks, so the plane is first copied a row at a time into a
+   buffer on the stack with zx around it (one pass over its bytes); eight
+   outputs a step, each 128-bit half's four lanes gathering their taps of a
+   tap row by vpshufb from sixteen bytes of the padded row, one vpdpbusd a
+   tap row, two output rows a step at stride 1; the avx2 row store. */
+enum { MPS_VQDW3_BUF = 32 << 10 }; /* the padded plane's bytes at most (112x112 takes 18 KB) */
+
+struct mps_vqdw3 {
+    const struct mps_dwk_geom *g;
+    const uint8_t *rows[3]; /* the padded copy's first row, its row of zx, and one past its last */
+    int64_t wp;             /* its row length */
+    __m256i w[3], corr, flip, idx;
+};
+
+/* Input row i's bytes for the eight outputs from padded column c, as the products take them. */
+static inline __attribute__((always_inline)) __m256i mps_vqdw3_row(const struct mps_vqdw3 *d, int64_t i, int64_t c,
+                                                                   bool flip)
+{
+    const uint8_t *p = (i < 0 || i >= d->g->h ? d->rows[1] : d->rows[0] + i * d->wp) + c;
+    __m256i v = _mm256_loadu2_m128i((const __m128i *)(p + 4 * d->g->sw), (const __m128i *)p);
+    return _mm256_shuffle_epi8(flip ? _mm256_xor_si256(v, d->flip) : v, d->idx);
+}
+
+static inline __attribute__((always_inline)) void mps_vqdw3_rows(const struct mps_vqdw3 *d, int64_t oh, bool two,
+                                                                 bool flip, const struct mps_qreq *rq, void *y)
+{
+    const struct mps_dwk_geom *g = d->g;
+    size_t el = rq->quant ? 1 : 4;
+    int64_t i0 = oh * g->sh - g->pt;
+    for (int64_t o0 = 0; o0 < g->out_w; o0 += 8) {
+        int64_t c = o0 * g->sw;
+        __m256i r0 = mps_vqdw3_row(d, i0, c, flip), r1 = mps_vqdw3_row(d, i0 + 1, c, flip),
+                r2 = mps_vqdw3_row(d, i0 + 2, c, flip);
+        __m256i a =
+            mps_avxvnni_dpbusd(mps_avxvnni_dpbusd(mps_avxvnni_dpbusd(d->corr, r0, d->w[0]), r1, d->w[1]), r2, d->w[2]);
+        int n = g->out_w - o0 < 8 ? (int)(g->out_w - o0) : 8;
+        mps_avx2_qreq(a, NULL, n, rq, (unsigned char *)y + (size_t)(oh * g->out_w + o0) * el);
+        if (two) {
+            __m256i r3 = mps_vqdw3_row(d, i0 + 3, c, flip);
+            a = mps_avxvnni_dpbusd(mps_avxvnni_dpbusd(mps_avxvnni_dpbusd(d->corr, r1, d->w[0]), r2, d->w[1]), r3,
+                                   d->w[2]);
+            mps_avx2_qreq(a, NULL, n, rq, (unsigned char *)y + (size_t)((oh + 1) * g->out_w + o0) * el);
+        }
+    }
+}
+
+/* The padded copy's row length for g: the pads and the row, and room for the last step's second half's
+   sixteen bytes. */
+static int64_t mps_vqdw3_wp(const struct mps_dwk_geom *g)
+{
+    int64_t last = (g->out_w - 1) / 8 * 8, need = (last + 4) * g->sw + 16, row = g->pl + g->w;
+    return (need > row ? need : row) + 1;
+}
+
+static bool mps_avxvnni_qdw3(const struct mps_dwk_geom *g, const uint8_t *x, const int8_t *t, const struct mps_dwb_q *q,
+                             void *y)
+{
+    if (g->kh != 3 || g->kw != 3 || g->dh != 1 || g->dw != 1 || (g->sw != 1 && g->sw != 2) ||
+        (g->h + 1) * mps_vqdw3_wp(g) > MPS_VQDW3_BUF)
+        return false;
+    if (!x)
+        return true;
+    _Alignas(32) uint8_t buf[MPS_VQDW3_BUF];
+    struct mps_vqdw3 d = {.g = g, .wp = mps_vqdw3_wp(g)};
+    uint8_t pad = (uint8_t)((uint8_t)q->zx ^ q->flip); /* zx as x's byte */
+    memset(buf, pad, (size_t)((g->h + 1) * d.wp));
+    for (int64_t i = 0; i < g->h; i++)
+        memcpy(buf + i * d.wp + g->pl, x + i * g->w, (size_t)g->w);
+    d.rows[0] = buf, d.rows[1] = buf + g->h * d.wp;
+    int32_t tw[4];
+    memcpy(tw, t, sizeof tw);
+    struct mps_qreq rq = *q->req; /* its constant in the sums' first value, so that the store adds none */
+    tw[3] += (int32_t)rq.corr, rq.corr = 0;
+    for (int r = 0; r < 3; r++)
+        d.w[r] = _mm256_set1_epi32(tw[r]);
+    d.corr = _mm256_set1_epi32(tw[3]), d.flip = _mm256_set1_epi8((char)q->flip);
+    /* lane j's bytes in its half: taps sw j + 0, 1, 2, and one its fourth weight (0) takes */
+    d.idx = g->sw == 1 ? _mm256_setr_epi8(0, 1, 2, 3, 1, 2, 3, 4, 2, 3, 4, 5, 3, 4, 5, 6, 0, 1, 2, 3, 1, 2, 3, 4, 2, 3,
+                                          4, 5, 3, 4, 5, 6)
+                       : _mm256_setr_epi8(0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 8, 9, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5,
+                                          6, 7, 6, 7, 8, 9);
+    bool flip = q->flip != 0;
+    for (int64_t oh = 0; oh < g->out_h;) {
+        bool two = g->sh == 1 && oh + 1 < g->out_h;
+        if (two && flip)
+            mps_vqdw3_rows(&d, oh, true, true, &rq, y);
+        else if (two)
+            mps_vqdw3_rows(&d, oh, true, false, &rq, y);
+        else
+            mps_vqdw3_rows(&d, oh, false, flip, &rq, y);
+        oh += two ? 2 : 1;
+    }
+    return true;
+}
+
 const struct mps_uqgemm mps_uqgemm_avxvnni = {"avx-vnni",
                                               MPS_VQMR,
                                               MPS_VQNR,
@@ -59,4 +156,4 @@ const struct mps_uqgemm mps_uqgemm_avxvnni = {"avx-vnni",
                                               mps_avx2_qstore_f,
                                               mps_avx2_lut,
                                               false,
-                                              NULL};
+                                              mps_avxvnni_qdw3};
