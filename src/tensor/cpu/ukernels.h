@@ -352,7 +352,8 @@ typedef void (*mps_udequantize_fn)(const uint8_t *x, int64_t n, const struct mps
    -zx times their sum (qlinear.c packs them where every tap fits a byte);
    the sums of (x ^ flip) times the taps, the pads as zx, stored by q->req
    (bytes, or floats where it says so) into y's out_h x out_w. x NULL: only
-   whether it takes g on this CPU. */
+   whether it takes g on this CPU (avx512's needs AVX512_VBMI; avx-vnni's
+   a plane whose padded copy fits its stack buffer). */
 typedef bool (*mps_uqdw3_fn)(const struct mps_dwk_geom *g, const uint8_t *x, const int8_t *t, const struct mps_dwb_q *q,
                              void *y);
 struct mps_uqgemm {
