@@ -5,7 +5,6 @@
    with -mavx512f -mavx512vnni and without contraction;
    called only where cpuid says the CPU has AVX512_VNNI (isa.c). */
 #include <immintrin.h>
-#include <string.h>
 
 #include "ukernel_avx512_qreq.h"
 #include "ukernel_q.h"
@@ -225,9 +224,8 @@ __attribute__((target("avx512bw,avx512vbmi"))) static void mps_avx512_qdw3_plane
                                                                                  const struct mps_dwb_q *q, void *y)
 {
     int32_t tw[4];
-    memcpy(tw, t, sizeof tw);
-    struct mps_qreq rq = *q->req; /* its constant in the sums' first value, so that the store adds none */
-    tw[3] += (int32_t)rq.corr, rq.corr = 0;
+    struct mps_qreq rq;
+    mps_uqdw3_taps(t, q->req, tw, &rq);
     struct mps_qdw3 d = {.g = g,
                          .x = x,
                          .w = {_mm512_set1_epi32(tw[0]), _mm512_set1_epi32(tw[1]), _mm512_set1_epi32(tw[2])},
@@ -246,17 +244,9 @@ __attribute__((target("avx512bw,avx512vbmi"))) static void mps_avx512_qdw3_plane
 #undef MPS_QDW3_IX16
 #undef MPS_QDW3_IX
     d.idx = _mm512_loadu_si512(ix[g->sw - 1]);
-    bool flip = q->flip != 0;
-    for (int64_t oh = 0; oh < g->out_h;) {
-        bool two = g->sh == 1 && oh + 1 < g->out_h;
-        if (two && flip)
-            mps_qdw3_rows(&d, oh, true, true, &rq, y);
-        else if (two)
-            mps_qdw3_rows(&d, oh, true, false, &rq, y);
-        else
-            mps_qdw3_rows(&d, oh, false, flip, &rq, y);
-        oh += two ? 2 : 1;
-    }
+#define MPS_QDW3_ROWS(oh, two, flip) mps_qdw3_rows(&d, oh, two, flip, &rq, y)
+    MPS_UQDW3_STEPS(g, q->flip != 0, MPS_QDW3_ROWS)
+#undef MPS_QDW3_ROWS
 }
 
 static bool mps_avx512_qdw3(const struct mps_dwk_geom *g, const uint8_t *x, const int8_t *t, const struct mps_dwb_q *q,

@@ -117,9 +117,8 @@ static bool mps_avxvnni_qdw3(const struct mps_dwk_geom *g, const uint8_t *x, con
         memcpy(buf + i * d.wp + g->pl, x + i * g->w, (size_t)g->w);
     d.rows[0] = buf, d.rows[1] = buf + g->h * d.wp;
     int32_t tw[4];
-    memcpy(tw, t, sizeof tw);
-    struct mps_qreq rq = *q->req; /* its constant in the sums' first value, so that the store adds none */
-    tw[3] += (int32_t)rq.corr, rq.corr = 0;
+    struct mps_qreq rq;
+    mps_uqdw3_taps(t, q->req, tw, &rq);
     for (int r = 0; r < 3; r++)
         d.w[r] = _mm256_set1_epi32(tw[r]);
     d.corr = _mm256_set1_epi32(tw[3]), d.flip = _mm256_set1_epi8((char)q->flip);
@@ -128,17 +127,9 @@ static bool mps_avxvnni_qdw3(const struct mps_dwk_geom *g, const uint8_t *x, con
                                           4, 5, 3, 4, 5, 6)
                        : _mm256_setr_epi8(0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 8, 9, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5,
                                           6, 7, 6, 7, 8, 9);
-    bool flip = q->flip != 0;
-    for (int64_t oh = 0; oh < g->out_h;) {
-        bool two = g->sh == 1 && oh + 1 < g->out_h;
-        if (two && flip)
-            mps_vqdw3_rows(&d, oh, true, true, &rq, y);
-        else if (two)
-            mps_vqdw3_rows(&d, oh, true, false, &rq, y);
-        else
-            mps_vqdw3_rows(&d, oh, false, flip, &rq, y);
-        oh += two ? 2 : 1;
-    }
+#define MPS_VQDW3_ROWS(oh, two, flip) mps_vqdw3_rows(&d, oh, two, flip, &rq, y)
+    MPS_UQDW3_STEPS(g, q->flip != 0, MPS_VQDW3_ROWS)
+#undef MPS_VQDW3_ROWS
     return true;
 }
 

@@ -7,6 +7,7 @@
 #define MPS_CPU_UKERNEL_Q_H
 
 #include <stddef.h>
+#include <string.h>
 
 #include "ukernels.h"
 
@@ -126,6 +127,33 @@ static inline void mps_udequantize_row(const uint8_t *restrict x, int64_t n, con
     for (int64_t i = 0; i < n; i++)
         y[i] = ((float)(uint8_t)(x[i] ^ f) - z) * s;
 }
+
+/* A mps_uqdw3_fn's packed taps t (ukernels.h) as four words, three tap
+   rows' bytes then the constant, with the store's own constant (an int32
+   bias) moved into the fourth, so that the sums start from it and the store
+   adds none: *rq is req less it. */
+static inline void mps_uqdw3_taps(const int8_t *t, const struct mps_qreq *req, int32_t tw[4], struct mps_qreq *rq)
+{
+    memcpy(tw, t, 4 * sizeof *tw);
+    *rq = *req;
+    tw[3] += (int32_t)rq->corr, rq->corr = 0;
+}
+
+/* A mps_uqdw3_fn's steps down its output rows: two rows at once at stride 1
+   down (four input rows make them), else one; ROWS(oh, two, flip) with two
+   and flip constants in each call, so that the family's row step, inlined,
+   is compiled for each. */
+#define MPS_UQDW3_STEPS(g, flip, ROWS)                                                                                 \
+    for (int64_t oh_ = 0; oh_ < (g)->out_h;) {                                                                         \
+        bool two_ = (g)->sh == 1 && oh_ + 1 < (g)->out_h;                                                              \
+        if (two_ && (flip))                                                                                            \
+            ROWS(oh_, true, true);                                                                                     \
+        else if (two_)                                                                                                 \
+            ROWS(oh_, true, false);                                                                                    \
+        else                                                                                                           \
+            ROWS(oh_, false, flip);                                                                                    \
+        oh_ += two_ ? 2 : 1;                                                                                           \
+    }
 
 /* A family's requantization, (de)quantization and store (mps_uqgemm's), compiled at its width. */
 #define MPS_UQ_ROWS(fam)                                                                                               \
