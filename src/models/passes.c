@@ -609,6 +609,30 @@ static bool mps_pass_qconcat(struct mps_graph *g, const struct mps_backend *be, 
     return ok;
 }
 
+/* Note q's QuantizeLinear of an elementwise op of floats (MPS_TR_UNARY:
+   HardSwish, Sigmoid, ...; a Clip's bounds constant) of a
+   DequantizeLinear (mps_pass_qpart): a QLinearUnary, where be runs it,
+   as mps_pass_qadd (qcast.c makes a table of the 256 bytes by the same
+   steps). */
+static bool mps_pass_qunary(struct mps_graph *g, const struct mps_backend *be, const struct mps_qnote *q)
+{
+    int last, k = mps_pass_qsource(g, q, &last);
+    const struct mps_node *n = k >= 0 ? &g->nodes[k] : NULL;
+    if (!n || !mps_op_is_unary(n->op) || g->values[n->out[0]].dtype != MPS_F32)
+        return false;
+    for (int i = 1; i < n->n_in; i++)
+        if (n->in[i] >= 0 && !g->values[n->in[i]].data)
+            return false;
+    const struct mps_qnote *dq = mps_pass_qpart(g, n->in[0]);
+    if (!dq)
+        return false;
+    union mps_op_params p;
+    mps_op_params_default(MPS_OP_QLINEAR_UNARY, &p);
+    p.binary.act = (struct mps_fused_act){.on = true, .op = n->op, .p = n->p.act};
+    int in[5] = {dq->in[0], dq->in[1], dq->in[2], q->in[1], q->in[2]};
+    return mps_pass_qbecome(g, be, last, MPS_OP_QLINEAR_UNARY, in, 5, &p);
+}
+
 /* Drops the nodes no output needs any more. */
 static enum mps_status mps_pass_prune(struct mps_graph *g, struct mps_error *err)
 {
@@ -649,8 +673,10 @@ static enum mps_status mps_passes_quant(struct mps_graph *g, const struct mps_ba
     enum mps_status st;
     if (changed && (st = mps_pass_prune(g, err))) /* the float nodes the products replaced read no value now */
         return st;
-    for (int k = 0; k < notes; k++) /* Adds and Concats of bytes between DequantizeLinears and a QuantizeLinear */
-        changed |= mps_pass_qadd(g, be, &g->qnotes[k]) || mps_pass_qconcat(g, be, &g->qnotes[k]);
+    for (int k = 0; k < notes; k++) /* Adds, Concats and elementwise ops of bytes between DequantizeLinears and a
+                                       QuantizeLinear */
+        changed |= mps_pass_qadd(g, be, &g->qnotes[k]) || mps_pass_qconcat(g, be, &g->qnotes[k]) ||
+                   mps_pass_qunary(g, be, &g->qnotes[k]);
     for (int k = 0; k < notes; k++) /* the rest: DequantizeLinear and QuantizeLinear nodes of their own */
         changed |= mps_pass_qcast(g, be, &g->qnotes[k]);
     return changed ? mps_pass_prune(g, err) : MPS_OK;

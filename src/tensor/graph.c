@@ -291,7 +291,8 @@ struct mps_fused_act *mps_node_act(const struct mps_node *n)
     case MPS_OP_SUB:
     case MPS_OP_MUL:
     case MPS_OP_DIV:
-    case MPS_OP_QLINEAR_ADD: return &p->binary.act;
+    case MPS_OP_QLINEAR_ADD:
+    case MPS_OP_QLINEAR_UNARY: return &p->binary.act; /* QLinearUnary's: its op, always on */
     default: return NULL;
     }
 }

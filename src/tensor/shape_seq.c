@@ -422,17 +422,22 @@ static enum mps_status mps_shape_dequantize(struct mps_graph *g, struct mps_node
     return MPS_OK;
 }
 
-/* QLinearAdd and QLinearConcat: bytes in and out (each part and the
-   output signed or not), every scale and zero point a constant of one
-   value; Add's two parts of one shape, Concat's as Concat's. */
+/* QLinearAdd, QLinearConcat and QLinearUnary: bytes in and out (each part
+   and the output signed or not), every scale and zero point a constant of
+   one value; Add's two parts of one shape, Concat's as Concat's; Unary's
+   op elementwise on floats. */
 static enum mps_status mps_shape_qelementwise(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
     const unsigned bytes = MPS_DT(MPS_U8) | MPS_DT(MPS_I8);
-    bool cat = n->op == MPS_OP_QLINEAR_CONCAT;
-    int first = cat ? 2 : 0, parts = cat ? (n->n_in - 2) / 3 : 2, ys = cat ? 0 : 6;
-    if (cat ? n->n_in < 5 || (n->n_in - 2) % 3 : n->n_in != 8)
+    bool cat = n->op == MPS_OP_QLINEAR_CONCAT, unary = n->op == MPS_OP_QLINEAR_UNARY;
+    int first = cat ? 2 : 0, parts = cat ? (n->n_in - 2) / 3 : unary ? 1 : 2, ys = cat ? 0 : 3 * parts;
+    if (cat ? n->n_in < 5 || (n->n_in - 2) % 3 : n->n_in != 3 * parts + 2)
         return mps_shape_fail(n, err, "%d inputs: not %s", n->n_in,
-                              cat ? "y_scale, y_zero_point and three a part" : "two parts of three and y's two");
+                              cat     ? "y_scale, y_zero_point and three a part"
+                              : unary ? "x's three and y's two"
+                                      : "two parts of three and y's two");
+    if (unary && (!n->p.binary.act.on || !mps_op_is_unary(n->p.binary.act.op)))
+        return mps_shape_fail(n, err, "its op is not an elementwise one of floats");
     const struct mps_value *x = mps_shape_in(g, n, first), *yz = mps_shape_in(g, n, ys + 1);
     enum mps_status st;
     if ((st = mps_shape_qinput(g, n, first, "input", bytes, true, 0, err)) ||
@@ -467,6 +472,7 @@ static enum mps_status mps_shape_qelementwise(struct mps_graph *g, struct mps_no
 const mps_shape_rule mps_shape_seq_rules[MPS_OP_COUNT] = {
     [MPS_OP_QLINEAR_ADD] = mps_shape_qelementwise,
     [MPS_OP_QLINEAR_CONCAT] = mps_shape_qelementwise,
+    [MPS_OP_QLINEAR_UNARY] = mps_shape_qelementwise,
     [MPS_OP_DEQUANTIZE] = mps_shape_dequantize,
     [MPS_OP_QUANTIZE] = mps_shape_dequantize,
     [MPS_OP_QLINEAR_MATMUL] = mps_shape_qmatmul,

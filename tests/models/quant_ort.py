@@ -14,7 +14,9 @@ Python's onnxruntime) on the same inputs:
   integer      MatMulInteger and ConvInteger (int32, exact), QLinearMatMul,
                DynamicQuantizeLinear
   quantized    the shipped mnist_cnn and fashion_cnn quantized by `mpsrun
-               quantize` (minmax; percentile), which onnxruntime must run too
+               quantize` (minmax; percentile), which onnxruntime must run too,
+               and float CNNs with a residual Add and a Concat, and with
+               HardSwish and Sigmoid between Convs
 
 A quantized output must be within one step of onnxruntime's everywhere and
 equal on at least 99.9% of its elements (onnxruntime computes in integers,
@@ -56,8 +58,8 @@ def weights(shape, name, axis=0):
             T(np.zeros(n, np.int8), name + "_z")]
 
 
-def model(name, nodes, inputs, outputs, inits, ms=False):
-    ops = [helper.make_opsetid("", 13)] + ([helper.make_opsetid("com.microsoft", 1)] if ms else [])
+def model(name, nodes, inputs, outputs, inits, ms=False, opset=13):
+    ops = [helper.make_opsetid("", opset)] + ([helper.make_opsetid("com.microsoft", 1)] if ms else [])
     m = helper.make_model(helper.make_graph(nodes, name, inputs, outputs, inits), opset_imports=ops)
     m.ir_version = 8
     path = os.path.join(OUT, name + ".onnx")
@@ -111,9 +113,10 @@ def qop_cnn():
     path = model("qop_cnn", nodes, [vi("x", TensorProto.FLOAT, [2, 3, 10, 10])], [vi("y", TensorProto.FLOAT, [2, 5]), vi("p", TensorProto.UINT8, [2, 5])], inits, ms=True)
     # the cpu plan adds and concatenates the bytes (each QLinear op's DequantizeLinears, the float op and its
     # QuantizeLinear as one node: qcast.c), where the composition took three passes over floats
+    # and runs QLinearLeakyRelu and QLinearSigmoid by a table of the 256 bytes (QLinearUnary)
     ops = [e["op"] for e in cpu_plan(path)]
-    if "QLinearAdd" not in ops or "QLinearConcat" not in ops:
-        raise RuntimeError(f"{path}: no QLinearAdd or QLinearConcat in the cpu plan: {ops}")
+    if any(o not in ops for o in ("QLinearAdd", "QLinearConcat", "QLinearUnary+LeakyRelu", "QLinearUnary+Sigmoid")):
+        raise RuntimeError(f"{path}: no QLinearAdd, QLinearConcat or QLinearUnary in the cpu plan: {ops}")
     # p: onnxruntime's QLinearSoftmax takes exp from a table over the input's 256 steps and rounds its own
     # way: a probability of 0.99999 is 254 there, 255 (its nearest step) here; one step apart, never more
     return path, {"x": rng.standard_normal((2, 3, 10, 10)).astype(np.float32)}, {"y": step, "p": "one step"}
@@ -196,11 +199,36 @@ def quantized(name):
     return path, {"image": rng.standard_normal((8, 1, 28, 28)).astype(np.float32)}, {m.graph.output[0].name: step}
 
 
+def quantized_float(name, nodes, inits, shape, opset, want):
+    """Float model name (one input x of shape, N free) quantized by `mpsrun quantize` on 16 calibration inputs:
+    its path, 3 inputs and the step of the last Conv's input through its largest weight (what a tie upstream can
+    move y by); the ops in want must be in mpsrun's cpu plan of it."""
+    import subprocess
+    fp = model(name, nodes, [vi("x", TensorProto.FLOAT, ["N", *shape[1:]])], [vi("y", TensorProto.FLOAT, None)], inits,
+               opset=opset)
+    work = os.path.join(OUT, name + "_calib")
+    os.makedirs(work, exist_ok=True)
+    calib = [os.path.join(work, f"{i}.npy") for i in range(16)]
+    for c in calib:
+        np.save(c, rng.standard_normal(shape).astype(np.float32))
+    path = os.path.join(OUT, name + ".int8.onnx")
+    r = subprocess.run([tp.MPSRUN, "quantize", fp, *calib, "-o", path], capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"mpsrun quantize: {r.stderr.strip()}")
+    init = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+    last = nodes[-1]
+    wq = init[last.input[1] + ":int8"].astype(np.float64) * init[last.input[1] + ":scale"].reshape(-1, 1, 1, 1)
+    step = float(init[last.input[0] + ":scale"]) * float(np.abs(wq).max())
+    ops = [e["op"] for e in cpu_plan(path)]
+    if any(not any(o.startswith(w) for o in ops) for w in want):
+        raise RuntimeError(f"{path}: not all of {want} in the cpu plan: {ops}")
+    return path, {"x": rng.standard_normal((3, *shape[1:])).astype(np.float32)}, {"y": step}
+
+
 def quantized_residual():
     """A float CNN with a residual Add and a Concat (resnet's and squeezenet's forms) quantized by `mpsrun
     quantize`: onnxruntime runs it, and mpsrun's cpu plan adds and concatenates the bytes (QLinearAdd,
     QLinearConcat) where the QDQ file has Add and Concat between DequantizeLinears and a QuantizeLinear."""
-    import subprocess
     n = helper.make_node
     w = lambda shape, name: T((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
     nodes = [n("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), n("Relu", ["c1"], ["r1"]),
@@ -209,23 +237,21 @@ def quantized_residual():
              n("Concat", ["r2", "r3"], ["cat"], axis=1), n("Conv", ["cat", "w4", "b4"], ["y"])]
     inits = [w((8, 4, 3, 3), "w1"), w(8, "b1"), w((8, 8, 3, 3), "w2"), w(8, "b2"), w((6, 8, 1, 1), "w3"), w(6, "b3"),
              w((5, 14, 1, 1), "w4"), w(5, "b4")]
-    fp = model("residual", nodes, [vi("x", TensorProto.FLOAT, ["N", 4, 9, 11])], [vi("y", TensorProto.FLOAT, None)], inits)
-    work = os.path.join(OUT, "residual_calib")
-    os.makedirs(work, exist_ok=True)
-    calib = [os.path.join(work, f"{i}.npy") for i in range(16)]
-    for c in calib:
-        np.save(c, rng.standard_normal((1, 4, 9, 11)).astype(np.float32))
-    path = os.path.join(OUT, "residual.int8.onnx")
-    r = subprocess.run([tp.MPSRUN, "quantize", fp, *calib, "-o", path], capture_output=True, text=True)
-    if r.returncode:
-        raise RuntimeError(f"mpsrun quantize: {r.stderr.strip()}")
-    init = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
-    wq = init["w4:int8"].astype(np.float64) * init["w4:scale"].reshape(-1, 1, 1, 1)
-    step = float(init["cat:scale"]) * float(np.abs(wq).max())  # one step of cat through w4
-    ops = [e["op"] for e in cpu_plan(path)]
-    if not any(o.startswith("QLinearAdd") for o in ops) or "QLinearConcat" not in ops:
-        raise RuntimeError(f"{path}: no QLinearAdd or QLinearConcat in the cpu plan: {ops}")
-    return path, {"x": rng.standard_normal((3, 4, 9, 11)).astype(np.float32)}, {"y": step}
+    return quantized_float("residual", nodes, inits, (1, 4, 9, 11), 13, ["QLinearAdd", "QLinearConcat"])
+
+
+def quantized_activations():
+    """A float CNN with HardSwish and Sigmoid between Convs (mobilenet_v3's form) quantized by `mpsrun quantize`:
+    onnxruntime runs it, and mpsrun's cpu plan runs each activation on the bytes (QLinearUnary, a table of the 256
+    bytes) where the QDQ file has it between a DequantizeLinear and a QuantizeLinear."""
+    n = helper.make_node
+    w = lambda shape, name: T((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+    nodes = [n("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), n("HardSwish", ["c1"], ["h1"]),
+             n("Conv", ["h1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], group=8), n("Sigmoid", ["c2"], ["s2"]),
+             n("Conv", ["s2", "w3", "b3"], ["y"])]
+    inits = [w((8, 3, 3, 3), "w1"), w(8, "b1"), w((8, 1, 3, 3), "w2"), w(8, "b2"), w((5, 8, 1, 1), "w3"), w(5, "b3")]
+    return quantized_float("activations", nodes, inits, (1, 3, 12, 10), 14,
+                           ["QLinearUnary+HardSwish", "QLinearUnary+Sigmoid"])
 
 
 def close(name, got, want, step):
@@ -257,9 +283,9 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     failures = 0
     makes = [qdq_mlp, qop_cnn, qop_depthwise, integer, lambda: quantized("mnist_cnn"),
-             lambda: quantized("fashion_cnn"), quantized_residual]
+             lambda: quantized("fashion_cnn"), quantized_residual, quantized_activations]
     names = ["qdq_mlp", "qop_cnn", "qop_depthwise", "integer", "quantized mnist_cnn", "quantized fashion_cnn",
-             "quantized residual"]
+             "quantized residual", "quantized activations"]
     for make, title in zip(makes, names):
         path, data, steps = make()
         work = os.path.join(OUT, title.replace(" ", "_"))

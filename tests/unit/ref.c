@@ -188,7 +188,7 @@ static void ref_norm(enum mps_op op, const struct mps_norm_params *p, const stru
     }
 }
 
-static double ref_unary1(enum mps_op op, const struct mps_act_params *p, double x)
+double ref_unary1(enum mps_op op, const struct mps_act_params *p, double x)
 {
     switch (op) {
     case MPS_OP_RELU: return x > 0 ? x : 0;
@@ -229,6 +229,7 @@ static double ref_unary1(enum mps_op op, const struct mps_act_params *p, double 
         double f = floor(x), d = x - f;
         return d < 0.5 ? f : d > 0.5 ? f + 1 : fmod(f, 2) == 0 ? f : f + 1;
     }
+    case MPS_OP_CLIP: return fmin(fmax(x, p->alpha), p->beta); /* its bounds resolved into p */
     case MPS_OP_THRESHOLDED_RELU: return x > p->alpha ? x : 0;
     case MPS_OP_SHRINK: return x < -p->alpha ? x + p->beta : x > p->alpha ? x - p->beta : 0;
     default: return x;
@@ -706,8 +707,7 @@ static void ref_index(enum mps_op op, const struct mps_index_params *p, const st
 static void ref_fused_act(const struct mps_fused_act *act, struct ref_tensor *y)
 {
     for (int64_t i = 0; act->on && i < ref_numel(&y->shape); i++)
-        y->d[i] = act->op == MPS_OP_CLIP ? fmin(fmax(y->d[i], act->p.alpha), act->p.beta)
-                                         : ref_unary1(act->op, &act->p, y->d[i]);
+        y->d[i] = ref_unary1(act->op, &act->p, y->d[i]);
 }
 
 void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tensor *in, int n_in,
@@ -874,7 +874,8 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     case MPS_OP_DEQUANTIZE:
     case MPS_OP_QUANTIZE: ref_qcast(op, p->axis.axis, in, n_in, out); break;
     case MPS_OP_QLINEAR_ADD:
-    case MPS_OP_QLINEAR_CONCAT: ref_qelementwise(op, p, in, n_in, out); break;
+    case MPS_OP_QLINEAR_CONCAT:
+    case MPS_OP_QLINEAR_UNARY: ref_qelementwise(op, p, in, n_in, out); break;
     case MPS_OP_UNIQUE: ref_unique(&p->unique, in, out, n_out); break;
     case MPS_OP_STRING_NORMALIZER: ref_strnorm(&p->strnorm, in, n_in, out); break;
     case MPS_OP_MAX_UNPOOL: ref_unpool(&p->pool, in, out); break;

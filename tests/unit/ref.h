@@ -22,6 +22,8 @@ struct ref_tensor {
 };
 
 /* Computes out[0..n_out) of op from in[0..n_in). */
+/* Elementwise op op (MPS_TR_UNARY) of x, in double. */
+double ref_unary1(enum mps_op op, const struct mps_act_params *p, double x);
 void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tensor *in, int n_in,
             struct ref_tensor *out, int n_out);
 

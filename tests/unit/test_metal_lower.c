@@ -678,14 +678,14 @@ static void test_coverage(void)
        EyeLike, RandomLike: folded at load, as Shape is; GridSample, Einsum, Det, ReverseSequence, MaxUnpool, RoiAlign,
        TfIdfVectorizer: not lowered yet; Compress, NonZero, NonMaxSuppression, Unique: sizes a run decides
        (graph.h, bounded), which only the cpu runs; StringNormalizer: strings, which no GPU holds */
-    static const enum mps_op not_yet[] = {MPS_OP_MOD, MPS_OP_IF, MPS_OP_NLL_LOSS, MPS_OP_SCE_LOSS, MPS_OP_BIT_SHIFT,
-                                          MPS_OP_EYE_LIKE, MPS_OP_GRID_SAMPLE, MPS_OP_EINSUM, MPS_OP_DET,
-                                          MPS_OP_REVERSE_SEQUENCE, MPS_OP_MAX_UNPOOL, MPS_OP_ROI_ALIGN, MPS_OP_COMPRESS,
-                                          MPS_OP_NON_ZERO, MPS_OP_RANDOM_LIKE, MPS_OP_TFIDF, MPS_OP_NON_MAX_SUPPRESSION,
-                                          MPS_OP_UNIQUE, MPS_OP_STRING_NORMALIZER,
-                                          /* the quantization pass leaves mps the f32 composition */
-                                          MPS_OP_QLINEAR_CONV, MPS_OP_QLINEAR_MATMUL, MPS_OP_DEQUANTIZE,
-                                          MPS_OP_QUANTIZE, MPS_OP_QLINEAR_ADD, MPS_OP_QLINEAR_CONCAT};
+    static const enum mps_op not_yet[] = {
+        MPS_OP_MOD, MPS_OP_IF, MPS_OP_NLL_LOSS, MPS_OP_SCE_LOSS, MPS_OP_BIT_SHIFT, MPS_OP_EYE_LIKE, MPS_OP_GRID_SAMPLE,
+        MPS_OP_EINSUM, MPS_OP_DET, MPS_OP_REVERSE_SEQUENCE, MPS_OP_MAX_UNPOOL, MPS_OP_ROI_ALIGN, MPS_OP_COMPRESS,
+        MPS_OP_NON_ZERO, MPS_OP_RANDOM_LIKE, MPS_OP_TFIDF, MPS_OP_NON_MAX_SUPPRESSION, MPS_OP_UNIQUE,
+        MPS_OP_STRING_NORMALIZER,
+        /* the quantization pass leaves mps the f32 composition */
+        MPS_OP_QLINEAR_CONV, MPS_OP_QLINEAR_MATMUL, MPS_OP_DEQUANTIZE, MPS_OP_QUANTIZE, MPS_OP_QLINEAR_ADD,
+        MPS_OP_QLINEAR_CONCAT, MPS_OP_QLINEAR_UNARY};
     int missing = 0;
     for (int op = 0; op < MPS_OP_COUNT; op++) {
         bool listed = false;

@@ -35,6 +35,7 @@ static const mps_cpu_kernel mps_cpu_kernels[MPS_OP_COUNT] = {
     [MPS_OP_QUANTIZE] = mps_cpu_quantize,
     [MPS_OP_QLINEAR_ADD] = mps_cpu_qadd,
     [MPS_OP_QLINEAR_CONCAT] = mps_cpu_qconcat,
+    [MPS_OP_QLINEAR_UNARY] = mps_cpu_qunary,
     [MPS_OP_CONV_TRANSPOSE] = mps_cpu_conv_transpose,
     [MPS_OP_MAX_POOL] = mps_cpu_pool,
     [MPS_OP_AVERAGE_POOL] = mps_cpu_pool,

@@ -59,6 +59,7 @@ enum mps_status mps_cpu_qlinear(const struct mps_cpu_args *a, struct mps_error *
 enum mps_status mps_cpu_quantize(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_qadd(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_qconcat(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_qunary(const struct mps_cpu_args *a, struct mps_error *err);
 /* MaxPool of bytes: a plane's rows of maxima per thread. */
 size_t mps_cpu_pool_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
                             int threads);
@@ -165,6 +166,8 @@ enum mps_status mps_cpu_softmax(const struct mps_cpu_args *a, struct mps_error *
 enum mps_status mps_cpu_unary(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_copy(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_cast(const struct mps_cpu_args *a, struct mps_error *err);
+/* y[i] = op(x[i]) for i < n, f32 elementwise op (MPS_TR_UNARY) as its node computes it, on the calling thread. */
+void mps_cpu_unary_f32(enum mps_op op, const struct mps_act_params *p, const float *x, float *y, int64_t n);
 /* Applies a fused activation (when act->on) to y[0 .. n) in place, on the calling thread. */
 void mps_cpu_act_inplace(const struct mps_fused_act *act, float *y, int64_t n);
 /* y[i] = act(y[i] + r[i]) for i < n (a residual Add computed by the Conv before it). */

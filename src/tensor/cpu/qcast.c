@@ -1,6 +1,7 @@
 /* qcast.c: the elementwise kernels of quantized tensors (ops.def):
-   DequantizeLinear and QuantizeLinear, and the QLinearAdd and QLinearConcat
-   the pass makes of DequantizeLinear, the float op, QuantizeLinear.
+   DequantizeLinear and QuantizeLinear, and the QLinearAdd, QLinearConcat and
+   QLinearUnary the pass makes of DequantizeLinear, the float op,
+   QuantizeLinear.
 
    Each computes what the loader's compositions compute (Cast, Sub, Mul;
    Div, Round, Add, Clip, Cast), step for step in f32, so that a fused node
@@ -188,5 +189,51 @@ enum mps_status mps_cpu_qconcat(const struct mps_cpu_args *a, struct mps_error *
     c.chunks = (c.run + MPS_QCAT_CHUNK - 1) / MPS_QCAT_CHUNK; /* a part's run is at most y's */
     if (numel)
         mps_pool_for(a->pool, outer * c.n * c.chunks, MPS_QCAT_CHUNK, mps_qcat_run, &c);
+    return MPS_OK;
+}
+
+/* QLinearUnary: y = Q(f(DQ(x))), f the node's elementwise op, by a table of
+   the 256 bytes made of the composition's own steps (the family's
+   dequantization, f as its node computes it, the family's quantization):
+   the same bytes as the three nodes, a byte looked up an element (the float
+   op on every element had cost LR-ASPP int8 a third of its time, its
+   HardSwishes with the DequantizeLinear and QuantizeLinear around them). */
+struct mps_qunary {
+    const struct mps_uqgemm *uq;
+    const uint8_t *x, *table;
+    int64_t numel;
+    uint8_t *y;
+};
+
+static void mps_qunary_run(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_qunary *c = ctx;
+    for (int64_t k = begin; k < end; k++) {
+        int64_t at = k * MPS_QCAT_CHUNK, n = c->numel - at < MPS_QCAT_CHUNK ? c->numel - at : MPS_QCAT_CHUNK;
+        if (c->uq->lut)
+            c->uq->lut(c->table, c->x + at, n, c->y + at);
+        for (int64_t i = 0; !c->uq->lut && i < n; i++)
+            c->y[at + i] = c->table[c->x[at + i]];
+    }
+}
+
+enum mps_status mps_cpu_qunary(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    (void)err;
+    int64_t numel;
+    const struct mps_fused_act *act = &a->node->p.binary.act;
+    struct mps_qdeq d = mps_qdeq_of(a, 0, 0, &numel);
+    struct mps_qto q = mps_qto_of(mps_qscale(&a->in[3]), mps_qzero(&a->in[4]), a->out[0].dtype == MPS_I8);
+    struct mps_qunary c = {mps_isa_qgemm(a->uk), a->in[0].data, NULL, numel, a->out[0].data};
+    uint8_t bytes[256], table[256];
+    float f[256];
+    for (int b = 0; b < 256; b++)
+        bytes[b] = (uint8_t)b;
+    c.uq->dequantize(bytes, 256, &d, f);
+    mps_cpu_unary_f32(act->op, &act->p, f, f, 256);
+    c.uq->quantize(f, 256, &q, table);
+    c.table = table;
+    if (numel)
+        mps_pool_for(a->pool, (numel + MPS_QCAT_CHUNK - 1) / MPS_QCAT_CHUNK, MPS_QCAT_CHUNK, mps_qunary_run, &c);
     return MPS_OK;
 }

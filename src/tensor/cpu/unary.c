@@ -91,6 +91,11 @@ static void mps_unary_apply(struct mps_pool *pool, enum mps_op op, const struct 
     mps_pool_for(pool, n, 4, mps_unary_chunk, &job); /* a few operations per element */
 }
 
+void mps_cpu_unary_f32(enum mps_op op, const struct mps_act_params *p, const float *x, float *y, int64_t n)
+{
+    mps_unary_chunk(&(struct mps_unary_job){op, p, x, y}, 0, n);
+}
+
 void mps_cpu_act_inplace(const struct mps_fused_act *act, float *y, int64_t n)
 {
     if (!act->on)
