@@ -609,27 +609,38 @@ static bool mps_pass_qconcat(struct mps_graph *g, const struct mps_backend *be, 
     return ok;
 }
 
-/* Note q's QuantizeLinear of an elementwise op of floats (MPS_TR_UNARY:
-   HardSwish, Sigmoid, ...; a Clip's bounds constant) of a
-   DequantizeLinear (mps_pass_qpart): a QLinearUnary, where be runs it,
-   as mps_pass_qadd (qcast.c makes a table of the 256 bytes by the same
-   steps). */
-static bool mps_pass_qunary(struct mps_graph *g, const struct mps_backend *be, const struct mps_qnote *q)
+/* Whether node k (-1: none) is an elementwise op of floats (MPS_TR_UNARY:
+   HardSwish, Sigmoid, ...; a Clip's bounds constant) of a DequantizeLinear
+   (mps_pass_qpart); *dq: that note. */
+static bool mps_pass_qunary_of(const struct mps_graph *g, int k, const struct mps_qnote **dq)
 {
-    int last, k = mps_pass_qsource(g, q, &last);
     const struct mps_node *n = k >= 0 ? &g->nodes[k] : NULL;
     if (!n || !mps_op_is_unary(n->op) || g->values[n->out[0]].dtype != MPS_F32)
         return false;
     for (int i = 1; i < n->n_in; i++)
         if (n->in[i] >= 0 && !g->values[n->in[i]].data)
             return false;
-    const struct mps_qnote *dq = mps_pass_qpart(g, n->in[0]);
-    if (!dq)
+    return (*dq = mps_pass_qpart(g, n->in[0])) != NULL;
+}
+
+/* Note q's QuantizeLinear of such an op (mps_pass_qunary_of), or (floats:
+   q a DequantizeLinear) the op of q alone that no QuantizeLinear follows:
+   a QLinearUnary, where be runs it, as mps_pass_qadd (qcast.c makes a
+   table of the 256 bytes, or of their floats, by the same steps). */
+static bool mps_pass_qunary(struct mps_graph *g, const struct mps_backend *be, const struct mps_qnote *q, bool floats)
+{
+    int k = -1, last = -1; /* the op's node; the node that becomes the QLinearUnary */
+    const struct mps_qnote *dq = NULL;
+    if (floats && q->kind == MPS_QNOTE_DQ && q->out >= 0 && mps_graph_uses(g, q->out, &k) == 1)
+        last = k;
+    if (!floats)
+        k = mps_pass_qsource(g, q, &last);
+    if (!mps_pass_qunary_of(g, k, &dq) || (floats && dq != q))
         return false;
     union mps_op_params p;
     mps_op_params_default(MPS_OP_QLINEAR_UNARY, &p);
-    p.binary.act = (struct mps_fused_act){.on = true, .op = n->op, .p = n->p.act};
-    int in[5] = {dq->in[0], dq->in[1], dq->in[2], q->in[1], q->in[2]};
+    p.binary.act = (struct mps_fused_act){.on = true, .op = g->nodes[k].op, .p = g->nodes[k].p.act};
+    int in[5] = {dq->in[0], dq->in[1], dq->in[2], floats ? -1 : q->in[1], floats ? -1 : q->in[2]};
     return mps_pass_qbecome(g, be, last, MPS_OP_QLINEAR_UNARY, in, 5, &p);
 }
 
@@ -676,7 +687,9 @@ static enum mps_status mps_passes_quant(struct mps_graph *g, const struct mps_ba
     for (int k = 0; k < notes; k++) /* Adds, Concats and elementwise ops of bytes between DequantizeLinears and a
                                        QuantizeLinear */
         changed |= mps_pass_qadd(g, be, &g->qnotes[k]) || mps_pass_qconcat(g, be, &g->qnotes[k]) ||
-                   mps_pass_qunary(g, be, &g->qnotes[k]);
+                   mps_pass_qunary(g, be, &g->qnotes[k], false);
+    for (int k = 0; k < notes; k++) /* an elementwise op of a DequantizeLinear alone, floats out */
+        changed |= mps_pass_qunary(g, be, &g->qnotes[k], true);
     for (int k = 0; k < notes; k++) /* the rest: DequantizeLinear and QuantizeLinear nodes of their own */
         changed |= mps_pass_qcast(g, be, &g->qnotes[k]);
     return changed ? mps_pass_prune(g, err) : MPS_OK;

@@ -425,7 +425,7 @@ static enum mps_status mps_shape_dequantize(struct mps_graph *g, struct mps_node
 /* QLinearAdd, QLinearConcat and QLinearUnary: bytes in and out (each part
    and the output signed or not), every scale and zero point a constant of
    one value; Add's two parts of one shape, Concat's as Concat's; Unary's
-   op elementwise on floats. */
+   op elementwise on floats, its output f32 where y_scale is omitted. */
 static enum mps_status mps_shape_qelementwise(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
     const unsigned bytes = MPS_DT(MPS_U8) | MPS_DT(MPS_I8);
@@ -439,9 +439,12 @@ static enum mps_status mps_shape_qelementwise(struct mps_graph *g, struct mps_no
     if (unary && (!n->p.binary.act.on || !mps_op_is_unary(n->p.binary.act.op)))
         return mps_shape_fail(n, err, "its op is not an elementwise one of floats");
     const struct mps_value *x = mps_shape_in(g, n, first), *yz = mps_shape_in(g, n, ys + 1);
+    bool floats = unary && !mps_shape_in(g, n, ys); /* Unary's y_scale omitted: f32 out */
     enum mps_status st;
+    if (floats && yz)
+        return mps_shape_fail(n, err, "it has an output zero point but no output scale");
     if ((st = mps_shape_qinput(g, n, first, "input", bytes, true, 0, err)) ||
-        (st = mps_shape_qinput(g, n, ys, "output's scale", MPS_DT(MPS_F32), false, 0, err)) ||
+        (!floats && (st = mps_shape_qinput(g, n, ys, "output's scale", MPS_DT(MPS_F32), false, 0, err))) ||
         (yz && (st = mps_shape_qinput(g, n, ys + 1, "output's zero point", bytes, false, 0, err))))
         return st;
     struct mps_shape out = x->shape;
@@ -465,7 +468,7 @@ static enum mps_status mps_shape_qelementwise(struct mps_graph *g, struct mps_no
             return mps_shape_fail(n, err, "input %d's shape differs from input %d's", at, first);
         out.dim[axis] += cat ? v->shape.dim[axis] : 0;
     }
-    mps_shape_set(g, n, 0, yz ? yz->dtype : MPS_U8, &out);
+    mps_shape_set(g, n, 0, floats ? MPS_F32 : yz ? yz->dtype : MPS_U8, &out);
     return MPS_OK;
 }
 

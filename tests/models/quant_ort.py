@@ -248,10 +248,21 @@ def quantized_activations():
     w = lambda shape, name: T((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
     nodes = [n("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), n("HardSwish", ["c1"], ["h1"]),
              n("Conv", ["h1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], group=8), n("Sigmoid", ["c2"], ["s2"]),
-             n("Conv", ["s2", "w3", "b3"], ["y"])]
-    inits = [w((8, 3, 3, 3), "w1"), w(8, "b1"), w((8, 1, 3, 3), "w2"), w(8, "b2"), w((5, 8, 1, 1), "w3"), w(5, "b3")]
-    return quantized_float("activations", nodes, inits, (1, 3, 12, 10), 14,
-                           ["QLinearUnary+HardSwish", "QLinearUnary+Sigmoid"])
+             # a squeeze-excite block: the HardSwish's floats to a GlobalAveragePool and a Mul (no point after it), the
+             # HardSigmoid's to the Mul: each the op of a DequantizeLinear alone, floats out (QLinearUnary by a table
+             # of 256 floats)
+             n("Conv", ["s2", "w3", "b3"], ["c3"]), n("HardSwish", ["c3"], ["h3"]),
+             n("GlobalAveragePool", ["h3"], ["gp"]), n("Conv", ["gp", "w4", "b4"], ["c4"]),
+             n("HardSigmoid", ["c4"], ["hs"], alpha=1 / 6), n("Mul", ["h3", "hs"], ["se"]),
+             n("Conv", ["se", "w5", "b5"], ["y"])]
+    inits = [w((8, 3, 3, 3), "w1"), w(8, "b1"), w((8, 1, 3, 3), "w2"), w(8, "b2"), w((12, 8, 1, 1), "w3"), w(12, "b3"),
+             w((12, 12, 1, 1), "w4"), w(12, "b4"), w((5, 12, 1, 1), "w5"), w(5, "b5")]
+    path, data, steps = quantized_float("activations", nodes, inits, (1, 3, 12, 10), 14,
+                                        ["QLinearUnary+HardSwish", "QLinearUnary+Sigmoid", "QLinearUnary+HardSigmoid"])
+    ops = [e["op"] for e in cpu_plan(path)]
+    if ops.count("QLinearUnary+HardSwish") != 2 or "HardSwish" in ops or "HardSigmoid" in ops:
+        raise RuntimeError(f"{path}: a HardSwish or HardSigmoid left on floats in the cpu plan: {ops}")
+    return path, data, steps
 
 
 def close(name, got, want, step):

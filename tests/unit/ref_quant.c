@@ -89,11 +89,11 @@ void ref_qelementwise(enum mps_op op, const union mps_op_params *p, const struct
                       struct ref_tensor *out)
 {
     int64_t ny = ref_numel(&out[0].shape);
-    if (op == MPS_OP_QLINEAR_UNARY) { /* y = Q(op(DQ(x))) */
+    if (op == MPS_OP_QLINEAR_UNARY) { /* y = Q(op(DQ(x))), or op(DQ(x)) without y's scale */
         const struct mps_fused_act *act = &p->binary.act;
         for (int64_t i = 0; i < ny; i++) {
             double v = ref_unary1(act->op, &act->p, (in[0].d[i] - ref_q1(&in[2], 0)) * in[1].d[0]);
-            out[0].d[i] = ref_qto(v, in[3].d[0], ref_q1(&in[4], 0), out[0].dt);
+            out[0].d[i] = in[3].d ? ref_qto(v, in[3].d[0], ref_q1(&in[4], 0), out[0].dt) : v;
         }
         return;
     }

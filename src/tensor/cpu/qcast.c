@@ -197,12 +197,15 @@ enum mps_status mps_cpu_qconcat(const struct mps_cpu_args *a, struct mps_error *
    dequantization, f as its node computes it, the family's quantization):
    the same bytes as the three nodes, a byte looked up an element (the float
    op on every element had cost LR-ASPP int8 a third of its time, its
-   HardSwishes with the DequantizeLinear and QuantizeLinear around them). */
+   HardSwishes with the DequantizeLinear and QuantizeLinear around them).
+   Without y's scale, y = f(DQ(x)) in f32 by a table of 256 floats: the
+   floats of the two nodes. */
 struct mps_qunary {
     const struct mps_uqgemm *uq;
-    const uint8_t *x, *table;
+    const uint8_t *x, *table; /* table: the bytes', NULL for floats out */
+    const float *floats;
     int64_t numel;
-    uint8_t *y;
+    void *y;
 };
 
 static void mps_qunary_run(void *ctx, int64_t begin, int64_t end)
@@ -210,10 +213,18 @@ static void mps_qunary_run(void *ctx, int64_t begin, int64_t end)
     const struct mps_qunary *c = ctx;
     for (int64_t k = begin; k < end; k++) {
         int64_t at = k * MPS_QCAT_CHUNK, n = c->numel - at < MPS_QCAT_CHUNK ? c->numel - at : MPS_QCAT_CHUNK;
+        const uint8_t *x = c->x + at;
+        if (!c->table) {
+            float *y = (float *)c->y + at;
+            for (int64_t i = 0; i < n; i++)
+                y[i] = c->floats[x[i]];
+            continue;
+        }
+        uint8_t *y = (uint8_t *)c->y + at;
         if (c->uq->lut)
-            c->uq->lut(c->table, c->x + at, n, c->y + at);
+            c->uq->lut(c->table, x, n, y);
         for (int64_t i = 0; !c->uq->lut && i < n; i++)
-            c->y[at + i] = c->table[c->x[at + i]];
+            y[i] = c->table[x[i]];
     }
 }
 
@@ -223,16 +234,18 @@ enum mps_status mps_cpu_qunary(const struct mps_cpu_args *a, struct mps_error *e
     int64_t numel;
     const struct mps_fused_act *act = &a->node->p.binary.act;
     struct mps_qdeq d = mps_qdeq_of(a, 0, 0, &numel);
-    struct mps_qto q = mps_qto_of(mps_qscale(&a->in[3]), mps_qzero(&a->in[4]), a->out[0].dtype == MPS_I8);
-    struct mps_qunary c = {mps_isa_qgemm(a->uk), a->in[0].data, NULL, numel, a->out[0].data};
     uint8_t bytes[256], table[256];
     float f[256];
+    struct mps_qunary c = {mps_isa_qgemm(a->uk), a->in[0].data, a->out[0].dtype == MPS_F32 ? NULL : table, f, numel,
+                           a->out[0].data};
     for (int b = 0; b < 256; b++)
         bytes[b] = (uint8_t)b;
     c.uq->dequantize(bytes, 256, &d, f);
     mps_cpu_unary_f32(act->op, &act->p, f, f, 256);
-    c.uq->quantize(f, 256, &q, table);
-    c.table = table;
+    if (c.table) {
+        struct mps_qto q = mps_qto_of(mps_qscale(&a->in[3]), mps_qzero(&a->in[4]), a->out[0].dtype == MPS_I8);
+        c.uq->quantize(f, 256, &q, table);
+    }
     if (numel)
         mps_pool_for(a->pool, (numel + MPS_QCAT_CHUNK - 1) / MPS_QCAT_CHUNK, MPS_QCAT_CHUNK, mps_qunary_run, &c);
     return MPS_OK;
