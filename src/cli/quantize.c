@@ -1,8 +1,8 @@
 /* quantize.c: `mpsrun quantize MODEL CALIB... -o OUT.onnx`: static
    quantization. The float model runs over the calibration inputs (as infer
    streams them: PNGs with --mean, --std, --size, or .npy files), with the
-   tensors around each Conv, MatMul and Gemm made outputs too
-   (mps_qdq_points); each one's range is the minimum and maximum it took
+   tensors around each Conv, MatMul and Gemm, and each Mul of two tensors
+   and GlobalAveragePool, made outputs too (mps_qdq_points); each one's range is the minimum and maximum it took
    (minmax) or the 0.01 and 99.99 percentiles of its values (percentile,
    from a histogram of 2,048 bins over the first chunk's range, grown by
    doubling). Then the model is written in the QDQ form (mps_qdq_write),

@@ -72,14 +72,20 @@ static int mps_qdq_readers(const Onnx__GraphProto *gp, const char *name, size_t 
     return count;
 }
 
+static bool mps_qdq_excluded(const Onnx__NodeProto *n, const char *const *exclude, int n_exclude)
+{
+    for (int e = 0; e < n_exclude; e++)
+        if (n->name && !strcmp(n->name, exclude[e]))
+            return true;
+    return false;
+}
+
 /* Whether node k is a product quantize takes; *axis: its weight's output-channel axis. */
 static bool mps_qdq_product(const Onnx__GraphProto *gp, size_t k, const char *const *exclude, int n_exclude, int *axis)
 {
     const Onnx__NodeProto *n = gp->node[k];
-    for (int e = 0; e < n_exclude; e++)
-        if (n->name && !strcmp(n->name, exclude[e]))
-            return false;
-    if (!mps_qdq_default_domain(n) || n->n_input < 2 || n->n_output < 1 || !n->op_type)
+    if (mps_qdq_excluded(n, exclude, n_exclude) || !mps_qdq_default_domain(n) || n->n_input < 2 || n->n_output < 1 ||
+        !n->op_type)
         return false;
     const Onnx__TensorProto *w = mps_qdq_init(gp, n->input[1], NULL);
     int64_t count;
@@ -127,6 +133,19 @@ static bool mps_qdq_add_name(const char ***names, int *n, const char *name)
     return true;
 }
 
+/* Whether Mul node n is x times HardSigmoid(x) (an export's HardSwish before opset 14). */
+static bool mps_qdq_hard_swish(const Onnx__GraphProto *gp, const Onnx__NodeProto *n)
+{
+    for (size_t k = 0; k < gp->n_node; k++) {
+        const Onnx__NodeProto *h = gp->node[k];
+        for (int i = 0; i < 2; i++)
+            if (h->n_output == 1 && h->n_input == 1 && !strcmp(h->output[0], n->input[i]) && h->op_type &&
+                !strcmp(h->op_type, "HardSigmoid") && !strcmp(h->input[0], n->input[1 - i]))
+                return true;
+    }
+    return false;
+}
+
 static int64_t mps_qdq_opset(const Onnx__ModelProto *mp)
 {
     for (size_t i = 0; i < mp->n_opset_import; i++) {
@@ -161,6 +180,25 @@ enum mps_status mps_qdq_points(const struct mps_onnx_file *f, const char *const 
             continue;
         ++*n_nodes;
         if (!mps_qdq_add_name(names, n, gp->node[k]->input[0]) || !mps_qdq_add_name(names, n, mps_qdq_out(gp, k)))
+            return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+    }
+    /* a Mul of two run-time tensors (mobilenet_v3's squeeze-excite scaling; not x times HardSigmoid(x), an
+       export's HardSwish, which mpsrun runs as one op) and a GlobalAveragePool: their inputs and output too, as
+       onnxruntime's quantizer takes them, so that they run on bytes (passes.c: QLinearMul,
+       QLinearGlobalAveragePool) and what made their inputs writes bytes (the block's HardSwish: QLinearUnary) */
+    for (size_t k = 0; gp && k < gp->n_node && *n_nodes; k++) {
+        const Onnx__NodeProto *node = gp->node[k];
+        bool mul = node->op_type && !strcmp(node->op_type, "Mul") && node->n_input == 2 &&
+                   !mps_qdq_init(gp, node->input[0], NULL) && !mps_qdq_init(gp, node->input[1], NULL) &&
+                   !mps_qdq_hard_swish(gp, node);
+        bool gap = node->op_type && !strcmp(node->op_type, "GlobalAveragePool") && node->n_input == 1;
+        if (!(mul || gap) || !mps_qdq_default_domain(node) || node->n_output != 1 ||
+            mps_qdq_excluded(node, exclude, n_exclude))
+            continue;
+        for (size_t i = 0; i < node->n_input; i++)
+            if (!mps_qdq_add_name(names, n, node->input[i]))
+                return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
+        if (!mps_qdq_add_name(names, n, node->output[0]))
             return mps_fail(err, MPS_ERR_RUNTIME, "out of memory");
     }
     if (!*n_nodes)

@@ -533,13 +533,14 @@ static bool mps_pass_qtensor(const struct mps_graph *g, int s, int z)
     return f > 0.0f && isfinite(f) && (!vz || (vz->data && mps_shape_numel(&vz->shape) == 1));
 }
 
-/* The DequantizeLinear note of value v, per tensor and read by one node
-   alone, or NULL. */
+/* The DequantizeLinear note of value v, per tensor, or NULL. Other nodes
+   may read v too (a squeeze-excite's HardSwish goes to a GlobalAveragePool
+   and a Mul): the composition then stays for them, until they read the
+   bytes too. */
 static const struct mps_qnote *mps_pass_qpart(const struct mps_graph *g, int v)
 {
     const struct mps_qnote *dq = mps_pass_qnote(g, MPS_QNOTE_DQ, v);
-    int only = -1;
-    return dq && mps_graph_uses(g, v, &only) == 1 && mps_pass_qtensor(g, dq->in[1], dq->in[2]) ? dq : NULL;
+    return dq && mps_pass_qtensor(g, dq->in[1], dq->in[2]) ? dq : NULL;
 }
 
 /* The node that Q's note quantizes the output of, read by it alone, and
@@ -607,6 +608,45 @@ static bool mps_pass_qconcat(struct mps_graph *g, const struct mps_backend *be, 
     ok = ok && mps_pass_qbecome(g, be, last, MPS_OP_QLINEAR_CONCAT, in, n_in, &p);
     free(in);
     return ok;
+}
+
+/* Note q's QuantizeLinear of a Mul of two DequantizeLinears
+   (mps_pass_qpart), one of the other's shape or of its leading dims (a
+   squeeze-excite's scale per channel; that one second: the product is the
+   same either way): a QLinearMul, where be runs it, as mps_pass_qadd. */
+static bool mps_pass_qmul(struct mps_graph *g, const struct mps_backend *be, const struct mps_qnote *q)
+{
+    int last, k = mps_pass_qsource(g, q, &last);
+    const struct mps_node *n = k >= 0 ? &g->nodes[k] : NULL;
+    if (!n || n->op != MPS_OP_MUL || n->n_in != 2 || n->p.binary.act.on)
+        return false;
+    const struct mps_qnote *da = mps_pass_qpart(g, n->in[0]), *db = mps_pass_qpart(g, n->in[1]);
+    if (!da || !db)
+        return false;
+    if (mps_shape_numel(&g->values[da->in[0]].shape) < mps_shape_numel(&g->values[db->in[0]].shape)) {
+        const struct mps_qnote *t = da;
+        da = db, db = t;
+    }
+    union mps_op_params p;
+    mps_op_params_default(MPS_OP_QLINEAR_MUL, &p);
+    int in[8] = {da->in[0], da->in[1], da->in[2], db->in[0], db->in[1], db->in[2], q->in[1], q->in[2]};
+    return mps_pass_qbecome(g, be, last, MPS_OP_QLINEAR_MUL, in, 8, &p);
+}
+
+/* Note q's QuantizeLinear of a GlobalAveragePool of a DequantizeLinear
+   (mps_pass_qpart): a QLinearGlobalAveragePool, where be runs it, as
+   mps_pass_qadd. */
+static bool mps_pass_qgap(struct mps_graph *g, const struct mps_backend *be, const struct mps_qnote *q)
+{
+    int last, k = mps_pass_qsource(g, q, &last);
+    const struct mps_qnote *dq =
+        k >= 0 && g->nodes[k].op == MPS_OP_GLOBAL_AVERAGE_POOL ? mps_pass_qpart(g, g->nodes[k].in[0]) : NULL;
+    if (!dq)
+        return false;
+    union mps_op_params p;
+    mps_op_params_default(MPS_OP_QLINEAR_GAP, &p);
+    int in[5] = {dq->in[0], dq->in[1], dq->in[2], q->in[1], q->in[2]};
+    return mps_pass_qbecome(g, be, last, MPS_OP_QLINEAR_GAP, in, 5, &p);
 }
 
 /* Whether node k (-1: none) is an elementwise op of floats (MPS_TR_UNARY:
@@ -684,10 +724,11 @@ static enum mps_status mps_passes_quant(struct mps_graph *g, const struct mps_ba
     enum mps_status st;
     if (changed && (st = mps_pass_prune(g, err))) /* the float nodes the products replaced read no value now */
         return st;
-    for (int k = 0; k < notes; k++) /* Adds, Concats and elementwise ops of bytes between DequantizeLinears and a
-                                       QuantizeLinear */
+    for (int k = 0; k < notes; k++) /* Adds, Concats, elementwise ops, Muls and GlobalAveragePools of bytes between
+                                       DequantizeLinears and a QuantizeLinear */
         changed |= mps_pass_qadd(g, be, &g->qnotes[k]) || mps_pass_qconcat(g, be, &g->qnotes[k]) ||
-                   mps_pass_qunary(g, be, &g->qnotes[k], false);
+                   mps_pass_qunary(g, be, &g->qnotes[k], false) || mps_pass_qmul(g, be, &g->qnotes[k]) ||
+                   mps_pass_qgap(g, be, &g->qnotes[k]);
     for (int k = 0; k < notes; k++) /* an elementwise op of a DequantizeLinear alone, floats out */
         changed |= mps_pass_qunary(g, be, &g->qnotes[k], true);
     for (int k = 0; k < notes; k++) /* the rest: DequantizeLinear and QuantizeLinear nodes of their own */

@@ -422,20 +422,38 @@ static enum mps_status mps_shape_dequantize(struct mps_graph *g, struct mps_node
     return MPS_OK;
 }
 
-/* QLinearAdd, QLinearConcat and QLinearUnary: bytes in and out (each part
-   and the output signed or not), every scale and zero point a constant of
-   one value; Add's two parts of one shape, Concat's as Concat's; Unary's
-   op elementwise on floats, its output f32 where y_scale is omitted. */
+/* Whether shape b is a's leading dims with 1s after them (a's own included):
+   each b value then scales a run of a's elements (QLinearMul). */
+static bool mps_shape_leading(const struct mps_shape *a, const struct mps_shape *b)
+{
+    int d = 0;
+    if (a->ndim != b->ndim)
+        return false;
+    while (d < a->ndim && b->dim[d] == a->dim[d])
+        d++;
+    while (d < a->ndim && b->dim[d] == 1)
+        d++;
+    return d == a->ndim;
+}
+
+/* QLinearAdd, QLinearMul, QLinearConcat, QLinearUnary and
+   QLinearGlobalAveragePool: bytes in and out (each part and the output
+   signed or not), every scale and zero point a constant of one value; Add's
+   two parts of one shape, Mul's second of the first's or its leading dims
+   (mps_shape_leading), Concat's as Concat's; Unary's op elementwise on
+   floats, its output f32 where y_scale is omitted; the pool's input of 3 dims
+   or more, its output 1 along each after the channels. */
 static enum mps_status mps_shape_qelementwise(struct mps_graph *g, struct mps_node *n, struct mps_error *err)
 {
     const unsigned bytes = MPS_DT(MPS_U8) | MPS_DT(MPS_I8);
-    bool cat = n->op == MPS_OP_QLINEAR_CONCAT, unary = n->op == MPS_OP_QLINEAR_UNARY;
-    int first = cat ? 2 : 0, parts = cat ? (n->n_in - 2) / 3 : unary ? 1 : 2, ys = cat ? 0 : 3 * parts;
+    bool cat = n->op == MPS_OP_QLINEAR_CONCAT, unary = n->op == MPS_OP_QLINEAR_UNARY,
+         pool = n->op == MPS_OP_QLINEAR_GAP;
+    int first = cat ? 2 : 0, parts = cat ? (n->n_in - 2) / 3 : unary || pool ? 1 : 2, ys = cat ? 0 : 3 * parts;
     if (cat ? n->n_in < 5 || (n->n_in - 2) % 3 : n->n_in != 3 * parts + 2)
         return mps_shape_fail(n, err, "%d inputs: not %s", n->n_in,
-                              cat     ? "y_scale, y_zero_point and three a part"
-                              : unary ? "x's three and y's two"
-                                      : "two parts of three and y's two");
+                              cat             ? "y_scale, y_zero_point and three a part"
+                              : unary || pool ? "x's three and y's two"
+                                              : "two parts of three and y's two");
     if (unary && (!n->p.binary.act.on || !mps_op_is_unary(n->p.binary.act.op)))
         return mps_shape_fail(n, err, "its op is not an elementwise one of floats");
     const struct mps_value *x = mps_shape_in(g, n, first), *yz = mps_shape_in(g, n, ys + 1);
@@ -449,6 +467,11 @@ static enum mps_status mps_shape_qelementwise(struct mps_graph *g, struct mps_no
         return st;
     struct mps_shape out = x->shape;
     int axis = 0;
+    if (pool && out.ndim < 3)
+        return mps_shape_fail(n, err, "its input has %d dims: it needs batch, channels and at least one more",
+                              out.ndim);
+    for (int d = 2; pool && d < out.ndim; d++)
+        out.dim[d] = 1;
     if (cat && (st = mps_shape_resolve_axis(n, &n->p.axis.axis, out.ndim, err)))
         return st;
     if (cat)
@@ -461,10 +484,10 @@ static enum mps_status mps_shape_qelementwise(struct mps_graph *g, struct mps_no
             (mps_shape_in(g, n, at + 2) &&
              (st = mps_shape_qinput(g, n, at + 2, "input's zero point", MPS_DT(v->dtype), false, 0, err))))
             return st;
-        bool same = v->shape.ndim == out.ndim;
-        for (int d = 0; same && d < out.ndim; d++)
+        bool same = v->shape.ndim == out.ndim; /* the pool: its only input */
+        for (int d = 0; same && !pool && d < out.ndim; d++)
             same = (cat && d == axis) || v->shape.dim[d] == x->shape.dim[d];
-        if (!same)
+        if (!same && !(n->op == MPS_OP_QLINEAR_MUL && mps_shape_leading(&x->shape, &v->shape)))
             return mps_shape_fail(n, err, "input %d's shape differs from input %d's", at, first);
         out.dim[axis] += cat ? v->shape.dim[axis] : 0;
     }
@@ -476,6 +499,8 @@ const mps_shape_rule mps_shape_seq_rules[MPS_OP_COUNT] = {
     [MPS_OP_QLINEAR_ADD] = mps_shape_qelementwise,
     [MPS_OP_QLINEAR_CONCAT] = mps_shape_qelementwise,
     [MPS_OP_QLINEAR_UNARY] = mps_shape_qelementwise,
+    [MPS_OP_QLINEAR_MUL] = mps_shape_qelementwise,
+    [MPS_OP_QLINEAR_GAP] = mps_shape_qelementwise,
     [MPS_OP_DEQUANTIZE] = mps_shape_dequantize,
     [MPS_OP_QUANTIZE] = mps_shape_dequantize,
     [MPS_OP_QLINEAR_MATMUL] = mps_shape_qmatmul,

@@ -202,7 +202,7 @@ def quantized(name):
 def quantized_float(name, nodes, inits, shape, opset, want):
     """Float model name (one input x of shape, N free) quantized by `mpsrun quantize` on 16 calibration inputs:
     its path, 3 inputs and the step of the last Conv's input through its largest weight (what a tie upstream can
-    move y by); the ops in want must be in mpsrun's cpu plan of it."""
+    move y by; a Sigmoid after it moves y less); the ops in want must be in mpsrun's cpu plan of it."""
     import subprocess
     fp = model(name, nodes, [vi("x", TensorProto.FLOAT, ["N", *shape[1:]])], [vi("y", TensorProto.FLOAT, None)], inits,
                opset=opset)
@@ -216,7 +216,7 @@ def quantized_float(name, nodes, inits, shape, opset, want):
     if r.returncode:
         raise RuntimeError(f"mpsrun quantize: {r.stderr.strip()}")
     init = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
-    last = nodes[-1]
+    last = next(n for n in reversed(nodes) if n.op_type == "Conv")
     wq = init[last.input[1] + ":int8"].astype(np.float64) * init[last.input[1] + ":scale"].reshape(-1, 1, 1, 1)
     step = float(init[last.input[0] + ":scale"]) * float(np.abs(wq).max())
     ops = [e["op"] for e in cpu_plan(path)]
@@ -241,27 +241,31 @@ def quantized_residual():
 
 
 def quantized_activations():
-    """A float CNN with HardSwish and Sigmoid between Convs (mobilenet_v3's form) quantized by `mpsrun quantize`:
-    onnxruntime runs it, and mpsrun's cpu plan runs each activation on the bytes (QLinearUnary, a table of the 256
-    bytes) where the QDQ file has it between a DequantizeLinear and a QuantizeLinear."""
+    """A float CNN with HardSwish and Sigmoid between Convs and a squeeze-excite block (mobilenet_v3's forms)
+    quantized by `mpsrun quantize`: onnxruntime runs it, and mpsrun's cpu plan runs each activation on the bytes
+    (QLinearUnary, a table of the 256 bytes) where the QDQ file has it between a DequantizeLinear and a
+    QuantizeLinear, the block's GlobalAveragePool and Mul, whose inputs and outputs the quantizer makes points, on
+    the bytes too, and the last Sigmoid, whose floats are the output, by a table of 256 floats."""
     n = helper.make_node
     w = lambda shape, name: T((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
-    nodes = [n("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), n("HardSwish", ["c1"], ["h1"]),
+    # the first HardSwish as exporters wrote it before opset 14, x times HardSigmoid(x): one op on bytes, its Mul
+    # no point of the quantizer's
+    nodes = [n("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), n("HardSigmoid", ["c1"], ["g1"], alpha=1 / 6),
+             n("Mul", ["c1", "g1"], ["h1"]),
              n("Conv", ["h1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], group=8), n("Sigmoid", ["c2"], ["s2"]),
-             # a squeeze-excite block: the HardSwish's floats to a GlobalAveragePool and a Mul (no point after it), the
-             # HardSigmoid's to the Mul: each the op of a DequantizeLinear alone, floats out (QLinearUnary by a table
-             # of 256 floats)
              n("Conv", ["s2", "w3", "b3"], ["c3"]), n("HardSwish", ["c3"], ["h3"]),
              n("GlobalAveragePool", ["h3"], ["gp"]), n("Conv", ["gp", "w4", "b4"], ["c4"]),
              n("HardSigmoid", ["c4"], ["hs"], alpha=1 / 6), n("Mul", ["h3", "hs"], ["se"]),
-             n("Conv", ["se", "w5", "b5"], ["y"])]
+             n("Conv", ["se", "w5", "b5"], ["c5"]), n("Sigmoid", ["c5"], ["y"])]
     inits = [w((8, 3, 3, 3), "w1"), w(8, "b1"), w((8, 1, 3, 3), "w2"), w(8, "b2"), w((12, 8, 1, 1), "w3"), w(12, "b3"),
              w((12, 12, 1, 1), "w4"), w(12, "b4"), w((5, 12, 1, 1), "w5"), w(5, "b5")]
     path, data, steps = quantized_float("activations", nodes, inits, (1, 3, 12, 10), 14,
-                                        ["QLinearUnary+HardSwish", "QLinearUnary+Sigmoid", "QLinearUnary+HardSigmoid"])
+                                        ["QLinearUnary+HardSigmoid", "QLinearMul", "QLinearGlobalAveragePool"])
     ops = [e["op"] for e in cpu_plan(path)]
-    if ops.count("QLinearUnary+HardSwish") != 2 or "HardSwish" in ops or "HardSigmoid" in ops:
-        raise RuntimeError(f"{path}: a HardSwish or HardSigmoid left on floats in the cpu plan: {ops}")
+    left = [o for o in ops if o in ("HardSwish", "HardSigmoid", "Sigmoid", "Mul", "GlobalAveragePool")]
+    if (ops.count("QLinearUnary+HardSwish") != 2 or ops.count("QLinearUnary+Sigmoid") != 2 or
+            ops.count("QLinearMul") != 1 or left):
+        raise RuntimeError(f"{path}: not every activation, Mul and pool of the cpu plan on bytes: {ops}")
     return path, data, steps
 
 

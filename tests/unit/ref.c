@@ -875,7 +875,9 @@ void ref_op(enum mps_op op, const union mps_op_params *p, const struct ref_tenso
     case MPS_OP_QUANTIZE: ref_qcast(op, p->axis.axis, in, n_in, out); break;
     case MPS_OP_QLINEAR_ADD:
     case MPS_OP_QLINEAR_CONCAT:
-    case MPS_OP_QLINEAR_UNARY: ref_qelementwise(op, p, in, n_in, out); break;
+    case MPS_OP_QLINEAR_UNARY:
+    case MPS_OP_QLINEAR_MUL:
+    case MPS_OP_QLINEAR_GAP: ref_qelementwise(op, p, in, n_in, out); break;
     case MPS_OP_UNIQUE: ref_unique(&p->unique, in, out, n_out); break;
     case MPS_OP_STRING_NORMALIZER: ref_strnorm(&p->strnorm, in, n_in, out); break;
     case MPS_OP_MAX_UNPOOL: ref_unpool(&p->pool, in, out); break;

@@ -97,6 +97,25 @@ void ref_qelementwise(enum mps_op op, const union mps_op_params *p, const struct
         }
         return;
     }
+    if (op == MPS_OP_QLINEAR_GAP) { /* y = Q(mean of each plane of DQ(x)) */
+        int64_t plane = ny ? ref_numel(&in[0].shape) / ny : 0;
+        for (int64_t o = 0; o < ny; o++) {
+            double sum = 0;
+            for (int64_t i = 0; i < plane; i++)
+                sum += (in[0].d[o * plane + i] - ref_q1(&in[2], 0)) * in[1].d[0];
+            out[0].d[o] = ref_qto(sum / (double)plane, in[3].d[0], ref_q1(&in[4], 0), out[0].dt);
+        }
+        return;
+    }
+    if (op == MPS_OP_QLINEAR_MUL) { /* b of a's shape, or one value a run of inner of a's */
+        int64_t nb = ref_numel(&in[3].shape), inner = nb ? ny / nb : 1;
+        for (int64_t i = 0; i < ny; i++) {
+            double v =
+                (in[0].d[i] - ref_q1(&in[2], 0)) * in[1].d[0] * (in[3].d[i / inner] - ref_q1(&in[5], 0)) * in[4].d[0];
+            out[0].d[i] = ref_qto(v, in[6].d[0], ref_q1(&in[7], 0), out[0].dt);
+        }
+        return;
+    }
     if (op == MPS_OP_QLINEAR_ADD) {
         const struct mps_fused_act *act = &p->binary.act;
         for (int64_t i = 0; i < ny; i++) {

@@ -685,7 +685,7 @@ static void test_coverage(void)
         MPS_OP_STRING_NORMALIZER,
         /* the quantization pass leaves mps the f32 composition */
         MPS_OP_QLINEAR_CONV, MPS_OP_QLINEAR_MATMUL, MPS_OP_DEQUANTIZE, MPS_OP_QUANTIZE, MPS_OP_QLINEAR_ADD,
-        MPS_OP_QLINEAR_CONCAT, MPS_OP_QLINEAR_UNARY};
+        MPS_OP_QLINEAR_CONCAT, MPS_OP_QLINEAR_UNARY, MPS_OP_QLINEAR_MUL, MPS_OP_QLINEAR_GAP};
     int missing = 0;
     for (int op = 0; op < MPS_OP_COUNT; op++) {
         bool listed = false;

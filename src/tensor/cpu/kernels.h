@@ -60,6 +60,8 @@ enum mps_status mps_cpu_quantize(const struct mps_cpu_args *a, struct mps_error 
 enum mps_status mps_cpu_qadd(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_qconcat(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_qunary(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_qmul(const struct mps_cpu_args *a, struct mps_error *err);
+enum mps_status mps_cpu_qgap(const struct mps_cpu_args *a, struct mps_error *err);
 /* MaxPool of bytes: a plane's rows of maxima per thread. */
 size_t mps_cpu_pool_scratch(const struct mps_graph *g, const struct mps_node *n, const struct mps_ukernels *uk,
                             int threads);
@@ -153,6 +155,9 @@ bool mps_winograd_pools(const struct mps_graph *g, const struct mps_node *n, con
    fused activation included, and the fused MaxPool where a has one. */
 void mps_winograd_conv(const struct mps_cpu_args *a, const void *u);
 /* pooling.c */
+/* s plus x[0 .. n) (n <= 256) as GlobalAveragePool sums a run: sixteen float
+   sums (loops the compiler vectorizes), then each added to s in double. */
+double mps_cpu_sum_run(double s, const float *x, int64_t n);
 enum mps_status mps_cpu_pool(const struct mps_cpu_args *a, struct mps_error *err);
 enum mps_status mps_cpu_unpool(const struct mps_cpu_args *a, struct mps_error *err); /* MaxUnpool */
 enum mps_status mps_cpu_global_pool(const struct mps_cpu_args *a, struct mps_error *err);

@@ -556,6 +556,20 @@ struct mps_global_job {
     int64_t plane;
 };
 
+double mps_cpu_sum_run(double s, const float *x, int64_t n)
+{
+    float part[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++)
+            part[j] += x[i + j];
+    for (; i < n; i++)
+        part[0] += x[i];
+    for (int j = 0; j < 16; j++)
+        s += part[j];
+    return s;
+}
+
 static void mps_global_planes(void *ctx, int64_t begin, int64_t end)
 {
     const struct mps_global_job *q = ctx;
@@ -574,19 +588,10 @@ static void mps_global_planes(void *ctx, int64_t begin, int64_t end)
             for (int64_t i = 0; i < q->plane; i++)
                 s += lp == 2 ? (double)xp[i] * xp[i] : pow(fabs(xp[i]), lp);
             y[p] = (float)(lp == 2 ? sqrt(s) : pow(s, 1.0 / lp));
-        } else { /* sixteen float sums over runs of 256 (loops the compiler vectorizes), the runs in double */
+        } else { /* runs of 256 (mps_cpu_sum_run) */
             double s = 0;
-            for (int64_t i0 = 0; i0 < q->plane; i0 += 256) {
-                float part[16] = {0};
-                int64_t n = q->plane - i0 < 256 ? q->plane - i0 : 256, i = 0;
-                for (; i + 16 <= n; i += 16)
-                    for (int j = 0; j < 16; j++)
-                        part[j] += xp[i0 + i + j];
-                for (; i < n; i++)
-                    part[0] += xp[i0 + i];
-                for (int j = 0; j < 16; j++)
-                    s += part[j];
-            }
+            for (int64_t i0 = 0; i0 < q->plane; i0 += 256)
+                s = mps_cpu_sum_run(s, xp + i0, q->plane - i0 < 256 ? q->plane - i0 : 256);
             y[p] = (float)(s / (double)q->plane);
         }
     }

@@ -250,3 +250,98 @@ enum mps_status mps_cpu_qunary(const struct mps_cpu_args *a, struct mps_error *e
         mps_pool_for(a->pool, (numel + MPS_QCAT_CHUNK - 1) / MPS_QCAT_CHUNK, MPS_QCAT_CHUNK, mps_qunary_run, &c);
     return MPS_OK;
 }
+
+/* QLinearMul: y = Q(DQa(a) * DQb(b)), b of a's shape (inner 1) or one value
+   for each run of inner elements of a (a squeeze-excite's scale per
+   channel): the family's mul row, each step rounded as the composition's
+   node rounds it; chunks of MPS_QADD_CHUNK elements an item, b's floats
+   dequantized in blocks of 256. */
+struct mps_qmul {
+    const struct mps_uqgemm *uq;
+    const uint8_t *a, *b;
+    struct mps_qdeq da, db;
+    struct mps_qto q;
+    int64_t numel, inner;
+    uint8_t *y;
+};
+
+static void mps_qmul_run(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_qmul *c = ctx;
+    float fb[256];
+    for (int64_t k = begin; k < end; k++) {
+        int64_t stop = (k + 1) * MPS_QADD_CHUNK < c->numel ? (k + 1) * MPS_QADD_CHUNK : c->numel;
+        for (int64_t i = k * MPS_QADD_CHUNK, n; i < stop; i += n) {
+            n = stop - i < 256 ? stop - i : 256;
+            if (c->inner > 1 && n > c->inner - i % c->inner)
+                n = c->inner - i % c->inner; /* one b value a block */
+            c->uq->dequantize(c->inner > 1 ? c->b + i / c->inner : c->b + i, c->inner > 1 ? 1 : n, &c->db, fb);
+            c->uq->mul(c->a + i, &c->da, fb, c->inner > 1 ? 0 : 1, &c->q, n, c->y + i);
+        }
+    }
+}
+
+enum mps_status mps_cpu_qmul(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    (void)err;
+    int64_t numel, nb;
+    struct mps_qmul c = {.uq = mps_isa_qgemm(a->uk),
+                         .a = a->in[0].data,
+                         .b = a->in[3].data,
+                         .da = mps_qdeq_of(a, 0, 0, &numel),
+                         .db = mps_qdeq_of(a, 3, 0, &nb),
+                         .q = mps_qto_of(mps_qscale(&a->in[6]), mps_qzero(&a->in[7]), a->out[0].dtype == MPS_I8),
+                         .y = a->out[0].data};
+    c.numel = numel, c.inner = nb ? numel / nb : 1;
+    if (numel)
+        mps_pool_for(a->pool, (numel + MPS_QADD_CHUNK - 1) / MPS_QADD_CHUNK, MPS_QADD_CHUNK, mps_qmul_run, &c);
+    return MPS_OK;
+}
+
+/* QLinearGlobalAveragePool: each plane's bytes dequantized and summed as the
+   float pool sums its runs of 256 (the family's sum row, mps_cpu_sum_run's
+   order), the means of an item's planes quantized at once: the
+   composition's steps. An item MPS_QGAP_PLANES planes. */
+enum { MPS_QGAP_PLANES = 64 };
+struct mps_qgap {
+    const struct mps_uqgemm *uq;
+    const uint8_t *x;
+    struct mps_qdeq d;
+    struct mps_qto q;
+    int64_t plane, planes;
+    uint8_t *y;
+};
+
+static void mps_qgap_run(void *ctx, int64_t begin, int64_t end)
+{
+    const struct mps_qgap *c = ctx;
+    float mean[MPS_QGAP_PLANES];
+    for (int64_t item = begin; item < end; item++) {
+        int64_t p0 = item * MPS_QGAP_PLANES, np = c->planes - p0 < MPS_QGAP_PLANES ? c->planes - p0 : MPS_QGAP_PLANES;
+        for (int64_t p = 0; p < np; p++) {
+            double s = 0;
+            const uint8_t *x = c->x + (p0 + p) * c->plane;
+            for (int64_t i0 = 0; i0 < c->plane; i0 += 256)
+                s = c->uq->sum(s, x + i0, &c->d, c->plane - i0 < 256 ? c->plane - i0 : 256);
+            mean[p] = (float)(s / (double)c->plane);
+        }
+        c->uq->quantize(mean, np, &c->q, c->y + p0);
+    }
+}
+
+enum mps_status mps_cpu_qgap(const struct mps_cpu_args *a, struct mps_error *err)
+{
+    (void)err;
+    int64_t numel;
+    struct mps_qgap c = {.uq = mps_isa_qgemm(a->uk),
+                         .x = a->in[0].data,
+                         .d = mps_qdeq_of(a, 0, 0, &numel),
+                         .q = mps_qto_of(mps_qscale(&a->in[3]), mps_qzero(&a->in[4]), a->out[0].dtype == MPS_I8),
+                         .planes = mps_shape_numel(&a->out[0].shape),
+                         .y = a->out[0].data};
+    c.plane = c.planes ? numel / c.planes : 0;
+    if (c.planes)
+        mps_pool_for(a->pool, (c.planes + MPS_QGAP_PLANES - 1) / MPS_QGAP_PLANES,
+                     MPS_QGAP_PLANES * (c.plane ? c.plane : 1), mps_qgap_run, &c);
+    return MPS_OK;
+}

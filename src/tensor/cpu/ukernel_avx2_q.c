@@ -180,4 +180,6 @@ const struct mps_uqgemm mps_uqgemm_avx2 = {"avx2",
                                            mps_avx2_qstore_f,
                                            mps_avx2_lut,
                                            true,
-                                           NULL};
+                                           NULL,
+                                           mps_avx2_qmul,
+                                           mps_avx2_qsum};

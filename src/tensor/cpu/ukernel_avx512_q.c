@@ -5,6 +5,7 @@
    with -mavx512f -mavx512vnni and without contraction;
    called only where cpuid says the CPU has AVX512_VNNI (isa.c). */
 #include <immintrin.h>
+#include <string.h>
 
 #include "ukernel_avx512_qreq.h"
 #include "ukernel_q.h"
@@ -112,6 +113,45 @@ static void mps_avx512_qdequantize(const uint8_t *x, int64_t n, const struct mps
 }
 
 #include "ukernel_qtile.h"
+
+/* ukernel_q.h's mps_uqmul_row in sixteen lanes, the last n % 16 from a
+   copy and stored under a mask (each element its own steps: the same
+   bytes). */
+static void mps_avx512_qmul(const uint8_t *a, const struct mps_qdeq *da, const float *m, int64_t mstep,
+                            const struct mps_qto *q, int64_t n, uint8_t *y)
+{
+    const struct mps_avx512_qto v = mps_avx512_qto_of(q);
+    const __m128i fa = _mm_set1_epi8((char)da->flip);
+    const __m512 za = _mm512_set1_ps(da->z), sa = _mm512_set1_ps(da->s), m0 = _mm512_set1_ps(m[0]);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 k = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1);
+        uint8_t last[16] = {0};
+        if (k != 0xffffu)
+            memcpy(last, a + i, (size_t)(n - i));
+        __m512 x = mps_avx512_deq16(k == 0xffffu ? a + i : last, fa, za, sa);
+        x = _mm512_mul_ps(x, mstep ? _mm512_maskz_loadu_ps(k, m + i) : m0);
+        _mm512_mask_cvtepi32_storeu_epi8(y + i, k, mps_avx512_qto_bytes(x, &v));
+    }
+}
+
+/* ukernel_q.h's mps_uqsum_row: lane j the part j, the last n % 16 into part
+   0 one by one, as there. */
+static double mps_avx512_qsum(double s, const uint8_t *x, const struct mps_qdeq *d, int64_t n)
+{
+    const __m128i f = _mm_set1_epi8((char)d->flip);
+    const __m512 z = _mm512_set1_ps(d->z), sc = _mm512_set1_ps(d->s);
+    __m512 acc = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        acc = _mm512_add_ps(acc, mps_avx512_deq16(x + i, f, z, sc));
+    float part[16];
+    _mm512_storeu_ps(part, acc);
+    for (; i < n; i++)
+        part[0] += ((float)(uint8_t)(x[i] ^ d->flip) - d->z) * d->s;
+    for (int j = 0; j < 16; j++)
+        s += part[j];
+    return s;
+}
 
 static void mps_avx512_qstore(const int32_t *t, const int32_t *rs, int n, const struct mps_qreq *r, void *out)
 {
@@ -273,4 +313,6 @@ const struct mps_uqgemm mps_uqgemm_avx512 = {"avx512-vnni",
                                              mps_avx512_qstore_f,
                                              mps_avx512_lut,
                                              false,
-                                             mps_avx512_qdw3};
+                                             mps_avx512_qdw3,
+                                             mps_avx512_qmul,
+                                             mps_avx512_qsum};

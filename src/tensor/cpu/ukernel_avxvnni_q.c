@@ -147,4 +147,6 @@ const struct mps_uqgemm mps_uqgemm_avxvnni = {"avx-vnni",
                                               mps_avx2_qstore_f,
                                               mps_avx2_lut,
                                               false,
-                                              mps_avxvnni_qdw3};
+                                              mps_avxvnni_qdw3,
+                                              mps_avxvnni_qmul,
+                                              mps_avxvnni_qsum};

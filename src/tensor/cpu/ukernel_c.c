@@ -176,7 +176,8 @@ MPS_UQ_ROWS(mps_c)
 const struct mps_uqgemm mps_uqgemm_c = {
     "c",           MPS_C_QMR,      MPS_C_QNR,      mps_c_supported, mps_c_qgemm,
     mps_c_qgemm_w, mps_c_qstore,   mps_c_qrequant, mps_c_qquantize, mps_c_qdequantize,
-    NULL,          mps_c_qstore_f, NULL,           false,           NULL};
+    NULL,          mps_c_qstore_f, NULL,           false,           NULL,
+    mps_c_qmul,    mps_c_qsum};
 
 const struct mps_ukernels mps_ukernels_c = {
     .name = "c",

@@ -87,4 +87,6 @@ const struct mps_uqgemm mps_uqgemm_neon = {"neon-dotprod",
                                            mps_neon_qstore_f,
                                            NULL,
                                            false,
-                                           NULL};
+                                           NULL,
+                                           mps_neon_qmul,
+                                           mps_neon_qsum};

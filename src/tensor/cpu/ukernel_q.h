@@ -111,6 +111,40 @@ static inline void mps_uqrequant_row(const uint8_t *restrict a, const struct mps
     }
 }
 
+/* ukernels.h's mps_uqmul_fn and mps_uqsum_fn: the steps of dequantizing,
+   multiplying (summing) and quantizing, each rounded as its own node rounds
+   it, in one pass over the bytes. */
+static inline void mps_uqmul_row(const uint8_t *restrict a, const struct mps_qdeq *da, const float *restrict m,
+                                 int64_t mstep, const struct mps_qto *q, int64_t n, uint8_t *restrict y)
+{
+    const struct mps_qto qq = *q;
+    const float sa = da->s, za = da->z, m0 = m[0];
+    const uint8_t fa = da->flip;
+    if (!mstep) {
+        for (int64_t i = 0; i < n; i++)
+            y[i] = mps_qto_byte(&qq, (((float)(uint8_t)(a[i] ^ fa) - za) * sa) * m0);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        y[i] = mps_qto_byte(&qq, (((float)(uint8_t)(a[i] ^ fa) - za) * sa) * m[i]);
+}
+
+static inline double mps_uqsum_row(double s, const uint8_t *restrict x, const struct mps_qdeq *d, int64_t n)
+{
+    const float sc = d->s, z = d->z;
+    const uint8_t f = d->flip;
+    float part[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++)
+            part[j] += ((float)(uint8_t)(x[i + j] ^ f) - z) * sc;
+    for (; i < n; i++)
+        part[0] += ((float)(uint8_t)(x[i] ^ f) - z) * sc;
+    for (int j = 0; j < 16; j++)
+        s += part[j];
+    return s;
+}
+
 /* ukernels.h's mps_uquantize_fn and mps_udequantize_fn. */
 static inline void mps_uquantize_row(const float *restrict x, int64_t n, const struct mps_qto *q, uint8_t *restrict y)
 {
@@ -180,6 +214,18 @@ static inline void mps_uqdw3_taps(const int8_t *t, const struct mps_qreq *req, i
     static void fam##_qdequantize(const uint8_t *x, int64_t n, const struct mps_qdeq *d, float *y)                     \
     {                                                                                                                  \
         mps_udequantize_row(x, n, d, y);                                                                               \
+    }                                                                                                                  \
+    MPS_UQ_MUL(fam)
+/* A family's QLinearMul and QLinearGlobalAveragePool rows (mps_uqgemm's mul and sum). */
+#define MPS_UQ_MUL(fam)                                                                                                \
+    static void fam##_qmul(const uint8_t *a, const struct mps_qdeq *da, const float *m, int64_t mstep,                 \
+                           const struct mps_qto *q, int64_t n, uint8_t *y)                                             \
+    {                                                                                                                  \
+        mps_uqmul_row(a, da, m, mstep, q, n, y);                                                                       \
+    }                                                                                                                  \
+    static double fam##_qsum(double s, const uint8_t *x, const struct mps_qdeq *d, int64_t n)                          \
+    {                                                                                                                  \
+        return mps_uqsum_row(s, x, d, n);                                                                              \
     }
 
 #endif

@@ -345,6 +345,13 @@ typedef void (*mps_uqrequant_fn)(const uint8_t *a, const struct mps_qdeq *da, co
    (QuantizeLinear and DequantizeLinear per tensor, qcast.c). */
 typedef void (*mps_uquantize_fn)(const float *x, int64_t n, const struct mps_qto *q, uint8_t *y);
 typedef void (*mps_udequantize_fn)(const uint8_t *x, int64_t n, const struct mps_qdeq *d, float *y);
+/* y[i] = Q(DQa(a[i]) * m[i * mstep]) for i < n, mstep 0 or 1 (QLinearMul:
+   the product of two dequantized floats, then quantized). */
+typedef void (*mps_uqmul_fn)(const uint8_t *a, const struct mps_qdeq *da, const float *m, int64_t mstep,
+                             const struct mps_qto *q, int64_t n, uint8_t *y);
+/* s plus x[0 .. n) (n <= 256) dequantized, summed as mps_cpu_sum_run sums
+   floats (QLinearGlobalAveragePool). */
+typedef double (*mps_uqsum_fn)(double s, const uint8_t *x, const struct mps_qdeq *d, int64_t n);
 /* A 3x3 depthwise QLinearConv of one plane of bytes on int8 products
    (optional: NULL where a family has none): dilation 1, sw 1 or 2, the
    geometry as dwk's (oh0, oh1 unused); t the plane's taps less their zero
@@ -371,6 +378,8 @@ struct mps_uqgemm {
     mps_ulut_fn lut; /* optional: NULL where the plain loop does as well */
     bool wide_w;     /* by_weights's weights packed as int16, widened at compile (avx2's exact tile) */
     mps_uqdw3_fn dw3; /* optional */
+    mps_uqmul_fn mul;
+    mps_uqsum_fn sum;
 };
 /* The portable one, which every family can fall back on (ukernel_c.c). */
 extern const struct mps_uqgemm mps_uqgemm_c;
