@@ -651,9 +651,59 @@ static void test_traits(void)
              "traits of Relu, Clip, Erf, Sqrt, Add, ReduceL2, Where; none for an op out of range");
 }
 
+/* The shape rules of the elementwise ops of bytes the quantization pass
+   makes (ops.def): each refuses what its kernel cannot take, by name. */
+static void test_qelementwise_errors(void)
+{
+    static const struct {
+        enum mps_op op;
+        const char *expect;
+        struct mps_shape a, b; /* b: QLinearMul's second operand */
+        bool act, y_zero_only;
+    } rows[] = {
+        {MPS_OP_QLINEAR_MUL, "input 3's shape differs from input 0's", {4, {2, 3, 4, 5}}, {4, {2, 3, 1, 2}}, 0, 0},
+        {MPS_OP_QLINEAR_MUL, "input 3's shape differs from input 0's", {4, {2, 3, 4, 5}}, {3, {2, 3, 1}}, 0, 0},
+        {MPS_OP_QLINEAR_GAP, "it needs batch, channels and at least one more", {2, {2, 3}}, {0}, 0, 0},
+        {MPS_OP_QLINEAR_UNARY, "its op is not an elementwise one of floats", {2, {2, 3}}, {0}, false, 0},
+        {MPS_OP_QLINEAR_UNARY, "an output zero point but no output scale", {2, {2, 3}}, {0}, true, true},
+    };
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        struct mps_graph *g = mps_graph_new();
+        struct mps_error err = {{0}};
+        struct mps_shape one = {0, {0}};
+        int x = mps_graph_add_value(g, "x", MPS_U8, &rows[r].a),
+            s = mps_graph_add_const(g, "s", MPS_F32, &one, (float[]){0.5f}),
+            z = mps_graph_add_const(g, "z", MPS_U8, &one, (uint8_t[]){3}),
+            y = mps_graph_add_value(g, "y", MPS_U8, NULL);
+        mps_graph_add_input(g, x, &err);
+        union mps_op_params p;
+        mps_op_params_default(rows[r].op, &p);
+        p.binary.act = (struct mps_fused_act){.on = rows[r].act, .op = MPS_OP_SIGMOID};
+        int in[8] = {x, s, z, s, z, -1, -1, -1}, n_in = 5;
+        if (rows[r].op == MPS_OP_QLINEAR_MUL) {
+            int b = mps_graph_add_value(g, "b", MPS_U8, &rows[r].b);
+            mps_graph_add_input(g, b, &err);
+            in[3] = b, in[4] = s, in[5] = z, in[6] = s, in[7] = z, n_in = 8;
+        }
+        if (rows[r].y_zero_only)
+            in[3] = -1;
+        enum mps_status st = mps_graph_add_node(g, rows[r].op, "q", in, n_in, &y, 1, &p, &err);
+        if (!st)
+            st = mps_graph_add_output(g, y, &err);
+        if (!st)
+            st = mps_graph_sort(g, &err);
+        if (!st)
+            st = mps_graph_infer(g, &err);
+        th_check(st == MPS_ERR_MODEL && strstr(err.msg, "node 'q'") && strstr(err.msg, rows[r].expect),
+                 "%s refuses by name: '%s': %s", mps_op_name(rows[r].op), rows[r].expect, err.msg);
+        mps_graph_free(g);
+    }
+}
+
 int main(void)
 {
     test_traits();
+    test_qelementwise_errors();
     test_strings();
     test_f16();
     test_branches();
