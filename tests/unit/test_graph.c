@@ -178,6 +178,19 @@ static const struct th_bad th_bad_rows[] = {
     {"pool", MPS_OP_MAX_POOL, 1, {{4, {1, 1, 4, 4}}}, MPS_F32, NULL, 0, "positive"},
 };
 
+/* Node op over in[n_in] (params p, NULL: the defaults) writing y, made g's
+   output; g sorted and its shapes inferred: the first failure. */
+static enum mps_status th_infer_one(struct mps_graph *g, enum mps_op op, const char *name, const int *in, int n_in,
+                                    int y, const union mps_op_params *p, struct mps_error *err)
+{
+    enum mps_status st = mps_graph_add_node(g, op, name, in, n_in, &y, 1, p, err);
+    if (!st)
+        st = mps_graph_add_output(g, y, err);
+    if (!st)
+        st = mps_graph_sort(g, err);
+    return st ? st : mps_graph_infer(g, err);
+}
+
 static void test_infer_errors(void)
 {
     for (size_t r = 0; r < sizeof th_bad_rows / sizeof th_bad_rows[0]; r++) {
@@ -197,13 +210,7 @@ static void test_infer_errors(void)
             in[n_in++] = mps_graph_add_const(g, "c", MPS_I64, &s, row->ints);
         }
         y = mps_graph_add_value(g, "y", MPS_F32, NULL);
-        enum mps_status st = mps_graph_add_node(g, row->op, row->name, in, n_in, &y, 1, NULL, &err);
-        if (!st)
-            st = mps_graph_add_output(g, y, &err);
-        if (!st)
-            st = mps_graph_sort(g, &err);
-        if (!st)
-            st = mps_graph_infer(g, &err);
+        enum mps_status st = th_infer_one(g, row->op, row->name, in, n_in, y, NULL, &err);
         char prefix[64];
         snprintf(prefix, sizeof prefix, "node '%s' (%s): ", row->name, mps_op_name(row->op));
         th_check(st == MPS_ERR_MODEL && strncmp(err.msg, prefix, strlen(prefix)) == 0 && strstr(err.msg, row->expect),
@@ -687,13 +694,7 @@ static void test_qelementwise_errors(void)
         }
         if (rows[r].y_zero_only)
             in[3] = -1;
-        enum mps_status st = mps_graph_add_node(g, rows[r].op, "q", in, n_in, &y, 1, &p, &err);
-        if (!st)
-            st = mps_graph_add_output(g, y, &err);
-        if (!st)
-            st = mps_graph_sort(g, &err);
-        if (!st)
-            st = mps_graph_infer(g, &err);
+        enum mps_status st = th_infer_one(g, rows[r].op, "q", in, n_in, y, &p, &err);
         th_check(st == MPS_ERR_MODEL && strstr(err.msg, "node 'q'") && strstr(err.msg, rows[r].expect),
                  "%s refuses by name: '%s': %s", mps_op_name(rows[r].op), rows[r].expect, err.msg);
         mps_graph_free(g);
