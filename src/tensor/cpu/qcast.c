@@ -1,7 +1,7 @@
 /* qcast.c: the elementwise kernels of quantized tensors (ops.def):
-   DequantizeLinear and QuantizeLinear, and the QLinearAdd, QLinearConcat and
-   QLinearUnary the pass makes of DequantizeLinear, the float op,
-   QuantizeLinear.
+   DequantizeLinear and QuantizeLinear, and the QLinearAdd, QLinearMul,
+   QLinearConcat, QLinearUnary and QLinearGlobalAveragePool the pass makes
+   of DequantizeLinear, the float op, QuantizeLinear.
 
    Each computes what the loader's compositions compute (Cast, Sub, Mul;
    Div, Round, Add, Clip, Cast), step for step in f32, so that a fused node
