@@ -113,10 +113,13 @@ def qop_cnn():
     path = model("qop_cnn", nodes, [vi("x", TensorProto.FLOAT, [2, 3, 10, 10])], [vi("y", TensorProto.FLOAT, [2, 5]), vi("p", TensorProto.UINT8, [2, 5])], inits, ms=True)
     # the cpu plan adds and concatenates the bytes (each QLinear op's DequantizeLinears, the float op and its
     # QuantizeLinear as one node: qcast.c), where the composition took three passes over floats
-    # and runs QLinearLeakyRelu and QLinearSigmoid by a table of the 256 bytes (QLinearUnary)
+    # and runs QLinearLeakyRelu and QLinearSigmoid by a table of the 256 bytes (QLinearUnary), QLinearMul and
+    # QLinearGlobalAveragePool on the bytes too
     ops = [e["op"] for e in cpu_plan(path)]
-    if any(o not in ops for o in ("QLinearAdd", "QLinearConcat", "QLinearUnary+LeakyRelu", "QLinearUnary+Sigmoid")):
-        raise RuntimeError(f"{path}: no QLinearAdd, QLinearConcat or QLinearUnary in the cpu plan: {ops}")
+    want = ("QLinearAdd", "QLinearConcat", "QLinearUnary+LeakyRelu", "QLinearUnary+Sigmoid", "QLinearMul",
+            "QLinearGlobalAveragePool")
+    if any(o not in ops for o in want):
+        raise RuntimeError(f"{path}: not all of {want} in the cpu plan: {ops}")
     # p: onnxruntime's QLinearSoftmax takes exp from a table over the input's 256 steps and rounds its own
     # way: a probability of 0.99999 is 254 there, 255 (its nearest step) here; one step apart, never more
     return path, {"x": rng.standard_normal((2, 3, 10, 10)).astype(np.float32)}, {"y": step, "p": "one step"}
