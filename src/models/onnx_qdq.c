@@ -133,14 +133,26 @@ static bool mps_qdq_add_name(const char ***names, int *n, const char *name)
     return true;
 }
 
-/* Whether Mul node n is x times HardSigmoid(x) (an export's HardSwish before opset 14). */
+/* Float attribute name of node n, def where it has none. */
+static float mps_qdq_fattr(const Onnx__NodeProto *n, const char *name, float def)
+{
+    for (size_t a = 0; a < n->n_attribute; a++)
+        if (n->attribute[a]->name && !strcmp(n->attribute[a]->name, name) &&
+            n->attribute[a]->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT)
+            return n->attribute[a]->f;
+    return def;
+}
+
+/* Whether Mul node n is x times HardSigmoid(x) with HardSwish's constants (an export's HardSwish before opset
+   14; passes.c's mps_pass_is_hard_swish makes it one op). */
 static bool mps_qdq_hard_swish(const Onnx__GraphProto *gp, const Onnx__NodeProto *n)
 {
     for (size_t k = 0; k < gp->n_node; k++) {
         const Onnx__NodeProto *h = gp->node[k];
         for (int i = 0; i < 2; i++)
             if (h->n_output == 1 && h->n_input == 1 && !strcmp(h->output[0], n->input[i]) && h->op_type &&
-                !strcmp(h->op_type, "HardSigmoid") && !strcmp(h->input[0], n->input[1 - i]))
+                !strcmp(h->op_type, "HardSigmoid") && !strcmp(h->input[0], n->input[1 - i]) &&
+                fabsf(mps_qdq_fattr(h, "alpha", 0.2f) - 1.0f / 6.0f) < 1e-7f && mps_qdq_fattr(h, "beta", 0.5f) == 0.5f)
                 return true;
     }
     return false;
