@@ -484,8 +484,8 @@ static enum mps_status mps_shape_qelementwise(struct mps_graph *g, struct mps_no
             (mps_shape_in(g, n, at + 2) &&
              (st = mps_shape_qinput(g, n, at + 2, "input's zero point", MPS_DT(v->dtype), false, 0, err))))
             return st;
-        bool same = v->shape.ndim == out.ndim; /* the pool: its only input */
-        for (int d = 0; same && !pool && d < out.ndim; d++)
+        bool same = v->shape.ndim == x->shape.ndim;
+        for (int d = 0; same && d < x->shape.ndim; d++)
             same = (cat && d == axis) || v->shape.dim[d] == x->shape.dim[d];
         if (!same && !(n->op == MPS_OP_QLINEAR_MUL && mps_shape_leading(&x->shape, &v->shape)))
             return mps_shape_fail(n, err, "input %d's shape differs from input %d's", at, first);

@@ -132,6 +132,17 @@ enum mps_status mps_cpu_qadd(const struct mps_cpu_args *a, struct mps_error *err
     return MPS_OK;
 }
 
+/* y[i] = table[x[i]] for i < n: the family's lut, or byte by byte where it has none. */
+static void mps_qlut(const struct mps_uqgemm *uq, const uint8_t *table, const uint8_t *x, int64_t n, uint8_t *y)
+{
+    if (uq->lut) {
+        uq->lut(table, x, n, y);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        y[i] = table[x[i]];
+}
+
 /* QLinearConcat: each part's runs (its elements from the axis on, once
    per index before the axis) requantized into y's, by a table of the 256
    bytes that the family's requantization made (the same bytes as element
@@ -167,10 +178,7 @@ static void mps_qcat_run(void *ctx, int64_t begin, int64_t end)
         c->uq->requant(bytes, &d, NULL, NULL, -INFINITY, INFINITY, &c->q, 256, table);
         const uint8_t *x = (const uint8_t *)c->a->in[2 + 3 * part].data + o * inner + from;
         uint8_t *y = (uint8_t *)c->a->out[0].data + o * c->run + at + from;
-        if (c->uq->lut)
-            c->uq->lut(table, x, count, y);
-        for (int64_t i = 0; !c->uq->lut && i < count; i++)
-            y[i] = table[x[i]];
+        mps_qlut(c->uq, table, x, count, y);
     }
 }
 
@@ -220,11 +228,7 @@ static void mps_qunary_run(void *ctx, int64_t begin, int64_t end)
                 y[i] = c->floats[x[i]];
             continue;
         }
-        uint8_t *y = (uint8_t *)c->y + at;
-        if (c->uq->lut)
-            c->uq->lut(c->table, x, n, y);
-        for (int64_t i = 0; !c->uq->lut && i < n; i++)
-            y[i] = c->table[x[i]];
+        mps_qlut(c->uq, c->table, x, n, (uint8_t *)c->y + at);
     }
 }
 
